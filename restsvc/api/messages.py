@@ -1,0 +1,37 @@
+"""Messages API: localized captions of entities and enums."""
+from werkzeug.routing import Rule
+
+from ..web import json_response
+from .metadata import find_entity, find_enum
+
+
+def entity_messages(ctx):
+    messages, locale = ctx.app.messages, ctx.locale
+    body = {}
+    for meta in ctx.app.metadata.entities.values():
+        body.update(messages.entity_messages(meta, locale))
+    return json_response(dict(sorted(body.items())))
+
+
+def one_entity_messages(ctx, entity_name):
+    return json_response(ctx.app.messages.entity_messages(find_entity(ctx, entity_name), ctx.locale))
+
+
+def enum_messages(ctx):
+    messages, locale = ctx.app.messages, ctx.locale
+    body = {}
+    for meta_enum in ctx.app.metadata.enums.values():
+        body.update(messages.enum_messages(meta_enum, locale))
+    return json_response(dict(sorted(body.items())))
+
+
+def one_enum_messages(ctx, enum_name):
+    return json_response(ctx.app.messages.enum_messages(find_enum(ctx, enum_name), ctx.locale))
+
+
+rules = [
+    Rule("/rest/messages/entities", methods=["GET"], endpoint=entity_messages),
+    Rule("/rest/messages/entities/<entity_name>", methods=["GET"], endpoint=one_entity_messages),
+    Rule("/rest/messages/enums", methods=["GET"], endpoint=enum_messages),
+    Rule("/rest/messages/enums/<enum_name>", methods=["GET"], endpoint=one_enum_messages),
+]

@@ -1,0 +1,96 @@
+"""The database: one Peewee database object bound from a URL.
+
+Models declare ``database = database_proxy``; ``open_database`` binds the proxy
+once at startup. One process serves one database.
+
+Connection handling per request (``release``), chosen per engine:
+- SQLite: the connection of each thread stays open between requests. Opening
+  one costs a file open plus the pragmas, which is more than a small request's
+  query; an idle SQLite connection holds no lock, and ``release`` rolls back
+  anything a failed request left open, so nothing leaks into the next request.
+- PostgreSQL: a pool per worker process (peewee's PooledPostgresqlDatabase).
+  Connecting costs a network round trip and a backend process; the pool makes
+  that a one-time cost, and ``release`` hands the connection back at the end of
+  every request so idle workers do not hold server connections.
+"""
+import os
+from urllib.parse import urlsplit
+
+import peewee
+from playhouse import db_url
+from playhouse.pool import PooledPostgresqlDatabase
+
+from .settings import SettingsError
+
+database_proxy = peewee.DatabaseProxy()
+
+SQLITE_PRAGMAS = (
+    ("journal_mode", "wal"),
+    ("busy_timeout", 5000),
+    ("foreign_keys", 1),
+    ("synchronous", "normal"),
+)
+
+
+def open_database(url, pool_size=20):
+    scheme = urlsplit(url).scheme
+    if scheme == "sqlite":
+        params = db_url.parse(url)
+        path = params.pop("database")
+        if not path:
+            raise SettingsError("svc.datasource.url: a sqlite URL needs a file path")
+        if path != ":memory:" and os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS, **params)
+    elif scheme in ("postgresql", "postgres"):
+        try:
+            import psycopg2  # noqa: F401  (the optional driver)
+        except ImportError:
+            raise SettingsError(
+                "svc.datasource.url: PostgreSQL needs the driver: pip install 'restsvc[postgres]'"
+            ) from None
+        params = db_url.parse(url)
+        database = PooledPostgresqlDatabase(
+            params.pop("database"), max_connections=pool_size, stale_timeout=300,
+            timeout=10, **params)
+    else:
+        raise SettingsError(f"svc.datasource.url: unsupported database URL scheme {scheme!r}")
+    database_proxy.initialize(database)
+    return database
+
+
+def is_sqlite(database):
+    return isinstance(database, peewee.SqliteDatabase)
+
+
+def release(database):
+    """End of a request: never leave a transaction open; give pooled connections back."""
+    if database.is_closed():
+        return
+    if database.in_transaction():
+        database.rollback()
+    if not is_sqlite(database):
+        database.close()
+
+
+def exclusive_setup(database):
+    """A transaction that serializes start-up work of concurrent workers."""
+    if is_sqlite(database):
+        return database.atomic("IMMEDIATE")
+    return _PostgresSetupLock(database)
+
+
+class _PostgresSetupLock:
+    _KEY = 7301984  # arbitrary, constant advisory-lock key for schema set-up
+
+    def __init__(self, database):
+        self.database = database
+        self.transaction = database.atomic()
+
+    def __enter__(self):
+        self.transaction.__enter__()
+        self.database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (self._KEY,))
+        return self
+
+    def __exit__(self, *exc):
+        return self.transaction.__exit__(*exc)

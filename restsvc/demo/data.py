@@ -1,0 +1,65 @@
+"""Deterministic demo data: 20 customers, 10 products, 50 orders with lines.
+
+Ids are UUIDv5 of fixed names, so every installation has the same rows and
+tests can name them.
+"""
+import datetime
+import decimal
+import uuid
+
+from .model import Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product
+
+NAMESPACE = uuid.UUID("5b8e1d8e-2f7a-4c39-9a5e-3f1c2b7d9e10")
+
+FIRST = ["Alice", "Bruno", "Chiara", "Dmitri", "Elif", "Farid", "Greta", "Hugo", "Ines", "Jonas",
+         "Kaori", "Lars", "Mona", "Nils", "Olga", "Pavel", "Quinn", "Rosa", "Sven", "Tara"]
+LAST = ["Adler", "Berg", "Conti", "Dietz", "Eklund", "Falk", "Gruber", "Haas", "Ito", "Jung",
+        "Kraus", "Lind", "Moser", "Novak", "Ortiz", "Pohl", "Quast", "Roth", "Sauer", "Thiel"]
+PRODUCTS = [("Solar panel", "SP-100", "249.00"), ("Inverter", "INV-3K", "899.50"),
+            ("Battery pack", "BAT-10", "1299.00"), ("Mounting rail", "MR-2M", "34.90"),
+            ("Cable set", "CB-6MM", "19.95"), ("Charge controller", "CC-40A", "129.00"),
+            ("Energy meter", "EM-1", "79.00"), ("Wall box", "WB-11", "649.00"),
+            ("Heat pump", "HP-8", "7450.00"), ("Smart plug", "PLG-1", "24.99")]
+
+
+def _id(kind, number):
+    return uuid.uuid5(NAMESPACE, f"{kind}-{number}")
+
+
+def demo_rows():
+    grades = list(CustomerGrade)
+    customers = [dict(
+        id=_id("customer", i), name=f"{FIRST[i]} {LAST[i]}",
+        email=f"{FIRST[i].lower()}.{LAST[i].lower()}@example.com",
+        grade=grades[i % 3], birthDate=datetime.date(1960 + i, 1 + i % 12, 1 + i),
+        createdDate=datetime.datetime(2024, 1, 1, 9, 0) + datetime.timedelta(days=i),
+    ) for i in range(20)]
+    products = [dict(id=_id("product", i), name=name, sku=sku, price=decimal.Decimal(price))
+                for i, (name, sku, price) in enumerate(PRODUCTS)]
+    statuses = list(OrderStatus)
+    orders, lines = [], []
+    for i in range(50):
+        order_lines = []
+        for j in range(1 + i % 3):
+            product = products[(i * 3 + j * 7) % len(products)]
+            order_lines.append(dict(id=_id("line", f"{i}-{j}"), order=_id("order", i),
+                                    product=product["id"], quantity=1 + (i + j) % 4,
+                                    price=product["price"]))
+        amount = sum(line["price"] * line["quantity"] for line in order_lines)
+        orders.append(dict(id=_id("order", i), number=f"{i + 1:05d}",
+                           date=datetime.date(2024, 1, 1) + datetime.timedelta(days=3 * i),
+                           customer=customers[i % 20]["id"], status=statuses[i % 4],
+                           amount=amount))
+        lines.extend(order_lines)
+    return [(Customer, customers), (Product, products), (Order, orders), (OrderLine, lines)]
+
+
+def load_demo_data(database):
+    """Insert the demo rows when there are no customers yet (idempotent)."""
+    if Customer.select().exists():
+        return False
+    with database.atomic():
+        for model, rows in demo_rows():
+            for start in range(0, len(rows), 100):
+                model.insert_many(rows[start:start + 100]).execute()
+    return True

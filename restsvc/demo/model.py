@@ -1,0 +1,79 @@
+"""The demo sales application: customers, products, orders and their lines."""
+import datetime
+import enum
+
+import peewee
+
+from restsvc import DateTimeField, Entity, EnumField, FileRefField, entity, transient
+
+
+class CustomerGrade(enum.Enum):
+    BRONZE = "B"
+    SILVER = "S"
+    GOLD = "G"
+
+
+class OrderStatus(enum.Enum):
+    NEW = "10"
+    PAID = "20"
+    SHIPPED = "30"
+    CANCELLED = "40"
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+@entity(instance_name="name", read_only=("createdDate",))
+class Customer(Entity):
+    name = peewee.CharField(max_length=200)
+    email = peewee.CharField(max_length=200, null=True)
+    grade = EnumField(CustomerGrade, null=True)
+    birthDate = peewee.DateField(null=True)
+    photo = FileRefField(null=True)
+    createdDate = DateTimeField(default=_now)
+
+
+@entity(instance_name="name")
+class Product(Entity):
+    name = peewee.CharField(max_length=200)
+    sku = peewee.CharField(max_length=64, null=True)
+    price = peewee.DecimalField(max_digits=12, decimal_places=2)
+
+
+ORDER_WITH_DETAILS = {
+    "name": "order-with-details",
+    "extends": "_local",
+    "properties": [
+        "itemCount",
+        {"name": "customer", "fetchPlan": "_base"},
+        {"name": "lines", "fetchPlan": {
+            "extends": "_local",
+            "properties": [{"name": "product", "fetchPlan": "_base"}]}},
+    ],
+}
+
+
+@entity(instance_name="number", compositions=("lines",), fetch_plans=(ORDER_WITH_DETAILS,))
+class Order(Entity):
+    number = peewee.CharField(max_length=32)
+    date = peewee.DateField()
+    customer = peewee.ForeignKeyField(Customer, on_delete="RESTRICT")
+    status = EnumField(OrderStatus, null=True)
+    amount = peewee.DecimalField(max_digits=14, decimal_places=2, null=True)
+
+    @transient("int")
+    def itemCount(self):
+        """Total quantity over the order's lines."""
+        return sum(line.quantity for line in self.lines)
+
+
+@entity(instance_name=("product",))
+class OrderLine(Entity):
+    order = peewee.ForeignKeyField(Order, backref="lines", on_delete="CASCADE")
+    product = peewee.ForeignKeyField(Product, on_delete="RESTRICT")
+    quantity = peewee.IntegerField()
+    price = peewee.DecimalField(max_digits=12, decimal_places=2, null=True)
+
+
+ENTITIES = (Customer, Product, Order, OrderLine)

@@ -1,0 +1,32 @@
+"""JSON in and out: compact, UTF-8, decimals exact both ways."""
+import decimal
+import json
+import re
+import secrets
+
+# JSON numbers must keep a decimal's scale ("100.00"), which the json module
+# cannot write. A Decimal is first written as a marker string that carries a
+# per-process random nonce (so no client string can imitate it), then the
+# marker is replaced by the bare number.
+_NONCE = secrets.token_hex(8)
+_MARKER = re.compile(r'"\\u0000' + _NONCE + r'([-+0-9.Ee]+)\\u0000"')
+
+
+def _encode_special(value):
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise ValueError("non-finite decimal")
+        return f"\x00{_NONCE}{value}\x00"
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def dumps(data):
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=_encode_special)
+    if "\\u0000" + _NONCE in text:
+        text = _MARKER.sub(r"\1", text)
+    return text
+
+
+def loads(text):
+    """Parse JSON keeping decimals exact; raises ValueError on bad input."""
+    return json.loads(text, parse_float=decimal.Decimal)

@@ -1,0 +1,177 @@
+"""Datatypes: the name each Peewee field reports, and its JSON form both ways.
+
+``to_json`` turns a stored Python value into its JSON value; ``from_json``
+parses a request value and raises ValueError with a short reason.
+"""
+import datetime
+import decimal
+import re
+import uuid
+from dataclasses import dataclass
+
+import peewee
+
+from .fields import DateTimeField, EnumField, FileRefField
+
+
+@dataclass(frozen=True)
+class Datatype:
+    name: str
+    to_json: object
+    from_json: object
+    # The JSON/Python kind the filter operators are chosen by (reference 2.4).
+    kind: str
+
+
+def _identity(value):
+    return value
+
+
+def _string(value):
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError("expected a string")
+
+
+def _integer(bits):
+    limit = 1 << (bits - 1)
+
+    def parse(value):
+        if isinstance(value, bool):
+            raise ValueError("expected a whole number")
+        if isinstance(value, decimal.Decimal):
+            if value != value.to_integral_value():
+                raise ValueError("expected a whole number")
+            number = int(value)
+        elif isinstance(value, (int, str)):
+            number = int(value)
+        else:
+            raise ValueError("expected a whole number")
+        if not -limit <= number < limit:
+            raise ValueError("number out of range")
+        return number
+    return parse
+
+
+def _decimal(value):
+    if isinstance(value, bool) or not isinstance(value, (int, str, decimal.Decimal)):
+        raise ValueError("expected a number")
+    try:
+        number = decimal.Decimal(str(value).strip())
+    except decimal.InvalidOperation:
+        raise ValueError("expected a number") from None
+    if not number.is_finite():
+        raise ValueError("expected a finite number")
+    return number
+
+
+def _double(value):
+    number = float(_decimal(value))
+    if number in (float("inf"), float("-inf")):
+        raise ValueError("number out of range")
+    return number
+
+
+def _boolean(value):
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise ValueError("expected true or false")
+
+
+def _uuid(value):
+    if not isinstance(value, str):
+        raise ValueError("expected a UUID string")
+    return uuid.UUID(value)
+
+
+def _iso(parser):
+    def parse(value):
+        if not isinstance(value, str):
+            raise ValueError("expected an ISO 8601 string")
+        return parser(value)
+    return parse
+
+
+def format_time(value):
+    """ISO time: seconds always, the fraction only when non-zero, trailing zeros stripped."""
+    text = value.strftime("%H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    return text
+
+
+def format_datetime(value):
+    return f"{value.date().isoformat()}T{format_time(value.time())}"
+
+
+def _parse_datetime(text):
+    parsed = datetime.datetime.fromisoformat(text)
+    if parsed.tzinfo is not None:  # stored in UTC without an offset
+        parsed = parsed.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return parsed
+
+
+def _parse_time(text):
+    parsed = datetime.time.fromisoformat(text)
+    return parsed.replace(tzinfo=None)
+
+
+# fs://<path>?name=<url-encoded name>[&k=v]; the path never climbs (checked again by storage)
+FILE_REF = re.compile(r"^([a-z][a-z0-9+.-]*)://([^?#\s]+)\?name=([^&#\s]*)(&[^#\s]*)?$")
+
+
+def _file_ref(value):
+    if not isinstance(value, str) or not FILE_REF.match(value):
+        raise ValueError("expected a file reference such as fs://2024/01/31/<uuid>.png?name=photo.png")
+    return value
+
+
+DATATYPES = {
+    "string": Datatype("string", _identity, _string, "string"),
+    "int": Datatype("int", _identity, _integer(32), "number"),
+    "long": Datatype("long", _identity, _integer(64), "number"),
+    "decimal": Datatype("decimal", _identity, _decimal, "number"),
+    "double": Datatype("double", _identity, _double, "number"),
+    "boolean": Datatype("boolean", _identity, _boolean, "boolean"),
+    "uuid": Datatype("uuid", str, _uuid, "uuid"),
+    "localDate": Datatype("localDate", datetime.date.isoformat,
+                          _iso(datetime.date.fromisoformat), "date"),
+    "localDateTime": Datatype("localDateTime", format_datetime, _iso(_parse_datetime), "date"),
+    "dateTime": Datatype("dateTime", format_datetime, _iso(_parse_datetime), "date"),
+    "localTime": Datatype("localTime", format_time, _iso(_parse_time), "time"),
+    "fileRef": Datatype("fileRef", _identity, _file_ref, "string"),
+}
+
+# Most specific class first: the first isinstance match wins.
+_FIELD_TYPES = (
+    (FileRefField, "fileRef"),
+    (DateTimeField, "dateTime"),
+    (peewee.UUIDField, "uuid"),
+    (peewee.BigIntegerField, "long"),
+    (peewee.IntegerField, "int"),
+    (peewee.DecimalField, "decimal"),
+    (peewee.FloatField, "double"),
+    (peewee.BooleanField, "boolean"),
+    (peewee.DateTimeField, "localDateTime"),
+    (peewee.DateField, "localDate"),
+    (peewee.TimeField, "localTime"),
+    (peewee.CharField, "string"),
+    (peewee.TextField, "string"),
+)
+
+
+def datatype_of(field):
+    """The datatype of a Peewee field, or None when restsvc does not map it."""
+    if isinstance(field, EnumField):
+        return None
+    name = getattr(field, "datatype", None)
+    if name is None:
+        for field_class, type_name in _FIELD_TYPES:
+            if isinstance(field, field_class):
+                name = type_name
+                break
+    return DATATYPES.get(name)

@@ -1,0 +1,77 @@
+"""The Entity base model and the declaration helper applications use.
+
+    @entity(instance_name="name")
+    class Customer(Entity):
+        name = peewee.CharField()
+        grade = EnumField(CustomerGrade, null=True)
+
+A field with ``null=False`` is mandatory. Declaring only records facts on the
+class; metadata is built from them when the application starts.
+"""
+import uuid
+from dataclasses import dataclass, field
+
+import peewee
+
+from ..db import database_proxy
+
+
+class Entity(peewee.Model):
+    """Every entity has a UUID ``id`` and an integer ``version``."""
+
+    id = peewee.UUIDField(primary_key=True, default=uuid.uuid4)
+    version = peewee.IntegerField(default=1)
+
+    class Meta:
+        database = database_proxy
+        legacy_table_names = False
+
+
+@dataclass(frozen=True)
+class EntityDeclaration:
+    name: str
+    instance_name: tuple
+    read_only: tuple
+    compositions: tuple
+    fetch_plans: tuple
+    validators: tuple = field(default=())
+    description: str = ""
+
+
+def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_plans=(),
+           validators=()):
+    """Declare a Peewee model as an entity.
+
+    name           entity name (default: the class name)
+    instance_name  attribute name(s) that make the instance name
+    read_only      attributes clients cannot write (the server sets them)
+    compositions   back-references (``backref`` of a child's ForeignKeyField)
+                   whose children are owned by this entity
+    fetch_plans    named fetch plans in the inline JSON format, e.g.
+                   {"name": "order-with-details", "extends": "_local",
+                    "properties": [{"name": "customer", "fetchPlan": "_base"}]}
+    validators     callables ``validator(instance) -> [(path, message), ...]``
+    """
+    if isinstance(instance_name, str):
+        instance_name = (instance_name,)
+
+    def declare(model):
+        if not (isinstance(model, type) and issubclass(model, Entity)):
+            raise TypeError("@entity decorates subclasses of restsvc.Entity")
+        model._entity = EntityDeclaration(
+            name=name or model.__name__,
+            instance_name=tuple(instance_name),
+            read_only=tuple(read_only),
+            compositions=tuple(compositions),
+            fetch_plans=tuple(fetch_plans),
+            validators=tuple(validators),
+        )
+        return model
+    return declare
+
+
+def declaration_of(model):
+    declared = model.__dict__.get("_entity")
+    if declared is None:
+        raise TypeError(f"{model.__name__} is not declared with @entity")
+    return declared

@@ -1,0 +1,63 @@
+"""Localized captions from message bundles, one YAML file per language.
+
+``<dir>/<lang>.yaml`` holds a flat mapping with the spec's keys:
+``Order``, ``Order.number``, ``restsvc.demo.model.OrderStatus``,
+``restsvc.demo.model.OrderStatus.PAID``. A key missing in a language falls
+back to the default language, then to a caption made from the name.
+"""
+import re
+from pathlib import Path
+
+import yaml
+
+from ..settings import SettingsError
+
+
+def humanize(key):
+    """``Order.createdDate`` -> ``Created date``; ``x.y.OrderStatus`` -> ``Order status``."""
+    last = key.rsplit(".", 1)[-1]
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", last).replace("_", " ").split()
+    text = " ".join(words).lower()
+    return text[:1].upper() + text[1:]
+
+
+class Messages:
+    def __init__(self, directory, locales):
+        self.locales = tuple(locales)
+        self.default_locale = self.locales[0]
+        self.bundles = {}
+        for locale in self.locales:
+            path = Path(directory) / f"{locale}.yaml"
+            if not path.exists():
+                self.bundles[locale] = {}
+                continue
+            try:
+                bundle = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            except yaml.YAMLError as exc:
+                raise SettingsError(f"svc.core.messages-dir: {path} is not valid YAML: {exc}") from None
+            if not isinstance(bundle, dict) or not all(
+                    isinstance(v, str) for v in bundle.values()):
+                raise SettingsError(f"svc.core.messages-dir: {path} must map keys to strings")
+            self.bundles[locale] = {str(k): v for k, v in bundle.items()}
+
+    def caption(self, key, locale):
+        bundle = self.bundles.get(locale)
+        if bundle and key in bundle:
+            return bundle[key]
+        default = self.bundles.get(self.default_locale, {})
+        return default.get(key) or humanize(key)
+
+    def captions(self, locale):
+        """A one-argument lookup for code that renders many captions."""
+        return lambda key: self.caption(key, locale)
+
+    def has(self, key, locale):
+        return key in self.bundles.get(locale, {})
+
+    def entity_messages(self, meta, locale):
+        keys = [meta.name] + [f"{meta.name}.{name}" for name in meta.properties]
+        return {key: self.caption(key, locale) for key in sorted(keys)}
+
+    def enum_messages(self, meta_enum, locale):
+        keys = [meta_enum.name] + [f"{meta_enum.name}.{m.name}" for m in meta_enum.enum_class]
+        return {key: self.caption(key, locale) for key in sorted(keys)}

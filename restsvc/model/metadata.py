@@ -1,0 +1,213 @@
+"""Metadata: MetaClass, MetaProperty and MetaEnum, derived once from the models."""
+import re
+from dataclasses import dataclass, field
+
+import peewee
+
+from .datatypes import DATATYPES, datatype_of
+from .entity import Entity, declaration_of
+from .fetchplan import FetchPlanError, build_built_in_plans, build_named_plans
+from .fields import EnumField, transient
+
+
+class MetadataError(Exception):
+    """A declaration that cannot work; raised at startup."""
+
+
+def enum_name(enum_class):
+    """Fully qualified name: the Python module path plus the class name."""
+    return f"{enum_class.__module__}.{enum_class.__qualname__}"
+
+
+@dataclass(eq=False)
+class MetaEnum:
+    name: str
+    enum_class: type
+
+    def member(self, constant):
+        """The member for a constant name, or None."""
+        return self.enum_class.__members__.get(constant) if isinstance(constant, str) else None
+
+    def to_json(self, captions):
+        return {"name": self.name, "values": [
+            {"name": m.name, "id": str(m.value), "caption": captions(f"{self.name}.{m.name}")}
+            for m in self.enum_class]}
+
+
+@dataclass(eq=False)
+class MetaProperty:
+    name: str
+    attribute_type: str          # DATATYPE, ENUM, ASSOCIATION, COMPOSITION
+    type_name: str               # datatype name, enum name or entity name
+    cardinality: str             # NONE, MANY_TO_ONE, ONE_TO_MANY, ONE_TO_ONE, MANY_TO_MANY
+    mandatory: bool
+    read_only: bool
+    persistent: bool
+    owner: "MetaClass"
+    field: object = None         # the Peewee field (persistent single-valued properties)
+    datatype: object = None      # Datatype for DATATYPE properties
+    meta_enum: MetaEnum = None   # for ENUM properties
+    target: "MetaClass" = None   # for references
+    back_field: object = None    # child's ForeignKeyField for ONE_TO_MANY compositions
+    getter: object = None        # transient attributes
+
+    @property
+    def transient(self):
+        return not self.persistent
+
+    @property
+    def is_reference(self):
+        return self.attribute_type in ("ASSOCIATION", "COMPOSITION")
+
+    @property
+    def is_collection(self):
+        return self.cardinality in ("ONE_TO_MANY", "MANY_TO_MANY")
+
+    def to_json(self, captions):
+        return {
+            "name": self.name,
+            "attributeType": self.attribute_type,
+            "type": self.type_name,
+            "cardinality": self.cardinality,
+            "mandatory": self.mandatory,
+            "readOnly": self.read_only,
+            "description": captions(f"{self.owner.name}.{self.name}"),
+            "persistent": self.persistent,
+            "transient": self.transient,
+        }
+
+
+@dataclass(eq=False)
+class MetaClass:
+    name: str
+    model: type
+    ancestor: "MetaClass"
+    instance_name: tuple
+    validators: tuple
+    properties: dict = field(default_factory=dict)
+    fetch_plans: dict = field(default_factory=dict)   # name -> FetchPlan (built-ins too)
+
+    def property(self, name):
+        return self.properties.get(name)
+
+    def to_json(self, captions):
+        return {
+            "entityName": self.name,
+            "ancestor": self.ancestor.name if self.ancestor else None,
+            "properties": [p.to_json(captions) for p in self.properties.values()],
+        }
+
+
+class Metadata:
+    """All entities and enums of the application, by name."""
+
+    def __init__(self, models, extra_enums=()):
+        self.entities = {}
+        self.enums = {}
+        self._by_model = {}
+        for model in models:
+            declared = declaration_of(model)
+            if declared.name in self.entities:
+                raise MetadataError(f"entity name {declared.name} is declared twice")
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_$]*", declared.name):
+                raise MetadataError(f"entity name {declared.name!r} is not a valid name")
+            meta = MetaClass(declared.name, model, None, declared.instance_name,
+                             declared.validators)
+            self.entities[meta.name] = meta
+            self._by_model[model] = meta
+        for enum_class in extra_enums:
+            self._enum(enum_class)
+        for meta in self.entities.values():
+            self._build(meta, declaration_of(meta.model))
+        for meta in self.entities.values():
+            build_built_in_plans(meta)
+        for meta in self.entities.values():
+            try:
+                build_named_plans(meta, declaration_of(meta.model).fetch_plans)
+            except FetchPlanError as exc:
+                raise MetadataError(str(exc)) from None
+
+    def entity(self, name):
+        return self.entities.get(name)
+
+    def of_model(self, model):
+        return self._by_model.get(model)
+
+    def _enum(self, enum_class):
+        name = enum_name(enum_class)
+        meta_enum = self.enums.get(name)
+        if meta_enum is None:
+            meta_enum = self.enums[name] = MetaEnum(name, enum_class)
+        return meta_enum
+
+    def _target(self, meta, prop_name, model):
+        target = self._by_model.get(model)
+        if target is None:
+            raise MetadataError(
+                f"{meta.name}.{prop_name} refers to {model.__name__}, which is not a declared entity")
+        return target
+
+    def _build(self, meta, declared):
+        model = meta.model
+        for base in model.__mro__[1:]:
+            if base in self._by_model:
+                meta.ancestor = self._by_model[base]
+                break
+        read_only = set(declared.read_only)
+        for peewee_field in model._meta.sorted_fields:
+            meta.properties[peewee_field.name] = self._field_property(
+                meta, peewee_field, peewee_field.name in read_only)
+        for m2m in model._meta.manytomany.values():
+            meta.properties[m2m.name] = MetaProperty(
+                m2m.name, "ASSOCIATION", "", "MANY_TO_MANY", False, m2m.name in read_only,
+                True, meta, field=m2m, target=self._target(meta, m2m.name, m2m.rel_model))
+        for name in declared.compositions:
+            back_field = next((fk for fk in model._meta.backrefs
+                               if fk.backref == name), None)
+            if back_field is None:
+                raise MetadataError(
+                    f"{meta.name}.{name}: no ForeignKeyField declares backref={name!r}")
+            target = self._target(meta, name, back_field.model)
+            meta.properties[name] = MetaProperty(
+                name, "COMPOSITION", target.name, "ONE_TO_MANY", False, name in read_only,
+                True, meta, target=target, back_field=back_field)
+        for attr_name in dir(model):
+            attr = getattr(model, attr_name, None)
+            if isinstance(attr, transient):
+                datatype = DATATYPES.get(attr.datatype)
+                if datatype is None:
+                    raise MetadataError(
+                        f"{meta.name}.{attr_name}: unknown datatype {attr.datatype!r}")
+                meta.properties[attr_name] = MetaProperty(
+                    attr_name, "DATATYPE", datatype.name, "NONE", False, True, False, meta,
+                    datatype=datatype, getter=attr.getter)
+        for name in meta.instance_name:
+            if name not in meta.properties:
+                raise MetadataError(f"{meta.name}: instance name attribute {name!r} does not exist")
+        unknown = read_only - set(meta.properties)
+        if unknown:
+            raise MetadataError(f"{meta.name}: read_only names unknown attributes {sorted(unknown)}")
+        # Every entity needs a persistent, well-formed id and version.
+        if "id" not in meta.properties or "version" not in meta.properties:
+            raise MetadataError(f"{meta.name} must inherit id and version from Entity")
+        if not issubclass(model, Entity):
+            raise MetadataError(f"{meta.name} must subclass restsvc.Entity")
+
+    def _field_property(self, meta, peewee_field, read_only):
+        mandatory = not peewee_field.null and peewee_field.default is None
+        name = peewee_field.name
+        if isinstance(peewee_field, peewee.ForeignKeyField):
+            target = self._target(meta, name, peewee_field.rel_model)
+            return MetaProperty(name, "ASSOCIATION", target.name, "MANY_TO_ONE",
+                                not peewee_field.null, read_only, True, meta,
+                                field=peewee_field, target=target)
+        if isinstance(peewee_field, EnumField):
+            meta_enum = self._enum(peewee_field.enum_class)
+            return MetaProperty(name, "ENUM", meta_enum.name, "NONE", mandatory, read_only,
+                                True, meta, field=peewee_field, meta_enum=meta_enum)
+        datatype = datatype_of(peewee_field)
+        if datatype is None:
+            raise MetadataError(
+                f"{meta.name}.{name}: field type {type(peewee_field).__name__} has no datatype")
+        return MetaProperty(name, "DATATYPE", datatype.name, "NONE", mandatory, read_only,
+                            True, meta, field=peewee_field, datatype=datatype)

@@ -1,0 +1,104 @@
+"""The gate: which paths need a bearer token, and who is calling.
+
+Patterns are Ant-style (``?`` one character, ``*`` within a segment, ``**``
+any number of segments), compiled once into one regular expression per list.
+Anonymous patterns win over authenticated ones. A token is read only from
+the ``Authorization`` header, never from the URL.
+"""
+import re
+from dataclasses import dataclass
+
+from ..errors import Forbidden, Unauthorized
+
+
+def ant_to_regex(pattern):
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("(?:/.*)?")       # /rest/** also matches /rest
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+def compile_patterns(patterns):
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{ant_to_regex(p)})" for p in patterns) + r"\Z")
+
+
+# The paths that need the specific policy rest.enabled (reference 1.2).
+REST_ENABLED_PATHS = compile_patterns((
+    "/rest/entities/**", "/rest/services/**", "/rest/queries/**", "/rest/messages/**",
+    "/rest/metadata/**", "/rest/files/**", "/rest/userInfo", "/rest/permissions",
+    "/rest/user-session/locale"))
+
+
+@dataclass(frozen=True)
+class Principal:
+    client_id: str
+    username: str          # the user, or the client id for client-credentials tokens
+    is_user: bool
+    locale: str            # the caller's own locale, None when it has none
+    permissions: object    # roles.Permissions
+    token_hash: str = None
+
+
+class Gate:
+    def __init__(self, settings, tokens, roles, find_user_locale=None):
+        self.realm = settings.realm
+        self.tokens = tokens
+        self.roles = roles
+        self.authenticated = compile_patterns(settings.authenticated_url_patterns)
+        self.anonymous = compile_patterns(settings.anonymous_url_patterns)
+        self.anonymous_principal = Principal(None, "anonymous", False, None,
+                                             roles.permissions(()))
+        self.find_user_locale = find_user_locale or (lambda username: None)
+
+    def is_protected(self, path):
+        if self.anonymous is not None and self.anonymous.match(path):
+            return False
+        return self.authenticated is not None and self.authenticated.match(path) is not None
+
+    def principal(self, path, authorization):
+        """The caller of a request, or raise 401/403. Unprotected paths get the
+        anonymous principal unless a valid token is sent anyway."""
+        protected = self.is_protected(path)
+        token = None
+        if authorization and authorization[:7].lower() == "bearer ":
+            token = authorization[7:].strip()
+        if not token:
+            if protected:
+                raise Unauthorized(self.realm, "invalid_token",
+                                   "Full authentication is required: send Authorization: Bearer <token>")
+            return self.anonymous_principal
+        info = self.tokens.lookup(token)
+        if info is None:
+            if protected:
+                raise Unauthorized(self.realm, "invalid_token",
+                                   "The access token is invalid, expired or revoked")
+            return self.anonymous_principal
+        principal = Principal(
+            client_id=info.client_id,
+            username=info.username or info.client_id,
+            is_user=info.username is not None,
+            locale=self.find_user_locale(info.username) if info.username else None,
+            permissions=self.roles.permissions(info.resource_roles, info.row_level_roles),
+            token_hash=info.token_hash,
+        )
+        if protected and REST_ENABLED_PATHS.match(path) \
+                and not principal.permissions.specific("rest.enabled"):
+            raise Forbidden("Forbidden", "User is not allowed to use the REST API")
+        return principal

@@ -1,0 +1,180 @@
+"""Resource roles, row-level roles and the effective permissions of a caller.
+
+This is the one place that decides "may this caller do X": the data layer,
+the file endpoints, services and reports all ask a ``Permissions`` object.
+
+An application declares roles in code:
+
+    ResourceRole("sales-reader", "Sales: read only",
+                 entities={"Customer": "read", "Order": "read"},
+                 attributes={"Customer": {"*": "view"}, "Order": {"amount": "modify"}},
+                 specifics=("rest.enabled", "rest.fileDownload.enabled"))
+
+    RowLevelRole("own-orders", "Own orders",
+                 filters={"Order": {"conditions": [
+                     {"property": "customer.email", "operator": "=",
+                      "value": ":session$username"}]}})
+
+Entity operations are ``create``, ``read``, ``update``, ``delete`` or ``*``;
+attribute actions ``view`` or ``modify`` (modify implies view); entity and
+attribute names may be ``*``. Row-level filters use the entities' search
+filter format; ``:session$username`` and ``:session$userId`` stand for the
+caller. Effective permissions are the union of the caller's resource roles;
+row-level filters of several roles all apply.
+"""
+from dataclasses import dataclass, field
+
+from ..model.metadata import MetadataError
+
+OPERATIONS = ("create", "read", "update", "delete")
+SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabled",
+             "reports.rest.enabled")
+HIDDEN, VIEW, MODIFY = 0, 1, 2
+_LEVELS = {"view": VIEW, "modify": MODIFY}
+API = "API"
+
+
+@dataclass(frozen=True)
+class ResourceRole:
+    code: str
+    name: str = ""
+    entities: dict = field(default_factory=dict)     # entity or * -> op, "op,op" or tuple
+    attributes: dict = field(default_factory=dict)   # entity or * -> {attr or *: view|modify}
+    specifics: tuple = ()
+    scope: tuple = ("API", "UI")
+
+
+@dataclass(frozen=True)
+class RowLevelRole:
+    code: str
+    name: str = ""
+    filters: dict = field(default_factory=dict)      # entity -> search filter JSON
+
+
+REST_MINIMAL = ResourceRole("rest-minimal", "REST: minimal access", specifics=("rest.enabled",),
+                            scope=("API",))
+SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities={"*": "*"},
+                                  attributes={"*": {"*": "modify"}}, specifics=("*",))
+PREDEFINED = (REST_MINIMAL, SYSTEM_FULL_ACCESS)
+
+
+def _operations(value):
+    items = value.split(",") if isinstance(value, str) else list(value)
+    ops = {item.strip() for item in items}
+    return set(OPERATIONS) if "*" in ops else ops
+
+
+class Permissions:
+    """What one combination of roles allows, resolved against the metadata."""
+
+    def __init__(self, metadata, resource_roles, row_level_roles):
+        self.resource_roles = tuple(role.code for role in resource_roles)
+        self.row_level_roles = tuple(role.code for role in row_level_roles)
+        self._entities = {name: set() for name in metadata.entities}
+        self._attributes = {name: {attr: HIDDEN for attr in meta.properties}
+                            for name, meta in metadata.entities.items()}
+        self._specifics = set()
+        for role in resource_roles:
+            for target, ops in role.entities.items():
+                for name in _names(self._entities, target):
+                    self._entities[name] |= _operations(ops)
+            for target, policies in role.attributes.items():
+                for name in _names(self._attributes, target):
+                    levels = self._attributes[name]
+                    for attr, action in policies.items():
+                        for attr_name in _names(levels, attr):
+                            levels[attr_name] = max(levels[attr_name], _LEVELS[action])
+            self._specifics |= set(role.specifics)
+        # id and version identify a row: visible whenever the row is.
+        for name, levels in self._attributes.items():
+            if "read" in self._entities[name]:
+                for system in ("id", "version"):
+                    levels[system] = max(levels[system], VIEW)
+        self._row_filters = {}
+        for role in row_level_roles:
+            for entity_name, condition in role.filters.items():
+                self._row_filters.setdefault(entity_name, []).append(condition)
+
+    def can(self, entity_name, operation):
+        return operation in self._entities.get(entity_name, ())
+
+    def attribute(self, entity_name, attribute):
+        """0 hidden, 1 view, 2 modify."""
+        return self._attributes.get(entity_name, {}).get(attribute, HIDDEN)
+
+    def attribute_levels(self, entity_name):
+        return self._attributes.get(entity_name, {})
+
+    def specific(self, name):
+        return "*" in self._specifics or name in self._specifics
+
+    def row_filters(self, entity_name):
+        return self._row_filters.get(entity_name, ())
+
+    def to_json(self):
+        """``GET /permissions``: every entity operation and attribute, 0/1(/2)."""
+        return {
+            "entities": [{"target": f"{name}:{op}", "value": int(op in ops)}
+                         for name, ops in self._entities.items() for op in OPERATIONS],
+            "entityAttributes": [{"target": f"{name}:{attr}", "value": level}
+                                 for name, levels in self._attributes.items()
+                                 for attr, level in levels.items()],
+            "specifics": [{"target": name, "value": int(self.specific(name))}
+                          for name in SPECIFICS],
+            "authorities": [f"ROLE_{code}" for code in self.resource_roles]
+                           + [f"ROW_LEVEL_ROLE_{code}" for code in self.row_level_roles],
+        }
+
+
+def _names(known, target):
+    if target == "*":
+        return list(known)
+    if target not in known:
+        raise MetadataError(f"role policy names unknown entity or attribute {target!r}")
+    return [target]
+
+
+class RoleRegistry:
+    """All declared roles; permissions per role combination are computed once."""
+
+    def __init__(self, metadata, resource_roles, row_level_roles):
+        self.metadata = metadata
+        self.resource = {}
+        self.row_level = {}
+        for role in tuple(PREDEFINED) + tuple(resource_roles):
+            self._add(self.resource, role)
+        for role in row_level_roles:
+            self._add(self.row_level, role)
+        self._cache = {}
+        # Validate every declaration now rather than at a client's first request.
+        for role in self.resource.values():
+            Permissions(metadata, [role], [])
+            for action in (a for p in role.attributes.values() for a in p.values()):
+                if action not in _LEVELS:
+                    raise MetadataError(f"role {role.code}: attribute action must be view or modify")
+            for ops in role.entities.values():
+                if not _operations(ops) <= set(OPERATIONS):
+                    raise MetadataError(f"role {role.code}: unknown entity operation in {ops!r}")
+        for role in self.row_level.values():
+            for entity_name in role.filters:
+                if entity_name not in metadata.entities:
+                    raise MetadataError(f"row-level role {role.code}: unknown entity {entity_name}")
+
+    def _add(self, registry, role):
+        if role.code in self.resource or role.code in self.row_level:
+            raise MetadataError(f"role code {role.code} is declared twice")
+        registry[role.code] = role
+
+    def __contains__(self, code):
+        return code in self.resource or code in self.row_level
+
+    def permissions(self, resource_codes, row_level_codes=()):
+        """Effective permissions for REST (API-scope) requests; unknown codes grant nothing."""
+        key = (tuple(resource_codes), tuple(row_level_codes))
+        permissions = self._cache.get(key)
+        if permissions is None:
+            resource = [self.resource[c] for c in resource_codes
+                        if c in self.resource and API in self.resource[c].scope]
+            row_level = [self.row_level[c] for c in row_level_codes if c in self.row_level]
+            permissions = self._cache[key] = Permissions(self.metadata, resource, row_level)
+        return permissions

@@ -1,0 +1,292 @@
+"""Settings: one YAML file plus environment overrides, typed and frozen.
+
+Keys keep the spec's names (``svc.rest.default-max-fetch-size``). The YAML may
+nest them or write them dotted; both flatten to the same dotted key. Anything
+unknown or malformed stops startup with a message that names the key.
+"""
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+
+class SettingsError(Exception):
+    """A configuration problem found at startup; the message names the key."""
+
+
+DEFAULT_CONFIG = "config/restsvc.yaml"
+
+# Environment variables a deployment uses instead of editing the file.
+ENVIRONMENT = {
+    "RESTSVC_DATABASE_URL": "svc.datasource.url",
+    "RESTSVC_SECRET_KEY": "svc.secret-key",
+    "RESTSVC_FILE_STORAGE_DIR": "svc.file-storage.dir",
+    "RESTSVC_DATA_DIR": "svc.data-dir",
+}
+
+
+def _text(value):
+    if isinstance(value, (dict, list)):
+        raise ValueError("expected a single value")
+    return "" if value is None else str(value)
+
+
+def _boolean(value):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _positive_int(value):
+    if isinstance(value, bool):
+        raise ValueError("expected a whole number")
+    number = int(str(value).strip())
+    if number < 1:
+        raise ValueError("must be at least 1")
+    return number
+
+
+def _word_list(value):
+    """Comma-separated words (YAML lists are accepted too)."""
+    items = value if isinstance(value, list) else str(value or "").split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
+_DURATION_UNITS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(value):
+    """``300``, ``300s``, ``5m``, ``1h``, ``1d`` -> seconds."""
+    match = _DURATION.match(str(value))
+    if not match or match.group(2) == "ms":
+        raise ValueError("expected a duration such as 300s, 5m or 1h")
+    seconds = int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if seconds < 1:
+        raise ValueError("must be at least one second")
+    return seconds
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(B|KB|MB|GB|TB)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {None: 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+
+
+def _size(value):
+    """Multipart-style sizes: ``1048576``, ``512KB``, ``100MB``, ``2GB``."""
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError("expected a size such as 512KB, 100MB or 2GB")
+    unit = match.group(2).upper() if match.group(2) else None
+    return int(match.group(1)) * _SIZE_UNITS[unit]
+
+
+def _url_path_pattern_list(value):
+    patterns = _word_list(value)
+    for pattern in patterns:
+        if not pattern.startswith("/"):
+            raise ValueError(f"pattern {pattern!r} must start with /")
+    return patterns
+
+
+# key -> (attribute name, parser, default)
+_KEYS = {
+    "svc.application": ("application", _text, "restsvc.demo:application"),
+    "svc.data-dir": ("data_dir", _text, "var"),
+    "svc.datasource.url": ("database_url", _text, ""),
+    "svc.datasource.pool-size": ("database_pool_size", _positive_int, 20),
+    "svc.datasource.init-schema": ("init_schema", _boolean, True),
+    "svc.demo-data": ("demo_data", _boolean, False),
+    "svc.secret-key": ("secret_key", _text, ""),
+    "svc.file-storage.dir": ("file_storage_dir", _text, ""),
+    "svc.core.available-locales": ("available_locales", _word_list, ("en",)),
+    "svc.core.messages-dir": ("messages_dir", _text, "messages"),
+    "svc.rest.default-max-fetch-size": ("default_max_fetch_size", _positive_int, 10000),
+    "svc.rest.optimistic-locking-enabled": ("optimistic_locking", _boolean, False),
+    "svc.rest.inline-fetch-plan-enabled": ("inline_fetch_plans", _boolean, True),
+    "svc.rest.response-fetch-plan-enabled": ("response_fetch_plans", _boolean, True),
+    "svc.rest.inline-enabled-file-extensions": (
+        "inline_file_extensions", _word_list, ("jpg", "png", "jpeg", "pdf")),
+    "svc.rest.max-file-size": ("max_file_size", _size, 100 << 20),
+    "svc.rest.max-request-size": ("max_request_size", _size, 10 << 20),
+    "svc.rest.services-config": ("services_config", _text, ""),
+    "svc.rest.queries-config": ("queries_config", _text, ""),
+    "svc.resource-server.authenticated-url-patterns": (
+        "authenticated_url_patterns", _url_path_pattern_list, ("/rest/**",)),
+    "svc.resource-server.anonymous-url-patterns": (
+        "anonymous_url_patterns", _url_path_pattern_list, ()),
+    "svc.resource-server.realm": ("realm", _text, "restsvc"),
+}
+
+# Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
+_ENTITY_FETCH_SIZE = "svc.rest.entity-max-fetch-size."
+
+# svc.authserver.client.<name>.<key>
+_CLIENT_PREFIX = "svc.authserver.client."
+_CLIENT_KEYS = {
+    "client-id": ("client_id", _text, None),
+    "client-secret": ("client_secret", _text, None),
+    "authorization-grant-types": ("grant_types", _word_list, ("client_credentials",)),
+    "access-token-time-to-live": ("access_token_ttl", _duration, 300),
+    "refresh-token-time-to-live": ("refresh_token_ttl", _duration, 3600),
+    "resource-roles": ("resource_roles", _word_list, ()),
+    "row-level-roles": ("row_level_roles", _word_list, ()),
+}
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    name: str
+    client_id: str
+    client_secret: str
+    grant_types: tuple
+    access_token_ttl: int
+    refresh_token_ttl: int
+    resource_roles: tuple
+    row_level_roles: tuple
+
+
+@dataclass(frozen=True)
+class Settings:
+    base_dir: Path
+    application: str
+    data_dir: str
+    database_url: str
+    database_pool_size: int
+    init_schema: bool
+    demo_data: bool
+    secret_key: str
+    file_storage_dir: str
+    available_locales: tuple
+    messages_dir: str
+    default_max_fetch_size: int
+    optimistic_locking: bool
+    inline_fetch_plans: bool
+    response_fetch_plans: bool
+    inline_file_extensions: tuple
+    max_file_size: int
+    max_request_size: int
+    services_config: str
+    queries_config: str
+    authenticated_url_patterns: tuple
+    anonymous_url_patterns: tuple
+    realm: str
+    entity_max_fetch_size: dict = field(default_factory=dict)
+    clients: tuple = ()
+
+    @property
+    def default_locale(self):
+        return self.available_locales[0]
+
+    def path(self, value):
+        """A configured path; relative ones are relative to the config file."""
+        return (self.base_dir / value).resolve()
+
+    def max_fetch_size(self, entity_name):
+        return self.entity_max_fetch_size.get(entity_name, self.default_max_fetch_size)
+
+
+def flatten(tree, prefix=""):
+    """Nested and dotted YAML mappings -> {dotted key: leaf value}."""
+    flat = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict):
+            for sub_key, sub_value in flatten(value, dotted + ".").items():
+                if sub_key in flat:
+                    raise SettingsError(f"{sub_key}: given twice")
+                flat[sub_key] = sub_value
+        else:
+            if dotted in flat:
+                raise SettingsError(f"{dotted}: given twice")
+            flat[dotted] = value
+    return flat
+
+
+def _parse(key, parser, value):
+    try:
+        return parser(value)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"{key}: invalid value {value!r} ({exc})") from None
+
+
+def _clients(raw):
+    grouped = {}
+    for key, value in raw.items():
+        name, _, sub_key = key[len(_CLIENT_PREFIX):].partition(".")
+        if not name or sub_key not in _CLIENT_KEYS:
+            raise SettingsError(f"{key}: unknown setting")
+        grouped.setdefault(name, {})[sub_key] = value
+    clients = []
+    for name, values in sorted(grouped.items()):
+        parsed = {"name": name}
+        for sub_key, (attr, parser, default) in _CLIENT_KEYS.items():
+            key = f"{_CLIENT_PREFIX}{name}.{sub_key}"
+            if sub_key in values:
+                parsed[attr] = _parse(key, parser, values[sub_key])
+            elif default is None:
+                raise SettingsError(f"{key}: required")
+            else:
+                parsed[attr] = default
+        clients.append(ClientSettings(**parsed))
+    ids = [client.client_id for client in clients]
+    for client_id in ids:
+        if ids.count(client_id) > 1:
+            raise SettingsError(f"{_CLIENT_PREFIX}*.client-id: {client_id!r} is registered twice")
+    return tuple(clients)
+
+
+def build_settings(values, base_dir=".", environ=None):
+    """Settings from a mapping (nested or dotted) plus environment overrides."""
+    flat = flatten(values or {})
+    for variable, key in ENVIRONMENT.items():
+        if (environ or {}).get(variable):
+            flat[key] = environ[variable]
+    parsed = {"base_dir": Path(base_dir).resolve(), "entity_max_fetch_size": {}}
+    client_values = {}
+    for key, value in flat.items():
+        if key in _KEYS:
+            attr, parser, _ = _KEYS[key]
+            parsed[attr] = _parse(key, parser, value)
+        elif key.startswith(_ENTITY_FETCH_SIZE) and len(key) > len(_ENTITY_FETCH_SIZE):
+            entity = key[len(_ENTITY_FETCH_SIZE):]
+            parsed["entity_max_fetch_size"][entity] = _parse(key, _positive_int, value)
+        elif key.startswith(_CLIENT_PREFIX):
+            client_values[key] = value
+        else:
+            raise SettingsError(f"{key}: unknown setting")
+    for key, (attr, _, default) in _KEYS.items():
+        parsed.setdefault(attr, default)
+    if not parsed["secret_key"]:
+        raise SettingsError("svc.secret-key: required (or set RESTSVC_SECRET_KEY)")
+    if len(parsed["secret_key"]) < 16:
+        raise SettingsError("svc.secret-key: must be at least 16 characters")
+    if not parsed["database_url"]:
+        parsed["database_url"] = f"sqlite:///{parsed['data_dir']}/restsvc.db"
+    if not parsed["file_storage_dir"]:
+        parsed["file_storage_dir"] = f"{parsed['data_dir']}/files"
+    parsed["clients"] = _clients(client_values)
+    return Settings(**parsed)
+
+
+def load_settings(path=None, environ=None):
+    """Read the YAML file named by ``path``, ``$RESTSVC_CONFIG`` or the default."""
+    environ = os.environ if environ is None else environ
+    path = Path(path or environ.get("RESTSVC_CONFIG") or DEFAULT_CONFIG)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SettingsError(f"cannot read configuration file {path}: {exc.strerror}") from None
+    try:
+        values = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(values, dict):
+        raise SettingsError(f"{path}: the top level must be a mapping of settings")
+    return build_settings(values, base_dir=path.parent, environ=environ)

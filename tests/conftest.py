@@ -1,0 +1,144 @@
+"""Test harness: a fresh demo app per test, on SQLite or on PostgreSQL.
+
+SQLite (default): the demo database is built once per session and copied for
+each test. PostgreSQL (``RESTSVC_TEST_DATABASE_URL=postgresql://...``): the run
+gets its own schema, dropped at the end; each test starts from truncated
+tables reloaded with the demo data.
+"""
+import base64
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from werkzeug.test import Client
+
+from restsvc.app import RestApp
+from restsvc.settings import build_settings
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG_DIR = REPO / "config"
+PG_URL = os.environ.get("RESTSVC_TEST_DATABASE_URL", "")
+
+
+def shipped_config():
+    return yaml.safe_load((CONFIG_DIR / "restsvc.yaml").read_text())
+
+
+def make_settings(database_url, data_dir, overrides=None, base=None):
+    """The shipped demo settings with a test database and data dir, plus dotted overrides."""
+    values = {"svc.datasource.url": database_url, "svc.data-dir": str(data_dir)}
+    values.update(overrides or {})
+    config = shipped_config() if base is None else base
+    # Overrides replace whole subtrees of the shipped file where they collide.
+    _drop_keys(config, values)
+    return build_settings({**config, **values}, base_dir=CONFIG_DIR, environ={})
+
+
+def _drop_keys(tree, dotted):
+    for key in dotted:
+        node, parts = tree, key.split(".")
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                break
+        if isinstance(node, dict):
+            node.pop(parts[-1], None)
+
+
+@pytest.fixture(scope="session")
+def pg_schema_url():
+    """A PostgreSQL URL bound to a schema of this run's own."""
+    import psycopg2
+    from playhouse.db_url import parse
+    schema = f"restsvc_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    params = parse(PG_URL)
+    conn = psycopg2.connect(dbname=params.pop("database"), **params)
+    conn.autocommit = True
+    conn.cursor().execute(f'CREATE SCHEMA "{schema}"')
+    separator = "&" if "?" in PG_URL else "?"
+    yield f"{PG_URL}{separator}options=-csearch_path%3D{schema}"
+    conn.cursor().execute(f'DROP SCHEMA "{schema}" CASCADE')
+    conn.close()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory):
+    """A demo database built once; tests get copies."""
+    directory = tmp_path_factory.mktemp("template")
+    path = directory / "template.db"
+    settings = make_settings(f"sqlite:///{path}", directory, {"svc.demo-data": True})
+    RestApp(settings)  # creates the schema and the demo data, then closes
+    return path
+
+
+@pytest.fixture
+def database_url(request, tmp_path):
+    """A database with the demo data, fresh for this test."""
+    if PG_URL:
+        url = request.getfixturevalue("pg_schema_url")
+        _reset_postgres(url, tmp_path)
+        return url
+    path = tmp_path / "restsvc.db"
+    shutil.copy(request.getfixturevalue("sqlite_template"), path)
+    return f"sqlite:///{path}"
+
+
+def _reset_postgres(url, tmp_path):
+    settings = make_settings(url, tmp_path, {"svc.datasource.init-schema": False})
+    app = RestApp(settings)
+    tables = ", ".join(f'"{m._meta.table_name}"' for m in app.models
+                       if app.database.table_exists(m._meta.table_name))
+    if tables:
+        app.database.execute_sql(f"TRUNCATE {tables} CASCADE")
+    app.init_schema(demo_data=True)
+
+
+@pytest.fixture
+def make_app(database_url, tmp_path):
+    """Build an app on this test's database with extra dotted settings."""
+    apps = []
+
+    def build(overrides=None, application=None):
+        settings = make_settings(database_url, tmp_path, overrides)
+        app = RestApp(settings, application)
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        app.database.close_all() if hasattr(app.database, "close_all") else app.database.close()
+
+
+@pytest.fixture
+def app(make_app):
+    return make_app()
+
+
+@pytest.fixture
+def client(app):
+    return Client(app)
+
+
+def basic(client_id, secret):
+    return "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+
+
+def get_token(client, client_id="demo-client", secret="demo-secret"):
+    response = client.post("/oauth2/token", data={"grant_type": "client_credentials"},
+                           headers={"Authorization": basic(client_id, secret)})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.json["access_token"]
+
+
+@pytest.fixture
+def auth(client):
+    """Authorization headers of the demo's full-access client."""
+    return {"Authorization": f"Bearer {get_token(client)}"}
+
+
+@pytest.fixture
+def reader_auth(client):
+    return {"Authorization": f"Bearer {get_token(client, 'reader', 'reader-secret')}"}
