@@ -35,11 +35,11 @@ class EntityDeclaration:
     compositions: tuple
     fetch_plans: tuple
     validators: tuple = field(default=())
-    description: str = ""
+    secret: tuple = field(default=())
 
 
 def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_plans=(),
-           validators=()):
+           validators=(), secret=()):
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -51,6 +51,11 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
                    {"name": "order-with-details", "extends": "_local",
                     "properties": [{"name": "customer", "fetchPlan": "_base"}]}
     validators     callables ``validator(instance) -> [(path, message), ...]``
+    secret         attributes that are stored but never shown: not in metadata,
+                   fetch plans, responses or filters (e.g. a password hash)
+
+    A model may define ``after_save(self, created)`` and ``after_delete(self)``;
+    the data manager calls them inside the transaction of every REST change.
     """
     if isinstance(instance_name, str):
         instance_name = (instance_name,)
@@ -65,6 +70,7 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
             compositions=tuple(compositions),
             fetch_plans=tuple(fetch_plans),
             validators=tuple(validators),
+            secret=tuple(secret),
         )
         return model
     return declare

@@ -154,7 +154,10 @@ class Metadata:
                 meta.ancestor = self._by_model[base]
                 break
         read_only = set(declared.read_only)
+        secret = set(declared.secret)
         for peewee_field in model._meta.sorted_fields:
+            if peewee_field.name in secret:
+                continue
             meta.properties[peewee_field.name] = self._field_property(
                 meta, peewee_field, peewee_field.name in read_only)
         for m2m in model._meta.manytomany.values():
@@ -184,6 +187,9 @@ class Metadata:
         for name in meta.instance_name:
             if name not in meta.properties:
                 raise MetadataError(f"{meta.name}: instance name attribute {name!r} does not exist")
+        unknown = secret - set(model._meta.fields)
+        if unknown:
+            raise MetadataError(f"{meta.name}: secret names unknown fields {sorted(unknown)}")
         unknown = read_only - set(meta.properties)
         if unknown:
             raise MetadataError(f"{meta.name}: read_only names unknown attributes {sorted(unknown)}")
