@@ -8,6 +8,7 @@ from werkzeug.wrappers import Request
 from . import db
 from .api import API_MODULES
 from .application import import_application
+from .data.datamanager import DataManager
 from .errors import SERVER_ERROR, ApiError
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
@@ -36,6 +37,7 @@ class RestApp:
             raise SettingsError(f"svc.application: {exc}") from None
         self.messages = Messages(settings.path(settings.messages_dir), settings.available_locales)
         self.database = db.open_database(settings.database_url, settings.database_pool_size)
+        self.data = DataManager(settings, self.metadata, self.database)
         self.tokens = TokenStore(settings.secret_key)
         self.clients = Clients(settings.clients, self.roles)
         self.authserver = AuthServer(self.clients, self.tokens, settings.realm)

@@ -42,6 +42,8 @@ def open_database(url, pool_size=20):
         if path != ":memory:" and os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
         database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS, **params)
+        # SQLite's LOWER() folds ASCII only; case-insensitive filters need Unicode.
+        database.register_function(_unicode_lower, "unicode_lower", 1, deterministic=True)
     elif scheme in ("postgresql", "postgres"):
         try:
             import psycopg2  # noqa: F401  (the optional driver)
@@ -57,6 +59,10 @@ def open_database(url, pool_size=20):
         raise SettingsError(f"svc.datasource.url: unsupported database URL scheme {scheme!r}")
     database_proxy.initialize(database)
     return database
+
+
+def _unicode_lower(value):
+    return value.lower() if isinstance(value, str) else value
 
 
 def is_sqlite(database):

@@ -1,6 +1,7 @@
 """Small HTTP helpers shared by the handlers: JSON in and out, typed query values."""
 from werkzeug.wrappers import Response
 
+from .data.access import access_for
 from .errors import BadRequest
 from .jsonio import dumps, loads
 
@@ -9,6 +10,10 @@ JSON_TYPE = "application/json;charset=UTF-8"
 
 def json_response(data, status=200, headers=None):
     return Response(dumps(data), status=status, headers=headers, content_type=JSON_TYPE)
+
+
+def no_content():
+    return Response(status=204)
 
 
 def read_json_body(request, error="Malformed request JSON data structure"):
@@ -50,17 +55,25 @@ def error_response(error):
 class Context:
     """What a handler gets: the app, the request and the caller."""
 
-    __slots__ = ("app", "request", "principal", "_locale")
+    __slots__ = ("app", "request", "principal", "_locale", "_access")
 
     def __init__(self, app, request, principal):
         self.app = app
         self.request = request
         self.principal = principal
         self._locale = None
+        self._access = None
 
     @property
     def permissions(self):
         return self.principal.permissions
+
+    @property
+    def access(self):
+        """The caller as the data layer sees it."""
+        if self._access is None:
+            self._access = access_for(self.app, self.principal)
+        return self._access
 
     @property
     def locale(self):

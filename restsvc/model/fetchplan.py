@@ -92,6 +92,10 @@ def _base_plan(meta, seen):
     return FetchPlan("_base", meta, properties)
 
 
+def ids_only(meta):
+    return FetchPlan(None, meta, {"id": None})
+
+
 def named_plan(meta, name):
     return meta.fetch_plans.get(name)
 

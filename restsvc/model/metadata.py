@@ -1,4 +1,5 @@
 """Metadata: MetaClass, MetaProperty and MetaEnum, derived once from the models."""
+import decimal
 import re
 from dataclasses import dataclass, field
 
@@ -51,6 +52,9 @@ class MetaProperty:
     back_field: object = None    # child's ForeignKeyField for ONE_TO_MANY compositions
     getter: object = None        # transient attributes
 
+    def __post_init__(self):
+        self.json_value = _json_converter(self)
+
     @property
     def transient(self):
         return not self.persistent
@@ -75,6 +79,20 @@ class MetaProperty:
             "persistent": self.persistent,
             "transient": self.transient,
         }
+
+
+def _json_converter(prop):
+    """How a stored value of the property is written to JSON."""
+    if prop.meta_enum is not None:
+        return lambda member: member.name
+    if prop.datatype is None:
+        return None
+    places = getattr(prop.field, "decimal_places", None)
+    if prop.datatype.name == "decimal" and places is not None:
+        # SQLite hands back 649 for a stored 649.00; the column's scale is the truth.
+        exponent = decimal.Decimal(1).scaleb(-places)
+        return lambda value: value.quantize(exponent)
+    return prop.datatype.to_json
 
 
 @dataclass(eq=False)
@@ -160,10 +178,8 @@ class Metadata:
                 continue
             meta.properties[peewee_field.name] = self._field_property(
                 meta, peewee_field, peewee_field.name in read_only)
-        for m2m in model._meta.manytomany.values():
-            meta.properties[m2m.name] = MetaProperty(
-                m2m.name, "ASSOCIATION", "", "MANY_TO_MANY", False, m2m.name in read_only,
-                True, meta, field=m2m, target=self._target(meta, m2m.name, m2m.rel_model))
+        if model._meta.manytomany:
+            raise MetadataError(f"{meta.name}: many-to-many fields are not supported yet")
         for name in declared.compositions:
             back_field = next((fk for fk in model._meta.backrefs
                                if fk.backref == name), None)

@@ -1,0 +1,172 @@
+"""Entities API: generic CRUD and search (reference section 2)."""
+from werkzeug.routing import Rule
+
+from ..errors import BadRequest
+from ..jsonio import loads
+from ..web import json_response, no_content, query_bool, query_int, read_json_body
+
+BASE = "/rest/entities/<entity_name>"
+
+
+def _page(ctx):
+    args = ctx.request.args
+    return dict(sort=args.get("sort"), limit=query_int(ctx.request, "limit"),
+                offset=query_int(ctx.request, "offset"),
+                return_nulls=query_bool(ctx.request, "returnNulls"),
+                return_count=query_bool(ctx.request, "returnCount"))
+
+
+def _listed(rows, total):
+    headers = {"X-Total-Count": str(total)} if total is not None else None
+    return json_response(rows, headers=headers)
+
+
+def list_entities(ctx, entity_name):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
+    return _listed(*data.search(ctx.access, meta, plan, **_page(ctx)))
+
+
+def load_entity(ctx, entity_name, entity_id):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
+    return json_response(data.load(ctx.access, meta, entity_id, plan,
+                                   query_bool(ctx.request, "returnNulls")))
+
+
+def _url_filter(ctx):
+    text = ctx.request.args.get("filter")
+    if text is None:
+        raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
+    try:
+        return loads(text)
+    except (ValueError, RecursionError):
+        raise BadRequest("Cannot parse entities filter", "The filter is not valid JSON") from None
+
+
+def search_get(ctx, entity_name):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
+    return _listed(*data.search(ctx.access, meta, plan, _url_filter(ctx), **_page(ctx)))
+
+
+def search_post(ctx, entity_name):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    body = _search_body(ctx)
+    plan = data.plan(meta, body.get("fetchPlan"))
+    return _listed(*data.search(
+        ctx.access, meta, plan, body["filter"], sort=_typed(body, "sort", str),
+        limit=_typed(body, "limit", int), offset=_typed(body, "offset", int),
+        return_nulls=bool(_typed(body, "returnNulls", bool)),
+        return_count=bool(_typed(body, "returnCount", bool))))
+
+
+def _search_body(ctx):
+    body = read_json_body(ctx.request)
+    if not isinstance(body, dict):
+        raise BadRequest("Malformed request JSON data structure", "The body must be a JSON object")
+    if body.get("filter") is None:
+        raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
+    return body
+
+
+def _typed(body, key, kind):
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 0)):
+        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {key}")
+    return value
+
+
+def count_get(ctx, entity_name):
+    data = ctx.app.data
+    return json_response(data.count(ctx.access, data.entity(entity_name), _url_filter(ctx)))
+
+
+def count_post(ctx, entity_name):
+    data = ctx.app.data
+    return json_response(data.count(ctx.access, data.entity(entity_name), _search_body(ctx)["filter"]))
+
+
+def _response_plan(ctx, meta):
+    value = ctx.request.args.get("responseFetchPlan") or ctx.request.args.get("responseView")
+    if not value or not ctx.app.settings.response_fetch_plans:
+        return None
+    return ctx.app.data.plan(meta, value)
+
+
+def create(ctx, entity_name):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    body = read_json_body(ctx.request)
+    plan = _response_plan(ctx, meta)
+    bulk = isinstance(body, list)
+    ids = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
+    saved = data.saved_response(ctx.access, meta, ids, plan, query_bool(ctx.request, "returnNulls"))
+    location = ctx.request.base_url if bulk else f"{ctx.request.base_url}/{ids[0]}"
+    return json_response(saved if bulk else saved[0], status=201, headers={"Location": location})
+
+
+def update(ctx, entity_name, entity_id):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    body = read_json_body(ctx.request)
+    plan = _response_plan(ctx, meta)
+    ids = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False)
+    return json_response(data.saved_response(ctx.access, meta, ids, plan)[0])
+
+
+def bulk_update(ctx, entity_name):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    body = read_json_body(ctx.request)
+    if not isinstance(body, list):
+        message = "The body of bulk update request should be an array"
+        raise BadRequest(message, message)
+    plan = _response_plan(ctx, meta)
+    ids = data.save(ctx.access, meta, body, creating=False, bulk=True)
+    return json_response(data.saved_response(ctx.access, meta, ids, plan))
+
+
+def delete(ctx, entity_name, entity_id):
+    data = ctx.app.data
+    data.delete(ctx.access, data.entity(entity_name), [entity_id])
+    return no_content()
+
+
+def bulk_delete(ctx, entity_name):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    body = read_json_body(ctx.request)
+    if not isinstance(body, list):
+        raise BadRequest("Malformed request JSON data structure", "The body must be a JSON array")
+    ids = []
+    for item in body:
+        if isinstance(item, dict):
+            item = item.get("id")
+        if item is None:
+            message = "Required attribute id is not presented"
+            raise BadRequest(message, message)
+        ids.append(item)
+    data.delete(ctx.access, meta, ids)
+    return no_content()
+
+
+rules = [
+    Rule(BASE, methods=["GET"], endpoint=list_entities),
+    Rule(BASE, methods=["POST"], endpoint=create),
+    Rule(BASE, methods=["PUT"], endpoint=bulk_update),
+    Rule(BASE, methods=["DELETE"], endpoint=bulk_delete),
+    Rule(f"{BASE}/search", methods=["GET"], endpoint=search_get),
+    Rule(f"{BASE}/search", methods=["POST"], endpoint=search_post),
+    Rule(f"{BASE}/search/count", methods=["GET"], endpoint=count_get),
+    Rule(f"{BASE}/search/count", methods=["POST"], endpoint=count_post),
+    Rule(f"{BASE}/<entity_id>", methods=["GET"], endpoint=load_entity),
+    Rule(f"{BASE}/<entity_id>", methods=["PUT"], endpoint=update),
+    Rule(f"{BASE}/<entity_id>", methods=["DELETE"], endpoint=delete),
+]

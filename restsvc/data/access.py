@@ -1,0 +1,27 @@
+"""Who is asking, as the data layer sees it: permissions plus session values."""
+from dataclasses import dataclass
+
+from ..errors import Forbidden
+
+_WORDS = {"read": "Reading", "create": "Creation", "update": "Updating", "delete": "Deletion"}
+
+
+@dataclass(frozen=True)
+class Access:
+    metadata: object
+    permissions: object       # security.roles.Permissions
+    session: dict             # values for :session$username / :session$userId
+    database: object
+
+
+def access_for(app, principal):
+    session = {"username": principal.username,
+               "userId": str(getattr(principal, "user_id", None) or "")}
+    return Access(app.metadata, principal.permissions, session, app.database)
+
+
+def require(access, meta, operation):
+    """403 ``Reading forbidden`` etc. unless the caller's roles allow the operation."""
+    if not access.permissions.can(meta.name, operation):
+        word = _WORDS[operation]
+        raise Forbidden(f"{word} forbidden", f"{word} of the {meta.name} is forbidden")

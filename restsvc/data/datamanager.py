@@ -1,0 +1,112 @@
+"""The data manager: the only way to load, save and delete entities.
+
+Every call takes an ``Access`` (the caller's permissions and session) and
+applies entity, attribute and row-level policies; results come back as JSON
+values, already serialized along the fetch plan.
+"""
+from ..errors import BadRequest, NotFound, ValidationFailed
+from ..model.fetchplan import resolve_request_plan
+from ..model.serialize import serialize
+from .access import require
+from .filters import parse_filter
+from .importer import Importer, delete_rows, parse_id
+from .loader import count_rows, loading_plan, select_rows
+from .query import check_limit
+
+
+class DataManager:
+    def __init__(self, settings, metadata, database):
+        self.settings = settings
+        self.metadata = metadata
+        self.database = database
+
+    def entity(self, name):
+        meta = self.metadata.entity(name)
+        if meta is None:
+            raise NotFound("Entity not found", f"Entity {name} not found")
+        return meta
+
+    def plan(self, meta, value, default="_base"):
+        return resolve_request_plan(meta, value, self.settings.inline_fetch_plans, default)
+
+    # -- reading -----------------------------------------------------------
+    def load(self, access, meta, entity_id, plan, return_nulls=False):
+        require(access, meta, "read")
+        key = parse_id(meta, entity_id)
+        rows = select_rows(access, meta, loading_plan(plan), extra_condition=meta.model.id == key)
+        if not rows:
+            raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
+        return serialize(meta, rows[0], plan, access.permissions, return_nulls)
+
+    def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
+               return_nulls=False, return_count=False):
+        """A page of entities and, when asked, the total count (None otherwise)."""
+        require(access, meta, "read")
+        maximum = self.settings.max_fetch_size(meta.name)
+        check_limit(limit, maximum)
+        tree = self.filter(access, meta, filter_spec)
+        rows = select_rows(access, meta, loading_plan(plan), tree, sort or "",
+                           limit if limit is not None else maximum, offset)
+        total = count_rows(access, meta, tree) if return_count else None
+        return [serialize(meta, row, plan, access.permissions, return_nulls) for row in rows], total
+
+    def count(self, access, meta, filter_spec=None):
+        require(access, meta, "read")
+        return count_rows(access, meta, self.filter(access, meta, filter_spec))
+
+    @staticmethod
+    def filter(access, meta, filter_spec):
+        if filter_spec is None:
+            return None
+        return parse_filter(meta, filter_spec, access.permissions, access.session)
+
+    # -- writing -----------------------------------------------------------
+    def save(self, access, meta, bodies, entity_ids=None, creating=None, bulk=False):
+        """Create or update entities in one transaction; returns their ids.
+
+        ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
+        upsert by the body's id (create), False means the rows must exist (update)."""
+        importer = Importer(access, self.settings.optimistic_locking)
+        with self.database.atomic():
+            operations = []
+            for index, body in enumerate(bodies):
+                prefix = f"entities[{index}]." if bulk else ""
+                entity_id = entity_ids[index] if entity_ids else None
+                if creating is False and entity_id is None:
+                    entity_id = _required_id(meta, body)
+                operations.append(importer.plan(meta, body, prefix, entity_id, creating))
+            if importer.violations:
+                raise ValidationFailed(importer.violations)
+            return [importer.execute(operation) for operation in operations]
+
+    def delete(self, access, meta, entity_ids):
+        """Delete rows by id, all or nothing."""
+        require(access, meta, "delete")
+        keys = [parse_id(meta, entity_id) for entity_id in entity_ids]
+        with self.database.atomic():
+            for key, entity_id in zip(keys, entity_ids):
+                found = select_rows(access, meta, loading_plan(meta.fetch_plans["_instance_name"]),
+                                    extra_condition=meta.model.id == key)
+                if not found:
+                    raise NotFound("Entity not found",
+                                   f"Entity {meta.name} with id {entity_id} not found")
+            delete_rows(self.metadata, meta, keys)
+
+    def saved_response(self, access, meta, ids, plan, return_nulls=False):
+        """What create/update answer: the reloaded entities along ``plan``, or
+        only ``_entityName``, ``_instanceName`` and ``id`` when ``plan`` is None.
+        A caller who may create but not read gets ``_entityName`` and ``id``."""
+        if not access.permissions.can(meta.name, "read"):
+            return [{"_entityName": meta.name, "id": str(key)} for key in ids]
+        loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
+        rows = select_rows(access, meta, loading, extra_condition=meta.model.id.in_(ids))
+        by_id = {row["id"]: row for row in rows}
+        return [serialize(meta, by_id[key], plan, access.permissions, return_nulls)
+                for key in ids if key in by_id]
+
+
+def _required_id(meta, body):
+    if not isinstance(body, dict) or body.get("id") is None:
+        raise BadRequest("Required attribute id is not presented",
+                         "Required attribute id is not presented")
+    return body["id"]

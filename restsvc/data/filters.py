@@ -1,0 +1,191 @@
+"""Search filters: the JSON grammar of reference 2.4, parsed against metadata.
+
+    {"conditions": [
+        {"property": "customer.name", "operator": "contains", "value": "bish"},
+        {"group": "OR", "conditions": [...]}]}
+
+``parse_filter`` validates a filter and returns a tree of ``Group`` and
+``Condition`` with typed values; ``compile_filter`` (in query.py) turns the
+tree into SQL. A client filter may only use attributes the caller can see:
+a hidden attribute is reported exactly like an unknown one, so a filter
+cannot tell them apart.
+"""
+from dataclasses import dataclass
+
+from ..errors import BadRequest
+
+MAX_DEPTH = 16
+MAX_CONDITIONS = 500
+MAX_VALUE_LENGTH = 10_000
+MAX_IN_VALUES = 1_000
+
+_ALL = {"=", "<>", ">", ">=", "<", "<=", "in", "notIn", "contains", "doesNotContain",
+        "startsWith", "endsWith", "isNull", "notEmpty"}
+_BASIC = {"=", "<>", "in", "notIn", "isNull", "notEmpty"}
+_ORDERED = {">", ">=", "<", "<="}
+_TEXT = {"contains", "doesNotContain", "startsWith", "endsWith"}
+OPERATORS_BY_KIND = {
+    "string": _BASIC | _TEXT,
+    "number": _BASIC | _ORDERED,
+    "date": _BASIC | _ORDERED,
+    "time": {"=", "<>", "isNull", "notEmpty"} | _ORDERED,
+    "boolean": {"=", "<>", "isNull", "notEmpty"},
+    "uuid": _BASIC,
+    "enum": _BASIC,
+    "reference": _BASIC,
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    path: tuple          # MetaProperty chain, the last one holds the value
+    operator: str
+    value: object        # parsed: a Python value, a list for in/notIn, a bool for isNull/notEmpty
+
+
+@dataclass(frozen=True)
+class Group:
+    is_or: bool
+    items: tuple
+
+
+def _fail(message):
+    raise BadRequest("Cannot parse entities filter", message)
+
+
+class _Parser:
+    def __init__(self, meta, permissions, session):
+        self.meta = meta
+        self.permissions = permissions      # None: no visibility check (row-level roles)
+        self.session = session or {}
+        self.count = 0
+
+    def root(self, spec):
+        if spec is None:
+            _fail("Entities filter cannot be null")
+        if not isinstance(spec, dict):
+            raise BadRequest("Malformed request JSON data structure",
+                             "The filter must be a JSON object")
+        return Group(False, self.items(spec.get("conditions"), 0))
+
+    def items(self, conditions, depth):
+        if conditions is None:
+            return ()
+        if not isinstance(conditions, list):
+            raise BadRequest("Malformed request JSON data structure",
+                             "Field 'conditions' must be a JSON array")
+        if depth > MAX_DEPTH:
+            _fail(f"Conditions are nested deeper than {MAX_DEPTH} levels")
+        parsed = []
+        for item in conditions:
+            if not isinstance(item, dict):
+                raise BadRequest("Malformed request JSON data structure",
+                                 f"JSON array element {_show(item)} is not a valid JSON object literal")
+            self.count += 1
+            if self.count > MAX_CONDITIONS:
+                _fail(f"A filter may have at most {MAX_CONDITIONS} conditions")
+            parsed.append(self.group(item, depth) if "group" in item else self.condition(item))
+        return tuple(parsed)
+
+    def group(self, item, depth):
+        kind = item.get("group")
+        if not isinstance(kind, str) or kind.upper() not in ("AND", "OR"):
+            _fail(f"Invalid conditions group type: {_show(kind)}")
+        return Group(kind.upper() == "OR", self.items(item.get("conditions"), depth + 1))
+
+    def condition(self, item):
+        prop_name, operator = item.get("property"), item.get("operator")
+        if not isinstance(prop_name, str) or not prop_name:
+            _fail("Field 'property' is not defined for filter condition")
+        if not isinstance(operator, str) or not operator:
+            _fail("Field 'operator' is not defined for filter condition")
+        if operator not in _ALL:
+            _fail(f"Operator is not supported: {_show(operator)}")
+        path = self.path(prop_name)
+        prop = path[-1]
+        kind = value_kind(prop)
+        if operator not in OPERATORS_BY_KIND[kind]:
+            _fail(f"Operator {operator} is not available for type {prop.type_name}")
+        if operator in ("isNull", "notEmpty"):
+            return Condition(path, operator, self.flag(item.get("value", True)))
+        if "value" not in item:
+            _fail("Field 'value' is not defined for filter condition")
+        value = item["value"]
+        if operator in ("in", "notIn"):
+            if not isinstance(value, list):
+                _fail(f"JSON array was expected as a value for condition with operator {operator}")
+            if len(value) > MAX_IN_VALUES:
+                _fail(f"At most {MAX_IN_VALUES} values are allowed for operator {operator}")
+            return Condition(path, operator, tuple(self.value(prop, v) for v in value))
+        return Condition(path, operator, self.value(prop, value))
+
+    def path(self, dotted):
+        meta, chain = self.meta, []
+        names = dotted.split(".")
+        for position, name in enumerate(names):
+            prop = meta.property(name) if meta is not None else None
+            visible = prop is not None and prop.persistent and not prop.is_collection and (
+                self.permissions is None or (
+                    self.permissions.can(meta.name, "read")
+                    and self.permissions.attribute(meta.name, name) > 0))
+            if not visible:
+                _fail(f"Property for {self.meta.name} not found: {dotted}")
+            chain.append(prop)
+            meta = prop.target if position < len(names) - 1 else None
+            if position < len(names) - 1 and not prop.is_reference:
+                _fail(f"Property for {self.meta.name} not found: {dotted}")
+        return tuple(chain)
+
+    @staticmethod
+    def flag(value):
+        if isinstance(value, bool):
+            return value
+        if value in ("true", "false"):
+            return value == "true"
+        _fail(f"Cannot parse property value: {_show(value)}")
+
+    def value(self, prop, value):
+        if isinstance(value, str):
+            if len(value) > MAX_VALUE_LENGTH:
+                _fail(f"Value is longer than {MAX_VALUE_LENGTH} characters")
+            if value.startswith(":session$") and value[9:] in self.session:
+                value = self.session[value[9:]]
+        if prop.is_reference:
+            if isinstance(value, dict):
+                value = value.get("id")
+            return self.scalar(prop.target.properties["id"].datatype, value)
+        if prop.meta_enum is not None:
+            member = prop.meta_enum.member(value)
+            if member is None:
+                _fail(f"Cannot parse enum value: {_show(value)}")
+            return member
+        return self.scalar(prop.datatype, value)
+
+    @staticmethod
+    def scalar(datatype, value):
+        if value is None or isinstance(value, (dict, list)):
+            _fail(f"Cannot parse property value: {_show(value)}")
+        try:
+            return datatype.from_json(value)
+        except (ValueError, TypeError, ArithmeticError):
+            _fail(f"Cannot parse property value: {_show(value)}")
+
+
+def value_kind(prop):
+    if prop.is_reference:
+        return "reference"
+    if prop.meta_enum is not None:
+        return "enum"
+    return prop.datatype.kind
+
+
+def _show(value):
+    text = value if isinstance(value, str) else repr(value) if not isinstance(value, dict) else "{...}"
+    if value is None:
+        text = "null"
+    return text if len(text) <= 100 else text[:100] + "..."
+
+
+def parse_filter(meta, spec, permissions=None, session=None):
+    """Validate a filter; ``permissions`` limits it to attributes the caller sees."""
+    return _Parser(meta, permissions, session).root(spec)

@@ -1,0 +1,270 @@
+"""JSON -> saved entity graphs (create, update, upsert), reference 2.5-2.8.
+
+Two phases, so that nothing is half-written: ``plan_*`` reads the JSON, checks
+permissions, values and references and collects every violation without
+writing; ``execute`` then writes the whole graph. The caller runs both in one
+transaction.
+
+Only keys present in the JSON change anything. Read-only attributes and
+attributes the caller may not modify are ignored silently. Composition
+collections present in the JSON replace the stored children the caller can
+see: listed children are updated or created, the others deleted.
+"""
+from dataclasses import dataclass, field
+
+import peewee
+
+from ..errors import ApiError, BadRequest, Conflict, NotFound
+from ..model.fetchplan import ids_only
+from ..security.roles import MODIFY
+from .access import require
+from .loader import select_rows
+
+NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
+SIZE = "{jakarta.validation.constraints.Size.message}"
+INVALID = "{restsvc.validation.InvalidValue}"
+CUSTOM = "{restsvc.validation.Custom}"
+
+
+@dataclass
+class Operation:
+    meta: object
+    creating: bool
+    id: object
+    values: dict                        # peewee field name -> Python value
+    expected_version: int = None
+    children: list = field(default_factory=list)     # (prop, [Operation])
+    removed: list = field(default_factory=list)      # (child meta, [ids])
+
+
+def _violation(path, message, template, value=None):
+    if not isinstance(value, (str, int, float, bool)) or value is None:
+        value = None
+    return {"message": message, "messageTemplate": template, "path": path, "invalidValue": value}
+
+
+def parse_id(meta, value):
+    try:
+        return meta.properties["id"].datatype.from_json(value)
+    except (ValueError, TypeError, AttributeError):
+        raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
+
+
+class Importer:
+    def __init__(self, access, optimistic_locking):
+        self.access = access
+        self.optimistic_locking = optimistic_locking
+        self.violations = []
+
+    # -- phase 1 ---------------------------------------------------------
+    def plan(self, meta, body, path="", entity_id=None, creating=None, owner=None):
+        """One entity object -> Operation. ``entity_id`` from the URL wins over the body's."""
+        if not isinstance(body, dict):
+            raise BadRequest("Cannot deserialize an entity from JSON", "")
+        if entity_id is None and body.get("id") is not None:
+            entity_id = parse_id(meta, body["id"])
+        existing = self._exists(meta, entity_id) if entity_id is not None else False
+        if creating is None:
+            creating = not existing
+        if not creating and not existing:
+            raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
+        require(self.access, meta, "create" if creating else "update")
+        operation = Operation(meta, creating, entity_id, {})
+        failure = "Entity creation failed" if creating else "Entity update failed"
+        levels = self.access.permissions.attribute_levels(meta.name)
+        for name, value in body.items():
+            prop = meta.properties.get(name)
+            if (prop is None or name in ("id", "version") or prop.read_only or not prop.persistent
+                    or levels.get(name, 0) < MODIFY or (owner and prop.field is owner)):
+                continue
+            where = f"{path}{name}"
+            if prop.is_collection:
+                self._children(operation, prop, value, where)
+            elif prop.is_reference:
+                operation.values[prop.field.name] = self._reference(prop, value, failure)
+            else:
+                self._value(operation, prop, value, where)
+        if "version" in body and not creating and self.optimistic_locking:
+            version = body["version"]
+            if isinstance(version, bool) or not isinstance(version, int):
+                self.violations.append(_violation(f"{path}version", "must be a whole number",
+                                                  INVALID, version))
+            else:
+                operation.expected_version = version
+        self._check_mandatory(operation, path, owner)
+        self._validate(operation, path)
+        return operation
+
+    def _exists(self, meta, entity_id):
+        rows = select_rows(self.access, meta, ids_only(meta), sort=None,
+                           extra_condition=meta.model.id == entity_id)
+        return bool(rows)
+
+    def _value(self, operation, prop, value, where):
+        if value is None:
+            operation.values[prop.field.name] = None
+            return
+        if prop.meta_enum is not None:
+            member = prop.meta_enum.member(value)
+            if member is None:
+                self.violations.append(_violation(
+                    where, f"An error occurred while parsing enum. Class [{prop.meta_enum.name}]. "
+                           f"Value [{value}].", INVALID, value))
+                return
+            operation.values[prop.field.name] = member
+            return
+        try:
+            parsed = prop.datatype.from_json(value)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            self.violations.append(_violation(where, f"Invalid {prop.type_name} value: {exc}",
+                                              INVALID, value))
+            return
+        max_length = getattr(prop.field, "max_length", None)
+        if isinstance(parsed, str) and max_length and len(parsed) > max_length:
+            self.violations.append(_violation(where, f"size must be between 0 and {max_length}",
+                                              SIZE, value))
+            return
+        operation.values[prop.field.name] = parsed
+
+    def _reference(self, prop, value, failure):
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise BadRequest(f"Attribute '{prop.name}' refers to an entity. "
+                             "Property value must be a JSON object literal", "")
+        target = prop.target
+        missing = BadRequest(failure, f"Referenced entity for property '{prop.name}' is missing")
+        if value.get("id") is None or not self.access.permissions.can(target.name, "read"):
+            raise missing
+        try:
+            target_id = target.properties["id"].datatype.from_json(value["id"])
+        except (ValueError, TypeError, AttributeError):
+            raise missing from None
+        if not self._exists(target, target_id):
+            raise missing
+        return target_id
+
+    def _children(self, operation, prop, value, where):
+        if not isinstance(value, list):
+            raise BadRequest(f"Attribute '{prop.name}' refers to a collection. "
+                             "Property value must be a JSON array literal", "")
+        child_meta = prop.target
+        stored = set() if operation.creating else self._child_ids(prop, operation.id)
+        planned, kept = [], set()
+        for index, child in enumerate(value):
+            if not isinstance(child, dict):
+                raise BadRequest("Cannot deserialize an entity from JSON", "")
+            child_id = parse_id(child_meta, child["id"]) if child.get("id") is not None else None
+            if child_id is not None and child_id not in stored and self._exists(child_meta, child_id):
+                raise BadRequest("Entity update failed",
+                                 f"{child_meta.name} {child_id} belongs to another {operation.meta.name}")
+            creating = child_id is None or child_id not in stored
+            sub = self.plan(child_meta, child, f"{where}[{index}].", child_id, creating,
+                            owner=prop.back_field)
+            kept.add(sub.id)
+            planned.append(sub)
+        operation.children.append((prop, planned))
+        removed = [child_id for child_id in stored if child_id not in kept]
+        if removed:
+            require(self.access, child_meta, "delete")
+            operation.removed.append((child_meta, removed))
+
+    def _child_ids(self, prop, parent_id):
+        rows = select_rows(self.access, prop.target, ids_only(prop.target), sort=None,
+                           extra_condition=prop.back_field == parent_id)
+        return {row["id"] for row in rows}
+
+    def _check_mandatory(self, operation, path, owner):
+        for name, prop in operation.meta.properties.items():
+            if not prop.mandatory or prop.field is None or prop.field is owner:
+                continue
+            key = prop.field.name
+            missing = (key in operation.values and operation.values[key] is None) or (
+                operation.creating and key not in operation.values)
+            if missing and not any(v["path"] == f"{path}{name}" for v in self.violations):
+                self.violations.append(_violation(f"{path}{name}", "must not be null", NOT_NULL))
+
+    def _validate(self, operation, path):
+        validators = operation.meta.validators
+        if not validators or self.violations:
+            return
+        model = operation.meta.model
+        instance = model() if operation.creating else model.get_by_id(operation.id)
+        for key, value in operation.values.items():
+            setattr(instance, key, value)
+        for validator in validators:
+            for where, message in validator(instance) or ():
+                self.violations.append(_violation(f"{path}{where}", message, CUSTOM))
+
+    # -- phase 2 ---------------------------------------------------------
+    def execute(self, operation, owner_field=None, owner_id=None):
+        meta, model = operation.meta, operation.meta.model
+        values = dict(operation.values)
+        if owner_field is not None:
+            values[owner_field.name] = owner_id
+        failure = "Entity creation failed" if operation.creating else "Entity update failed"
+        try:
+            if operation.creating:
+                instance = model(**values)
+                if operation.id is not None:
+                    instance.id = operation.id
+                instance.save(force_insert=True)
+                operation.id = instance.id
+            else:
+                self._update(operation, values)
+                instance = None
+        except peewee.IntegrityError:
+            raise BadRequest(failure, "The values violate a database constraint "
+                                      "(for example a value that must be unique)") from None
+        for child_meta, ids in operation.removed:
+            delete_rows(self.access.metadata, child_meta, ids)
+        for prop, children in operation.children:
+            for child in children:
+                self.execute(child, prop.back_field, operation.id)
+        hook = getattr(model, "after_save", None)
+        if hook is not None:
+            hook(instance or model.get_by_id(operation.id), operation.creating)
+        return operation.id
+
+    def _update(self, operation, values):
+        model = operation.meta.model
+        condition = model.id == operation.id
+        if operation.expected_version is not None:
+            condition &= model.version == operation.expected_version
+        changed = model.update(**values, version=model.version + 1).where(condition).execute()
+        if changed == 0:
+            if operation.expected_version is not None:
+                raise ApiError("Optimistic lock",
+                               f"Object of class [{operation.meta.name}] with identifier "
+                               f"[{operation.id}]: optimistic locking failed")
+            raise NotFound("Entity not found",
+                           f"Entity {operation.meta.name} with id {operation.id} not found")
+
+
+def delete_rows(metadata, meta, ids):
+    """Delete rows (their compositions go with them); refuse while others refer to them."""
+    model = meta.model
+    for ref_meta, fk in _referrers(metadata, meta):
+        if fk.model.select().where(fk.in_(ids)).exists():
+            raise Conflict("Delete policy violation",
+                           f"Unable to delete {meta.name} because there are references from "
+                           f"{ref_meta.name}")
+    hook = getattr(model, "after_delete", None)
+    doomed = list(model.select().where(model.id.in_(ids))) if hook else ()
+    try:
+        model.delete().where(model.id.in_(ids)).execute()
+    except peewee.IntegrityError:
+        raise Conflict("Delete policy violation",
+                       f"Unable to delete {meta.name} because other rows refer to it") from None
+    for instance in doomed:
+        hook(instance)
+
+
+def _referrers(metadata, meta):
+    """(entity, ForeignKeyField) pairs that refer to ``meta``, except the
+    back-references of its own compositions (those children go with it)."""
+    owned = {prop.back_field for prop in meta.properties.values() if prop.back_field is not None}
+    for fk in meta.model._meta.backrefs:
+        referrer = metadata.of_model(fk.model)
+        if fk not in owned and referrer is not None:
+            yield referrer, fk

@@ -1,0 +1,149 @@
+"""Loading entity graphs along a fetch plan.
+
+Rows are plain dicts keyed by attribute name. One query loads the root rows;
+each reference in the plan costs one more query for all rows at once (never
+one per row). References to entities the caller may not read are left out;
+referenced rows hidden by row-level roles become null (to-one) or are
+absent (collections).
+"""
+from .query import EntityQuery
+
+_CHUNK = 500        # ids per IN (...) when loading referenced rows
+_PARENT = "\0parent"  # the owner's id on composition children while loading
+
+
+def loading_plan(plan):
+    """The plan plus what ``_instanceName`` needs, at every level (cached on the plan)."""
+    cached = getattr(plan, "_loading", None)
+    if cached is not None:
+        return cached
+    merged = dict(plan.properties)
+    extra = plan.entity.fetch_plans["_instance_name"]
+    for name, nested in extra.properties.items():
+        if name not in merged:
+            merged[name] = nested
+    properties = {name: (loading_plan(nested) if nested is not None else None)
+                  for name, nested in merged.items()}
+    result = type(plan)(plan.name, plan.entity, properties)
+    result._loading = result
+    plan._loading = result
+    return result
+
+
+def _columns(meta, plan):
+    """(attribute name, peewee field) pairs the root query selects."""
+    columns = [("id", meta.model.id)]
+    for name in plan.properties:
+        prop = meta.properties[name]
+        if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
+            columns.append((name, prop.field))
+    return columns
+
+
+def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
+                extra_condition=None, parent_column=None):
+    """Rows of ``meta`` matching the filter tree, the caller's row-level roles
+    and ``extra_condition``, loaded along ``plan`` (already a loading plan)."""
+    query = EntityQuery(meta, access)
+    condition = query.where(where_filter)
+    if extra_condition is not None:
+        condition = extra_condition if condition is None else condition & extra_condition
+    order = query.order_by(sort) if sort is not None else None
+    columns = _columns(meta, plan)
+    if parent_column is not None:
+        columns.append((_PARENT, parent_column))
+    select = meta.model.select(*[field for _, field in columns])
+    select = query.apply_joins(select)
+    if condition is not None:
+        select = select.where(condition)
+    if order:
+        select = select.order_by(*order)
+    if limit is not None:
+        select = select.limit(limit)
+    if offset:
+        select = select.offset(offset)
+    names = [name for name, _ in columns]
+    rows = [dict(zip(names, values)) for values in select.tuples()]
+    fill_references(access, meta, plan, rows)
+    transients = [prop for name, prop in meta.properties.items()
+                  if prop.getter is not None and name in plan.properties]
+    for row in rows:
+        for prop in transients:
+            row[prop.name] = prop.getter(RowView(meta, row))
+    return rows
+
+
+def count_rows(access, meta, where_filter=None):
+    query = EntityQuery(meta, access)
+    condition = query.where(where_filter)
+    select = query.apply_joins(meta.model.select(meta.model.id))
+    if condition is not None:
+        select = select.where(condition)
+    return select.count()
+
+
+def fill_references(access, meta, plan, rows):
+    if not rows:
+        return
+    permissions = access.permissions
+    for name, nested in plan.properties.items():
+        if nested is None:
+            continue
+        prop = meta.properties[name]
+        target = prop.target
+        if not permissions.can(target.name, "read"):
+            for row in rows:
+                row.pop(name, None)
+            continue
+        if prop.is_collection:
+            _fill_children(access, prop, nested, rows)
+        else:
+            ids = {row[name] for row in rows if row.get(name) is not None}
+            found = _by_ids(access, target, nested, target.model.id, ids)
+            by_id = {row["id"]: row for row in found}
+            for row in rows:
+                if row.get(name) is not None:
+                    row[name] = by_id.get(row[name])
+
+
+def _by_ids(access, meta, plan, key_field, ids, parent_column=None):
+    rows = []
+    ids = list(ids)
+    for start in range(0, len(ids), _CHUNK):
+        rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
+                                extra_condition=key_field.in_(ids[start:start + _CHUNK])))
+    return rows
+
+
+def _fill_children(access, prop, plan, rows):
+    back = prop.back_field
+    children = _by_ids(access, prop.target, plan, back, {row["id"] for row in rows},
+                       parent_column=back)
+    grouped = {}
+    for child in children:
+        grouped.setdefault(child.pop(_PARENT), []).append(child)
+    for row in rows:
+        row[prop.name] = grouped.get(row["id"], [])
+
+
+class RowView:
+    """What a transient attribute's getter sees as ``self``: the loaded values,
+    and for anything the plan did not load, the stored entity (loaded lazily)."""
+
+    def __init__(self, meta, row):
+        self._meta = meta
+        self._row = row
+        self._instance = None
+
+    def __getattr__(self, name):
+        prop = self._meta.properties.get(name)
+        if name in self._row and prop is not None and prop.getter is None:
+            value = self._row[name]
+            if prop.is_collection:
+                return [RowView(prop.target, child) for child in value]
+            if isinstance(value, dict):
+                return RowView(prop.target, value)
+            return value
+        if self._instance is None:
+            self._instance = self._meta.model.get_by_id(self._row["id"])
+        return getattr(self._instance, name)

@@ -1,0 +1,179 @@
+"""SQL for one entity: joins along dotted paths, filters, sort, row-level conditions.
+
+Joins to referenced entities are LEFT OUTER and carry the referenced entity's
+row-level conditions in their ON clause, so a row the caller may not see
+behaves like a missing one in filters and sort keys: nothing about it leaks
+through ordering or matching.
+"""
+import peewee
+
+from ..db import is_sqlite
+from ..errors import BadRequest
+from .filters import Condition, Group, parse_filter
+
+# LIKE patterns escape their wildcards with "!", so % and _ in values are literal.
+_LIKE_ESCAPE = peewee.SQL("ESCAPE '!'")
+
+
+def like_literal(text):
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+class EntityQuery:
+    """Builds the WHERE and ORDER BY of one query rooted at ``meta``."""
+
+    def __init__(self, meta, access):
+        self.meta = meta
+        self.model = meta.model
+        self.access = access            # data.access.Access: permissions + session + database
+        self.lower = peewee.fn.unicode_lower if is_sqlite(access.database) else peewee.fn.LOWER
+        self._aliases = {}              # join key -> aliased model
+        self._joins = []                # (alias, on) in join order
+
+    # -- paths and joins -------------------------------------------------
+    def column(self, path, base=None, base_key=()):
+        source, key = base or self.model, base_key
+        for prop in path[:-1]:
+            key = key + (prop.name,)
+            alias = self._aliases.get(key)
+            if alias is None:
+                alias = self._join(source, prop, key)
+            source = alias
+        return getattr(source, path[-1].field.name)
+
+    def _join(self, source, prop, key):
+        target = prop.target
+        alias = target.model.alias(f"j{len(self._joins)}")
+        self._aliases[key] = alias
+        on = getattr(source, prop.field.name) == alias.id
+        self._joins.append([alias, on])
+        position = len(self._joins) - 1
+        restriction = self.row_condition(target, alias, key)
+        if restriction is not None:
+            self._joins[position][1] = on & restriction
+        return alias
+
+    def apply_joins(self, select, root=None):
+        for alias, on in self._joins:
+            select = select.join_from(root or self.model, alias, peewee.JOIN.LEFT_OUTER, on=on)
+        return select
+
+    # -- conditions ------------------------------------------------------
+    def compile(self, node, base=None, base_key=()):
+        """A parsed filter tree -> Peewee expression, or None for "everything"."""
+        if isinstance(node, Group):
+            parts = [p for p in (self.compile(item, base, base_key) for item in node.items)
+                     if p is not None]
+            if not parts:
+                return None
+            expression = parts[0]
+            for part in parts[1:]:
+                expression = (expression | part) if node.is_or else (expression & part)
+            return expression
+        return self._condition(node, base, base_key)
+
+    def _condition(self, condition: Condition, base, base_key):
+        column = self.column(condition.path, base, base_key)
+        op, value = condition.operator, condition.value
+        if op == "isNull":
+            return column.is_null(value)
+        if op == "notEmpty":
+            return column.is_null(not value)
+        if op == "in":
+            return column.in_(list(value))
+        if op == "notIn":
+            return column.not_in(list(value))
+        if op in ("contains", "doesNotContain", "startsWith", "endsWith"):
+            text = like_literal(value.lower())
+            pattern = {"contains": f"%{text}%", "doesNotContain": f"%{text}%",
+                       "startsWith": f"{text}%", "endsWith": f"%{text}"}[op]
+            like = peewee.NodeList((self.lower(column), peewee.SQL("LIKE"), pattern, _LIKE_ESCAPE))
+            return ~like if op == "doesNotContain" else like
+        return {"=": column.__eq__, "<>": column.__ne__, ">": column.__gt__,
+                ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
+
+    def row_condition(self, meta, base=None, base_key=()):
+        """The caller's row-level conditions for ``meta`` (None when unrestricted)."""
+        filters = self.access.permissions.row_filters(meta.name)
+        parts = []
+        for spec in filters:
+            tree = parse_filter(meta, spec, None, self.access.session)
+            compiled = self.compile(tree, base or meta.model, base_key)
+            if compiled is not None:
+                parts.append(compiled)
+        if not parts:
+            return None
+        expression = parts[0]
+        for part in parts[1:]:
+            expression = expression & part
+        return expression
+
+    def where(self, filter_tree=None):
+        parts = [self.row_condition(self.meta)]
+        if filter_tree is not None:
+            parts.append(self.compile(filter_tree))
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return None
+        expression = parts[0]
+        for part in parts[1:]:
+            expression = expression & part
+        return expression
+
+    # -- sort --------------------------------------------------------------
+    def order_by(self, sort):
+        """``name,-date,+customer.name`` -> ORDER BY terms; the id breaks ties.
+        Unknown, hidden and to-many properties are skipped (reference 2.3)."""
+        terms = []
+        for item in (sort or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            descending = item.startswith("-")
+            path = self._sort_path(item.lstrip("+-"))
+            if path is None:
+                continue
+            for expanded in self._expand(path, set()):
+                column = self.column(expanded)
+                terms.append(column.desc() if descending else column.asc())
+        terms.append(self.model.id.asc())
+        return terms
+
+    def _sort_path(self, dotted):
+        meta, chain = self.meta, []
+        permissions = self.access.permissions
+        for name in dotted.split("."):
+            prop = meta.property(name) if meta else None
+            if (prop is None or not prop.persistent or prop.is_collection
+                    or not permissions.can(meta.name, "read")
+                    or permissions.attribute(meta.name, name) == 0):
+                return None
+            chain.append(prop)
+            meta = prop.target
+        return tuple(chain)
+
+    def _expand(self, path, seen):
+        """A to-one reference sorts by its target's instance-name attributes."""
+        prop = path[-1]
+        if not prop.is_reference:
+            return [path]
+        target = prop.target
+        permissions = self.access.permissions
+        names = [n for n in target.instance_name
+                 if permissions.can(target.name, "read") and permissions.attribute(target.name, n)]
+        if not names or target in seen:
+            return [path]
+        expanded = []
+        for name in names:
+            sub = target.properties[name]
+            if sub.is_collection or not sub.persistent:
+                continue
+            expanded.extend(self._expand(path + (sub,), seen | {target}))
+        return expanded or [path]
+
+
+def check_limit(limit, maximum):
+    if limit is not None and limit > maximum:
+        raise BadRequest("The value of limit exceeded",
+                         "The value of the limit exceeds the maximum possible value from "
+                         "application.properties")
