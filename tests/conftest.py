@@ -6,6 +6,7 @@ gets its own schema, dropped at the end; each test starts from truncated
 tables reloaded with the demo data.
 """
 import base64
+import dataclasses
 import os
 import shutil
 import uuid
@@ -137,6 +138,33 @@ def get_token(client, client_id="demo-client", secret="demo-secret"):
 def auth(client):
     """Authorization headers of the demo's full-access client."""
     return {"Authorization": f"Bearer {get_token(client)}"}
+
+
+@pytest.fixture
+def client_with_roles(make_app):
+    """A client whose token carries rest-minimal plus the given roles, on an
+    app that declares them beside the demo's own roles."""
+    from restsvc.demo import application as demo
+
+    def build(*roles, row_level=(), overrides=None):
+        application = dataclasses.replace(
+            demo, resource_roles=tuple(demo.resource_roles) + roles,
+            row_level_roles=tuple(demo.row_level_roles) + tuple(row_level))
+        prefix = "svc.authserver.client.tester."
+        app = make_app({f"{prefix}client-id": "tester",
+                        f"{prefix}client-secret": "{noop}tester-secret",
+                        f"{prefix}resource-roles": ",".join(["rest-minimal"] + [r.code for r in roles]),
+                        f"{prefix}row-level-roles": ",".join(r.code for r in row_level),
+                        **(overrides or {})}, application=application)
+        c = Client(app)
+        return c, {"Authorization": f"Bearer {get_token(c, 'tester', 'tester-secret')}"}
+    return build
+
+
+def demo_id(kind, number):
+    """The id of a demo row: demo_id("customer", 3)."""
+    from restsvc.demo.data import _id
+    return str(_id(kind, number))
 
 
 @pytest.fixture

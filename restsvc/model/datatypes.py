@@ -29,6 +29,8 @@ def _identity(value):
 
 def _string(value):
     if isinstance(value, str):
+        if "\x00" in value:   # PostgreSQL cannot store it; SQLite's LIKE stops at it
+            raise ValueError("NUL characters are not allowed")
         return value
     if isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
         return str(value)
