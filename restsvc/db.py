@@ -79,10 +79,19 @@ def release(database):
         database.close()
 
 
+def write_transaction(database):
+    """A transaction that will write. SQLite takes the write lock at BEGIN: a
+    transaction that reads first and writes later cannot wait for a lock
+    (busy_timeout does not apply to that upgrade) and would fail at once."""
+    if is_sqlite(database):
+        return database.atomic("IMMEDIATE")
+    return database.atomic()
+
+
 def exclusive_setup(database):
     """A transaction that serializes start-up work of concurrent workers."""
     if is_sqlite(database):
-        return database.atomic("IMMEDIATE")
+        return write_transaction(database)
     return _PostgresSetupLock(database)
 
 

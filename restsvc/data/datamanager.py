@@ -4,6 +4,7 @@ Every call takes an ``Access`` (the caller's permissions and session) and
 applies entity, attribute and row-level policies; results come back as JSON
 values, already serialized along the fetch plan.
 """
+from ..db import write_transaction
 from ..errors import BadRequest, NotFound, ValidationFailed
 from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import serialize
@@ -67,7 +68,7 @@ class DataManager:
         ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
         upsert by the body's id (create), False means the rows must exist (update)."""
         importer = Importer(access, self.settings.optimistic_locking)
-        with self.database.atomic():
+        with write_transaction(self.database):
             operations = []
             for index, body in enumerate(bodies):
                 prefix = f"entities[{index}]." if bulk else ""
@@ -83,7 +84,7 @@ class DataManager:
         """Delete rows by id, all or nothing."""
         require(access, meta, "delete")
         keys = [parse_id(meta, entity_id) for entity_id in entity_ids]
-        with self.database.atomic():
+        with write_transaction(self.database):
             for key, entity_id in zip(keys, entity_ids):
                 found = select_rows(access, meta, loading_plan(meta.fetch_plans["_instance_name"]),
                                     extra_condition=meta.model.id == key)

@@ -61,8 +61,10 @@ class Importer:
         """One entity object -> Operation. ``entity_id`` from the URL wins over the body's."""
         if not isinstance(body, dict):
             raise BadRequest("Cannot deserialize an entity from JSON", "")
-        if entity_id is None and body.get("id") is not None:
-            entity_id = parse_id(meta, body["id"])
+        if entity_id is None:
+            entity_id = body.get("id")
+        if entity_id is not None:
+            entity_id = parse_id(meta, entity_id)
         existing = self._exists(meta, entity_id) if entity_id is not None else False
         if creating is None:
             creating = not existing

@@ -24,7 +24,14 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-@entity(instance_name="name", read_only=("createdDate",))
+def check_email(customer):
+    """An application validator: returns (attribute path, message) pairs."""
+    if customer.email and "@" not in customer.email:
+        return [("email", "must be an email address with an @")]
+    return []
+
+
+@entity(instance_name="name", read_only=("createdDate",), validators=(check_email,))
 class Customer(Entity):
     name = peewee.CharField(max_length=200)
     email = peewee.CharField(max_length=200, null=True)

@@ -85,6 +85,8 @@ def _boolean(value):
 
 
 def _uuid(value):
+    if isinstance(value, uuid.UUID):
+        return value
     if not isinstance(value, str):
         raise ValueError("expected a UUID string")
     return uuid.UUID(value)
