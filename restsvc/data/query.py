@@ -1,9 +1,9 @@
 """SQL for one entity: joins along dotted paths, filters, sort, row-level conditions.
 
-Joins to referenced entities are LEFT OUTER and carry the referenced entity's
-row-level conditions in their ON clause, so a row the caller may not see
-behaves like a missing one in filters and sort keys: nothing about it leaks
-through ordering or matching.
+Joins to referenced entities are LEFT OUTER and their ON clause admits only
+the referenced rows the caller's row-level roles let it see (a subquery), so
+a hidden row behaves like a missing one in filters and sort keys: nothing
+about it leaks through ordering or matching.
 """
 import peewee
 
@@ -20,7 +20,7 @@ def like_literal(text):
 
 
 class EntityQuery:
-    """Builds the WHERE and ORDER BY of one query rooted at ``meta``."""
+    """Builds the joins, WHERE and ORDER BY of one query rooted at ``meta``."""
 
     def __init__(self, meta, access):
         self.meta = meta
@@ -31,8 +31,8 @@ class EntityQuery:
         self._joins = []                # (alias, on) in join order
 
     # -- paths and joins -------------------------------------------------
-    def column(self, path, base=None, base_key=()):
-        source, key = base or self.model, base_key
+    def column(self, path):
+        source, key = self.model, ()
         for prop in path[:-1]:
             key = key + (prop.name,)
             alias = self._aliases.get(key)
@@ -46,12 +46,20 @@ class EntityQuery:
         alias = target.model.alias(f"j{len(self._joins)}")
         self._aliases[key] = alias
         on = getattr(source, prop.field.name) == alias.id
-        self._joins.append([alias, on])
-        position = len(self._joins) - 1
-        restriction = self.row_condition(target, alias, key)
-        if restriction is not None:
-            self._joins[position][1] = on & restriction
+        visible = self.visible_ids(target)
+        if visible is not None:
+            on = on & alias.id.in_(visible)
+        self._joins.append((alias, on))
         return alias
+
+    def visible_ids(self, meta):
+        """A subquery of the ids of ``meta`` the caller's row-level roles let it
+        see, or None when they do not restrict ``meta``."""
+        if not self.access.permissions.row_filters(meta.name):
+            return None
+        inner = EntityQuery(meta, self.access)
+        condition = inner.row_condition(meta)
+        return inner.apply_joins(meta.model.select(meta.model.id)).where(condition)
 
     def apply_joins(self, select, root=None):
         for alias, on in self._joins:
@@ -59,10 +67,10 @@ class EntityQuery:
         return select
 
     # -- conditions ------------------------------------------------------
-    def compile(self, node, base=None, base_key=()):
+    def compile(self, node):
         """A parsed filter tree -> Peewee expression, or None for "everything"."""
         if isinstance(node, Group):
-            parts = [p for p in (self.compile(item, base, base_key) for item in node.items)
+            parts = [p for p in (self.compile(item) for item in node.items)
                      if p is not None]
             if not parts:
                 return None
@@ -70,10 +78,10 @@ class EntityQuery:
             for part in parts[1:]:
                 expression = (expression | part) if node.is_or else (expression & part)
             return expression
-        return self._condition(node, base, base_key)
+        return self._condition(node)
 
-    def _condition(self, condition: Condition, base, base_key):
-        column = self.column(condition.path, base, base_key)
+    def _condition(self, condition: Condition):
+        column = self.column(condition.path)
         op, value = condition.operator, condition.value
         if op == "isNull":
             return column.is_null(value)
@@ -92,13 +100,13 @@ class EntityQuery:
         return {"=": column.__eq__, "<>": column.__ne__, ">": column.__gt__,
                 ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
 
-    def row_condition(self, meta, base=None, base_key=()):
-        """The caller's row-level conditions for ``meta`` (None when unrestricted)."""
+    def row_condition(self, meta):
+        """The caller's row-level conditions for this query's root entity."""
         filters = self.access.permissions.row_filters(meta.name)
         parts = []
         for spec in filters:
             tree = parse_filter(meta, spec, None, self.access.session)
-            compiled = self.compile(tree, base or meta.model, base_key)
+            compiled = self.compile(tree)
             if compiled is not None:
                 parts.append(compiled)
         if not parts:

@@ -52,8 +52,15 @@ class Clients:
                 if code not in known_roles:
                     raise SettingsError(f"{key}: unknown role code {code!r}")
             self._by_id[client.client_id] = client
-        # Verified against when the client id is unknown, so timing does not tell.
-        self._decoy = hash_secret(secrets.token_hex(8), iterations=ITERATIONS)
+        self._decoy = None
+
+    @property
+    def decoy(self):
+        """Verified against when the client id is unknown, so timing does not
+        tell; made on first use because hashing it takes a while."""
+        if self._decoy is None:
+            self._decoy = hash_secret(secrets.token_hex(8), iterations=ITERATIONS)
+        return self._decoy
 
     def get(self, client_id):
         return self._by_id.get(client_id)
@@ -61,6 +68,6 @@ class Clients:
     def authenticate(self, client_id, secret):
         """The client when id and secret match, else None (same work either way)."""
         client = self._by_id.get(client_id)
-        stored = client.client_secret if client else self._decoy
+        stored = client.client_secret if client else self.decoy
         matches = verify_secret(stored, secret)
         return client if client and matches else None
