@@ -12,12 +12,13 @@ class Access:
     permissions: object       # security.roles.Permissions
     session: dict             # values for :session$username / :session$userId
     database: object
+    sql_cache: dict           # shared per app: SQL text of parameter-free query shapes
 
 
 def access_for(app, principal):
     session = {"username": principal.username,
                "userId": str(getattr(principal, "user_id", None) or "")}
-    return Access(app.metadata, principal.permissions, session, app.database)
+    return Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache)
 
 
 def require(access, meta, operation):

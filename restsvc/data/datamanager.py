@@ -20,6 +20,7 @@ class DataManager:
         self.settings = settings
         self.metadata = metadata
         self.database = database
+        self.sql_cache = {}
 
     def entity(self, name):
         meta = self.metadata.entity(name)
@@ -34,7 +35,7 @@ class DataManager:
     def load(self, access, meta, entity_id, plan, return_nulls=False):
         require(access, meta, "read")
         key = parse_id(meta, entity_id)
-        rows = select_rows(access, meta, loading_plan(plan), extra_condition=meta.model.id == key)
+        rows = select_rows(access, meta, loading_plan(plan), key_field=meta.model.id, keys=[key])
         if not rows:
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
         return serialize(meta, rows[0], plan, access.permissions, return_nulls)
@@ -87,7 +88,7 @@ class DataManager:
         with write_transaction(self.database):
             for key, entity_id in zip(keys, entity_ids):
                 found = select_rows(access, meta, loading_plan(meta.fetch_plans["_instance_name"]),
-                                    extra_condition=meta.model.id == key)
+                                    key_field=meta.model.id, keys=[key])
                 if not found:
                     raise NotFound("Entity not found",
                                    f"Entity {meta.name} with id {entity_id} not found")
@@ -100,7 +101,7 @@ class DataManager:
         if not access.permissions.can(meta.name, "read"):
             return [{"_entityName": meta.name, "id": str(key)} for key in ids]
         loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
-        rows = select_rows(access, meta, loading, extra_condition=meta.model.id.in_(ids))
+        rows = select_rows(access, meta, loading, key_field=meta.model.id, keys=ids)
         by_id = {row["id"]: row for row in rows}
         return [serialize(meta, by_id[key], plan, access.permissions, return_nulls)
                 for key in ids if key in by_id]

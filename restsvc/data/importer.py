@@ -99,7 +99,7 @@ class Importer:
 
     def _exists(self, meta, entity_id):
         rows = select_rows(self.access, meta, ids_only(meta), sort=None,
-                           extra_condition=meta.model.id == entity_id)
+                           key_field=meta.model.id, keys=[entity_id])
         return bool(rows)
 
     def _value(self, operation, prop, value, where):
@@ -173,7 +173,7 @@ class Importer:
 
     def _child_ids(self, prop, parent_id):
         rows = select_rows(self.access, prop.target, ids_only(prop.target), sort=None,
-                           extra_condition=prop.back_field == parent_id)
+                           key_field=prop.back_field, keys=[parent_id])
         return {row["id"] for row in rows}
 
     def _check_mandatory(self, operation, path, owner):

@@ -6,6 +6,7 @@ one per row). References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
+from .columns import converter, read_rows
 from .query import EntityQuery
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
@@ -41,19 +42,51 @@ def _columns(meta, plan):
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
-                extra_condition=None, parent_column=None):
+                key_field=None, keys=None, parent_column=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
-    and ``extra_condition``, loaded along ``plan`` (already a loading plan)."""
-    query = EntityQuery(meta, access)
-    condition = query.where(where_filter)
-    if extra_condition is not None:
-        condition = extra_condition if condition is None else condition & extra_condition
-    order = query.order_by(sort) if sort is not None else None
+    and ``key_field IN keys``, loaded along ``plan`` (already a loading plan)."""
     columns = _columns(meta, plan)
     if parent_column is not None:
         columns.append((_PARENT, parent_column))
-    select = meta.model.select(*[field for _, field in columns])
-    select = query.apply_joins(select)
+    keys = list(keys) if keys is not None else None
+    sql, params = _statement(access, meta, columns, where_filter, sort, limit, offset,
+                             key_field, keys)
+    cursor = access.database.execute_sql(sql, params)
+    rows = read_rows(cursor, [name for name, _ in columns],
+                     [converter(field) for _, field in columns])
+    fill_references(access, meta, plan, rows)
+    transients = [prop for name, prop in meta.properties.items()
+                  if prop.getter is not None and name in plan.properties]
+    for row in rows:
+        for prop in transients:
+            row[prop.name] = prop.getter(RowView(meta, row))
+    return rows
+
+
+def _statement(access, meta, columns, where_filter, sort, limit, offset, key_field, keys):
+    """SQL and parameters. Building SQL with Peewee costs more than running a
+    small query, so the text of parameter-free shapes (no filter, no row-level
+    roles: lists, loads by id, reference loads) is kept and reused."""
+    params = [key_field.db_value(key) for key in keys] if keys is not None else []
+    if limit is not None:
+        params.append(limit)
+    if offset:
+        params.append(offset)
+    cache_key = None
+    if where_filter is None and not access.permissions.row_filters(meta.name):
+        cache_key = (meta.name, tuple(field for _, field in columns), sort, limit is not None,
+                     bool(offset), key_field, len(keys) if keys is not None else None,
+                     id(access.permissions) if sort else None)
+        sql = access.sql_cache.get(cache_key)
+        if sql is not None:
+            return sql, params
+    query = EntityQuery(meta, access)
+    condition = query.where(where_filter)
+    if keys is not None:
+        matches = key_field == keys[0] if len(keys) == 1 else key_field.in_(keys)
+        condition = matches if condition is None else condition & matches
+    order = query.order_by(sort) if sort is not None else None    # may add joins
+    select = query.apply_joins(meta.model.select(*[field for _, field in columns]))
     if condition is not None:
         select = select.where(condition)
     if order:
@@ -62,15 +95,12 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         select = select.limit(limit)
     if offset:
         select = select.offset(offset)
-    names = [name for name, _ in columns]
-    rows = [dict(zip(names, values)) for values in select.tuples()]
-    fill_references(access, meta, plan, rows)
-    transients = [prop for name, prop in meta.properties.items()
-                  if prop.getter is not None and name in plan.properties]
-    for row in rows:
-        for prop in transients:
-            row[prop.name] = prop.getter(RowView(meta, row))
-    return rows
+    sql, built = select.sql()
+    if cache_key is not None and list(built) == params:
+        if len(access.sql_cache) >= 1024:
+            access.sql_cache.clear()
+        access.sql_cache[cache_key] = sql
+    return sql, built
 
 
 def count_rows(access, meta, where_filter=None):
@@ -108,10 +138,10 @@ def fill_references(access, meta, plan, rows):
 
 def _by_ids(access, meta, plan, key_field, ids, parent_column=None):
     rows = []
-    ids = list(ids)
+    ids = sorted(ids)
     for start in range(0, len(ids), _CHUNK):
         rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
-                                extra_condition=key_field.in_(ids[start:start + _CHUNK])))
+                                key_field=key_field, keys=ids[start:start + _CHUNK]))
     return rows
 
 

@@ -102,14 +102,13 @@ def _iso(parser):
 
 def format_time(value):
     """ISO time: seconds always, the fraction only when non-zero, trailing zeros stripped."""
-    text = value.strftime("%H:%M:%S")
-    if value.microsecond:
-        text += f".{value.microsecond:06d}".rstrip("0")
-    return text
+    text = value.isoformat()
+    return text.rstrip("0") if value.microsecond else text
 
 
 def format_datetime(value):
-    return f"{value.date().isoformat()}T{format_time(value.time())}"
+    text = value.isoformat()
+    return text.rstrip("0") if value.microsecond else text
 
 
 def _parse_datetime(text):

@@ -33,6 +33,11 @@ class StoredToken(peewee.Model):
         table_name = "restsvc_token"
 
 
+_COLUMNS = (StoredToken.token_hash, StoredToken.kind, StoredToken.client_id, StoredToken.username,
+            StoredToken.resource_roles, StoredToken.row_level_roles, StoredToken.issued_at,
+            StoredToken.expires_at)
+
+
 @dataclass(frozen=True)
 class TokenInfo:
     token_hash: str
@@ -52,6 +57,7 @@ def _split(text):
 class TokenStore:
     def __init__(self, secret_key):
         self._key = secret_key.encode("utf-8")
+        self._lookup_sql = None
 
     def hash(self, token):
         return hmac.new(self._key, token.encode("utf-8"), hashlib.sha256).hexdigest()
@@ -71,14 +77,17 @@ class TokenStore:
         """The live token's record, or None for an unknown, expired or revoked token."""
         if not token or len(token) > 512:
             return None
-        row = (StoredToken.select().where(StoredToken.token_hash == self.hash(token))
-               .dicts().first())
-        if row is None or row["kind"] != kind or row["expires_at"] <= time.time():
+        if self._lookup_sql is None:     # built once: this runs on every request
+            self._lookup_sql = StoredToken.select(*_COLUMNS).where(
+                StoredToken.token_hash == "").sql()[0]
+        row = database_proxy.execute_sql(self._lookup_sql, (self.hash(token),)).fetchone()
+        if row is None:
             return None
-        return TokenInfo(
-            row["token_hash"], row["kind"], row["client_id"], row["username"],
-            _split(row["resource_roles"]), _split(row["row_level_roles"]),
-            row["issued_at"], row["expires_at"])
+        token_hash, token_kind, client_id, username, roles, row_roles, issued, expires = row
+        if token_kind != kind or expires <= time.time():
+            return None
+        return TokenInfo(token_hash, token_kind, client_id, username, _split(roles),
+                         _split(row_roles), issued, expires)
 
     def revoke(self, token):
         return StoredToken.delete().where(StoredToken.token_hash == self.hash(token)).execute()

@@ -1,0 +1,88 @@
+"""Database values -> Python values, fast.
+
+The loader reads rows with a plain cursor and converts each column once.
+Peewee's own converters are general (a DateField tries several formats);
+these take the shape each database really returns: SQLite gives ISO text
+for dates, hex text for UUIDs and numbers for decimals, PostgreSQL gives
+native objects, which pass through untouched.
+"""
+import datetime
+import decimal
+import uuid
+
+import peewee
+
+from ..model.fields import EnumField
+
+
+def _uuid(value):
+    return value if value is None or isinstance(value, uuid.UUID) else uuid.UUID(value)
+
+
+def _iso(kind):
+    parse = kind.fromisoformat
+
+    def convert(value):
+        return parse(value) if isinstance(value, str) else value
+    return convert
+
+
+def _decimal(value):
+    if value is None or isinstance(value, decimal.Decimal):
+        return value
+    return decimal.Decimal(str(value))
+
+
+def _boolean(value):
+    return value if value is None else bool(value)
+
+
+def _enum(enum_class):
+    members = {str(member.value): member for member in enum_class}
+    return members.get
+
+
+def converter(field):
+    """A one-argument function for the column's values, or None when the
+    database value already is the Python value."""
+    cached = field.__dict__.get("_restsvc_converter", False)
+    if cached is not False:
+        return cached
+    if isinstance(field, peewee.ForeignKeyField):
+        result = converter(field.rel_field)
+    elif isinstance(field, EnumField):
+        result = _enum(field.enum_class)
+    elif isinstance(field, peewee.UUIDField):
+        result = _uuid
+    elif isinstance(field, peewee.DateTimeField):
+        result = _iso(datetime.datetime)
+    elif isinstance(field, peewee.DateField):
+        result = _iso(datetime.date)
+    elif isinstance(field, peewee.TimeField):
+        result = _iso(datetime.time)
+    elif isinstance(field, peewee.DecimalField):
+        result = _decimal
+    elif isinstance(field, peewee.BooleanField):
+        result = _boolean
+    elif isinstance(field, (peewee.IntegerField, peewee.FloatField, peewee.CharField,
+                            peewee.TextField)):
+        result = None
+    else:
+        result = field.python_value
+    field._restsvc_converter = result
+    return result
+
+
+def read_rows(cursor, names, converters):
+    """Cursor rows -> dicts keyed by attribute name."""
+    pairs = [(index, convert) for index, convert in enumerate(converters) if convert is not None]
+    rows = []
+    for values in cursor.fetchall():
+        if pairs:
+            values = list(values)
+            for index, convert in pairs:
+                value = values[index]
+                if value is not None:
+                    values[index] = convert(value)
+        rows.append(dict(zip(names, values)))
+    return rows
