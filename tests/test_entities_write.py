@@ -231,3 +231,20 @@ def test_two_concurrent_writers_with_the_same_version_cannot_both_win(locking):
         thread.join()
     assert sorted(results) == [200] + [400] * 7
     assert c.get(f"/rest/entities/Customer/{CUSTOMER_0}", headers=auth).json["version"] == 2
+
+
+def test_a_body_that_is_not_an_entity_object_cannot_be_deserialized(client, auth):
+    for method, path in (("post", "/rest/entities/Customer"),
+                         ("put", f"/rest/entities/Customer/{CUSTOMER_0}")):
+        response = getattr(client, method)(path, json=42, headers=auth)
+        assert response.status_code == 400
+        assert response.json == {"error": "Cannot deserialize an entity from JSON", "details": ""}
+
+
+def test_a_child_of_another_parent_cannot_be_moved(client, auth):
+    foreign_line = demo_id("line", "1-0")
+    response = client.put(f"/rest/entities/Order/{demo_id('order', 0)}",
+                          json={"lines": [{"id": foreign_line, "quantity": 1}]}, headers=auth)
+    assert response.status_code == 400
+    assert response.json["error"] == "Entity update failed"
+    assert client.get(f"/rest/entities/OrderLine/{foreign_line}", headers=auth).status_code == 200
