@@ -44,13 +44,19 @@ def _boolean(value):
     raise ValueError("expected true or false")
 
 
-def _positive_int(value):
-    if isinstance(value, bool):
-        raise ValueError("expected a whole number")
-    number = int(str(value).strip())
-    if number < 1:
-        raise ValueError("must be at least 1")
-    return number
+def _whole_number(minimum):
+    def parse(value):
+        if isinstance(value, bool):
+            raise ValueError("expected a whole number")
+        number = int(str(value).strip())
+        if number < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return number
+    return parse
+
+
+_positive_int = _whole_number(1)
+_non_negative_int = _whole_number(0)
 
 
 def _word_list(value):
@@ -122,6 +128,8 @@ _KEYS = {
     "svc.resource-server.anonymous-url-patterns": (
         "anonymous_url_patterns", _url_path_pattern_list, ()),
     "svc.resource-server.realm": ("realm", _text, "restsvc"),
+    "svc.authserver.rate-limit.max-failures": ("auth_max_failures", _non_negative_int, 10),
+    "svc.authserver.rate-limit.window": ("auth_failure_window", _duration, 300),
 }
 
 # Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
@@ -177,6 +185,8 @@ class Settings:
     authenticated_url_patterns: tuple
     anonymous_url_patterns: tuple
     realm: str
+    auth_max_failures: int
+    auth_failure_window: int
     entity_max_fetch_size: dict = field(default_factory=dict)
     clients: tuple = ()
 

@@ -11,6 +11,10 @@ def json_response(data, status=200, headers=None):
     return Response(dumps(data), status=status, headers=headers, content_type=JSON_TYPE)
 
 
+def empty_response(status=200, headers=None):
+    return Response(status=status, headers=headers)
+
+
 def read_json_body(request, error="Malformed request JSON data structure"):
     """The request body as JSON; any content type is accepted, as the reference does."""
     raw = request.get_data(cache=False)

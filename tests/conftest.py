@@ -16,11 +16,17 @@ import yaml
 from werkzeug.test import Client
 
 from restsvc.app import RestApp
+from restsvc.security import clients
 from restsvc.settings import build_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO / "config"
 PG_URL = os.environ.get("RESTSVC_TEST_DATABASE_URL", "")
+
+# Hashes made during the tests (demo passwords, CLI) use a low cost factor:
+# the suite tests what is hashed and compared, not how slowly. Verifying reads
+# the cost from the stored hash, so nothing else changes.
+clients.ITERATIONS = 1_000
 
 
 def shipped_config():
@@ -133,6 +139,18 @@ def get_token(client, client_id="demo-client", secret="demo-secret"):
     return response.json["access_token"]
 
 
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def password_grant(client, username="alice", password="alice-password",
+                   client_id="demo-client", secret="demo-secret"):
+    """The token endpoint's answer to a password grant (demo-client allows it)."""
+    return client.post("/oauth2/token",
+                       data={"grant_type": "password", "username": username, "password": password},
+                       headers={"Authorization": basic(client_id, secret)})
+
+
 @pytest.fixture
 def auth(client):
     """Authorization headers of the demo's full-access client."""
@@ -142,3 +160,12 @@ def auth(client):
 @pytest.fixture
 def reader_auth(client):
     return {"Authorization": f"Bearer {get_token(client, 'reader', 'reader-secret')}"}
+
+
+@pytest.fixture
+def alice_auth(client):
+    """Authorization headers of the demo user alice (rest-minimal, sales-reader)."""
+    response = password_grant(client)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return bearer(response.json["access_token"])
+

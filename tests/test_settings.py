@@ -38,6 +38,8 @@ def test_unknown_key_fails_naming_the_key():
     ("svc.rest.max-file-size", "100 parsecs", "expected a size"),
     ("svc.resource-server.authenticated-url-patterns", "rest/**", "must start with /"),
     ("svc.authserver.client.x.access-token-time-to-live", "soon", "expected a duration"),
+    ("svc.authserver.rate-limit.max-failures", -1, "must be at least 0"),
+    ("svc.authserver.rate-limit.window", "a while", "expected a duration"),
 ])
 def test_malformed_values_fail_naming_the_key(key, value, reason):
     values = {key: value}
