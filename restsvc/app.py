@@ -8,18 +8,19 @@ from werkzeug.wrappers import Request
 from . import db
 from .api import API_MODULES
 from .application import import_application
-from .errors import SERVER_ERROR, ApiError
+from .errors import SERVER_ERROR, ApiError, Forbidden
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .security.authserver import AuthServer
 from .security.clients import Clients
+from .security.cors import PREFLIGHT_VARY, Cors
 from .security.gate import Gate
 from .security.ratelimit import AuthFailure, FailureLimiter
 from .security.roles import RoleRegistry
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
 from .settings import SettingsError
-from .web import Context, error_response
+from .web import Context, empty_response, error_response
 
 log = logging.getLogger("restsvc")
 
@@ -47,6 +48,7 @@ class RestApp:
         limiter = FailureLimiter(settings.auth_max_failures, settings.auth_failure_window)
         self.authserver = AuthServer(self.clients, self.tokens, self.users, limiter, settings.realm)
         self.gate = Gate(settings, self.tokens, self.roles)
+        self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.url_map = Map([rule.empty() for module in API_MODULES for rule in module.rules],
                            strict_slashes=False, merge_slashes=False)
         if settings.init_schema:
@@ -71,8 +73,22 @@ class RestApp:
     def __call__(self, environ, start_response):
         request = Request(environ)
         request.max_content_length = self.settings.max_request_size
-        response = self._respond(request, environ)
+        if self.cors is not None and self.cors.is_preflight(request.method, request.headers):
+            response = self._preflight(request)
+        else:
+            response = self._respond(request, environ)
+            if self.cors is not None:
+                response.headers.update(self.cors.actual(request.headers))
+                response.vary.add("Origin")
         return response(environ, start_response)
+
+    def _preflight(self, request):
+        """Answered before the gate: a browser sends no token with a preflight."""
+        headers = self.cors.preflight(request.headers)
+        response = empty_response(204, headers) if headers is not None else error_response(
+            Forbidden("Forbidden", "Invalid CORS request"))
+        response.vary.update(PREFLIGHT_VARY)
+        return response
 
     def _respond(self, request, environ):
         try:

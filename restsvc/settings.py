@@ -93,6 +93,28 @@ def _size(value):
     return int(match.group(1)) * _SIZE_UNITS[unit]
 
 
+_ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]+$", re.IGNORECASE)
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")      # RFC 9110 token
+
+
+def _origin_list(value):
+    """``*`` or origins such as ``https://app.example.com:8443`` (no path)."""
+    origins = _word_list(value)
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.match(origin):
+            raise ValueError(f"{origin!r} is not an origin such as https://app.example.com")
+    return origins
+
+
+def _token_list(value):
+    """HTTP method or header names, or ``*``."""
+    names = _word_list(value)
+    for name in names:
+        if not _TOKEN.match(name):
+            raise ValueError(f"{name!r} is not a method or header name")
+    return names
+
+
 def _url_path_pattern_list(value):
     patterns = _word_list(value)
     for pattern in patterns:
@@ -130,6 +152,12 @@ _KEYS = {
     "svc.resource-server.realm": ("realm", _text, "restsvc"),
     "svc.authserver.rate-limit.max-failures": ("auth_max_failures", _non_negative_int, 10),
     "svc.authserver.rate-limit.window": ("auth_failure_window", _duration, 300),
+    "svc.cors.allowed-origins": ("cors_allowed_origins", _origin_list, ()),
+    "svc.cors.allowed-methods": ("cors_allowed_methods", _token_list, ("*",)),
+    "svc.cors.allowed-headers": ("cors_allowed_headers", _token_list, ("*",)),
+    "svc.cors.exposed-headers": ("cors_exposed_headers", _token_list, ()),
+    "svc.cors.allow-credentials": ("cors_allow_credentials", _boolean, False),
+    "svc.cors.max-age": ("cors_max_age", _duration, 1800),
 }
 
 # Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
@@ -187,6 +215,12 @@ class Settings:
     realm: str
     auth_max_failures: int
     auth_failure_window: int
+    cors_allowed_origins: tuple
+    cors_allowed_methods: tuple
+    cors_allowed_headers: tuple
+    cors_exposed_headers: tuple
+    cors_allow_credentials: bool
+    cors_max_age: int
     entity_max_fetch_size: dict = field(default_factory=dict)
     clients: tuple = ()
 
@@ -277,6 +311,9 @@ def build_settings(values, base_dir=".", environ=None):
         raise SettingsError("svc.secret-key: required (or set RESTSVC_SECRET_KEY)")
     if len(parsed["secret_key"]) < 16:
         raise SettingsError("svc.secret-key: must be at least 16 characters")
+    if parsed["cors_allow_credentials"] and "*" in parsed["cors_allowed_origins"]:
+        raise SettingsError("svc.cors.allow-credentials: cannot be true while "
+                            "svc.cors.allowed-origins is * (name the origins)")
     if not parsed["database_url"]:
         parsed["database_url"] = f"sqlite:///{parsed['data_dir']}/restsvc.db"
     if not parsed["file_storage_dir"]:
