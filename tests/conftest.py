@@ -6,8 +6,15 @@ gets its own schema, dropped at the end; each test starts from truncated
 tables reloaded with the demo data.
 """
 import base64
+import json
 import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -169,3 +176,67 @@ def alice_auth(client):
     assert response.status_code == 200, response.get_data(as_text=True)
     return bearer(response.json["access_token"])
 
+
+# --- real servers -------------------------------------------------------------
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, data=None, headers=None):
+    """(status, body bytes) of one real HTTP request."""
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def http_form(url, fields, client_id="demo-client", secret="demo-secret"):
+    """POST a form with client authentication; (status, parsed JSON or None)."""
+    data = "&".join(f"{k}={urllib.request.quote(v)}" for k, v in fields.items()).encode()
+    status, body = http("POST", url, data, {"Authorization": basic(client_id, secret),
+                                            "Content-Type": "application/x-www-form-urlencoded"})
+    return status, json.loads(body) if body else None
+
+
+@pytest.fixture
+def start_servers(database_url, tmp_path):
+    """``start_servers(n, workers)``: n real ``restsvc serve`` processes on this test's
+    database, started together; returns their base URLs once all of them answer."""
+    processes = []
+
+    def start(count=1, workers=2):
+        env = {**os.environ, "RESTSVC_DATABASE_URL": database_url,
+               "RESTSVC_DATA_DIR": str(tmp_path)}
+        bases = []
+        for _ in range(count):
+            port = free_port()
+            log = open(tmp_path / f"server-{port}.log", "wb")
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "restsvc.cli", "--config", str(CONFIG_DIR / "restsvc.yaml"),
+                 "serve", "--port", str(port), "--workers", str(workers)],
+                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT))
+            log.close()
+            bases.append(f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 30
+        for base, process in zip(bases, processes[-count:]):
+            while True:
+                try:
+                    http("GET", f"{base}/rest/userInfo")
+                    break
+                except OSError:
+                    assert process.poll() is None, "server exited: " + (
+                        tmp_path / f"server-{base.rsplit(':', 1)[1]}.log").read_text()
+                    assert time.monotonic() < deadline, "server did not start"
+                    time.sleep(0.1)
+        return bases
+
+    yield start
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.wait(timeout=10)
