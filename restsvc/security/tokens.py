@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import secrets
 import time
+import uuid
 from dataclasses import dataclass
 
 import peewee
@@ -62,6 +63,11 @@ class TokenInfo:
     parent_hash: str = None
 
 
+def user_key(user_id):
+    """The one spelling of a user id in the token table, whatever form the caller holds."""
+    return str(uuid.UUID(str(user_id)))
+
+
 def _split(text):
     return tuple(part for part in (text or "").split(",") if part)
 
@@ -79,7 +85,8 @@ class TokenStore:
         now = int(time.time())
         StoredToken.insert(
             token_hash=self.hash(token), kind=kind, client_id=identity.client_id,
-            username=identity.username, user_id=identity.user_id, locale=identity.locale,
+            username=identity.username, locale=identity.locale,
+            user_id=user_key(identity.user_id) if identity.user_id else None,
             resource_roles=",".join(identity.resource_roles),
             row_level_roles=",".join(identity.row_level_roles),
             parent_hash=parent_hash, issued_at=now, expires_at=now + ttl,
@@ -114,13 +121,13 @@ class TokenStore:
     @staticmethod
     def revoke_user(user_id):
         """All tokens of a user (on disable, delete or a new password)."""
-        return StoredToken.delete().where(StoredToken.user_id == str(user_id)).execute()
+        return StoredToken.delete().where(StoredToken.user_id == user_key(user_id)).execute()
 
     @staticmethod
     def follow_user(user_id, username, locale):
         """Keep a user's live tokens in step with a renamed user or a new locale."""
         return (StoredToken.update(username=username, locale=locale)
-                .where(StoredToken.user_id == str(user_id)).execute())
+                .where(StoredToken.user_id == user_key(user_id)).execute())
 
     def purge_expired(self):
         return StoredToken.delete().where(StoredToken.expires_at <= int(time.time())).execute()
