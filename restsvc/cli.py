@@ -95,6 +95,10 @@ def user_command(args):
             app.users.set_password(args.username, _read_secret(
                 "new password: ", args.password_stdin, confirm=True))
             print(f"password of {args.username} changed; its tokens are revoked")
+        elif args.action == "roles":
+            app.users.set_roles(args.username, tuple(args.codes))
+            print(f"roles of {args.username}: {', '.join(args.codes) or '(none)'}; "
+                  f"its tokens are revoked")
         elif args.action == "disable":
             app.users.set_active(args.username, False)
             print(f"user {args.username} disabled; its tokens are revoked")
@@ -128,10 +132,11 @@ def main(argv=None):
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
     p.set_defaults(run=hash_secret_command)
 
-    p = commands.add_parser("user", help="manage users: add, passwd, disable, enable")
+    p = commands.add_parser("user", help="manage users: add, passwd, roles, disable, enable")
     actions = p.add_subparsers(dest="action", required=True)
     for action, help_text in (("add", "create a user (asks for the password)"),
                               ("passwd", "set a new password; ends the user's sign-ins"),
+                              ("roles", "replace the user's role codes; ends its sign-ins"),
                               ("disable", "stop a user signing in; revokes its tokens"),
                               ("enable", "let a disabled user sign in again")):
         a = actions.add_parser(action, help=help_text)
@@ -142,6 +147,9 @@ def main(argv=None):
         if action == "add":
             a.add_argument("--role", action="append", metavar="CODE",
                            help="a resource or row-level role code (repeatable)")
+        if action == "roles":
+            a.add_argument("codes", nargs="*", metavar="CODE",
+                           help="resource and row-level role codes (none: no roles)")
     p.set_defaults(run=user_command)
 
     args = parser.parse_args(argv)

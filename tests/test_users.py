@@ -144,6 +144,15 @@ def test_cli_user_passwd_changes_the_password_and_ends_sign_ins(client, run_cli,
     assert password_grant(client, password="a-new-secret").status_code == 200
 
 
+def test_cli_user_roles_replaces_the_roles_and_ends_sign_ins(client, run_cli, alice_auth):
+    assert run_cli("user", "roles", "alice", "rest-minimal", "user-management") == 0
+    assert client.get("/rest/userInfo", headers=alice_auth).status_code == 401
+    token = password_grant(client).json["access_token"]
+    body = client.get("/rest/permissions", headers=bearer(token)).json
+    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_user-management"]
+    assert run_cli("user", "roles", "alice", "no-such-role") == 1
+
+
 def test_cli_user_commands_on_an_unknown_user_fail_cleanly(run_cli, capsys):
     assert run_cli("user", "disable", "nobody") == 1
     assert "User not found" in capsys.readouterr().err

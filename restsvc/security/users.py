@@ -58,6 +58,10 @@ def _check_password(password):
                          f"A password needs at least {MIN_PASSWORD_LENGTH} characters")
 
 
+def _joined(role_codes):
+    return ",".join(dict.fromkeys(role_codes))
+
+
 class Users:
     def __init__(self, roles):
         self.roles = roles
@@ -92,19 +96,22 @@ class Users:
     # Administration (CLI). Each change goes through save() and the same hooks the
     # data manager calls, inside one transaction.
 
+    def _check_roles(self, role_codes):
+        unknown = [code for code in role_codes if code not in self.roles]
+        if unknown:
+            raise BadRequest("Unknown role", f"Unknown role code(s): {', '.join(unknown)}")
+
     def add(self, username, password=None, role_codes=()):
         username = (username or "").strip()
         if not username or len(username) > 200:
             raise BadRequest("Invalid username", "A username has 1 to 200 characters")
-        unknown = [code for code in role_codes if code not in self.roles]
-        if unknown:
-            raise BadRequest("Unknown role", f"Unknown role code(s): {', '.join(unknown)}")
+        self._check_roles(role_codes)
         if password is not None:
             _check_password(password)
         with User._meta.database.atomic():
             if User.select().where(User.username == username).exists():
                 raise Conflict("User exists", f"User {username} already exists")
-            user = User(username=username, roles=",".join(dict.fromkeys(role_codes)),
+            user = User(username=username, roles=_joined(role_codes),
                         password=hash_secret(password) if password is not None else None)
             user.save(force_insert=True)
             user.after_save(created=True)
@@ -116,19 +123,26 @@ class Users:
             raise NotFound("User not found", f"User {username} not found")
         return user
 
-    def set_password(self, username, password):
-        """A new password ends the user's current sign-ins."""
-        _check_password(password)
+    def _change(self, username, sign_out=True, **values):
+        """Change a user through the hooks. Tokens carry what was true at sign-in
+        (roles, password), so by default they end."""
         with User._meta.database.atomic():
             user = self.get(username)
-            user.password = hash_secret(password)
+            for name, value in values.items():
+                setattr(user, name, value)
             user.save()
             user.after_save(created=False)
-            TokenStore.revoke_user(user.id)
+            if sign_out:
+                TokenStore.revoke_user(user.id)
+
+    def set_password(self, username, password):
+        _check_password(password)
+        self._change(username, password=hash_secret(password))
+
+    def set_roles(self, username, role_codes):
+        self._check_roles(role_codes)
+        self._change(username, roles=_joined(role_codes))
 
     def set_active(self, username, active):
-        with User._meta.database.atomic():
-            user = self.get(username)
-            user.active = active
-            user.save()
-            user.after_save(created=False)
+        # after_save itself revokes a disabled user's tokens.
+        self._change(username, sign_out=False, active=active)
