@@ -53,9 +53,9 @@ class RowLevelRole:
 
 REST_MINIMAL = ResourceRole("rest-minimal", "REST: minimal access", specifics=("rest.enabled",),
                             scope=("API",))
-# Full operations on the built-in User entity. The password is a secret
-# attribute (never shown or written through REST) and role assignments are not
-# an entity, so this role cannot grant itself more: see security/users.py.
+# Full operations on the built-in User entity. Password and role codes are
+# secret attributes (never shown or written through REST; roles are assigned
+# with `restsvc user`), so this role cannot grant itself more: see security/users.py.
 USER_MANAGEMENT = ResourceRole("user-management", "User management", entities={"User": "*"},
                                attributes={"User": {"*": "modify"}})
 SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities={"*": "*"},
