@@ -9,20 +9,25 @@ from . import db
 from .api import API_MODULES
 from .application import import_application
 from .data.datamanager import DataManager
-from .errors import SERVER_ERROR, ApiError
+from .errors import SERVER_ERROR, ApiError, Forbidden
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .security.authserver import AuthServer
 from .security.clients import Clients
+from .security.cors import PREFLIGHT_VARY, Cors
 from .security.gate import Gate
+from .security.ratelimit import AuthFailure, FailureLimiter
 from .security.roles import RoleRegistry
 from .security.tokens import StoredToken, TokenStore
+from .security.users import User, Users
 from .settings import SettingsError
-from .web import Context, error_response
+from .web import Context, empty_response, error_response
 
 log = logging.getLogger("restsvc")
 
-BUILT_IN_MODELS = (StoredToken,)
+# Every application gets these entities beside its own, and these tables.
+BUILT_IN_ENTITIES = (User,)
+BUILT_IN_MODELS = (StoredToken, AuthFailure)
 
 
 class RestApp:
@@ -30,7 +35,8 @@ class RestApp:
         self.settings = settings
         self.application = application or import_application(settings.application)
         try:
-            self.metadata = Metadata(self.application.entities, self.application.enums)
+            self.metadata = Metadata(BUILT_IN_ENTITIES + tuple(self.application.entities),
+                                     self.application.enums)
             self.roles = RoleRegistry(self.metadata, self.application.resource_roles,
                                       self.application.row_level_roles)
         except MetadataError as exc:
@@ -40,8 +46,11 @@ class RestApp:
         self.data = DataManager(settings, self.metadata, self.database)
         self.tokens = TokenStore(settings.secret_key)
         self.clients = Clients(settings.clients, self.roles)
-        self.authserver = AuthServer(self.clients, self.tokens, settings.realm)
+        self.users = Users(self.roles)
+        limiter = FailureLimiter(settings.auth_max_failures, settings.auth_failure_window)
+        self.authserver = AuthServer(self.clients, self.tokens, self.users, limiter, settings.realm)
         self.gate = Gate(settings, self.tokens, self.roles)
+        self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.url_map = Map([rule.empty() for module in API_MODULES for rule in module.rules],
                            strict_slashes=False, merge_slashes=False)
         if settings.init_schema:
@@ -49,7 +58,7 @@ class RestApp:
 
     @property
     def models(self):
-        return BUILT_IN_MODELS + tuple(self.application.entities)
+        return BUILT_IN_MODELS + BUILT_IN_ENTITIES + tuple(self.application.entities)
 
     def init_schema(self, demo_data=False):
         """Create missing tables (idempotent); fill an empty database with demo data.
@@ -66,21 +75,38 @@ class RestApp:
     def __call__(self, environ, start_response):
         request = Request(environ)
         request.max_content_length = self.settings.max_request_size
+        if self.cors is not None and self.cors.is_preflight(request.method, request.headers):
+            response = self._preflight(request)
+        else:
+            response = self._respond(request, environ)
+            if self.cors is not None:
+                response.headers.update(self.cors.actual(request.headers))
+                response.vary.add("Origin")
+        return response(environ, start_response)
+
+    def _preflight(self, request):
+        """Answered before the gate: a browser sends no token with a preflight."""
+        headers = self.cors.preflight(request.headers)
+        response = empty_response(204, headers) if headers is not None else error_response(
+            Forbidden("Forbidden", "Invalid CORS request"))
+        response.vary.update(PREFLIGHT_VARY)
+        return response
+
+    def _respond(self, request, environ):
         try:
             principal = self.gate.principal(request.path, request.headers.get("Authorization"))
             endpoint, args = self.url_map.bind_to_environ(environ).match()
-            response = endpoint(Context(self, request, principal), **args)
+            return endpoint(Context(self, request, principal), **args)
         except ApiError as exc:
-            response = error_response(exc)
+            return error_response(exc)
         except MethodNotAllowed as exc:
-            response = error_response(ApiError(
+            return error_response(ApiError(
                 "Method not allowed", f"{request.method} is not supported here", status=405,
                 headers={"Allow": ", ".join(exc.valid_methods or ())}))
         except HTTPException as exc:
-            response = error_response(ApiError(exc.name, exc.description or "", status=exc.code))
+            return error_response(ApiError(exc.name, exc.description or "", status=exc.code))
         except Exception:
             log.exception("unhandled error on %s %s", request.method, request.path)
-            response = error_response(SERVER_ERROR)
+            return error_response(SERVER_ERROR)
         finally:
             db.release(self.database)
-        return response(environ, start_response)

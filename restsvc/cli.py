@@ -1,9 +1,14 @@
-"""``restsvc serve | initdb | demo-data | routes | hash-secret``."""
+"""``restsvc serve | initdb | demo-data | routes | hash-secret | user``."""
 import argparse
 import getpass
 import sys
 
+from .errors import ApiError
 from .settings import SettingsError, load_settings
+
+
+class CommandError(Exception):
+    """A command that cannot do what was asked; the message says why."""
 
 
 def _app(args, init_schema=None):
@@ -56,14 +61,52 @@ def routes(args):
                   f"{rule.endpoint.__name__}")
 
 
+def _read_secret(prompt, from_stdin=False, confirm=False):
+    """A secret from stdin (one line) or typed at the terminal; never echoed."""
+    if from_stdin or not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\n")
+    secret = getpass.getpass(prompt)
+    if confirm and getpass.getpass("again: ") != secret:
+        raise CommandError("the two entries differ")
+    return secret
+
+
 def hash_secret_command(args):
     from .security.clients import hash_secret
     secret = args.secret
     if secret is None:
-        secret = getpass.getpass("secret: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+        secret = _read_secret("secret: ")
     if not secret:
         raise SettingsError("hash-secret: the secret is empty")
     print(hash_secret(secret))
+
+
+def user_command(args):
+    """Every change goes through the same User hooks as a REST change, so
+    disabling a user (or a new password) revokes its tokens at once."""
+    from . import db
+    app = _app(args)
+    try:
+        if args.action == "add":
+            password = _read_secret("password: ", args.password_stdin, confirm=True)
+            app.users.add(args.username, password, tuple(args.role or ()))
+            print(f"user {args.username} added")
+        elif args.action == "passwd":
+            app.users.set_password(args.username, _read_secret(
+                "new password: ", args.password_stdin, confirm=True))
+            print(f"password of {args.username} changed; its tokens are revoked")
+        elif args.action == "roles":
+            app.users.set_roles(args.username, tuple(args.codes))
+            print(f"roles of {args.username}: {', '.join(args.codes) or '(none)'}; "
+                  f"its tokens are revoked")
+        elif args.action == "disable":
+            app.users.set_active(args.username, False)
+            print(f"user {args.username} disabled; its tokens are revoked")
+        else:
+            app.users.set_active(args.username, True)
+            print(f"user {args.username} enabled")
+    finally:
+        db.release(app.database)
 
 
 def main(argv=None):
@@ -89,12 +132,38 @@ def main(argv=None):
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
     p.set_defaults(run=hash_secret_command)
 
+    p = commands.add_parser("user", help="manage users: add, passwd, roles, disable, enable")
+    actions = p.add_subparsers(dest="action", required=True)
+    for action, help_text in (("add", "create a user (asks for the password)"),
+                              ("passwd", "set a new password; ends the user's sign-ins"),
+                              ("roles", "replace the user's role codes; ends its sign-ins"),
+                              ("disable", "stop a user signing in; revokes its tokens"),
+                              ("enable", "let a disabled user sign in again")):
+        a = actions.add_parser(action, help=help_text)
+        a.add_argument("username")
+        if action in ("add", "passwd"):
+            a.add_argument("--password-stdin", action="store_true",
+                           help="read the password as one line from stdin")
+        if action == "add":
+            a.add_argument("--role", action="append", metavar="CODE",
+                           help="a resource or row-level role code (repeatable)")
+        if action == "roles":
+            a.add_argument("codes", nargs="*", metavar="CODE",
+                           help="resource and row-level role codes (none: no roles)")
+    p.set_defaults(run=user_command)
+
     args = parser.parse_args(argv)
     try:
         args.run(args)
     except SettingsError as exc:
         print(f"restsvc: configuration error: {exc}", file=sys.stderr)
         return 2
+    except ApiError as exc:
+        print(f"restsvc: {exc.error}: {exc.details}", file=sys.stderr)
+        return 1
+    except CommandError as exc:
+        print(f"restsvc: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

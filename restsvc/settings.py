@@ -44,13 +44,19 @@ def _boolean(value):
     raise ValueError("expected true or false")
 
 
-def _positive_int(value):
-    if isinstance(value, bool):
-        raise ValueError("expected a whole number")
-    number = int(str(value).strip())
-    if number < 1:
-        raise ValueError("must be at least 1")
-    return number
+def _whole_number(minimum):
+    def parse(value):
+        if isinstance(value, bool):
+            raise ValueError("expected a whole number")
+        number = int(str(value).strip())
+        if number < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return number
+    return parse
+
+
+_positive_int = _whole_number(1)
+_non_negative_int = _whole_number(0)
 
 
 def _word_list(value):
@@ -85,6 +91,28 @@ def _size(value):
         raise ValueError("expected a size such as 512KB, 100MB or 2GB")
     unit = match.group(2).upper() if match.group(2) else None
     return int(match.group(1)) * _SIZE_UNITS[unit]
+
+
+_ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]+$", re.IGNORECASE)
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")      # RFC 9110 token
+
+
+def _origin_list(value):
+    """``*`` or origins such as ``https://app.example.com:8443`` (no path)."""
+    origins = _word_list(value)
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.match(origin):
+            raise ValueError(f"{origin!r} is not an origin such as https://app.example.com")
+    return origins
+
+
+def _token_list(value):
+    """HTTP method or header names, or ``*``."""
+    names = _word_list(value)
+    for name in names:
+        if not _TOKEN.match(name):
+            raise ValueError(f"{name!r} is not a method or header name")
+    return names
 
 
 def _url_path_pattern_list(value):
@@ -122,6 +150,14 @@ _KEYS = {
     "svc.resource-server.anonymous-url-patterns": (
         "anonymous_url_patterns", _url_path_pattern_list, ()),
     "svc.resource-server.realm": ("realm", _text, "restsvc"),
+    "svc.authserver.rate-limit.max-failures": ("auth_max_failures", _non_negative_int, 10),
+    "svc.authserver.rate-limit.window": ("auth_failure_window", _duration, 300),
+    "svc.cors.allowed-origins": ("cors_allowed_origins", _origin_list, ()),
+    "svc.cors.allowed-methods": ("cors_allowed_methods", _token_list, ("*",)),
+    "svc.cors.allowed-headers": ("cors_allowed_headers", _token_list, ("*",)),
+    "svc.cors.exposed-headers": ("cors_exposed_headers", _token_list, ()),
+    "svc.cors.allow-credentials": ("cors_allow_credentials", _boolean, False),
+    "svc.cors.max-age": ("cors_max_age", _duration, 1800),
 }
 
 # Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
@@ -177,6 +213,14 @@ class Settings:
     authenticated_url_patterns: tuple
     anonymous_url_patterns: tuple
     realm: str
+    auth_max_failures: int
+    auth_failure_window: int
+    cors_allowed_origins: tuple
+    cors_allowed_methods: tuple
+    cors_allowed_headers: tuple
+    cors_exposed_headers: tuple
+    cors_allow_credentials: bool
+    cors_max_age: int
     entity_max_fetch_size: dict = field(default_factory=dict)
     clients: tuple = ()
 
@@ -267,6 +311,9 @@ def build_settings(values, base_dir=".", environ=None):
         raise SettingsError("svc.secret-key: required (or set RESTSVC_SECRET_KEY)")
     if len(parsed["secret_key"]) < 16:
         raise SettingsError("svc.secret-key: must be at least 16 characters")
+    if parsed["cors_allow_credentials"] and "*" in parsed["cors_allowed_origins"]:
+        raise SettingsError("svc.cors.allow-credentials: cannot be true while "
+                            "svc.cors.allowed-origins is * (name the origins)")
     if not parsed["database_url"]:
         parsed["database_url"] = f"sqlite:///{parsed['data_dir']}/restsvc.db"
     if not parsed["file_storage_dir"]:

@@ -12,8 +12,8 @@ def json_response(data, status=200, headers=None):
     return Response(dumps(data), status=status, headers=headers, content_type=JSON_TYPE)
 
 
-def no_content():
-    return Response(status=204)
+def empty_response(status=200, headers=None):
+    return Response(status=status, headers=headers)
 
 
 def read_json_body(request, error="Malformed request JSON data structure"):

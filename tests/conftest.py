@@ -7,8 +7,15 @@ tables reloaded with the demo data.
 """
 import base64
 import dataclasses
+import json
 import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -17,11 +24,17 @@ import yaml
 from werkzeug.test import Client
 
 from restsvc.app import RestApp
+from restsvc.security import clients
 from restsvc.settings import build_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO / "config"
 PG_URL = os.environ.get("RESTSVC_TEST_DATABASE_URL", "")
+
+# Hashes made during the tests (demo passwords, CLI) use a low cost factor:
+# the suite tests what is hashed and compared, not how slowly. Verifying reads
+# the cost from the stored hash, so nothing else changes.
+clients.ITERATIONS = 1_000
 
 
 def shipped_config():
@@ -134,6 +147,18 @@ def get_token(client, client_id="demo-client", secret="demo-secret"):
     return response.json["access_token"]
 
 
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def password_grant(client, username="alice", password="alice-password",
+                   client_id="demo-client", secret="demo-secret"):
+    """The token endpoint's answer to a password grant (demo-client allows it)."""
+    return client.post("/oauth2/token",
+                       data={"grant_type": "password", "username": username, "password": password},
+                       headers={"Authorization": basic(client_id, secret)})
+
+
 @pytest.fixture
 def auth(client):
     """Authorization headers of the demo's full-access client."""
@@ -170,3 +195,76 @@ def demo_id(kind, number):
 @pytest.fixture
 def reader_auth(client):
     return {"Authorization": f"Bearer {get_token(client, 'reader', 'reader-secret')}"}
+
+
+@pytest.fixture
+def alice_auth(client):
+    """Authorization headers of the demo user alice (rest-minimal, sales-reader)."""
+    response = password_grant(client)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return bearer(response.json["access_token"])
+
+
+# --- real servers -------------------------------------------------------------
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, data=None, headers=None):
+    """(status, body bytes) of one real HTTP request."""
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def http_form(url, fields, client_id="demo-client", secret="demo-secret"):
+    """POST a form with client authentication; (status, parsed JSON or None)."""
+    data = "&".join(f"{k}={urllib.request.quote(v)}" for k, v in fields.items()).encode()
+    status, body = http("POST", url, data, {"Authorization": basic(client_id, secret),
+                                            "Content-Type": "application/x-www-form-urlencoded"})
+    return status, json.loads(body) if body else None
+
+
+@pytest.fixture
+def start_servers(database_url, tmp_path):
+    """``start_servers(n, workers)``: n real ``restsvc serve`` processes on this test's
+    database, started together; returns their base URLs once all of them answer."""
+    processes = []
+
+    def start(count=1, workers=2):
+        env = {**os.environ, "RESTSVC_DATABASE_URL": database_url,
+               "RESTSVC_DATA_DIR": str(tmp_path)}
+        bases = []
+        for _ in range(count):
+            port = free_port()
+            log = open(tmp_path / f"server-{port}.log", "wb")
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "restsvc.cli", "--config", str(CONFIG_DIR / "restsvc.yaml"),
+                 "serve", "--port", str(port), "--workers", str(workers)],
+                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT))
+            log.close()
+            bases.append(f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 30
+        for base, process in zip(bases, processes[-count:]):
+            while True:
+                try:
+                    http("GET", f"{base}/rest/userInfo")
+                    break
+                except OSError:
+                    assert process.poll() is None, "server exited: " + (
+                        tmp_path / f"server-{base.rsplit(':', 1)[1]}.log").read_text()
+                    assert time.monotonic() < deadline, "server did not start"
+                    time.sleep(0.1)
+        return bases
+
+    yield start
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.wait(timeout=10)

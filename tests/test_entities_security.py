@@ -174,3 +174,21 @@ def test_session_username_in_row_level_filters(client_with_roles):
     admin = {"Authorization": f"Bearer {get_token(c)}"}
     c.post("/rest/entities/Customer", json={"name": "tester"}, headers=admin)
     assert [r["name"] for r in c.get("/rest/entities/Customer", headers=auth).json] == ["tester"]
+
+
+def test_disabling_a_user_through_the_entities_api_revokes_its_tokens(client, auth, alice_auth):
+    assert client.get("/rest/userInfo", headers=alice_auth).status_code == 200
+    query = {"filter": json.dumps({"conditions": [{"property": "username", "operator": "=", "value": "alice"}]})}
+    [alice] = client.get("/rest/entities/User/search", query_string=query, headers=auth).json
+    assert "password" not in alice and "roles" not in alice
+    response = client.put(f"/rest/entities/User/{alice['id']}", json={"active": False, "password": "x"},
+                          headers=auth)
+    assert response.status_code == 200
+    assert client.get("/rest/userInfo", headers=alice_auth).status_code == 401
+
+
+def test_deleting_a_user_through_the_entities_api_revokes_its_tokens(client, auth, alice_auth):
+    query = {"filter": json.dumps({"conditions": [{"property": "username", "operator": "=", "value": "alice"}]})}
+    [alice] = client.get("/rest/entities/User/search", query_string=query, headers=auth).json
+    assert client.delete(f"/rest/entities/User/{alice['id']}", headers=auth).status_code == 204
+    assert client.get("/rest/userInfo", headers=alice_auth).status_code == 401

@@ -1,18 +1,13 @@
 """The service as a whole: embedding, schema set-up, connections, errors, CLI, gunicorn."""
+import json
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 
 import pytest
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
-from conftest import CONFIG_DIR, basic, get_token
+from conftest import basic, get_token, http, http_form
 from restsvc.cli import main as cli
 from restsvc.demo.model import Customer, Order, OrderLine, Product
 from restsvc.security.clients import verify_secret
@@ -112,47 +107,11 @@ def test_cli_initdb_is_idempotent(tmp_path, capsys):
     assert "demo data ready" in capsys.readouterr().out
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http(method, url, data=None, headers=None):
-    request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
-def test_restsvc_serve_runs_the_demo_under_gunicorn(database_url, tmp_path):
-    port = free_port()
-    env = {**os.environ, "RESTSVC_DATABASE_URL": database_url, "RESTSVC_DATA_DIR": str(tmp_path)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "restsvc.cli", "--config", str(CONFIG_DIR / "restsvc.yaml"),
-         "serve", "--port", str(port), "--workers", "2"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                status, body = http("POST", f"{base}/oauth2/token", b"grant_type=client_credentials",
-                                    {"Authorization": basic("demo-client", "demo-secret"),
-                                     "Content-Type": "application/x-www-form-urlencoded"})
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.2)
-        assert status == 200
-        import json
-        token = json.loads(body)["access_token"]
-        headers = {"Authorization": f"Bearer {token}", "Accept-Language": "de"}
-        for _ in range(4):      # both workers see the token
-            status, body = http("GET", f"{base}/rest/messages/entities/Order", headers=headers)
-            assert status == 200 and json.loads(body)["Order"] == "Bestellung"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def test_restsvc_serve_runs_the_demo_under_gunicorn(start_servers):
+    base, = start_servers(1, workers=2)
+    status, body = http_form(f"{base}/oauth2/token", {"grant_type": "client_credentials"})
+    assert status == 200
+    headers = {"Authorization": f"Bearer {body['access_token']}", "Accept-Language": "de"}
+    for _ in range(4):      # both workers see the token
+        status, body = http("GET", f"{base}/rest/messages/entities/Order", headers=headers)
+        assert status == 200 and json.loads(body)["Order"] == "Bestellung"

@@ -38,6 +38,12 @@ def test_unknown_key_fails_naming_the_key():
     ("svc.rest.max-file-size", "100 parsecs", "expected a size"),
     ("svc.resource-server.authenticated-url-patterns", "rest/**", "must start with /"),
     ("svc.authserver.client.x.access-token-time-to-live", "soon", "expected a duration"),
+    ("svc.authserver.rate-limit.max-failures", -1, "must be at least 0"),
+    ("svc.authserver.rate-limit.window", "a while", "expected a duration"),
+    ("svc.cors.allowed-origins", "app.example.com", "is not an origin"),
+    ("svc.cors.allowed-origins", "https://app.example.com/", "is not an origin"),
+    ("svc.cors.allowed-headers", "X-Ok, Not ok", "is not a method or header name"),
+    ("svc.cors.max-age", "forever", "expected a duration"),
 ])
 def test_malformed_values_fail_naming_the_key(key, value, reason):
     values = {key: value}

@@ -3,7 +3,7 @@ from werkzeug.routing import Rule
 
 from ..errors import BadRequest
 from ..jsonio import loads
-from ..web import json_response, no_content, query_bool, query_int, read_json_body
+from ..web import empty_response, json_response, query_bool, query_int, read_json_body
 
 BASE = "/rest/entities/<entity_name>"
 
@@ -136,7 +136,7 @@ def bulk_update(ctx, entity_name):
 def delete(ctx, entity_name, entity_id):
     data = ctx.app.data
     data.delete(ctx.access, data.entity(entity_name), [entity_id])
-    return no_content()
+    return empty_response(204)
 
 
 def bulk_delete(ctx, entity_name):
@@ -154,7 +154,7 @@ def bulk_delete(ctx, entity_name):
             raise BadRequest(message, message)
         ids.append(item)
     data.delete(ctx.access, meta, ids)
-    return no_content()
+    return empty_response(204)
 
 
 rules = [

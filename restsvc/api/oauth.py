@@ -2,7 +2,7 @@
 from werkzeug.routing import Rule
 
 from ..errors import OAuthError
-from ..web import json_response
+from ..web import empty_response, json_response
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
@@ -22,11 +22,26 @@ def read_form(request):
     return form
 
 
+def _call(ctx, operation):
+    request = ctx.request
+    return operation(read_form(request), request.headers.get("Authorization"), request.remote_addr)
+
+
 def token(ctx):
-    body = ctx.app.authserver.token(read_form(ctx.request), ctx.request.headers.get("Authorization"))
-    return json_response(body, headers=NO_STORE)
+    return json_response(_call(ctx, ctx.app.authserver.token), headers=NO_STORE)
+
+
+def revoke(ctx):
+    _call(ctx, ctx.app.authserver.revoke)
+    return empty_response(200, headers=NO_STORE)
+
+
+def introspect(ctx):
+    return json_response(_call(ctx, ctx.app.authserver.introspect), headers=NO_STORE)
 
 
 rules = [
     Rule("/oauth2/token", methods=["POST"], endpoint=token),
+    Rule("/oauth2/revoke", methods=["POST"], endpoint=revoke),
+    Rule("/oauth2/introspect", methods=["POST"], endpoint=introspect),
 ]

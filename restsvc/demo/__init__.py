@@ -3,8 +3,11 @@ from restsvc import Application
 
 from .data import load_demo_data
 from .model import ENTITIES
+from .roles import RESOURCE_ROLES, ROW_LEVEL_ROLES
 
 application = Application(
     entities=ENTITIES,
+    resource_roles=RESOURCE_ROLES,
+    row_level_roles=ROW_LEVEL_ROLES,
     load_demo_data=load_demo_data,
 )

@@ -1,11 +1,16 @@
-"""Deterministic demo data: 20 customers, 10 products, 50 orders with lines.
+"""Deterministic demo data: 20 customers, 10 products, 50 orders with lines,
+and two users.
 
 Ids are UUIDv5 of fixed names, so every installation has the same rows and
 tests can name them.
 """
 import datetime
 import decimal
+import functools
 import uuid
+
+from restsvc.security.clients import hash_secret
+from restsvc.security.users import User
 
 from .model import Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product
 
@@ -54,12 +59,37 @@ def demo_rows():
     return [(Customer, customers), (Product, products), (Order, orders), (OrderLine, lines)]
 
 
+# Demo sign-ins, documented in the README. Never use them outside the demo.
+DEMO_USERS = (
+    dict(username="admin", password="admin-password", roles="system-full-access",
+         firstName="Ada", lastName="Admin", email="admin@example.com", locale="en"),
+    dict(username="alice", password="alice-password", roles="rest-minimal,sales-reader",
+         firstName="Alice", lastName="Adler", email="alice.adler@example.com", locale="de"),
+)
+
+
+@functools.lru_cache(maxsize=None)
+def _password_hash(password):
+    # Hashing is deliberately slow; a test run reloads the demo data many times.
+    return hash_secret(password)
+
+
+def demo_users():
+    return [dict(user, id=_id("user", user["username"]), password=_password_hash(user["password"]))
+            for user in DEMO_USERS]
+
+
 def load_demo_data(database):
-    """Insert the demo rows when there are no customers yet (idempotent)."""
-    if Customer.select().exists():
-        return False
+    """Insert the demo rows when there are no customers yet, and the demo users
+    when there are no users yet (idempotent)."""
+    loaded = False
     with database.atomic():
-        for model, rows in demo_rows():
-            for start in range(0, len(rows), 100):
-                model.insert_many(rows[start:start + 100]).execute()
-    return True
+        if not Customer.select().exists():
+            for model, rows in demo_rows():
+                for start in range(0, len(rows), 100):
+                    model.insert_many(rows[start:start + 100]).execute()
+            loaded = True
+        if not User.select().exists():
+            User.insert_many(demo_users()).execute()
+            loaded = True
+    return loaded

@@ -1,10 +1,12 @@
-"""Registered OAuth clients and their secrets.
+"""Registered OAuth clients and their secrets; the one salted slow hash.
 
 A secret in the settings is either plain (``demo-secret`` or ``{noop}demo-secret``)
 or a hash made by ``restsvc hash-secret`` (``{pbkdf2-sha256}<iterations>$<salt>$<hash>``).
-Comparisons take constant time, also for unknown clients.
+User passwords use the same hash and are never stored plain.
+Comparisons take constant time, also for unknown clients and users.
 """
 import base64
+import functools
 import hashlib
 import hmac
 import secrets
@@ -16,7 +18,8 @@ _PLAIN_PREFIX = "{noop}"
 ITERATIONS = 200_000
 
 
-def hash_secret(secret, iterations=ITERATIONS, salt=None):
+def hash_secret(secret, iterations=None, salt=None):
+    iterations = iterations or ITERATIONS
     salt = salt or secrets.token_bytes(16)
     digest = hashlib.pbkdf2_hmac("sha256", secret.encode("utf-8"), salt, iterations)
     return (f"{_HASH_PREFIX}{iterations}${base64.b64encode(salt).decode()}"
@@ -28,9 +31,13 @@ def _parse_hash(stored):
     return int(iterations), base64.b64decode(salt), base64.b64decode(digest)
 
 
+def is_hash(stored):
+    return stored.startswith(_HASH_PREFIX)
+
+
 def verify_secret(stored, given):
     given_bytes = given.encode("utf-8")
-    if stored.startswith(_HASH_PREFIX):
+    if is_hash(stored):
         iterations, salt, digest = _parse_hash(stored)
         candidate = hashlib.pbkdf2_hmac("sha256", given_bytes, salt, iterations)
         return hmac.compare_digest(candidate, digest)
@@ -38,12 +45,19 @@ def verify_secret(stored, given):
     return hmac.compare_digest(plain.encode("utf-8"), given_bytes)
 
 
+@functools.lru_cache(maxsize=1)
+def decoy_hash():
+    """Verified against when the client or user is unknown, so timing does not tell.
+    Made once per process: every app built in the process shares it."""
+    return hash_secret(secrets.token_hex(8))
+
+
 class Clients:
     def __init__(self, client_settings, known_roles):
         self._by_id = {}
         for client in client_settings:
             key = f"svc.authserver.client.{client.name}"
-            if client.client_secret.startswith(_HASH_PREFIX):
+            if is_hash(client.client_secret):
                 try:
                     _parse_hash(client.client_secret)
                 except ValueError:
@@ -52,15 +66,6 @@ class Clients:
                 if code not in known_roles:
                     raise SettingsError(f"{key}: unknown role code {code!r}")
             self._by_id[client.client_id] = client
-        self._decoy = None
-
-    @property
-    def decoy(self):
-        """Verified against when the client id is unknown, so timing does not
-        tell; made on first use because hashing it takes a while."""
-        if self._decoy is None:
-            self._decoy = hash_secret(secrets.token_hex(8), iterations=ITERATIONS)
-        return self._decoy
 
     def get(self, client_id):
         return self._by_id.get(client_id)
@@ -68,6 +73,6 @@ class Clients:
     def authenticate(self, client_id, secret):
         """The client when id and secret match, else None (same work either way)."""
         client = self._by_id.get(client_id)
-        stored = client.client_secret if client else self.decoy
+        stored = client.client_secret if client else decoy_hash()
         matches = verify_secret(stored, secret)
         return client if client and matches else None

@@ -54,10 +54,11 @@ class Principal:
     locale: str            # the caller's own locale, None when it has none
     permissions: object    # roles.Permissions
     token_hash: str = None
+    user_id: str = None    # the User's id (a string) for user tokens
 
 
 class Gate:
-    def __init__(self, settings, tokens, roles, find_user_locale=None):
+    def __init__(self, settings, tokens, roles):
         self.realm = settings.realm
         self.tokens = tokens
         self.roles = roles
@@ -65,7 +66,6 @@ class Gate:
         self.anonymous = compile_patterns(settings.anonymous_url_patterns)
         self.anonymous_principal = Principal(None, "anonymous", False, None,
                                              roles.permissions(()))
-        self.find_user_locale = find_user_locale or (lambda username: None)
 
     def is_protected(self, path):
         if self.anonymous is not None and self.anonymous.match(path):
@@ -90,13 +90,17 @@ class Gate:
                 raise Unauthorized(self.realm, "invalid_token",
                                    "The access token is invalid, expired or revoked")
             return self.anonymous_principal
+        who = info.identity
         principal = Principal(
-            client_id=info.client_id,
-            username=info.username or info.client_id,
-            is_user=info.username is not None,
-            locale=self.find_user_locale(info.username) if info.username else None,
-            permissions=self.roles.permissions(info.resource_roles, info.row_level_roles),
+            client_id=who.client_id,
+            username=who.username or who.client_id,
+            is_user=who.username is not None,
+            # Copied into the token at issue time (and kept in step by User.after_save),
+            # so a user token costs no extra query.
+            locale=who.locale,
+            permissions=self.roles.permissions(who.resource_roles, who.row_level_roles),
             token_hash=info.token_hash,
+            user_id=who.user_id,
         )
         if protected and REST_ENABLED_PATHS.match(path) \
                 and not principal.permissions.specific("rest.enabled"):

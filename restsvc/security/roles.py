@@ -53,9 +53,14 @@ class RowLevelRole:
 
 REST_MINIMAL = ResourceRole("rest-minimal", "REST: minimal access", specifics=("rest.enabled",),
                             scope=("API",))
+# Full operations on the built-in User entity. Password and role codes are
+# secret attributes (never shown or written through REST; roles are assigned
+# with `restsvc user`), so this role cannot grant itself more: see security/users.py.
+USER_MANAGEMENT = ResourceRole("user-management", "User management", entities={"User": "*"},
+                               attributes={"User": {"*": "modify"}})
 SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities={"*": "*"},
                                   attributes={"*": {"*": "modify"}}, specifics=("*",))
-PREDEFINED = (REST_MINIMAL, SYSTEM_FULL_ACCESS)
+PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS)
 
 
 def _operations(value):
@@ -167,6 +172,11 @@ class RoleRegistry:
 
     def __contains__(self, code):
         return code in self.resource or code in self.row_level
+
+    def split(self, codes):
+        """Role codes of either kind -> (resource codes, row-level codes); unknown ones drop."""
+        return (tuple(c for c in codes if c in self.resource),
+                tuple(c for c in codes if c in self.row_level))
 
     def permissions(self, resource_codes, row_level_codes=()):
         """Effective permissions for REST (API-scope) requests; unknown codes grant nothing."""

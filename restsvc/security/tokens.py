@@ -2,12 +2,14 @@
 
 A token is looked up on every protected request, so there is no cache: a
 revocation on one instance is seen by every other instance at its next
-request. The lookup is one primary-key read.
+request. The lookup is one primary-key read; everything the gate needs (roles,
+username, locale) is copied into the row when the token is issued.
 """
 import hashlib
 import hmac
 import secrets
 import time
+import uuid
 from dataclasses import dataclass
 
 import peewee
@@ -22,9 +24,16 @@ class StoredToken(peewee.Model):
     token_hash = peewee.CharField(primary_key=True, max_length=64)
     kind = peewee.CharField(max_length=16)
     client_id = peewee.CharField(max_length=200)
-    username = peewee.CharField(max_length=200, null=True, index=True)
+    username = peewee.CharField(max_length=200, null=True)
+    # Users are revoked by id, not name: a renamed user keeps its tokens in step
+    # and a new user who takes an old name never inherits the old tokens.
+    user_id = peewee.CharField(max_length=36, null=True, index=True)
+    locale = peewee.CharField(max_length=32, null=True)
     resource_roles = peewee.TextField(default="")
     row_level_roles = peewee.TextField(default="")
+    # An access token issued along with or from a refresh token names it, so
+    # revoking the refresh token ends the whole sign-in.
+    parent_hash = peewee.CharField(max_length=64, null=True, index=True)
     issued_at = peewee.BigIntegerField()
     expires_at = peewee.BigIntegerField(index=True)
 
@@ -33,68 +42,103 @@ class StoredToken(peewee.Model):
         table_name = "restsvc_token"
 
 
-_COLUMNS = (StoredToken.token_hash, StoredToken.kind, StoredToken.client_id, StoredToken.username,
-            StoredToken.resource_roles, StoredToken.row_level_roles, StoredToken.issued_at,
-            StoredToken.expires_at)
+@dataclass(frozen=True)
+class Identity:
+    """Whom a token speaks for; every token of one sign-in carries the same."""
+    client_id: str
+    username: str = None          # None for client-credentials tokens
+    user_id: str = None
+    locale: str = None
+    resource_roles: tuple = ()
+    row_level_roles: tuple = ()
 
 
 @dataclass(frozen=True)
 class TokenInfo:
     token_hash: str
     kind: str
-    client_id: str
-    username: str
-    resource_roles: tuple
-    row_level_roles: tuple
+    identity: Identity
     issued_at: int
     expires_at: int
+    parent_hash: str = None
+
+
+def user_key(user_id):
+    """The one spelling of a user id in the token table, whatever form the caller holds."""
+    return str(uuid.UUID(str(user_id)))
 
 
 def _split(text):
     return tuple(part for part in (text or "").split(",") if part)
 
 
+_COLUMNS = (StoredToken.token_hash, StoredToken.kind, StoredToken.client_id, StoredToken.username,
+            StoredToken.user_id, StoredToken.locale, StoredToken.resource_roles,
+            StoredToken.row_level_roles, StoredToken.issued_at, StoredToken.expires_at,
+            StoredToken.parent_hash)
+
+
 class TokenStore:
     def __init__(self, secret_key):
         self._key = secret_key.encode("utf-8")
-        self._lookup_sql = None
+        self._find_sql = None
 
     def hash(self, token):
         return hmac.new(self._key, token.encode("utf-8"), hashlib.sha256).hexdigest()
 
-    def issue(self, kind, client_id, ttl, username=None, resource_roles=(), row_level_roles=()):
+    def issue(self, kind, identity, ttl, parent_hash=None):
         """A new token string; only its hash is stored."""
         token = secrets.token_urlsafe(32)
         now = int(time.time())
         StoredToken.insert(
-            token_hash=self.hash(token), kind=kind, client_id=client_id, username=username,
-            resource_roles=",".join(resource_roles), row_level_roles=",".join(row_level_roles),
-            issued_at=now, expires_at=now + ttl,
+            token_hash=self.hash(token), kind=kind, client_id=identity.client_id,
+            username=identity.username, locale=identity.locale,
+            user_id=user_key(identity.user_id) if identity.user_id else None,
+            resource_roles=",".join(identity.resource_roles),
+            row_level_roles=",".join(identity.row_level_roles),
+            parent_hash=parent_hash, issued_at=now, expires_at=now + ttl,
         ).execute()
         return token
 
-    def lookup(self, token, kind=ACCESS):
-        """The live token's record, or None for an unknown, expired or revoked token."""
+    def find(self, token):
+        """The live token's record of either kind, or None (unknown, expired, revoked)."""
         if not token or len(token) > 512:
             return None
-        if self._lookup_sql is None:     # built once: this runs on every request
-            self._lookup_sql = StoredToken.select(*_COLUMNS).where(
+        if self._find_sql is None:      # built once: this runs on every request
+            self._find_sql = StoredToken.select(*_COLUMNS).where(
                 StoredToken.token_hash == "").sql()[0]
-        row = database_proxy.execute_sql(self._lookup_sql, (self.hash(token),)).fetchone()
+        row = database_proxy.execute_sql(self._find_sql, (self.hash(token),)).fetchone()
         if row is None:
             return None
-        token_hash, token_kind, client_id, username, roles, row_roles, issued, expires = row
-        if token_kind != kind or expires <= time.time():
+        (token_hash, kind, client_id, username, user_id, locale, roles, row_roles,
+         issued_at, expires_at, parent_hash) = row
+        if expires_at <= time.time():
             return None
-        return TokenInfo(token_hash, token_kind, client_id, username, _split(roles),
-                         _split(row_roles), issued, expires)
+        identity = Identity(client_id, username, user_id, locale, _split(roles), _split(row_roles))
+        return TokenInfo(token_hash, kind, identity, issued_at, expires_at, parent_hash)
 
-    def revoke(self, token):
-        return StoredToken.delete().where(StoredToken.token_hash == self.hash(token)).execute()
+    def lookup(self, token, kind=ACCESS):
+        """The live token of this kind, or None."""
+        info = self.find(token)
+        return info if info is not None and info.kind == kind else None
 
-    def revoke_user(self, username):
-        """All tokens of a user (on disable or delete)."""
-        return StoredToken.delete().where(StoredToken.username == username).execute()
+    def revoke(self, info):
+        """Delete a token; a refresh token takes its access tokens with it."""
+        condition = StoredToken.token_hash == info.token_hash
+        if info.kind == REFRESH:
+            condition |= StoredToken.parent_hash == info.token_hash
+        return StoredToken.delete().where(condition).execute()
+
+    @staticmethod
+    def revoke_user(user_id):
+        """All tokens of a user (on disable, delete or a new password)."""
+        return StoredToken.delete().where(StoredToken.user_id == user_key(user_id)).execute()
+
+    @staticmethod
+    def follow_user(user_id, username, locale):
+        """Keep a user's live tokens in step with a renamed user or a new locale."""
+        return (StoredToken.update(username=username, locale=locale)
+                .where(StoredToken.user_id == user_key(user_id)).execute())
 
     def purge_expired(self):
         return StoredToken.delete().where(StoredToken.expires_at <= int(time.time())).execute()

@@ -1,0 +1,30 @@
+"""The demo's roles, declared in code and handed to ``Application``."""
+from restsvc import ResourceRole, RowLevelRole
+
+# Read-only sales access. Customer.email is hidden by listing the attributes
+# that are visible rather than by a later exception: new attributes stay
+# hidden until someone decides otherwise. File download, not upload.
+SALES_READER = ResourceRole(
+    "sales-reader", "Sales: read only",
+    entities={"Customer": "read", "Order": "read", "OrderLine": "read", "Product": "read"},
+    attributes={
+        "Customer": {name: "view" for name in ("name", "grade", "birthDate", "photo",
+                                               "createdDate")},
+        "Order": {"*": "view"},
+        "OrderLine": {"*": "view"},
+        "Product": {"*": "view"},
+    },
+    specifics=("rest.enabled", "rest.fileDownload.enabled"),
+    scope=("API",),
+)
+
+# A row-level example: a caller sees only the orders of the customer whose
+# email is the caller's username. The data layer applies it to every load.
+OWN_ORDERS = RowLevelRole(
+    "own-orders", "Own orders",
+    filters={"Order": {"conditions": [
+        {"property": "customer.email", "operator": "=", "value": ":session$username"}]}},
+)
+
+RESOURCE_ROLES = (SALES_READER,)
+ROW_LEVEL_ROLES = (OWN_ORDERS,)

@@ -1,0 +1,148 @@
+"""The built-in User entity and what the token endpoint, userInfo and the CLI need of it.
+
+Every application gets ``User`` beside its own entities. The password is a
+salted slow hash (the same pbkdf2 as client secrets) and a secret attribute:
+never in metadata or responses, never written through the entities API.
+
+A user's roles are a comma-separated list of role codes in the secret
+attribute ``roles`` rather than a second table: assigning roles is a security
+act done with ``restsvc user``, never through the generic entities API (where
+the ``user-management`` role could otherwise grant itself ``system-full-access``);
+a sign-in reads one row; deleting a user needs no cascade. Resource and
+row-level codes share one namespace (the registry refuses duplicates), so one
+list holds both.
+"""
+import peewee
+
+from ..errors import BadRequest, Conflict, NotFound
+from ..model.entity import Entity, entity
+from .clients import decoy_hash, hash_secret, is_hash, verify_secret
+from .tokens import Identity, TokenStore
+
+MIN_PASSWORD_LENGTH = 8
+
+
+@entity(name="User", instance_name="username", secret=("password", "roles"))
+class User(Entity):
+    username = peewee.CharField(max_length=200, unique=True)
+    firstName = peewee.CharField(max_length=200, null=True)
+    lastName = peewee.CharField(max_length=200, null=True)
+    email = peewee.CharField(max_length=200, null=True)
+    active = peewee.BooleanField(default=True)
+    locale = peewee.CharField(max_length=32, null=True)
+    password = peewee.CharField(max_length=255, null=True)   # None: cannot sign in
+    roles = peewee.TextField(default="")
+
+    class Meta:
+        table_name = "restsvc_user"
+
+    @property
+    def role_codes(self):
+        return tuple(code for code in (self.roles or "").split(",") if code)
+
+    # Called by the data manager inside the transaction of every REST change, and
+    # by the CLI: a disabled or deleted user's tokens die with the change.
+    def after_save(self, created):
+        if not self.active:
+            TokenStore.revoke_user(self.id)
+        elif not created:
+            TokenStore.follow_user(self.id, self.username, self.locale)
+
+    def after_delete(self):
+        TokenStore.revoke_user(self.id)
+
+
+def _check_password(password):
+    if not password or len(password) < MIN_PASSWORD_LENGTH:
+        raise BadRequest("Invalid password",
+                         f"A password needs at least {MIN_PASSWORD_LENGTH} characters")
+
+
+def _joined(role_codes):
+    return ",".join(dict.fromkeys(role_codes))
+
+
+class Users:
+    def __init__(self, roles):
+        self.roles = roles
+
+    def authenticate(self, username, password):
+        """The active user whose password matches, else None; the same work either way."""
+        user = User.select().where(User.username == username).first()
+        stored = user.password if user is not None and user.password else None
+        matches = verify_secret(stored if stored and is_hash(stored) else decoy_hash(), password)
+        if user is None or not user.active or not stored or not matches:
+            return None
+        return user
+
+    def identity(self, user, client_id):
+        """What the tokens of this user's sign-in through this client carry."""
+        resource, row_level = self.roles.split(user.role_codes)
+        return Identity(client_id, user.username, str(user.id), user.locale, resource, row_level)
+
+    def info(self, user_id):
+        """``userInfo`` attributes: every plain attribute of the user, secrets excluded."""
+        user = User.get_or_none(User.id == user_id) if user_id else None
+        if user is None:
+            return {}
+        meta = self.roles.metadata.of_model(User)
+        attributes = {}
+        for name, prop in meta.properties.items():
+            if prop.attribute_type == "DATATYPE" and prop.persistent:
+                value = getattr(user, name)
+                attributes[name] = None if value is None else prop.datatype.to_json(value)
+        return attributes
+
+    # Administration (CLI). Each change goes through save() and the same hooks the
+    # data manager calls, inside one transaction.
+
+    def _check_roles(self, role_codes):
+        unknown = [code for code in role_codes if code not in self.roles]
+        if unknown:
+            raise BadRequest("Unknown role", f"Unknown role code(s): {', '.join(unknown)}")
+
+    def add(self, username, password=None, role_codes=()):
+        username = (username or "").strip()
+        if not username or len(username) > 200:
+            raise BadRequest("Invalid username", "A username has 1 to 200 characters")
+        self._check_roles(role_codes)
+        if password is not None:
+            _check_password(password)
+        with User._meta.database.atomic():
+            if User.select().where(User.username == username).exists():
+                raise Conflict("User exists", f"User {username} already exists")
+            user = User(username=username, roles=_joined(role_codes),
+                        password=hash_secret(password) if password is not None else None)
+            user.save(force_insert=True)
+            user.after_save(created=True)
+        return user
+
+    def get(self, username):
+        user = User.select().where(User.username == username).first()
+        if user is None:
+            raise NotFound("User not found", f"User {username} not found")
+        return user
+
+    def _change(self, username, sign_out=True, **values):
+        """Change a user through the hooks. Tokens carry what was true at sign-in
+        (roles, password), so by default they end."""
+        with User._meta.database.atomic():
+            user = self.get(username)
+            for name, value in values.items():
+                setattr(user, name, value)
+            user.save()
+            user.after_save(created=False)
+            if sign_out:
+                TokenStore.revoke_user(user.id)
+
+    def set_password(self, username, password):
+        _check_password(password)
+        self._change(username, password=hash_secret(password))
+
+    def set_roles(self, username, role_codes):
+        self._check_roles(role_codes)
+        self._change(username, roles=_joined(role_codes))
+
+    def set_active(self, username, active):
+        # after_save itself revokes a disabled user's tokens.
+        self._change(username, sign_out=False, active=active)

@@ -1,0 +1,89 @@
+"""GET /rest/permissions: roles and policies as a caller sees them."""
+from dataclasses import replace
+
+import pytest
+from werkzeug.test import Client
+
+from conftest import bearer, get_token, password_grant
+from restsvc import ResourceRole
+from restsvc.demo import application as demo
+
+
+def values(body, key):
+    return {item["target"]: item["value"] for item in body[key]}
+
+
+def token_of(client, kind):
+    if kind == "reader client":
+        return get_token(client, "reader", "reader-secret")
+    return password_grant(client).json["access_token"]
+
+
+@pytest.mark.parametrize("kind", ["reader client", "alice"])
+def test_sales_reader_permissions(client, kind):
+    response = client.get("/rest/permissions", headers=bearer(token_of(client, kind)))
+    assert response.status_code == 200
+    body = response.json
+    entities, attributes = values(body, "entities"), values(body, "entityAttributes")
+    specifics = values(body, "specifics")
+    for entity in ("Customer", "Order", "OrderLine", "Product"):
+        assert entities[f"{entity}:read"] == 1
+        for operation in ("create", "update", "delete"):
+            assert entities[f"{entity}:{operation}"] == 0
+    assert all(entities[f"User:{op}"] == 0 for op in ("create", "read", "update", "delete"))
+    assert attributes["Customer:email"] == 0
+    assert attributes["Customer:name"] == 1
+    assert attributes["Product:price"] == 1
+    assert attributes["User:username"] == 0
+    assert specifics == {"rest.enabled": 1, "rest.fileUpload.enabled": 0,
+                         "rest.fileDownload.enabled": 1, "reports.rest.enabled": 0}
+    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader"]
+
+
+def test_permissions_list_every_entity_operation_and_attribute(client, auth):
+    body = client.get("/rest/permissions", headers=auth).json
+    entities, attributes = values(body, "entities"), values(body, "entityAttributes")
+    assert len(entities) == 4 * 5            # User and the four demo entities
+    assert set(entities.values()) == {1}
+    assert attributes["Order:amount"] == 2 and attributes["User:email"] == 2
+    assert "User:password" not in attributes and "User:roles" not in attributes
+    assert set(values(body, "specifics").values()) == {1}
+
+
+def test_authorities_name_resource_and_row_level_roles(make_app):
+    app = make_app({"svc.authserver.client.reader.row-level-roles": "own-orders"})
+    c = Client(app)
+    body = c.get("/rest/permissions", headers=bearer(get_token(c, "reader", "reader-secret"))).json
+    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader",
+                                   "ROW_LEVEL_ROLE_own-orders"]
+
+
+def test_user_management_grants_full_operations_on_users_only(make_app):
+    app = make_app({"svc.authserver.client.reader.resource-roles": "rest-minimal, user-management"})
+    c = Client(app)
+    body = c.get("/rest/permissions", headers=bearer(get_token(c, "reader", "reader-secret"))).json
+    entities, attributes = values(body, "entities"), values(body, "entityAttributes")
+    assert all(entities[f"User:{op}"] == 1 for op in ("create", "read", "update", "delete"))
+    assert attributes["User:active"] == 2 and attributes["User:username"] == 2
+    assert entities["Customer:read"] == 0 and attributes["Customer:name"] == 0
+
+
+def test_roles_without_api_scope_grant_nothing_to_rest_callers(make_app):
+    ui_only = ResourceRole("ui-sales", entities={"Customer": "*"},
+                           attributes={"Customer": {"*": "modify"}}, scope=("UI",))
+    application = replace(demo, resource_roles=demo.resource_roles + (ui_only,))
+    app = make_app({"svc.authserver.client.reader.resource-roles": "rest-minimal, ui-sales"},
+                   application=application)
+    c = Client(app)
+    body = c.get("/rest/permissions", headers=bearer(get_token(c, "reader", "reader-secret"))).json
+    assert values(body, "entities")["Customer:read"] == 0
+    assert values(body, "entityAttributes")["Customer:name"] == 0
+
+
+@pytest.mark.parametrize("path", ["/rest/permissions", "/rest/userInfo"])
+def test_session_endpoints_need_rest_enabled(make_app, path):
+    app = make_app({"svc.authserver.client.reader.resource-roles": "user-management"})
+    c = Client(app)
+    response = c.get(path, headers=bearer(get_token(c, "reader", "reader-secret")))
+    assert response.status_code == 403
+    assert c.get(path).status_code == 401
