@@ -1,0 +1,61 @@
+"""The benchmark's data: a fresh demo database with 1,000 customers, built by restsvc itself."""
+import datetime
+import sqlite3
+import sys
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(REPO))  # restsvc from this checkout even when not installed
+CUSTOMERS = 1000
+NAMESPACE = uuid.UUID("0b6f6c51-3c1e-4b8e-9d43-6a0f2f3e7b21")
+
+
+def bench_customer(i):
+    """Deterministic rows that fill the demo's 20 customers up to CUSTOMERS."""
+    return dict(id=uuid.uuid5(NAMESPACE, f"customer-{i}"), name=f"Bench Customer {i:04d}",
+                email=f"customer{i:04d}@example.com", grade=("B", "S", "G")[i % 3],
+                birthDate=datetime.date(1950 + i % 50, 1 + i % 12, 1 + i % 28),
+                createdDate=datetime.datetime(2024, 2, 1, 8, 0) + datetime.timedelta(minutes=i))
+
+
+def prepare(workdir):
+    """(app, environment for restsvc, access token, customer ids) on ``workdir/restsvc.db``.
+
+    The shipped config with the database, data dir and a random secret key
+    overridden through restsvc's environment variables; the token comes from
+    the real token endpoint (demo-client: rest-minimal + system-full-access).
+    """
+    from werkzeug.test import Client
+
+    from restsvc.app import RestApp
+    from restsvc.demo.model import Customer
+    from restsvc.settings import load_settings
+    env = {"RESTSVC_CONFIG": str(REPO / "config" / "restsvc.yaml"),
+           "RESTSVC_DATA_DIR": str(workdir),
+           "RESTSVC_DATABASE_URL": f"sqlite:///{workdir / 'restsvc.db'}",
+           "RESTSVC_SECRET_KEY": uuid.uuid4().hex + uuid.uuid4().hex}
+    app = RestApp(replace(load_settings(environ=env), demo_data=True))
+    with app.database.atomic():
+        rows = [bench_customer(i) for i in range(CUSTOMERS - Customer.select().count())]
+        for start in range(0, len(rows), 100):
+            Customer.insert_many(rows[start:start + 100]).execute()
+    ids = [str(c.id) for c in Customer.select(Customer.id).order_by(Customer.id)]
+    response = Client(app).post("/oauth2/token", data={"grant_type": "client_credentials"},
+                                auth=("demo-client", "demo-secret"))
+    if response.status_code != 200:
+        raise SystemExit(f"token endpoint answered {response.status_code}: {response.text}")
+    app.database.close()
+    return app, env, response.json["access_token"], ids
+
+
+def copy_database(source_path, target_path):
+    """A consistent copy (WAL included) for the baseline, so neither server sees the
+    other's inserts."""
+    source, target = sqlite3.connect(source_path), sqlite3.connect(target_path)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()

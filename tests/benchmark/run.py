@@ -1,0 +1,215 @@
+"""Benchmark (issue 4, "Speed"): restsvc against a bare stdlib WSGI baseline.
+
+    python tests/benchmark/run.py [--duration 8] [--rounds 3] [--only list|get|create] [--keep]
+    python tests/benchmark/run.py --profile 2000 [--only get]     # in-process cProfile, no wrk
+
+Both servers run under gunicorn with 2 sync workers on loopback ports, each on
+its own copy of one SQLite database prepared by restsvc's own code (demo data
+plus generated customers up to 1,000). wrk measures each operation with 2
+threads and 16 connections after a warm-up, with a bearer token from restsvc's
+token endpoint. The target is restsvc/baseline >= 0.75 on every operation.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from dataset import REPO, copy_database, prepare
+from servers import Wrk, one_request, start_server, stop_server
+
+HERE = Path(__file__).resolve().parent
+TARGET = 0.75
+BODY = '{"name":"x","email":"y","grade":"GOLD"}'
+OPERATIONS = {  # name -> (method, path as wrk sees it, the first request's path)
+    "list": ("GET", "/rest/entities/Customer?limit=50", None),
+    "get": ("GET", "/rest/entities/Customer/<id>", "/rest/entities/Customer/{id}"),
+    "create": ("POST", "/rest/entities/Customer", None),
+}
+GET_LUA = """local ids = {%s}
+local threads = 0
+function setup(thread) threads = threads + 1; thread:set("start", threads * 397) end
+function init(args) i = start end
+function request()
+  i = i %% #ids + 1
+  return wrk.format(nil, "/rest/entities/Customer/" .. ids[i])
+end
+"""
+POST_LUA = f"""wrk.method = "POST"
+wrk.body = '{BODY}'
+wrk.headers["Content-Type"] = "application/json"
+"""
+WRK_MISSING = """wrk is not installed; the benchmark drives both servers with it.
+Install it from the system packages:  sudo apt-get install -y wrk   (Debian/Ubuntu)
+or see https://github.com/wg/wrk, then run this script again."""
+
+
+def check(server, operation, wrk, first_id, args):
+    """One request, then the warm-up: (JSON answer, None) or (None, why there is no figure)."""
+    name, _, base_url = server
+    method, path, first_path = operation
+    status, body = one_request(base_url + (first_path or path).format(id=first_id), method,
+                               wrk.token, BODY if method == "POST" else None)
+    if not 200 <= status < 300:
+        hint = " (is this endpoint on this branch yet?)" if status in (404, 405) else ""
+        return None, f"{name} {method} {path}: answered {status}{hint} {json.dumps(body)[:200]}"
+    try:
+        wrk.rate(base_url, path, args.warmup)
+    except RuntimeError as exc:
+        return None, f"{name} {method} {path}: warm-up: {exc}"
+    return body, None
+
+
+def measure(servers, path, wrk, args):
+    """req/s per server and round. The servers take turns (ABBA...), so a change in the
+    machine's load hits both alike; the ratio is then taken per round."""
+    rates = {name: [] for name, _, _ in servers}
+    for round_number in range(args.rounds):
+        for name, _, base_url in servers[::-1] if round_number % 2 else servers:
+            rates[name].append(wrk.rate(base_url, path, args.duration))
+    return rates
+
+
+def shape_difference(name, ours, theirs):
+    """The first JSON difference between restsvc's and the baseline's answers (key order too)."""
+    if name == "list":
+        by_id = {item.get("id"): item for item in theirs if isinstance(item, dict)}
+        pairs = [(item, by_id[item.get("id")]) for item in ours if item.get("id") in by_id]
+    else:
+        pairs = [(ours, theirs)]
+    for a, b in pairs:
+        a, b = (list(a), list(b)) if name == "create" else (list(a.items()), list(b.items()))
+        if a != b:
+            return f"restsvc {a}\n      baseline {b}"
+    return None
+
+
+def benchmark(args, workdir, token, ids, servers):
+    """Rows (label, restsvc rates, baseline rates) and notes on what could not be measured."""
+    (workdir / "get.lua").write_text(GET_LUA % ", ".join(f'"{i}"' for i in ids))
+    (workdir / "post.lua").write_text(POST_LUA)
+    wrk = Wrk(token, {OPERATIONS["get"][1]: workdir / "get.lua",
+                      OPERATIONS["create"][1]: workdir / "post.lua"})
+    operations = {name: OPERATIONS[name] for name in args.only or OPERATIONS}
+    if args.probe_path:  # restsvc alone, on a path that exists before the entities API
+        operations, servers = {"probe": ("GET", args.probe_path, None)}, servers[:1]
+    rows, notes = [], []
+    for name, operation in operations.items():
+        checked = [check(server, operation, wrk, ids[0], args) for server in servers]
+        notes += [note for _, note in checked if note]
+        live = [server for server, (_, note) in zip(servers, checked) if not note]
+        if len(live) == 2 and (difference := shape_difference(name, *(b for b, _ in checked))):
+            notes.append(f"{name}: the JSON answers differ:\n      {difference}")
+        label, rates = f"{operation[0]} {operation[1]}", {}
+        try:
+            rates = measure(live, operation[1], wrk, args)
+        except RuntimeError as exc:
+            notes.append(f"{label}: {exc}")
+        rows.append((label, rates.get("restsvc"), rates.get("baseline")))
+    return rows, notes
+
+
+def report(rows, notes, args):
+    rounds = args.rounds > 1
+    print(f"\n{'operation':<42}{'restsvc req/s':>15}{'baseline req/s':>16}{'ratio':>8}"
+          f"{'  per round' if rounds else ''}")
+    for label, ours, theirs in rows:
+        ratios = [a / b for a, b in zip(ours or (), theirs or ())]
+        ratio = statistics.median(ratios) if ratios else None
+        ours, theirs = (f"{statistics.median(r):.0f}" if r else "n/a" for r in (ours, theirs))
+        print(f"{label:<42}{ours:>15}{'-' if args.probe_path else theirs:>16}"
+              f"{f'{ratio:.2f}' if ratio else '-':>8}"
+              f"{'  ' + ' '.join(f'{r:.2f}' for r in ratios) if rounds and ratios else ''}"
+              f"{'  below target' if ratio and ratio < TARGET else ''}")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"(medians of {args.rounds} round(s) of wrk -t2 -c16 -d{args.duration}s after a "
+          f"{args.warmup}s warm-up; target ratio >= {TARGET}; {os.cpu_count()} CPUs, "
+          f"load average {load})")
+    for note in notes:
+        print(f"  note: {note}")
+    return 0 if all(ours and (theirs or args.probe_path) for _, ours, theirs in rows) else 1
+
+
+def bounded(low, high):
+    def parse(text):
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+        return value
+    return parse
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=bounded(1, 120), default=8, help="seconds per run")
+    parser.add_argument("--warmup", type=bounded(1, 30), default=2, help="warm-up seconds")
+    parser.add_argument("--rounds", type=bounded(1, 10), default=3,
+                        help="runs per server and operation, taking turns; medians are shown")
+    parser.add_argument("--only", choices=tuple(OPERATIONS), action="append",
+                        help="measure only this operation (repeatable)")
+    parser.add_argument("--keep", action="store_true",
+                        help="leave both servers running afterwards until Ctrl-C")
+    parser.add_argument("--profile", type=bounded(1, 100000), metavar="N",
+                        help="instead: profile N in-process requests per operation")
+    parser.add_argument("--probe-path", help="check the harness on restsvc alone with a GET "
+                                             "path that exists, e.g. /rest/metadata/entities")
+    return parser.parse_args(argv)
+
+
+def profile(app, token, ids, args):
+    from hotpath import profile
+    chosen = [OPERATIONS[name] for name in args.only or OPERATIONS]
+    chosen = [("GET", args.probe_path, None)] if args.probe_path else chosen
+    return profile(app, token, {
+        f"{method} {path}": (method, [(first or path).format(id=i) for i in ids],
+                             BODY if method == "POST" else None)
+        for method, path, first in chosen}, args.profile)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if not args.profile and not shutil.which("wrk"):
+        print(WRK_MISSING, file=sys.stderr)
+        return 2
+    # Stop cleanly on Ctrl-C and kill alike (also when started with SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    workdir, servers = Path(tempfile.mkdtemp(prefix="restsvc-bench-")), []
+    try:
+        app, app_env, token, ids = prepare(workdir)
+        print(f"database: {len(ids)} customers in {workdir}")
+        if args.profile:
+            return profile(app, token, ids, args)
+        copy_database(workdir / "restsvc.db", workdir / "baseline.db")
+        servers.append(start_server("restsvc", ["wsgi:app"], app_env,
+                                    workdir / "restsvc.log", REPO))
+        servers.append(start_server(
+            "baseline", ["--pythonpath", str(HERE), "baseline:app"],
+            {"BASELINE_DATABASE": str(workdir / "baseline.db"),
+             "BASELINE_SECRET_KEY": app_env["RESTSVC_SECRET_KEY"]},
+            workdir / "baseline.log", HERE))
+        status = report(*benchmark(args, workdir, token, ids, servers), args)
+        if args.keep:
+            for name, _, url in servers:
+                print(f"{name}: {url}  (log {workdir / name}.log)")
+            print(f"token: {token}\nservers keep running; Ctrl-C stops them")
+            try:
+                signal.pause()
+            except KeyboardInterrupt:
+                pass
+        return status
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    finally:
+        for _, proc, _ in servers:
+            stop_server(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
