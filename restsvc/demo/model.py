@@ -24,14 +24,14 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def check_email(customer):
+def check_birth_date(customer):
     """An application validator: returns (attribute path, message) pairs."""
-    if customer.email and "@" not in customer.email:
-        return [("email", "must be an email address with an @")]
+    if customer.birthDate and customer.birthDate > datetime.date.today():
+        return [("birthDate", "must not be in the future")]
     return []
 
 
-@entity(instance_name="name", read_only=("createdDate",), validators=(check_email,))
+@entity(instance_name="name", read_only=("createdDate",), validators=(check_birth_date,))
 class Customer(Entity):
     name = peewee.CharField(max_length=200)
     email = peewee.CharField(max_length=200, null=True)
