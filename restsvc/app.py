@@ -9,6 +9,7 @@ from . import db
 from .api import API_MODULES
 from .application import import_application
 from .errors import SERVER_ERROR, ApiError
+from .files.storage import file_storages
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .security.authserver import AuthServer
@@ -40,6 +41,7 @@ class RestApp:
         self.clients = Clients(settings.clients, self.roles)
         self.authserver = AuthServer(self.clients, self.tokens, settings.realm)
         self.gate = Gate(settings, self.tokens, self.roles)
+        self.files = file_storages(settings)
         self.url_map = Map([rule.empty() for module in API_MODULES for rule in module.rules],
                            strict_slashes=False, merge_slashes=False)
         if settings.init_schema:
@@ -63,10 +65,13 @@ class RestApp:
 
     def __call__(self, environ, start_response):
         request = Request(environ)
-        request.max_content_length = self.settings.max_request_size
         try:
             principal = self.gate.principal(request.path, request.headers.get("Authorization"))
             endpoint, args = self.url_map.bind_to_environ(environ).match()
+            # Bodies are capped here, once; a handler that streams its body
+            # (file upload) counts against its own limit instead.
+            if not getattr(endpoint, "streams_body", False):
+                request.max_content_length = self.settings.max_request_size
             response = endpoint(Context(self, request, principal), **args)
         except ApiError as exc:
             response = error_response(exc)
