@@ -35,10 +35,8 @@ class Upload:
 
 def read_upload(request, max_size):
     if request.mimetype == "multipart/form-data":
-        _refuse_declared_size(request, max_size + MULTIPART_OVERHEAD, max_size)
         return _multipart_upload(request, max_size)
-    _refuse_declared_size(request, max_size, max_size)
-    return Upload(None, _limited(_body_chunks(request), max_size))
+    return Upload(None, _body(request, max_size, max_size))
 
 
 def part_file_name(filename):
@@ -46,15 +44,18 @@ def part_file_name(filename):
     return re.split(r"[\\/]", filename)[-1] if filename else None
 
 
-def _too_large(max_size):
-    return PayloadTooLarge(UPLOAD_FAILED, f"The file is larger than the maximum file size of "
-                                          f"{max_size} bytes (svc.rest.max-file-size)")
+def _too_large(max_size, limit):
+    allowance = f" plus {limit - max_size} bytes of multipart framing" if limit > max_size else ""
+    return PayloadTooLarge(UPLOAD_FAILED, f"The upload is larger than the maximum file size of "
+                                          f"{max_size} bytes (svc.rest.max-file-size){allowance}")
 
 
-def _refuse_declared_size(request, limit, max_size):
-    """Answer 413 before reading anything when the declared length is already too big."""
+def _body(request, limit, max_size):
+    """The body's chunks, at most ``limit`` bytes of them; 413 before reading
+    anything when the declared length is already too big."""
     if request.content_length is not None and request.content_length > limit:
-        raise _too_large(max_size)
+        raise _too_large(max_size, limit)
+    return _limited(_body_chunks(request), limit, max_size)
 
 
 def _body_chunks(request):
@@ -78,12 +79,12 @@ def _body_chunks(request):
                                         f"of {expected} bytes")
 
 
-def _limited(chunks, max_size):
+def _limited(chunks, limit, max_size):
     size = 0
     for chunk in chunks:
         size += len(chunk)
-        if size > max_size:
-            raise _too_large(max_size)
+        if size > limit:
+            raise _too_large(max_size, limit)
         yield chunk
 
 
@@ -92,12 +93,15 @@ def _malformed(reason):
 
 
 def _multipart_upload(request, max_size):
+    # The file part counts against max_size, the whole body (other parts
+    # included) against max_size plus the overhead.
+    chunks = _body(request, max_size + MULTIPART_OVERHEAD, max_size)
     try:
         boundary = request.mimetype_params["boundary"].encode("latin-1")
     except (KeyError, UnicodeEncodeError):
         raise _malformed("the Content-Type has no usable boundary") from None
     decoder = MultipartDecoder(boundary, MULTIPART_OVERHEAD, max_parts=MAX_PARTS)
-    events = _events(decoder, _body_chunks(request))
+    events = _events(decoder, chunks)
     for event in events:
         if isinstance(event, (File, Field)) and event.name == "file":
             return Upload(part_file_name(getattr(event, "filename", None)),
@@ -136,7 +140,7 @@ def _part_content(events, max_size):
         if isinstance(event, Data):
             size += len(event.data)
             if size > max_size:
-                raise _too_large(max_size)
+                raise _too_large(max_size, max_size)
             if event.data:
                 yield event.data
             if not event.more_data:

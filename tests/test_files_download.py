@@ -24,6 +24,7 @@ def test_download_streams_the_content_with_type_length_and_no_cache_headers(clie
     assert response.headers["Pragma"] == "no-cache"
     assert response.headers["Expires"] == "Thu, 01 Jan 1970 00:00:00 GMT"
     assert response.headers["Accept-Ranges"] == "bytes"
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
 
 
 def test_unknown_extension_is_application_octet_stream(client, auth):

@@ -6,6 +6,8 @@ from urllib.parse import quote
 
 from werkzeug.test import Client
 
+import pytest
+
 from files_support import (BrokenStream, UnreadableStream, assert_nothing_stored, download,
                            stored_files, temp_files, upload_multipart, upload_raw)
 from restsvc.model.datatypes import DATATYPES
@@ -31,6 +33,8 @@ def test_file_reference_is_dated_path_uuid_and_extension_with_the_encoded_name(c
 def test_file_reference_is_a_valid_file_attribute_value(client, auth):
     ref = upload_raw(client, auth, name="ä & ü=?#.jpg").json["fileRef"]
     assert DATATYPES["fileRef"].from_json(ref) == ref
+    with pytest.raises(ValueError):     # what the API calls malformed, the datatype does too
+        DATATYPES["fileRef"].from_json("fs://a.txt?name=%ff")
 
 
 def test_location_header_is_the_request_url_with_the_encoded_file_reference(client, auth):
@@ -154,7 +158,7 @@ def test_upload_above_max_file_size_is_413_and_stores_nothing(make_app, auth):
     response = upload_raw(client, auth, b"x" * 1025)
     assert response.status_code == 413
     assert response.json["error"] == "File upload failed"
-    assert "1024 bytes" in response.json["details"]
+    assert "maximum file size of 1024 bytes" in response.json["details"]
     assert len(stored_files(app)) == 1 and temp_files(app) == []
 
 
@@ -191,6 +195,18 @@ def test_multipart_file_above_the_limit_is_413_whatever_the_declared_length(make
     response = chunked(client, auth, io.BytesIO(body), query="",
                        content_type="multipart/form-data; boundary=b0undary")
     assert response.status_code == 413
+    assert_nothing_stored(app)
+
+
+def test_multipart_body_is_limited_as_a_whole_not_only_its_file_part(make_app, auth):
+    app = make_app({"svc.rest.max-file-size": "1KB"})
+    head = (b"--b0undary\r\nContent-Disposition: form-data; name=\"other\"; filename=\"o\"\r\n\r\n"
+            + b"o" * (2 << 20) + b"\r\n")
+    body = head + multipart_body(b"small file")
+    response = chunked(Client(app), auth, io.BytesIO(body), query="",
+                       content_type="multipart/form-data; boundary=b0undary")
+    assert response.status_code == 413
+    assert "multipart framing" in response.json["details"]
     assert_nothing_stored(app)
 
 

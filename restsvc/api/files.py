@@ -47,8 +47,9 @@ def download(ctx):
     storage, ref, info = ctx.app.files.locate(text)
     etag = quote_etag(info.tag)
     modified = datetime.fromtimestamp(int(info.modified), timezone.utc)
+    # nosniff: a browser must not run an uploaded file as another type than it is served as.
     headers = {**NO_CACHE, "ETag": etag, "Last-Modified": http_date(modified),
-               "Accept-Ranges": "bytes"}
+               "Accept-Ranges": "bytes", "X-Content-Type-Options": "nosniff"}
     if not is_resource_modified(request.environ, etag, last_modified=modified):
         return Response(status=304, headers=headers)
 

@@ -1,14 +1,15 @@
 """File references: ``<storage>://<path>?name=<url-encoded file name>[&k=v...]``.
 
-The shape is the ``fileRef`` datatype's (``model.datatypes.FILE_REF``), so a
-reference the Files API hands out is always a valid attribute value and the
-other way round. Whether a path is acceptable is the storage's decision.
+The shape and its parsing are the ``fileRef`` datatype's
+(``model.datatypes.split_file_ref``), so a reference the Files API hands out is
+always a valid attribute value and the other way round. Whether a path is
+acceptable is the storage's decision.
 """
 from dataclasses import dataclass
-from urllib.parse import quote, unquote_plus
+from urllib.parse import quote
 
 from ..errors import BadRequest
-from ..model.datatypes import FILE_REF
+from ..model.datatypes import split_file_ref
 
 INVALID_REF = "Invalid file reference"
 
@@ -21,7 +22,7 @@ class FileRef:
     extra: str = ""       # further "&k=v" parameters, kept as given
 
     def __str__(self):
-        # quote(safe="") never writes "+", so unquote_plus reads it back exactly.
+        # quote(safe="") never writes "+", so split_file_ref reads the name back exactly.
         return f"{self.storage}://{self.path}?name={quote(self.name, safe='')}{self.extra}"
 
 
@@ -31,16 +32,10 @@ def invalid_ref(text):
 
 def parse_file_ref(text):
     """A FileRef, or 400 Invalid file reference."""
-    match = FILE_REF.match(text or "")
-    if not match:
-        raise invalid_ref(text)
-    storage, path, encoded_name, extra = match.groups()
     try:
-        # unquote_plus: references written by Java's URLEncoder carry "+" for spaces.
-        name = unquote_plus(encoded_name, errors="strict")
-    except UnicodeDecodeError:
+        return FileRef(*split_file_ref(text))
+    except ValueError:
         raise invalid_ref(text) from None
-    return FileRef(storage, path, name, extra or "")
 
 
 def check_file_name(name):
