@@ -120,8 +120,10 @@ def _events(decoder, chunks):
     except RequestEntityTooLarge:
         raise _malformed(f"part headers or fields beyond {MULTIPART_OVERHEAD} bytes, "
                          f"or more than {MAX_PARTS} parts") from None
-    except ValueError:
-        raise _malformed("it ends before its closing boundary") from None
+    except ValueError as exc:
+        # After the end of the body the decoder's only complaint is a missing end.
+        raise _malformed("it ends before its closing boundary" if decoder.complete
+                         else str(exc)) from None
 
 
 def _ready_events(decoder):

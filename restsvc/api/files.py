@@ -45,19 +45,12 @@ def download(ctx):
         raise BadRequest("Invalid file reference", "Query parameter fileRef is required")
     as_attachment = query_bool(request, "attachment")
     storage, ref, info = ctx.app.files.locate(text)
-    etag = quote_etag(info.tag)
-    modified = datetime.fromtimestamp(int(info.modified), timezone.utc)
-    # nosniff: a browser must not run an uploaded file as another type than it is served as.
+    etag, modified = quote_etag(info.tag), datetime.fromtimestamp(int(info.modified), timezone.utc)
     headers = {**NO_CACHE, "ETag": etag, "Last-Modified": http_date(modified),
-               "Accept-Ranges": "bytes", "X-Content-Type-Options": "nosniff"}
+               "Accept-Ranges": "bytes"}
     if not is_resource_modified(request.environ, etag, last_modified=modified):
         return Response(status=304, headers=headers)
-
-    inline = (not as_attachment
-              and extension(ref.name).lower() in ctx.app.settings.inline_file_extensions)
-    headers["Content-Type"] = mimetypes.guess_type(ref.name)[0] or "application/octet-stream"
-    headers["Content-Disposition"] = content_disposition(
-        "inline" if inline else "attachment", ref.name)
+    headers.update(_representation(ref.name, as_attachment, ctx.app.settings))
     byte_range = _byte_range(request, info.size, etag, modified)
     start, stop = byte_range or (0, info.size)
     if byte_range:
@@ -73,6 +66,16 @@ def download(ctx):
     content = FileRange(file, start, stop - start) if byte_range else wrap_file(
         request.environ, file, CHUNK_SIZE)
     return Response(content, status=status, headers=headers, direct_passthrough=True)
+
+
+def _representation(file_name, as_attachment, settings):
+    inline = not as_attachment and extension(file_name).lower() in settings.inline_file_extensions
+    return {
+        "Content-Type": mimetypes.guess_type(file_name)[0] or "application/octet-stream",
+        "Content-Disposition": content_disposition("inline" if inline else "attachment", file_name),
+        # A browser must not run an uploaded file as another type than it is served as.
+        "X-Content-Type-Options": "nosniff",
+    }
 
 
 def _byte_range(request, size, etag, modified):
