@@ -10,6 +10,7 @@ from .api import API_MODULES
 from .application import import_application
 from .data.datamanager import DataManager
 from .errors import SERVER_ERROR, ApiError, Forbidden
+from .files.storage import file_storages
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .security.authserver import AuthServer
@@ -51,6 +52,7 @@ class RestApp:
         self.authserver = AuthServer(self.clients, self.tokens, self.users, limiter, settings.realm)
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
+        self.files = file_storages(settings)
         self.url_map = Map([rule.empty() for module in API_MODULES for rule in module.rules],
                            strict_slashes=False, merge_slashes=False)
         if settings.init_schema:
@@ -74,7 +76,6 @@ class RestApp:
 
     def __call__(self, environ, start_response):
         request = Request(environ)
-        request.max_content_length = self.settings.max_request_size
         if self.cors is not None and self.cors.is_preflight(request.method, request.headers):
             response = self._preflight(request)
         else:
@@ -96,6 +97,10 @@ class RestApp:
         try:
             principal = self.gate.principal(request.path, request.headers.get("Authorization"))
             endpoint, args = self.url_map.bind_to_environ(environ).match()
+            # Bodies are capped here, once; a handler that streams its body
+            # (file upload) counts against its own limit instead.
+            if not getattr(endpoint, "streams_body", False):
+                request.max_content_length = self.settings.max_request_size
             return endpoint(Context(self, request, principal), **args)
         except ApiError as exc:
             return error_response(exc)

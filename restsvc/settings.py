@@ -65,6 +65,11 @@ def _word_list(value):
     return tuple(str(item).strip() for item in items if str(item).strip())
 
 
+def _extension_list(value):
+    """File extensions, compared without case: stored lowercase and without dots."""
+    return tuple(word.lower().lstrip(".") for word in _word_list(value))
+
+
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
 _DURATION_UNITS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -140,7 +145,7 @@ _KEYS = {
     "svc.rest.inline-fetch-plan-enabled": ("inline_fetch_plans", _boolean, True),
     "svc.rest.response-fetch-plan-enabled": ("response_fetch_plans", _boolean, True),
     "svc.rest.inline-enabled-file-extensions": (
-        "inline_file_extensions", _word_list, ("jpg", "png", "jpeg", "pdf")),
+        "inline_file_extensions", _extension_list, ("jpg", "png", "jpeg", "pdf")),
     "svc.rest.max-file-size": ("max_file_size", _size, 100 << 20),
     "svc.rest.max-request-size": ("max_request_size", _size, 10 << 20),
     "svc.rest.services-config": ("services_config", _text, ""),

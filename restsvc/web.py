@@ -1,4 +1,8 @@
-"""Small HTTP helpers shared by the handlers: JSON in and out, typed query values."""
+"""Small HTTP helpers shared by the handlers: JSON in and out, typed query
+values, Content-Disposition, handlers that stream their request body."""
+import unicodedata
+from urllib.parse import quote
+
 from werkzeug.wrappers import Response
 
 from .data.access import access_for
@@ -46,6 +50,24 @@ def query_bool(request, name, default=False):
     if lowered not in ("true", "false"):
         raise BadRequest("Invalid parameter value", f"Invalid value of parameter {name}: {value}")
     return lowered == "true"
+
+
+def streams_body(handler):
+    """Mark a handler that reads its request body as a stream and enforces its
+    own size limit: the app then does not cap the body at svc.rest.max-request-size."""
+    handler.streams_body = True
+    return handler
+
+
+def content_disposition(disposition, file_name):
+    """RFC 6266: an ASCII ``filename`` for old clients and the exact name as
+    RFC 5987 ``filename*``. The fallback keeps letters without their accents;
+    any other non-ASCII or control character, quote or backslash becomes ``_``,
+    so no name can break the header."""
+    letters = (c for c in unicodedata.normalize("NFKD", file_name) if not unicodedata.combining(c))
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in letters)
+    return (f'{disposition}; filename="{fallback}"; '
+            f"filename*=UTF-8''{quote(file_name, safe='')}")
 
 
 def error_response(error):

@@ -8,6 +8,7 @@ import decimal
 import re
 import uuid
 from dataclasses import dataclass
+from urllib.parse import unquote_plus
 
 import peewee
 
@@ -123,13 +124,29 @@ def _parse_time(text):
     return parsed.replace(tzinfo=None)
 
 
-# fs://<path>?name=<url-encoded name>[&k=v]; the path never climbs (checked again by storage)
+# <storage>://<path>?name=<url-encoded name>[&k=v...]: the one shape of a file
+# reference. The Files API parses with split_file_ref too, so attribute values
+# and the references it hands out always agree; whether a path exists or is
+# acceptable is the storage's business (restsvc.files.storage).
 FILE_REF = re.compile(r"^([a-z][a-z0-9+.-]*)://([^?#\s]+)\?name=([^&#\s]*)(&[^#\s]*)?$")
 
 
-def _file_ref(value):
-    if not isinstance(value, str) or not FILE_REF.match(value):
+def split_file_ref(value):
+    """``(storage, path, file name, extra "&k=v" params)``; ValueError when malformed."""
+    match = FILE_REF.match(value) if isinstance(value, str) else None
+    if not match:
         raise ValueError("expected a file reference such as fs://2024/01/31/<uuid>.png?name=photo.png")
+    storage, path, encoded_name, extra = match.groups()
+    try:
+        # unquote_plus: references written by Java's URLEncoder carry "+" for spaces.
+        name = unquote_plus(encoded_name, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError("the file name in the reference is not UTF-8") from None
+    return storage, path, name, extra or ""
+
+
+def _file_ref(value):
+    split_file_ref(value)
     return value
 
 

@@ -1,0 +1,131 @@
+"""Files API: upload (``POST /rest/files``) and download (``GET /rest/files?fileRef=``)."""
+import mimetypes
+from datetime import datetime, timezone
+from urllib.parse import quote
+
+from werkzeug.http import http_date, is_resource_modified, quote_etag
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
+from werkzeug.wsgi import wrap_file
+
+from ..errors import ApiError, BadRequest, Forbidden
+from ..files.refs import check_file_name
+from ..files.storage import extension, file_not_found
+from ..uploads import CHUNK_SIZE, UPLOAD_FAILED, read_upload
+from ..web import content_disposition, json_response, query_bool, streams_body
+
+NO_CACHE = {"Cache-Control": "no-cache", "Pragma": "no-cache", "Expires": http_date(0)}
+
+
+@streams_body
+def upload(ctx):
+    if not ctx.permissions.specific("rest.fileUpload.enabled"):
+        raise Forbidden(UPLOAD_FAILED, "File upload is not permitted")
+    request = ctx.request
+    storage_name = request.args.get("storageName")
+    storage = ctx.app.files.get(storage_name) if storage_name else ctx.app.files.default
+    body = read_upload(request, ctx.app.settings.max_file_size)
+    name = request.args.get("name") or body.filename
+    if not name:
+        raise BadRequest(UPLOAD_FAILED, "The file name is missing: give it in the query parameter "
+                                        "'name' (required when the body is the file itself)")
+    stored = storage.write(body.chunks, check_file_name(name))
+    ref = str(stored.ref)
+    location = f"{request.base_url}?fileRef={quote(ref, safe='')}"
+    return json_response({"fileRef": ref, "name": name, "size": stored.size}, status=201,
+                         headers={"Location": location})
+
+
+def download(ctx):
+    if not ctx.permissions.specific("rest.fileDownload.enabled"):
+        raise Forbidden("File download failed", "File download is not permitted")
+    request = ctx.request
+    text = request.args.get("fileRef")
+    if not text:
+        raise BadRequest("Invalid file reference", "Query parameter fileRef is required")
+    as_attachment = query_bool(request, "attachment")
+    storage, ref, info = ctx.app.files.locate(text)
+    etag, modified = quote_etag(info.tag), datetime.fromtimestamp(int(info.modified), timezone.utc)
+    headers = {**NO_CACHE, "ETag": etag, "Last-Modified": http_date(modified),
+               "Accept-Ranges": "bytes"}
+    if not is_resource_modified(request.environ, etag, last_modified=modified):
+        return Response(status=304, headers=headers)
+    headers.update(_representation(ref.name, as_attachment, ctx.app.settings))
+    byte_range = _byte_range(request, info.size, etag, modified)
+    start, stop = byte_range or (0, info.size)
+    if byte_range:
+        headers["Content-Range"] = f"bytes {start}-{stop - 1}/{info.size}"
+    headers["Content-Length"] = str(stop - start)
+    status = 206 if byte_range else 200
+    if request.method == "HEAD":
+        return Response(status=status, headers=headers)
+    try:
+        file = storage.open(ref)
+    except FileNotFoundError:
+        raise file_not_found(text) from None
+    content = FileRange(file, start, stop - start) if byte_range else wrap_file(
+        request.environ, file, CHUNK_SIZE)
+    return Response(content, status=status, headers=headers, direct_passthrough=True)
+
+
+def _representation(file_name, as_attachment, settings):
+    inline = not as_attachment and extension(file_name).lower() in settings.inline_file_extensions
+    return {
+        "Content-Type": mimetypes.guess_type(file_name)[0] or "application/octet-stream",
+        "Content-Disposition": content_disposition("inline" if inline else "attachment", file_name),
+        # A browser must not run an uploaded file as another type than it is served as.
+        "X-Content-Type-Options": "nosniff",
+    }
+
+
+def _byte_range(request, size, etag, modified):
+    """``(start, stop)`` of the one satisfiable range of a Range header
+    (RFC 9110 14.2), or None for the whole file: several ranges, another unit,
+    a malformed header, or an If-Range that no longer matches all mean the
+    whole file. 416 when the one range lies beyond the end."""
+    ranges = request.range
+    if ranges is None or ranges.units != "bytes" or len(ranges.ranges) != 1 or size == 0:
+        return None
+    if "If-Range" in request.headers and is_resource_modified(
+            request.environ, etag, last_modified=modified, ignore_if_range=False):
+        return None
+    start, stop = ranges.ranges[0]
+    if start < 0:                          # bytes=-N: the last N bytes
+        start, stop = max(size + start, 0), size
+    else:
+        stop = size if stop is None else min(stop, size)
+    if start >= stop:
+        raise ApiError("Range not satisfiable", f"The file has {size} bytes", status=416,
+                       headers={"Content-Range": f"bytes */{size}"})
+    return start, stop
+
+
+class FileRange:
+    """``length`` bytes of ``file`` from ``start``, a chunk at a time (the whole
+    file goes through the server's file wrapper instead: gunicorn sends it with
+    sendfile). The server calls ``close`` even when it never iterates (client
+    gone), which closes the file."""
+
+    def __init__(self, file, start, length):
+        self.file = file
+        self.start = start
+        self.length = length
+
+    def __iter__(self):
+        self.file.seek(self.start)
+        remaining = self.length
+        while remaining > 0:
+            chunk = self.file.read(min(CHUNK_SIZE, remaining))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+            yield chunk
+
+    def close(self):
+        self.file.close()
+
+
+rules = [
+    Rule("/rest/files", methods=["POST"], endpoint=upload),
+    Rule("/rest/files", methods=["GET"], endpoint=download),
+]

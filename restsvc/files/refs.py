@@ -1,0 +1,58 @@
+"""File references: ``<storage>://<path>?name=<url-encoded file name>[&k=v...]``.
+
+The shape and its parsing are the ``fileRef`` datatype's
+(``model.datatypes.split_file_ref``), so a reference the Files API hands out is
+always a valid attribute value and the other way round. Whether a path is
+acceptable is the storage's decision.
+"""
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from ..errors import BadRequest
+from ..model.datatypes import split_file_ref
+
+INVALID_REF = "Invalid file reference"
+
+
+@dataclass(frozen=True)
+class FileRef:
+    storage: str
+    path: str
+    name: str
+    extra: str = ""       # further "&k=v" parameters, kept as given
+
+    def __str__(self):
+        # quote(safe="") never writes "+", so split_file_ref reads the name back exactly.
+        return f"{self.storage}://{self.path}?name={quote(self.name, safe='')}{self.extra}"
+
+
+def invalid_ref(text):
+    return BadRequest(INVALID_REF, f"Cannot convert '{text}' into valid file reference")
+
+
+def parse_file_ref(text):
+    """A FileRef, or 400 Invalid file reference."""
+    try:
+        return FileRef(*split_file_ref(text))
+    except ValueError:
+        raise invalid_ref(text) from None
+
+
+def check_file_name(name):
+    """The rules a stored file name follows; 400 Invalid file name otherwise.
+
+    The name travels in references (at most 1024 characters as an attribute
+    value, see FileRefField) and in Content-Disposition headers, so it must be
+    printable and at most 255 UTF-8 bytes, the usual file system limit.
+    """
+    if not name.strip():
+        raise BadRequest("Invalid file name", "The file name is empty")
+    if any(ord(char) < 32 or ord(char) == 127 for char in name):
+        raise BadRequest("Invalid file name", "The file name contains control characters")
+    try:
+        length = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise BadRequest("Invalid file name", "The file name is not valid Unicode") from None
+    if length > 255:
+        raise BadRequest("Invalid file name", "The file name is longer than 255 bytes")
+    return name

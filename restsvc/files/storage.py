@@ -1,0 +1,230 @@
+"""File storages: where uploaded files live, by storage name.
+
+``FileStorage`` is the interface the Files API talks to; ``LocalFileStorage``
+keeps ``fs://`` files in a directory tree ``<yyyy>/<MM>/<dd>/<uuid>.<ext>``.
+Another storage (S3, a database, ...) is one more subclass registered in
+``FileStorages`` under its own name; the handlers do not change.
+
+Rules that keep files from being lost or leaked:
+- A file is written under a temporary name in ``<root>/.tmp`` (the same file
+  system, so the final rename is atomic), fsynced, and renamed into place only
+  when the whole content has arrived. A reference can therefore never point at
+  a half-written file, and a failed write removes its temporary file.
+- Temporary files a killed process left behind are swept at startup once they
+  are older than a day. Their mtime moves with every write, so a slow upload
+  that is still running in another instance sharing the directory is never
+  taken for stale.
+- Names are random UUIDs created with O_EXCL; there is no in-process state,
+  so several service instances can share one directory.
+- A path is accepted only as plain segments (no ``..``, no leading dot, no
+  separators or escapes), and the resolved path must stay under the root, so
+  neither a crafted reference nor a symlink reaches anything outside.
+"""
+import hashlib
+import os
+import re
+import stat
+import tempfile
+import time
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ..errors import BadRequest, NotFound
+from ..settings import SettingsError
+from .refs import FileRef, invalid_ref, parse_file_ref
+
+TEMP_DIR = ".tmp"
+STALE_TEMP_SECONDS = 24 * 3600
+_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}\Z")
+_EXTENSION = re.compile(r"[A-Za-z0-9]{1,16}\Z")
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    ref: FileRef
+    size: int
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    size: int
+    modified: float       # seconds since the epoch
+    tag: str              # changes whenever the content may have changed (ETag)
+
+
+def file_not_found(text):
+    return NotFound("File not found", f"File not found. File reference: {text}")
+
+
+def extension(file_name):
+    """The part after the last dot when it is a plain extension, else ""."""
+    _, dot, ext = file_name.rpartition(".")
+    return ext if dot and _EXTENSION.match(ext) else ""
+
+
+class FileStorage(ABC):
+    """One named storage. Paths are the part of a reference between ``://`` and ``?``."""
+
+    name: str
+
+    @abstractmethod
+    def write(self, chunks, file_name):
+        """Store an iterable of bytes as a new file; return a StoredFile.
+        If iterating ``chunks`` raises, nothing is stored and the error propagates."""
+
+    @abstractmethod
+    def accepts(self, ref):
+        """Whether the reference's path is one this storage could have written."""
+
+    @abstractmethod
+    def stat(self, ref):
+        """FileInfo of an accepted reference; FileNotFoundError when there is no such file."""
+
+    @abstractmethod
+    def open(self, ref):
+        """A binary file object for reading; FileNotFoundError when there is no such file."""
+
+    @abstractmethod
+    def delete(self, ref):
+        """Remove the file; return whether there was one."""
+
+
+class LocalFileStorage(FileStorage):
+    def __init__(self, root, name="fs"):
+        self.name = name
+        self.root = os.path.abspath(root)
+        self.temp_dir = os.path.join(self.root, TEMP_DIR)
+        os.makedirs(self.temp_dir, exist_ok=True)
+        self._real_root = os.path.realpath(self.root)
+        self.sweep_temp_files()
+
+    def write(self, chunks, file_name):
+        ext = extension(file_name)
+        relative_dir = datetime.now(timezone.utc).strftime("%Y/%m/%d")
+        stored_name = str(uuid.uuid4()) + (f".{ext}" if ext else "")
+        fd, temp_path = tempfile.mkstemp(prefix="upload-", suffix=".part", dir=self.temp_dir)
+        try:
+            size = 0
+            with os.fdopen(fd, "wb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+                    size += len(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            directory = os.path.join(self.root, relative_dir)
+            os.makedirs(directory, exist_ok=True)
+            os.rename(temp_path, os.path.join(directory, stored_name))
+        except BaseException:
+            # Also on GeneratorExit/SystemExit: a worker stopped mid-upload leaves nothing.
+            _remove_quietly(temp_path)
+            raise
+        _fsync_directory(directory)
+        return StoredFile(FileRef(self.name, f"{relative_dir}/{stored_name}", file_name), size)
+
+    def accepts(self, ref):
+        return ref.storage == self.name and all(
+            _SEGMENT.match(part) for part in ref.path.split("/"))
+
+    def _existing_path(self, ref):
+        path = os.path.realpath(os.path.join(self.root, *ref.path.split("/")))
+        # A symlink leading outside the root is treated as no file at all.
+        if not path.startswith(self._real_root + os.sep):
+            raise FileNotFoundError(ref.path)
+        return path
+
+    def stat(self, ref):
+        try:
+            st = os.stat(self._existing_path(ref))
+        except NotADirectoryError:
+            raise FileNotFoundError(ref.path) from None
+        if not stat.S_ISREG(st.st_mode):
+            raise FileNotFoundError(ref.path)
+        # The same on every instance sharing the directory: no process-local input.
+        tag = hashlib.sha256(f"{ref.path}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+        return FileInfo(st.st_size, st.st_mtime, tag[:32])
+
+    def open(self, ref):
+        try:
+            return open(self._existing_path(ref), "rb")
+        except (IsADirectoryError, NotADirectoryError):
+            raise FileNotFoundError(ref.path) from None
+
+    def delete(self, ref):
+        try:
+            os.unlink(self._existing_path(ref))
+            return True
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return False
+
+    def sweep_temp_files(self, older_than=STALE_TEMP_SECONDS):
+        """Remove temporary files no write has touched for ``older_than`` seconds."""
+        cutoff = time.time() - older_than
+        removed = 0
+        with os.scandir(self.temp_dir) as entries:
+            for entry in entries:
+                try:
+                    if (entry.is_file(follow_symlinks=False)
+                            and entry.stat(follow_symlinks=False).st_mtime < cutoff):
+                        os.unlink(entry.path)
+                        removed += 1
+                except FileNotFoundError:
+                    pass      # another instance swept it first
+        return removed
+
+
+def _remove_quietly(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_directory(directory):
+    """Make the rename itself durable; not every platform can open a directory."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class FileStorages:
+    """The configured storages by name; uploads go to the default one."""
+
+    def __init__(self, storages, default):
+        self._storages = {storage.name: storage for storage in storages}
+        self.default = self._storages[default]
+
+    def get(self, name):
+        storage = self._storages.get(name)
+        if storage is None:
+            raise BadRequest("Invalid file reference", f"Cannot find FileStorage with name: '{name}'")
+        return storage
+
+    def locate(self, text):
+        """(storage, ref, FileInfo) of an existing file; 400 or 404 naming ``text`` as given."""
+        ref = parse_file_ref(text)
+        storage = self.get(ref.storage)
+        if not storage.accepts(ref):
+            raise invalid_ref(text)
+        try:
+            return storage, ref, storage.stat(ref)
+        except FileNotFoundError:
+            raise file_not_found(text) from None
+
+
+def file_storages(settings):
+    """The storages of a deployment: local ``fs`` under ``svc.file-storage.dir``."""
+    try:
+        local = LocalFileStorage(settings.file_storage_dir)
+    except OSError as exc:
+        raise SettingsError(f"svc.file-storage.dir: cannot use {settings.file_storage_dir!r}: "
+                            f"{exc.strerror}") from None
+    return FileStorages([local], default=local.name)

@@ -1,0 +1,120 @@
+"""restsvc under a real gunicorn process, for what only a server shows:
+streaming through sockets, worker memory, clients that go away."""
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+
+import yaml
+
+from conftest import CONFIG_DIR, _drop_keys, basic, shipped_config
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, port, process, log_path):
+        self.host, self.port = "127.0.0.1", port
+        self.process = process
+        self.log_path = log_path
+        self.token = None
+
+    def connection(self, timeout=300):
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None):
+        conn = self.connection()
+        try:
+            conn.request(method, path, body=body, headers={**self.auth(), **(headers or {})})
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def auth(self):
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def worker_pids(self):
+        """gunicorn's workers are the children of the process we started."""
+        path = f"/proc/{self.process.pid}/task/{self.process.pid}/children"
+        with open(path) as f:
+            return [int(pid) for pid in f.read().split()]
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+
+def _write_config(directory, database_url, overrides):
+    values = {"svc.datasource.url": database_url, "svc.data-dir": str(directory),
+              "svc.core.messages-dir": str(CONFIG_DIR / "messages"), **(overrides or {})}
+    config = shipped_config()
+    _drop_keys(config, values)
+    path = directory / "server.yaml"
+    path.write_text(yaml.safe_dump({**config, **values}))
+    return path
+
+
+@contextmanager
+def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=300):
+    """``restsvc serve`` on a free port with the shipped demo settings plus
+    ``overrides``; yields a Server holding a full-access token."""
+    config = _write_config(directory, database_url, overrides)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESTSVC_")}
+    log_path = directory / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "restsvc.cli", "--config", str(config), "serve",
+             "--port", str(port), "--workers", str(workers), "--timeout", str(timeout)],
+            cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = Server(port, process, log_path)
+    try:
+        server.token = _wait_for_token(server)
+        yield server
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def _wait_for_token(server, seconds=60):
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            status, body = server.request(
+                "POST", "/oauth2/token", b"grant_type=client_credentials",
+                {"Authorization": basic("demo-client", "demo-secret"),
+                 "Content-Type": "application/x-www-form-urlencoded"})
+            assert status == 200, body
+            return json.loads(body)["access_token"]
+        except OSError:
+            if server.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start:\n" + server.log()) from None
+            time.sleep(0.2)
+
+
+def memory_kib(pid, field):
+    """VmRSS (now) or VmHWM (peak since start or the last reset) of a process."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise LookupError(field)
+
+
+def reset_peak(pid):
+    """Start VmHWM afresh (Linux clear_refs); False where the kernel does not allow it."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
