@@ -55,6 +55,9 @@ class RestApp:
         self.files = file_storages(settings)
         self.url_map = Map([rule.empty() for module in API_MODULES for rule in module.rules],
                            strict_slashes=False, merge_slashes=False)
+        # Bound once: handlers never build URLs from it, matching needs only
+        # the path and the method (binding per request costs more than matching).
+        self._routes = self.url_map.bind("restsvc")
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
 
@@ -96,7 +99,7 @@ class RestApp:
     def _respond(self, request, environ):
         try:
             principal = self.gate.principal(request.path, request.headers.get("Authorization"))
-            endpoint, args = self.url_map.bind_to_environ(environ).match()
+            endpoint, args = self._routes.match(request.path, request.method)
             # Bodies are capped here, once; a handler that streams its body
             # (file upload) counts against its own limit instead.
             if not getattr(endpoint, "streams_body", False):

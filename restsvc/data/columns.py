@@ -16,7 +16,10 @@ from ..model.fields import EnumField
 
 
 def _uuid(value):
-    return value if value is None or isinstance(value, uuid.UUID) else uuid.UUID(value)
+    if isinstance(value, str):
+        # SQLite keeps 32 hex digits; parsing them as one integer is twice as fast.
+        return uuid.UUID(int=int(value, 16)) if len(value) == 32 else uuid.UUID(value)
+    return value
 
 
 def _iso(kind):

@@ -6,55 +6,73 @@ from one. Nulls are omitted unless ``return_nulls``.
 """
 
 
-def _visible(meta, permissions):
+def _instance_name_parts(meta, permissions):
+    """The instance-name attributes, or None when one of them is hidden."""
     levels = permissions.attribute_levels(meta.name)
-    return all(levels.get(name) for name in meta.instance_name)
+    if not all(levels.get(name) for name in meta.instance_name):
+        return None
+    return [meta.properties[name] for name in meta.instance_name]
 
 
 def instance_name(meta, row, permissions):
     """The instance name from the instance-name attributes, or None."""
     if not meta.instance_name:
         return f"{meta.name}-{row['id']}"
-    if not _visible(meta, permissions):
-        return None
-    parts = []
-    for name in meta.instance_name:
-        value = row.get(name)
+    parts = _instance_name_parts(meta, permissions)
+    return None if parts is None else _join_name(parts, row, permissions)
+
+
+def _join_name(props, row, permissions):
+    texts = []
+    for prop in props:
+        value = row.get(prop.name)
         if value is None:
             continue
-        prop = meta.properties[name]
         if prop.is_reference:
             value = instance_name(prop.target, value, permissions)
         else:
             value = prop.json_value(value)
         if value is not None:
-            parts.append(str(value))
-    return " ".join(parts) if parts else None
+            texts.append(str(value))
+    return " ".join(texts) if texts else None
 
 
-def _writers(meta, plan, permissions):
-    """The visible attributes of a plan for one set of permissions, worked out
-    once: (name, converter or None, nested plan, is collection, target)."""
-    cache = plan.__dict__.setdefault("_writers", {})
-    writers = cache.get(id(permissions))
-    if writers is None:
+def _compiled(meta, plan, permissions):
+    """What to write for one plan and one set of permissions, worked out once:
+    the instance-name attributes (None: hidden) and the visible attributes as
+    (name, converter or None, nested plan, is collection, target)."""
+    cache = plan.__dict__.setdefault("_compiled", {})
+    compiled = cache.get(id(permissions))
+    if compiled is None:
         levels = permissions.attribute_levels(meta.name)
-        writers = cache[id(permissions)] = [
-            (name, meta.properties[name].json_value if nested is None else None, nested,
-             meta.properties[name].is_collection, meta.properties[name].target)
-            for name, nested in plan.properties.items() if name != "id" and levels.get(name)]
-    return writers
+        writers = [(name, meta.properties[name].json_value if nested is None else None, nested,
+                    meta.properties[name].is_collection, meta.properties[name].target)
+                   for name, nested in plan.properties.items() if name != "id" and levels.get(name)]
+        parts = _instance_name_parts(meta, permissions) if meta.instance_name else ()
+        compiled = cache[id(permissions)] = (parts, writers)
+    return compiled
 
 
 def serialize(meta, row, plan, permissions, return_nulls=False):
     out = {"_entityName": meta.name}
-    name_text = instance_name(meta, row, permissions)
+    if plan is None:
+        name_text = instance_name(meta, row, permissions)
+        writers = ()
+    else:
+        parts, writers = _compiled(meta, plan, permissions)
+        if parts == ():
+            name_text = f"{meta.name}-{row['id']}"
+        elif parts is None:
+            name_text = None
+        elif len(parts) == 1 and not parts[0].is_reference:
+            value = row.get(parts[0].name)
+            name_text = None if value is None else str(parts[0].json_value(value))
+        else:
+            name_text = _join_name(parts, row, permissions)
     if name_text is not None or return_nulls:
         out["_instanceName"] = name_text
     out["id"] = str(row["id"])
-    if plan is None:
-        return out
-    for name, convert, nested, is_collection, target in _writers(meta, plan, permissions):
+    for name, convert, nested, is_collection, target in writers:
         if name not in row:
             continue
         value = row[name]
