@@ -12,6 +12,12 @@ def json_response(data, status=200, headers=None):
     return Response(dumps(data), status=status, headers=headers, content_type=JSON_TYPE)
 
 
+def list_response(rows, total=None):
+    """An entity list; ``X-Total-Count`` when a total was asked for (``returnCount``)."""
+    headers = {"X-Total-Count": str(total)} if total is not None else None
+    return json_response(rows, headers=headers)
+
+
 def no_content():
     return Response(status=204)
 
