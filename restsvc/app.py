@@ -9,6 +9,8 @@ from . import db
 from .api import API_MODULES
 from .application import import_application
 from .data.datamanager import DataManager
+from .data.queries import PredefinedQueries
+from .data.queryconfig import QueryConfigError, load_queries
 from .errors import SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
 from .model.messages import Messages
@@ -43,8 +45,10 @@ class RestApp:
         except MetadataError as exc:
             raise SettingsError(f"svc.application: {exc}") from None
         self.messages = Messages(settings.path(settings.messages_dir), settings.available_locales)
+        queries = self._load_queries()
         self.database = db.open_database(settings.database_url, settings.database_pool_size)
         self.data = DataManager(settings, self.metadata, self.database)
+        self.queries = PredefinedQueries(self.data, queries)
         self.tokens = TokenStore(settings.secret_key)
         self.clients = Clients(settings.clients, self.roles)
         self.users = Users(self.roles)
@@ -60,6 +64,14 @@ class RestApp:
         self._routes = self.url_map.bind("restsvc")
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
+
+    def _load_queries(self):
+        if not self.settings.queries_config:
+            return ()
+        try:
+            return load_queries(self.settings.path(self.settings.queries_config), self.metadata)
+        except QueryConfigError as exc:
+            raise SettingsError(f"svc.rest.queries-config: {exc}") from None
 
     @property
     def models(self):

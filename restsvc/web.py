@@ -20,6 +20,12 @@ def empty_response(status=200, headers=None):
     return Response(status=status, headers=headers)
 
 
+def list_response(rows, total=None):
+    """An entity list; ``X-Total-Count`` when a total was asked for (``returnCount``)."""
+    headers = {"X-Total-Count": str(total)} if total is not None else None
+    return json_response(rows, headers=headers)
+
+
 def read_json_body(request, error="Malformed request JSON data structure"):
     """The request body as JSON; any content type is accepted, as the reference does."""
     raw = request.get_data(cache=False)

@@ -38,7 +38,12 @@ clients.ITERATIONS = 1_000
 
 
 def shipped_config():
-    return yaml.safe_load((CONFIG_DIR / "restsvc.yaml").read_text())
+    """config/restsvc.yaml, with its config-relative paths made absolute so a
+    copy written elsewhere (for a real server or the CLI) still finds them."""
+    config = yaml.safe_load((CONFIG_DIR / "restsvc.yaml").read_text())
+    config["svc"]["core"]["messages-dir"] = str(CONFIG_DIR / config["svc"]["core"]["messages-dir"])
+    config["svc"]["rest"]["queries-config"] = str(CONFIG_DIR / config["svc"]["rest"]["queries-config"])
+    return config
 
 
 def make_settings(database_url, data_dir, overrides=None, base=None):

@@ -4,7 +4,7 @@ import io
 import pytest
 import yaml
 
-from conftest import CONFIG_DIR, basic, bearer, password_grant, shipped_config
+from conftest import basic, bearer, password_grant, shipped_config
 from restsvc.cli import main as cli
 from restsvc.security.users import User
 
@@ -89,7 +89,6 @@ def run_cli(database_url, tmp_path, monkeypatch):
     """`restsvc --config <the test database> ...`, with stdin as given."""
     config = shipped_config()
     config["svc"].update({"data-dir": str(tmp_path), "datasource": {"url": database_url}})
-    config["svc"]["core"]["messages-dir"] = str(CONFIG_DIR / "messages")
     path = tmp_path / "cli.yaml"
     path.write_text(yaml.safe_dump(config))
 

@@ -4,6 +4,7 @@ from werkzeug.routing import Rule
 from ..errors import BadRequest
 from ..jsonio import loads
 from ..web import empty_response, json_response, query_bool, query_int, read_json_body
+from ..web import list_response as _listed
 
 BASE = "/rest/entities/<entity_name>"
 
@@ -14,11 +15,6 @@ def _page(ctx):
                 offset=query_int(ctx.request, "offset"),
                 return_nulls=query_bool(ctx.request, "returnNulls"),
                 return_count=query_bool(ctx.request, "returnCount"))
-
-
-def _listed(rows, total):
-    headers = {"X-Total-Count": str(total)} if total is not None else None
-    return json_response(rows, headers=headers)
 
 
 def list_entities(ctx, entity_name):

@@ -1,0 +1,53 @@
+"""Queries API: predefined queries from ``svc.rest.queries-config`` (reference section 3)."""
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
+
+from ..data.queries import query_string_values
+from ..errors import BadRequest
+from ..web import json_response, list_response, query_bool, query_int, read_json_body
+
+BASE = "/rest/queries/<entity_name>"
+
+
+def list_queries(ctx, entity_name):
+    return json_response(ctx.app.queries.describe(ctx.access, ctx.app.data.entity(entity_name)))
+
+
+def _query_and_values(ctx, entity_name, query_name):
+    """The query and its raw parameter values: the query string for GET,
+    one JSON object in the body for POST (no body: no parameters)."""
+    query = ctx.app.queries.find(ctx.access, ctx.app.data.entity(entity_name), query_name)
+    request = ctx.request
+    if request.method == "GET":
+        return query, query_string_values(query, dict(request.args.lists()))
+    if not request.content_length:
+        return query, {}
+    body = read_json_body(request)
+    if not isinstance(body, dict):
+        raise BadRequest("Malformed request JSON data structure", "The body must be a JSON object")
+    return query, body
+
+
+def run_query(ctx, entity_name, query_name):
+    query, values = _query_and_values(ctx, entity_name, query_name)
+    args = ctx.request.args
+    return list_response(*ctx.app.queries.run(
+        ctx.access, query, values, fetch_plan=args.get("fetchPlan") or args.get("view"),
+        limit=query_int(ctx.request, "limit"), offset=query_int(ctx.request, "offset"),
+        return_nulls=query_bool(ctx.request, "returnNulls"),
+        return_count=query_bool(ctx.request, "returnCount")))
+
+
+def count_query(ctx, entity_name, query_name):
+    """A bare number: JSON, or text when the client asks for ``text/plain``."""
+    count = ctx.app.queries.count(ctx.access, *_query_and_values(ctx, entity_name, query_name))
+    if ctx.request.accept_mimetypes.best_match(["application/json", "text/plain"]) == "text/plain":
+        return Response(str(count), content_type="text/plain;charset=UTF-8")
+    return json_response(count)
+
+
+rules = [
+    Rule(BASE, methods=["GET"], endpoint=list_queries),
+    Rule(f"{BASE}/<query_name>", methods=["GET", "POST"], endpoint=run_query),
+    Rule(f"{BASE}/<query_name>/count", methods=["GET", "POST"], endpoint=count_query),
+]

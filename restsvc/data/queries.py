@@ -1,0 +1,244 @@
+"""Predefined queries (reference section 3): named, parameterized searches.
+
+A query is a search filter template or a Python query function, bound to an
+entity and a fetch plan; ``queryconfig.py`` reads them from XML. Running one
+binds the request's parameters to their declared types, fills them into the
+filter and hands the result to ``DataManager.search``/``count``, so entity,
+attribute and row-level policies apply exactly as for ``/entities`` searches.
+"""
+import re
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+from ..errors import BadRequest, NotFound
+from ..jsonio import loads
+from ..model.datatypes import DATATYPES
+from ..model.fetchplan import FetchPlanError, parse_plan
+from .access import require
+from .filters import MAX_IN_VALUES
+
+ALL = "all"                     # the implicit query: every row, plan _instance_name
+PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+SESSION_PARAMETERS = {"username": "username", "userLogin": "username", "userId": "userId"}
+
+# The reference's Java parameter types, so its configuration files port as they are.
+JAVA_TYPES = {
+    "java.lang.String": "string",
+    "java.lang.Integer": "int", "int": "int", "java.lang.Short": "int", "short": "int",
+    "java.lang.Byte": "int", "byte": "int",
+    "java.lang.Long": "long", "long": "long",
+    "java.math.BigDecimal": "decimal",
+    "java.lang.Double": "double", "double": "double", "java.lang.Float": "double", "float": "double",
+    "java.lang.Boolean": "boolean", "boolean": "boolean",
+    "java.util.UUID": "uuid",
+    "java.time.LocalDate": "localDate", "java.sql.Date": "localDate",
+    "java.time.LocalDateTime": "localDateTime",
+    "java.time.OffsetDateTime": "dateTime", "java.util.Date": "dateTime",
+    "java.time.LocalTime": "localTime", "java.time.OffsetTime": "localTime", "java.sql.Time": "localTime",
+}
+PARAM_DATATYPES = ("string", "int", "long", "decimal", "double", "boolean", "uuid",
+                   "localDate", "localDateTime", "dateTime", "localTime")
+# A valid raw value of each datatype: the configuration is checked with these.
+_SAMPLES = {"string": "x", "int": "0", "long": "0", "decimal": "0", "double": "0",
+            "boolean": "true", "uuid": str(uuid.UUID(int=0)), "localDate": "2000-01-01",
+            "localDateTime": "2000-01-01T00:00:00", "dateTime": "2000-01-01T00:00:00",
+            "localTime": "00:00:00"}
+
+
+@dataclass(frozen=True)
+class QueryParam:
+    name: str
+    type: str            # as declared in the configuration file
+    is_array: bool
+    convert: object      # one raw value -> its JSON form in a filter; raises ValueError
+    sample: object       # a converted value of the type, for checking filters at startup
+
+    def bind(self, raw):
+        if not self.is_array:
+            return self.convert(raw)
+        if not isinstance(raw, list) or len(raw) > MAX_IN_VALUES:
+            raise ValueError(f"expected an array of at most {MAX_IN_VALUES} values")
+        return [self.convert(item) for item in raw]
+
+
+def _datatype_converter(datatype):
+    def convert(raw):
+        value = datatype.from_json(raw)
+        if datatype.kind in ("number", "boolean"):
+            # Filters parse numbers from int, str or Decimal, never float.
+            return value if isinstance(value, (bool, int)) else Decimal(str(value))
+        return datatype.to_json(value)
+    return convert
+
+
+def _enum_converter(meta_enum):
+    def convert(raw):
+        member = meta_enum.member(raw)
+        if member is None:
+            raise ValueError("not a constant of the enum")
+        return member.name
+    return convert
+
+
+def _entity_converter(meta):
+    convert_id = _datatype_converter(meta.properties["id"].datatype)
+    return lambda raw: convert_id(raw.get("id") if isinstance(raw, dict) else raw)
+
+
+def invalid_parameter(name):
+    """The 400 for a value a parameter cannot take; query functions raise it too."""
+    return BadRequest("Invalid parameter value", f"Invalid parameter value for {name}")
+
+
+def make_param(metadata, name, declared):
+    """A QueryParam for a declared type, or None when the type is unknown.
+
+    Types: a restsvc datatype name, a Java class name of the reference, an
+    enum's qualified name or an entity name (the value is an id); ``[]``
+    after any of them makes an array."""
+    is_array = declared.endswith("[]")
+    base = declared[:-2] if is_array else declared
+    base = JAVA_TYPES.get(base, base)
+    if base in PARAM_DATATYPES:
+        convert, raw = _datatype_converter(DATATYPES[base]), _SAMPLES[base]
+    elif base in metadata.enums:
+        meta_enum = metadata.enums[base]
+        convert, raw = _enum_converter(meta_enum), next(iter(meta_enum.enum_class)).name
+    elif metadata.entity(base) is not None:
+        meta = metadata.entity(base)
+        convert, raw = _entity_converter(meta), _SAMPLES[meta.properties["id"].datatype.name]
+    else:
+        return None
+    sample = convert(raw)
+    return QueryParam(name, declared, is_array, convert, [sample] if is_array else sample)
+
+
+def parameter_reference(value):
+    """``":status"`` -> ``"status"``; None for anything else (literals, session values)."""
+    if isinstance(value, str) and value.startswith(":") and PARAM_NAME.match(value[1:]):
+        return value[1:]
+    return None
+
+
+def fill_filter(spec, values):
+    """The filter template with ``:name`` values replaced (also inside arrays)."""
+    if isinstance(spec, list):
+        return [fill_filter(item, values) for item in spec]
+    if not isinstance(spec, dict):
+        return spec
+    filled = {key: fill_filter(item, values) for key, item in spec.items() if key != "value"}
+    if "value" in spec:
+        filled["value"] = _fill_value(spec["value"], values)
+    return filled
+
+
+def _fill_value(value, values):
+    if isinstance(value, list):
+        return [_fill_value(item, values) for item in value]
+    name = parameter_reference(value)
+    return values[name] if name is not None else value
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    entity: object               # MetaClass
+    fetch_plan: str
+    limit: int = None
+    offset: int = None
+    params: tuple = ()
+    filter: dict = None          # a filter template; None with a function, or for all rows
+    function: object = None      # fn(params, access) -> filter JSON or None
+
+    def descriptor(self):
+        return {"name": self.name, "entityName": self.entity.name,
+                "viewName": self.fetch_plan, "fetchPlanName": self.fetch_plan,
+                "limit": self.limit, "offset": self.offset,
+                "params": [{"name": p.name, "type": p.type} for p in self.params]}
+
+    def bind(self, raw_values):
+        """Declared parameter -> converted value; a 400 for a missing or bad one."""
+        values = {}
+        for param in self.params:
+            raw = raw_values.get(param.name)
+            if raw is None:
+                raise BadRequest("Query parameter not found", f"Query parameter {param.name} not found")
+            try:
+                values[param.name] = param.bind(raw)
+            except (ValueError, TypeError, ArithmeticError):
+                raise invalid_parameter(param.name) from None
+        return values
+
+    def search_filter(self, values, access):
+        if self.function is not None:
+            return self.function(dict(values), access)
+        return fill_filter(self.filter, values) if self.filter is not None else None
+
+
+def query_string_values(query, args):
+    """Raw values from a query string (name -> list of strings): an array
+    parameter is a JSON array (``ids=["a","b"]``) or the parameter repeated."""
+    raw = {}
+    for param in query.params:
+        given = args.get(param.name)
+        if not given:
+            continue
+        if not param.is_array:
+            raw[param.name] = given[0]
+        elif len(given) == 1 and given[0].lstrip().startswith("["):
+            try:
+                raw[param.name] = loads(given[0])
+            except (ValueError, RecursionError):
+                raise invalid_parameter(param.name) from None
+        else:
+            raw[param.name] = list(given)
+    return raw
+
+
+class PredefinedQueries:
+    """The configured queries by entity, run through the data manager."""
+
+    def __init__(self, data, queries=()):
+        self.data = data
+        self._by_entity = {}
+        for query in queries:
+            self._by_entity.setdefault(query.entity.name, {})[query.name] = query
+
+    def describe(self, access, meta):
+        require(access, meta, "read")
+        return [query.descriptor() for query in self._by_entity.get(meta.name, {}).values()]
+
+    def find(self, access, meta, name):
+        require(access, meta, "read")
+        if name == ALL:
+            return Query(ALL, meta, "_instance_name")
+        query = self._by_entity.get(meta.name, {}).get(name)
+        if query is None:
+            raise NotFound("Query not found", f"Query with name {name} for entity {meta.name} not found")
+        return query
+
+    def run(self, access, query, raw_values, fetch_plan=None, limit=None, offset=None,
+            return_nulls=False, return_count=False):
+        """A page of results and the total count when asked (None otherwise).
+        Request limit/offset win over the query's; without both, the maximum
+        fetch size applies (and caps both)."""
+        plan = _named_plan(query.entity, fetch_plan or query.fetch_plan)
+        search_filter = query.search_filter(query.bind(raw_values), access)
+        return self.data.search(
+            access, query.entity, plan, search_filter,
+            limit=limit if limit is not None else query.limit,
+            offset=offset if offset is not None else query.offset,
+            return_nulls=return_nulls, return_count=return_count)
+
+    def count(self, access, query, raw_values):
+        return self.data.count(access, query.entity,
+                               query.search_filter(query.bind(raw_values), access))
+
+
+def _named_plan(meta, name):
+    """Queries take plan names only; inline JSON is looked up as a name (reference 1.6)."""
+    try:
+        return parse_plan(meta, name)
+    except FetchPlanError as exc:
+        raise BadRequest("Fetch plan not found", str(exc)) from None
