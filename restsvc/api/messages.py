@@ -5,12 +5,16 @@ from ..web import json_response
 from .metadata import find_entity, find_enum
 
 
-def entity_messages(ctx):
-    messages, locale = ctx.app.messages, ctx.locale
+def _merged(bundles):
     body = {}
-    for meta in ctx.app.metadata.entities.values():
-        body.update(messages.entity_messages(meta, locale))
+    for bundle in bundles:
+        body.update(bundle)
     return json_response(dict(sorted(body.items())))
+
+
+def entity_messages(ctx):
+    return _merged(ctx.app.messages.entity_messages(meta, ctx.locale)
+                   for meta in ctx.app.metadata.entities.values())
 
 
 def one_entity_messages(ctx, entity_name):
@@ -18,11 +22,8 @@ def one_entity_messages(ctx, entity_name):
 
 
 def enum_messages(ctx):
-    messages, locale = ctx.app.messages, ctx.locale
-    body = {}
-    for meta_enum in ctx.app.metadata.enums.values():
-        body.update(messages.enum_messages(meta_enum, locale))
-    return json_response(dict(sorted(body.items())))
+    return _merged(ctx.app.messages.enum_messages(meta_enum, ctx.locale)
+                   for meta_enum in ctx.app.metadata.enums.values())
 
 
 def one_enum_messages(ctx, enum_name):

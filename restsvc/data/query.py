@@ -70,14 +70,7 @@ class EntityQuery:
     def compile(self, node):
         """A parsed filter tree -> Peewee expression, or None for "everything"."""
         if isinstance(node, Group):
-            parts = [p for p in (self.compile(item) for item in node.items)
-                     if p is not None]
-            if not parts:
-                return None
-            expression = parts[0]
-            for part in parts[1:]:
-                expression = (expression | part) if node.is_or else (expression & part)
-            return expression
+            return _all((self.compile(item) for item in node.items), node.is_or)
         return self._condition(node)
 
     def _condition(self, condition: Condition):
@@ -102,31 +95,13 @@ class EntityQuery:
 
     def row_condition(self, meta):
         """The caller's row-level conditions for this query's root entity."""
-        filters = self.access.permissions.row_filters(meta.name)
-        parts = []
-        for spec in filters:
-            tree = parse_filter(meta, spec, None, self.access.session)
-            compiled = self.compile(tree)
-            if compiled is not None:
-                parts.append(compiled)
-        if not parts:
-            return None
-        expression = parts[0]
-        for part in parts[1:]:
-            expression = expression & part
-        return expression
+        session = self.access.session
+        return _all(self.compile(parse_filter(meta, spec, None, session))
+                    for spec in self.access.permissions.row_filters(meta.name))
 
     def where(self, filter_tree=None):
-        parts = [self.row_condition(self.meta)]
-        if filter_tree is not None:
-            parts.append(self.compile(filter_tree))
-        parts = [p for p in parts if p is not None]
-        if not parts:
-            return None
-        expression = parts[0]
-        for part in parts[1:]:
-            expression = expression & part
-        return expression
+        return _all((self.row_condition(self.meta),
+                     self.compile(filter_tree) if filter_tree is not None else None))
 
     # -- sort --------------------------------------------------------------
     def order_by(self, sort):
@@ -178,6 +153,16 @@ class EntityQuery:
                 continue
             expanded.extend(self._expand(path + (sub,), seen | {target}))
         return expanded or [path]
+
+
+def _all(parts, any_of=False):
+    """AND (or OR) of the expressions that are not None; None when there are none."""
+    expression = None
+    for part in parts:
+        if part is not None:
+            expression = part if expression is None else (
+                (expression | part) if any_of else (expression & part))
+    return expression
 
 
 def check_limit(limit, maximum):
