@@ -1,6 +1,8 @@
 """Database values -> Python values, fast.
 
 The loader reads rows with a plain cursor and converts each column once.
+Ids and other UUIDs stay strings in canonical form; everything that
+compares ids (``parse_id``, the loader, the importer) uses that form.
 Peewee's own converters are general (a DateField tries several formats);
 these take the shape each database really returns: SQLite gives ISO text
 for dates, hex text for UUIDs and numbers for decimals, PostgreSQL gives
@@ -16,10 +18,14 @@ from ..model.fields import EnumField
 
 
 def _uuid(value):
+    """UUIDs are kept in their canonical text form: that is what JSON shows,
+    Peewee accepts it as a parameter, and SQLite's 32 hex digits become it by
+    slicing rather than by a round trip through uuid.UUID."""
     if isinstance(value, str):
-        # SQLite keeps 32 hex digits; parsing them as one integer is twice as fast.
-        return uuid.UUID(int=int(value, 16)) if len(value) == 32 else uuid.UUID(value)
-    return value
+        if len(value) == 32:
+            return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+        return value
+    return str(value)
 
 
 def _iso(kind):

@@ -69,16 +69,19 @@ class DataManager:
         ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
         upsert by the body's id (create), False means the rows must exist (update)."""
         importer = Importer(access, self.settings.optimistic_locking)
+        # Checked before the write transaction, so SQLite's single write lock is
+        # held only for the writes; what can change in between is caught by the
+        # writes themselves (foreign keys, the version and row count of UPDATE).
+        operations = []
+        for index, body in enumerate(bodies):
+            prefix = f"entities[{index}]." if bulk else ""
+            entity_id = entity_ids[index] if entity_ids else None
+            if creating is False and entity_id is None:
+                entity_id = _required_id(meta, body)
+            operations.append(importer.plan(meta, body, prefix, entity_id, creating))
+        if importer.violations:
+            raise ValidationFailed(importer.violations)
         with write_transaction(self.database):
-            operations = []
-            for index, body in enumerate(bodies):
-                prefix = f"entities[{index}]." if bulk else ""
-                entity_id = entity_ids[index] if entity_ids else None
-                if creating is False and entity_id is None:
-                    entity_id = _required_id(meta, body)
-                operations.append(importer.plan(meta, body, prefix, entity_id, creating))
-            if importer.violations:
-                raise ValidationFailed(importer.violations)
             return [importer.execute(operation) for operation in operations]
 
     def delete(self, access, meta, entity_ids):
