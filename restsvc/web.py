@@ -3,6 +3,8 @@ values, Content-Disposition, handlers that stream their request body."""
 import unicodedata
 from urllib.parse import quote
 
+from urllib.parse import quote
+
 from werkzeug.wrappers import Response
 
 from .data.access import access_for
@@ -10,6 +12,13 @@ from .errors import BadRequest
 from .jsonio import dumps, loads
 
 JSON_TYPE = "application/json;charset=UTF-8"
+
+
+def request_url(request):
+    """The request's absolute URL without the query, as the client sent it.
+    (Werkzeug's ``base_url`` re-parses the whole URL; this is a hot path.)"""
+    path = quote(request.root_path + request.path, safe="/:@!$&'()*+,;=-._~")
+    return f"{request.scheme}://{request.host}{path}"
 
 
 def json_response(data, status=200, headers=None):

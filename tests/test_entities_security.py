@@ -192,3 +192,12 @@ def test_deleting_a_user_through_the_entities_api_revokes_its_tokens(client, aut
     [alice] = client.get("/rest/entities/User/search", query_string=query, headers=auth).json
     assert client.delete(f"/rest/entities/User/{alice['id']}", headers=auth).status_code == 204
     assert client.get("/rest/userInfo", headers=alice_auth).status_code == 401
+
+
+def test_creating_a_row_the_caller_cannot_see_afterwards_still_answers_201(gold):
+    c, auth = gold
+    response = c.post("/rest/entities/Customer?responseFetchPlan=_local",
+                      json={"name": "Bronze newcomer", "grade": "BRONZE"}, headers=auth)
+    assert response.status_code == 201
+    assert set(response.json) == {"_entityName", "id"}
+    assert c.get(f"/rest/entities/Customer/{response.json['id']}", headers=auth).status_code == 404

@@ -3,7 +3,8 @@ from werkzeug.routing import Rule
 
 from ..errors import BadRequest
 from ..jsonio import loads
-from ..web import empty_response, json_response, query_bool, query_int, read_json_body
+from ..web import (empty_response, json_response, query_bool, query_int, read_json_body,
+                   request_url)
 from ..web import list_response as _listed
 
 BASE = "/rest/entities/<entity_name>"
@@ -102,10 +103,10 @@ def create(ctx, entity_name):
     body = read_json_body(ctx.request)
     plan = _response_plan(ctx, meta)
     bulk = isinstance(body, list)
-    ids = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
-    saved = data.saved_response(ctx.access, meta, ids, plan, query_bool(ctx.request, "returnNulls"))
-    location = ctx.request.base_url if bulk else f"{ctx.request.base_url}/{ids[0]}"
-    return json_response(saved if bulk else saved[0], status=201, headers={"Location": location})
+    saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
+    answer = data.saved_response(ctx.access, meta, saved, plan, query_bool(ctx.request, "returnNulls"))
+    location = request_url(ctx.request) if bulk else f"{request_url(ctx.request)}/{saved[0].id}"
+    return json_response(answer if bulk else answer[0], status=201, headers={"Location": location})
 
 
 def update(ctx, entity_name, entity_id):
@@ -113,8 +114,8 @@ def update(ctx, entity_name, entity_id):
     meta = data.entity(entity_name)
     body = read_json_body(ctx.request)
     plan = _response_plan(ctx, meta)
-    ids = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False)
-    return json_response(data.saved_response(ctx.access, meta, ids, plan)[0])
+    saved = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False)
+    return json_response(data.saved_response(ctx.access, meta, saved, plan)[0])
 
 
 def bulk_update(ctx, entity_name):
@@ -125,8 +126,8 @@ def bulk_update(ctx, entity_name):
         message = "The body of bulk update request should be an array"
         raise BadRequest(message, message)
     plan = _response_plan(ctx, meta)
-    ids = data.save(ctx.access, meta, body, creating=False, bulk=True)
-    return json_response(data.saved_response(ctx.access, meta, ids, plan))
+    saved = data.save(ctx.access, meta, body, creating=False, bulk=True)
+    return json_response(data.saved_response(ctx.access, meta, saved, plan))
 
 
 def delete(ctx, entity_name, entity_id):

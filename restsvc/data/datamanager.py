@@ -64,7 +64,8 @@ class DataManager:
 
     # -- writing -----------------------------------------------------------
     def save(self, access, meta, bodies, entity_ids=None, creating=None, bulk=False):
-        """Create or update entities in one transaction; returns their ids.
+        """Create or update entities in one transaction; returns the operations
+        (each with its ``id`` and the ``values`` written).
 
         ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
         upsert by the body's id (create), False means the rows must exist (update)."""
@@ -82,7 +83,9 @@ class DataManager:
         if importer.violations:
             raise ValidationFailed(importer.violations)
         with write_transaction(self.database):
-            return [importer.execute(operation) for operation in operations]
+            for operation in operations:
+                importer.execute(operation)
+        return operations
 
     def delete(self, access, meta, entity_ids):
         """Delete rows by id, all or nothing."""
@@ -97,17 +100,31 @@ class DataManager:
                                    f"Entity {meta.name} with id {entity_id} not found")
             delete_rows(self.metadata, meta, keys)
 
-    def saved_response(self, access, meta, ids, plan, return_nulls=False):
-        """What create/update answer: the reloaded entities along ``plan``, or
-        only ``_entityName``, ``_instanceName`` and ``id`` when ``plan`` is None.
-        A caller who may create but not read gets ``_entityName`` and ``id``."""
-        if not access.permissions.can(meta.name, "read"):
-            return [{"_entityName": meta.name, "id": str(key)} for key in ids]
-        loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
-        rows = select_rows(access, meta, loading, key_field=meta.model.id, keys=ids)
-        by_id = {row["id"]: row for row in rows}
+    def saved_response(self, access, meta, saved, plan, return_nulls=False):
+        """What create/update answer for the saved operations: the entities
+        reloaded along ``plan``, or only ``_entityName``, ``_instanceName`` and
+        ``id`` when ``plan`` is None. A row the caller may not read (entity
+        policy or row-level role) is answered with ``_entityName`` and ``id``."""
+        readable = access.permissions.can(meta.name, "read")
+        if readable and plan is None and _name_from_values(meta, saved):
+            return [serialize(meta, {**op.values, "id": op.id}, None, access.permissions,
+                              return_nulls) for op in saved]
+        ids = [op.id for op in saved]
+        by_id = {}
+        if readable:
+            loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
+            by_id = {row["id"]: row for row in select_rows(access, meta, loading,
+                                                           key_field=meta.model.id, keys=ids)}
         return [serialize(meta, by_id[key], plan, access.permissions, return_nulls)
-                for key in ids if key in by_id]
+                if key in by_id else {"_entityName": meta.name, "id": key} for key in ids]
+
+
+def _name_from_values(meta, saved):
+    """Whether the written values alone make the instance name (no reload)."""
+    names = meta.instance_name
+    return names and all(
+        not meta.properties[name].is_reference and name in op.values
+        for op in saved for name in names)
 
 
 def _required_id(meta, body):
