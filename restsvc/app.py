@@ -62,6 +62,7 @@ class RestApp:
         # Bound once: handlers never build URLs from it, matching needs only
         # the path and the method (binding per request costs more than matching).
         self._routes = self.url_map.bind("restsvc")
+        self._matched = {}
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
 
@@ -108,10 +109,22 @@ class RestApp:
         response.vary.update(PREFLIGHT_VARY)
         return response
 
+    def _match(self, path, method):
+        """Werkzeug's matcher, with recent answers kept: a matched path costs a
+        dict lookup the next time (bounded, so odd paths cannot grow it)."""
+        key = (path, method)
+        found = self._matched.get(key)
+        if found is None:
+            found = self._routes.match(path, method)
+            if len(self._matched) >= 4096:
+                self._matched.clear()
+            self._matched[key] = found
+        return found
+
     def _respond(self, request, environ):
         try:
             principal = self.gate.principal(request.path, request.headers.get("Authorization"))
-            endpoint, args = self._routes.match(request.path, request.method)
+            endpoint, args = self._match(request.path, request.method)
             # Bodies are capped here, once; a handler that streams its body
             # (file upload) counts against its own limit instead.
             if not getattr(endpoint, "streams_body", False):

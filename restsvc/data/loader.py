@@ -32,28 +32,34 @@ def loading_plan(plan):
 
 
 def _columns(meta, plan):
-    """(attribute name, peewee field) pairs the root query selects."""
-    columns = [("id", meta.model.id)]
-    for name in plan.properties:
-        prop = meta.properties[name]
-        if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
-            columns.append((name, prop.field))
-    return columns
+    """(attribute name, peewee field) pairs the root query selects, their
+    converters and a text signature for the SQL cache; worked out once per plan."""
+    cached = plan.__dict__.get("_columns")
+    if cached is None:
+        columns = [("id", meta.model.id)]
+        for name in plan.properties:
+            prop = meta.properties[name]
+            if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
+                columns.append((name, prop.field))
+        cached = plan._columns = (columns, [converter(field) for _, field in columns],
+                                  f"{meta.name}:{','.join(name for name, _ in columns)}")
+    return cached
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
                 key_field=None, keys=None, parent_column=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan)."""
-    columns = _columns(meta, plan)
+    columns, converters, signature = _columns(meta, plan)
     if parent_column is not None:
-        columns.append((_PARENT, parent_column))
+        columns = columns + [(_PARENT, parent_column)]
+        converters = converters + [converter(parent_column)]
+        signature += f"+{parent_column.name}"
     keys = list(keys) if keys is not None else None
-    sql, params = _statement(access, meta, columns, where_filter, sort, limit, offset,
+    sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
                              key_field, keys)
     cursor = access.database.execute_sql(sql, params)
-    rows = read_rows(cursor, [name for name, _ in columns],
-                     [converter(field) for _, field in columns])
+    rows = read_rows(cursor, [name for name, _ in columns], converters)
     fill_references(access, meta, plan, rows)
     transients = [prop for name, prop in meta.properties.items()
                   if prop.getter is not None and name in plan.properties]
@@ -63,7 +69,8 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     return rows
 
 
-def _statement(access, meta, columns, where_filter, sort, limit, offset, key_field, keys):
+def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
+               keys):
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of parameter-free shapes (no filter, no row-level
     roles: lists, loads by id, reference loads) is kept and reused."""
@@ -74,8 +81,9 @@ def _statement(access, meta, columns, where_filter, sort, limit, offset, key_fie
         params.append(offset)
     cache_key = None
     if where_filter is None and not access.permissions.row_filters(meta.name):
-        cache_key = (meta.name, tuple(field for _, field in columns), sort, limit is not None,
-                     bool(offset), key_field, len(keys) if keys is not None else None,
+        cache_key = (signature, sort, limit is not None, bool(offset),
+                     key_field.name if keys is not None else None,
+                     len(keys) if keys is not None else None,
                      id(access.permissions) if sort else None)
         sql = access.sql_cache.get(cache_key)
         if sql is not None:
