@@ -36,6 +36,12 @@ class Operation:
     children: list = field(default_factory=list)     # (prop, [Operation])
     removed: list = field(default_factory=list)      # (child meta, [ids])
 
+    @property
+    def is_one_statement(self):
+        """Written by one INSERT or UPDATE, which is atomic on its own."""
+        return (not self.children and not self.removed
+                and not hasattr(self.meta.model, "after_save"))
+
 
 def _violation(path, message, template, value=None):
     if not isinstance(value, (str, int, float, bool)) or value is None:
