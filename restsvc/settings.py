@@ -5,11 +5,12 @@ nest them or write them dotted; both flatten to the same dotted key. Anything
 unknown or malformed stops startup with a message that names the key.
 """
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from . import values as parse
 
 
 class SettingsError(Exception):
@@ -27,142 +28,41 @@ ENVIRONMENT = {
 }
 
 
-def _text(value):
-    if isinstance(value, (dict, list)):
-        raise ValueError("expected a single value")
-    return "" if value is None else str(value)
-
-
-def _boolean(value):
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "on", "1"):
-        return True
-    if text in ("false", "no", "off", "0"):
-        return False
-    raise ValueError("expected true or false")
-
-
-def _whole_number(minimum):
-    def parse(value):
-        if isinstance(value, bool):
-            raise ValueError("expected a whole number")
-        number = int(str(value).strip())
-        if number < minimum:
-            raise ValueError(f"must be at least {minimum}")
-        return number
-    return parse
-
-
-_positive_int = _whole_number(1)
-_non_negative_int = _whole_number(0)
-
-
-def _word_list(value):
-    """Comma-separated words (YAML lists are accepted too)."""
-    items = value if isinstance(value, list) else str(value or "").split(",")
-    return tuple(str(item).strip() for item in items if str(item).strip())
-
-
-def _extension_list(value):
-    """File extensions, compared without case: stored lowercase and without dots."""
-    return tuple(word.lower().lstrip(".") for word in _word_list(value))
-
-
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
-_DURATION_UNITS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _duration(value):
-    """``300``, ``300s``, ``5m``, ``1h``, ``1d`` -> seconds."""
-    match = _DURATION.match(str(value))
-    if not match or match.group(2) == "ms":
-        raise ValueError("expected a duration such as 300s, 5m or 1h")
-    seconds = int(match.group(1)) * _DURATION_UNITS[match.group(2)]
-    if seconds < 1:
-        raise ValueError("must be at least one second")
-    return seconds
-
-
-_SIZE = re.compile(r"^\s*(\d+)\s*(B|KB|MB|GB|TB)?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {None: 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
-
-
-def _size(value):
-    """Multipart-style sizes: ``1048576``, ``512KB``, ``100MB``, ``2GB``."""
-    match = _SIZE.match(str(value))
-    if not match:
-        raise ValueError("expected a size such as 512KB, 100MB or 2GB")
-    unit = match.group(2).upper() if match.group(2) else None
-    return int(match.group(1)) * _SIZE_UNITS[unit]
-
-
-_ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]+$", re.IGNORECASE)
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")      # RFC 9110 token
-
-
-def _origin_list(value):
-    """``*`` or origins such as ``https://app.example.com:8443`` (no path)."""
-    origins = _word_list(value)
-    for origin in origins:
-        if origin != "*" and not _ORIGIN.match(origin):
-            raise ValueError(f"{origin!r} is not an origin such as https://app.example.com")
-    return origins
-
-
-def _token_list(value):
-    """HTTP method or header names, or ``*``."""
-    names = _word_list(value)
-    for name in names:
-        if not _TOKEN.match(name):
-            raise ValueError(f"{name!r} is not a method or header name")
-    return names
-
-
-def _url_path_pattern_list(value):
-    patterns = _word_list(value)
-    for pattern in patterns:
-        if not pattern.startswith("/"):
-            raise ValueError(f"pattern {pattern!r} must start with /")
-    return patterns
-
-
 # key -> (attribute name, parser, default)
 _KEYS = {
-    "svc.application": ("application", _text, "restsvc.demo:application"),
-    "svc.data-dir": ("data_dir", _text, "var"),
-    "svc.datasource.url": ("database_url", _text, ""),
-    "svc.datasource.pool-size": ("database_pool_size", _positive_int, 20),
-    "svc.datasource.init-schema": ("init_schema", _boolean, True),
-    "svc.demo-data": ("demo_data", _boolean, False),
-    "svc.secret-key": ("secret_key", _text, ""),
-    "svc.file-storage.dir": ("file_storage_dir", _text, ""),
-    "svc.core.available-locales": ("available_locales", _word_list, ("en",)),
-    "svc.core.messages-dir": ("messages_dir", _text, "messages"),
-    "svc.rest.default-max-fetch-size": ("default_max_fetch_size", _positive_int, 10000),
-    "svc.rest.optimistic-locking-enabled": ("optimistic_locking", _boolean, False),
-    "svc.rest.inline-fetch-plan-enabled": ("inline_fetch_plans", _boolean, True),
-    "svc.rest.response-fetch-plan-enabled": ("response_fetch_plans", _boolean, True),
+    "svc.application": ("application", parse.text, "restsvc.demo:application"),
+    "svc.data-dir": ("data_dir", parse.text, "var"),
+    "svc.datasource.url": ("database_url", parse.text, ""),
+    "svc.datasource.pool-size": ("database_pool_size", parse.positive_int, 20),
+    "svc.datasource.init-schema": ("init_schema", parse.boolean, True),
+    "svc.demo-data": ("demo_data", parse.boolean, False),
+    "svc.secret-key": ("secret_key", parse.text, ""),
+    "svc.file-storage.dir": ("file_storage_dir", parse.text, ""),
+    "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
+    "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
+    "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
+    "svc.rest.optimistic-locking-enabled": ("optimistic_locking", parse.boolean, False),
+    "svc.rest.inline-fetch-plan-enabled": ("inline_fetch_plans", parse.boolean, True),
+    "svc.rest.response-fetch-plan-enabled": ("response_fetch_plans", parse.boolean, True),
     "svc.rest.inline-enabled-file-extensions": (
-        "inline_file_extensions", _extension_list, ("jpg", "png", "jpeg", "pdf")),
-    "svc.rest.max-file-size": ("max_file_size", _size, 100 << 20),
-    "svc.rest.max-request-size": ("max_request_size", _size, 10 << 20),
-    "svc.rest.services-config": ("services_config", _text, ""),
-    "svc.rest.queries-config": ("queries_config", _text, ""),
+        "inline_file_extensions", parse.extension_list, ("jpg", "png", "jpeg", "pdf")),
+    "svc.rest.max-file-size": ("max_file_size", parse.size, 100 << 20),
+    "svc.rest.max-request-size": ("max_request_size", parse.size, 10 << 20),
+    "svc.rest.services-config": ("services_config", parse.text, ""),
+    "svc.rest.queries-config": ("queries_config", parse.text, ""),
     "svc.resource-server.authenticated-url-patterns": (
-        "authenticated_url_patterns", _url_path_pattern_list, ("/rest/**",)),
+        "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**",)),
     "svc.resource-server.anonymous-url-patterns": (
-        "anonymous_url_patterns", _url_path_pattern_list, ()),
-    "svc.resource-server.realm": ("realm", _text, "restsvc"),
-    "svc.authserver.rate-limit.max-failures": ("auth_max_failures", _non_negative_int, 10),
-    "svc.authserver.rate-limit.window": ("auth_failure_window", _duration, 300),
-    "svc.cors.allowed-origins": ("cors_allowed_origins", _origin_list, ()),
-    "svc.cors.allowed-methods": ("cors_allowed_methods", _token_list, ("*",)),
-    "svc.cors.allowed-headers": ("cors_allowed_headers", _token_list, ("*",)),
-    "svc.cors.exposed-headers": ("cors_exposed_headers", _token_list, ()),
-    "svc.cors.allow-credentials": ("cors_allow_credentials", _boolean, False),
-    "svc.cors.max-age": ("cors_max_age", _duration, 1800),
+        "anonymous_url_patterns", parse.url_path_pattern_list, ()),
+    "svc.resource-server.realm": ("realm", parse.text, "restsvc"),
+    "svc.authserver.rate-limit.max-failures": ("auth_max_failures", parse.non_negative_int, 10),
+    "svc.authserver.rate-limit.window": ("auth_failure_window", parse.duration, 300),
+    "svc.cors.allowed-origins": ("cors_allowed_origins", parse.origin_list, ()),
+    "svc.cors.allowed-methods": ("cors_allowed_methods", parse.token_list, ("*",)),
+    "svc.cors.allowed-headers": ("cors_allowed_headers", parse.token_list, ("*",)),
+    "svc.cors.exposed-headers": ("cors_exposed_headers", parse.token_list, ()),
+    "svc.cors.allow-credentials": ("cors_allow_credentials", parse.boolean, False),
+    "svc.cors.max-age": ("cors_max_age", parse.duration, 1800),
 }
 
 # Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
@@ -171,13 +71,13 @@ _ENTITY_FETCH_SIZE = "svc.rest.entity-max-fetch-size."
 # svc.authserver.client.<name>.<key>
 _CLIENT_PREFIX = "svc.authserver.client."
 _CLIENT_KEYS = {
-    "client-id": ("client_id", _text, None),
-    "client-secret": ("client_secret", _text, None),
-    "authorization-grant-types": ("grant_types", _word_list, ("client_credentials",)),
-    "access-token-time-to-live": ("access_token_ttl", _duration, 300),
-    "refresh-token-time-to-live": ("refresh_token_ttl", _duration, 3600),
-    "resource-roles": ("resource_roles", _word_list, ()),
-    "row-level-roles": ("row_level_roles", _word_list, ()),
+    "client-id": ("client_id", parse.text, None),
+    "client-secret": ("client_secret", parse.text, None),
+    "authorization-grant-types": ("grant_types", parse.word_list, ("client_credentials",)),
+    "access-token-time-to-live": ("access_token_ttl", parse.duration, 300),
+    "refresh-token-time-to-live": ("refresh_token_ttl", parse.duration, 3600),
+    "resource-roles": ("resource_roles", parse.word_list, ()),
+    "row-level-roles": ("row_level_roles", parse.word_list, ()),
 }
 
 
@@ -305,7 +205,7 @@ def build_settings(values, base_dir=".", environ=None):
             parsed[attr] = _parse(key, parser, value)
         elif key.startswith(_ENTITY_FETCH_SIZE) and len(key) > len(_ENTITY_FETCH_SIZE):
             entity = key[len(_ENTITY_FETCH_SIZE):]
-            parsed["entity_max_fetch_size"][entity] = _parse(key, _positive_int, value)
+            parsed["entity_max_fetch_size"][entity] = _parse(key, parse.positive_int, value)
         elif key.startswith(_CLIENT_PREFIX):
             client_values[key] = value
         else:

@@ -3,8 +3,6 @@ values, Content-Disposition, handlers that stream their request body."""
 import unicodedata
 from urllib.parse import quote
 
-from urllib.parse import quote
-
 from werkzeug.wrappers import Response
 
 from .data.access import access_for

@@ -10,7 +10,6 @@ native objects, which pass through untouched.
 """
 import datetime
 import decimal
-import uuid
 
 import peewee
 

@@ -207,7 +207,7 @@ class Importer:
 
     # -- phase 2 ---------------------------------------------------------
     def execute(self, operation, owner_field=None, owner_id=None):
-        meta, model = operation.meta, operation.meta.model
+        model = operation.meta.model
         values = dict(operation.values)
         if owner_field is not None:
             values[owner_field.name] = owner_id

@@ -1,0 +1,104 @@
+"""Setting value syntax: each parser takes a YAML or environment value and
+returns the typed value, or raises ValueError with a short reason."""
+import re
+
+
+def text(value):
+    if isinstance(value, (dict, list)):
+        raise ValueError("expected a single value")
+    return "" if value is None else str(value)
+
+
+def boolean(value):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def whole_number(minimum):
+    def parse(value):
+        if isinstance(value, bool):
+            raise ValueError("expected a whole number")
+        number = int(str(value).strip())
+        if number < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return number
+    return parse
+
+
+positive_int = whole_number(1)
+non_negative_int = whole_number(0)
+
+
+def word_list(value):
+    """Comma-separated words (YAML lists are accepted too)."""
+    items = value if isinstance(value, list) else str(value or "").split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+def extension_list(value):
+    """File extensions, compared without case: stored lowercase and without dots."""
+    return tuple(word.lower().lstrip(".") for word in word_list(value))
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
+_DURATION_UNITS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(value):
+    """``300``, ``300s``, ``5m``, ``1h``, ``1d`` -> seconds."""
+    match = _DURATION.match(str(value))
+    if not match or match.group(2) == "ms":
+        raise ValueError("expected a duration such as 300s, 5m or 1h")
+    seconds = int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if seconds < 1:
+        raise ValueError("must be at least one second")
+    return seconds
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(B|KB|MB|GB|TB)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {None: 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+
+
+def size(value):
+    """Multipart-style sizes: ``1048576``, ``512KB``, ``100MB``, ``2GB``."""
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError("expected a size such as 512KB, 100MB or 2GB")
+    unit = match.group(2).upper() if match.group(2) else None
+    return int(match.group(1)) * _SIZE_UNITS[unit]
+
+
+_ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]+$", re.IGNORECASE)
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")      # RFC 9110 token
+
+
+def origin_list(value):
+    """``*`` or origins such as ``https://app.example.com:8443`` (no path)."""
+    origins = word_list(value)
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.match(origin):
+            raise ValueError(f"{origin!r} is not an origin such as https://app.example.com")
+    return origins
+
+
+def token_list(value):
+    """HTTP method or header names, or ``*``."""
+    names = word_list(value)
+    for name in names:
+        if not _TOKEN.match(name):
+            raise ValueError(f"{name!r} is not a method or header name")
+    return names
+
+
+def url_path_pattern_list(value):
+    patterns = word_list(value)
+    for pattern in patterns:
+        if not pattern.startswith("/"):
+            raise ValueError(f"pattern {pattern!r} must start with /")
+    return patterns
