@@ -122,3 +122,12 @@ def test_an_expired_token_is_inactive(client, monkeypatch):
     later = time.time() + 3601
     monkeypatch.setattr(tokens.time, "time", lambda: later)
     assert introspect(client, token).json == {"active": False}
+
+
+def test_expired_tokens_are_purged_as_new_ones_are_issued(app, client, monkeypatch):
+    get_token(client)
+    later = time.time() + 7200
+    monkeypatch.setattr(tokens.time, "time", lambda: later)
+    for _ in range(tokens.PURGE_EVERY):
+        get_token(client)
+    assert all(row.expires_at > later for row in tokens.StoredToken.select())

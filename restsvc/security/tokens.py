@@ -16,6 +16,7 @@ import peewee
 
 from ..db import database_proxy
 
+PURGE_EVERY = 200   # tokens issued by one process between purges of expired ones
 ACCESS = "access"
 REFRESH = "refresh"
 
@@ -82,6 +83,7 @@ class TokenStore:
     def __init__(self, secret_key):
         self._key = secret_key.encode("utf-8")
         self._find_sql = None
+        self._issued = 0
 
     def hash(self, token):
         return hmac.new(self._key, token.encode("utf-8"), hashlib.sha256).hexdigest()
@@ -98,6 +100,9 @@ class TokenStore:
             row_level_roles=",".join(identity.row_level_roles),
             parent_hash=parent_hash, issued_at=now, expires_at=now + ttl,
         ).execute()
+        self._issued += 1
+        if self._issued % PURGE_EVERY == 0:     # expired rows would otherwise pile up
+            self.purge_expired()
         return token
 
     def find(self, token):
