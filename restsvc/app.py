@@ -95,7 +95,7 @@ class RestApp:
         if self.cors is not None and self.cors.is_preflight(request.method, request.headers):
             response = self._preflight(request)
         else:
-            response = self._respond(request, environ)
+            response = self._respond(request)
             if self.cors is not None:
                 response.headers.update(self.cors.actual(request.headers))
                 response.vary.add("Origin")
@@ -121,7 +121,7 @@ class RestApp:
             self._matched[key] = found
         return found
 
-    def _respond(self, request, environ):
+    def _respond(self, request):
         try:
             principal = self.gate.principal(request.path, request.headers.get("Authorization"))
             endpoint, args = self._match(request.path, request.method)

@@ -201,3 +201,10 @@ def test_creating_a_row_the_caller_cannot_see_afterwards_still_answers_201(gold)
     assert response.status_code == 201
     assert set(response.json) == {"_entityName", "id"}
     assert c.get(f"/rest/entities/Customer/{response.json['id']}", headers=auth).status_code == 404
+
+
+def test_without_the_update_policy_a_missing_row_is_403_too(reader):
+    c, auth = reader
+    response = c.put("/rest/entities/Customer/00000000-0000-0000-0000-0000000000aa", json={"name": "x"},
+                     headers=auth)
+    assert response.status_code == 403 and response.json["error"] == "Updating forbidden"

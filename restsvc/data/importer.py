@@ -72,6 +72,8 @@ class Importer:
             entity_id = body.get("id")
         if entity_id is not None:
             entity_id = parse_id(meta, entity_id)
+        if creating is False:       # before looking: no update policy, no hint whether it exists
+            require(self.access, meta, "update")
         existing = self._exists(meta, entity_id) if entity_id is not None else False
         if creating is None:
             creating = not existing
