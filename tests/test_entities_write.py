@@ -249,3 +249,11 @@ def test_a_child_of_another_parent_cannot_be_moved(client, auth):
     assert response.status_code == 400
     assert response.json["error"] == "Entity update failed"
     assert client.get(f"/rest/entities/OrderLine/{foreign_line}", headers=auth).status_code == 200
+
+
+def test_a_missing_reference_on_update_is_entity_update_failed(client, auth):
+    response = client.put(f"/rest/entities/Order/{demo_id('order', 0)}",
+                          json={"customer": {"id": "00000000-0000-0000-0000-0000000000bb"}}, headers=auth)
+    assert response.status_code == 400
+    assert response.json == {"error": "Entity update failed",
+                             "details": "Referenced entity for property 'customer' is missing"}
