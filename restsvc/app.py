@@ -3,7 +3,6 @@ import logging
 
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
-from werkzeug.wrappers import Request
 
 from . import db
 from .api import API_MODULES
@@ -24,7 +23,7 @@ from .security.roles import RoleRegistry
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
 from .settings import SettingsError
-from .web import Context, empty_response, error_response
+from .web import Context, Request, empty_response, error_response
 
 log = logging.getLogger("restsvc")
 

@@ -3,6 +3,8 @@ values, Content-Disposition, handlers that stream their request body."""
 import unicodedata
 from urllib.parse import quote
 
+from werkzeug.datastructures import ImmutableMultiDict
+from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
 from .data.access import access_for
@@ -10,6 +12,20 @@ from .errors import BadRequest
 from .jsonio import dumps, loads
 
 JSON_TYPE = "application/json;charset=UTF-8"
+
+
+class _Parameters(ImmutableMultiDict):
+    """Werkzeug's ``MultiDict.get`` builds and catches an HTTP exception for
+    every absent key; handlers ask for many optional parameters per request."""
+
+    def get(self, key, default=None, type=None):
+        if key not in self:
+            return default
+        return super().get(key, default, type)
+
+
+class Request(WerkzeugRequest):
+    parameter_storage_class = _Parameters
 
 
 def request_url(request):
