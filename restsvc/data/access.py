@@ -17,7 +17,7 @@ class Access:
 
 def access_for(app, principal):
     session = {"username": principal.username,
-               "userId": str(getattr(principal, "user_id", None) or "")}
+               "userId": str(principal.user_id or "")}
     return Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache)
 
 
