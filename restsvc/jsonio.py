@@ -20,11 +20,21 @@ def _encode_special(value):
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def dumps(data):
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=_encode_special)
+def dumps(data, ascii_only=False):
+    text = json.dumps(data, ensure_ascii=ascii_only, separators=(",", ":"),
+                      default=_encode_special)
     if "\\u0000" + _NONCE in text:
         text = _MARKER.sub(r"\1", text)
     return text
+
+
+def dumps_bytes(data):
+    """UTF-8 JSON. A lone surrogate (a client's "\\ud800" echoed back in an
+    error) cannot be UTF-8: then every non-ASCII character is escaped instead."""
+    try:
+        return dumps(data).encode("utf-8")
+    except UnicodeEncodeError:
+        return dumps(data, ascii_only=True).encode("ascii")
 
 
 def loads(text):

@@ -9,7 +9,7 @@ from werkzeug.wrappers import Response
 
 from .data.access import access_for
 from .errors import BadRequest
-from .jsonio import dumps, loads
+from .jsonio import dumps_bytes, loads
 
 JSON_TYPE = "application/json;charset=UTF-8"
 
@@ -46,7 +46,7 @@ class _JsonResponse(Response):
 
 
 def json_response(data, status=200, headers=None):
-    return _JsonResponse(dumps(data), status=status, headers=headers, content_type=JSON_TYPE)
+    return _JsonResponse(dumps_bytes(data), status=status, headers=headers, content_type=JSON_TYPE)
 
 
 def empty_response(status=200, headers=None):

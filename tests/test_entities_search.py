@@ -188,3 +188,11 @@ def test_very_long_values_deep_nesting_and_huge_lists_are_refused(client, auth):
     deep_json = "[" * 100000 + "]" * 100000
     response = client.get("/rest/entities/Product/search", query_string={"filter": deep_json}, headers=auth)
     assert response.status_code == 400
+
+
+def test_a_lone_surrogate_in_a_filter_is_a_clean_400(client, auth):
+    response = client.get("/rest/entities/Product/search",
+                          query_string={"filter": '{"conditions":[{"property":"name","operator":"=","value":"\\ud800"}]}'},
+                          headers=auth)
+    assert response.status_code == 400
+    assert response.json["error"] == "Cannot parse entities filter"

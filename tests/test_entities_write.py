@@ -257,3 +257,18 @@ def test_a_missing_reference_on_update_is_entity_update_failed(client, auth):
     assert response.status_code == 400
     assert response.json == {"error": "Entity update failed",
                              "details": "Referenced entity for property 'customer' is missing"}
+
+
+def test_a_body_over_the_request_size_limit_is_413(make_app):
+    c = Client(make_app({"svc.rest.max-request-size": "1KB"}))
+    auth = {"Authorization": f"Bearer {get_token(c)}"}
+    response = c.post("/rest/entities/Customer", data='{"name": "' + "x" * 2000 + '"}', headers=auth)
+    assert response.status_code == 413
+    assert response.json["error"] == "Request Entity Too Large"
+
+
+@pytest.mark.parametrize("body", ["[" * 50000 + "]" * 50000, '{"name": "\\ud800"}', "\xff\xfe"])
+def test_hostile_bodies_are_400(client, auth, body):
+    response = client.post("/rest/entities/Customer", data=body.encode("utf-8", "surrogatepass"),
+                           headers=auth)
+    assert response.status_code == 400, response.get_data(as_text=True)

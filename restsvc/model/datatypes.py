@@ -32,6 +32,10 @@ def _string(value):
     if isinstance(value, str):
         if "\x00" in value:   # PostgreSQL cannot store it; SQLite's LIKE stops at it
             raise ValueError("NUL characters are not allowed")
+        try:
+            value.encode("utf-8")   # a JSON "\ud800" escape decodes to a lone surrogate
+        except UnicodeEncodeError:
+            raise ValueError("not valid Unicode text") from None
         return value
     if isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
         return str(value)
