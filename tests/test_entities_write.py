@@ -272,3 +272,11 @@ def test_hostile_bodies_are_400(client, auth, body):
     response = client.post("/rest/entities/Customer", data=body.encode("utf-8", "surrogatepass"),
                            headers=auth)
     assert response.status_code == 400, response.get_data(as_text=True)
+
+
+def test_decimals_must_fit_the_column(client, auth):
+    response = client.post("/rest/entities/Product", json={"name": "Big", "price": 2 ** 70}, headers=auth)
+    assert response.status_code == 400
+    assert response.json[0]["message"] == "numeric value out of bounds (<10 digits>.<2 digits> expected)"
+    response = client.post("/rest/entities/Product", json={"name": "Fine", "price": "0.005"}, headers=auth)
+    assert response.status_code == 400 and response.json[0]["path"] == "price"

@@ -22,6 +22,7 @@ from .loader import select_rows
 
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
 SIZE = "{jakarta.validation.constraints.Size.message}"
+DIGITS = "{jakarta.validation.constraints.Digits.message}"
 INVALID = "{restsvc.validation.InvalidValue}"
 CUSTOM = "{restsvc.validation.Custom}"
 
@@ -41,6 +42,14 @@ class Operation:
         """Written by one INSERT or UPDATE, which is atomic on its own."""
         return (not self.children and not self.removed
                 and not hasattr(self.meta.model, "after_save"))
+
+
+def _fits(number, field):
+    """Whether a decimal fits the column's precision and scale."""
+    sign, digits, exponent = number.as_tuple()
+    fraction = max(0, -exponent)
+    whole = len(digits) + exponent if len(digits) + exponent > 0 else 0
+    return fraction <= field.decimal_places and whole <= field.max_digits - field.decimal_places
 
 
 def _violation(path, message, template, value=None):
@@ -135,6 +144,12 @@ class Importer:
             self.violations.append(_violation(where, f"size must be between 0 and {max_length}",
                                               SIZE, value))
             return
+        if isinstance(prop.field, peewee.DecimalField) and not _fits(parsed, prop.field):
+            whole = prop.field.max_digits - prop.field.decimal_places
+            self.violations.append(_violation(
+                where, f"numeric value out of bounds (<{whole} digits>.<"
+                       f"{prop.field.decimal_places} digits> expected)", DIGITS, value))
+            return
         operation.values[prop.field.name] = parsed
 
     def _reference(self, prop, value, failure):
@@ -227,6 +242,8 @@ class Importer:
         except peewee.IntegrityError:
             raise BadRequest(failure, "The values violate a database constraint "
                                       "(for example a value that must be unique)") from None
+        except peewee.DataError:
+            raise BadRequest(failure, "A value does not fit its database column") from None
         for child_meta, ids in operation.removed:
             delete_rows(self.access.metadata, child_meta, ids)
         for prop, children in operation.children:
