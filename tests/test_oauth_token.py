@@ -55,8 +55,9 @@ def test_missing_client_authentication_is_invalid_client(client):
     assert response.json["error"] == "invalid_client"
 
 
-def test_malformed_basic_header_is_invalid_client(client):
-    response = client.post("/oauth2/token", data=GRANT, headers={"Authorization": "Basic %%%"})
+@pytest.mark.parametrize("header", ["Basic %%%", "Basic 💥", "Basic " + "x" * 5001])
+def test_malformed_basic_header_is_invalid_client(client, header):
+    response = client.post("/oauth2/token", data=GRANT, headers={"Authorization": header})
     assert response.status_code == 401
     assert response.json["error"] == "invalid_client"
 

@@ -44,7 +44,7 @@ class AuthServer:
                 raise OAuthError("invalid_request", "Use one client authentication method")
             try:
                 decoded = base64.b64decode(authorization[6:].strip(), validate=True).decode("utf-8")
-            except (binascii.Error, UnicodeDecodeError):
+            except ValueError:     # not base64 (binascii.Error), not ASCII, not UTF-8
                 raise self._invalid_client("Malformed Basic credentials") from None
             client_id, sep, secret = decoded.partition(":")
             if not sep:
