@@ -10,10 +10,6 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -212,12 +208,6 @@ def alice_auth(client):
 
 # --- real servers -------------------------------------------------------------
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def http(method, url, data=None, headers=None):
     """(status, body bytes) of one real HTTP request."""
     request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
@@ -240,36 +230,15 @@ def http_form(url, fields, client_id="demo-client", secret="demo-secret"):
 def start_servers(database_url, tmp_path):
     """``start_servers(n, workers)``: n real ``restsvc serve`` processes on this test's
     database, started together; returns their base URLs once all of them answer."""
-    processes = []
+    from servers import launch, stop, wait_until_ready
+    started = []
 
     def start(count=1, workers=2):
-        env = {**os.environ, "RESTSVC_DATABASE_URL": database_url,
-               "RESTSVC_DATA_DIR": str(tmp_path)}
-        bases = []
-        for _ in range(count):
-            port = free_port()
-            log = open(tmp_path / f"server-{port}.log", "wb")
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "restsvc.cli", "--config", str(CONFIG_DIR / "restsvc.yaml"),
-                 "serve", "--port", str(port), "--workers", str(workers)],
-                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT))
-            log.close()
-            bases.append(f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 30
-        for base, process in zip(bases, processes[-count:]):
-            while True:
-                try:
-                    http("GET", f"{base}/rest/userInfo")
-                    break
-                except OSError:
-                    assert process.poll() is None, "server exited: " + (
-                        tmp_path / f"server-{base.rsplit(':', 1)[1]}.log").read_text()
-                    assert time.monotonic() < deadline, "server did not start"
-                    time.sleep(0.1)
-        return bases
+        servers = [launch(tmp_path / f"server-{len(started) + i}", database_url, workers=workers)
+                   for i in range(count)]
+        started.extend(servers)
+        return [wait_until_ready(server).base_url for server in servers]
 
     yield start
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.wait(timeout=10)
+    for server in started:
+        stop(server)

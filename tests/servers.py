@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import yaml
 
-from conftest import CONFIG_DIR, _drop_keys, basic, shipped_config
+from conftest import _drop_keys, basic, shipped_config
 
 
 def free_port():
@@ -26,6 +26,10 @@ class Server:
         self.process = process
         self.log_path = log_path
         self.token = None
+
+    @property
+    def base_url(self):
+        return f"http://{self.host}:{self.port}"
 
     def connection(self, timeout=300):
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
@@ -55,7 +59,7 @@ class Server:
 
 def _write_config(directory, database_url, overrides):
     values = {"svc.datasource.url": database_url, "svc.data-dir": str(directory),
-              "svc.core.messages-dir": str(CONFIG_DIR / "messages"), **(overrides or {})}
+              **(overrides or {})}
     config = shipped_config()
     _drop_keys(config, values)
     path = directory / "server.yaml"
@@ -63,10 +67,10 @@ def _write_config(directory, database_url, overrides):
     return path
 
 
-@contextmanager
-def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=300):
-    """``restsvc serve`` on a free port with the shipped demo settings plus
-    ``overrides``; yields a Server holding a full-access token."""
+def launch(directory, database_url, overrides=None, workers=1, timeout=300):
+    """Start ``restsvc serve`` on a free port with the shipped demo settings plus
+    ``overrides``; ``wait_until_ready`` waits for it."""
+    directory.mkdir(parents=True, exist_ok=True)
     config = _write_config(directory, database_url, overrides)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RESTSVC_")}
@@ -76,16 +80,11 @@ def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=
             [sys.executable, "-m", "restsvc.cli", "--config", str(config), "serve",
              "--port", str(port), "--workers", str(workers), "--timeout", str(timeout)],
             cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = Server(port, process, log_path)
-    try:
-        server.token = _wait_for_token(server)
-        yield server
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+    return Server(port, process, log_path)
 
 
-def _wait_for_token(server, seconds=60):
+def wait_until_ready(server, seconds=60):
+    """Wait for the server to answer; keep a full-access token on it."""
     deadline = time.monotonic() + seconds
     while True:
         try:
@@ -94,11 +93,27 @@ def _wait_for_token(server, seconds=60):
                 {"Authorization": basic("demo-client", "demo-secret"),
                  "Content-Type": "application/x-www-form-urlencoded"})
             assert status == 200, body
-            return json.loads(body)["access_token"]
+            server.token = json.loads(body)["access_token"]
+            return server
         except OSError:
             if server.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the server did not start:\n" + server.log()) from None
             time.sleep(0.2)
+
+
+def stop(server):
+    server.process.terminate()
+    server.process.wait(timeout=20)
+
+
+@contextmanager
+def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=300):
+    """One real server for the duration of a ``with`` block."""
+    server = launch(directory, database_url, overrides, workers, timeout)
+    try:
+        yield wait_until_ready(server)
+    finally:
+        stop(server)
 
 
 def memory_kib(pid, field):

@@ -6,7 +6,6 @@ as plain values and returns the JSON body, or raises OAuthError with the
 RFC 6749 section 5.2 code.
 """
 import base64
-import binascii
 from urllib.parse import unquote
 
 from ..errors import OAuthError
