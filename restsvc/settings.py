@@ -48,7 +48,6 @@ _KEYS = {
         "inline_file_extensions", parse.extension_list, ("jpg", "png", "jpeg", "pdf")),
     "svc.rest.max-file-size": ("max_file_size", parse.size, 100 << 20),
     "svc.rest.max-request-size": ("max_request_size", parse.size, 10 << 20),
-    "svc.rest.services-config": ("services_config", parse.text, ""),
     "svc.rest.queries-config": ("queries_config", parse.text, ""),
     "svc.resource-server.authenticated-url-patterns": (
         "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**",)),
@@ -113,7 +112,6 @@ class Settings:
     inline_file_extensions: tuple
     max_file_size: int
     max_request_size: int
-    services_config: str
     queries_config: str
     authenticated_url_patterns: tuple
     anonymous_url_patterns: tuple
