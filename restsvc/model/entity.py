@@ -9,6 +9,7 @@ A field with ``null=False`` is mandatory. Declaring only records facts on the
 class; metadata is built from them when the application starts.
 """
 import os
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from ..db import database_proxy
 
 
 _last_id = [0]
+_id_lock = threading.Lock()     # threads of one worker must never share an id
 
 
 def new_id():
@@ -29,9 +31,10 @@ def new_id():
     value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big") >> 8
     value = (value & ~(0xF << 76)) | (0x7 << 76)          # version 7
     value = (value & ~(0x3 << 62)) | (0x2 << 62)          # RFC 4122 variant
-    if value <= _last_id[0]:
-        value = _last_id[0] + 1
-    _last_id[0] = value
+    with _id_lock:
+        if value <= _last_id[0]:
+            value = _last_id[0] + 1
+        _last_id[0] = value
     return uuid.UUID(int=value)
 
 
