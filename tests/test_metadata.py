@@ -120,3 +120,23 @@ def test_one_enum_and_unknown_enum(client, auth):
     response = client.get("/rest/metadata/enums/x.Nope", headers=auth)
     assert response.status_code == 404
     assert response.json == {"error": "Enum not found", "details": "Enum with class name x.Nope not found"}
+
+
+def test_datatypes_with_their_formats(client, auth):
+    body = {d["id"]: d for d in client.get("/rest/metadata/datatypes", headers=auth).json}
+    assert {"string", "int", "long", "decimal", "double", "boolean", "uuid", "localDate",
+            "localDateTime", "dateTime", "localTime", "fileRef"} == set(body)
+    assert body["string"] == {"id": "string", "name": "string"}
+    assert body["decimal"]["decimalSeparator"] == "."
+
+
+def test_capabilities_need_a_token_but_not_rest_enabled(make_app):
+    from werkzeug.test import Client
+    from conftest import get_token
+    app = make_app({"svc.rest.inline-fetch-plan-enabled": False,
+                    "svc.authserver.client.reader.resource-roles": ""})
+    c = Client(app)
+    assert c.get("/rest/capabilities").status_code == 401
+    token = get_token(c, "reader", "reader-secret")
+    response = c.get("/rest/capabilities", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200 and response.json == {"inlineFetchPlans": False}

@@ -2,6 +2,7 @@
 from werkzeug.routing import Rule
 
 from ..errors import NotFound
+from ..model.datatypes import DATATYPES, FORMATS
 from ..web import json_response
 
 
@@ -51,6 +52,15 @@ def get_enum(ctx, enum_name):
     return json_response(find_enum(ctx, enum_name).to_json(ctx.app.messages.captions(ctx.locale)))
 
 
+def list_datatypes(ctx):
+    return json_response([{"id": name, "name": name, **FORMATS.get(name, {})} for name in DATATYPES])
+
+
+def capabilities(ctx):
+    """What optional features clients may use (reference 6.8)."""
+    return json_response({"inlineFetchPlans": ctx.app.settings.inline_fetch_plans})
+
+
 rules = [
     Rule("/rest/metadata/entities", methods=["GET"], endpoint=list_entities),
     Rule("/rest/metadata/entities/<entity_name>", methods=["GET"], endpoint=get_entity),
@@ -60,4 +70,6 @@ rules = [
          endpoint=get_fetch_plan),
     Rule("/rest/metadata/enums", methods=["GET"], endpoint=list_enums),
     Rule("/rest/metadata/enums/<enum_name>", methods=["GET"], endpoint=get_enum),
+    Rule("/rest/metadata/datatypes", methods=["GET"], endpoint=list_datatypes),
+    Rule("/rest/capabilities", methods=["GET"], endpoint=capabilities),
 ]

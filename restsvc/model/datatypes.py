@@ -170,6 +170,16 @@ DATATYPES = {
     "fileRef": Datatype("fileRef", _identity, _file_ref, "string"),
 }
 
+# What ``GET /metadata/datatypes`` reports beside id and name (reference 6.4):
+# the non-localized formats the JSON values use.
+FORMATS = {
+    "dateTime": {"format": "yyyy-MM-dd'T'HH:mm:ss.SSS"},
+    "int": {"format": "0", "decimalSeparator": ".", "groupingSeparator": ""},
+    "long": {"format": "0", "decimalSeparator": ".", "groupingSeparator": ""},
+    "decimal": {"format": "0.####", "decimalSeparator": ".", "groupingSeparator": ""},
+    "double": {"format": "0.###", "decimalSeparator": ".", "groupingSeparator": ""},
+}
+
 # Most specific class first: the first isinstance match wins.
 _FIELD_TYPES = (
     (FileRefField, "fileRef"),
