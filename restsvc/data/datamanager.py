@@ -11,7 +11,7 @@ from ..model.serialize import serialize
 from .access import require
 from .filters import parse_filter
 from .importer import Importer, delete_rows, parse_id
-from .loader import count_rows, loading_plan, select_rows
+from .loader import count_rows, loading_plan, select_rows, visible_ids
 from .query import check_limit
 
 
@@ -98,10 +98,9 @@ class DataManager:
         require(access, meta, "delete")
         keys = [parse_id(meta, entity_id) for entity_id in entity_ids]
         with write_transaction(self.database):
+            found = visible_ids(access, meta, keys)
             for key, entity_id in zip(keys, entity_ids):
-                found = select_rows(access, meta, loading_plan(meta.fetch_plans["_instance_name"]),
-                                    key_field=meta.model.id, keys=[key])
-                if not found:
+                if key not in found:
                     raise NotFound("Entity not found",
                                    f"Entity {meta.name} with id {entity_id} not found")
             delete_rows(self.metadata, meta, keys)

@@ -18,7 +18,7 @@ from ..errors import ApiError, BadRequest, Conflict, NotFound
 from ..model.fetchplan import ids_only
 from ..security.roles import MODIFY
 from .access import require
-from .loader import select_rows
+from .loader import select_rows, visible_ids
 
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
 SIZE = "{jakarta.validation.constraints.Size.message}"
@@ -116,9 +116,7 @@ class Importer:
         return operation
 
     def _exists(self, meta, entity_id):
-        rows = select_rows(self.access, meta, ids_only(meta), sort=None,
-                           key_field=meta.model.id, keys=[entity_id])
-        return bool(rows)
+        return bool(visible_ids(self.access, meta, [entity_id]))
 
     def _value(self, operation, prop, value, where):
         if value is None:

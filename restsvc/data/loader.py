@@ -6,6 +6,7 @@ one per row). References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
+from ..model.fetchplan import ids_only
 from .columns import converter, read_rows
 from .query import EntityQuery
 
@@ -33,7 +34,8 @@ def loading_plan(plan):
 
 def _columns(meta, plan):
     """(attribute name, peewee field) pairs the root query selects, their
-    converters and a text signature for the SQL cache; worked out once per plan."""
+    converters, a text signature for the SQL cache and the plan's transient
+    attributes; worked out once per plan."""
     cached = plan.__dict__.get("_columns")
     if cached is None:
         columns = [("id", meta.model.id)]
@@ -41,16 +43,24 @@ def _columns(meta, plan):
             prop = meta.properties[name]
             if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
                 columns.append((name, prop.field))
+        transients = [meta.properties[name] for name in plan.properties
+                      if meta.properties[name].getter is not None]
         cached = plan._columns = (columns, [converter(field) for _, field in columns],
-                                  f"{meta.name}:{','.join(name for name, _ in columns)}")
+                                  f"{meta.name}:{','.join(name for name, _ in columns)}",
+                                  transients)
     return cached
+
+
+def visible_ids(access, meta, keys):
+    """Which of ``keys`` name rows of ``meta`` the caller's row-level roles let it see."""
+    return {row["id"] for row in _by_ids(access, meta, ids_only(meta), meta.model.id, keys)}
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
                 key_field=None, keys=None, parent_column=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan)."""
-    columns, converters, signature = _columns(meta, plan)
+    columns, converters, signature, transients = _columns(meta, plan)
     if parent_column is not None:
         columns = columns + [(_PARENT, parent_column)]
         converters = converters + [converter(parent_column)]
@@ -61,8 +71,6 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     cursor = access.database.execute_sql(sql, params)
     rows = read_rows(cursor, [name for name, _ in columns], converters)
     fill_references(access, meta, plan, rows)
-    transients = [prop for name, prop in meta.properties.items()
-                  if prop.getter is not None and name in plan.properties]
     for row in rows:
         for prop in transients:
             row[prop.name] = prop.getter(RowView(meta, row))
