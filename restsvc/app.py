@@ -45,7 +45,8 @@ class RestApp:
             raise SettingsError(f"svc.application: {exc}") from None
         self.messages = Messages(settings.path(settings.messages_dir), settings.available_locales)
         queries = self._load_queries()
-        self.database = db.open_database(settings.database_url, settings.database_pool_size)
+        self.database = db.open_database(settings.database_url, settings.database_pool_size,
+                                         settings.sqlite_synchronous)
         self.data = DataManager(settings, self.metadata, self.database)
         self.queries = PredefinedQueries(self.data, queries)
         self.tokens = TokenStore(settings.secret_key)

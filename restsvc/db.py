@@ -28,11 +28,14 @@ SQLITE_PRAGMAS = (
     ("journal_mode", "wal"),
     ("busy_timeout", 5000),
     ("foreign_keys", 1),
-    ("synchronous", "normal"),
 )
 
 
-def open_database(url, pool_size=20):
+def open_database(url, pool_size=20, sqlite_synchronous="full"):
+    """``sqlite_synchronous``: ``full`` syncs the WAL at every commit, so a
+    change that was answered survives a power loss; ``normal`` syncs only at
+    checkpoints (faster commits; a power loss may undo the last transactions,
+    an application crash cannot)."""
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         params = db_url.parse(url)
@@ -41,7 +44,7 @@ def open_database(url, pool_size=20):
             raise SettingsError("svc.datasource.url: a sqlite URL needs a file path")
         if path != ":memory:" and os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-        database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS, **params)
+        database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),), **params)
         # SQLite's LOWER() folds ASCII only; case-insensitive filters need Unicode.
         database.register_function(_unicode_lower, "unicode_lower", 1, deterministic=True)
     elif scheme in ("postgresql", "postgres"):

@@ -35,6 +35,8 @@ _KEYS = {
     "svc.datasource.url": ("database_url", parse.text, ""),
     "svc.datasource.pool-size": ("database_pool_size", parse.positive_int, 20),
     "svc.datasource.init-schema": ("init_schema", parse.boolean, True),
+    "svc.datasource.sqlite-synchronous": (
+        "sqlite_synchronous", parse.one_of("full", "normal"), "full"),
     "svc.demo-data": ("demo_data", parse.boolean, False),
     "svc.secret-key": ("secret_key", parse.text, ""),
     "svc.file-storage.dir": ("file_storage_dir", parse.text, ""),
@@ -100,6 +102,7 @@ class Settings:
     database_url: str
     database_pool_size: int
     init_schema: bool
+    sqlite_synchronous: str
     demo_data: bool
     secret_key: str
     file_storage_dir: str

@@ -35,6 +35,16 @@ positive_int = whole_number(1)
 non_negative_int = whole_number(0)
 
 
+def one_of(*options):
+    """One of a few words, case ignored."""
+    def parse(value):
+        word = str(value).strip().lower()
+        if word not in options:
+            raise ValueError(f"expected one of {', '.join(options)}")
+        return word
+    return parse
+
+
 def word_list(value):
     """Comma-separated words (YAML lists are accepted too)."""
     items = value if isinstance(value, list) else str(value or "").split(",")

@@ -31,12 +31,13 @@ _local = threading.local()
 
 
 def connection():
-    """One connection per worker thread, opened after gunicorn forks; restsvc's pragmas."""
+    """One connection per worker thread, opened after gunicorn forks; restsvc's pragmas
+    (with its default durability: the WAL synced at every commit)."""
     conn = getattr(_local, "conn", None)
     if conn is None:
         conn = sqlite3.connect(os.environ["BASELINE_DATABASE"], isolation_level=None)
         for pragma in ("journal_mode=wal", "busy_timeout=5000", "foreign_keys=1",
-                       "synchronous=normal"):
+                       "synchronous=full"):
             conn.execute(f"PRAGMA {pragma}")
         _local.conn = conn
     return conn
