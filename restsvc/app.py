@@ -83,7 +83,8 @@ class RestApp:
         Concurrent workers starting together serialize on a lock."""
         try:
             with db.exclusive_setup(self.database):
-                self.database.create_tables(self.models, safe=True)
+                db.create_schema(self.database, self.models,
+                                 self.metadata.indexed_text_fields())
                 if demo_data and self.application.load_demo_data:
                     self.application.load_demo_data(self.database)
         finally:

@@ -68,6 +68,53 @@ def _unicode_lower(value):
     return value.lower() if isinstance(value, str) else value
 
 
+def lower(database, column):
+    """The lower-cased text that case-insensitive filters compare and the search
+    indexes hold: the very same expression in both, or the index goes unused.
+    SQLite's own LOWER() folds ASCII only, so there it is the registered
+    (deterministic) ``unicode_lower``: Python's ``str.lower``."""
+    return peewee.fn.unicode_lower(column) if is_sqlite(database) else peewee.fn.LOWER(column)
+
+
+def create_schema(database, models, lowered=()):
+    """Missing tables and indexes: those the models declare (``index=True``,
+    ``unique=True``, ``Meta.indexes``; foreign keys are indexed by default) and
+    one on the lower-cased value of each ``(model, field)`` in ``lowered`` for
+    the case-insensitive operators. Idempotent.
+
+    On SQLite that index holds ``unicode_lower``: a connection that writes such
+    a column must have the function registered (restsvc's always do; a plain
+    ``sqlite3`` shell can read those tables, but not change those columns)."""
+    database.create_tables(models, safe=True)
+    for model, field in lowered:
+        database.execute_sql(_lower_index_sql(database, model, field))
+
+
+def leading_index_fields(model):
+    """The columns that lead an index: ``index=True``, ``unique=True`` or the
+    first column of a ``Meta.indexes`` entry."""
+    leading = [field for field in model._meta.sorted_fields if field.index or field.unique]
+    for index in model._meta.indexes:
+        columns = index[0] if isinstance(index, (tuple, list)) else getattr(index, "_expressions", ())
+        first = columns[0] if columns else None
+        first = model._meta.fields.get(first) if isinstance(first, str) else first
+        if isinstance(first, peewee.Field):
+            leading.append(first)
+    return list({id(field): field for field in leading}.values())   # Field == is SQL
+
+
+def _lower_index_sql(database, model, field):
+    table, column = model._meta.table_name, field.column_name
+    name = f"{table}_{column}_lower"[:63]
+    def quote(identifier):
+        return identifier.join(database.quote)
+    if is_sqlite(database):
+        expression = f"unicode_lower({quote(column)})"
+    else:   # text_pattern_ops: LIKE 'prefix%' can use it whatever the collation
+        expression = f"lower({quote(column)}) text_pattern_ops"
+    return f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} ({expression})"
+
+
 def is_sqlite(database):
     return isinstance(database, peewee.SqliteDatabase)
 

@@ -57,6 +57,19 @@ def test_case_insensitive_matching_beyond_ascii(client, auth):
     created = client.post("/rest/entities/Product", json={"name": "Überlänge Kabel", "price": 1}, headers=auth)
     assert created.status_code == 201
     assert names(search(client, auth, "Product", [cond("name", "contains", "ÜBERLÄNGE")])) == ["Überlänge Kabel"]
+    assert names(search(client, auth, "Product", [cond("name", "startsWith", "ÜBERL")])) == ["Überlänge Kabel"]
+
+
+def test_starts_with_matches_exactly_the_prefix(client, auth):
+    """startsWith is a range on an index: its ends must be neither too wide nor too narrow."""
+    for name in ("Wall", "Wallz", "Walm", "Wal\U0010ffff", "Wal\U0010ffffx"):
+        assert client.post("/rest/entities/Product", json={"name": name, "price": 1},
+                           headers=auth).status_code == 201
+    assert names(search(client, auth, "Product", [cond("name", "startsWith", "wall")])) == \
+        ["Wall", "Wall box", "Wallz"]
+    assert names(search(client, auth, "Product", [cond("name", "startsWith", "wal\U0010ffff")])) == \
+        ["Wal\U0010ffff", "Wal\U0010ffffx"]
+    assert len(names(search(client, auth, "Product", [cond("name", "startsWith", "")]))) == 15
 
 
 def test_groups_and_or_nest_case_insensitively(client, auth):

@@ -7,7 +7,7 @@ about it leaks through ordering or matching.
 """
 import peewee
 
-from ..db import is_sqlite
+from ..db import is_sqlite, lower
 from ..errors import BadRequest
 from .filters import Condition, Group, parse_filter
 
@@ -26,7 +26,6 @@ class EntityQuery:
         self.meta = meta
         self.model = meta.model
         self.access = access            # data.access.Access: permissions + session + database
-        self.lower = peewee.fn.unicode_lower if is_sqlite(access.database) else peewee.fn.LOWER
         self._aliases = {}              # join key -> aliased model
         self._joins = []                # (alias, on) in join order
 
@@ -85,13 +84,26 @@ class EntityQuery:
         if op == "notIn":
             return column.not_in(list(value))
         if op in ("contains", "doesNotContain", "startsWith", "endsWith"):
-            text = like_literal(value.lower())
-            pattern = {"contains": f"%{text}%", "doesNotContain": f"%{text}%",
-                       "startsWith": f"{text}%", "endsWith": f"%{text}"}[op]
-            like = peewee.NodeList((self.lower(column), peewee.SQL("LIKE"), pattern, _LIKE_ESCAPE))
-            return ~like if op == "doesNotContain" else like
+            return self._text_match(column, op, value)
         return {"=": column.__eq__, "<>": column.__ne__, ">": column.__gt__,
                 ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
+
+    def _text_match(self, column, op, value):
+        """The case-insensitive text operators, on the same lower-cased expression
+        as the search index (``db.lower``). A ``startsWith`` must stay a prefix
+        search the index serves: SQLite applies its LIKE optimization to plain
+        columns only, so there it is a range; PostgreSQL derives the range
+        from ``LIKE 'prefix%'`` itself (text_pattern_ops index)."""
+        database = self.access.database
+        lowered = lower(database, column)
+        if op == "startsWith" and is_sqlite(database):
+            return _prefix_range(lowered, value.lower())
+        text = like_literal(value)
+        pattern = {"contains": f"%{text}%", "doesNotContain": f"%{text}%",
+                   "startsWith": f"{text}%", "endsWith": f"%{text}"}[op]
+        like = peewee.NodeList((lowered, peewee.SQL("LIKE"), lower(database, pattern),
+                                _LIKE_ESCAPE))
+        return ~like if op == "doesNotContain" else like
 
     def row_condition(self, meta):
         """The caller's row-level conditions for this query's root entity."""
@@ -153,6 +165,19 @@ class EntityQuery:
                 continue
             expanded.extend(self._expand(path + (sub,), seen | {target}))
         return expanded or [path]
+
+
+def _prefix_range(expression, prefix):
+    """``expression`` starts with ``prefix``, as ``prefix <= expression < next``:
+    text compares by code point (SQLite: UTF-8 bytes), so ``next`` is the prefix
+    with its last character one higher (none when it is all U+10FFFF)."""
+    condition = expression >= prefix
+    stem = prefix.rstrip("\U0010ffff")
+    if stem:
+        code = ord(stem[-1]) + 1
+        code = 0xE000 if 0xD800 <= code <= 0xDFFF else code      # no surrogates in UTF-8
+        condition = condition & (expression < stem[:-1] + chr(code))
+    return condition
 
 
 def _all(parts, any_of=False):

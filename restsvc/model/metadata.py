@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import peewee
 
+from ..db import leading_index_fields
 from .datatypes import DATATYPES, datatype_of
 from .entity import Entity, declaration_of
 from .fetchplan import FetchPlanError, build_built_in_plans, build_named_plans
@@ -147,6 +148,18 @@ class Metadata:
 
     def entity(self, name):
         return self.entities.get(name)
+
+    def indexed_text_fields(self):
+        """(model, field) of each indexed string attribute: the columns whose
+        lower-cased values get an index of their own for the case-insensitive
+        filter operators (``db.create_schema``)."""
+        found = []
+        for meta in self.entities.values():
+            leading = {id(field) for field in leading_index_fields(meta.model)}
+            found += [(meta.model, prop.field) for prop in meta.properties.values()
+                      if prop.datatype is not None and prop.datatype.kind == "string"
+                      and prop.persistent and id(prop.field) in leading]
+        return found
 
     def of_model(self, model):
         return self._by_model.get(model)
