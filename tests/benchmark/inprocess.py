@@ -1,0 +1,79 @@
+"""In-process timing: the WSGI callables of restsvc and the baseline called directly.
+
+No server, no sockets, no wrk: what is left is the cost of one request in
+Python, which is what the code decides. The two apps take turns per round
+(ABBA...), each round long enough to be timed (``seconds`` per app and
+operation), so a change in the machine's load hits both alike.
+"""
+import io
+import statistics
+import time
+
+from werkzeug.test import EnvironBuilder
+
+
+def _environs(method, paths, token, body):
+    headers = {"Authorization": f"Bearer {token}", "Host": "localhost"}
+    return [EnvironBuilder(path=path, method=method, headers=headers,
+                           content_type="application/json" if body else None,
+                           data=body).get_environ() for path in paths]
+
+
+def _start_response(status, headers, exc_info=None):
+    _start_response.status = status
+
+
+def one_answer(app, method, path, token, body=None):
+    """(status line, body bytes) of one request."""
+    body = body.encode("utf-8") if body else None
+    return _answer(app, _environs(method, [path], token, body)[0], body)
+
+
+def _answer(app, environ, body):
+    environ = dict(environ)
+    environ["wsgi.input"] = io.BytesIO(body or b"")
+    result = app(environ, _start_response)
+    try:
+        payload = b"".join(result)
+    finally:
+        if hasattr(result, "close"):
+            result.close()
+    return _start_response.status, payload
+
+
+def _per_request(app, environs, body, count):
+    """(wall-clock µs, CPU µs of this process) per request. On a busy machine the
+    wall clock also counts the time spent waiting for a core; the CPU time
+    does not (nor does it count waiting for the disk: fsync on commit)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    for i in range(count):
+        _answer(app, environs[i % len(environs)], body)
+    return ((time.perf_counter() - started) / count * 1e6,
+            (time.process_time() - cpu) / count * 1e6)
+
+
+def repeat(app, method, paths, token, body, count):
+    """``count`` requests over ``paths``: (wall µs, CPU µs) per request."""
+    body = body.encode("utf-8") if body else None
+    return _per_request(app, _environs(method, paths, token, body), body, count)
+
+
+def compare(apps, method, paths, token, body, rounds, seconds):
+    """{app name: [(wall µs, CPU µs) per request, one pair per round]}."""
+    body = body.encode("utf-8") if body else None
+    environs = _environs(method, paths, token, body)
+    counts = {}
+    for name, app in apps.items():          # warm-up, and how many calls fill ``seconds``
+        probe, _ = _per_request(app, environs, body, 20)
+        counts[name] = max(20, int(seconds * 1e6 / probe))
+    figures = {name: [] for name in apps}
+    order = list(apps)
+    for round_number in range(rounds):
+        for name in order[::-1] if round_number % 2 else order:
+            figures[name].append(_per_request(apps[name], environs, body, counts[name]))
+    return figures
+
+
+def summary(values):
+    """``median (min-max)``."""
+    return f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
