@@ -209,3 +209,13 @@ def test_a_lone_surrogate_in_a_filter_is_a_clean_400(client, auth):
                           headers=auth)
     assert response.status_code == 400
     assert response.json["error"] == "Cannot parse entities filter"
+
+
+def test_searches_of_one_shape_answer_each_for_its_own_values(client, auth):
+    """The SQL of a filter shape is reused: the values must still be this request's."""
+    for prefix, expected in (("in", ["Inverter"]), ("wa", ["Wall box"]), ("s", ["Smart plug", "Solar panel"])):
+        assert names(search(client, auth, "Product", [cond("name", "startsWith", prefix)])) == expected
+    for values, expected in ((["Inverter"], ["Inverter"]), (["Wall box", "Heat pump"], ["Heat pump", "Wall box"])):
+        assert names(search(client, auth, "Product", [cond("name", "in", values)])) == expected
+    assert names(search(client, auth, "Product", [cond("price", ">", 1299)])) == ["Heat pump"]
+    assert len(names(search(client, auth, "Product", [cond("price", ">", 100)]))) == 6

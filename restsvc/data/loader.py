@@ -8,7 +8,7 @@ absent (collections).
 """
 from ..model.fetchplan import ids_only
 from .columns import converter, read_rows
-from .query import EntityQuery
+from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
 _PARENT = "\0parent"  # the owner's id on composition children while loading
@@ -80,19 +80,25 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
                keys):
     """SQL and parameters. Building SQL with Peewee costs more than running a
-    small query, so the text of parameter-free shapes (no filter, no row-level
-    roles: lists, loads by id, reference loads) is kept and reused."""
+    small query, so the text of each shape (the columns, the filter's paths,
+    operators and number of values, sort, paging; no row-level roles) is kept
+    and reused with the new parameters. A shape is kept only when its
+    parameters, worked out without Peewee, are exactly the ones Peewee bound."""
     params = [key_field.db_value(key) for key in keys] if keys is not None else []
     if limit is not None:
         params.append(limit)
     if offset:
         params.append(offset)
     cache_key = None
-    if where_filter is None and not access.permissions.row_filters(meta.name):
-        cache_key = (signature, sort, limit is not None, bool(offset),
+    if not access.permissions.row_filters(meta.name):
+        shape = None
+        if where_filter is not None:
+            shape, filter_params = filter_shape(access.database, where_filter)
+            params = filter_params + params
+        cache_key = (signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
-                     id(access.permissions) if sort else None)
+                     id(access.permissions) if sort or shape else None)
         sql = access.sql_cache.get(cache_key)
         if sql is not None:
             return sql, params

@@ -97,12 +97,11 @@ class EntityQuery:
         database = self.access.database
         lowered = lower(database, column)
         if op == "startsWith" and is_sqlite(database):
-            return _prefix_range(lowered, value.lower())
-        text = like_literal(value)
-        pattern = {"contains": f"%{text}%", "doesNotContain": f"%{text}%",
-                   "startsWith": f"{text}%", "endsWith": f"%{text}"}[op]
-        like = peewee.NodeList((lowered, peewee.SQL("LIKE"), lower(database, pattern),
-                                _LIKE_ESCAPE))
+            low, high = prefix_bounds(value.lower())
+            condition = lowered >= low
+            return condition if high is None else condition & (lowered < high)
+        like = peewee.NodeList((lowered, peewee.SQL("LIKE"),
+                                lower(database, like_pattern(op, value)), _LIKE_ESCAPE))
         return ~like if op == "doesNotContain" else like
 
     def row_condition(self, meta):
@@ -167,17 +166,47 @@ class EntityQuery:
         return expanded or [path]
 
 
-def _prefix_range(expression, prefix):
-    """``expression`` starts with ``prefix``, as ``prefix <= expression < next``:
-    text compares by code point (SQLite: UTF-8 bytes), so ``next`` is the prefix
-    with its last character one higher (none when it is all U+10FFFF)."""
-    condition = expression >= prefix
+def prefix_bounds(prefix):
+    """(low, high): a text starts with ``prefix`` exactly when ``low <= text < high``.
+    Text compares by code point (SQLite: UTF-8 bytes), so ``high`` is the prefix
+    with its last character one higher (None when it is all U+10FFFF)."""
     stem = prefix.rstrip("\U0010ffff")
-    if stem:
-        code = ord(stem[-1]) + 1
-        code = 0xE000 if 0xD800 <= code <= 0xDFFF else code      # no surrogates in UTF-8
-        condition = condition & (expression < stem[:-1] + chr(code))
-    return condition
+    if not stem:
+        return prefix, None
+    code = ord(stem[-1]) + 1
+    code = 0xE000 if 0xD800 <= code <= 0xDFFF else code      # no surrogates in UTF-8
+    return prefix, stem[:-1] + chr(code)
+
+
+_LIKE_PATTERNS = {"contains": "%{}%", "doesNotContain": "%{}%", "startsWith": "{}%",
+                  "endsWith": "%{}"}
+
+
+def like_pattern(op, value):
+    return _LIKE_PATTERNS[op].format(like_literal(value))
+
+
+def filter_shape(database, node):
+    """(shape, parameters) of a parsed filter tree: trees of one shape compile to
+    the same SQL text, which then takes these parameters in this order (what
+    ``EntityQuery.compile`` binds; the loader checks that once per shape)."""
+    if isinstance(node, Group):
+        parts = [filter_shape(database, item) for item in node.items]
+        return ((node.is_or, tuple(shape for shape, _ in parts)),
+                [param for _, params in parts for param in params])
+    op, value, field = node.operator, node.value, node.path[-1].field
+    if op in ("isNull", "notEmpty"):
+        params = []
+    elif op in ("in", "notIn"):
+        params = [field.db_value(item) for item in value]
+    elif op == "startsWith" and is_sqlite(database):
+        params = [bound for bound in prefix_bounds(value.lower()) if bound is not None]
+    elif op in _LIKE_PATTERNS:
+        params = [like_pattern(op, value)]
+    else:
+        params = [field.db_value(value)]
+    names = tuple(prop.name for prop in node.path)
+    return (names, op, len(params), value if op in ("isNull", "notEmpty") else None), params
 
 
 def _all(parts, any_of=False):
