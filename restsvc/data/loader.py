@@ -6,6 +6,8 @@ one per row). References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
+import peewee
+
 from ..model.fetchplan import ids_only
 from .columns import converter, read_rows
 from .query import EntityQuery, filter_shape
@@ -84,7 +86,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     operators and number of values, sort, paging; no row-level roles) is kept
     and reused with the new parameters. A shape is kept only when its
     parameters, worked out without Peewee, are exactly the ones Peewee bound."""
-    params = [key_field.db_value(key) for key in keys] if keys is not None else []
+    params = list(map(_key_converter(key_field), keys)) if keys is not None else []
     if limit is not None:
         params.append(limit)
     if offset:
@@ -123,6 +125,23 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
             access.sql_cache.clear()
         access.sql_cache[cache_key] = sql
     return sql, built
+
+
+def _key_converter(field):
+    """Keys as the database takes them. Ids are canonical UUID text here (rows
+    and ``parse_id`` make them so): the 32 hex digits Peewee binds are that
+    text without its dashes, with no round trip through ``uuid.UUID``."""
+    target = field
+    while isinstance(target, peewee.ForeignKeyField):
+        target = target.rel_field
+    if not isinstance(target, peewee.UUIDField):
+        return field.db_value
+
+    def convert(key):
+        if isinstance(key, str) and len(key) == 36:
+            return key.replace("-", "").lower()
+        return field.db_value(key)
+    return convert
 
 
 def count_rows(access, meta, where_filter=None):

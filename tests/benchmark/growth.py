@@ -2,6 +2,7 @@
 
     python tests/benchmark/growth.py [--customers 1000000] [--orders 200000] [--repeat 30]
         [--only sqlite|postgresql] [--postgres-url postgresql://postgres@127.0.0.1:5432/test]
+        [--explain]
 
 Builds the demo database (restsvc's own schema and indexes), bulk-loads the
 generated customers and orders (indexes dropped during the load and created
@@ -132,6 +133,33 @@ def operations(customers, orders):
     ]
 
 
+def explain(app, token, customers, orders):
+    """Each operation's statements (but the token read) with the database's plan."""
+    from werkzeug.test import Client
+
+    from restsvc.db import is_sqlite
+    database, seen = app.database, []
+    execute = database.execute_sql
+
+    def recording(sql, params=None, *args, **kwargs):
+        seen.append((sql, params))
+        return execute(sql, params, *args, **kwargs)
+    database.execute_sql = recording
+    try:
+        for label, make in operations(customers, orders):
+            seen.clear()
+            Client(app).get(make(random.Random(label)),
+                            headers={"Authorization": f"Bearer {token}"})
+            print(f"\n== {label}")
+            for sql, params in [(q, p) for q, p in seen if "restsvc_token" not in q]:
+                prefix = "EXPLAIN QUERY PLAN" if is_sqlite(database) else "EXPLAIN ANALYZE"
+                print(f"  {sql[:160]}")
+                for row in execute(f"{prefix} {sql}", params).fetchall():
+                    print(f"    {row[-1]}")
+    finally:
+        del database.execute_sql
+
+
 def measure(app, token, customers, orders, repeat):
     from werkzeug.test import Client
     client, headers = Client(app), {"Authorization": f"Bearer {token}"}
@@ -174,6 +202,8 @@ def run(name, url, workdir, args):
     index_seconds = bulk_load(app, args.customers, args.orders)
     print(f"{name}: {args.customers:,} customers and {args.orders:,} orders loaded in "
           f"{time.perf_counter() - started:.0f}s (indexes {index_seconds:.0f}s)", flush=True)
+    if args.explain:
+        explain(app, token, args.customers, args.orders)
     return measure(app, token, args.customers, args.orders, args.repeat)
 
 
@@ -225,6 +255,8 @@ def main(argv=None):
     parser.add_argument("--orders", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=30, help="requests per operation")
     parser.add_argument("--only", choices=("sqlite", "postgresql"), action="append")
+    parser.add_argument("--explain", action="store_true",
+                        help="print each operation's statements and their plans first")
     parser.add_argument("--postgres-url", default=os.environ.get(
         "RESTSVC_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"))
     args = parser.parse_args(argv)
