@@ -61,7 +61,7 @@ def _violation(path, message, template, value=None):
 def parse_id(meta, value):
     """An id from a URL or a body, in the canonical text form rows use."""
     try:
-        return str(meta.properties["id"].datatype.from_json(value))
+        return str(meta.properties["id"].value_type.from_json(value))
     except (ValueError, TypeError, AttributeError):
         raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
 
@@ -122,20 +122,13 @@ class Importer:
         if value is None:
             operation.values[prop.field.name] = None
             return
-        if prop.meta_enum is not None:
-            member = prop.meta_enum.member(value)
-            if member is None:
-                self.violations.append(_violation(
-                    where, f"An error occurred while parsing enum. Class [{prop.meta_enum.name}]. "
-                           f"Value [{value}].", INVALID, value))
-                return
-            operation.values[prop.field.name] = member
-            return
         try:
-            parsed = prop.datatype.from_json(value)
+            parsed = prop.value_type.from_json(value)
         except (ValueError, TypeError, ArithmeticError) as exc:
-            self.violations.append(_violation(where, f"Invalid {prop.type_name} value: {exc}",
-                                              INVALID, value))
+            message = (f"An error occurred while parsing enum. Class [{prop.meta_enum.name}]. "
+                       f"Value [{value}]." if prop.meta_enum is not None
+                       else f"Invalid {prop.type_name} value: {exc}")
+            self.violations.append(_violation(where, message, INVALID, value))
             return
         max_length = getattr(prop.field, "max_length", None)
         if isinstance(parsed, str) and max_length and len(parsed) > max_length:
@@ -161,7 +154,7 @@ class Importer:
         if value.get("id") is None or not self.access.permissions.can(target.name, "read"):
             raise missing
         try:
-            target_id = target.properties["id"].datatype.from_json(value["id"])
+            target_id = target.properties["id"].value_type.from_json(value["id"])
         except (ValueError, TypeError, AttributeError):
             raise missing from None
         if not self._exists(target, target_id):

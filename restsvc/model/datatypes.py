@@ -1,13 +1,27 @@
-"""Datatypes: the name each Peewee field reports, and its JSON form both ways.
+"""Datatypes: the one home of each datatype's forms.
 
-``to_json`` turns a stored Python value into its JSON value; ``from_json``
-parses a request value and raises ValueError with a short reason.
+Every datatype (``DATATYPES[name]``) knows
+
+- its JSON form both ways: ``to_json(value)`` writes a stored Python value as
+  a JSON value; ``from_json(value)`` parses a request value (JSON scalars, and
+  strings for numbers and booleans, as the reference accepts them);
+- its text form both ways (query strings, service parameters, ``text/plain``
+  results, CSV cells): ``from_text(text)`` and ``to_text(value)``;
+- its JSON Schema: ``json_schema`` (a dict, e.g. ``{"type": "string",
+  "format": "date"}``) for generated API documents;
+- ``kind``: what the filter operators are chosen by (reference 2.4), and
+  ``python_type``: the Python class of its values (service type hints).
+
+The parsers raise ValueError with a short reason. ``text_of(prop, value)``
+formats any attribute value (datatype, enum) in its text form.
+Typed parameters built on these (enums, entities, arrays, the reference's Java
+type names) are in ``valuetypes.py``.
 """
 import datetime
 import decimal
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
 
 import peewee
@@ -22,6 +36,14 @@ class Datatype:
     from_json: object
     # The JSON/Python kind the filter operators are chosen by (reference 2.4).
     kind: str
+    json_schema: dict = field(default_factory=dict)
+    python_type: type = str
+    to_text: object = str
+    from_text: object = None
+
+    def __post_init__(self):
+        if self.from_text is None:
+            object.__setattr__(self, "from_text", self.from_json)
 
 
 def _identity(value):
@@ -63,7 +85,7 @@ def _integer(bits):
 
 
 def _decimal(value):
-    if isinstance(value, bool) or not isinstance(value, (int, str, decimal.Decimal)):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, decimal.Decimal)):
         raise ValueError("expected a number")
     try:
         number = decimal.Decimal(str(value).strip())
@@ -154,21 +176,50 @@ def _file_ref(value):
     return value
 
 
-DATATYPES = {
-    "string": Datatype("string", _identity, _string, "string"),
-    "int": Datatype("int", _identity, _integer(32), "number"),
-    "long": Datatype("long", _identity, _integer(64), "number"),
-    "decimal": Datatype("decimal", _identity, _decimal, "number"),
-    "double": Datatype("double", _identity, _double, "number"),
-    "boolean": Datatype("boolean", _identity, _boolean, "boolean"),
-    "uuid": Datatype("uuid", str, _uuid, "uuid"),
-    "localDate": Datatype("localDate", datetime.date.isoformat,
-                          _iso(datetime.date.fromisoformat), "date"),
-    "localDateTime": Datatype("localDateTime", format_datetime, _iso(_parse_datetime), "date"),
-    "dateTime": Datatype("dateTime", format_datetime, _iso(_parse_datetime), "date"),
-    "localTime": Datatype("localTime", format_time, _iso(_parse_time), "time"),
-    "fileRef": Datatype("fileRef", _identity, _file_ref, "string"),
-}
+def _decimal_text(value):
+    return format(value, "f")       # never an exponent: "100.00", not "1.0000E+2"
+
+
+def _boolean_text(value):
+    return "true" if value else "false"
+
+
+def _schema(kind, format_=None):
+    return {"type": kind, "format": format_} if format_ else {"type": kind}
+
+
+DATATYPES = {datatype.name: datatype for datatype in (
+    Datatype("string", _identity, _string, "string", _schema("string")),
+    Datatype("int", _identity, _integer(32), "number", _schema("integer", "int32"), int),
+    Datatype("long", _identity, _integer(64), "number", _schema("integer", "int64"), int),
+    Datatype("decimal", _identity, _decimal, "number", _schema("number"), decimal.Decimal,
+             _decimal_text),
+    Datatype("double", _identity, _double, "number", _schema("number", "double"), float),
+    Datatype("boolean", _identity, _boolean, "boolean", _schema("boolean"), bool, _boolean_text),
+    Datatype("uuid", str, _uuid, "uuid", _schema("string", "uuid"), uuid.UUID),
+    Datatype("localDate", datetime.date.isoformat, _iso(datetime.date.fromisoformat), "date",
+             _schema("string", "date"), datetime.date, datetime.date.isoformat),
+    Datatype("localDateTime", format_datetime, _iso(_parse_datetime), "date",
+             _schema("string", "date-time"), datetime.datetime, format_datetime),
+    Datatype("dateTime", format_datetime, _iso(_parse_datetime), "date",
+             _schema("string", "date-time"), datetime.datetime, format_datetime),
+    Datatype("localTime", format_time, _iso(_parse_time), "time", _schema("string", "time"),
+             datetime.time, format_time),
+    Datatype("fileRef", _identity, _file_ref, "string", _schema("string")),
+)}
+
+
+def text_of(prop, value):
+    """An attribute value in its text form (a CSV cell, a text/plain body):
+    enums by constant name, references by id, None as the empty string."""
+    if value is None:
+        return ""
+    if prop.meta_enum is not None:
+        return value.name
+    if prop.is_reference:
+        return str(value["id"] if isinstance(value, dict) else value)
+    return prop.datatype.to_text(value)
+
 
 # What ``GET /metadata/datatypes`` reports beside id and name (reference 6.4):
 # the non-localized formats the JSON values use.
