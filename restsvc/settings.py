@@ -235,7 +235,7 @@ def load_settings(path=None, environ=None):
         raise SettingsError(f"cannot read configuration file {path}: {exc.strerror}") from None
     try:
         values = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError) as exc:     # ValueError: an integer of too many digits
         raise SettingsError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(values, dict):
         raise SettingsError(f"{path}: the top level must be a mapping of settings")

@@ -13,6 +13,7 @@ cannot tell them apart.
 from dataclasses import dataclass
 
 from ..errors import BadRequest
+from ..model.datatypes import NumberOutOfBounds, decimal_fits
 from ..model.valuetypes import MAX_ARRAY_ITEMS
 
 MAX_DEPTH = 16
@@ -155,11 +156,18 @@ class _Parser:
             if value is None or isinstance(value, list) or (
                     isinstance(value, dict) and not prop.is_reference):
                 raise ValueError("not a single value")
-            return prop.value_type.from_json(value)
+            parsed = prop.value_type.from_json(value)
+        except NumberOutOfBounds as exc:
+            _fail(f"Cannot parse property value: {exc}")
         except (ValueError, TypeError, ArithmeticError):
             if prop.meta_enum is not None:
                 _fail(f"Cannot parse enum value: {_show(value)}")
             _fail(f"Cannot parse property value: {_show(value)}")
+        places = getattr(prop.field, "decimal_places", None)
+        if places is not None and not decimal_fits(parsed, prop.field.max_digits, places,
+                                                   check_scale=False):
+            _fail(f"Value {_show(value)} is out of the range of {prop.owner.name}.{prop.name}")
+        return parsed
 
 
 def value_kind(prop):

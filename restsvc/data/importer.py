@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import peewee
 
 from ..errors import ApiError, BadRequest, Conflict, NotFound
+from ..model.datatypes import decimal_fits
 from ..model.fetchplan import ids_only
 from ..security.roles import MODIFY
 from .access import require
@@ -42,14 +43,6 @@ class Operation:
         """Written by one INSERT or UPDATE, which is atomic on its own."""
         return (not self.children and not self.removed
                 and not hasattr(self.meta.model, "after_save"))
-
-
-def _fits(number, field):
-    """Whether a decimal fits the column's precision and scale."""
-    sign, digits, exponent = number.as_tuple()
-    fraction = max(0, -exponent)
-    whole = len(digits) + exponent if len(digits) + exponent > 0 else 0
-    return fraction <= field.decimal_places and whole <= field.max_digits - field.decimal_places
 
 
 def _violation(path, message, template, value=None):
@@ -135,7 +128,8 @@ class Importer:
             self.violations.append(_violation(where, f"size must be between 0 and {max_length}",
                                               SIZE, value))
             return
-        if isinstance(prop.field, peewee.DecimalField) and not _fits(parsed, prop.field):
+        if isinstance(prop.field, peewee.DecimalField) and not decimal_fits(
+                parsed, prop.field.max_digits, prop.field.decimal_places):
             whole = prop.field.max_digits - prop.field.decimal_places
             self.violations.append(_violation(
                 where, f"numeric value out of bounds (<{whole} digits>.<"
