@@ -120,3 +120,52 @@ def test_an_expired_token_is_refused(client, auth, monkeypatch):
     response = client.get("/rest/metadata/enums", headers=auth)
     assert response.status_code == 401
     assert response.json["error"] == "invalid_token"
+
+
+ERRORS = [  # (form, credentials, status, error)
+    (GRANT, ("demo-client", "wrong"), 401, "invalid_client"),
+    ({}, ("demo-client", "demo-secret"), 400, "invalid_request"),
+    ({"grant_type": "magic"}, ("demo-client", "demo-secret"), 400, "unsupported_grant_type"),
+    ({"grant_type": "password", "username": "alice", "password": "wrong"},
+     ("demo-client", "demo-secret"), 400, "invalid_grant"),
+    ({**GRANT, "scope": "openid"}, ("demo-client", "demo-secret"), 400, "invalid_scope"),
+]
+
+
+@pytest.mark.parametrize("form, auth, status, error", ERRORS)
+def test_error_answers_are_never_cached(client, form, auth, status, error):
+    response = post_token(client, data=form, auth=auth)
+    assert (response.status_code, response.json["error"]) == (status, error)
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Pragma"] == "no-cache"
+
+
+@pytest.mark.parametrize("endpoint", ["/oauth2/revoke", "/oauth2/introspect"])
+def test_revoke_and_introspect_errors_are_never_cached(client, endpoint):
+    response = client.post(endpoint, data={"token": "x"},
+                           headers={"Authorization": basic("demo-client", "wrong")})
+    assert response.status_code == 401
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Pragma"] == "no-cache"
+
+
+def test_an_oversized_token_request_is_an_oauth_error(client):
+    response = post_token(client, data={**GRANT, "pad": "x" * (11 << 20)})
+    assert response.status_code == 413
+    assert response.json["error"] == "invalid_request"
+    assert response.headers["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize("grant", [GRANT, {"grant_type": "password", "username": "alice",
+                                           "password": "alice-password"}])
+def test_a_requested_scope_is_refused_as_invalid_scope_not_ignored(client, grant):
+    response = post_token(client, data={**grant, "scope": "read write"})
+    assert response.status_code == 400
+    assert response.json["error"] == "invalid_scope"
+    assert "access_token" not in response.json
+
+
+def test_an_empty_scope_parameter_asks_for_nothing(client):
+    response = post_token(client, data={**GRANT, "scope": ""})
+    assert response.status_code == 200
+    assert "scope" not in response.json

@@ -74,6 +74,11 @@ class AuthServer:
         if grant_type not in client.grant_types:
             raise OAuthError("unauthorized_client",
                              f"The client is not allowed to use the grant type {grant_type}")
+        if form.get("scope", "").strip():
+            # RFC 6749 3.3: a scope the server does not know is refused, not
+            # ignored. Roles, not scopes, decide what a token may do here.
+            raise OAuthError("invalid_scope", "No scopes are registered; leave out the scope "
+                                              "parameter (roles decide what a token may do)")
         return grant(client, form, address)
 
     def _client_credentials(self, client, form, address):
