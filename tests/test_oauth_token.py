@@ -2,8 +2,9 @@
 import time
 
 import pytest
+from werkzeug.test import Client
 
-from conftest import basic, get_token
+from conftest import basic, get_token, median_seconds
 from restsvc.security import tokens
 from restsvc.security.clients import hash_secret
 
@@ -106,7 +107,6 @@ def test_get_on_the_token_endpoint_is_405(client):
 
 
 def test_a_hashed_client_secret_from_hash_secret_works(make_app):
-    from werkzeug.test import Client
     app = make_app({"svc.authserver.client.demo.client-secret": hash_secret("s3cret!", iterations=1000)})
     c = Client(app)
     assert post_token(c, auth=("demo-client", "s3cret!")).status_code == 200
@@ -169,3 +169,15 @@ def test_an_empty_scope_parameter_asks_for_nothing(client):
     response = post_token(client, data={**GRANT, "scope": ""})
     assert response.status_code == 200
     assert "scope" not in response.json
+
+
+def test_a_failure_takes_as_long_for_an_unknown_client_as_for_a_known_one(make_app):
+    # A plain secret, a hashed one and an unknown id: an attacker timing the
+    # failures must not learn which ids exist.
+    hashed = {"svc.authserver.client.hashed.client-id": "hashed",
+              "svc.authserver.client.hashed.client-secret": hash_secret("h", iterations=100_000),
+              "svc.authserver.rate-limit.max-failures": 0}
+    c = Client(make_app(hashed))
+    times = {client_id: median_seconds(lambda: post_token(c, auth=(client_id, "wrong")))
+             for client_id in ("demo-client", "hashed", "nobody")}
+    assert max(times.values()) < 2.5 * min(times.values()), times

@@ -16,7 +16,8 @@ import peewee
 
 from ..errors import BadRequest, Conflict, NotFound
 from ..model.entity import Entity, entity
-from .clients import decoy_hash, hash_secret, is_hash, verify_secret
+from . import clients
+from .clients import DECOY, hash_secret, is_hash, verify_at_cost
 from .tokens import Identity, TokenStore
 
 MIN_PASSWORD_LENGTH = 8
@@ -67,10 +68,12 @@ class Users:
         self.roles = roles
 
     def authenticate(self, username, password):
-        """The active user whose password matches, else None; the same work either way."""
+        """The active user whose password matches, else None. Unknown, inactive and
+        password-less users cost the same as a real check at today's hashing cost."""
         user = User.select().where(User.username == username).first()
         stored = user.password if user is not None and user.password else None
-        matches = verify_secret(stored if stored and is_hash(stored) else decoy_hash(), password)
+        stored = stored if stored and is_hash(stored) else None
+        matches = verify_at_cost(stored or DECOY, password, clients.ITERATIONS)
         if user is None or not user.active or not stored or not matches:
             return None
         return user
