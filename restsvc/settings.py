@@ -55,6 +55,8 @@ _KEYS = {
         "anonymous_url_patterns", parse.url_path_pattern_list, ()),
     "svc.resource-server.realm": ("realm", parse.text, "restsvc"),
     "svc.authserver.rate-limit.max-failures": ("auth_max_failures", parse.non_negative_int, 10),
+    "svc.authserver.rate-limit.address-max-failures": (
+        "auth_address_max_failures", parse.non_negative_int, 100),
     "svc.authserver.rate-limit.window": ("auth_failure_window", parse.duration, 300),
     "svc.cors.allowed-origins": ("cors_allowed_origins", parse.origin_list, ()),
     "svc.cors.allowed-methods": ("cors_allowed_methods", parse.token_list, ("*",)),
@@ -117,6 +119,7 @@ class Settings:
     anonymous_url_patterns: tuple
     realm: str
     auth_max_failures: int
+    auth_address_max_failures: int
     auth_failure_window: int
     cors_allowed_origins: tuple
     cors_allowed_methods: tuple

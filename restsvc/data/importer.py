@@ -97,6 +97,8 @@ class Importer:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
             else:
                 self._value(operation, prop, value, where)
+        if not creating and hasattr(meta.model, "check_change"):    # e.g. User
+            meta.model.check_change(self.access, entity_id, operation.values)
         if "version" in body and not creating and self.optimistic_locking:
             version = body["version"]
             if isinstance(version, bool) or not isinstance(version, int):
