@@ -86,7 +86,10 @@ class Importer:
         existing = self._exists(meta, entity_id) if entity_id is not None else False
         if creating is None:
             creating = not existing
-        if not creating and not existing:
+        if (not creating and not existing) or (
+                creating and entity_id is not None and self._stored(meta, entity_id)):
+            # A row the caller cannot see is answered as missing, as an update
+            # of it is, whether the caller meant to create or to update it.
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
         require(self.access, meta, "create" if creating else "update")
         operation = Operation(meta, creating, entity_id, {})
@@ -117,6 +120,12 @@ class Importer:
 
     def _exists(self, meta, entity_id):
         return bool(visible_ids(self.access, meta, [entity_id]))
+
+    @staticmethod
+    def _stored(meta, entity_id):
+        """Whether any row has the id, visible or not."""
+        model = meta.model
+        return model.select(model.id).where(model.id == entity_id).exists()
 
     def _value(self, operation, prop, value, where):
         if value is None:

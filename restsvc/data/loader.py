@@ -88,7 +88,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if offset:
         params.append(offset)
     cache_key = None
-    if where_filter is None and not access.permissions.row_filters(meta.name):
+    if where_filter is None and not access.permissions.row_restricted(meta.name):
         cache_key = (signature, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
