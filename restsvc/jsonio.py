@@ -38,5 +38,9 @@ def dumps_bytes(data):
 
 
 def loads(text):
-    """Parse JSON keeping decimals exact; raises ValueError on bad input."""
-    return json.loads(text, parse_float=decimal.Decimal)
+    """Parse JSON keeping decimals exact; raises ValueError on bad input,
+    also on nesting too deep for the parser (which raises RecursionError)."""
+    try:
+        return json.loads(text, parse_float=decimal.Decimal)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
