@@ -10,7 +10,7 @@ from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, serialize
 from .access import require
 from .filters import parse_filter
-from .importer import Importer, delete_rows, parse_id
+from .importer import Importer, delete_rows, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
 from .query import check_limit
 
@@ -81,7 +81,10 @@ class DataManager:
 
         ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
         upsert by the body's id (create), False means the rows must exist (update)."""
-        importer = Importer(access, self.settings.optimistic_locking)
+        limit = self.settings.max_bulk_size
+        if len(bodies) > limit:
+            raise too_many_entities(limit)
+        importer = Importer(access, self.settings.optimistic_locking, limit)
         # Checked before the write transaction, so SQLite's single write lock is
         # held only for the writes; what can change in between is caught by the
         # writes themselves (foreign keys, the version and row count of UPDATE).
@@ -108,6 +111,8 @@ class DataManager:
     def delete(self, access, meta, entity_ids):
         """Delete rows by id, all or nothing."""
         require(access, meta, "delete")
+        if len(entity_ids) > self.settings.max_bulk_size:
+            raise too_many_entities(self.settings.max_bulk_size)
         keys = [parse_id(meta, entity_id) for entity_id in entity_ids]
         with write_transaction(self.database):
             found = visible_ids(access, meta, keys)

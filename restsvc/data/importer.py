@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import peewee
 
-from ..errors import ApiError, BadRequest, Conflict, NotFound
+from ..errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge
 from ..model.fetchplan import ids_only
 from ..security.roles import MODIFY
 from .access import require
@@ -66,17 +66,28 @@ def parse_id(meta, value):
         raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
 
 
+def too_many_entities(limit):
+    return PayloadTooLarge("Too many entities",
+                           f"One request may write at most {limit} entities, composition "
+                           "children included (svc.rest.max-bulk-size)")
+
+
 class Importer:
-    def __init__(self, access, optimistic_locking):
+    def __init__(self, access, optimistic_locking, max_entities):
         self.access = access
         self.optimistic_locking = optimistic_locking
         self.violations = []
+        self.max_entities = max_entities
+        self._planned = 0
 
     # -- phase 1 ---------------------------------------------------------
     def plan(self, meta, body, path="", entity_id=None, creating=None, owner=None):
         """One entity object -> Operation. ``entity_id`` from the URL wins over the body's."""
         if not isinstance(body, dict):
             raise BadRequest("Cannot deserialize an entity from JSON", "")
+        self._planned += 1
+        if self._planned > self.max_entities:
+            raise too_many_entities(self.max_entities)
         if entity_id is None:
             entity_id = body.get("id")
         if entity_id is not None:
