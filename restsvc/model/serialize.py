@@ -115,3 +115,38 @@ def _write(compiled, row, return_nulls):
         else:
             out[name] = _write(nested, value, return_nulls)
     return out
+
+
+def count_objects(meta, rows, plan, permissions, limit):
+    """How many JSON objects serializing ``rows`` along ``plan`` writes, found
+    without writing them, or a number above ``limit`` as soon as it is one.
+    A loaded row that several parents share (the order of each of its lines)
+    is written once per parent, so an answer can grow as N^depth while the
+    loaded rows grow linearly; each (row, plan) pair is counted only once."""
+    root = _compiled(meta, plan, permissions) if plan is not None else None
+    if root is None or not any(nested for _, _, nested, _ in root[2]):
+        return len(rows)
+    memo = {}
+
+    def count(compiled, row):
+        key = (id(row), id(compiled))
+        found = memo.get(key)
+        if found is None:
+            found = 1
+            for name, _, nested, is_collection in compiled[2]:
+                value = row.get(name) if nested is not None else None
+                if value is None:
+                    continue
+                for child in (value if is_collection else (value,)):
+                    found += count(nested, child)
+                    if found > limit:
+                        return found
+            memo[key] = found
+        return found
+
+    total = 0
+    for row in rows:
+        total += count(root, row)
+        if total > limit:
+            break
+    return total
