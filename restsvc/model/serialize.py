@@ -65,8 +65,9 @@ def _namer(meta, permissions):
 
 def _compiled(meta, plan, permissions):
     """What to write for one plan and one set of permissions, worked out once
-    (nested plans too): the instance-name function and the visible attributes
-    as (name, converter or None, nested compiled or None, is collection)."""
+    (nested plans too): the entity name, the instance-name function, the
+    visible attributes as (name, converter or None, nested compiled or None,
+    is collection), and whether any of them is nested."""
     cache = plan.__dict__.setdefault("_compiled", {})
     compiled = cache.get(id(permissions))
     if compiled is None:
@@ -79,7 +80,8 @@ def _compiled(meta, plan, permissions):
             writers.append((name, _converter(prop) if nested is None else None,
                             _compiled(prop.target, nested, permissions) if nested else None,
                             prop.is_collection))
-        compiled = cache[id(permissions)] = (meta.name, _namer(meta, permissions), writers)
+        compiled = cache[id(permissions)] = (meta.name, _namer(meta, permissions), writers,
+                                             any(nested for _, _, nested, _ in writers))
     return compiled
 
 
@@ -95,7 +97,7 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
 
 
 def _write(compiled, row, return_nulls):
-    entity_name, namer, writers = compiled
+    entity_name, namer, writers, _ = compiled
     out = {"_entityName": entity_name}
     name_text = namer(row)
     if name_text is not None or return_nulls:
@@ -124,7 +126,7 @@ def count_objects(meta, rows, plan, permissions, limit):
     is written once per parent, so an answer can grow as N^depth while the
     loaded rows grow linearly; each (row, plan) pair is counted only once."""
     root = _compiled(meta, plan, permissions) if plan is not None else None
-    if root is None or not any(nested for _, _, nested, _ in root[2]):
+    if root is None or not root[3]:     # no references: one object per row
         return len(rows)
     memo = {}
 
