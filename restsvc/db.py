@@ -15,6 +15,7 @@ Connection handling per request (``release``), chosen per engine:
 """
 import logging
 import os
+import time
 from urllib.parse import urlsplit
 
 import peewee
@@ -57,13 +58,44 @@ def open_database(url, pool_size=20, sqlite_synchronous="full"):
                 "svc.datasource.url: PostgreSQL needs the driver: pip install 'restsvc[postgres]'"
             ) from None
         params = db_url.parse(url)
-        database = PooledPostgresqlDatabase(
+        database = _Pool(
             params.pop("database"), max_connections=pool_size, stale_timeout=300,
             timeout=10, **params)
     else:
         raise SettingsError(f"svc.datasource.url: unsupported database URL scheme {scheme!r}")
     database_proxy.initialize(database)
     return database
+
+
+class _Pool(PooledPostgresqlDatabase):
+    """Peewee's pool sends ``SELECT 1`` on every check-out to see that the
+    connection still lives: a round trip per request, as much as a small
+    query. A connection given back less than ``PING_AFTER`` seconds ago was
+    alive then and is handed out unchecked; one that idled longer is pinged.
+    Should the server have gone in that second, the request answers 503 and
+    the idle connections are dropped (``is_unavailable``)."""
+
+    PING_AFTER = 1.0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._returned = {}        # connection key -> when it was given back (monotonic)
+
+    def _is_closed(self, conn):
+        returned = self._returned.pop(self.conn_key(conn), None)
+        if returned is not None and time.monotonic() - returned < self.PING_AFTER \
+                and not conn.closed and self._adapter.txn_status(conn) == self._adapter.txn_idle:
+            return False
+        return super()._is_closed(conn)
+
+    def _close(self, conn, close_conn=False):
+        super()._close(conn, close_conn)
+        if not close_conn and not conn.closed:
+            self._returned[self.conn_key(conn)] = time.monotonic()
+
+    def close_idle(self):
+        super().close_idle()
+        self._returned.clear()      # only idle connections have an entry
 
 
 def _unicode_lower(value):

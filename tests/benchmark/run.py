@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
-from dataset import REPO, copy_database, prepare
+from dataset import REPO, copy_database, prepare, share_token
 from inprocess import compare, one_answer, summary
 from servers import Wrk, one_request, start_server, stop_server
 
@@ -203,6 +203,9 @@ def parse_args(argv):
     parser.add_argument("--seconds", type=float, default=0.5,
                         help="seconds per app and round in process")
     parser.add_argument("--no-wrk", action="store_true", help="in-process figures only")
+    parser.add_argument("--postgres", metavar="URL",
+                        help="restsvc on this PostgreSQL database (a schema of its own, "
+                             "dropped afterwards); the baseline stays on SQLite")
     parser.add_argument("--warmup", type=bounded(1, 30), default=2, help="warm-up seconds")
     parser.add_argument("--rounds", type=bounded(1, 15), default=5,
                         help="runs per server and operation, taking turns; medians are shown")
@@ -242,13 +245,22 @@ def main(argv=None):
     # Stop cleanly on Ctrl-C and kill alike (also when started with SIGINT ignored).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    workdir, servers = Path(tempfile.mkdtemp(prefix="restsvc-bench-")), []
+    workdir, servers, cleanups = Path(tempfile.mkdtemp(prefix="restsvc-bench-")), [], []
     try:
         app, app_env, token, ids = prepare(workdir)
         print(f"database: {len(ids)} customers in {workdir}")
+        if args.postgres:   # the same data on PostgreSQL; the baseline stays on SQLite
+            from growth import postgres_schema
+            url, drop_schema = postgres_schema(args.postgres)
+            cleanups.append(drop_schema)
+            app, app_env, token, _ = prepare(workdir, url, app_env["RESTSVC_SECRET_KEY"])
+            cleanups.insert(0, app.database.close_all)
+            print(f"restsvc on PostgreSQL ({args.postgres}), the baseline on SQLite")
         if args.profile:
             return profile(app, token, ids, args)
         copy_database(workdir / "restsvc.db", workdir / "baseline.db")
+        if args.postgres:
+            share_token(app, token, workdir / "baseline.db")
         if not args.probe_path:
             report_in_process(*in_process(
                 {"restsvc": app, "baseline": baseline_app(workdir, app_env)},
@@ -278,6 +290,8 @@ def main(argv=None):
     finally:
         for _, proc, _ in servers:
             stop_server(proc)
+        for cleanup in cleanups:
+            cleanup()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
