@@ -270,7 +270,8 @@ def main(argv=None):
                 columns["PostgreSQL"] = run("PostgreSQL", url, workdir, args)
             finally:
                 from restsvc.db import database_proxy
-                database_proxy.obj.close_all()
+                if hasattr(database_proxy.obj, "close_all"):    # a pool: give all back
+                    database_proxy.obj.close_all()
                 drop()
         report(columns)
     finally:
