@@ -10,7 +10,7 @@ from .application import import_application
 from .data.datamanager import DataManager
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
-from .errors import SERVER_ERROR, ApiError, Forbidden
+from .errors import DATABASE_UNAVAILABLE, SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
@@ -138,7 +138,10 @@ class RestApp:
                 headers={"Allow": ", ".join(exc.valid_methods or ())}))
         except HTTPException as exc:
             return error_response(ApiError(exc.name, exc.description or "", status=exc.code))
-        except Exception:
+        except Exception as exc:
+            if db.is_unavailable(exc, self.database):
+                log.warning("database unavailable on %s %s: %s", request.method, request.path, exc)
+                return error_response(DATABASE_UNAVAILABLE)
             log.exception("unhandled error on %s %s", request.method, request.path)
             return error_response(SERVER_ERROR)
         finally:
