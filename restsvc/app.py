@@ -18,7 +18,7 @@ from .security.authserver import AuthServer
 from .security.clients import Clients
 from .security.cors import PREFLIGHT_VARY, Cors
 from .security.gate import Gate
-from .security.ratelimit import AuthFailure, FailureLimiter
+from .security.ratelimit import AuthAttempt, FailureLimiter
 from .security.roles import RoleRegistry
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
@@ -29,7 +29,7 @@ log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User,)
-BUILT_IN_MODELS = (StoredToken, AuthFailure)
+BUILT_IN_MODELS = (StoredToken, AuthAttempt)
 
 
 class RestApp:
@@ -51,7 +51,8 @@ class RestApp:
         self.tokens = TokenStore(settings.secret_key)
         self.clients = Clients(settings.clients, self.roles)
         self.users = Users(self.roles)
-        limiter = FailureLimiter(settings.auth_max_failures, settings.auth_failure_window)
+        limiter = FailureLimiter(settings.auth_max_failures, settings.auth_address_max_failures,
+                                 settings.auth_failure_window)
         self.authserver = AuthServer(self.clients, self.tokens, self.users, limiter, settings.realm)
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None

@@ -58,6 +58,8 @@ _KEYS = {
         "anonymous_url_patterns", parse.url_path_pattern_list, ()),
     "svc.resource-server.realm": ("realm", parse.text, "restsvc"),
     "svc.authserver.rate-limit.max-failures": ("auth_max_failures", parse.non_negative_int, 10),
+    "svc.authserver.rate-limit.address-max-failures": (
+        "auth_address_max_failures", parse.non_negative_int, 100),
     "svc.authserver.rate-limit.window": ("auth_failure_window", parse.duration, 300),
     "svc.cors.allowed-origins": ("cors_allowed_origins", parse.origin_list, ()),
     "svc.cors.allowed-methods": ("cors_allowed_methods", parse.token_list, ("*",)),
@@ -123,6 +125,7 @@ class Settings:
     anonymous_url_patterns: tuple
     realm: str
     auth_max_failures: int
+    auth_address_max_failures: int
     auth_failure_window: int
     cors_allowed_origins: tuple
     cors_allowed_methods: tuple
@@ -241,7 +244,7 @@ def load_settings(path=None, environ=None):
         raise SettingsError(f"cannot read configuration file {path}: {exc.strerror}") from None
     try:
         values = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError) as exc:     # ValueError: an integer of too many digits
         raise SettingsError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(values, dict):
         raise SettingsError(f"{path}: the top level must be a mapping of settings")

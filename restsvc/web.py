@@ -9,8 +9,11 @@ from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
 from .data.access import access_for
-from .errors import BadRequest
+from .errors import BadRequest, MalformedBody
 from .jsonio import dumps_bytes, loads
+from .model.datatypes import DATATYPES, NumberOutOfBounds
+
+LONG = DATATYPES["long"]
 
 JSON_TYPE = "application/json;charset=UTF-8"
 
@@ -40,12 +43,6 @@ def limit_body(request, limit):
         environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], None)
     elif "wsgi.input_terminated" in environ:
         environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], limit)
-
-
-def _malformed_body():
-    return BadRequest("Malformed request body",
-                      "The request body could not be read: its framing is broken "
-                      "(for example a malformed chunk size) or it broke off")
 
 
 class _BodyInput:
@@ -82,7 +79,7 @@ class _BodyInput:
         except Exception:
             # Framing errors are server-specific classes; all of them mean
             # the same to the client.
-            raise _malformed_body() from None
+            raise MalformedBody() from None
         if self._left is not None:
             self._left -= len(data)
             if self._left < 0:
@@ -126,6 +123,8 @@ def read_json_body(request, error="Malformed request JSON data structure"):
     raw = request.get_data(cache=False)
     try:
         return loads(raw.decode("utf-8"))
+    except NumberOutOfBounds as exc:
+        raise BadRequest(error, str(exc)) from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise BadRequest(error, "") from None
 
@@ -134,10 +133,16 @@ def query_int(request, name, default=None, minimum=0):
     value = request.args.get(name)
     if value is None or value == "":
         return default
+    return whole_number(name, value, minimum)
+
+
+def whole_number(name, value, minimum=0):
+    """A count such as ``limit`` or ``offset`` (text or JSON): 64-bit, at least ``minimum``."""
     try:
-        number = int(value)
-    except ValueError:
-        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {name}: {value}") from None
+        number = LONG.from_json(value)
+    except (ValueError, TypeError):
+        raise BadRequest("Invalid parameter value",
+                         f"Invalid value of parameter {name}: {str(value)[:40]}") from None
     if number < minimum:
         raise BadRequest("Invalid parameter value", f"Parameter {name} must be at least {minimum}")
     return number

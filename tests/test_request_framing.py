@@ -70,4 +70,5 @@ def test_a_malformed_chunk_size_in_a_token_request_is_a_400(server):
     form = b"grant_type=client_credentials"
     status, answer = _raw(server, ["POST /oauth2/token HTTP/1.1", "Transfer-Encoding: chunked"],
                           b"1x\r\n" + form + b"\r\n0\r\n\r\n", "application/x-www-form-urlencoded")
-    assert status == 400 and answer["error"] == "Malformed request body"
+    assert status == 400 and answer["error"] == "invalid_request"      # RFC 6749 5.2
+    assert "framing" in answer["error_description"]

@@ -120,6 +120,8 @@ class DataManager:
                 if key not in found:
                     raise NotFound("Entity not found",
                                    f"Entity {meta.name} with id {entity_id} not found")
+                if hasattr(meta.model, "check_change"):     # e.g. User
+                    meta.model.check_change(access, key, None)
             delete_rows(self.metadata, meta, keys)
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import peewee
 
 from ..errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge
+from ..model.datatypes import decimal_fits
 from ..model.fetchplan import ids_only
 from ..security.roles import MODIFY
 from .access import require
@@ -44,14 +45,6 @@ class Operation:
                 and not hasattr(self.meta.model, "after_save"))
 
 
-def _fits(number, field):
-    """Whether a decimal fits the column's precision and scale."""
-    sign, digits, exponent = number.as_tuple()
-    fraction = max(0, -exponent)
-    whole = len(digits) + exponent if len(digits) + exponent > 0 else 0
-    return fraction <= field.decimal_places and whole <= field.max_digits - field.decimal_places
-
-
 def _violation(path, message, template, value=None):
     if not isinstance(value, (str, int, float, bool)) or value is None:
         value = None
@@ -61,7 +54,7 @@ def _violation(path, message, template, value=None):
 def parse_id(meta, value):
     """An id from a URL or a body, in the canonical text form rows use."""
     try:
-        return str(meta.properties["id"].datatype.from_json(value))
+        return str(meta.properties["id"].value_type.from_json(value))
     except (ValueError, TypeError, AttributeError):
         raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
 
@@ -118,6 +111,8 @@ class Importer:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
             else:
                 self._value(operation, prop, value, where)
+        if not creating and hasattr(meta.model, "check_change"):    # e.g. User
+            meta.model.check_change(self.access, entity_id, operation.values)
         if "version" in body and not creating and self.optimistic_locking:
             version = body["version"]
             if isinstance(version, bool) or not isinstance(version, int):
@@ -142,27 +137,21 @@ class Importer:
         if value is None:
             operation.values[prop.field.name] = None
             return
-        if prop.meta_enum is not None:
-            member = prop.meta_enum.member(value)
-            if member is None:
-                self.violations.append(_violation(
-                    where, f"An error occurred while parsing enum. Class [{prop.meta_enum.name}]. "
-                           f"Value [{value}].", INVALID, value))
-                return
-            operation.values[prop.field.name] = member
-            return
         try:
-            parsed = prop.datatype.from_json(value)
+            parsed = prop.value_type.from_json(value)
         except (ValueError, TypeError, ArithmeticError) as exc:
-            self.violations.append(_violation(where, f"Invalid {prop.type_name} value: {exc}",
-                                              INVALID, value))
+            message = (f"An error occurred while parsing enum. Class [{prop.meta_enum.name}]. "
+                       f"Value [{value}]." if prop.meta_enum is not None
+                       else f"Invalid {prop.type_name} value: {exc}")
+            self.violations.append(_violation(where, message, INVALID, value))
             return
         max_length = getattr(prop.field, "max_length", None)
         if isinstance(parsed, str) and max_length and len(parsed) > max_length:
             self.violations.append(_violation(where, f"size must be between 0 and {max_length}",
                                               SIZE, value))
             return
-        if isinstance(prop.field, peewee.DecimalField) and not _fits(parsed, prop.field):
+        if isinstance(prop.field, peewee.DecimalField) and not decimal_fits(
+                parsed, prop.field.max_digits, prop.field.decimal_places):
             whole = prop.field.max_digits - prop.field.decimal_places
             self.violations.append(_violation(
                 where, f"numeric value out of bounds (<{whole} digits>.<"
@@ -181,7 +170,7 @@ class Importer:
         if value.get("id") is None or not self.access.permissions.can(target.name, "read"):
             raise missing
         try:
-            target_id = target.properties["id"].datatype.from_json(value["id"])
+            target_id = target.properties["id"].value_type.from_json(value["id"])
         except (ValueError, TypeError, AttributeError):
             raise missing from None
         if not self._exists(target, target_id):

@@ -12,8 +12,8 @@ An application declares roles in code:
 
     RowLevelRole("own-orders", "Own orders",
                  filters={"Order": {"conditions": [
-                     {"property": "customer.email", "operator": "=",
-                      "value": ":session$username"}]}})
+                     {"property": "customer.userId", "operator": "=",
+                      "value": ":session$userId"}]}})
 
 Entity operations are ``create``, ``read``, ``update``, ``delete`` or ``*``;
 attribute actions ``view`` or ``modify`` (modify implies view); entity and
@@ -78,7 +78,10 @@ def _operations(value):
 class Permissions:
     """What one combination of roles allows, resolved against the metadata."""
 
-    def __init__(self, metadata, resource_roles, row_level_roles):
+    def __init__(self, metadata, resource_roles, row_level_roles, granted=()):
+        # Every role code the caller holds, also those that grant nothing to REST
+        # requests: what user management compares (security/users.py).
+        self.granted = frozenset(granted)
         self.resource_roles = tuple(role.code for role in resource_roles)
         self.row_level_roles = tuple(role.code for role in row_level_roles)
         self._entities = {name: set() for name in metadata.entities}
@@ -225,5 +228,6 @@ class RoleRegistry:
             resource = [self.resource[c] for c in resource_codes
                         if c in self.resource and API in self.resource[c].scope]
             row_level = [self.row_level[c] for c in row_level_codes if c in self.row_level]
-            permissions = self._cache[key] = Permissions(self.metadata, resource, row_level)
+            permissions = self._cache[key] = Permissions(self.metadata, resource, row_level,
+                                                         granted=key[0] + key[1])
         return permissions
