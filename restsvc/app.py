@@ -23,7 +23,7 @@ from .security.roles import RoleRegistry
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
 from .settings import SettingsError
-from .web import Context, Request, empty_response, error_response
+from .web import Context, Request, empty_response, error_response, limit_body
 
 log = logging.getLogger("restsvc")
 
@@ -128,7 +128,7 @@ class RestApp:
             # Bodies are capped here, once; a handler that streams its body
             # (file upload) counts against its own limit instead.
             if not getattr(endpoint, "streams_body", False):
-                request.max_content_length = self.settings.max_request_size
+                limit_body(request, self.settings.max_request_size)
             return endpoint(Context(self, request, principal), **args)
         except ApiError as exc:
             return error_response(exc)

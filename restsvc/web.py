@@ -4,11 +4,12 @@ import unicodedata
 from urllib.parse import quote
 
 from werkzeug.datastructures import ImmutableMultiDict
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
 from .data.access import access_for
-from .errors import BadRequest
+from .errors import BadRequest, MalformedBody
 from .jsonio import dumps_bytes, loads
 from .model.datatypes import DATATYPES, NumberOutOfBounds
 
@@ -29,6 +30,61 @@ class _Parameters(ImmutableMultiDict):
 
 class Request(WerkzeugRequest):
     parameter_storage_class = _Parameters
+
+
+def limit_body(request, limit):
+    """Cap a body that is read whole (JSON, forms) at ``limit`` bytes, alike
+    whether its length is announced or not. Werkzeug refuses a Content-Length
+    above the limit with 413, but ends a chunked body at the limit without a
+    word, and its parsers would then see a truncated body."""
+    environ = request.environ
+    if environ.get("CONTENT_LENGTH"):
+        request.max_content_length = limit
+        environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], None)
+    elif "wsgi.input_terminated" in environ:
+        environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], limit)
+
+
+class _BodyInput:
+    """The server's input stream for a body read whole. Whatever the server
+    raises while reading it (gunicorn's InvalidChunkSize, a socket error) means
+    the client's body cannot be read: 400, not a server error. Without a
+    Content-Length, more than ``limit`` bytes are a 413 (Werkzeug's answer to
+    a Content-Length above the limit)."""
+
+    def __init__(self, stream, limit):
+        self._stream = stream
+        self._left = limit
+
+    def read(self, size=-1):
+        if size is None or size < 0:
+            parts = []
+            while True:
+                part = self.read(1 << 16)
+                if not part:
+                    return b"".join(parts)
+                parts.append(part)
+        if self._left is not None:
+            size = min(size, self._left + 1)
+        return self._count(self._stream.read, size)
+
+    def readline(self, size=-1):
+        if self._left is not None and (size is None or size < 0 or size > self._left + 1):
+            size = self._left + 1
+        return self._count(self._stream.readline, size)
+
+    def _count(self, read, size):
+        try:
+            data = read(size)
+        except Exception:
+            # Framing errors are server-specific classes; all of them mean
+            # the same to the client.
+            raise MalformedBody() from None
+        if self._left is not None:
+            self._left -= len(data)
+            if self._left < 0:
+                raise RequestEntityTooLarge()
+        return data
 
 
 def request_url(request):
