@@ -49,8 +49,9 @@ _KEYS = {
     "svc.rest.max-file-size": ("max_file_size", parse.size, 100 << 20),
     "svc.rest.max-request-size": ("max_request_size", parse.size, 10 << 20),
     "svc.rest.queries-config": ("queries_config", parse.text, ""),
+    "svc.rest.services-config": ("services_config", parse.text, ""),
     "svc.resource-server.authenticated-url-patterns": (
-        "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**",)),
+        "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**", "/api/**")),
     "svc.resource-server.anonymous-url-patterns": (
         "anonymous_url_patterns", parse.url_path_pattern_list, ()),
     "svc.resource-server.realm": ("realm", parse.text, "restsvc"),
@@ -113,6 +114,7 @@ class Settings:
     max_file_size: int
     max_request_size: int
     queries_config: str
+    services_config: str
     authenticated_url_patterns: tuple
     anonymous_url_patterns: tuple
     realm: str

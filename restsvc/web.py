@@ -8,9 +8,11 @@ from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
 from .data.access import access_for
+from .data.bound import DataAccess
 from .errors import BadRequest
 from .jsonio import dumps_bytes, loads
 from .model.datatypes import DATATYPES, NumberOutOfBounds
+from .services.declare import Caller
 
 LONG = DATATYPES["long"]
 
@@ -125,7 +127,9 @@ def error_response(error):
 
 
 class Context:
-    """What a handler gets: the app, the request and the caller."""
+    """What a handler gets, built-in or custom endpoint: ``request`` (a Werkzeug
+    Request), ``caller``, ``data`` (the data manager bound to the caller),
+    ``permissions``, ``locale`` and ``app``."""
 
     __slots__ = ("app", "request", "principal", "_locale", "_access")
 
@@ -139,6 +143,20 @@ class Context:
     @property
     def permissions(self):
         return self.principal.permissions
+
+    @property
+    def caller(self):
+        """Who calls, as application code sees it (restsvc.Caller)."""
+        permissions = self.principal.permissions
+        return Caller(self.principal.username,
+                      permissions.resource_roles + permissions.row_level_roles,
+                      self.locale, self.principal.is_user, self.principal.client_id)
+
+    @property
+    def data(self):
+        """The data manager bound to the caller (restsvc.DataAccess): entity,
+        attribute and row-level policies apply to every load and save."""
+        return DataAccess(self.app.data, self.access)
 
     @property
     def access(self):
