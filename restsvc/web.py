@@ -17,6 +17,7 @@ from .services.declare import Caller
 LONG = DATATYPES["long"]
 
 JSON_TYPE = "application/json;charset=UTF-8"
+TEXT_TYPE = "text/plain;charset=UTF-8"
 
 
 class _Parameters(ImmutableMultiDict):
@@ -40,8 +41,8 @@ def request_url(request):
     return f"{request.scheme}://{request.host}{path}"
 
 
-class _JsonResponse(Response):
-    """A complete JSON body. Werkzeug's general answer path (Location rewriting,
+class _CompleteResponse(Response):
+    """A complete JSON or text body. Werkzeug's general answer path (Location rewriting,
     conditional and range handling, iterator wrapping) costs more than the
     rest of a small request and applies to none of these, so it is skipped."""
 
@@ -51,7 +52,14 @@ class _JsonResponse(Response):
 
 
 def json_response(data, status=200, headers=None):
-    return _JsonResponse(dumps_bytes(data), status=status, headers=headers, content_type=JSON_TYPE)
+    return _CompleteResponse(dumps_bytes(data), status=status, headers=headers,
+                             content_type=JSON_TYPE)
+
+
+def text_response(text, status=200, headers=None):
+    """``text/plain;charset=UTF-8``; a lone surrogate is written as "?"."""
+    return _CompleteResponse(text.encode("utf-8", "replace"), status=status, headers=headers,
+                             content_type=TEXT_TYPE)
 
 
 def empty_response(status=200, headers=None):

@@ -1,11 +1,8 @@
 """Services API: registered business services (reference section 4)."""
 from werkzeug.routing import Rule
-from werkzeug.wrappers import Response
 
 from ..errors import BadRequest
-from ..web import empty_response, json_response, read_json_body
-
-TEXT_TYPE = "text/plain;charset=UTF-8"
+from ..web import empty_response, json_response, read_json_body, text_response
 
 
 def list_services(ctx):
@@ -32,11 +29,11 @@ def invoke(ctx, service_name, method_name):
                              "The body must be a JSON object of parameter values")
     else:
         values = {}
-    result = services.invoke(method, values, is_text, ctx.caller, ctx.data)
+    result = services.invoke(method, values, is_text, lambda: ctx.caller, ctx.data)
     if result.kind == "empty":
         return empty_response(204)
     if result.kind == "text":
-        return Response(result.body, content_type=TEXT_TYPE)
+        return text_response(result.body)
     return json_response(result.body)
 
 

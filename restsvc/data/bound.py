@@ -15,6 +15,10 @@ compositions as nested Records. What the caller may not read is still
 loaded (services compute with it); ``to_entity_json`` -- and every service
 result -- leaves it out.
 """
+import contextlib
+import sys
+
+from ..db import write_transaction
 from ..errors import NotFound
 from ..model.metadata import MetaClass
 from ..model.serialize import serialize
@@ -77,6 +81,31 @@ class DataAccess:
     def __init__(self, data_manager, access):
         self._data = data_manager
         self.access = access
+        self._unit = None           # None: outside a unit of work; False: no write yet
+
+    @contextlib.contextmanager
+    def unit_of_work(self):
+        """Everything written inside is committed together at the end, or
+        rolled back when the block raises. The transaction begins at the first
+        write (a call that only reads costs no BEGIN/COMMIT), as a write
+        transaction (SQLite: the write lock is taken then, not upgraded later)."""
+        self._unit = False
+        try:
+            yield self
+        except BaseException:
+            if self._unit:
+                self._unit.__exit__(*sys.exc_info())
+            raise
+        else:
+            if self._unit:
+                self._unit.__exit__(None, None, None)
+        finally:
+            self._unit = None
+
+    def _writing(self):
+        if self._unit is False:
+            self._unit = write_transaction(self.access.database)
+            self._unit.__enter__()
 
     def entity(self, entity):
         """MetaClass of an entity name or a declared model class."""
@@ -111,12 +140,14 @@ class DataAccess:
         """Create (or, with ``entity_id``, update) from entity JSON as the
         Entities API accepts it, compositions included; the stored entity."""
         meta = self.entity(entity)
+        self._writing()
         saved = self._data.save(self.access, meta, [body],
                                 entity_ids=[entity_id] if entity_id is not None else None,
                                 creating=False if entity_id is not None else None)
         return self.load(meta, saved[0].id, fetch_plan)
 
     def delete(self, entity, entity_id):
+        self._writing()
         self._data.delete(self.access, self.entity(entity), [entity_id])
 
     def validate(self, entity, body, path=""):

@@ -8,7 +8,6 @@ import logging
 import typing
 from dataclasses import dataclass, field
 
-from ..db import write_transaction
 from ..errors import ApiError, Forbidden, NotFound
 from .declare import declared_methods, service_name
 from .params import invalid_parameter, make_param
@@ -137,15 +136,14 @@ class Services:
         return method
 
     def invoke(self, method, raw_values, is_text, caller, data):
-        """Bind the parameters and call the method in one transaction (rolled
-        back when it raises); the Result to answer with."""
-        database = data.access.database
-        transaction = write_transaction(database) if not is_text else database.atomic()
-        with transaction:
+        """Bind the parameters and call the method in one unit of work (what it
+        writes through ``data`` is rolled back when it raises); the Result to
+        answer with. ``caller`` makes the Caller, for methods that declare one."""
+        with data.unit_of_work():
             arguments = {}
             for param in method.params:
                 if param.kind == "caller":
-                    arguments[param.name] = caller
+                    arguments[param.name] = caller()
                 elif param.kind == "data":
                     arguments[param.name] = data
                 elif raw_values.get(param.name) is not None:
