@@ -21,7 +21,8 @@ import types
 import typing
 
 from ..data.bound import DataAccess, Record
-from ..errors import BadRequest, ValidationFailed
+from ..data.queries import invalid_parameter
+from ..errors import ValidationFailed
 from ..files.refs import FileRef
 from ..model.datatypes import DATATYPES, split_file_ref
 from ..jsonio import loads
@@ -31,10 +32,6 @@ from .declare import Caller
 
 INVALID = "{restsvc.validation.InvalidValue}"
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
-
-
-def invalid_parameter(name):
-    return BadRequest("Invalid parameter value", f"Invalid parameter value for {name}")
 
 
 class FileRefType(ScalarType):
