@@ -80,6 +80,7 @@ class RestApp:
         try:
             objects = registered_objects(self.application.services)
             registry = Services(self.metadata, objects)
+            registry.check_grants(self.roles.resource.values())
         except ServiceConfigError as exc:
             raise SettingsError(f"svc.application: services: {exc}") from None
         if not self.settings.services_config:

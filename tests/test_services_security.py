@@ -1,10 +1,14 @@
 """Services API permissions: per-method grants, hidden attributes and row-level
 rules in results; the services file checked at startup."""
-import pytest
+import dataclasses
 
-from conftest import demo_id, make_settings
+import pytest
+from werkzeug.test import Client
+
+from conftest import demo_id, get_token, make_settings
 from restsvc import ResourceRole, RowLevelRole
 from restsvc.app import RestApp
+from restsvc.demo import application as demo
 from restsvc.settings import SettingsError
 from test_services_types import APPLICATION
 
@@ -42,10 +46,6 @@ def test_rest_minimal_alone_may_call_nothing(client_with_roles):
 
 
 def test_a_pattern_grants_every_method_of_a_service(make_app):
-    from werkzeug.test import Client
-    from conftest import get_token
-    import dataclasses
-    from restsvc.demo import application as demo
     role = ResourceRole("price-all", entities={"Product": "read,update"},
                         attributes={"Product": {"*": "modify"}}, services=("productPriceService.*",))
     app = make_app({"svc.authserver.client.t.client-id": "t",
@@ -70,9 +70,6 @@ HIDES_EMAIL = ResourceRole("no-email", entities={"Customer": "read", "Order": "r
 
 @pytest.fixture
 def no_email(make_app):
-    import dataclasses
-    from werkzeug.test import Client
-    from conftest import get_token
 
     def build(row_level=()):
         application = dataclasses.replace(
@@ -145,8 +142,6 @@ def test_a_services_file_with_a_dtd_is_refused(database_url, tmp_path):
 
 
 def test_xml_wins_over_code_for_the_same_method(make_app, tmp_path):
-    from werkzeug.test import Client
-    from conftest import get_token
     path = write(tmp_path, '<service name="orderService"><method name="calculateTotal" httpMethod="POST">'
                            '<param name="orderId"/></method></service>')
     client = Client(make_app({"svc.rest.services-config": path}))
@@ -155,3 +150,9 @@ def test_xml_wins_over_code_for_the_same_method(make_app, tmp_path):
                       headers=auth).status_code == 405
     assert client.get("/rest/services/productPriceService/price", headers=auth).json == {
         "error": "Service method not found", "details": "productPriceService.price"}
+
+
+def test_a_role_granting_an_unknown_service_method_stops_startup(make_app):
+    typo = ResourceRole("typo", services=("orderService.calculateTotals",))
+    with pytest.raises(SettingsError, match="role typo grants 'orderService.calculateTotals'"):
+        make_app(application=dataclasses.replace(demo, resource_roles=demo.resource_roles + (typo,)))

@@ -109,6 +109,20 @@ class Services:
         service = self.services.setdefault(name, Service(name, target))
         service.methods[method.name] = method
 
+    def check_grants(self, roles):
+        """Every service pattern of a resource role must name a registered
+        service (and a method it has): a typo would otherwise grant nothing, silently."""
+        for role in roles:
+            for pattern in role.services:
+                name, _, method = pattern.partition(".")
+                service = self.services.get(name)
+                known = pattern == "*" or (service is not None and method and (
+                    method == "*" or callable(getattr(service.target, method, None))))
+                if not known:
+                    raise ServiceConfigError(f"role {role.code} grants {pattern!r}, which names no "
+                                             f"registered service method (use *, service.* or "
+                                             f"service.method)")
+
     def describe(self, permissions, name=None):
         """Descriptors of what the caller may call (one service, or all)."""
         if name is not None:
