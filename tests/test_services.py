@@ -125,3 +125,16 @@ def test_the_token_is_not_taken_from_the_query_string(client, auth):
     response = client.get("/rest/services/orderService/calculateTotal",
                           query_string={"orderId": ORDER_0, "access_token": token})
     assert response.status_code == 401
+
+
+def test_post_without_a_body_has_no_parameters_and_a_non_object_body_is_malformed(client, auth):
+    empty = client.post("/rest/services/orderService/calculateTotal", headers=auth)
+    assert empty.status_code == 400 and empty.json["details"] == "Invalid parameter value for orderId"
+    array = client.post("/rest/services/orderService/calculateTotal", json=[ORDER_0], headers=auth)
+    assert array.status_code == 400 and array.json["error"] == "Malformed request JSON data structure"
+
+
+def test_head_is_answered_like_get(client, auth):
+    response = client.head("/rest/services/orderService/calculateTotal", query_string={"orderId": ORDER_0},
+                           headers=auth)
+    assert response.status_code == 200 and response.get_data() == b""

@@ -18,8 +18,9 @@ def invoke(ctx, service_name, method_name):
     The permission check comes before any parameter is read."""
     request = ctx.request
     services = ctx.app.services
-    method = services.find(ctx.permissions, service_name, method_name, request.method)
-    is_text = request.method == "GET"
+    is_text = request.method in ("GET", "HEAD")
+    method = services.find(ctx.permissions, service_name, method_name,
+                           "GET" if is_text else request.method)
     if is_text:
         values = dict(request.args.lists())
     elif request.content_length or request.headers.get("Transfer-Encoding"):
