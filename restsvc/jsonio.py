@@ -46,6 +46,10 @@ def _no_constant(name):
 def loads(text):
     """Parse JSON keeping decimals exact; raises ValueError on bad input
     (NumberOutOfBounds for a number literal beyond the bounds every number
-    from input has, checked before it is converted)."""
-    return json.loads(text, parse_float=parse_number, parse_int=parse_json_int,
-                      parse_constant=_no_constant)
+    from input has, checked before it is converted; also on nesting too deep
+    for the parser, which raises RecursionError)."""
+    try:
+        return json.loads(text, parse_float=parse_number, parse_int=parse_json_int,
+                          parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None

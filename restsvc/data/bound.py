@@ -22,9 +22,6 @@ from ..db import write_transaction
 from ..errors import NotFound
 from ..model.metadata import MetaClass
 from ..model.serialize import serialize
-from .access import require
-from .importer import parse_id
-from .loader import loading_plan, select_rows
 
 
 class Record(dict):
@@ -121,13 +118,11 @@ class DataAccess:
     def load(self, entity, entity_id, fetch_plan="_base"):
         """One entity by id; NotFound (404) when it does not exist or the caller cannot see it."""
         meta = self.entity(entity)
-        require(self.access, meta, "read")
         plan = self._data.plan(meta, fetch_plan)
-        rows = select_rows(self.access, meta, loading_plan(plan), key_field=meta.model.id,
-                           keys=[parse_id(meta, entity_id)])
-        if not rows:
+        row = self._data.select_by_id(self.access, meta, plan, entity_id)
+        if row is None:
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
-        return Record(meta, plan, rows[0])
+        return Record(meta, plan, row)
 
     def search(self, entity, filter=None, fetch_plan="_base", sort=None, limit=None, offset=None):
         """Entities matching a search filter of the Entities API (None: all the caller sees)."""

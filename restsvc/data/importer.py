@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import peewee
 
-from ..errors import ApiError, BadRequest, Conflict, NotFound
+from ..errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge
 from ..model.datatypes import decimal_fits
 from ..model.fetchplan import ids_only
 from ..security.roles import MODIFY
@@ -59,17 +59,28 @@ def parse_id(meta, value):
         raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
 
 
+def too_many_entities(limit):
+    return PayloadTooLarge("Too many entities",
+                           f"One request may write at most {limit} entities, composition "
+                           "children included (svc.rest.max-bulk-size)")
+
+
 class Importer:
-    def __init__(self, access, optimistic_locking):
+    def __init__(self, access, optimistic_locking, max_entities):
         self.access = access
         self.optimistic_locking = optimistic_locking
         self.violations = []
+        self.max_entities = max_entities
+        self._planned = 0
 
     # -- phase 1 ---------------------------------------------------------
     def plan(self, meta, body, path="", entity_id=None, creating=None, owner=None):
         """One entity object -> Operation. ``entity_id`` from the URL wins over the body's."""
         if not isinstance(body, dict):
             raise BadRequest("Cannot deserialize an entity from JSON", "")
+        self._planned += 1
+        if self._planned > self.max_entities:
+            raise too_many_entities(self.max_entities)
         if entity_id is None:
             entity_id = body.get("id")
         if entity_id is not None:
@@ -79,7 +90,10 @@ class Importer:
         existing = self._exists(meta, entity_id) if entity_id is not None else False
         if creating is None:
             creating = not existing
-        if not creating and not existing:
+        if (not creating and not existing) or (
+                creating and entity_id is not None and self._stored(meta, entity_id)):
+            # A row the caller cannot see is answered as missing, as an update
+            # of it is, whether the caller meant to create or to update it.
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
         require(self.access, meta, "create" if creating else "update")
         operation = Operation(meta, creating, entity_id, {})
@@ -97,6 +111,8 @@ class Importer:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
             else:
                 self._value(operation, prop, value, where)
+        if not creating and hasattr(meta.model, "check_change"):    # e.g. User
+            meta.model.check_change(self.access, entity_id, operation.values)
         if "version" in body and not creating and self.optimistic_locking:
             version = body["version"]
             if isinstance(version, bool) or not isinstance(version, int):
@@ -110,6 +126,12 @@ class Importer:
 
     def _exists(self, meta, entity_id):
         return bool(visible_ids(self.access, meta, [entity_id]))
+
+    @staticmethod
+    def _stored(meta, entity_id):
+        """Whether any row has the id, visible or not."""
+        model = meta.model
+        return model.select(model.id).where(model.id == entity_id).exists()
 
     def _value(self, operation, prop, value, where):
         if value is None:
