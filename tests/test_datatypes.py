@@ -39,3 +39,13 @@ def test_service_parameters_have_a_json_schema(app):
         "required": ["fromDate", "toDate"]}
     (order_id,) = app.services.services["orderService"].methods["calculateTotal"].request_params
     assert order_id.json_schema() == {"type": "string", "format": "uuid"}
+
+
+def test_service_results_have_a_kind_and_a_json_schema(app):
+    methods = app.services.services["orderService"].methods
+    assert methods["calculateTotal"].result == ("text", {"type": "number"})
+    assert methods["recalculate"].result == ("empty", None)
+    assert methods["ordersBetween"].result == ("json", {"type": "array", "items": {
+        "type": "object", "description": "Order entity JSON"}})
+    assert methods["summarize"].result[1]["required"] == ["fromDate", "toDate", "count", "total",
+                                                          "byStatus"]

@@ -37,7 +37,7 @@ class OrderSummary:
     toDate: datetime.date
     count: int
     total: decimal.Decimal
-    byStatus: list
+    byStatus: list[StatusTotal]
 
 
 def _between(from_date, to_date, statuses=None):

@@ -19,7 +19,7 @@ import dataclasses
 from .. import xmlfile
 from ..model.valuetypes import EnumType, ScalarType, value_type
 from .declare import HTTP_METHODS
-from .registry import ServiceConfigError, ServiceMethod, method_params
+from .registry import ServiceConfigError, ServiceMethod, method_params, method_result
 
 _ATTRIBUTES = {"services": set(), "service": {"name"}, "method": {"name", "httpMethod"},
                "param": {"name", "type", "required"}}
@@ -86,6 +86,7 @@ class _Reader:
             self.fail(element, "httpMethod must be GET or POST")
         try:
             params = {p.name: p for p in method_params(self.metadata, function)}
+            result = method_result(self.metadata, function)
         except ServiceConfigError as exc:
             self.fail(element, str(exc))
         listed = set()
@@ -97,7 +98,7 @@ class _Reader:
                 self.fail(element, f"parameter {param.name} of {name} is required but not listed")
         exposed = tuple(p for p in params.values() if p.is_injected or p.name in listed)
         return ServiceMethod(service, name, function, (http,) if http else HTTP_METHODS,
-                             exposed, declared_http=http, from_xml=True)
+                             exposed, declared_http=http, from_xml=True, result=result)
 
     def param(self, element, params, method):
         name = element.get("name")

@@ -80,6 +80,7 @@ class ObjectType:
     def __init__(self, metadata, cls):
         self.cls = cls
         self.name = f"{cls.__module__}.{cls.__qualname__}"
+        self.sample = None
         hints = typing.get_type_hints(cls)
         self.fields = []
         for item in dataclasses.fields(cls):
@@ -130,6 +131,8 @@ def field_type(metadata, hint):
         inner = simple_type(metadata, item)
         if inner is not None:
             return ArrayType(inner)
+        if dataclasses.is_dataclass(item):
+            return ArrayType(ObjectType(metadata, item))
     raise TypeError(f"type {hint!r} is not supported here")
 
 
@@ -223,6 +226,29 @@ def make_param(metadata, name, hint, default=None, has_default=False):
         array = ArrayType(simple_type(metadata, item))
         return Param(name, "array", array.name, required, default, array)
     raise TypeError(f"parameter {name}: type {hint!r} is not supported")
+
+
+def result_schema(metadata, hint):
+    """What a return hint answers: ``("empty", None)``, ``("text", schema)`` for
+    simple values (text/plain), ``("json", schema)``; ``("json", {})`` when the
+    hint says nothing more (no hint, dict, a list of anything)."""
+    if hint is None or hint is type(None):
+        return "empty", None
+    hint = optional_of(hint) or hint
+    simple = simple_type(metadata, hint)
+    if simple is not None:
+        return "text", simple.json_schema()
+    item = list_item(hint)
+    if item is not None and simple_type(metadata, item) is not None:
+        return "json", ArrayType(simple_type(metadata, item)).json_schema()
+    if _is_entity(hint) or (item is not None and _is_entity(item)):
+        meta = _entity_meta(metadata, item if item is not None else hint)
+        entity = {"type": "object", "description": f"{meta.name} entity JSON"}
+        return "json", entity if item is None else {"type": "array", "items": entity}
+    try:
+        return "json", field_type(metadata, hint).json_schema()
+    except TypeError:
+        return "json", {}      # a dict, or a list of anything: JSON all the same
 
 
 def _is_entity(hint):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ApiError, Forbidden, NotFound
 from .declare import declared_methods, service_name
-from .params import invalid_parameter, make_param
+from .params import invalid_parameter, make_param, result_schema
 from .results import shape_result
 
 log = logging.getLogger("restsvc")
@@ -29,6 +29,7 @@ class ServiceMethod:
     params: tuple                  # Param, injected ones included
     declared_http: object = None   # the XML's httpMethod (None: both), descriptor only
     from_xml: bool = False
+    result: tuple = ("json", {})   # (answer kind, JSON Schema) from the return hint
 
     @property
     def request_params(self):
@@ -53,12 +54,27 @@ class Service:
             if permissions.can_call(self.name, method.name) for entry in method.descriptors()]}
 
 
-def method_params(metadata, function):
-    """The Params of a function from its signature and type hints."""
+def _hints(function):
     try:
-        hints = typing.get_type_hints(function)
+        return typing.get_type_hints(function)
     except (NameError, TypeError) as exc:
         raise ServiceConfigError(f"cannot read the type hints: {exc}") from None
+
+
+def method_result(metadata, function):
+    """(answer kind, JSON Schema) of a function's return hint (see params.result_schema)."""
+    hints = _hints(function)
+    if "return" not in hints:
+        return "json", {}
+    try:
+        return result_schema(metadata, hints["return"])
+    except TypeError as exc:       # an entity model the application did not declare
+        raise ServiceConfigError(f"return type: {exc}") from None
+
+
+def method_params(metadata, function):
+    """The Params of a function from its signature and type hints."""
+    hints = _hints(function)
     params = []
     for name, parameter in inspect.signature(function).parameters.items():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
@@ -98,10 +114,12 @@ class Services:
                 function = getattr(target, attribute)
                 try:
                     params = method_params(metadata, function)
+                    result = method_result(metadata, function)
                 except ServiceConfigError as exc:
                     raise ServiceConfigError(f"{name}.{exposed}: {exc}") from None
                 self._add(name, target, ServiceMethod(name, exposed, function,
-                                                      declared.http_methods, params))
+                                                      declared.http_methods, params,
+                                                      result=result))
         for method in xml_methods:
             self._add(method.service, objects[method.service], method)
 
