@@ -9,13 +9,16 @@ from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
 from .data.access import access_for
+from .data.bound import DataAccess
 from .errors import BadRequest, MalformedBody
 from .jsonio import dumps_bytes, loads
 from .model.datatypes import DATATYPES, NumberOutOfBounds
+from .services.declare import Caller
 
 LONG = DATATYPES["long"]
 
 JSON_TYPE = "application/json;charset=UTF-8"
+TEXT_TYPE = "text/plain;charset=UTF-8"
 
 
 class _Parameters(ImmutableMultiDict):
@@ -94,8 +97,8 @@ def request_url(request):
     return f"{request.scheme}://{request.host}{path}"
 
 
-class _JsonResponse(Response):
-    """A complete JSON body. Werkzeug's general answer path (Location rewriting,
+class _CompleteResponse(Response):
+    """A complete JSON or text body. Werkzeug's general answer path (Location rewriting,
     conditional and range handling, iterator wrapping) costs more than the
     rest of a small request and applies to none of these, so it is skipped."""
 
@@ -105,7 +108,14 @@ class _JsonResponse(Response):
 
 
 def json_response(data, status=200, headers=None):
-    return _JsonResponse(dumps_bytes(data), status=status, headers=headers, content_type=JSON_TYPE)
+    return _CompleteResponse(dumps_bytes(data), status=status, headers=headers,
+                             content_type=JSON_TYPE)
+
+
+def text_response(text, status=200, headers=None):
+    """``text/plain;charset=UTF-8``; a lone surrogate is written as "?"."""
+    return _CompleteResponse(text.encode("utf-8", "replace"), status=status, headers=headers,
+                             content_type=TEXT_TYPE)
 
 
 def empty_response(status=200, headers=None):
@@ -181,7 +191,9 @@ def error_response(error):
 
 
 class Context:
-    """What a handler gets: the app, the request and the caller."""
+    """What a handler gets, built-in or custom endpoint: ``request`` (a Werkzeug
+    Request), ``caller``, ``data`` (the data manager bound to the caller),
+    ``permissions``, ``locale`` and ``app``."""
 
     __slots__ = ("app", "request", "principal", "_locale", "_access")
 
@@ -195,6 +207,20 @@ class Context:
     @property
     def permissions(self):
         return self.principal.permissions
+
+    @property
+    def caller(self):
+        """Who calls, as application code sees it (restsvc.Caller)."""
+        permissions = self.principal.permissions
+        return Caller(self.principal.username,
+                      permissions.resource_roles + permissions.row_level_roles,
+                      self.locale, self.principal.is_user, self.principal.client_id)
+
+    @property
+    def data(self):
+        """The data manager bound to the caller (restsvc.DataAccess): entity,
+        attribute and row-level policies apply to every load and save."""
+        return DataAccess(self.app.data, self.access)
 
     @property
     def access(self):
