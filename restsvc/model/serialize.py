@@ -65,9 +65,9 @@ def _namer(meta, permissions):
 
 def _compiled(meta, plan, permissions):
     """What to write for one plan and one set of permissions, worked out once
-    (nested plans too): the entity name, the instance-name function, the
+    (nested plans too): the entity name, the instance-name function and the
     visible attributes as (name, converter or None, nested compiled or None,
-    is collection), and whether any of them is nested."""
+    is collection)."""
     cache = plan.__dict__.setdefault("_compiled", {})
     compiled = cache.get(id(permissions))
     if compiled is None:
@@ -80,8 +80,7 @@ def _compiled(meta, plan, permissions):
             writers.append((name, _converter(prop) if nested is None else None,
                             _compiled(prop.target, nested, permissions) if nested else None,
                             prop.is_collection))
-        compiled = cache[id(permissions)] = (meta.name, _namer(meta, permissions), writers,
-                                             any(nested for _, _, nested, _ in writers))
+        compiled = cache[id(permissions)] = (meta.name, _namer(meta, permissions), writers)
     return compiled
 
 
@@ -97,7 +96,7 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
 
 
 def _write(compiled, row, return_nulls):
-    entity_name, namer, writers, _ = compiled
+    entity_name, namer, writers = compiled
     out = {"_entityName": entity_name}
     name_text = namer(row)
     if name_text is not None or return_nulls:
@@ -119,36 +118,70 @@ def _write(compiled, row, return_nulls):
     return out
 
 
+def _references(meta, plan, permissions):
+    """The plan's visible references for ``count_objects``, nested likewise:
+    (name, is collection, inner references, whether those are all leaves)."""
+    cache = plan.__dict__.setdefault("_references", {})
+    found = cache.get(id(permissions))
+    if found is None:
+        found = []
+        levels = permissions.attribute_levels(meta.name)
+        for name, nested in plan.properties.items():
+            if nested is not None and levels.get(name):
+                prop = meta.properties[name]
+                inner = _references(prop.target, nested, permissions)
+                found.append((name, prop.is_collection, inner, all(not ref[2] for ref in inner)))
+        cache[id(permissions)] = found
+    return found
+
+
 def count_objects(meta, rows, plan, permissions, limit):
     """How many JSON objects serializing ``rows`` along ``plan`` writes, found
     without writing them, or a number above ``limit`` as soon as it is one.
     A loaded row that several parents share (the order of each of its lines)
     is written once per parent, so an answer can grow as N^depth while the
-    loaded rows grow linearly; each (row, plan) pair is counted only once."""
-    root = _compiled(meta, plan, permissions) if plan is not None else None
-    if root is None or not root[3]:     # no references: one object per row
+    loaded rows grow linearly; rows with deeper references are counted once
+    per plan and remembered."""
+    refs = _references(meta, plan, permissions) if plan is not None else ()
+    if not refs:
         return len(rows)
     memo = {}
 
-    def count(compiled, row):
-        key = (id(row), id(compiled))
-        found = memo.get(key)
-        if found is None:
-            found = 1
-            for name, _, nested, is_collection in compiled[2]:
-                value = row.get(name) if nested is not None else None
-                if value is None:
-                    continue
-                for child in (value if is_collection else (value,)):
-                    found += count(nested, child)
-                    if found > limit:
-                        return found
-            memo[key] = found
-        return found
+    def count(row, refs):
+        total = 1
+        for name, is_collection, inner, leafy in refs:
+            value = row.get(name)
+            if value is None:
+                continue
+            children = value if is_collection else (value,)
+            if not inner:
+                total += len(children)
+            elif leafy:
+                total += sum(_count_leafy(child, inner) for child in children)
+            else:
+                for child in children:
+                    key = (id(child), id(inner))
+                    found = memo.get(key)
+                    if found is None:
+                        found = memo[key] = count(child, inner)
+                    total += found
+                    if total > limit:
+                        return total
+        return total
 
     total = 0
     for row in rows:
-        total += count(root, row)
+        total += count(row, refs)
         if total > limit:
             break
+    return total
+
+
+def _count_leafy(row, refs):
+    """One row and its references, none of which has references of its own."""
+    total = 1
+    for name, is_collection, _, _ in refs:
+        value = row.get(name)
+        if value is not None:
+            total += len(value) if is_collection else 1
     return total

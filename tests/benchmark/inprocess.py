@@ -1,4 +1,8 @@
-"""In-process timing: the WSGI callables of restsvc and the baseline called directly.
+"""In-process timing: WSGI callables called directly.
+
+``compare``: restsvc and the baseline, operation by operation. ``compare_operations``
+(``run.py --in-process N``): operations of restsvc against a reference one
+(a service call against a load by id; target: at most ``TARGET`` times).
 
 No server, no sockets, no wrk: what is left is the cost of one request in
 Python, which is what the code decides. The two apps take turns per round
@@ -77,3 +81,31 @@ def compare(apps, method, paths, token, body, rounds, seconds):
 def summary(values):
     """``median (min-max)``."""
     return f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
+
+
+TARGET = 1.25
+
+
+def compare_operations(app, token, operations, count, rounds):
+    """``operations``: {label: [paths]} of GETs, the reference first. Prints CPU
+    µs/request and per-round ratios to the reference; 0 when within ``TARGET``."""
+    environs = {label: _environs("GET", paths, token, None) for label, paths in operations.items()}
+    for label in environs:                      # warm-up: caches, SQL text, permissions
+        _per_request(app, environs[label], None, max(50, count // 10))
+    costs = {label: [] for label in environs}
+    labels = list(environs)
+    for round_number in range(rounds):
+        for label in labels[::-1] if round_number % 2 else labels:
+            costs[label].append(_per_request(app, environs[label], None, count)[1])
+    reference = labels[0]
+    print(f"\n{'operation (in process)':<60}{'µs/request':>12}{'ratio':>8}  per round")
+    worst = 0
+    for label in labels:
+        ratios = [a / b for a, b in zip(costs[label], costs[reference])]
+        ratio = statistics.median(ratios)
+        worst = max(worst, ratio)
+        print(f"{label:<60}{statistics.median(costs[label]):>12.0f}{ratio:>8.2f}  "
+              + " ".join(f"{r:.2f}" for r in ratios))
+    print(f"(medians of {rounds} rounds of {count} requests each, CPU time of this process; "
+          f"target: at most {TARGET}x {reference})")
+    return 0 if worst <= TARGET else 1

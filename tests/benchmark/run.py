@@ -3,6 +3,7 @@
     python tests/benchmark/run.py [--rounds 5] [--duration 8] [--only list|get|create|nested|search]
     python tests/benchmark/run.py --no-wrk           # in-process figures only
     python tests/benchmark/run.py --profile 2000 [--only get]     # in-process cProfile
+    python tests/benchmark/run.py --in-process 2000    # service call vs load by id, µs/request
 
 Both apps work on copies of one SQLite database prepared by restsvc's own code
 (demo data plus generated customers up to 1,000), at the same durability
@@ -215,6 +216,9 @@ def parse_args(argv):
                         help="leave both servers running afterwards until Ctrl-C")
     parser.add_argument("--profile", type=bounded(1, 100000), metavar="N",
                         help="instead: profile N in-process requests per operation")
+    parser.add_argument("--in-process", type=bounded(1, 100000), metavar="N",
+                        help="instead: CPU µs per request in process, N requests per round, "
+                             "GET /rest/services/orderService/calculateTotal against a load by id")
     parser.add_argument("--probe-path", help="check the harness on restsvc alone with a GET "
                                              "path that exists, e.g. /rest/metadata/entities")
     return parser.parse_args(argv)
@@ -237,9 +241,21 @@ def baseline_app(workdir, app_env):
     return app
 
 
+def service_against_load(app, token, ids, args):
+    from inprocess import compare_operations
+    from restsvc.demo.model import Order
+    orders = [str(o.id) for o in Order.select(Order.id).order_by(Order.id)]
+    app.database.close()
+    return compare_operations(app, token, {
+        "GET /rest/entities/Customer/<id>": [f"/rest/entities/Customer/{i}" for i in ids],
+        "GET /rest/services/orderService/calculateTotal?orderId=<id>": [
+            f"/rest/services/orderService/calculateTotal?orderId={i}" for i in orders],
+    }, args.in_process, args.rounds)
+
+
 def main(argv=None):
     args = parse_args(argv)
-    if not (args.profile or args.no_wrk) and not shutil.which("wrk"):
+    if not (args.profile or args.no_wrk or args.in_process) and not shutil.which("wrk"):
         print(WRK_MISSING, file=sys.stderr)
         return 2
     # Stop cleanly on Ctrl-C and kill alike (also when started with SIGINT ignored).
@@ -258,6 +274,8 @@ def main(argv=None):
             print(f"restsvc on PostgreSQL ({args.postgres}), the baseline on SQLite")
         if args.profile:
             return profile(app, token, ids, args)
+        if args.in_process:
+            return service_against_load(app, token, ids, args)
         copy_database(workdir / "restsvc.db", workdir / "baseline.db")
         if args.postgres:
             share_token(app, token, workdir / "baseline.db")
