@@ -25,6 +25,8 @@ from restsvc.settings import build_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO / "config"
+# The file storage fixtures (fs and S3) for every test module.
+pytest_plugins = ["files_support"]
 PG_URL = os.environ.get("RESTSVC_TEST_DATABASE_URL", "")
 
 # Hashes made during the tests (demo passwords, CLI) use a low cost factor:
@@ -112,12 +114,12 @@ def _reset_postgres(url, tmp_path):
 
 
 @pytest.fixture
-def make_app(database_url, tmp_path):
-    """Build an app on this test's database with extra dotted settings."""
+def make_app(database_url, tmp_path, file_storage):
+    """Build an app on this test's database (and file storage) with extra dotted settings."""
     apps = []
 
     def build(overrides=None, application=None):
-        settings = make_settings(database_url, tmp_path, overrides)
+        settings = make_settings(database_url, tmp_path, {**file_storage, **(overrides or {})})
         app = RestApp(settings, application)
         apps.append(app)
         return app

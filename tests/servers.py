@@ -133,3 +133,68 @@ def reset_peak(pid):
         return True
     except OSError:
         return False
+
+
+S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "restsvc-test", "AWS_SECRET_ACCESS_KEY": "restsvc-test",
+                  "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def s3_server_missing():
+    """Why no S3-compatible test server can start here, or None when one can."""
+    try:
+        import boto3  # noqa: F401
+        import moto.server  # noqa: F401
+    except ImportError as exc:
+        return f"S3-compatible storage needs boto3 and moto[server] ({exc.name} is missing): " \
+               f"pip install -e '.[test,s3]'"
+    return None
+
+
+@contextmanager
+def s3_server(directory, seconds=30):
+    """moto's S3 server on a free port; yields its endpoint URL. The tests'
+    processes get the credentials it accepts from the environment."""
+    directory.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    os.environ.update(S3_CREDENTIALS)
+    log_path = directory / "s3.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                                    "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the S3 test server did not start:\n"
+                                       + log_path.read_text(errors="replace")) from None
+                time.sleep(0.1)
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def new_bucket(endpoint):
+    """A fresh bucket on the test S3 server; returns its name."""
+    import uuid
+
+    import boto3
+    name = f"restsvc-{uuid.uuid4().hex[:20]}"
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=name)
+    return name
+
+
+def object_storage_settings(endpoint, bucket, name="objects", default=True):
+    """Dotted settings of an S3 storage ``name`` on the test server."""
+    prefix = f"svc.file-storage.{name}"
+    values = {f"{prefix}.type": "s3", f"{prefix}.endpoint": endpoint,
+              f"{prefix}.bucket": bucket, f"{prefix}.key-prefix": "restsvc/",
+              f"{prefix}.part-size": "5MB"}
+    if default:
+        values["svc.file-storage.default"] = name
+    return values
