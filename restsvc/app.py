@@ -5,13 +5,14 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
 
 from . import db
-from .api import API_MODULES
+from .api import url_rules
 from .application import import_application
 from .data.datamanager import DataManager
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
 from .errors import SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
+from .health import Readiness
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .security.authserver import AuthServer
@@ -56,8 +57,8 @@ class RestApp:
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.files = file_storages(settings)
-        self.url_map = Map([rule.empty() for module in API_MODULES for rule in module.rules],
-                           strict_slashes=False, merge_slashes=False)
+        self.readiness = Readiness(self.database, self.files, settings.health_timeout)
+        self.url_map = Map(list(url_rules(settings)), strict_slashes=False, merge_slashes=False)
         # Bound once: handlers never build URLs from it, matching needs only
         # the path and the method (binding per request costs more than matching).
         self._routes = self.url_map.bind("restsvc")

@@ -42,7 +42,7 @@ _KEYS = {
     "svc.file-storage.default": ("default_file_storage", parse.text, "fs"),
     "svc.health.live-path": ("health_live_path", parse.url_path, "/health/live"),
     "svc.health.ready-path": ("health_ready_path", parse.url_path, "/health/ready"),
-    "svc.health.database-timeout": ("health_database_timeout", parse.duration, 2),
+    "svc.health.timeout": ("health_timeout", parse.duration, 3),
     "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
@@ -139,7 +139,7 @@ class Settings:
     default_file_storage: str
     health_live_path: str
     health_ready_path: str
-    health_database_timeout: int
+    health_timeout: int
     available_locales: tuple
     messages_dir: str
     default_max_fetch_size: int

@@ -67,18 +67,21 @@ def _write_config(directory, database_url, overrides):
     return path
 
 
-def launch(directory, database_url, overrides=None, workers=1, timeout=300):
-    """Start ``restsvc serve`` on a free port with the shipped demo settings plus
-    ``overrides``; ``wait_until_ready`` waits for it."""
+def launch(directory, database_url, overrides=None, workers=1, timeout=300, serve_args=(),
+           port=None):
+    """Start ``restsvc serve`` on a free port (or ``port``) with the shipped demo
+    settings plus ``overrides``, without a drain on SIGTERM unless ``serve_args``
+    asks for one; ``wait_until_ready`` waits for it."""
     directory.mkdir(parents=True, exist_ok=True)
     config = _write_config(directory, database_url, overrides)
-    port = free_port()
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RESTSVC_")}
     log_path = directory / "server.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "restsvc.cli", "--config", str(config), "serve",
-             "--port", str(port), "--workers", str(workers), "--timeout", str(timeout)],
+             "--port", str(port), "--workers", str(workers), "--timeout", str(timeout),
+             "--drain", "0", *serve_args],
             cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT)
     return Server(port, process, log_path)
 
@@ -107,9 +110,10 @@ def stop(server):
 
 
 @contextmanager
-def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=300):
+def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=300,
+                    serve_args=()):
     """One real server for the duration of a ``with`` block."""
-    server = launch(directory, database_url, overrides, workers, timeout)
+    server = launch(directory, database_url, overrides, workers, timeout, serve_args)
     try:
         yield wait_until_ready(server)
     finally:

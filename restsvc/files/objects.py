@@ -78,10 +78,12 @@ class ObjectFileStorage(FileStorage):
                 size += len(chunk)
                 if len(buffer) >= self.part_size:
                     upload = upload or _MultipartUpload(self.s3, self.bucket, key)
-                    upload.send(bytes(buffer[:self.part_size]))
-                    del buffer[:self.part_size]
+                    # The part goes as it is (no copy); only what lies beyond it moves.
+                    part, buffer = buffer, buffer[self.part_size:]
+                    del part[self.part_size:]
+                    upload.send(part)
             if upload is None:
-                self._call(self.s3.put_object, Bucket=self.bucket, Key=key, Body=bytes(buffer))
+                self._call(self.s3.put_object, Bucket=self.bucket, Key=key, Body=buffer)
             else:
                 if buffer:
                     upload.send(bytes(buffer))
