@@ -120,6 +120,25 @@ def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=
         stop(server)
 
 
+def trickle(server, body_size, pieces, interval, path="/rest/files?name=slow.bin"):
+    """Send an upload's body ``pieces`` at a time, ``interval`` seconds apart;
+    return (status, body) of the answer once the whole body is sent."""
+    sock = socket.create_connection((server.host, server.port), timeout=120)
+    with sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                     f"Authorization: Bearer {server.token}\r\n"
+                     f"Content-Type: application/octet-stream\r\n"
+                     f"Content-Length: {body_size}\r\n\r\n".encode())
+        for piece in pieces:
+            sock.sendall(piece)
+            time.sleep(interval)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
 def memory_kib(pid, field):
     """VmRSS (now) or VmHWM (peak since start or the last reset) of a process."""
     with open(f"/proc/{pid}/status") as f:
