@@ -13,6 +13,7 @@ import shutil
 import urllib.error
 import urllib.request
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,20 +66,29 @@ def _drop_keys(tree, dotted):
             node.pop(parts[-1], None)
 
 
-@pytest.fixture(scope="session")
-def pg_schema_url():
-    """A PostgreSQL URL bound to a schema of this run's own."""
+@contextmanager
+def postgres_schema(prefix):
+    """A PostgreSQL URL bound to a new schema ``<prefix>_...``, dropped afterwards."""
     import psycopg2
     from playhouse.db_url import parse
-    schema = f"restsvc_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    schema = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     params = parse(PG_URL)
     conn = psycopg2.connect(dbname=params.pop("database"), **params)
     conn.autocommit = True
     conn.cursor().execute(f'CREATE SCHEMA "{schema}"')
     separator = "&" if "?" in PG_URL else "?"
-    yield f"{PG_URL}{separator}options=-csearch_path%3D{schema}"
-    conn.cursor().execute(f'DROP SCHEMA "{schema}" CASCADE')
-    conn.close()
+    try:
+        yield f"{PG_URL}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        conn.cursor().execute(f'DROP SCHEMA "{schema}" CASCADE')
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def pg_schema_url():
+    """A PostgreSQL URL bound to a schema of this run's own."""
+    with postgres_schema("restsvc_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import yaml
 
@@ -158,6 +159,20 @@ def reset_peak(pid):
         return False
 
 
+def wait_for_port(port, process, log_path, what, seconds):
+    """Wait until ``process`` accepts connections on ``port``; RuntimeError with its log if not."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start:\n"
+                                   + log_path.read_text(errors="replace")) from None
+            time.sleep(0.1)
+
+
 S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "restsvc-test", "AWS_SECRET_ACCESS_KEY": "restsvc-test",
                   "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -186,16 +201,7 @@ def s3_server(directory, seconds=30):
                                     "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + seconds
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the S3 test server did not start:\n"
-                                       + log_path.read_text(errors="replace")) from None
-                time.sleep(0.1)
+        wait_for_port(port, process, log_path, "the S3 test server", seconds)
         yield endpoint
     finally:
         process.terminate()
@@ -221,3 +227,104 @@ def object_storage_settings(endpoint, bucket, name="objects", default=True):
     if default:
         values["svc.file-storage.default"] = name
     return values
+
+
+class TcpRelay:
+    """A TCP relay from a local port to ``target`` that the test can cut and
+    restore: the way to make one instance's database unreachable while the
+    database itself, shared with others, stays up."""
+
+    def __init__(self, target, port=None):
+        self.target = target
+        self.port = port or free_port()
+        self._connections = []
+        self._lock = threading.Lock()
+        self._listener = None
+
+    def start(self):
+        self._listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+        return self
+
+    def cut(self):
+        """Refuse new connections and break the open ones."""
+        # shutdown wakes the accept() blocked in the relay's thread; close alone
+        # would leave it accepting one more connection.
+        with suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with self._lock:
+            for sock in self._connections:
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            self._connections.clear()
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return                        # cut
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._connections += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass                              # the relay was cut or a side closed
+        finally:
+            with suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+
+HAPROXY_CONFIG = """\
+global
+    maxconn 512
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout check 3s
+frontend restsvc
+    bind 127.0.0.1:{port}
+    default_backend instances
+backend instances
+    balance roundrobin
+    option httpchk GET /health/ready
+    http-check expect status 200
+    default-server inter {interval_ms}ms fall 2 rise 2
+{servers}
+"""
+
+
+@contextmanager
+def haproxy(directory, backends, interval_ms=300):
+    """HAProxy (round robin, active checks of /health/ready) in front of
+    ``backends`` ((host, port) pairs); yields its base URL."""
+    port = free_port()
+    servers = "\n".join(f"    server instance{i} {host}:{backend_port} check"
+                        for i, (host, backend_port) in enumerate(backends))
+    config = directory / "haproxy.cfg"
+    config.write_text(HAPROXY_CONFIG.format(port=port, interval_ms=interval_ms, servers=servers))
+    log_path = directory / "haproxy.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stdout=log,
+                                   stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(port, process, log_path, "HAProxy", 10)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
