@@ -237,10 +237,10 @@ def _object_storages(raw):
     storages = []
     for name, parsed in _groups(raw, _STORAGE_PREFIX, _STORAGE_KEYS):
         prefix = f"{_STORAGE_PREFIX}{name}"
-        if name == "fs" or not _STORAGE_NAME.match(name):
+        if name in ("fs", "dir", "default") or not _STORAGE_NAME.match(name):
             raise SettingsError(f"{prefix}: a storage name is lowercase letters, digits and '-' "
                                 f"(it becomes a file reference's scheme) and not 'fs' (the "
-                                f"local storage)")
+                                f"local storage), 'dir' or 'default'")
         if parsed["type"] not in STORAGE_TYPES:
             raise SettingsError(f"{prefix}.type: must be one of {', '.join(STORAGE_TYPES)}")
         if parsed["addressing_style"] not in ("auto", "path", "virtual"):
