@@ -17,6 +17,7 @@ What the local storage promises holds here too:
 - Objects are never changed after they are written (every upload gets a new
   UUID), so the ETag of an object and its size identify its content.
 """
+import functools
 import hashlib
 import logging
 
@@ -47,6 +48,13 @@ def _config(connect_timeout, read_timeout, attempts, addressing_style):
                   response_checksum_validation="when_required")
 
 
+@functools.cache
+def _session():
+    """One boto3 session per process: its clients share the loaded service model
+    (loading it costs a good part of a second); clients are thread-safe."""
+    return boto3.session.Session()
+
+
 class ObjectFileStorage(FileStorage):
     def __init__(self, config, max_file_size):
         if boto3 is None:
@@ -57,7 +65,7 @@ class ObjectFileStorage(FileStorage):
         self.prefix = config.key_prefix
         # Big enough that the largest allowed file fits in S3's 10,000 parts.
         self.part_size = max(config.part_size, -(-max_file_size // MAX_PARTS))
-        session = boto3.session.Session()
+        session = _session()
         where = {"endpoint_url": config.endpoint or None, "region_name": config.region}
         self.s3 = session.client("s3", config=_config(5, 60, 3, config.addressing_style),
                                   **where)
