@@ -61,11 +61,14 @@ def demo_data(args):
 
 
 def routes(args):
-    from .api import url_rules
-    for rule in url_rules(load_settings(args.config)):
+    from .api import all_rules
+    from .application import import_application
+    settings = load_settings(args.config)
+    for rule in all_rules(import_application(settings.application), settings):
         methods = ",".join(sorted(m for m in rule.methods if m not in ("HEAD", "OPTIONS")))
-        print(f"{methods:<18} {rule.rule:<60} {rule.endpoint.__module__.rsplit('.', 1)[-1]}."
-              f"{rule.endpoint.__name__}")
+        handler = rule.endpoint
+        print(f"{methods:<18} {rule.rule:<60} {handler.__module__.removeprefix('restsvc.api.')}."
+              f"{handler.__name__}")
 
 
 def _read_secret(prompt, from_stdin=False, confirm=False):
