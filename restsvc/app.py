@@ -12,6 +12,7 @@ from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
 from .errors import DATABASE_UNAVAILABLE, SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
+from .health import Readiness
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .security.authserver import AuthServer
@@ -61,7 +62,8 @@ class RestApp:
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.files = file_storages(settings)
-        self.url_map = Map([rule.empty() for rule in all_rules(self.application)],
+        self.readiness = Readiness(self.database, self.files, settings.health_timeout)
+        self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)
         # Bound once: handlers never build URLs from it, matching needs only
         # the path and the method (binding per request costs more than matching).

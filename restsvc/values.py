@@ -112,3 +112,14 @@ def url_path_pattern_list(value):
         if not pattern.startswith("/"):
             raise ValueError(f"pattern {pattern!r} must start with /")
     return patterns
+
+
+_URL_PATH = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$")
+
+
+def url_path(value):
+    """One plain absolute path such as ``/health/ready`` (no query, no patterns)."""
+    path = text(value).strip()
+    if not _URL_PATH.match(path):
+        raise ValueError("expected a path such as /health/ready")
+    return path
