@@ -14,6 +14,8 @@ from .errors import SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
+from .reports.definitions import ReportConfigError, load_reports
+from .reports.registry import Reports
 from .security.authserver import AuthServer
 from .security.clients import Clients
 from .security.cors import PREFLIGHT_VARY, Cors
@@ -48,6 +50,7 @@ class RestApp:
         self.database = db.open_database(settings.database_url, settings.database_pool_size)
         self.data = DataManager(settings, self.metadata, self.database)
         self.queries = PredefinedQueries(self.data, queries)
+        self.reports = self._load_reports()
         self.tokens = TokenStore(settings.secret_key)
         self.clients = Clients(settings.clients, self.roles)
         self.users = Users(self.roles)
@@ -72,6 +75,14 @@ class RestApp:
             return load_queries(self.settings.path(self.settings.queries_config), self.metadata)
         except QueryConfigError as exc:
             raise SettingsError(f"svc.rest.queries-config: {exc}") from None
+
+    def _load_reports(self):
+        settings = self.settings
+        try:
+            groups, reports = load_reports(settings.path(settings.reports_dir), self.metadata)
+            return Reports(groups, reports, self.roles.resource.values(), settings.reports_max_rows)
+        except ReportConfigError as exc:
+            raise SettingsError(f"svc.reports.dir: {exc}") from None
 
     @property
     def models(self):

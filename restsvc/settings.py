@@ -49,6 +49,8 @@ _KEYS = {
     "svc.rest.max-file-size": ("max_file_size", parse.size, 100 << 20),
     "svc.rest.max-request-size": ("max_request_size", parse.size, 10 << 20),
     "svc.rest.queries-config": ("queries_config", parse.text, ""),
+    "svc.reports.dir": ("reports_dir", parse.text, "reports"),
+    "svc.reports.max-rows": ("reports_max_rows", parse.positive_int, 1_000_000),
     "svc.resource-server.authenticated-url-patterns": (
         "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**",)),
     "svc.resource-server.anonymous-url-patterns": (
@@ -113,6 +115,8 @@ class Settings:
     max_file_size: int
     max_request_size: int
     queries_config: str
+    reports_dir: str
+    reports_max_rows: int
     authenticated_url_patterns: tuple
     anonymous_url_patterns: tuple
     realm: str

@@ -39,6 +39,7 @@ def shipped_config():
     config = yaml.safe_load((CONFIG_DIR / "restsvc.yaml").read_text())
     config["svc"]["core"]["messages-dir"] = str(CONFIG_DIR / config["svc"]["core"]["messages-dir"])
     config["svc"]["rest"]["queries-config"] = str(CONFIG_DIR / config["svc"]["rest"]["queries-config"])
+    config["svc"]["reports"]["dir"] = str(CONFIG_DIR / config["svc"]["reports"]["dir"])
     return config
 
 

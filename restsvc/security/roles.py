@@ -42,6 +42,7 @@ class ResourceRole:
     attributes: dict = field(default_factory=dict)   # entity or * -> {attr or *: view|modify}
     specifics: tuple = ()
     scope: tuple = ("API", "UI")
+    reports: tuple = ()        # report codes or ids this role may run, or "*"
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ REST_MINIMAL = ResourceRole("rest-minimal", "REST: minimal access", specifics=("
 USER_MANAGEMENT = ResourceRole("user-management", "User management", entities={"User": "*"},
                                attributes={"User": {"*": "modify"}})
 SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities={"*": "*"},
-                                  attributes={"*": {"*": "modify"}}, specifics=("*",))
+                                  attributes={"*": {"*": "modify"}}, specifics=("*",),
+                                  reports=("*",))
 PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS)
 
 
@@ -79,6 +81,7 @@ class Permissions:
         self._attributes = {name: {attr: HIDDEN for attr in meta.properties}
                             for name, meta in metadata.entities.items()}
         self._specifics = set()
+        self._reports = set()
         for role in resource_roles:
             for target, ops in role.entities.items():
                 for name in _names(self._entities, target):
@@ -90,6 +93,7 @@ class Permissions:
                         for attr_name in _names(levels, attr):
                             levels[attr_name] = max(levels[attr_name], _LEVELS[action])
             self._specifics |= set(role.specifics)
+            self._reports |= set(role.reports)
         # id and version identify a row: visible whenever the row is.
         for name, levels in self._attributes.items():
             if "read" in self._entities[name]:
@@ -112,6 +116,10 @@ class Permissions:
 
     def specific(self, name):
         return "*" in self._specifics or name in self._specifics
+
+    def may_run_report(self, report_id, code=None):
+        return "*" in self._reports or report_id in self._reports or (
+            code is not None and code in self._reports)
 
     def row_filters(self, entity_name):
         return self._row_filters.get(entity_name, ())

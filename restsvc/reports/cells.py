@@ -1,0 +1,32 @@
+"""What every report cell goes through, whatever the output format: text
+XML cannot carry is removed, and text a spreadsheet would run as a formula
+is recognized so each writer can make it show as text."""
+import re
+
+# XML 1.0 allows tab, LF, CR and everything from U+0020 except lone
+# surrogates and U+FFFE/U+FFFF. Removed from CSV cells too: a CSV file is
+# usually opened in the same spreadsheet programs.
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+# A cell starting with one of these runs as a formula in Excel, LibreOffice
+# and Google Sheets (OWASP "CSV injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def clean_text(text):
+    """``text`` without the characters XML 1.0 cannot carry."""
+    if _ILLEGAL_XML.search(text):
+        return _ILLEGAL_XML.sub("", text)
+    return text
+
+
+def is_formula_like(text):
+    return text.startswith(FORMULA_START)
+
+
+def guarded_text(text):
+    """CSV form of a text value: cleaned, and prefixed with an apostrophe when
+    a spreadsheet would otherwise evaluate it (the apostrophe is how
+    spreadsheet programs themselves mark "this is text")."""
+    text = clean_text(text)
+    return "'" + text if text.startswith(FORMULA_START) else text
