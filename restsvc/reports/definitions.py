@@ -178,7 +178,9 @@ class _Reader:
         return value
 
     def items(self, value, key, field=""):
-        items = value.get(key) or []
+        items = value.get(key)
+        if items is None:
+            return []
         if not isinstance(items, list):
             self.fail(_join(field, key), "must be a list")
         return items
