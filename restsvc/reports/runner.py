@@ -9,12 +9,13 @@ manager; a reference hidden that way is an empty cell.
 import csv
 import io
 import itertools
+import operator
 import tempfile
 from dataclasses import dataclass
 
-from ..model.serialize import instance_name, serialize
+from ..model.serialize import instance_namer, serialize
 from . import values
-from .cells import guarded_text
+from .cells import guarded_text, guarded_texts
 from .parameters import filter_for, run_error
 from .xlsx import Workbook, XColumn
 
@@ -26,11 +27,21 @@ _FILE_NAME_UNSAFE = str.maketrans({c: "_" for c in '/\\:*?"<>|' + "".join(map(ch
 
 @dataclass(frozen=True)
 class OutputColumn:
+    """One column of a sheet or CSV file. Cells are worked out a batch and a
+    column at a time, which keeps most of the per-cell work in C (map,
+    itemgetter, dict.get) rather than in a Python call per cell."""
     caption: str
-    get: object                  # row -> the cell's value (None: empty)
-    text: object                 # value -> CSV text
+    values: object               # batch of rows -> list of cell values (None: empty)
+    text: object                 # value -> CSV text; guarded_text for text columns
     kind: str = "auto"           # XLSX cell kind
     number_format: str = None
+
+    def texts(self, cells):
+        """A batch of this column's values as CSV texts."""
+        if self.text is guarded_text:
+            return guarded_texts(cells)
+        text = self.text
+        return ["" if value is None else text(value) for value in cells]
 
 
 @dataclass
@@ -89,8 +100,9 @@ class Run:
     # -- columns -------------------------------------------------------------
     def columns(self, template_band):
         if template_band.band.entity is None:
-            return [OutputColumn(c.caption or c.path[-1], _walker(c.path), values.python_text,
-                                 "auto", c.format) for c in template_band.columns]
+            return [OutputColumn(c.caption or c.path[-1], _values(_walker(c.path)),
+                                 values.python_text, "auto", c.format)
+                    for c in template_band.columns]
         built = (self._entity_column(c) for c in template_band.columns)
         return [column for column in built if column is not None]
 
@@ -107,22 +119,28 @@ class Run:
         caption = column.caption or self.captions(f"{last.owner.name}.{last.name}")
         walk = _walker(tuple(prop.name for prop in path))
         if last.is_reference:
-            target = last.target
-            return OutputColumn(caption, _then(walk, lambda v: instance_name(target, v, permissions)),
+            return OutputColumn(caption, _values(walk, instance_namer(last.target, permissions)),
                                 guarded_text, "string")
         if last.meta_enum is not None:
             captions = {m: self.captions(f"{last.meta_enum.name}.{m.name}")
                         for m in last.meta_enum.enum_class}
-            return OutputColumn(caption, _then(walk, captions.get), guarded_text, "string")
-        return OutputColumn(caption, walk, values.text_form(last), values.cell_kind(last),
+            return OutputColumn(caption, lambda batch: list(map(captions.get, map(walk, batch))),
+                                guarded_text, "string")
+        return OutputColumn(caption, _values(walk), values.text_form(last), values.cell_kind(last),
                             column.format or values.decimal_format(last))
 
 
 def _walker(names):
     """row -> the value at a key path through nested dicts (None when absent)."""
     if len(names) == 1:
-        name = names[0]
-        return lambda row: row.get(name)
+        return operator.methodcaller("get", names[0])
+    if len(names) == 2:
+        outer, inner = names
+
+        def walk_two(row):
+            value = row.get(outer)
+            return value.get(inner) if isinstance(value, dict) else None
+        return walk_two
 
     def walk(row):
         value = row
@@ -132,11 +150,12 @@ def _walker(names):
     return walk
 
 
-def _then(walk, convert):
-    def get(row):
-        value = walk(row)
-        return None if value is None else convert(value)
-    return get
+def _values(walk, convert=None):
+    """batch -> the column's values: ``walk`` of each row, then ``convert``
+    of the values that are not None."""
+    if convert is None:
+        return lambda batch: list(map(walk, batch))
+    return lambda batch: [None if value is None else convert(value) for value in map(walk, batch)]
 
 
 def _batched(rows):
@@ -174,11 +193,8 @@ def csv_chunks(columns, batches):
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow([guarded_text(c.caption) for c in columns])
-    pairs = [(c.get, c.text) for c in columns]
-    write = writer.writerow
     for batch in batches:
-        for row in batch:
-            write(["" if (value := get(row)) is None else text(value) for get, text in pairs])
+        writer.writerows(zip(*[column.texts(column.values(batch)) for column in columns]))
         yield buffer.getvalue().encode("utf-8")
         buffer.seek(0)
         buffer.truncate()
@@ -192,5 +208,5 @@ def write_xlsx(file, bands):
         for title, columns, batches in bands:
             sheet = book.add_sheet(title, [XColumn(c.caption, c.kind, c.number_format)
                                            for c in columns])
-            getters = [c.get for c in columns]
-            sheet.write_rows([get(row) for get in getters] for batch in batches for row in batch)
+            sheet.write_rows(row for batch in batches
+                             for row in zip(*[column.values(batch) for column in columns]))

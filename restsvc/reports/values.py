@@ -58,7 +58,9 @@ def text_form(prop):
     if prop.datatype.name == "boolean":
         return lambda value: "true" if value else "false"
     if prop.datatype.kind == "string":
-        return lambda value: guarded_text(str(convert(value)))
+        return guarded_text     # the stored text itself
+    if prop.datatype.kind in ("date", "time", "uuid"):
+        return convert          # already text
     return lambda value: str(convert(value))
 
 
