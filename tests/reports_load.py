@@ -42,11 +42,17 @@ reports:
 def _insert(database, model, rows):
     """executemany of rows (dicts of Python values): much faster than building
     one large INSERT, which converts every value through Peewee's query nodes."""
+    from restsvc.db import is_sqlite
     fields = [model._meta.fields[name] for name in rows[0]]
-    sql = (f'INSERT INTO "{model._meta.table_name}" ({", ".join(f.column_name for f in fields)}) '
-           f'VALUES ({", ".join([database.param] * len(fields))})')
+    values = [[f.db_value(v) for f, v in zip(fields, row.values())] for row in rows]
+    columns = ", ".join(f'"{field.column_name}"' for field in fields)
+    sql = f'INSERT INTO "{model._meta.table_name}" ({columns}) VALUES '
     cursor = database.cursor()
-    cursor.executemany(sql, [[f.db_value(v) for f, v in zip(fields, row.values())] for row in rows])
+    if is_sqlite(database):
+        cursor.executemany(sql + f'({", ".join("?" * len(fields))})', values)
+    else:   # psycopg2's executemany is a round trip per row
+        from psycopg2.extras import execute_values
+        execute_values(cursor, sql + "%s", values, page_size=2000)
 
 
 def fill_orders(database_url, count, customers=1000):
