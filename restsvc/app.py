@@ -14,7 +14,7 @@ from .errors import SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
-from .reports.definitions import ReportConfigError, load_reports
+from .reports.loader import ReportConfigError, load_reports
 from .reports.registry import Reports
 from .security.authserver import AuthServer
 from .security.clients import Clients

@@ -64,7 +64,7 @@ class Reports:
             return data.load(access, meta, entity_id, named_plan(meta, "_instance_name"))
 
         bound = bind(report, body.get("parameters"), load_entity)
-        return Run(access, data, captions, self.max_rows).document(report, template, bound)
+        return Run(access, data, captions, self.max_rows).document(template, bound)
 
 
 def _may_run(permissions, report):

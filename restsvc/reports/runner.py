@@ -62,7 +62,7 @@ class Run:
         self.captions = captions     # key -> localized caption
         self.max_rows = max_rows
 
-    def document(self, report, template, bound):
+    def document(self, template, bound):
         bands = [(band.title, self.columns(band), self.rows(band, bound)) for band in template.bands]
         name = template.file_name.format_map({k: v or "" for k, v in bound.text.items()})
         file_name = (name.translate(_FILE_NAME_UNSAFE).strip() or "report") + "." + \
