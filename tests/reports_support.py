@@ -56,6 +56,17 @@ reports:
               - {{property: status}}
               - {{property: customer._instanceName, caption: customer}}
               - {{property: customers}}
+      - code: XLSX
+        outputType: XLSX
+        bands:
+          - band: echo
+            columns:
+              - {{property: number}}
+              - {{property: flag}}
+              - {{property: day}}
+              - {{property: moment}}
+              - {{property: time}}
+              - {{property: customer._instanceName, caption: customer}}
 """
 
 

@@ -10,9 +10,11 @@ from decimal import Decimal
 import openpyxl
 import pytest
 
-from reports_support import (CUSTOMERS, ORDERS, caller, csv_rows, period, reporter, reports_dir,
+from reports_support import (AUDIT, CUSTOMERS, ORDERS, caller, csv_rows, period, reporter, reports_dir,
                              run, xlsx_sheets)
 from restsvc import RowLevelRole
+from restsvc.data.access import Access
+from restsvc.security.roles import SYSTEM_FULL_ACCESS, Permissions
 from restsvc.reports import runner
 
 GRADES = {"BRONZE": "Bronze", "SILVER": "Silver", "GOLD": "Gold"}
@@ -179,6 +181,22 @@ def test_rows_come_in_batches_without_gaps_or_repeats(make_app, tmp_path, monkey
     else:
         assert xlsx_sheets(batched) == xlsx_sheets(c.post(f"/rest/reports/run/{report}",
                                                           headers=auth, json={"template": template}))
+
+
+def test_the_internal_audit_report_counts_what_the_caller_may_see(app):
+    """Not available through REST; run through the domain the way another
+    front end would, with a caller limited to Alice's orders."""
+    alices = RowLevelRole("alices", filters={"Order": {"conditions": [
+        {"property": "customer.name", "operator": "=", "value": "Alice Adler"}]}})
+    report = app.reports.by_id[AUDIT]
+    for row_level, expected in (((), [13, 13, 12, 12]), ((alices,), [3, 0, 0, 0])):
+        permissions = Permissions(app.metadata, [SYSTEM_FULL_ACCESS], row_level)
+        access = Access(app.metadata, permissions, {"username": "x", "userId": ""}, app.database,
+                        app.data.sql_cache)
+        document = app.reports.run(report, {}, access, app.data, app.messages.captions("en"))
+        with document.file:
+            rows = [list(r) for r in openpyxl.load_workbook(document.file)["statuses"].iter_rows(values_only=True)]
+        assert rows == [["Status", "Orders"]] + [[s, n] for s, n in zip(STATUSES, expected)]
 
 
 def _office():

@@ -1,9 +1,11 @@
 """Report parameters: every type parsed from its text form, and each error."""
+import datetime
+
 import pytest
 
 from conftest import demo_id
 from reports_support import (ORDERS, TYPES, TYPES_REPORT, caller, csv_rows, period, reporter,
-                             reports_dir, run)
+                             reports_dir, run, xlsx_sheets)
 from restsvc import RowLevelRole
 
 
@@ -32,6 +34,19 @@ def test_every_parameter_type_is_parsed(types_caller):
                       "customers"]
     assert row == ["'=x, y", "12.50", "true", "2024-02-29", "2024-02-29T13:45:10.25", "08:30:00",
                    "PAID", "Bruno Berg", "Chiara Conti;Dmitri Dietz"]
+
+
+def test_function_band_cells_are_typed_by_their_python_type(types_caller):
+    c, auth = types_caller
+    response = run(c, auth, TYPES, {"template": "XLSX", "parameters": [
+        {"name": "number", "value": "12.5"}, {"name": "flag", "value": "true"},
+        {"name": "day", "value": "2024-02-29"}, {"name": "moment", "value": "2024-02-29T13:45:10"},
+        {"name": "time", "value": "08:30:00"}, {"name": "customer", "value": demo_id("customer", 1)}]})
+    assert response.status_code == 200
+    assert xlsx_sheets(response)["echo"] == [
+        ["number", "flag", "day", "moment", "time", "customer"],
+        [12.5, True, datetime.datetime(2024, 2, 29), datetime.datetime(2024, 2, 29, 13, 45, 10),
+         datetime.time(8, 30), "Bruno Berg"]]
 
 
 def test_absent_optional_parameters_are_empty_and_defaults_apply(types_caller):
