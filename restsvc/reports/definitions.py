@@ -33,6 +33,11 @@ class Parameter:
     entity: object = None      # MetaClass for ENTITY / ENTITY_LIST
     enum: object = None        # MetaEnum for ENUMERATION
 
+    @property
+    def value_type(self):
+        """How values of this parameter are parsed and written (valuetypes)."""
+        return values.parameter_value_type(self.type, self.entity, self.enum)
+
     def to_json(self):
         body = {"name": self.name, "alias": self.alias, "type": self.type,
                 "required": self.required, "hidden": self.hidden}

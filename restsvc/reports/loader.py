@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from ..data.queries import fill_filter
-from ..data.queryconfig import _conditions, _problem, _references
+from ..data.queryconfig import filter_conditions, filter_problem, parameter_references
 from ..errors import ApiError
 from ..model.fetchplan import FetchPlanError, parse_plan
 from .definitions import (OUTPUT_TYPES, PARAMETER_TYPES, Band, Column, Group, Parameter, Report,
@@ -187,11 +187,11 @@ class _Reader:
         if not isinstance(spec, dict):
             self.fail(field, 'must be a search filter {"conditions": [...]}')
         declared = {p.alias: p for p in parameters}
-        for condition in _conditions(spec):
-            for alias in _references(condition.get("value")):
+        for condition in filter_conditions(spec):
+            for alias in parameter_references(condition.get("value")):
                 if alias not in declared:
                     self.fail(field, f":{alias} is not a parameter of the report")
-        problem = _problem(meta, fill_filter(spec, sample_filter_values(parameters)))
+        problem = filter_problem(meta, fill_filter(spec, sample_filter_values(parameters)))
         if problem:
             self.fail(field, problem)
 

@@ -8,17 +8,12 @@ names it. ENTITY values are ids, loaded through the data manager with the
 caller's permissions (403 when the entity may not be read, 404 when the row
 does not exist or is hidden from the caller).
 """
-import uuid
 from dataclasses import dataclass
 
-from ..data.filters import MAX_IN_VALUES
 from ..data.importer import parse_id
 from ..data.queries import fill_filter, parameter_reference
 from ..errors import ApiError, BadRequest
-from . import values
-
-_SAMPLE_TEXT = {"TEXT": "x", "NUMERIC": "0", "BOOLEAN": "true", "DATE": "2000-01-01",
-                "DATETIME": "2000-01-01T00:00:00", "TIME": "00:00:00"}
+from ..model.valuetypes import MAX_ARRAY_ITEMS
 _FORMATS = {"NUMERIC": "a number such as 12.5", "BOOLEAN": "true or false",
             "DATE": "yyyy-MM-dd", "DATETIME": "yyyy-MM-ddTHH:mm:ss[.SSS]", "TIME": "HH:mm:ss",
             "ENUMERATION": "a constant name of the enum", "ENTITY": "an entity id",
@@ -32,43 +27,31 @@ def run_error(details):
 def parse_text(parameter, text):
     """One text value -> its Python value; ValueError/TypeError when malformed.
     ENTITY ids come back in canonical text form (``Invalid entity ID`` otherwise)."""
-    kind = parameter.type
-    if kind in values.PARAMETER_DATATYPES:
-        return values.parse_parameter(values.PARAMETER_DATATYPES[kind], text)
     if not isinstance(text, str):
         raise TypeError("expected a string")
-    if kind == "ENUMERATION":
-        member = parameter.enum.member(text)
-        if member is None:
-            raise ValueError("not a constant of the enum")
-        return member
-    return parse_id(parameter.entity, text)
+    if parameter.entity is not None:
+        return parse_id(parameter.entity, text)
+    return parameter.value_type.from_text(text)
 
 
 def _filter_form(parameter, value):
-    """A parsed value as search filters take it."""
-    kind = parameter.type
-    if kind in values.PARAMETER_DATATYPES:
-        return values.filter_value(values.PARAMETER_DATATYPES[kind], value)
-    if kind == "ENUMERATION":
-        return value.name
-    if kind == "ENTITY":
+    """A parsed value as search filters take it (entities: their ids)."""
+    if parameter.type == "ENTITY":
         return value["id"]
-    return [item["id"] for item in value]
+    if parameter.type == "ENTITY_LIST":
+        return [item["id"] for item in value]
+    return parameter.value_type.to_json(value)
 
 
 def sample_filter_values(parameters):
     """A valid filter value of each parameter's type, for checking filters at startup."""
     samples = {}
     for parameter in parameters:
-        if parameter.type in ("ENTITY", "ENTITY_LIST"):
-            entity = {"id": str(uuid.UUID(int=0))}
-            value = [entity] if parameter.type == "ENTITY_LIST" else entity
-        elif parameter.type == "ENUMERATION":
-            value = next(iter(parameter.enum.enum_class))
+        value_type = parameter.value_type
+        if parameter.entity is not None:
+            samples[parameter.alias] = value_type.sample
         else:
-            value = parse_text(parameter, _SAMPLE_TEXT[parameter.type])
-        samples[parameter.alias] = _filter_form(parameter, value)
+            samples[parameter.alias] = value_type.to_json(value_type.from_text(value_type.sample))
     return samples
 
 
@@ -113,15 +96,15 @@ def bind(report, body_parameters, load_entity):
         parsed = _parse(parameter, value, load_entity)
         python[parameter.alias] = parsed
         filters[parameter.alias] = _filter_form(parameter, parsed)
-        texts[parameter.alias] = _text_form(parameter, parsed, value)
+        texts[parameter.alias] = _text_form(parameter, parsed)
     return Bound(python, filters, texts)
 
 
 def _parse(parameter, value, load_entity):
     if parameter.type == "ENTITY_LIST":
         items = value if isinstance(value, list) else [value]
-        if len(items) > MAX_IN_VALUES:
-            raise run_error(f"Parameter {parameter.alias} has more than {MAX_IN_VALUES} values")
+        if len(items) > MAX_ARRAY_ITEMS:
+            raise run_error(f"Parameter {parameter.alias} has more than {MAX_ARRAY_ITEMS} values")
         return [_parse_one(parameter, item, load_entity) for item in items]
     if isinstance(value, list):
         raise run_error(f"Invalid value of parameter {parameter.alias}: one value expected")
@@ -141,14 +124,12 @@ def _parse_one(parameter, text, load_entity):
     return parsed
 
 
-def _text_form(parameter, parsed, raw):
+def _text_form(parameter, parsed):
     if parameter.type == "ENTITY":
         return parsed.get("_instanceName") or parsed["id"]
     if parameter.type == "ENTITY_LIST":
         return ",".join(item.get("_instanceName") or item["id"] for item in parsed)
-    if parameter.type == "ENUMERATION":
-        return parsed.name
-    return str(raw)
+    return parameter.value_type.to_text(parsed)
 
 
 def filter_for(spec, bound):

@@ -1,10 +1,8 @@
-"""Report values by datatype: the one place the reports use
-``restsvc.model.datatypes`` (parsing parameter text, the text form of CSV
-cells, the cell kind of XLSX columns)."""
-import datetime
-import decimal
-
+"""Report values by datatype: the one place the reports use the datatype
+home (``restsvc.model.datatypes`` and ``valuetypes``): parameter types, the
+text form of CSV cells and the cell kind of XLSX columns."""
 from ..model.datatypes import DATATYPES
+from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
 from .cells import guarded_text
 
 # Report parameter types with a plain datatype (ENUMERATION, ENTITY and
@@ -16,23 +14,17 @@ _CELL_KINDS = {"int": "number", "long": "number", "decimal": "number", "double":
                "boolean": "boolean", "localDate": "date", "localDateTime": "datetime",
                "dateTime": "datetime", "localTime": "time"}
 
-# Python types of values that application functions return, by datatype.
-_PYTHON_DATATYPES = ((bool, "boolean"), (int, "long"), (float, "double"),
-                     (decimal.Decimal, "decimal"), (datetime.datetime, "localDateTime"),
-                     (datetime.date, "localDate"), (datetime.time, "localTime"))
 
-
-def parse_parameter(datatype_name, text):
-    """A parameter's value from its text; ValueError or TypeError when malformed."""
-    return DATATYPES[datatype_name].from_json(text)
-
-
-def filter_value(datatype_name, value):
-    """A parsed parameter value in the JSON form search filters take."""
-    datatype = DATATYPES[datatype_name]
-    if datatype.kind in ("number", "boolean"):
-        return value
-    return datatype.to_json(value)
+def parameter_value_type(kind, entity=None, enum=None):
+    """The value type (``from_text``, ``to_json``, ``to_text``, ``sample``) of
+    a report parameter type."""
+    if kind in PARAMETER_DATATYPES:
+        return ScalarType(DATATYPES[PARAMETER_DATATYPES[kind]])
+    if kind == "ENUMERATION":
+        return EnumType(enum)
+    if kind == "ENTITY":
+        return EntityIdType(entity)
+    return ArrayType(EntityIdType(entity))
 
 
 def cell_kind(prop):
@@ -51,17 +43,14 @@ def decimal_format(prop):
 
 
 def text_form(prop):
-    """value -> CSV text for a datatype property: its JSON form as text
-    (booleans true/false, decimals with their scale, ISO dates); text values
-    pass the formula guard."""
-    convert = prop.json_value
-    if prop.datatype.name == "boolean":
-        return lambda value: "true" if value else "false"
+    """value -> CSV text for a datatype property: the datatype's text form
+    (decimals with their column's scale); text values pass the formula guard."""
     if prop.datatype.kind == "string":
         return guarded_text     # the stored text itself
-    if prop.datatype.kind in ("date", "time", "uuid"):
-        return convert          # already text
-    return lambda value: str(convert(value))
+    to_text, convert = prop.datatype.to_text, prop.json_value
+    if convert is not prop.datatype.to_json:        # a decimal column's scale
+        return lambda value: to_text(convert(value))
+    return to_text
 
 
 def python_text(value):
@@ -70,8 +59,5 @@ def python_text(value):
         return ""
     if isinstance(value, str):
         return guarded_text(value)
-    for python_type, name in _PYTHON_DATATYPES:
-        if isinstance(value, python_type):
-            converted = DATATYPES[name].to_json(value)
-            return ("true" if value else "false") if name == "boolean" else str(converted)
-    return guarded_text(str(value))
+    name = PYTHON_TYPES.get(type(value))
+    return DATATYPES[name].to_text(value) if name else guarded_text(str(value))
