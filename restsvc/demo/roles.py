@@ -17,6 +17,9 @@ SALES_READER = ResourceRole(
     },
     specifics=("rest.enabled", "rest.fileDownload.enabled", "reports.rest.enabled"),
     scope=("API",),
+    # The service methods that only read; none that writes.
+    services=("orderService.calculateTotal", "orderService.ordersBetween",
+              "orderService.summarize", "productPriceService.price"),
     reports=("customers", "orders-by-period"),
 )
 

@@ -15,6 +15,8 @@ An application declares roles in code:
                      {"property": "customer.userId", "operator": "=",
                       "value": ":session$userId"}]}})
 
+Services are granted by ``services=("orderService.calculateTotal",
+"orderService.*", "*")``; ``system-full-access`` grants all, ``rest-minimal`` none.
 Entity operations are ``create``, ``read``, ``update``, ``delete`` or ``*``;
 attribute actions ``view`` or ``modify`` (modify implies view); entity and
 attribute names may be ``*``. Row-level filters use the entities' search
@@ -48,7 +50,8 @@ class ResourceRole:
     attributes: dict = field(default_factory=dict)   # entity or * -> {attr or *: view|modify}
     specifics: tuple = ()
     scope: tuple = ("API", "UI")
-    reports: tuple = ()        # report codes or ids this role may run, or "*"
+    services: tuple = ()          # service methods: "orderService.calculateTotal", "orderService.*", "*"
+    reports: tuple = ()           # report codes or ids this role may run, or "*"
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ USER_MANAGEMENT = ResourceRole("user-management", "User management", entities={"
                                attributes={"User": {"*": "modify"}})
 SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities={"*": "*"},
                                   attributes={"*": {"*": "modify"}}, specifics=("*",),
-                                  reports=("*",))
+                                  services=("*",), reports=("*",))
 PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS)
 
 
@@ -90,6 +93,7 @@ class Permissions:
         self._attributes = {name: {attr: HIDDEN for attr in meta.properties}
                             for name, meta in metadata.entities.items()}
         self._specifics = set()
+        self._services = set()
         self._reports = set()
         for role in resource_roles:
             for target, ops in role.entities.items():
@@ -102,6 +106,7 @@ class Permissions:
                         for attr_name in _names(levels, attr):
                             levels[attr_name] = max(levels[attr_name], _LEVELS[action])
             self._specifics |= set(role.specifics)
+            self._services |= set(role.services)
             self._reports |= set(role.reports)
         # id and version identify a row: visible whenever the row is.
         for name, levels in self._attributes.items():
@@ -126,6 +131,12 @@ class Permissions:
 
     def specific(self, name):
         return "*" in self._specifics or name in self._specifics
+
+    def can_call(self, service, method):
+        """Whether a service method is granted (patterns ``*``, ``svc.*``, ``svc.method``)."""
+        grants = self._services
+        return bool(grants) and ("*" in grants or f"{service}.*" in grants
+                                 or f"{service}.{method}" in grants)
 
     def may_run_report(self, report_id, code=None):
         return "*" in self._reports or report_id in self._reports or (
