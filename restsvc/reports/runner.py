@@ -13,7 +13,8 @@ import operator
 import tempfile
 from dataclasses import dataclass
 
-from ..model.serialize import instance_namer, serialize
+from ..data.bound import DataAccess
+from ..model.serialize import instance_namer
 from . import values
 from .cells import guarded_text, guarded_texts
 from .parameters import filter_for, run_error
@@ -87,7 +88,7 @@ class Run:
         output is written."""
         band = template_band.band
         if band.function is not None:
-            rows = band.function(dict(bound.python), BandData(self.data, self.access))
+            rows = band.function(dict(bound.python), DataAccess(self.data, self.access))
             return _batched(iter(rows or ()))
         spec = filter_for(band.filter, bound)
         total = self.data.count(self.access, band.entity, spec)
@@ -164,26 +165,6 @@ def _batched(rows):
         if not batch:
             return
         yield batch
-
-
-class BandData:
-    """What a band function gets besides the parameters: the caller's data,
-    only through the data manager, so every policy applies. Rows come back
-    serialized (hidden attributes absent), in batches."""
-
-    def __init__(self, data, access):
-        self._data = data
-        self.access = access
-
-    def rows(self, entity_name, filter=None, sort="", fetch_plan="_local"):
-        meta = self._data.entity(entity_name)
-        plan = self._data.plan(meta, fetch_plan)
-        for batch in self._data.batches(self.access, meta, plan, filter, sort, BATCH_ROWS):
-            for row in batch:
-                yield serialize(meta, row, plan, self.access.permissions)
-
-    def count(self, entity_name, filter=None):
-        return self._data.count(self.access, self._data.entity(entity_name), filter)
 
 
 # -- writers -------------------------------------------------------------------
