@@ -15,6 +15,8 @@ from .files.storage import file_storages
 from .health import Readiness
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
+from .reports.loader import ReportConfigError, load_reports
+from .reports.registry import Reports
 from .security.authserver import AuthServer
 from .security.clients import Clients
 from .security.cors import PREFLIGHT_VARY, Cors
@@ -53,6 +55,7 @@ class RestApp:
                                          settings.sqlite_synchronous)
         self.data = DataManager(settings, self.metadata, self.database)
         self.queries = PredefinedQueries(self.data, queries)
+        self.reports = self._load_reports()
         self.tokens = TokenStore(settings.secret_key)
         self.clients = Clients(settings.clients, self.roles)
         self.users = Users(self.roles)
@@ -94,6 +97,14 @@ class RestApp:
                 self.settings.path(self.settings.services_config), self.metadata, objects))
         except ServiceConfigError as exc:
             raise SettingsError(f"svc.rest.services-config: {exc}") from None
+
+    def _load_reports(self):
+        settings = self.settings
+        try:
+            groups, reports = load_reports(settings.path(settings.reports_dir), self.metadata)
+            return Reports(groups, reports, self.roles.resource.values(), settings.reports_max_rows)
+        except ReportConfigError as exc:
+            raise SettingsError(f"svc.reports.dir: {exc}") from None
 
     @property
     def models(self):

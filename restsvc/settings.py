@@ -60,6 +60,8 @@ _KEYS = {
     "svc.rest.max-fetch-plan-depth": ("max_fetch_plan_depth", parse.positive_int, 6),
     "svc.rest.max-response-entities": ("max_response_entities", parse.positive_int, 100_000),
     "svc.rest.max-bulk-size": ("max_bulk_size", parse.positive_int, 1000),
+    "svc.reports.dir": ("reports_dir", parse.text, "reports"),
+    "svc.reports.max-rows": ("reports_max_rows", parse.positive_int, 1_000_000),
     "svc.resource-server.authenticated-url-patterns": (
         "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**", "/api/**")),
     "svc.resource-server.anonymous-url-patterns": (
@@ -163,6 +165,8 @@ class Settings:
     max_fetch_plan_depth: int
     max_response_entities: int
     max_bulk_size: int
+    reports_dir: str
+    reports_max_rows: int
     authenticated_url_patterns: tuple
     anonymous_url_patterns: tuple
     realm: str

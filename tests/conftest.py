@@ -44,6 +44,7 @@ def shipped_config():
     config["svc"]["core"]["messages-dir"] = str(CONFIG_DIR / config["svc"]["core"]["messages-dir"])
     for key in ("queries-config", "services-config"):
         config["svc"]["rest"][key] = str(CONFIG_DIR / config["svc"]["rest"][key])
+    config["svc"]["reports"]["dir"] = str(CONFIG_DIR / config["svc"]["reports"]["dir"])
     return config
 
 

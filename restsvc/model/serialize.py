@@ -23,6 +23,24 @@ def instance_name(meta, row, permissions):
     return None if parts is None else _join_name(parts, row, permissions)
 
 
+def instance_namer(meta, permissions):
+    """row -> instance name, for many rows of one entity (reports): the
+    visible parts are worked out once."""
+    if not meta.instance_name:
+        return lambda row: f"{meta.name}-{row['id']}"
+    parts = _instance_name_parts(meta, permissions)
+    if parts is None:
+        return lambda row: None
+    if len(parts) == 1 and not parts[0].is_reference:
+        name, convert = parts[0].name, parts[0].json_value
+
+        def single(row):
+            value = row.get(name)
+            return None if value is None else str(convert(value))
+        return single
+    return lambda row: _join_name(parts, row, permissions)
+
+
 def _join_name(props, row, permissions):
     texts = []
     for prop in props:
