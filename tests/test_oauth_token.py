@@ -120,3 +120,14 @@ def test_an_expired_token_is_refused(client, auth, monkeypatch):
     response = client.get("/rest/metadata/enums", headers=auth)
     assert response.status_code == 401
     assert response.json["error"] == "invalid_token"
+
+
+@pytest.mark.parametrize("path", ["/oauth2/token", "/oauth2/revoke", "/oauth2/introspect"])
+def test_oauth_errors_are_not_cached_either(client, path):
+    bad_client = client.post(path, data={"token": "x", **GRANT},
+                             headers={"Authorization": basic("demo-client", "wrong")})
+    repeated = client.post(path, data="token=a&token=b&grant_type=client_credentials",
+                           content_type="application/x-www-form-urlencoded",
+                           headers={"Authorization": basic("demo-client", "demo-secret")})
+    assert (bad_client.status_code, repeated.status_code) == (401, 400)
+    assert bad_client.headers["Cache-Control"] == repeated.headers["Cache-Control"] == "no-store"

@@ -24,7 +24,12 @@ def read_form(request):
 
 def _call(ctx, operation):
     request = ctx.request
-    return operation(read_form(request), request.headers.get("Authorization"), request.remote_addr)
+    try:
+        return operation(read_form(request), request.headers.get("Authorization"),
+                         request.remote_addr)
+    except OAuthError as exc:       # errors are not to be cached either
+        exc.headers = {**NO_STORE, **exc.headers}
+        raise
 
 
 def token(ctx):
