@@ -135,7 +135,7 @@ class DocumentBuilder:
             "openapi": "3.1.0",
             "info": {"title": title, "version": "1.0", "description": description},
             "servers": [{"url": "/"}],
-            "tags": [{"name": name, "description": text} for name, text in TAGS],
+            "tags": _tags(paths),
             "paths": dict(sorted(paths.items())),
             "components": {
                 "schemas": dict(sorted(schemas.items())),
@@ -159,6 +159,26 @@ def security_schemes(root_path):
         "clientBasic": {"type": "http", "scheme": "basic",
                         "description": "A registered client: its id and secret"},
     }
+
+
+def _tags(paths):
+    """The tags the operations use, the known ones first in their order; an
+    entity's tag ("Order") follows Entities, its queries ("Order Queries") Queries."""
+    known = dict(TAGS)
+    order = list(known)
+    used = []
+    for methods in paths.values():
+        for op in methods.values():
+            for tag in op["tags"]:
+                if tag not in used:
+                    used.append(tag)
+
+    def position(tag):
+        if tag in known:
+            return order.index(tag), 0
+        return order.index("Queries" if tag.endswith(" Queries") else "Entities"), 1
+    return [{"name": tag, **({"description": known[tag]} if tag in known else {})}
+            for tag in sorted(used, key=position)]
 
 
 def _methods(route):

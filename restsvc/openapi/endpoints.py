@@ -130,7 +130,7 @@ def _document(summary):
         return operation(summary, DOCS, {"200": {
             "description": "The document (YAML for .yaml paths or Accept: application/yaml)",
             "content": {JSON: {"schema": ref("openapiDocument")},
-                        YAML: {"schema": {"type": "string"}}}}})
+                        YAML: {"schema": ref("openapiDocument")}}}})
     return build
 
 

@@ -60,7 +60,7 @@ def create_entities(t):
 def bulk_update(t):
     return operation(f"Update several {t.label}", t.tag, {
         **ok("The updated entities", array(t.entity)),
-        **_entity_failures(t, "BadRequestOrInvalid", "Forbidden", "PayloadTooLarge")},
+        **failures("BadRequestOrInvalid", "Forbidden", "NotFound", "PayloadTooLarge")},
         [_fetch_plan(t, "responseFetchPlan")],
         json_body(array(t.entity_update_with_id), "Entities with their ids; one transaction"))
 
