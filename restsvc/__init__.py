@@ -1,8 +1,18 @@
-"""restsvc: an application's data and business logic over HTTP/JSON."""
+"""restsvc: an application's data and business logic over HTTP/JSON.
+
+What an application imports comes from here and nowhere else:
+declarations (``Application``, ``Entity``, ``entity``, fields, roles), the
+errors it may raise (they answer with their status and message), and the
+helpers its query functions and demo data need.
+"""
 from .application import Application
+from .data.queries import invalid_parameter
+from .errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
 from .model.entity import Entity, entity
 from .model.fields import DateTimeField, EnumField, FileRefField, transient
+from .security.clients import hash_secret
 from .security.roles import ResourceRole, RowLevelRole
+from .security.users import User
 
 
 def create_app(settings=None, application=None):
@@ -13,5 +23,6 @@ def create_app(settings=None, application=None):
     return RestApp(settings or load_settings(), application)
 
 
-__all__ = ["Application", "DateTimeField", "Entity", "EnumField", "FileRefField",
-           "ResourceRole", "RowLevelRole", "create_app", "entity", "transient"]
+__all__ = ["ApiError", "Application", "BadRequest", "Conflict", "DateTimeField", "Entity",
+           "EnumField", "FileRefField", "Forbidden", "NotFound", "ResourceRole", "RowLevelRole",
+           "User", "create_app", "entity", "hash_secret", "invalid_parameter", "transient"]

@@ -11,7 +11,7 @@ from .application import import_application
 from .data.datamanager import DataManager
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
-from .errors import SERVER_ERROR, ApiError, Forbidden
+from .errors import DATABASE_UNAVAILABLE, SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
@@ -19,7 +19,7 @@ from .security.authserver import AuthServer
 from .security.clients import Clients
 from .security.cors import PREFLIGHT_VARY, Cors
 from .security.gate import Gate
-from .security.ratelimit import AuthFailure, FailureLimiter
+from .security.ratelimit import AuthAttempt, FailureLimiter
 from .security.roles import RoleRegistry
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
@@ -30,7 +30,7 @@ log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User,)
-BUILT_IN_MODELS = (StoredToken, AuthFailure)
+BUILT_IN_MODELS = (StoredToken, AuthAttempt)
 
 
 class RestApp:
@@ -52,7 +52,8 @@ class RestApp:
         self.tokens = TokenStore(settings.secret_key)
         self.clients = Clients(settings.clients, self.roles)
         self.users = Users(self.roles)
-        limiter = FailureLimiter(settings.auth_max_failures, settings.auth_failure_window)
+        limiter = FailureLimiter(settings.auth_max_failures, settings.auth_address_max_failures,
+                                 settings.auth_failure_window)
         self.authserver = AuthServer(self.clients, self.tokens, self.users, limiter, settings.realm)
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
@@ -139,7 +140,10 @@ class RestApp:
                 headers={"Allow": ", ".join(exc.valid_methods or ())}))
         except HTTPException as exc:
             return error_response(ApiError(exc.name, exc.description or "", status=exc.code))
-        except Exception:
+        except Exception as exc:
+            if db.is_unavailable(exc, self.database):
+                log.warning("database unavailable on %s %s: %s", request.method, request.path, exc)
+                return error_response(DATABASE_UNAVAILABLE)
             log.exception("unhandled error on %s %s", request.method, request.path)
             return error_response(SERVER_ERROR)
         finally:

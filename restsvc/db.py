@@ -13,15 +13,17 @@ Connection handling per request (``release``), chosen per engine:
   that a one-time cost, and ``release`` hands the connection back at the end of
   every request so idle workers do not hold server connections.
 """
+import logging
 import os
 from urllib.parse import urlsplit
 
 import peewee
 from playhouse import db_url
-from playhouse.pool import PooledPostgresqlDatabase
+from playhouse.pool import MaxConnectionsExceeded, PooledPostgresqlDatabase
 
 from .settings import SettingsError
 
+log = logging.getLogger("restsvc")
 database_proxy = peewee.DatabaseProxy()
 
 SQLITE_PRAGMAS = (
@@ -73,10 +75,39 @@ def release(database):
     """End of a request: never leave a transaction open; give pooled connections back."""
     if database.is_closed():
         return
-    if database.in_transaction():
-        database.rollback()
+    try:
+        if database.in_transaction():
+            database.rollback()
+    except (peewee.DatabaseError, peewee.InterfaceError):
+        # The connection broke (server gone or restarted): the pool drops it
+        # on close, and the request has had its answer already.
+        log.warning("rollback failed; the connection is dropped", exc_info=True)
     if not is_sqlite(database):
         database.close()
+
+
+# SQLite's messages when its busy timeout ran out.
+_SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
+
+
+def is_unavailable(exc, database):
+    """Whether ``exc`` means the database is busy or cannot be reached for now
+    (answered 503 with Retry-After), rather than a fault of the request or the
+    code. A PostgreSQL connection failure also drops the pool's idle
+    connections: a restarted server has closed them all, and each would
+    otherwise fail one more request."""
+    if isinstance(exc, MaxConnectionsExceeded):
+        return True
+    if not isinstance(exc, (peewee.OperationalError, peewee.InterfaceError)):
+        return False
+    cause = _driver_error(exc)
+    if is_sqlite(database):
+        return str(cause).startswith(_SQLITE_BUSY)
+    import psycopg2   # only PostgreSQL databases get here, with the driver loaded
+    if isinstance(cause, (psycopg2.OperationalError, psycopg2.InterfaceError)):
+        database.close_idle()
+        return True
+    return False
 
 
 def write_transaction(database):
@@ -109,3 +140,18 @@ class _PostgresSetupLock:
 
     def __exit__(self, *exc):
         return self.transaction.__exit__(*exc)
+
+
+def _driver_error(exc):
+    """The driver's exception that peewee wrapped (as an argument, or as the
+    exception it was raised while handling, possibly wrapped twice), else ``exc``."""
+    current = exc
+    for _ in range(4):
+        for candidate in (current.args[0] if current.args else None, current.__cause__,
+                          current.__context__):
+            if isinstance(candidate, Exception) and not isinstance(candidate, peewee.PeeweeException):
+                return candidate
+        current = current.__cause__ or current.__context__
+        if current is None:
+            break
+    return exc

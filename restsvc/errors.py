@@ -42,6 +42,10 @@ class PayloadTooLarge(ApiError):
     status = 413
 
 
+class ServiceUnavailable(ApiError):
+    status = 503
+
+
 class ValidationFailed(ApiError):
     """400 with the array form ``[{"message", "messageTemplate", "path", "invalidValue"}]``."""
 
@@ -82,3 +86,7 @@ class Unauthorized(ApiError):
 
 
 SERVER_ERROR = ApiError("Server error", "", status=500)
+# The database is busy (a lock not had within the busy timeout) or out of reach.
+DATABASE_UNAVAILABLE = ServiceUnavailable(
+    "Service unavailable", "The database is busy or cannot be reached; try again later",
+    headers={"Retry-After": "2"})

@@ -4,6 +4,8 @@ import json
 import re
 import secrets
 
+from .model.datatypes import parse_json_int, parse_number
+
 # JSON numbers must keep a decimal's scale ("100.00"), which the json module
 # cannot write. A Decimal is first written as a marker string that carries a
 # per-process random nonce (so no client string can imitate it), then the
@@ -37,6 +39,17 @@ def dumps_bytes(data):
         return dumps(data, ascii_only=True).encode("ascii")
 
 
+def _no_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def loads(text):
-    """Parse JSON keeping decimals exact; raises ValueError on bad input."""
-    return json.loads(text, parse_float=decimal.Decimal)
+    """Parse JSON keeping decimals exact; raises ValueError on bad input
+    (NumberOutOfBounds for a number literal beyond the bounds every number
+    from input has, checked before it is converted; also on nesting too deep
+    for the parser, which raises RecursionError)."""
+    try:
+        return json.loads(text, parse_float=parse_number, parse_int=parse_json_int,
+                          parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None

@@ -49,12 +49,17 @@ _KEYS = {
     "svc.rest.max-file-size": ("max_file_size", parse.size, 100 << 20),
     "svc.rest.max-request-size": ("max_request_size", parse.size, 10 << 20),
     "svc.rest.queries-config": ("queries_config", parse.text, ""),
+    "svc.rest.max-fetch-plan-depth": ("max_fetch_plan_depth", parse.positive_int, 6),
+    "svc.rest.max-response-entities": ("max_response_entities", parse.positive_int, 100_000),
+    "svc.rest.max-bulk-size": ("max_bulk_size", parse.positive_int, 1000),
     "svc.resource-server.authenticated-url-patterns": (
         "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**",)),
     "svc.resource-server.anonymous-url-patterns": (
         "anonymous_url_patterns", parse.url_path_pattern_list, ()),
     "svc.resource-server.realm": ("realm", parse.text, "restsvc"),
     "svc.authserver.rate-limit.max-failures": ("auth_max_failures", parse.non_negative_int, 10),
+    "svc.authserver.rate-limit.address-max-failures": (
+        "auth_address_max_failures", parse.non_negative_int, 100),
     "svc.authserver.rate-limit.window": ("auth_failure_window", parse.duration, 300),
     "svc.cors.allowed-origins": ("cors_allowed_origins", parse.origin_list, ()),
     "svc.cors.allowed-methods": ("cors_allowed_methods", parse.token_list, ("*",)),
@@ -113,10 +118,14 @@ class Settings:
     max_file_size: int
     max_request_size: int
     queries_config: str
+    max_fetch_plan_depth: int
+    max_response_entities: int
+    max_bulk_size: int
     authenticated_url_patterns: tuple
     anonymous_url_patterns: tuple
     realm: str
     auth_max_failures: int
+    auth_address_max_failures: int
     auth_failure_window: int
     cors_allowed_origins: tuple
     cors_allowed_methods: tuple
@@ -235,7 +244,7 @@ def load_settings(path=None, environ=None):
         raise SettingsError(f"cannot read configuration file {path}: {exc.strerror}") from None
     try:
         values = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError) as exc:     # ValueError: an integer of too many digits
         raise SettingsError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(values, dict):
         raise SettingsError(f"{path}: the top level must be a mapping of settings")

@@ -2,6 +2,8 @@
 returns the typed value, or raises ValueError with a short reason."""
 import re
 
+from .model.datatypes import DATATYPES
+
 
 def text(value):
     if isinstance(value, (dict, list)):
@@ -22,9 +24,7 @@ def boolean(value):
 
 def whole_number(minimum):
     def parse(value):
-        if isinstance(value, bool):
-            raise ValueError("expected a whole number")
-        number = int(str(value).strip())
+        number = DATATYPES["long"].from_json(value if isinstance(value, int) else str(value))
         if number < minimum:
             raise ValueError(f"must be at least {minimum}")
         return number

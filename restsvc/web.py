@@ -10,6 +10,9 @@ from werkzeug.wrappers import Response
 from .data.access import access_for
 from .errors import BadRequest
 from .jsonio import dumps_bytes, loads
+from .model.datatypes import DATATYPES, NumberOutOfBounds
+
+LONG = DATATYPES["long"]
 
 JSON_TYPE = "application/json;charset=UTF-8"
 
@@ -64,6 +67,8 @@ def read_json_body(request, error="Malformed request JSON data structure"):
     raw = request.get_data(cache=False)
     try:
         return loads(raw.decode("utf-8"))
+    except NumberOutOfBounds as exc:
+        raise BadRequest(error, str(exc)) from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise BadRequest(error, "") from None
 
@@ -72,10 +77,16 @@ def query_int(request, name, default=None, minimum=0):
     value = request.args.get(name)
     if value is None or value == "":
         return default
+    return whole_number(name, value, minimum)
+
+
+def whole_number(name, value, minimum=0):
+    """A count such as ``limit`` or ``offset`` (text or JSON): 64-bit, at least ``minimum``."""
     try:
-        number = int(value)
-    except ValueError:
-        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {name}: {value}") from None
+        number = LONG.from_json(value)
+    except (ValueError, TypeError):
+        raise BadRequest("Invalid parameter value",
+                         f"Invalid value of parameter {name}: {str(value)[:40]}") from None
     if number < minimum:
         raise BadRequest("Invalid parameter value", f"Parameter {name} must be at least {minimum}")
     return number

@@ -135,14 +135,15 @@ def test_rows_hidden_by_row_level_roles_are_absent_everywhere(gold):
     assert c.get("/rest/entities/Order?returnCount=true&limit=1", headers=auth).headers["X-Total-Count"] == "15"
 
 
-def test_references_to_hidden_rows_are_null(gold):
-    c, auth = gold
-    plan = json.dumps({"entity": "OrderLine", "properties": ["quantity", {"name": "order", "fetchPlan": "_local"}]})
-    lines = c.get("/rest/entities/OrderLine", query_string={"fetchPlan": plan, "returnNulls": "true"},
-                  headers=auth).json
-    visible = [line for line in lines if line["order"] is not None]
-    hidden = [line for line in lines if line["order"] is None]
-    assert visible and hidden
+def test_references_to_hidden_rows_are_null(client_with_roles):
+    gold_customers = RowLevelRole("t-gold-customers", filters={"Customer": GOLD_ONLY.filters["Customer"]})
+    c, auth = client_with_roles(FULL, row_level=(gold_customers,))
+    plan = json.dumps({"entity": "Order", "properties": ["number", {"name": "customer", "fetchPlan": "_local"}]})
+    orders = c.get("/rest/entities/Order", query_string={"fetchPlan": plan, "returnNulls": "true"},
+                   headers=auth).json
+    visible = [order for order in orders if order["customer"] is not None]
+    hidden = [order for order in orders if order["customer"] is None]
+    assert len(visible) == 15 and len(hidden) == 35
 
 
 def test_hidden_rows_cannot_be_changed_referenced_or_deleted(gold):
@@ -208,3 +209,18 @@ def test_without_the_update_policy_a_missing_row_is_403_too(reader):
     response = c.put("/rest/entities/Customer/00000000-0000-0000-0000-0000000000aa", json={"name": "x"},
                      headers=auth)
     assert response.status_code == 403 and response.json["error"] == "Updating forbidden"
+
+
+def test_creating_with_the_id_of_a_hidden_row_answers_as_updating_it(gold, client, auth):
+    c, tester = gold
+    updated = c.put(f"/rest/entities/Customer/{CUSTOMER_0}", json={"name": "x"}, headers=tester)
+    created = c.post("/rest/entities/Customer", json={"id": CUSTOMER_0, "name": "x"}, headers=tester)
+    assert (created.status_code, created.json) == (updated.status_code, updated.json) == (
+        404, {"error": "Entity not found", "details": f"Entity Customer with id {CUSTOMER_0} not found"})
+    hidden_line = demo_id("line", "0-0")
+    order = {"number": "N1", "date": "2025-01-01", "customer": {"id": CUSTOMER_2},
+             "lines": [{"id": hidden_line, "product": {"id": demo_id("product", 0)}, "quantity": 5}]}
+    nested = c.post("/rest/entities/Order", json=order, headers=tester)
+    assert nested.status_code == 404 and "database" not in nested.get_data(as_text=True)
+    assert client.get(f"/rest/entities/Customer/{CUSTOMER_0}", headers=auth).json["name"] == "Alice Adler"
+    assert client.get(f"/rest/entities/OrderLine/{hidden_line}", headers=auth).json["quantity"] == 1

@@ -210,9 +210,22 @@ def test_optimistic_locking_refuses_a_stale_version(locking):
     assert stored["name"] == "v2" and stored["version"] == 2
 
 
-def test_version_in_the_body_is_ignored_without_locking(client, auth):
-    response = client.put(f"/rest/entities/Customer/{CUSTOMER_0}", json={"name": "x", "version": 77}, headers=auth)
+def test_version_in_the_body_is_ignored_without_locking(make_app):
+    c = Client(make_app({"svc.rest.optimistic-locking-enabled": False}))
+    auth = {"Authorization": f"Bearer {get_token(c)}"}
+    response = c.put(f"/rest/entities/Customer/{CUSTOMER_0}", json={"name": "x", "version": 77}, headers=auth)
     assert response.status_code == 200
+
+
+def test_the_shipped_configuration_refuses_a_stale_version_as_the_reference_does(client, auth):
+    path = f"/rest/entities/Customer/{CUSTOMER_0}"
+    assert client.put(path, json={"name": "first", "version": 1}, headers=auth).status_code == 200
+    response = client.put(path, json={"name": "second", "version": 1}, headers=auth)
+    assert response.status_code == 400
+    assert response.json == {"error": "Optimistic lock", "details":
+                             f"Object of class [Customer] with identifier [{CUSTOMER_0}]: "
+                             "optimistic locking failed"}
+    assert client.get(path, headers=auth).json["name"] == "first"
 
 
 def test_two_concurrent_writers_with_the_same_version_cannot_both_win(locking):

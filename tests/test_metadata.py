@@ -1,4 +1,6 @@
 """Metadata API: entities, properties, fetch plans and enums of the demo."""
+import pytest
+
 
 ORDER_PROPERTIES = {
     "id": ("DATATYPE", "uuid", "NONE", False, False, True),
@@ -140,3 +142,15 @@ def test_capabilities_need_a_token_but_not_rest_enabled(make_app):
     token = get_token(c, "reader", "reader-secret")
     response = c.get("/rest/capabilities", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200 and response.json == {"inlineFetchPlans": False}
+
+
+@pytest.mark.parametrize("path", ["", "/order-with-details", "/_local", "/nope"])
+def test_views_paths_answer_like_fetch_plans(client, auth, path):
+    plans = client.get(f"/rest/metadata/entities/Order/fetchPlans{path}", headers=auth)
+    views = client.get(f"/rest/metadata/entities/Order/views{path}", headers=auth)
+    assert (views.status_code, views.json) == (plans.status_code, plans.json)
+    assert views.status_code == (404 if path == "/nope" else 200)
+
+
+def test_views_paths_need_a_token(client):
+    assert client.get("/rest/metadata/entities/Order/views").status_code == 401

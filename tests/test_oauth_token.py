@@ -2,8 +2,9 @@
 import time
 
 import pytest
+from werkzeug.test import Client
 
-from conftest import basic, get_token
+from conftest import basic, get_token, median_seconds
 from restsvc.security import tokens
 from restsvc.security.clients import hash_secret
 
@@ -106,7 +107,6 @@ def test_get_on_the_token_endpoint_is_405(client):
 
 
 def test_a_hashed_client_secret_from_hash_secret_works(make_app):
-    from werkzeug.test import Client
     app = make_app({"svc.authserver.client.demo.client-secret": hash_secret("s3cret!", iterations=1000)})
     c = Client(app)
     assert post_token(c, auth=("demo-client", "s3cret!")).status_code == 200
@@ -122,12 +122,62 @@ def test_an_expired_token_is_refused(client, auth, monkeypatch):
     assert response.json["error"] == "invalid_token"
 
 
-@pytest.mark.parametrize("path", ["/oauth2/token", "/oauth2/revoke", "/oauth2/introspect"])
-def test_oauth_errors_are_not_cached_either(client, path):
-    bad_client = client.post(path, data={"token": "x", **GRANT},
-                             headers={"Authorization": basic("demo-client", "wrong")})
-    repeated = client.post(path, data="token=a&token=b&grant_type=client_credentials",
-                           content_type="application/x-www-form-urlencoded",
-                           headers={"Authorization": basic("demo-client", "demo-secret")})
-    assert (bad_client.status_code, repeated.status_code) == (401, 400)
-    assert bad_client.headers["Cache-Control"] == repeated.headers["Cache-Control"] == "no-store"
+ERRORS = [  # (form, credentials, status, error)
+    (GRANT, ("demo-client", "wrong"), 401, "invalid_client"),
+    ({}, ("demo-client", "demo-secret"), 400, "invalid_request"),
+    ({"grant_type": "magic"}, ("demo-client", "demo-secret"), 400, "unsupported_grant_type"),
+    ({"grant_type": "password", "username": "alice", "password": "wrong"},
+     ("demo-client", "demo-secret"), 400, "invalid_grant"),
+    ({**GRANT, "scope": "openid"}, ("demo-client", "demo-secret"), 400, "invalid_scope"),
+]
+
+
+@pytest.mark.parametrize("form, auth, status, error", ERRORS)
+def test_error_answers_are_never_cached(client, form, auth, status, error):
+    response = post_token(client, data=form, auth=auth)
+    assert (response.status_code, response.json["error"]) == (status, error)
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Pragma"] == "no-cache"
+
+
+@pytest.mark.parametrize("endpoint", ["/oauth2/revoke", "/oauth2/introspect"])
+def test_revoke_and_introspect_errors_are_never_cached(client, endpoint):
+    response = client.post(endpoint, data={"token": "x"},
+                           headers={"Authorization": basic("demo-client", "wrong")})
+    assert response.status_code == 401
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Pragma"] == "no-cache"
+
+
+def test_an_oversized_token_request_is_an_oauth_error(client):
+    response = post_token(client, data={**GRANT, "pad": "x" * (11 << 20)})
+    assert response.status_code == 413
+    assert response.json["error"] == "invalid_request"
+    assert response.headers["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize("grant", [GRANT, {"grant_type": "password", "username": "alice",
+                                           "password": "alice-password"}])
+def test_a_requested_scope_is_refused_as_invalid_scope_not_ignored(client, grant):
+    response = post_token(client, data={**grant, "scope": "read write"})
+    assert response.status_code == 400
+    assert response.json["error"] == "invalid_scope"
+    assert "access_token" not in response.json
+
+
+def test_an_empty_scope_parameter_asks_for_nothing(client):
+    response = post_token(client, data={**GRANT, "scope": ""})
+    assert response.status_code == 200
+    assert "scope" not in response.json
+
+
+def test_a_failure_takes_as_long_for_an_unknown_client_as_for_a_known_one(make_app):
+    # A plain secret, a hashed one and an unknown id: an attacker timing the
+    # failures must not learn which ids exist.
+    hashed = {"svc.authserver.client.hashed.client-id": "hashed",
+              "svc.authserver.client.hashed.client-secret": hash_secret("h", iterations=100_000),
+              "svc.authserver.rate-limit.max-failures": 0}
+    c = Client(make_app(hashed))
+    times = {client_id: median_seconds(lambda: post_token(c, auth=(client_id, "wrong")))
+             for client_id in ("demo-client", "hashed", "nobody")}
+    assert max(times.values()) < 2.5 * min(times.values()), times

@@ -2,7 +2,8 @@
 import pytest
 from werkzeug.test import Client
 
-from conftest import basic, bearer, password_grant
+from conftest import basic, bearer, median_seconds, password_grant
+from restsvc.security import clients
 from restsvc.security.users import User
 
 
@@ -128,3 +129,16 @@ def test_the_refresh_token_lives_as_long_as_the_client_says(client, app):
     info = app.tokens.lookup(refresh_token, "refresh")
     assert info.expires_at - info.issued_at == 8 * 3600
 
+
+
+def test_a_failure_takes_as_long_for_an_unknown_user_as_for_a_known_one(make_app, monkeypatch):
+    # The hashing cost was raised after alice's password was hashed (the demo
+    # data uses the suite's low cost): neither her cheaper hash nor an inactive
+    # or unknown user may answer faster than the others.
+    c = Client(make_app({"svc.authserver.rate-limit.max-failures": 0}))
+    User.update(active=False).where(User.username == "admin").execute()
+    monkeypatch.setattr(clients, "ITERATIONS", 100_000)
+    times = {name: median_seconds(lambda: password_grant(c, name, "wrong-password"))
+             for name in ("alice", "admin", "nobody")}
+    assert max(times.values()) < 2.5 * min(times.values()), times
+    assert password_grant(c, "alice", "alice-password").status_code == 200

@@ -39,6 +39,7 @@ def test_unknown_key_fails_naming_the_key():
     ("svc.resource-server.authenticated-url-patterns", "rest/**", "must start with /"),
     ("svc.authserver.client.x.access-token-time-to-live", "soon", "expected a duration"),
     ("svc.authserver.rate-limit.max-failures", -1, "must be at least 0"),
+    ("svc.authserver.rate-limit.address-max-failures", "many", "invalid value"),
     ("svc.authserver.rate-limit.window", "a while", "expected a duration"),
     ("svc.cors.allowed-origins", "app.example.com", "is not an origin"),
     ("svc.cors.allowed-origins", "https://app.example.com/", "is not an origin"),

@@ -3,8 +3,9 @@ from werkzeug.routing import Rule
 
 from ..errors import BadRequest
 from ..jsonio import loads
+from ..model.datatypes import NumberOutOfBounds
 from ..web import (empty_response, json_response, query_bool, query_int, read_json_body,
-                   request_url)
+                   request_url, whole_number)
 from ..web import list_response as _listed
 
 BASE = "/rest/entities/<entity_name>"
@@ -39,6 +40,8 @@ def _url_filter(ctx):
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
     try:
         return loads(text)
+    except NumberOutOfBounds as exc:
+        raise BadRequest("Cannot parse entities filter", str(exc)) from None
     except (ValueError, RecursionError):
         raise BadRequest("Cannot parse entities filter", "The filter is not valid JSON") from None
 
@@ -57,7 +60,7 @@ def search_post(ctx, entity_name):
     plan = data.plan(meta, body.get("fetchPlan"))
     return _listed(*data.search(
         ctx.access, meta, plan, body["filter"], sort=_typed(body, "sort", str),
-        limit=_typed(body, "limit", int), offset=_typed(body, "offset", int),
+        limit=_count(body, "limit"), offset=_count(body, "offset"),
         return_nulls=bool(_typed(body, "returnNulls", bool)),
         return_count=bool(_typed(body, "returnCount", bool))))
 
@@ -75,9 +78,18 @@ def _typed(body, key, kind):
     value = body.get(key)
     if value is None:
         return None
-    if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 0)):
+    if not isinstance(value, kind):
         raise BadRequest("Invalid parameter value", f"Invalid value of parameter {key}")
     return value
+
+
+def _count(body, key):
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {key}")
+    return whole_number(key, value)
 
 
 def count_get(ctx, entity_name):

@@ -68,6 +68,11 @@ rules = [
          endpoint=list_fetch_plans),
     Rule("/rest/metadata/entities/<entity_name>/fetchPlans/<plan_name>", methods=["GET"],
          endpoint=get_fetch_plan),
+    # The deprecated names the reference still serves (the vendor's JS client uses them).
+    Rule("/rest/metadata/entities/<entity_name>/views", methods=["GET"],
+         endpoint=list_fetch_plans),
+    Rule("/rest/metadata/entities/<entity_name>/views/<plan_name>", methods=["GET"],
+         endpoint=get_fetch_plan),
     Rule("/rest/metadata/enums", methods=["GET"], endpoint=list_enums),
     Rule("/rest/metadata/enums/<enum_name>", methods=["GET"], endpoint=get_enum),
     Rule("/rest/metadata/datatypes", methods=["GET"], endpoint=list_datatypes),

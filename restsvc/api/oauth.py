@@ -1,7 +1,8 @@
 """The authorization server endpoints under /oauth2."""
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.routing import Rule
 
-from ..errors import OAuthError
+from ..errors import ApiError, OAuthError
 from ..web import empty_response, json_response
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
@@ -14,8 +15,12 @@ def read_form(request):
     if request.mimetype != "application/x-www-form-urlencoded":
         raise OAuthError("invalid_request",
                          "Send the parameters as application/x-www-form-urlencoded")
+    try:
+        parsed = request.form
+    except RequestEntityTooLarge:
+        raise OAuthError("invalid_request", "The request body is too large", status=413) from None
     form = {}
-    for key, values in request.form.lists():
+    for key, values in parsed.lists():
         if len(values) > 1:
             raise OAuthError("invalid_request", f"OAuth 2.0 Parameter {key} is repeated")
         form[key] = values[0]
@@ -23,12 +28,14 @@ def read_form(request):
 
 
 def _call(ctx, operation):
+    """Run the operation; its errors, like its answers, must never be cached
+    (RFC 6749 5.1 and 5.2)."""
     request = ctx.request
     try:
         return operation(read_form(request), request.headers.get("Authorization"),
                          request.remote_addr)
-    except OAuthError as exc:       # errors are not to be cached either
-        exc.headers = {**NO_STORE, **exc.headers}
+    except ApiError as exc:
+        exc.headers = {**exc.headers, **NO_STORE}
         raise
 
 

@@ -15,9 +15,14 @@ class Access:
     sql_cache: dict           # shared per app: SQL text of parameter-free query shapes
 
 
+# The userId of a caller that is not a user (a client-credentials token): an
+# id that parses wherever an id is expected and that no row has.
+NO_USER_ID = "00000000-0000-0000-0000-000000000000"
+
+
 def access_for(app, principal):
     session = {"username": principal.username,
-               "userId": str(principal.user_id or "")}
+               "userId": str(principal.user_id or NO_USER_ID)}
     return Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache)
 
 

@@ -7,11 +7,11 @@ values, already serialized along the fetch plan.
 from ..db import write_transaction
 from ..errors import BadRequest, NotFound, ValidationFailed
 from ..model.fetchplan import resolve_request_plan
-from ..model.serialize import serialize
+from ..model.serialize import count_objects, serialize
 from .access import require
 from .filters import parse_filter
-from .importer import Importer, delete_rows, parse_id
-from .loader import count_rows, loading_plan, select_rows, visible_ids
+from .importer import Importer, delete_rows, parse_id, too_many_entities
+from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
 from .query import check_limit
 
 
@@ -29,13 +29,25 @@ class DataManager:
         return meta
 
     def plan(self, meta, value, default="_base"):
-        return resolve_request_plan(meta, value, self.settings.inline_fetch_plans, default)
+        return resolve_request_plan(meta, value, self.settings.inline_fetch_plans, default,
+                                    self.settings.max_fetch_plan_depth)
+
+    def _load(self, access, meta, plan, **query):
+        """Rows to serialize along ``plan`` (None: instance names only), within
+        the answer's entity budget; what serializing them would write is
+        counted before anything is written."""
+        budget = Budget(self.settings.max_response_entities)
+        loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
+        rows = select_rows(access, meta, loading, budget=budget, **query)
+        if count_objects(meta, rows, plan, access.permissions, budget.limit) > budget.limit:
+            raise budget.exceeded()
+        return rows
 
     # -- reading -----------------------------------------------------------
     def load(self, access, meta, entity_id, plan, return_nulls=False):
         require(access, meta, "read")
         key = parse_id(meta, entity_id)
-        rows = select_rows(access, meta, loading_plan(plan), key_field=meta.model.id, keys=[key])
+        rows = self._load(access, meta, plan, key_field=meta.model.id, keys=[key])
         if not rows:
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
         return serialize(meta, rows[0], plan, access.permissions, return_nulls)
@@ -47,8 +59,8 @@ class DataManager:
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)
         tree = self.filter(access, meta, filter_spec)
-        rows = select_rows(access, meta, loading_plan(plan), tree, sort or "",
-                           limit if limit is not None else maximum, offset)
+        rows = self._load(access, meta, plan, where_filter=tree, sort=sort or "",
+                          limit=limit if limit is not None else maximum, offset=offset)
         total = count_rows(access, meta, tree) if return_count else None
         return [serialize(meta, row, plan, access.permissions, return_nulls) for row in rows], total
 
@@ -69,7 +81,10 @@ class DataManager:
 
         ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
         upsert by the body's id (create), False means the rows must exist (update)."""
-        importer = Importer(access, self.settings.optimistic_locking)
+        limit = self.settings.max_bulk_size
+        if len(bodies) > limit:
+            raise too_many_entities(limit)
+        importer = Importer(access, self.settings.optimistic_locking, limit)
         # Checked before the write transaction, so SQLite's single write lock is
         # held only for the writes; what can change in between is caught by the
         # writes themselves (foreign keys, the version and row count of UPDATE).
@@ -96,6 +111,8 @@ class DataManager:
     def delete(self, access, meta, entity_ids):
         """Delete rows by id, all or nothing."""
         require(access, meta, "delete")
+        if len(entity_ids) > self.settings.max_bulk_size:
+            raise too_many_entities(self.settings.max_bulk_size)
         keys = [parse_id(meta, entity_id) for entity_id in entity_ids]
         with write_transaction(self.database):
             found = visible_ids(access, meta, keys)
@@ -103,6 +120,8 @@ class DataManager:
                 if key not in found:
                     raise NotFound("Entity not found",
                                    f"Entity {meta.name} with id {entity_id} not found")
+                if hasattr(meta.model, "check_change"):     # e.g. User
+                    meta.model.check_change(access, key, None)
             delete_rows(self.metadata, meta, keys)
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
@@ -117,9 +136,8 @@ class DataManager:
         ids = [op.id for op in saved]
         by_id = {}
         if readable:
-            loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
-            by_id = {row["id"]: row for row in select_rows(access, meta, loading,
-                                                           key_field=meta.model.id, keys=ids)}
+            by_id = {row["id"]: row for row in self._load(access, meta, plan,
+                                                          key_field=meta.model.id, keys=ids)}
         return [serialize(meta, by_id[key], plan, access.permissions, return_nulls)
                 if key in by_id else {"_entityName": meta.name, "id": key} for key in ids]
 

@@ -13,11 +13,13 @@ cannot tell them apart.
 from dataclasses import dataclass
 
 from ..errors import BadRequest
+from ..model.datatypes import NumberOutOfBounds, decimal_fits
+from ..model.valuetypes import MAX_ARRAY_ITEMS
 
 MAX_DEPTH = 16
 MAX_CONDITIONS = 500
 MAX_VALUE_LENGTH = 10_000
-MAX_IN_VALUES = 1_000
+MAX_IN_VALUES = MAX_ARRAY_ITEMS
 
 _ALL = {"=", "<>", ">", ">=", "<", "<=", "in", "notIn", "contains", "doesNotContain",
         "startsWith", "endsWith", "isNull", "notEmpty"}
@@ -150,25 +152,22 @@ class _Parser:
                 _fail(f"Value is longer than {MAX_VALUE_LENGTH} characters")
             if value.startswith(":session$") and value[9:] in self.session:
                 value = self.session[value[9:]]
-        if prop.is_reference:
-            if isinstance(value, dict):
-                value = value.get("id")
-            return self.scalar(prop.target.properties["id"].datatype, value)
-        if prop.meta_enum is not None:
-            member = prop.meta_enum.member(value)
-            if member is None:
-                _fail(f"Cannot parse enum value: {_show(value)}")
-            return member
-        return self.scalar(prop.datatype, value)
-
-    @staticmethod
-    def scalar(datatype, value):
-        if value is None or isinstance(value, (dict, list)):
-            _fail(f"Cannot parse property value: {_show(value)}")
         try:
-            return datatype.from_json(value)
+            if value is None or isinstance(value, list) or (
+                    isinstance(value, dict) and not prop.is_reference):
+                raise ValueError("not a single value")
+            parsed = prop.value_type.from_json(value)
+        except NumberOutOfBounds as exc:
+            _fail(f"Cannot parse property value: {exc}")
         except (ValueError, TypeError, ArithmeticError):
+            if prop.meta_enum is not None:
+                _fail(f"Cannot parse enum value: {_show(value)}")
             _fail(f"Cannot parse property value: {_show(value)}")
+        places = getattr(prop.field, "decimal_places", None)
+        if places is not None and not decimal_fits(parsed, prop.field.max_digits, places,
+                                                   check_scale=False):
+            _fail(f"Value {_show(value)} is out of the range of {prop.owner.name}.{prop.name}")
+        return parsed
 
 
 def value_kind(prop):

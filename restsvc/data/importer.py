@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import peewee
 
-from ..errors import ApiError, BadRequest, Conflict, NotFound
+from ..errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge
+from ..model.datatypes import decimal_fits
 from ..model.fetchplan import ids_only
 from ..security.roles import MODIFY
 from .access import require
@@ -44,14 +45,6 @@ class Operation:
                 and not hasattr(self.meta.model, "after_save"))
 
 
-def _fits(number, field):
-    """Whether a decimal fits the column's precision and scale."""
-    sign, digits, exponent = number.as_tuple()
-    fraction = max(0, -exponent)
-    whole = len(digits) + exponent if len(digits) + exponent > 0 else 0
-    return fraction <= field.decimal_places and whole <= field.max_digits - field.decimal_places
-
-
 def _violation(path, message, template, value=None):
     if not isinstance(value, (str, int, float, bool)) or value is None:
         value = None
@@ -61,22 +54,33 @@ def _violation(path, message, template, value=None):
 def parse_id(meta, value):
     """An id from a URL or a body, in the canonical text form rows use."""
     try:
-        return str(meta.properties["id"].datatype.from_json(value))
+        return str(meta.properties["id"].value_type.from_json(value))
     except (ValueError, TypeError, AttributeError):
         raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
 
 
+def too_many_entities(limit):
+    return PayloadTooLarge("Too many entities",
+                           f"One request may write at most {limit} entities, composition "
+                           "children included (svc.rest.max-bulk-size)")
+
+
 class Importer:
-    def __init__(self, access, optimistic_locking):
+    def __init__(self, access, optimistic_locking, max_entities):
         self.access = access
         self.optimistic_locking = optimistic_locking
         self.violations = []
+        self.max_entities = max_entities
+        self._planned = 0
 
     # -- phase 1 ---------------------------------------------------------
     def plan(self, meta, body, path="", entity_id=None, creating=None, owner=None):
         """One entity object -> Operation. ``entity_id`` from the URL wins over the body's."""
         if not isinstance(body, dict):
             raise BadRequest("Cannot deserialize an entity from JSON", "")
+        self._planned += 1
+        if self._planned > self.max_entities:
+            raise too_many_entities(self.max_entities)
         if entity_id is None:
             entity_id = body.get("id")
         if entity_id is not None:
@@ -86,7 +90,10 @@ class Importer:
         existing = self._exists(meta, entity_id) if entity_id is not None else False
         if creating is None:
             creating = not existing
-        if not creating and not existing:
+        if (not creating and not existing) or (
+                creating and entity_id is not None and self._stored(meta, entity_id)):
+            # A row the caller cannot see is answered as missing, as an update
+            # of it is, whether the caller meant to create or to update it.
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
         require(self.access, meta, "create" if creating else "update")
         operation = Operation(meta, creating, entity_id, {})
@@ -104,6 +111,8 @@ class Importer:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
             else:
                 self._value(operation, prop, value, where)
+        if not creating and hasattr(meta.model, "check_change"):    # e.g. User
+            meta.model.check_change(self.access, entity_id, operation.values)
         if "version" in body and not creating and self.optimistic_locking:
             version = body["version"]
             if isinstance(version, bool) or not isinstance(version, int):
@@ -118,31 +127,31 @@ class Importer:
     def _exists(self, meta, entity_id):
         return bool(visible_ids(self.access, meta, [entity_id]))
 
+    @staticmethod
+    def _stored(meta, entity_id):
+        """Whether any row has the id, visible or not."""
+        model = meta.model
+        return model.select(model.id).where(model.id == entity_id).exists()
+
     def _value(self, operation, prop, value, where):
         if value is None:
             operation.values[prop.field.name] = None
             return
-        if prop.meta_enum is not None:
-            member = prop.meta_enum.member(value)
-            if member is None:
-                self.violations.append(_violation(
-                    where, f"An error occurred while parsing enum. Class [{prop.meta_enum.name}]. "
-                           f"Value [{value}].", INVALID, value))
-                return
-            operation.values[prop.field.name] = member
-            return
         try:
-            parsed = prop.datatype.from_json(value)
+            parsed = prop.value_type.from_json(value)
         except (ValueError, TypeError, ArithmeticError) as exc:
-            self.violations.append(_violation(where, f"Invalid {prop.type_name} value: {exc}",
-                                              INVALID, value))
+            message = (f"An error occurred while parsing enum. Class [{prop.meta_enum.name}]. "
+                       f"Value [{value}]." if prop.meta_enum is not None
+                       else f"Invalid {prop.type_name} value: {exc}")
+            self.violations.append(_violation(where, message, INVALID, value))
             return
         max_length = getattr(prop.field, "max_length", None)
         if isinstance(parsed, str) and max_length and len(parsed) > max_length:
             self.violations.append(_violation(where, f"size must be between 0 and {max_length}",
                                               SIZE, value))
             return
-        if isinstance(prop.field, peewee.DecimalField) and not _fits(parsed, prop.field):
+        if isinstance(prop.field, peewee.DecimalField) and not decimal_fits(
+                parsed, prop.field.max_digits, prop.field.decimal_places):
             whole = prop.field.max_digits - prop.field.decimal_places
             self.violations.append(_violation(
                 where, f"numeric value out of bounds (<{whole} digits>.<"
@@ -161,7 +170,7 @@ class Importer:
         if value.get("id") is None or not self.access.permissions.can(target.name, "read"):
             raise missing
         try:
-            target_id = target.properties["id"].datatype.from_json(value["id"])
+            target_id = target.properties["id"].value_type.from_json(value["id"])
         except (ValueError, TypeError, AttributeError):
             raise missing from None
         if not self._exists(target, target_id):

@@ -6,6 +6,7 @@ one per row). References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
+from ..errors import BadRequest
 from ..model.fetchplan import ids_only
 from .columns import converter, read_rows
 from .query import EntityQuery
@@ -51,15 +52,37 @@ def _columns(meta, plan):
     return cached
 
 
+class Budget:
+    """How many entities one answer may hold (svc.rest.max-response-entities).
+    Loading counts the rows it reads and asks no query for more than are
+    left; the serializer counts the objects it would write before writing."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.left = limit
+
+    def take(self, count):
+        self.left -= count
+        if self.left < 0:
+            raise self.exceeded()
+
+    def exceeded(self):
+        return BadRequest("Response too large",
+                          f"The answer would hold more than {self.limit} entities "
+                          "(svc.rest.max-response-entities); ask for fewer rows or a "
+                          "smaller fetch plan")
+
+
 def visible_ids(access, meta, keys):
     """Which of ``keys`` name rows of ``meta`` the caller's row-level roles let it see."""
     return {row["id"] for row in _by_ids(access, meta, ids_only(meta), meta.model.id, keys)}
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
-                key_field=None, keys=None, parent_column=None):
+                key_field=None, keys=None, parent_column=None, budget=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
-    and ``key_field IN keys``, loaded along ``plan`` (already a loading plan)."""
+    and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
+    counted against ``budget`` (a Budget, or None for no bound)."""
     columns, converters, signature, transients = _columns(meta, plan)
     if parent_column is not None:
         columns = columns + [(_PARENT, parent_column)]
@@ -70,7 +93,9 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
                              key_field, keys)
     cursor = access.database.execute_sql(sql, params)
     rows = read_rows(cursor, [name for name, _ in columns], converters)
-    fill_references(access, meta, plan, rows)
+    if budget is not None:
+        budget.take(len(rows))
+    fill_references(access, meta, plan, rows, budget)
     for row in rows:
         for prop in transients:
             row[prop.name] = prop.getter(RowView(meta, row))
@@ -88,7 +113,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if offset:
         params.append(offset)
     cache_key = None
-    if where_filter is None and not access.permissions.row_filters(meta.name):
+    if where_filter is None and not access.permissions.row_restricted(meta.name):
         cache_key = (signature, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
@@ -128,7 +153,7 @@ def count_rows(access, meta, where_filter=None):
     return select.count()
 
 
-def fill_references(access, meta, plan, rows):
+def fill_references(access, meta, plan, rows, budget=None):
     if not rows:
         return
     permissions = access.permissions
@@ -142,29 +167,31 @@ def fill_references(access, meta, plan, rows):
                 row.pop(name, None)
             continue
         if prop.is_collection:
-            _fill_children(access, prop, nested, rows)
+            _fill_children(access, prop, nested, rows, budget)
         else:
             ids = {row[name] for row in rows if row.get(name) is not None}
-            found = _by_ids(access, target, nested, target.model.id, ids)
+            found = _by_ids(access, target, nested, target.model.id, ids, budget=budget)
             by_id = {row["id"]: row for row in found}
             for row in rows:
                 if row.get(name) is not None:
                     row[name] = by_id.get(row[name])
 
 
-def _by_ids(access, meta, plan, key_field, ids, parent_column=None):
+def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None):
     rows = []
     ids = sorted(ids)
     for start in range(0, len(ids), _CHUNK):
         rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
-                                key_field=key_field, keys=ids[start:start + _CHUNK]))
+                                key_field=key_field, keys=ids[start:start + _CHUNK],
+                                limit=None if budget is None else budget.left + 1,
+                                budget=budget))
     return rows
 
 
-def _fill_children(access, prop, plan, rows):
+def _fill_children(access, prop, plan, rows, budget):
     back = prop.back_field
     children = _by_ids(access, prop.target, plan, back, {row["id"] for row in rows},
-                       parent_column=back)
+                       parent_column=back, budget=budget)
     grouped = {}
     for child in children:
         grouped.setdefault(child.pop(_PARENT), []).append(child)

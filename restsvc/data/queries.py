@@ -7,83 +7,35 @@ filter and hands the result to ``DataManager.search``/``count``, so entity,
 attribute and row-level policies apply exactly as for ``/entities`` searches.
 """
 import re
-import uuid
 from dataclasses import dataclass
-from decimal import Decimal
 
 from ..errors import BadRequest, NotFound
 from ..jsonio import loads
 from ..model.datatypes import DATATYPES
 from ..model.fetchplan import FetchPlanError, parse_plan
+from ..model.valuetypes import value_type
 from .access import require
-from .filters import MAX_IN_VALUES
 
 ALL = "all"                     # the implicit query: every row, plan _instance_name
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 SESSION_PARAMETERS = {"username": "username", "userLogin": "username", "userId": "userId"}
 
-# The reference's Java parameter types, so its configuration files port as they are.
-JAVA_TYPES = {
-    "java.lang.String": "string",
-    "java.lang.Integer": "int", "int": "int", "java.lang.Short": "int", "short": "int",
-    "java.lang.Byte": "int", "byte": "int",
-    "java.lang.Long": "long", "long": "long",
-    "java.math.BigDecimal": "decimal",
-    "java.lang.Double": "double", "double": "double", "java.lang.Float": "double", "float": "double",
-    "java.lang.Boolean": "boolean", "boolean": "boolean",
-    "java.util.UUID": "uuid",
-    "java.time.LocalDate": "localDate", "java.sql.Date": "localDate",
-    "java.time.LocalDateTime": "localDateTime",
-    "java.time.OffsetDateTime": "dateTime", "java.util.Date": "dateTime",
-    "java.time.LocalTime": "localTime", "java.time.OffsetTime": "localTime", "java.sql.Time": "localTime",
-}
-PARAM_DATATYPES = ("string", "int", "long", "decimal", "double", "boolean", "uuid",
-                   "localDate", "localDateTime", "dateTime", "localTime")
-# A valid raw value of each datatype: the configuration is checked with these.
-_SAMPLES = {"string": "x", "int": "0", "long": "0", "decimal": "0", "double": "0",
-            "boolean": "true", "uuid": str(uuid.UUID(int=0)), "localDate": "2000-01-01",
-            "localDateTime": "2000-01-01T00:00:00", "dateTime": "2000-01-01T00:00:00",
-            "localTime": "00:00:00"}
 
 
 @dataclass(frozen=True)
 class QueryParam:
     name: str
     type: str            # as declared in the configuration file
-    is_array: bool
-    convert: object      # one raw value -> its JSON form in a filter; raises ValueError
-    sample: object       # a converted value of the type, for checking filters at startup
+    value_type: object   # model.valuetypes: raw value -> typed value
+    sample: object       # a value of the type in its JSON form, for checking filters at startup
+
+    @property
+    def is_array(self):
+        return self.type.endswith("[]")
 
     def bind(self, raw):
-        if not self.is_array:
-            return self.convert(raw)
-        if not isinstance(raw, list) or len(raw) > MAX_IN_VALUES:
-            raise ValueError(f"expected an array of at most {MAX_IN_VALUES} values")
-        return [self.convert(item) for item in raw]
-
-
-def _datatype_converter(datatype):
-    def convert(raw):
-        value = datatype.from_json(raw)
-        if datatype.kind in ("number", "boolean"):
-            # Filters parse numbers from int, str or Decimal, never float.
-            return value if isinstance(value, (bool, int)) else Decimal(str(value))
-        return datatype.to_json(value)
-    return convert
-
-
-def _enum_converter(meta_enum):
-    def convert(raw):
-        member = meta_enum.member(raw)
-        if member is None:
-            raise ValueError("not a constant of the enum")
-        return member.name
-    return convert
-
-
-def _entity_converter(meta):
-    convert_id = _datatype_converter(meta.properties["id"].datatype)
-    return lambda raw: convert_id(raw.get("id") if isinstance(raw, dict) else raw)
+        """One raw value (JSON, or text from a query string) -> its JSON form in a filter."""
+        return self.value_type.to_json(self.value_type.from_json(raw))
 
 
 def invalid_parameter(name):
@@ -96,22 +48,12 @@ def make_param(metadata, name, declared):
 
     Types: a restsvc datatype name, a Java class name of the reference, an
     enum's qualified name or an entity name (the value is an id); ``[]``
-    after any of them makes an array."""
-    is_array = declared.endswith("[]")
-    base = declared[:-2] if is_array else declared
-    base = JAVA_TYPES.get(base, base)
-    if base in PARAM_DATATYPES:
-        convert, raw = _datatype_converter(DATATYPES[base]), _SAMPLES[base]
-    elif base in metadata.enums:
-        meta_enum = metadata.enums[base]
-        convert, raw = _enum_converter(meta_enum), next(iter(meta_enum.enum_class)).name
-    elif metadata.entity(base) is not None:
-        meta = metadata.entity(base)
-        convert, raw = _entity_converter(meta), _SAMPLES[meta.properties["id"].datatype.name]
-    else:
+    after any of them makes an array (model.valuetypes)."""
+    param_type = value_type(metadata, declared)
+    if param_type is None or getattr(param_type, "datatype", None) is DATATYPES["fileRef"]:
         return None
-    sample = convert(raw)
-    return QueryParam(name, declared, is_array, convert, [sample] if is_array else sample)
+    return QueryParam(name, declared, param_type, param_type.to_json(
+        param_type.from_json(param_type.sample)))
 
 
 def parameter_reference(value):

@@ -22,13 +22,16 @@ def like_literal(text):
 class EntityQuery:
     """Builds the joins, WHERE and ORDER BY of one query rooted at ``meta``."""
 
-    def __init__(self, meta, access):
+    def __init__(self, meta, access, resolving=()):
         self.meta = meta
         self.model = meta.model
         self.access = access            # data.access.Access: permissions + session + database
         self.lower = peewee.fn.unicode_lower if is_sqlite(access.database) else peewee.fn.LOWER
         self._aliases = {}              # join key -> aliased model
         self._joins = []                # (alias, on) in join order
+        # Entities whose visibility is being worked out around this query: a
+        # composition cycle (a tree of one entity) stops there.
+        self._resolving = resolving + (meta.name,)
 
     # -- paths and joins -------------------------------------------------
     def column(self, path):
@@ -55,9 +58,9 @@ class EntityQuery:
     def visible_ids(self, meta):
         """A subquery of the ids of ``meta`` the caller's row-level roles let it
         see, or None when they do not restrict ``meta``."""
-        if not self.access.permissions.row_filters(meta.name):
+        if not self.access.permissions.row_restricted(meta.name):
             return None
-        inner = EntityQuery(meta, self.access)
+        inner = EntityQuery(meta, self.access, self._resolving)
         condition = inner.row_condition(meta)
         return inner.apply_joins(meta.model.select(meta.model.id)).where(condition)
 
@@ -94,10 +97,16 @@ class EntityQuery:
                 ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
 
     def row_condition(self, meta):
-        """The caller's row-level conditions for this query's root entity."""
+        """The caller's row-level conditions for this query's root entity: its
+        own filters, and for a composition child, that its owner is visible."""
         session = self.access.session
-        return _all(self.compile(parse_filter(meta, spec, None, session))
-                    for spec in self.access.permissions.row_filters(meta.name))
+        permissions = self.access.permissions
+        own = (self.compile(parse_filter(meta, spec, None, session))
+               for spec in permissions.row_filters(meta.name))
+        owners = (back_field.in_(self.visible_ids(owner))
+                  for owner, back_field in permissions.row_owners(meta.name)
+                  if owner.name not in self._resolving)
+        return _all(list(own) + list(owners))
 
     def where(self, filter_tree=None):
         return _all((self.row_condition(self.meta),

@@ -128,7 +128,7 @@ def _number(element, attribute):
     text = element.get(attribute)
     if text is None:
         return None
-    if not re.fullmatch(r"[0-9]+", text.strip()):
+    if not re.fullmatch(r"[0-9]{1,18}", text.strip()):
         raise QueryConfigError(f"{attribute} must be a whole number, not {text!r}")
     return int(text)
 

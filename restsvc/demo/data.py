@@ -9,8 +9,7 @@ import decimal
 import functools
 import uuid
 
-from restsvc.security.clients import hash_secret
-from restsvc.security.users import User
+from restsvc import User, hash_secret
 
 from .model import Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product
 

@@ -39,6 +39,9 @@ class Customer(Entity):
     birthDate = peewee.DateField(null=True)
     photo = FileRefField(null=True)
     createdDate = DateTimeField(default=_now)
+    # The id of the User who is this customer, if any: what the own-orders
+    # row-level role keys on (an id never changes; a username or email can).
+    userId = peewee.UUIDField(null=True)
 
 
 @entity(instance_name="name")

@@ -7,7 +7,7 @@ filter of the entities API, or None for every row.
 """
 import datetime
 
-from restsvc.data.queries import invalid_parameter
+from restsvc import invalid_parameter
 
 
 def orders_of_month(params, access):

@@ -18,12 +18,14 @@ SALES_READER = ResourceRole(
     scope=("API",),
 )
 
-# A row-level example: a caller sees only the orders of the customer whose
-# email is the caller's username. The data layer applies it to every load.
+# A row-level example: a caller sees only the orders of the customer that is
+# the caller's own User. The data layer applies it to every load. It keys on
+# the user's id, which nobody can change, not on the username or email, which
+# user managers can (README, "Which session value to key a rule on").
 OWN_ORDERS = RowLevelRole(
     "own-orders", "Own orders",
     filters={"Order": {"conditions": [
-        {"property": "customer.email", "operator": "=", "value": ":session$username"}]}},
+        {"property": "customer.userId", "operator": "=", "value": ":session$userId"}]}},
 )
 
 RESOURCE_ROLES = (SALES_READER,)

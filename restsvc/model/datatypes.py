@@ -1,13 +1,27 @@
-"""Datatypes: the name each Peewee field reports, and its JSON form both ways.
+"""Datatypes: the one home of each datatype's forms.
 
-``to_json`` turns a stored Python value into its JSON value; ``from_json``
-parses a request value and raises ValueError with a short reason.
+Every datatype (``DATATYPES[name]``) knows
+
+- its JSON form both ways: ``to_json(value)`` writes a stored Python value as
+  a JSON value; ``from_json(value)`` parses a request value (JSON scalars, and
+  strings for numbers and booleans, as the reference accepts them);
+- its text form both ways (query strings, service parameters, ``text/plain``
+  results, CSV cells): ``from_text(text)`` and ``to_text(value)``;
+- its JSON Schema: ``json_schema`` (a dict, e.g. ``{"type": "string",
+  "format": "date"}``) for generated API documents;
+- ``kind``: what the filter operators are chosen by (reference 2.4), and
+  ``python_type``: the Python class of its values (service type hints).
+
+The parsers raise ValueError with a short reason. ``text_of(prop, value)``
+formats any attribute value (datatype, enum) in its text form.
+Typed parameters built on these (enums, entities, arrays, the reference's Java
+type names) are in ``valuetypes.py``.
 """
 import datetime
 import decimal
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
 
 import peewee
@@ -22,6 +36,14 @@ class Datatype:
     from_json: object
     # The JSON/Python kind the filter operators are chosen by (reference 2.4).
     kind: str
+    json_schema: dict = field(default_factory=dict)
+    python_type: type = str
+    to_text: object = str
+    from_text: object = None
+
+    def __post_init__(self):
+        if self.from_text is None:
+            object.__setattr__(self, "from_text", self.from_json)
 
 
 def _identity(value):
@@ -38,44 +60,103 @@ def _string(value):
             raise ValueError("not valid Unicode text") from None
         return value
     if isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
-        return str(value)
+        return str(_number(value))
     raise ValueError("expected a string")
+
+
+# Every number parsed from input (JSON literals, query strings, service
+# parameters, settings) is checked against these before anything converts it:
+# turning 1E+600000 into an int, or a numeric column comparing with it, costs
+# time (or fails in the database) far beyond the few bytes it takes to send.
+MAX_NUMBER_DIGITS = 100
+MAX_NUMBER_EXPONENT = 400
+MAX_NUMBER_TEXT = MAX_NUMBER_DIGITS + 20    # characters: sign, point and exponent besides
+NUMBER_BOUNDS = (f"a number may have at most {MAX_NUMBER_DIGITS} digits and a magnitude "
+                 f"between 1E-{MAX_NUMBER_EXPONENT} and 1E+{MAX_NUMBER_EXPONENT}")
+_NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
+
+
+class NumberOutOfBounds(ValueError):
+    """A number beyond NUMBER_BOUNDS: refused before it is converted."""
+
+    def __init__(self):
+        super().__init__(NUMBER_BOUNDS)
+
+
+def bounded(number):
+    """A finite Decimal within the bounds, else NumberOutOfBounds (cheap: no conversion)."""
+    if number and number.is_finite():
+        if len(number.as_tuple().digits) > MAX_NUMBER_DIGITS \
+                or abs(number.adjusted()) > MAX_NUMBER_EXPONENT:
+            raise NumberOutOfBounds()
+    return number
+
+
+def parse_number(text):
+    """Number text (``-12``, ``3.50``, ``1e-3``; ASCII digits only) -> Decimal,
+    bounded. The one parser of numbers in text, and of JSON number literals."""
+    text = text.strip()
+    if len(text) > MAX_NUMBER_TEXT:
+        raise NumberOutOfBounds()
+    if not _NUMBER_TEXT.match(text):
+        raise ValueError("expected a number")
+    return bounded(decimal.Decimal(text))
+
+
+def parse_json_int(text):
+    """``json.loads`` hook for integer literals: bounded before ``int()``."""
+    if len(text) > MAX_NUMBER_TEXT:
+        raise NumberOutOfBounds()
+    return int(text)
+
+
+def _number(value):
+    """Any number a parser may get -> a bounded Decimal (int, float, Decimal or text)."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number")
+    if isinstance(value, str):
+        return parse_number(value)
+    if isinstance(value, int):
+        if value.bit_length() > MAX_NUMBER_DIGITS * 4:   # about 120 digits: before Decimal()
+            raise NumberOutOfBounds()
+        return bounded(decimal.Decimal(value))
+    if isinstance(value, float):
+        value = decimal.Decimal(repr(value)) if value == value else decimal.Decimal("NaN")
+    if not isinstance(value, decimal.Decimal):
+        raise ValueError("expected a number")
+    if not value.is_finite():
+        raise ValueError("expected a finite number")
+    return bounded(value)
 
 
 def _integer(bits):
     limit = 1 << (bits - 1)
 
     def parse(value):
-        if isinstance(value, bool):
-            raise ValueError("expected a whole number")
-        if isinstance(value, decimal.Decimal):
-            if value != value.to_integral_value():
-                raise ValueError("expected a whole number")
-            number = int(value)
-        elif isinstance(value, (int, str)):
-            number = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
         else:
-            raise ValueError("expected a whole number")
+            number = _number(value)
+            if number != number.to_integral_value():
+                raise ValueError("expected a whole number")
+            number = int(number)
         if not -limit <= number < limit:
             raise ValueError("number out of range")
         return number
     return parse
 
 
-def _decimal(value):
-    if isinstance(value, bool) or not isinstance(value, (int, str, decimal.Decimal)):
-        raise ValueError("expected a number")
-    try:
-        number = decimal.Decimal(str(value).strip())
-    except decimal.InvalidOperation:
-        raise ValueError("expected a number") from None
-    if not number.is_finite():
-        raise ValueError("expected a finite number")
-    return number
+def decimal_fits(number, max_digits, decimal_places, check_scale=True):
+    """Whether a Decimal fits a column of the given precision (and scale)."""
+    sign, digits, exponent = number.as_tuple()
+    fraction = max(0, -exponent)
+    whole = len(digits) + exponent if len(digits) + exponent > 0 else 0
+    return whole <= max_digits - decimal_places and (
+        not check_scale or fraction <= decimal_places)
 
 
 def _double(value):
-    number = float(_decimal(value))
+    number = float(_number(value))
     if number in (float("inf"), float("-inf")):
         raise ValueError("number out of range")
     return number
@@ -154,21 +235,63 @@ def _file_ref(value):
     return value
 
 
-DATATYPES = {
-    "string": Datatype("string", _identity, _string, "string"),
-    "int": Datatype("int", _identity, _integer(32), "number"),
-    "long": Datatype("long", _identity, _integer(64), "number"),
-    "decimal": Datatype("decimal", _identity, _decimal, "number"),
-    "double": Datatype("double", _identity, _double, "number"),
-    "boolean": Datatype("boolean", _identity, _boolean, "boolean"),
-    "uuid": Datatype("uuid", str, _uuid, "uuid"),
-    "localDate": Datatype("localDate", datetime.date.isoformat,
-                          _iso(datetime.date.fromisoformat), "date"),
-    "localDateTime": Datatype("localDateTime", format_datetime, _iso(_parse_datetime), "date"),
-    "dateTime": Datatype("dateTime", format_datetime, _iso(_parse_datetime), "date"),
-    "localTime": Datatype("localTime", format_time, _iso(_parse_time), "time"),
-    "fileRef": Datatype("fileRef", _identity, _file_ref, "string"),
-}
+def _decimal_text(value):
+    return format(value, "f")       # never an exponent: "100.00", not "1.0000E+2"
+
+
+def _boolean_text(value):
+    return "true" if value else "false"
+
+
+def _schema(kind, format_=None):
+    return {"type": kind, "format": format_} if format_ else {"type": kind}
+
+
+# Date-times and times are written without an offset, which the JSON Schema
+# formats date-time and time require: patterns say exactly what is written.
+_LOCAL_DATE_TIME = {"type": "string",
+                    "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$",
+                    "description": "ISO 8601 date and time without an offset"}
+_LOCAL_TIME = {"type": "string", "pattern": r"^[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$",
+               "description": "ISO 8601 time without an offset"}
+
+
+DATATYPES = {datatype.name: datatype for datatype in (
+    Datatype("string", _identity, _string, "string", _schema("string")),
+    Datatype("int", _identity, _integer(32), "number", _schema("integer", "int32"), int),
+    Datatype("long", _identity, _integer(64), "number", _schema("integer", "int64"), int),
+    Datatype("decimal", _identity, _number, "number", _schema("number"), decimal.Decimal,
+             _decimal_text),
+    Datatype("double", _identity, _double, "number", _schema("number", "double"), float),
+    Datatype("boolean", _identity, _boolean, "boolean", _schema("boolean"), bool, _boolean_text),
+    Datatype("uuid", str, _uuid, "uuid", _schema("string", "uuid"), uuid.UUID),
+    Datatype("localDate", datetime.date.isoformat, _iso(datetime.date.fromisoformat), "date",
+             _schema("string", "date"), datetime.date, datetime.date.isoformat),
+    Datatype("localDateTime", format_datetime, _iso(_parse_datetime), "date",
+             _LOCAL_DATE_TIME, datetime.datetime, format_datetime),
+    Datatype("dateTime", format_datetime, _iso(_parse_datetime), "date",
+             {**_LOCAL_DATE_TIME, "description": "ISO 8601 date and time in UTC without an "
+                                                 "offset (requests may give one)"},
+             datetime.datetime, format_datetime),
+    Datatype("localTime", format_time, _iso(_parse_time), "time", _LOCAL_TIME,
+             datetime.time, format_time),
+    Datatype("fileRef", _identity, _file_ref, "string",
+             {"type": "string", "pattern": FILE_REF.pattern,
+              "description": "A file reference: <storage>://<path>?name=<file name>"}),
+)}
+
+
+def text_of(prop, value):
+    """An attribute value in its text form (a CSV cell, a text/plain body):
+    enums by constant name, references by id, None as the empty string."""
+    if value is None:
+        return ""
+    if prop.meta_enum is not None:
+        return value.name
+    if prop.is_reference:
+        return str(value["id"] if isinstance(value, dict) else value)
+    return prop.datatype.to_text(value)
+
 
 # What ``GET /metadata/datatypes`` reports beside id and name (reference 6.4):
 # the non-localized formats the JSON values use.

@@ -20,11 +20,15 @@ from ..errors import BadRequest
 from ..jsonio import loads
 
 BUILT_IN = ("_local", "_base", "_instance_name")
-MAX_DEPTH = 8
+MAX_DEPTH = 8       # declared plans; a request's plans: svc.rest.max-fetch-plan-depth
 
 
 class FetchPlanError(ValueError):
     """A plan that cannot be built; the message is for the client or the log."""
+
+
+class FetchPlanTooDeep(FetchPlanError):
+    """A plan nested deeper than allowed (each level can multiply the answer)."""
 
 
 @dataclass(eq=False)
@@ -100,11 +104,14 @@ def named_plan(meta, name):
     return meta.fetch_plans.get(name)
 
 
-def parse_plan(meta, spec, strict=False, depth=0):
+def parse_plan(meta, spec, strict=False, depth=0, max_depth=MAX_DEPTH):
     """A FetchPlan from its JSON form. ``strict`` refuses unknown attributes
-    (declarations); clients' inline plans skip them, as the reference does."""
-    if depth > MAX_DEPTH:
-        raise FetchPlanError("fetch plan nested too deeply")
+    (declarations); clients' inline plans skip them, as the reference does.
+    A reference's plan is one level deeper, and so is an object in ``extends``;
+    more than ``max_depth`` levels are refused."""
+    if depth > max_depth:
+        raise FetchPlanTooDeep(f"The fetch plan is nested deeper than {max_depth} levels "
+                               "(svc.rest.max-fetch-plan-depth)")
     if isinstance(spec, str):
         plan = named_plan(meta, spec)
         if plan is None:
@@ -113,11 +120,12 @@ def parse_plan(meta, spec, strict=False, depth=0):
     if not isinstance(spec, dict):
         raise FetchPlanError("a fetch plan must be a name or a JSON object")
     if "properties" not in spec and "extends" not in spec:
-        return parse_plan(meta, spec.get("name") or "_base", strict, depth)
+        return parse_plan(meta, spec.get("name") or "_base", strict, depth, max_depth)
     properties = {"id": None}
     base = spec.get("extends")
     if base is not None:
-        properties.update(parse_plan(meta, base, strict, depth).properties)
+        deeper = depth if isinstance(base, str) else depth + 1
+        properties.update(parse_plan(meta, base, strict, deeper, max_depth).properties)
     items = spec.get("properties") or []
     if not isinstance(items, list):
         raise FetchPlanError("properties of a fetch plan must be an array")
@@ -136,13 +144,13 @@ def parse_plan(meta, spec, strict=False, depth=0):
         if prop.is_reference:
             properties[name] = parse_plan(
                 prop.target, "_instance_name" if nested_spec is None else nested_spec,
-                strict, depth + 1)
+                strict, depth + 1, max_depth)
         else:
             properties[name] = None
     return FetchPlan(spec.get("name") if depth == 0 else None, meta, properties)
 
 
-def resolve_request_plan(meta, value, inline_enabled, default="_base"):
+def resolve_request_plan(meta, value, inline_enabled, default="_base", max_depth=MAX_DEPTH):
     """The plan a request names with ``fetchPlan``: a name or inline JSON."""
     if value is None or value == "":
         return meta.fetch_plans[default]
@@ -162,6 +170,8 @@ def resolve_request_plan(meta, value, inline_enabled, default="_base"):
         except ValueError:
             raise BadRequest("Fetch plan not found", "The inline fetch plan is not valid JSON") from None
     try:
-        return parse_plan(meta, value)
+        return parse_plan(meta, value, max_depth=max_depth)
+    except FetchPlanTooDeep as exc:
+        raise BadRequest("Fetch plan too deep", str(exc)) from None
     except FetchPlanError as exc:
         raise BadRequest("Fetch plan not found", str(exc)) from None

@@ -1,5 +1,6 @@
 """Metadata: MetaClass, MetaProperty and MetaEnum, derived once from the models."""
 import decimal
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -9,6 +10,7 @@ from .datatypes import DATATYPES, datatype_of
 from .entity import Entity, declaration_of
 from .fetchplan import FetchPlanError, build_built_in_plans, build_named_plans
 from .fields import EnumField, transient
+from .valuetypes import property_value_type
 
 
 class MetadataError(Exception):
@@ -54,6 +56,11 @@ class MetaProperty:
 
     def __post_init__(self):
         self.json_value = _json_converter(self)
+
+    @functools.cached_property
+    def value_type(self):
+        """How request values of the attribute are parsed (valuetypes.py)."""
+        return property_value_type(self)
 
     @property
     def transient(self):

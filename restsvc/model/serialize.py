@@ -87,3 +87,37 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
         else:
             out[name] = serialize(target, value, nested, permissions, return_nulls)
     return out
+
+
+def count_objects(meta, rows, plan, permissions, limit):
+    """How many JSON objects serializing ``rows`` along ``plan`` writes, found
+    without writing them, or a number above ``limit`` as soon as it is one.
+    A loaded row that several parents share (the order of each of its lines)
+    is written once per parent, so an answer can grow as N^depth while the
+    loaded rows grow linearly; each (row, plan) pair is counted only once."""
+    if plan is None or not any(nested for _, _, nested, _, _ in _compiled(meta, plan, permissions)[1]):
+        return len(rows)
+    memo = {}
+
+    def count(meta, row, plan):
+        key = (id(row), id(plan))
+        found = memo.get(key)
+        if found is None:
+            found = 1
+            for name, _, nested, is_collection, target in _compiled(meta, plan, permissions)[1]:
+                value = row.get(name) if nested is not None else None
+                if value is None:
+                    continue
+                for child in (value if is_collection else (value,)):
+                    found += count(target, child, nested)
+                    if found > limit:
+                        return found
+            memo[key] = found
+        return found
+
+    total = 0
+    for row in rows:
+        total += count(meta, row, plan)
+        if total > limit:
+            break
+    return total

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ..security.gate import REST_ENABLED_PATHS
-from .endpoints import ENDPOINTS
+from .endpoints import ENDPOINTS, NO_DATABASE
 from .entities import entity_schemas
 from .operations import ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
@@ -97,7 +97,7 @@ class DocumentBuilder:
                         concrete = route.rule.replace("<entity_name>", query.entity.name) \
                             .replace("<query_name>", query.name)
                         self._add(paths, method, concrete, QUERY_OPERATIONS[key](
-                            query_typing(query, metadata, self.settings)), {})
+                            query_typing(query, self.settings)), {})
                 else:
                     build = ENDPOINTS.get(key)
                     self._add(paths, method, route.rule, build() if build else _undescribed(route),
@@ -119,8 +119,11 @@ class DocumentBuilder:
                                  "schema": path_schemas.get(name, STRING)} for name in names] \
                 + op.get("parameters", [])
         responses = dict(op["responses"])
+        protected = self.gate.is_protected(sample)
+        if protected or (method, rule) not in NO_DATABASE:
+            responses.update(failures("ServiceUnavailable"))
         if "security" not in op:
-            if self.gate.is_protected(sample):
+            if protected:
                 op["security"] = [{"bearerAuth": []}, {"oauth2": []}]
                 responses.update(failures("Unauthorized"))
                 if REST_ENABLED_PATHS.match(sample):

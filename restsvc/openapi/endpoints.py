@@ -17,11 +17,13 @@ def _oauth_failures(*statuses):
         "401": {"description": "Client authentication failed",
                 "headers": {**NO_STORE, "WWW-Authenticate": header('Basic realm="..."')},
                 "content": {JSON: {"schema": ref("oauthError")}}},
+        "413": {"description": "The form is larger than the service accepts",
+                "headers": NO_STORE, "content": {JSON: {"schema": ref("oauthError")}}},
         "429": {"description": "Too many failed authentications: refused until the window ends",
                 "headers": {**NO_STORE, "Retry-After": header("Seconds to wait", {"type": "integer"})},
                 "content": {JSON: {"schema": ref("oauthError")}}},
     }
-    return {status: answers[status] for status in statuses} | failures("PayloadTooLarge")
+    return {status: answers[status] for status in statuses}
 
 
 def _form(properties, required):
@@ -37,16 +39,16 @@ def _client_fields():
 def token():
     op = operation("Get an access token", AUTH, {
         **ok("The token", ref("tokenResponse"), headers=NO_STORE),
-        **_oauth_failures("400", "401", "429")},
+        **_oauth_failures("400", "401", "413", "429")},
         body=_form({"grant_type": {"type": "string",
                                    "enum": ["client_credentials", "password", "refresh_token"]},
                     "username": {"type": "string", "description": "password grant"},
                     "password": {"type": "string", "description": "password grant"},
                     "refresh_token": {"type": "string", "description": "refresh_token grant"},
-                    "scope": {"type": "string", "description": "Not used"},
                     **_client_fields()}, ("grant_type",)),
         description="The client authenticates with HTTP Basic (client_secret_basic) or with "
-                    "client_id and client_secret form fields (client_secret_post).")
+                    "client_id and client_secret form fields (client_secret_post). No scopes "
+                    "are registered: a scope parameter is refused (invalid_scope).")
     op["security"] = CLIENT_AUTH
     return op
 
@@ -54,7 +56,7 @@ def token():
 def revoke():
     op = operation("Revoke a token (RFC 7009)", AUTH, {
         **ok("Revoked, or unknown (the same answer)", headers=NO_STORE),
-        **_oauth_failures("400", "401", "429")},
+        **_oauth_failures("400", "401", "413", "429")},
         body=_form({"token": STRING, "token_type_hint": {
             "type": "string", "enum": ["access_token", "refresh_token"]}, **_client_fields()},
             ("token",)))
@@ -66,7 +68,7 @@ def introspect():
     op = operation("Introspect a token (RFC 7662)", AUTH, {
         **ok("What the token is; only its client sees it active", ref("introspection"),
              headers=NO_STORE),
-        **_oauth_failures("400", "401", "429")},
+        **_oauth_failures("400", "401", "413", "429")},
         body=_form({"token": STRING, "token_type_hint": STRING, **_client_fields()}, ("token",)))
     op["security"] = CLIENT_AUTH
     return op
@@ -120,9 +122,13 @@ def download(method):
     return build
 
 
-def _get(summary, tag, schema, *failure_names, description=None):
-    return lambda: operation(summary, tag, {**ok(summary, schema), **failures(*failure_names)},
-                             description=description)
+def _get(summary, tag, schema, *failure_names, deprecated=False):
+    def build():
+        op = operation(summary, tag, {**ok(summary, schema), **failures(*failure_names)})
+        if deprecated:
+            op["deprecated"] = True
+        return op
+    return build
 
 
 def _document(summary):
@@ -148,6 +154,11 @@ def docs_asset():
         **failures("NotFound")})
 
 
+# Answered without the database (unless the gate looks a token up).
+NO_DATABASE = {("GET", "/rest/docs"), ("GET", "/rest/docs/assets/<asset>"),
+               ("GET", "/rest/docs/openapi.json"), ("GET", "/rest/docs/openapi.yaml"),
+               ("GET", "/rest/docs/openapiDetailed.json"), ("GET", "/rest/docs/openapiDetailed.yaml")}
+
 ENDPOINTS = {
     ("POST", "/oauth2/token"): token,
     ("POST", "/oauth2/revoke"): revoke,
@@ -165,6 +176,12 @@ ENDPOINTS = {
         "The named fetch plans of an entity", METADATA, array(ref("fetchPlan")), "NotFound"),
     ("GET", "/rest/metadata/entities/<entity_name>/fetchPlans/<plan_name>"): _get(
         "One fetch plan (built-ins too)", METADATA, ref("fetchPlan"), "NotFound"),
+    ("GET", "/rest/metadata/entities/<entity_name>/views"): _get(
+        "The named fetch plans of an entity (the deprecated name of fetchPlans)", METADATA,
+        array(ref("fetchPlan")), "NotFound", deprecated=True),
+    ("GET", "/rest/metadata/entities/<entity_name>/views/<plan_name>"): _get(
+        "One fetch plan (the deprecated name of fetchPlans/{planName})", METADATA,
+        ref("fetchPlan"), "NotFound", deprecated=True),
     ("GET", "/rest/metadata/enums"): _get("All enums", METADATA, array(ref("enumMetadata"))),
     ("GET", "/rest/metadata/enums/<enum_name>"): _get(
         "One enum", METADATA, ref("enumMetadata"), "NotFound"),

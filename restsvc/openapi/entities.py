@@ -10,7 +10,6 @@
 """
 from decimal import Decimal
 
-from ..model.datatypes import FILE_REF
 from .schemas import array, datatype_schema, nullable, ref
 
 SYSTEM = ("id", "version")
@@ -32,8 +31,6 @@ def _value_schema(prop):
     field = prop.field
     if prop.datatype.name == "string" and getattr(field, "max_length", None):
         schema["maxLength"] = field.max_length
-    elif prop.datatype.name == "fileRef":
-        schema["pattern"] = FILE_REF.pattern
     elif prop.datatype.name == "decimal" and getattr(field, "max_digits", None):
         bound = Decimal(10) ** (field.max_digits - (field.decimal_places or 0))
         schema.update(exclusiveMinimum=-int(bound), exclusiveMaximum=int(bound))

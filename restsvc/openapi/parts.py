@@ -13,7 +13,9 @@ RESPONSES = {
     "Forbidden": ("The caller's roles do not allow this", ERROR),
     "NotFound": ("Not found (or not visible to the caller)", ERROR),
     "Conflict": ("Other entities still refer to this one", ERROR),
-    "PayloadTooLarge": ("The request body is larger than the service accepts", ERROR),
+    "PayloadTooLarge": ("The request body (or the number of entities in it) is larger than "
+                        "the service accepts", ERROR),
+    "ServiceUnavailable": ("The database is busy or cannot be reached; try again later", ERROR),
 }
 
 
@@ -24,13 +26,17 @@ def response_components():
         if name == "Unauthorized":
             body["headers"] = {"WWW-Authenticate": {
                 "description": 'Bearer realm="...", error="invalid_token", error_description="..."',
-                "schema": STRING}}
+                "schema": STRING, "required": True}}
+        elif name == "ServiceUnavailable":
+            body["headers"] = {"Retry-After": {"description": "Seconds to wait",
+                                               "schema": {"type": "integer"}, "required": True}}
         out[name] = body
     return out
 
 
 _STATUS_OF = {"BadRequest": "400", "BadRequestOrInvalid": "400", "Unauthorized": "401",
-              "Forbidden": "403", "NotFound": "404", "Conflict": "409", "PayloadTooLarge": "413"}
+              "Forbidden": "403", "NotFound": "404", "Conflict": "409", "PayloadTooLarge": "413",
+              "ServiceUnavailable": "503"}
 
 
 def failures(*names):

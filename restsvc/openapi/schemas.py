@@ -5,6 +5,7 @@ Every schema describes what the API really writes (and accepts), so a
 client generated from the documents works and a fuzzer finds nothing.
 """
 from ..data.filters import MAX_CONDITIONS, MAX_DEPTH, OPERATORS_BY_KIND
+from ..model.datatypes import DATATYPES
 
 OPERATORS = sorted(set().union(*OPERATORS_BY_KIND.values()))
 
@@ -155,30 +156,6 @@ def common_schemas():
     return copy.deepcopy(_COMMON)
 
 
-# --- datatypes -----------------------------------------------------------
-# The JSON Schema of each datatype's JSON form, as the API writes it. Kept in
-# this one place until model/datatypes.py holds each datatype's schema.
-_LOCAL_DATE_TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$"
-_LOCAL_TIME = r"^[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$"
-DATATYPE_SCHEMAS = {
-    "string": {"type": "string"},
-    "int": {"type": "integer", "format": "int32", "minimum": -2 ** 31, "maximum": 2 ** 31 - 1},
-    "long": {"type": "integer", "format": "int64", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1},
-    "decimal": {"type": "number", "format": "decimal"},
-    "double": {"type": "number", "format": "double"},
-    "boolean": {"type": "boolean"},
-    "uuid": {"type": "string", "format": "uuid"},
-    "localDate": {"type": "string", "format": "date"},
-    "localDateTime": {"type": "string", "pattern": _LOCAL_DATE_TIME,
-                      "description": "Local date and time, ISO 8601 without an offset"},
-    "dateTime": {"type": "string", "pattern": _LOCAL_DATE_TIME,
-                 "description": "Date and time in UTC, ISO 8601 without an offset "
-                                "(an offset is accepted in requests and converted)"},
-    "localTime": {"type": "string", "pattern": _LOCAL_TIME,
-                  "description": "Local time, ISO 8601"},
-    "fileRef": {"type": "string", "description": "A file reference: <storage>://<path>?name=<name>"},
-}
-
-
 def datatype_schema(name):
-    return dict(DATATYPE_SCHEMAS[name])
+    """A datatype's JSON Schema, from its one home (model/datatypes.py)."""
+    return dict(DATATYPES[name].json_schema)

@@ -2,9 +2,9 @@
 those of one entity (``entity_<name>`` schemas) or one predefined query."""
 from dataclasses import dataclass, field
 
-from ..data.queries import JAVA_TYPES, PARAM_DATATYPES
 from ..model.fetchplan import BUILT_IN
-from .schemas import BOOLEAN, STRING, array, datatype_schema, ref
+from ..model.valuetypes import ArrayType, EntityIdType
+from .schemas import BOOLEAN, STRING, ref
 
 
 @dataclass
@@ -75,7 +75,7 @@ def entity_typing(meta, settings):
         settings.max_fetch_size(meta.name), False)
 
 
-def query_typing(query, metadata, settings):
+def query_typing(query, settings):
     meta = query.entity
     typing = entity_typing(meta, settings)
     typing.query_tag = f"{meta.name} Queries"
@@ -83,27 +83,23 @@ def query_typing(query, metadata, settings):
     typing.query_fetch_plan = {"type": "string", "enum": [
         name for name in meta.fetch_plans if not name.startswith("_") or name in BUILT_IN]}
     typing.query_parameters = [
-        {"name": p.name, "in": "query", "required": True, "schema": param_schema(metadata, p, False),
+        {"name": p.name, "in": "query", "required": True, "schema": param_schema(p, False),
          **({"style": "form", "explode": True} if p.is_array else {})} for p in query.params]
     typing.query_body = {"type": "object", "required": [p.name for p in query.params],
-                         "properties": {p.name: param_schema(metadata, p, True)
+                         "properties": {p.name: param_schema(p, True)
                                         for p in query.params}}
     typing.query_body_required = bool(query.params)
     typing.unknown_query = False
     return typing
 
 
-def param_schema(metadata, param, in_body):
-    """The schema of one value of a query parameter, as declared."""
-    base = param.type[:-2] if param.is_array else param.type
-    base = JAVA_TYPES.get(base, base)
-    if base in PARAM_DATATYPES:
-        schema = datatype_schema(base)
-    elif base in metadata.enums:
-        schema = {"type": "string", "enum": list(metadata.enums[base].enum_class.__members__)}
-    else:
-        id_schema = datatype_schema(metadata.entity(base).properties["id"].datatype.name)
-        schema = {"anyOf": [id_schema, {"type": "object", "properties": {"id": id_schema},
-                                        "required": ["id"]}]} if in_body else id_schema
-    return array(schema) if param.is_array else schema
-
+def param_schema(param, in_body):
+    """The schema of a query parameter's value, from its declared type; an
+    entity is its id (in a body also ``{"id": ...}``)."""
+    value_type = param.value_type
+    item = value_type.item if isinstance(value_type, ArrayType) else value_type
+    schema = item.json_schema()
+    if in_body and isinstance(item, EntityIdType):
+        schema = {"anyOf": [schema, {"type": "object", "properties": {"id": schema},
+                                     "required": ["id"]}]}
+    return {**value_type.json_schema(), "items": schema} if item is not value_type else schema

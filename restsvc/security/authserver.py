@@ -9,7 +9,6 @@ import base64
 from urllib.parse import unquote
 
 from ..errors import OAuthError
-from .ratelimit import failure_keys
 from .tokens import ACCESS, REFRESH, Identity
 
 
@@ -54,15 +53,27 @@ class AuthServer:
             return form_id, form_secret
         raise self._invalid_client("Client authentication is required")
 
+    def _limited(self, kind, account, address, check, failure):
+        """``check()`` within the sign-in limits (ratelimit.py): refused with 429
+        before checking when the address has failed too often; ``failure``
+        raised when the check finds nothing, with the wait it caused, if any."""
+        attempt = self.limiter.begin(kind, account, address)
+        found = None
+        try:
+            found = check()
+        finally:
+            delay = self.limiter.end(attempt, succeeded=found is not None)
+        if found is None:
+            if delay:
+                failure.headers = {**failure.headers, "Retry-After": str(delay)}
+            raise failure
+        return found
+
     def authenticate_client(self, form, authorization, address):
         client_id, secret = self._credentials(form, authorization)
-        keys = failure_keys(client_id=client_id, address=address)
-        self.limiter.check(keys)
-        client = self.clients.authenticate(client_id, secret)
-        if client is None:
-            self.limiter.record(keys)
-            raise self._invalid_client("Client authentication failed")
-        return client
+        return self._limited("client", client_id, address,
+                             lambda: self.clients.authenticate(client_id, secret),
+                             self._invalid_client("Client authentication failed"))
 
     def token(self, form, authorization, address=None):
         """``POST /oauth2/token``: the token response body."""
@@ -74,6 +85,11 @@ class AuthServer:
         if grant_type not in client.grant_types:
             raise OAuthError("unauthorized_client",
                              f"The client is not allowed to use the grant type {grant_type}")
+        if form.get("scope", "").strip():
+            # RFC 6749 3.3: a scope the server does not know is refused, not
+            # ignored. Roles, not scopes, decide what a token may do here.
+            raise OAuthError("invalid_scope", "No scopes are registered; leave out the scope "
+                                              "parameter (roles decide what a token may do)")
         return grant(client, form, address)
 
     def _client_credentials(self, client, form, address):
@@ -83,14 +99,12 @@ class AuthServer:
 
     def _password(self, client, form, address):
         username, password = _required(form, "username"), _required(form, "password")
-        # Counted per user and address, not per client: one user's typing errors
-        # must not lock every other user of a shared client out.
-        keys = failure_keys(address=address, username=username)
-        self.limiter.check(keys)
-        user = self.users.authenticate(username, password)
-        if user is None:      # unknown, inactive or a wrong password: the same answer
-            self.limiter.record(keys)
-            raise OAuthError("invalid_grant", "Bad credentials")
+        # Counted per user, not per client: one user's typing errors must not
+        # hold back the other users of a shared client. Unknown, inactive or a
+        # wrong password: the same answer.
+        user = self._limited("user", username, address,
+                             lambda: self.users.authenticate(username, password),
+                             OAuthError("invalid_grant", "Bad credentials"))
         identity = self.users.identity(user, client.client_id)
         refresh = None
         if "refresh_token" in client.grant_types:

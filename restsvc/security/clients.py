@@ -3,10 +3,12 @@
 A secret in the settings is either plain (``demo-secret`` or ``{noop}demo-secret``)
 or a hash made by ``restsvc hash-secret`` (``{pbkdf2-sha256}<iterations>$<salt>$<hash>``).
 User passwords use the same hash and are never stored plain.
-Comparisons take constant time, also for unknown clients and users.
+Every verification costs the same, whether the client or user exists or not
+and whatever kind of secret it has: it is padded with dummy pbkdf2 rounds up to
+a fixed cost (``verify_at_cost``), so the time of a failure does not tell
+whether an id or a username exists.
 """
 import base64
-import functools
 import hashlib
 import hmac
 import secrets
@@ -45,11 +47,26 @@ def verify_secret(stored, given):
     return hmac.compare_digest(plain.encode("utf-8"), given_bytes)
 
 
-@functools.lru_cache(maxsize=1)
-def decoy_hash():
-    """Verified against when the client or user is unknown, so timing does not tell.
-    Made once per process: every app built in the process shares it."""
-    return hash_secret(secrets.token_hex(8))
+def cost(stored):
+    """The pbkdf2 iterations a verification of this stored secret takes (plain: 0)."""
+    return _parse_hash(stored)[0] if is_hash(stored) else 0
+
+
+def verify_at_cost(stored, given, iterations):
+    """``verify_secret``, padded with dummy pbkdf2 rounds to ``iterations`` in
+    all, so a plain secret, a cheaper hash or a decoy takes as long as the
+    dearest check. Only the count of rounds matters for the time, not the input."""
+    matches = verify_secret(stored, given)
+    padding = iterations - cost(stored)
+    if padding > 0:
+        hashlib.pbkdf2_hmac("sha256", b"", _PAD_SALT, padding)
+    return matches
+
+
+# Stands in for the secret of an unknown client or user; nothing typed can
+# match it in practice, and it is checked (and padded) like any other.
+DECOY = _PLAIN_PREFIX + secrets.token_hex(32)
+_PAD_SALT = secrets.token_bytes(16)
 
 
 class Clients:
@@ -66,6 +83,8 @@ class Clients:
                 if code not in known_roles:
                     raise SettingsError(f"{key}: unknown role code {code!r}")
             self._by_id[client.client_id] = client
+        # Every client authentication costs what the dearest registered secret costs.
+        self._cost = max((cost(client.client_secret) for client in client_settings), default=0)
 
     def get(self, client_id):
         return self._by_id.get(client_id)
@@ -73,6 +92,5 @@ class Clients:
     def authenticate(self, client_id, secret):
         """The client when id and secret match, else None (same work either way)."""
         client = self._by_id.get(client_id)
-        stored = client.client_secret if client else decoy_hash()
-        matches = verify_secret(stored, secret)
+        matches = verify_at_cost(client.client_secret if client else DECOY, secret, self._cost)
         return client if client and matches else None

@@ -12,8 +12,8 @@ An application declares roles in code:
 
     RowLevelRole("own-orders", "Own orders",
                  filters={"Order": {"conditions": [
-                     {"property": "customer.email", "operator": "=",
-                      "value": ":session$username"}]}})
+                     {"property": "customer.userId", "operator": "=",
+                      "value": ":session$userId"}]}})
 
 Entity operations are ``create``, ``read``, ``update``, ``delete`` or ``*``;
 attribute actions ``view`` or ``modify`` (modify implies view); entity and
@@ -21,6 +21,12 @@ attribute names may be ``*``. Row-level filters use the entities' search
 filter format; ``:session$username`` and ``:session$userId`` stand for the
 caller. Effective permissions are the union of the caller's resource roles;
 row-level filters of several roles all apply.
+
+Row-level rules reach compositions: a composition child (an order's lines)
+is visible only when its owner is, transitively (the lines of a hidden order
+are hidden, and so are their own compositions), besides any filter declared
+on the child itself. ``row_owners`` names the owners whose visibility a
+child's rows depend on; the data layer builds the condition from it once.
 """
 from dataclasses import dataclass, field
 
@@ -72,7 +78,10 @@ def _operations(value):
 class Permissions:
     """What one combination of roles allows, resolved against the metadata."""
 
-    def __init__(self, metadata, resource_roles, row_level_roles):
+    def __init__(self, metadata, resource_roles, row_level_roles, granted=()):
+        # Every role code the caller holds, also those that grant nothing to REST
+        # requests: what user management compares (security/users.py).
+        self.granted = frozenset(granted)
         self.resource_roles = tuple(role.code for role in resource_roles)
         self.row_level_roles = tuple(role.code for role in row_level_roles)
         self._entities = {name: set() for name in metadata.entities}
@@ -99,6 +108,7 @@ class Permissions:
         for role in row_level_roles:
             for entity_name, condition in role.filters.items():
                 self._row_filters.setdefault(entity_name, []).append(condition)
+        self._row_owners = _restricted_owners(metadata, set(self._row_filters))
 
     def can(self, entity_name, operation):
         return operation in self._entities.get(entity_name, ())
@@ -114,7 +124,17 @@ class Permissions:
         return "*" in self._specifics or name in self._specifics
 
     def row_filters(self, entity_name):
+        """The row-level filters declared on the entity itself."""
         return self._row_filters.get(entity_name, ())
+
+    def row_owners(self, entity_name):
+        """(owner entity, child's foreign key) of the compositions that own
+        this entity and whose owner rows are restricted themselves."""
+        return self._row_owners.get(entity_name, ())
+
+    def row_restricted(self, entity_name):
+        """Whether row-level rules hide any rows of the entity (its own or an owner's)."""
+        return entity_name in self._row_filters or entity_name in self._row_owners
 
     def to_json(self):
         """``GET /permissions``: every entity operation and attribute, 0/1(/2)."""
@@ -129,6 +149,28 @@ class Permissions:
             "authorities": [f"ROLE_{code}" for code in self.resource_roles]
                            + [f"ROW_LEVEL_ROLE_{code}" for code in self.row_level_roles],
         }
+
+
+def _restricted_owners(metadata, restricted):
+    """child entity name -> ((owner meta, back field), ...) for the owners that
+    are restricted, directly or through their own owners (a fixpoint, so chains
+    and cycles of compositions both end)."""
+    owners = {}
+    for meta in metadata.entities.values():
+        for prop in meta.properties.values():
+            if prop.is_collection and prop.back_field is not None:
+                owners.setdefault(prop.target.name, []).append((meta, prop.back_field))
+    restricted = set(restricted)
+    changed = True
+    while changed:
+        changed = False
+        for child, pairs in owners.items():
+            if child not in restricted and any(owner.name in restricted for owner, _ in pairs):
+                restricted.add(child)
+                changed = True
+    found = {child: tuple(pair for pair in pairs if pair[0].name in restricted)
+             for child, pairs in owners.items()}
+    return {child: pairs for child, pairs in found.items() if pairs}
 
 
 def _names(known, target):
@@ -186,5 +228,6 @@ class RoleRegistry:
             resource = [self.resource[c] for c in resource_codes
                         if c in self.resource and API in self.resource[c].scope]
             row_level = [self.row_level[c] for c in row_level_codes if c in self.row_level]
-            permissions = self._cache[key] = Permissions(self.metadata, resource, row_level)
+            permissions = self._cache[key] = Permissions(self.metadata, resource, row_level,
+                                                         granted=key[0] + key[1])
         return permissions

@@ -141,9 +141,12 @@ class TokenStore:
 
     @staticmethod
     def follow_user(user_id, username, locale):
-        """Keep a user's live tokens in step with a renamed user or a new locale."""
-        return (StoredToken.update(username=username, locale=locale)
-                .where(StoredToken.user_id == user_key(user_id)).execute())
+        """Keep a user's live tokens in step with a new locale. A new username
+        ends them: what was granted to one name must not pass to another."""
+        key = user_key(user_id)
+        StoredToken.delete().where(StoredToken.user_id == key,
+                                   StoredToken.username != username).execute()
+        return StoredToken.update(locale=locale).where(StoredToken.user_id == key).execute()
 
     def purge_expired(self):
         return StoredToken.delete().where(StoredToken.expires_at <= int(time.time())).execute()

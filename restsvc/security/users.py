@@ -14,9 +14,11 @@ list holds both.
 """
 import peewee
 
-from ..errors import BadRequest, Conflict, NotFound
+from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..model.entity import Entity, entity
-from .clients import decoy_hash, hash_secret, is_hash, verify_secret
+from . import clients
+from .clients import DECOY, hash_secret, is_hash, verify_at_cost
+from .roles import SYSTEM_FULL_ACCESS
 from .tokens import Identity, TokenStore
 
 MIN_PASSWORD_LENGTH = 8
@@ -40,8 +42,27 @@ class User(Entity):
     def role_codes(self):
         return tuple(code for code in (self.roles or "").split(",") if code)
 
+    @classmethod
+    def check_change(cls, access, user_id, values):
+        """Called by the data manager before a REST update (``values``: what it
+        writes) or delete (``values`` None) of a user. ``user-management`` must
+        not reach above the caller's own roles: no change to a user who holds a
+        role the caller does not hold (``system-full-access`` holds them all),
+        and no new username for the caller itself (rules and other systems may
+        know a caller by its username). Roles themselves are never written here."""
+        user = cls.get_or_none(cls.id == user_id)
+        if user is None:
+            return
+        granted = access.permissions.granted
+        if SYSTEM_FULL_ACCESS.code not in granted and not set(user.role_codes) <= granted:
+            raise Forbidden("Forbidden", f"User {user.username} holds roles you do not hold")
+        renamed = values is not None and values.get("username", user.username) != user.username
+        if renamed and str(user.id) == access.session.get("userId"):
+            raise Forbidden("Forbidden", "You may not change your own username")
+
     # Called by the data manager inside the transaction of every REST change, and
-    # by the CLI: a disabled or deleted user's tokens die with the change.
+    # by the CLI: a disabled or deleted user's tokens die with the change; a
+    # renamed user's tokens too (they name the user by its old username).
     def after_save(self, created):
         if not self.active:
             TokenStore.revoke_user(self.id)
@@ -67,10 +88,12 @@ class Users:
         self.roles = roles
 
     def authenticate(self, username, password):
-        """The active user whose password matches, else None; the same work either way."""
+        """The active user whose password matches, else None. Unknown, inactive and
+        password-less users cost the same as a real check at today's hashing cost."""
         user = User.select().where(User.username == username).first()
         stored = user.password if user is not None and user.password else None
-        matches = verify_secret(stored if stored and is_hash(stored) else decoy_hash(), password)
+        stored = stored if stored and is_hash(stored) else None
+        matches = verify_at_cost(stored or DECOY, password, clients.ITERATIONS)
         if user is None or not user.active or not stored or not matches:
             return None
         return user

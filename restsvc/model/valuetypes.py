@@ -1,0 +1,192 @@
+"""Typed values: what a parameter, a filter value or an attribute value may be.
+
+A ``ValueType`` is a datatype (``datatypes.py`` holds their JSON and text
+forms and schemas), an enum (values are constant names), an entity referred
+to by id, or an array of one of these. Every place that turns request input
+into typed values uses these: entity attributes (importer), search filters,
+predefined query parameters and service parameters.
+
+    value_type(metadata, "localDate")            # by restsvc datatype name
+    value_type(metadata, "java.util.UUID[]")     # the reference's Java names work too
+    value_type(metadata, "restsvc.demo.model.OrderStatus")
+    value_type(metadata, "Customer")             # an entity: its id
+    python_value_type(metadata, datetime.date)   # from a Python type hint
+
+Each has ``from_json(raw)`` / ``from_text(text)`` (raise ValueError or
+TypeError), ``to_json(value)`` / ``to_text(value)``, ``json_schema()`` and
+``name`` (how descriptors show it).
+"""
+import datetime
+import decimal
+import enum
+import uuid
+
+from .datatypes import DATATYPES
+
+MAX_ARRAY_ITEMS = 1_000
+
+# The reference's Java parameter types, so its configuration files port as they are.
+JAVA_TYPES = {
+    "java.lang.String": "string",
+    "java.lang.Integer": "int", "int": "int", "java.lang.Short": "int", "short": "int",
+    "java.lang.Byte": "int", "byte": "int",
+    "java.lang.Long": "long", "long": "long",
+    "java.math.BigDecimal": "decimal",
+    "java.lang.Double": "double", "double": "double", "java.lang.Float": "double", "float": "double",
+    "java.lang.Boolean": "boolean", "boolean": "boolean",
+    "java.util.UUID": "uuid",
+    "java.time.LocalDate": "localDate", "java.sql.Date": "localDate",
+    "java.time.LocalDateTime": "localDateTime",
+    "java.time.OffsetDateTime": "dateTime", "java.util.Date": "dateTime",
+    "java.time.LocalTime": "localTime", "java.time.OffsetTime": "localTime", "java.sql.Time": "localTime",
+}
+
+# Python type hints -> datatype names (services).
+PYTHON_TYPES = {
+    str: "string", int: "long", float: "double", decimal.Decimal: "decimal", bool: "boolean",
+    uuid.UUID: "uuid", datetime.date: "localDate", datetime.datetime: "localDateTime",
+    datetime.time: "localTime",
+}
+
+# A valid raw value of each datatype: configurations are checked with these.
+SAMPLES = {"string": "x", "int": "0", "long": "0", "decimal": "0", "double": "0",
+           "boolean": "true", "uuid": str(uuid.UUID(int=0)), "localDate": "2000-01-01",
+           "localDateTime": "2000-01-01T00:00:00", "dateTime": "2000-01-01T00:00:00",
+           "localTime": "00:00:00", "fileRef": "fs://sample?name=sample"}
+
+
+class ScalarType:
+    def __init__(self, datatype, name=None):
+        self.datatype = datatype
+        self.name = name or datatype.name
+        self.sample = SAMPLES[datatype.name]
+
+    def from_json(self, raw):
+        return self.datatype.from_json(raw)
+
+    def from_text(self, text):
+        return self.datatype.from_text(text)
+
+    def to_json(self, value):
+        return self.datatype.to_json(value)
+
+    def to_text(self, value):
+        return self.datatype.to_text(value)
+
+    def json_schema(self):
+        return dict(self.datatype.json_schema)
+
+
+class EnumType:
+    def __init__(self, meta_enum):
+        self.meta_enum = meta_enum
+        self.name = meta_enum.name
+        self.sample = next(iter(meta_enum.enum_class)).name
+
+    def from_json(self, raw):
+        if isinstance(raw, self.meta_enum.enum_class):
+            return raw
+        member = self.meta_enum.member(raw)
+        if member is None:
+            raise ValueError("not a constant of the enum")
+        return member
+
+    from_text = from_json
+
+    @staticmethod
+    def to_json(member):
+        return member.name
+
+    to_text = to_json
+
+    def json_schema(self):
+        return {"type": "string", "enum": [m.name for m in self.meta_enum.enum_class]}
+
+
+class EntityIdType:
+    """An entity given by its id, or by an object ``{"id": ...}`` in JSON."""
+
+    def __init__(self, meta, name=None):
+        self.meta = meta
+        self.id_type = ScalarType(meta.properties["id"].datatype)
+        self.name = name or meta.name
+        self.sample = self.id_type.sample
+
+    def from_json(self, raw):
+        return self.id_type.from_json(raw.get("id") if isinstance(raw, dict) else raw)
+
+    def from_text(self, text):
+        return self.id_type.from_text(text)
+
+    def to_json(self, value):
+        return self.id_type.to_json(value)
+
+    def to_text(self, value):
+        return self.id_type.to_text(value)
+
+    def json_schema(self):
+        return self.id_type.json_schema()
+
+
+class ArrayType:
+    def __init__(self, item, name=None):
+        self.item = item
+        self.name = name or f"{item.name}[]"
+        self.sample = [item.sample]
+
+    def from_json(self, raw):
+        if not isinstance(raw, list) or len(raw) > MAX_ARRAY_ITEMS:
+            raise ValueError(f"expected an array of at most {MAX_ARRAY_ITEMS} values")
+        return [self.item.from_json(value) for value in raw]
+
+    def from_text(self, texts):
+        """A list of texts (a repeated query parameter)."""
+        if not isinstance(texts, list) or len(texts) > MAX_ARRAY_ITEMS:
+            raise ValueError(f"expected at most {MAX_ARRAY_ITEMS} values")
+        return [self.item.from_text(text) for text in texts]
+
+    def to_json(self, values):
+        return [self.item.to_json(value) for value in values]
+
+    def to_text(self, values):
+        return ",".join(self.item.to_text(value) for value in values)
+
+    def json_schema(self):
+        return {"type": "array", "items": self.item.json_schema(), "maxItems": MAX_ARRAY_ITEMS}
+
+
+def value_type(metadata, declared, entities=True):
+    """The ValueType for a declared type name, or None when the name is unknown.
+    ``entities=False`` leaves entity names unresolved (their value is not an id)."""
+    if declared.endswith("[]"):
+        item = value_type(metadata, declared[:-2], entities)
+        return ArrayType(item, declared) if item is not None else None
+    base = JAVA_TYPES.get(declared, declared)
+    if base in DATATYPES:
+        return ScalarType(DATATYPES[base], declared)
+    if base in metadata.enums:
+        return EnumType(metadata.enums[base])
+    meta = metadata.entity(base) if entities else None
+    return EntityIdType(meta, declared) if meta is not None else None
+
+
+def python_value_type(metadata, hint):
+    """The ValueType of a simple Python type hint (a datatype's class or an
+    enum), or None for anything else."""
+    if hint in PYTHON_TYPES:
+        return ScalarType(DATATYPES[PYTHON_TYPES[hint]])
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        from .metadata import MetaEnum, enum_name
+        name = enum_name(hint)
+        return EnumType(metadata.enums.get(name) or MetaEnum(name, hint))
+    return None
+
+
+def property_value_type(prop):
+    """How values of an attribute are parsed: its datatype, its enum, or the
+    id of the entity it refers to."""
+    if prop.is_reference:
+        return EntityIdType(prop.target)
+    if prop.meta_enum is not None:
+        return EnumType(prop.meta_enum)
+    return ScalarType(prop.datatype)
