@@ -8,6 +8,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.test import Client
 
 from conftest import demo_id
+from restsvc.api import API_MODULES
 from restsvc.openapi.document import described, openapi_path
 
 DOCS = ("/rest/docs/openapi.json", "/rest/docs/openapi.yaml",
@@ -48,10 +49,17 @@ def test_every_route_of_the_router_is_in_the_generic_document_with_its_methods(a
         assert set(rule.methods) - IGNORED <= documented, (path, rule.methods, documented)
 
 
-def test_every_built_in_route_has_its_own_description(app):
-    missing = [(method, rule.rule) for rule in app.url_map.iter_rules()
+def test_every_built_in_route_has_its_own_description():
+    missing = [(method, rule.rule) for module in API_MODULES for rule in module.rules
                for method in set(rule.methods) - IGNORED if described(method, rule.rule) is None]
     assert missing == []
+
+
+def test_application_endpoints_are_listed_as_the_application_declares_them(client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
+    card = document["paths"]["/api/customers/{customerId}/card"]["get"]
+    assert card["tags"] == ["Application"] and "default" in card["responses"]
+    assert card["security"] == [{"bearerAuth": []}, {"oauth2": []}]
 
 
 @pytest.mark.parametrize("path", DOCS)
@@ -181,3 +189,22 @@ def test_disabled_inline_fetch_plans_leave_only_plan_names(make_app):
     params = document["paths"]["/rest/entities/Customer"]["get"]["parameters"]
     plan = next(p for p in params if p["name"] == "fetchPlan")
     assert plan["schema"] == {"type": "string", "enum": ["_local", "_instance_name", "_base"]}
+
+
+def test_service_methods_are_typed_by_their_parameters_and_results(client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
+    paths = document["paths"]
+    total = paths["/rest/services/orderService/calculateTotal"]["get"]
+    assert total["parameters"] == [{"name": "orderId", "in": "query", "required": True,
+                                    "schema": {"type": "string", "format": "uuid"}}]
+    assert "text/plain" in total["responses"]["200"]["content"]
+    between = paths["/rest/services/orderService/ordersBetween"]["post"]
+    assert between["requestBody"]["content"]["application/json"]["schema"]["required"] == [
+        "fromDate", "toDate"]
+    assert between["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "type": "array", "items": {"$ref": "#/components/schemas/entity_Order"}}
+    create = paths["/rest/services/orderService/createOrder"]
+    assert set(create) == {"post"}              # POST only
+    body = create["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["properties"]["order"] == {"$ref": "#/components/schemas/entityInput_Order"}
+    assert set(paths["/rest/services/orderService/recalculate"]["post"]["responses"]) >= {"204"}

@@ -115,3 +115,18 @@ def test_a_client_built_from_the_document_alone_creates_loads_and_searches(clien
     found = api.search(entity, {"conditions": [
         {"property": "id", "operator": "=", "value": created["id"]}]}).json
     assert [row["id"] for row in found] == [created["id"]]
+
+
+def test_service_methods_called_from_the_document_alone_answer_as_documented(client, auth):
+    document = client.get("/rest/docs/openapiDetailed.json", headers=auth).json
+    api = DocumentClient(client, auth, document)
+    service_tags = [tag["name"] for tag in document["tags"] if tag["name"].endswith("Service")]
+    assert service_tags
+    answered = []
+    for tag in service_tags:
+        for path, method, op in api.operations(tag):
+            if method != "get":
+                continue
+            query = {p["name"]: _value(p["schema"]) for p in op.get("parameters", [])}
+            answered.append(api.call(path, method, op, query=query).status_code)
+    assert 200 in answered       # ordersBetween: the orders between two dates, as entity_Order

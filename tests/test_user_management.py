@@ -99,5 +99,6 @@ def test_own_orders_keys_on_the_user_id_so_a_new_username_reaches_no_other_rows(
 
 def test_a_client_token_with_own_orders_sees_no_orders(make_app):
     c = Client(make_app({"svc.authserver.client.reader.row-level-roles": "own-orders"}))
-    response = c.get("/rest/entities/Order", headers=bearer(get_token(c, "reader", "reader-secret")))
+    reader = bearer(get_token(c, "reader", "reader-secret"))
+    response = c.get("/rest/entities/Order", headers=reader)
     assert (response.status_code, response.json) == (200, [])

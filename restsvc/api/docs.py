@@ -50,7 +50,8 @@ def documents(app, queries):
         methods = [m for m in rule.methods if m != "OPTIONS"]
         summary = (rule.endpoint.__doc__ or "").strip().split("\n")[0]
         routes.append(Route(rule.rule, tuple(sorted(methods)), summary))
-    return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries))
+    return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
+                                     app.services))
 
 
 def _answer(ctx, kind, as_yaml):

@@ -16,13 +16,16 @@ from .entities import entity_schemas
 from .operations import ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .schemas import STRING, common_schemas, datatype_schema
+from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
+                       service_descriptor)
 from .shapes import entity_typing, generic_typing, query_typing
 
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 TAGS = [
     ("Authentication", "OAuth 2 tokens: get, revoke, introspect"),
     ("Entities", "Generic access to every entity, under the caller's policies"),
-    ("Queries", "Predefined queries"), ("Files", "Upload and download"),
+    ("Queries", "Predefined queries"),
+    ("Services", "Business services of the application"), ("Files", "Upload and download"),
     ("Metadata", "Entities, fetch plans, enums, datatypes"),
     ("Messages", "Localized captions"), ("User session", "The caller and its permissions"),
     ("Documentation", "These documents"),
@@ -49,17 +52,19 @@ def openapi_path(rule):
 
 def described(method, rule):
     """The operation table entry of a route, or None when none describes it."""
-    return ENTITY_OPERATIONS.get((method, rule)) or QUERY_OPERATIONS.get((method, rule)) \
-        or ENDPOINTS.get((method, rule))
+    key = (method, rule)
+    return ENTITY_OPERATIONS.get(key) or QUERY_OPERATIONS.get(key) or ENDPOINTS.get(key) \
+        or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key)
 
 
 class DocumentBuilder:
-    def __init__(self, routes, gate, settings, metadata=None, queries=()):
+    def __init__(self, routes, gate, settings, metadata=None, queries=(), services=None):
         self.routes = routes
         self.gate = gate
         self.settings = settings
         self.metadata = metadata
         self.queries = queries
+        self.services = services
 
     # -- the two documents ---------------------------------------------------
     def generic(self):
@@ -92,6 +97,12 @@ class DocumentBuilder:
                         schemas = {"entityId": datatype_schema(meta.properties["id"].datatype.name)}
                         self._add(paths, method, concrete,
                                   ENTITY_OPERATIONS[key](entity_typing(meta, self.settings)), schemas)
+                elif key in SERVICE_OPERATIONS:
+                    for method_ in self._service_methods(method):
+                        concrete = route.rule.replace("<service_name>", method_.service) \
+                            .replace("<method_name>", method_.name)
+                        self._add(paths, method, concrete,
+                                  method_operation(metadata, method_, method), {})
                 elif key in QUERY_OPERATIONS:
                     for query in self.queries:
                         concrete = route.rule.replace("<entity_name>", query.entity.name) \
@@ -99,7 +110,7 @@ class DocumentBuilder:
                         self._add(paths, method, concrete, QUERY_OPERATIONS[key](
                             query_typing(query, self.settings)), {})
                 else:
-                    build = ENDPOINTS.get(key)
+                    build = described(method, route.rule)
                     self._add(paths, method, route.rule, build() if build else _undescribed(route),
                               path_schemas)
         schemas = common_schemas()
@@ -107,6 +118,12 @@ class DocumentBuilder:
         return self._document("restsvc project REST API", paths, schemas,
                               "This application's REST API: its entities, predefined queries "
                               "and the generic endpoints, with their exact shapes.")
+
+    def _service_methods(self, http_method):
+        if self.services is None:
+            return []
+        return [method for service in self.services.services.values()
+                for method in service.methods.values() if http_method in method.http_methods]
 
     # -- assembly --------------------------------------------------------------
     def _add(self, paths, method, rule, op, path_schemas):
@@ -134,11 +151,12 @@ class DocumentBuilder:
         paths.setdefault(path, {})[method.lower()] = op
 
     def _document(self, title, paths, schemas, description):
+        schemas["serviceDescriptor"] = service_descriptor()
         document = {
             "openapi": "3.1.0",
             "info": {"title": title, "version": "1.0", "description": description},
             "servers": [{"url": "/"}],
-            "tags": _tags(paths),
+            "tags": _tags(paths, self.metadata),
             "paths": dict(sorted(paths.items())),
             "components": {
                 "schemas": dict(sorted(schemas.items())),
@@ -164,9 +182,10 @@ def security_schemes(root_path):
     }
 
 
-def _tags(paths):
+def _tags(paths, metadata):
     """The tags the operations use, the known ones first in their order; an
-    entity's tag ("Order") follows Entities, its queries ("Order Queries") Queries."""
+    entity's tag ("Order") follows Entities, its queries ("Order Queries")
+    Queries, a service's ("orderService") Services, the application's own last."""
     known = dict(TAGS)
     order = list(known)
     used = []
@@ -179,7 +198,11 @@ def _tags(paths):
     def position(tag):
         if tag in known:
             return order.index(tag), 0
-        return order.index("Queries" if tag.endswith(" Queries") else "Entities"), 1
+        if tag == "Application":
+            return len(order), 0
+        if metadata is not None and tag in metadata.entities:
+            return order.index("Entities"), 1
+        return order.index("Queries" if tag.endswith(" Queries") else "Services"), 1
     return [{"name": tag, **({"description": known[tag]} if tag in known else {})}
             for tag in sorted(used, key=position)]
 
