@@ -6,6 +6,7 @@ from werkzeug.routing import Map
 
 from . import db
 from .api import all_rules
+from .api.docs import documents
 from .application import import_application
 from .data.datamanager import DataManager
 from .data.queries import PredefinedQueries
@@ -72,6 +73,7 @@ class RestApp:
         # the path and the method (binding per request costs more than matching).
         self._routes = self.url_map.bind("restsvc")
         self._matched = {}
+        self.documents = documents(self, queries)
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
 

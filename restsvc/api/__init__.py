@@ -1,10 +1,11 @@
 """One module per API area; each exports ``rules`` (werkzeug Rules whose
 endpoint is the handler function). ``app.py`` assembles them, and the
 application's custom endpoints, into one Map."""
-from . import entities, files, health, messages, metadata, oauth, queries, reports, services, session
+from . import (docs, entities, files, health, messages, metadata, oauth, queries, reports,
+               services, session)
 
 API_MODULES = (oauth, entities, queries, services, files, metadata, messages, session, reports,
-               health)
+               docs, health)
 
 
 def all_rules(application, settings=None):
