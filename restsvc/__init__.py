@@ -6,13 +6,16 @@ errors it may raise (they answer with their status and message), and the
 helpers its query functions and demo data need.
 """
 from .application import Application
+from .data.bound import DataAccess, Record, to_entity_json
 from .data.queries import invalid_parameter
 from .errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
 from .model.entity import Entity, entity
 from .model.fields import DateTimeField, EnumField, FileRefField, transient
 from .security.clients import hash_secret
 from .security.roles import ResourceRole, RowLevelRole
+from .files.refs import FileRef
 from .security.users import User
+from .services.declare import Caller, rest_method, rest_service
 
 
 def create_app(settings=None, application=None):
@@ -23,6 +26,8 @@ def create_app(settings=None, application=None):
     return RestApp(settings or load_settings(), application)
 
 
-__all__ = ["ApiError", "Application", "BadRequest", "Conflict", "DateTimeField", "Entity",
-           "EnumField", "FileRefField", "Forbidden", "NotFound", "ResourceRole", "RowLevelRole",
-           "User", "create_app", "entity", "hash_secret", "invalid_parameter", "transient"]
+__all__ = ["ApiError", "Application", "BadRequest", "Caller", "Conflict", "DataAccess",
+           "DateTimeField", "Entity", "EnumField", "FileRef", "FileRefField", "Forbidden",
+           "NotFound", "Record", "ResourceRole", "RowLevelRole", "User", "create_app", "entity",
+           "hash_secret", "invalid_parameter", "rest_method", "rest_service", "to_entity_json",
+           "transient"]

@@ -5,7 +5,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
 
 from . import db
-from .api import API_MODULES
+from .api import all_rules
 from .application import import_application
 from .data.datamanager import DataManager
 from .data.queries import PredefinedQueries
@@ -22,8 +22,10 @@ from .security.ratelimit import AuthAttempt, FailureLimiter
 from .security.roles import RoleRegistry
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
+from .services.config import load_services_config
+from .services.registry import ServiceConfigError, Services, registered_objects
 from .settings import SettingsError
-from .web import Context, Request, empty_response, error_response
+from .web import Context, Request, empty_response, error_response, limit_body
 
 log = logging.getLogger("restsvc")
 
@@ -45,6 +47,7 @@ class RestApp:
             raise SettingsError(f"svc.application: {exc}") from None
         self.messages = Messages(settings.path(settings.messages_dir), settings.available_locales)
         queries = self._load_queries()
+        self.services = self._load_services()
         self.database = db.open_database(settings.database_url, settings.database_pool_size)
         self.data = DataManager(settings, self.metadata, self.database)
         self.queries = PredefinedQueries(self.data, queries)
@@ -57,7 +60,7 @@ class RestApp:
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.files = file_storages(settings)
-        self.url_map = Map([rule.empty() for module in API_MODULES for rule in module.rules],
+        self.url_map = Map([rule.empty() for rule in all_rules(self.application)],
                            strict_slashes=False, merge_slashes=False)
         # Bound once: handlers never build URLs from it, matching needs only
         # the path and the method (binding per request costs more than matching).
@@ -73,6 +76,21 @@ class RestApp:
             return load_queries(self.settings.path(self.settings.queries_config), self.metadata)
         except QueryConfigError as exc:
             raise SettingsError(f"svc.rest.queries-config: {exc}") from None
+
+    def _load_services(self):
+        try:
+            objects = registered_objects(self.application.services)
+            registry = Services(self.metadata, objects)
+            registry.check_grants(self.roles.resource.values())
+        except ServiceConfigError as exc:
+            raise SettingsError(f"svc.application: services: {exc}") from None
+        if not self.settings.services_config:
+            return registry
+        try:
+            return Services(self.metadata, objects, load_services_config(
+                self.settings.path(self.settings.services_config), self.metadata, objects))
+        except ServiceConfigError as exc:
+            raise SettingsError(f"svc.rest.services-config: {exc}") from None
 
     @property
     def models(self):
@@ -128,7 +146,7 @@ class RestApp:
             # Bodies are capped here, once; a handler that streams its body
             # (file upload) counts against its own limit instead.
             if not getattr(endpoint, "streams_body", False):
-                request.max_content_length = self.settings.max_request_size
+                limit_body(request, self.settings.max_request_size)
             return endpoint(Context(self, request, principal), **args)
         except ApiError as exc:
             return error_response(exc)

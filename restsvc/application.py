@@ -14,12 +14,19 @@ class Application:
     resource_roles   ResourceRole declarations (beside the predefined ones)
     row_level_roles  RowLevelRole declarations
     load_demo_data   optional callable that fills an empty database with sample data
+    services         service objects (or classes made without arguments): those marked
+                     @rest_service expose their @rest_method methods; any of them can
+                     be exposed by name in the services file (svc.rest.services-config)
+    endpoints        werkzeug Rules of custom endpoints; each endpoint is a handler
+                     ``handler(ctx, **url_values) -> Response`` (see restsvc.web.Context)
     """
     entities: tuple
     enums: tuple = ()
     resource_roles: tuple = ()
     row_level_roles: tuple = ()
     load_demo_data: object = None
+    services: tuple = ()
+    endpoints: tuple = ()
 
 
 def import_application(reference):

@@ -53,12 +53,13 @@ def demo_data(args):
 
 
 def routes(args):
-    from .api import API_MODULES
-    for module in API_MODULES:
-        for rule in module.rules:
-            methods = ",".join(sorted(m for m in rule.methods if m not in ("HEAD", "OPTIONS")))
-            print(f"{methods:<18} {rule.rule:<60} {module.__name__.rsplit('.', 1)[-1]}."
-                  f"{rule.endpoint.__name__}")
+    from .api import all_rules
+    from .application import import_application
+    for rule in all_rules(import_application(load_settings(args.config).application)):
+        methods = ",".join(sorted(m for m in rule.methods if m not in ("HEAD", "OPTIONS")))
+        handler = rule.endpoint
+        print(f"{methods:<18} {rule.rule:<60} {handler.__module__.removeprefix('restsvc.api.')}."
+              f"{handler.__name__}")
 
 
 def _read_secret(prompt, from_stdin=False, confirm=False):

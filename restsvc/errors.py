@@ -26,6 +26,15 @@ class BadRequest(ApiError):
     status = 400
 
 
+class MalformedBody(BadRequest):
+    """A request body that cannot be read: broken framing, or it broke off."""
+
+    def __init__(self):
+        super().__init__("Malformed request body",
+                         "The request body could not be read: its framing is broken "
+                         "(for example a malformed chunk size) or it broke off")
+
+
 class Forbidden(ApiError):
     status = 403
 

@@ -49,11 +49,12 @@ _KEYS = {
     "svc.rest.max-file-size": ("max_file_size", parse.size, 100 << 20),
     "svc.rest.max-request-size": ("max_request_size", parse.size, 10 << 20),
     "svc.rest.queries-config": ("queries_config", parse.text, ""),
+    "svc.rest.services-config": ("services_config", parse.text, ""),
     "svc.rest.max-fetch-plan-depth": ("max_fetch_plan_depth", parse.positive_int, 6),
     "svc.rest.max-response-entities": ("max_response_entities", parse.positive_int, 100_000),
     "svc.rest.max-bulk-size": ("max_bulk_size", parse.positive_int, 1000),
     "svc.resource-server.authenticated-url-patterns": (
-        "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**",)),
+        "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**", "/api/**")),
     "svc.resource-server.anonymous-url-patterns": (
         "anonymous_url_patterns", parse.url_path_pattern_list, ()),
     "svc.resource-server.realm": ("realm", parse.text, "restsvc"),
@@ -118,6 +119,7 @@ class Settings:
     max_file_size: int
     max_request_size: int
     queries_config: str
+    services_config: str
     max_fetch_plan_depth: int
     max_response_entities: int
     max_bulk_size: int

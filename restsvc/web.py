@@ -4,17 +4,21 @@ import unicodedata
 from urllib.parse import quote
 
 from werkzeug.datastructures import ImmutableMultiDict
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
 from .data.access import access_for
-from .errors import BadRequest
+from .data.bound import DataAccess
+from .errors import BadRequest, MalformedBody
 from .jsonio import dumps_bytes, loads
 from .model.datatypes import DATATYPES, NumberOutOfBounds
+from .services.declare import Caller
 
 LONG = DATATYPES["long"]
 
 JSON_TYPE = "application/json;charset=UTF-8"
+TEXT_TYPE = "text/plain;charset=UTF-8"
 
 
 class _Parameters(ImmutableMultiDict):
@@ -31,6 +35,61 @@ class Request(WerkzeugRequest):
     parameter_storage_class = _Parameters
 
 
+def limit_body(request, limit):
+    """Cap a body that is read whole (JSON, forms) at ``limit`` bytes, alike
+    whether its length is announced or not. Werkzeug refuses a Content-Length
+    above the limit with 413, but ends a chunked body at the limit without a
+    word, and its parsers would then see a truncated body."""
+    environ = request.environ
+    if environ.get("CONTENT_LENGTH"):
+        request.max_content_length = limit
+        environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], None)
+    elif "wsgi.input_terminated" in environ:
+        environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], limit)
+
+
+class _BodyInput:
+    """The server's input stream for a body read whole. Whatever the server
+    raises while reading it (gunicorn's InvalidChunkSize, a socket error) means
+    the client's body cannot be read: 400, not a server error. Without a
+    Content-Length, more than ``limit`` bytes are a 413 (Werkzeug's answer to
+    a Content-Length above the limit)."""
+
+    def __init__(self, stream, limit):
+        self._stream = stream
+        self._left = limit
+
+    def read(self, size=-1):
+        if size is None or size < 0:
+            parts = []
+            while True:
+                part = self.read(1 << 16)
+                if not part:
+                    return b"".join(parts)
+                parts.append(part)
+        if self._left is not None:
+            size = min(size, self._left + 1)
+        return self._count(self._stream.read, size)
+
+    def readline(self, size=-1):
+        if self._left is not None and (size is None or size < 0 or size > self._left + 1):
+            size = self._left + 1
+        return self._count(self._stream.readline, size)
+
+    def _count(self, read, size):
+        try:
+            data = read(size)
+        except Exception:
+            # Framing errors are server-specific classes; all of them mean
+            # the same to the client.
+            raise MalformedBody() from None
+        if self._left is not None:
+            self._left -= len(data)
+            if self._left < 0:
+                raise RequestEntityTooLarge()
+        return data
+
+
 def request_url(request):
     """The request's absolute URL without the query, as the client sent it.
     (Werkzeug's ``base_url`` re-parses the whole URL; this is a hot path.)"""
@@ -38,8 +97,8 @@ def request_url(request):
     return f"{request.scheme}://{request.host}{path}"
 
 
-class _JsonResponse(Response):
-    """A complete JSON body. Werkzeug's general answer path (Location rewriting,
+class _CompleteResponse(Response):
+    """A complete JSON or text body. Werkzeug's general answer path (Location rewriting,
     conditional and range handling, iterator wrapping) costs more than the
     rest of a small request and applies to none of these, so it is skipped."""
 
@@ -49,7 +108,14 @@ class _JsonResponse(Response):
 
 
 def json_response(data, status=200, headers=None):
-    return _JsonResponse(dumps_bytes(data), status=status, headers=headers, content_type=JSON_TYPE)
+    return _CompleteResponse(dumps_bytes(data), status=status, headers=headers,
+                             content_type=JSON_TYPE)
+
+
+def text_response(text, status=200, headers=None):
+    """``text/plain;charset=UTF-8``; a lone surrogate is written as "?"."""
+    return _CompleteResponse(text.encode("utf-8", "replace"), status=status, headers=headers,
+                             content_type=TEXT_TYPE)
 
 
 def empty_response(status=200, headers=None):
@@ -129,7 +195,9 @@ def error_response(error):
 
 
 class Context:
-    """What a handler gets: the app, the request and the caller."""
+    """What a handler gets, built-in or custom endpoint: ``request`` (a Werkzeug
+    Request), ``caller``, ``data`` (the data manager bound to the caller),
+    ``permissions``, ``locale`` and ``app``."""
 
     __slots__ = ("app", "request", "principal", "_locale", "_access")
 
@@ -143,6 +211,20 @@ class Context:
     @property
     def permissions(self):
         return self.principal.permissions
+
+    @property
+    def caller(self):
+        """Who calls, as application code sees it (restsvc.Caller)."""
+        permissions = self.principal.permissions
+        return Caller(self.principal.username,
+                      permissions.resource_roles + permissions.row_level_roles,
+                      self.locale, self.principal.is_user, self.principal.client_id)
+
+    @property
+    def data(self):
+        """The data manager bound to the caller (restsvc.DataAccess): entity,
+        attribute and row-level policies apply to every load and save."""
+        return DataAccess(self.app.data, self.access)
 
     @property
     def access(self):

@@ -39,7 +39,8 @@ def shipped_config():
     copy written elsewhere (for a real server or the CLI) still finds them."""
     config = yaml.safe_load((CONFIG_DIR / "restsvc.yaml").read_text())
     config["svc"]["core"]["messages-dir"] = str(CONFIG_DIR / config["svc"]["core"]["messages-dir"])
-    config["svc"]["rest"]["queries-config"] = str(CONFIG_DIR / config["svc"]["rest"]["queries-config"])
+    for key in ("queries-config", "services-config"):
+        config["svc"]["rest"][key] = str(CONFIG_DIR / config["svc"]["rest"][key])
     return config
 
 

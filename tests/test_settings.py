@@ -20,7 +20,7 @@ def test_nested_and_dotted_forms_are_the_same_setting():
 def test_defaults_follow_the_reference():
     s = settings({})
     assert s.default_max_fetch_size == 10000
-    assert s.authenticated_url_patterns == ("/rest/**",)
+    assert s.authenticated_url_patterns == ("/rest/**", "/api/**")
     assert s.inline_file_extensions == ("jpg", "png", "jpeg", "pdf")
     assert s.database_url == "sqlite:///var/restsvc.db"
     assert s.file_storage_dir == "var/files"

@@ -2,7 +2,7 @@
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.routing import Rule
 
-from ..errors import OAuthError
+from ..errors import MalformedBody, OAuthError
 from ..web import NO_STORE, empty_response, json_response
 
 
@@ -17,6 +17,8 @@ def read_form(request):
         parsed = request.form
     except RequestEntityTooLarge:
         raise OAuthError("invalid_request", "The request body is too large", status=413) from None
+    except MalformedBody as exc:
+        raise OAuthError("invalid_request", exc.details) from None
     form = {}
     for key, values in parsed.lists():
         if len(values) > 1:

@@ -35,10 +35,15 @@ def _iso(kind):
     return convert
 
 
-def _decimal(value):
-    if value is None or isinstance(value, decimal.Decimal):
-        return value
-    return decimal.Decimal(str(value))
+def _decimal(places):
+    """Decimals at the column's scale: SQLite hands back 649 for a stored 649.00."""
+    exponent = decimal.Decimal(1).scaleb(-places) if places is not None else None
+
+    def convert(value):
+        if not isinstance(value, decimal.Decimal):
+            value = decimal.Decimal(str(value))
+        return value.quantize(exponent) if exponent is not None else value
+    return convert
 
 
 def _boolean(value):
@@ -69,7 +74,7 @@ def converter(field):
     elif isinstance(field, peewee.TimeField):
         result = _iso(datetime.time)
     elif isinstance(field, peewee.DecimalField):
-        result = _decimal
+        result = _decimal(field.decimal_places)
     elif isinstance(field, peewee.BooleanField):
         result = _boolean
     elif isinstance(field, (peewee.IntegerField, peewee.FloatField, peewee.CharField,

@@ -55,14 +55,26 @@ class DataManager:
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
                return_nulls=False, return_count=False):
         """A page of entities and, when asked, the total count (None otherwise)."""
+        rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset)
+        total = count_rows(access, meta, tree) if return_count else None
+        return [serialize(meta, row, plan, access.permissions, return_nulls) for row in rows], total
+
+    def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None):
+        """Rows (Python values, not yet serialized) and the parsed filter."""
         require(access, meta, "read")
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)
         tree = self.filter(access, meta, filter_spec)
         rows = self._load(access, meta, plan, where_filter=tree, sort=sort or "",
                           limit=limit if limit is not None else maximum, offset=offset)
-        total = count_rows(access, meta, tree) if return_count else None
-        return [serialize(meta, row, plan, access.permissions, return_nulls) for row in rows], total
+        return rows, tree
+
+    def select_by_id(self, access, meta, plan, entity_id):
+        """The row of one entity (Python values, not yet serialized), or None."""
+        require(access, meta, "read")
+        rows = self._load(access, meta, plan, key_field=meta.model.id,
+                          keys=[parse_id(meta, entity_id)])
+        return rows[0] if rows else None
 
     def count(self, access, meta, filter_spec=None):
         require(access, meta, "read")
@@ -75,6 +87,14 @@ class DataManager:
         return parse_filter(meta, filter_spec, access.permissions, access.session)
 
     # -- writing -----------------------------------------------------------
+    def validate(self, access, meta, body, path=""):
+        """Check entity JSON as a save would (permissions, values, references,
+        validators) without writing; ValidationFailed lists the violations."""
+        importer = Importer(access, self.settings.optimistic_locking, self.settings.max_bulk_size)
+        importer.plan(meta, body, path)
+        if importer.violations:
+            raise ValidationFailed(importer.violations)
+
     def save(self, access, meta, bodies, entity_ids=None, creating=None, bulk=False):
         """Create or update entities in one transaction; returns the operations
         (each with its ``id`` and the ``values`` written).

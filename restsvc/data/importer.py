@@ -247,7 +247,7 @@ class Importer:
                 self._update(operation, values)
                 instance = None
         except peewee.IntegrityError:
-            raise BadRequest(failure, "The values violate a database constraint "
+            raise BadRequest(failure, "The values conflict with stored data "
                                       "(for example a value that must be unique)") from None
         except peewee.DataError:
             raise BadRequest(failure, "A value does not fit its database column") from None

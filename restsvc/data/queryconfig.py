@@ -21,10 +21,11 @@ not at request time). DTDs are refused, so entity expansion cannot happen.
 import dataclasses
 import importlib
 import re
-import xml.etree.ElementTree as ET
 
+from .. import xmlfile
 from ..errors import ApiError
 from ..jsonio import loads
+from ..xmlfile import local_name
 from .filters import parse_filter
 from .queries import (ALL, PARAM_NAME, SESSION_PARAMETERS, Query, fill_filter,
                       make_param, parameter_reference)
@@ -38,22 +39,11 @@ class QueryConfigError(ValueError):
     """A predefined queries file that cannot work; the message says where."""
 
 
-class _NoDoctype(ET.TreeBuilder):
-    def doctype(self, name, pubid, system):
-        raise QueryConfigError("DTDs and entity declarations are not allowed")
-
-
 def parse_xml(data):
-    parser = ET.XMLParser(target=_NoDoctype())
     try:
-        parser.feed(data)
-        return parser.close()
-    except ET.ParseError as exc:
-        raise QueryConfigError(f"not well-formed XML: {exc}") from None
-
-
-def _local(tag):
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else None
+        return xmlfile.parse_xml(data)[0]
+    except xmlfile.XmlFileError as exc:
+        raise QueryConfigError(str(exc)) from None
 
 
 def load_queries(path, metadata):
@@ -69,12 +59,12 @@ def load_queries(path, metadata):
 
 
 def read_queries(root, metadata):
-    if _local(root.tag) != "queries":
-        raise QueryConfigError(f"the root element must be <queries>, not <{_local(root.tag)}>")
+    if local_name(root.tag) != "queries":
+        raise QueryConfigError(f"the root element must be <queries>, not <{local_name(root.tag)}>")
     queries, seen = [], set()
     for element in root:
-        if _local(element.tag) != "query":
-            raise QueryConfigError(f"unexpected element <{_local(element.tag)}> in <queries>")
+        if local_name(element.tag) != "query":
+            raise QueryConfigError(f"unexpected element <{local_name(element.tag)}> in <queries>")
         query = _query(element, metadata)
         key = (query.entity.name, query.name)
         if key in seen:
@@ -109,7 +99,7 @@ def _build(element, metadata, name):
         raise QueryConfigError(f"unknown fetch plan {plan_name} of entity {meta.name}")
     children = {}
     for child in element:
-        tag = _local(child.tag)
+        tag = local_name(child.tag)
         if tag == "jpql":
             raise QueryConfigError("<jpql> is not supported; write a <filter> or a <function>")
         if tag not in ("filter", "function", "params") or tag in children:
@@ -139,7 +129,7 @@ def _params(element, metadata):
     params = []
     for child in element:
         name, declared = child.get("name"), child.get("type")
-        if _local(child.tag) != "param" or not name or not declared:
+        if local_name(child.tag) != "param" or not name or not declared:
             raise QueryConfigError("<params> holds <param name=... type=...> elements only")
         if not PARAM_NAME.match(name):
             raise QueryConfigError(f"parameter name {name!r} is not a valid name")

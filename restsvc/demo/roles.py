@@ -16,6 +16,9 @@ SALES_READER = ResourceRole(
     },
     specifics=("rest.enabled", "rest.fileDownload.enabled"),
     scope=("API",),
+    # The service methods that only read; none that writes.
+    services=("orderService.calculateTotal", "orderService.ordersBetween",
+              "orderService.summarize", "productPriceService.price"),
 )
 
 # A row-level example: a caller sees only the orders of the customer that is

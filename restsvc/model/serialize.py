@@ -89,35 +89,68 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
     return out
 
 
+def _references(meta, plan, permissions):
+    """The plan's visible references for ``count_objects``, nested likewise:
+    (name, is collection, inner references, whether those are all leaves)."""
+    cache = plan.__dict__.setdefault("_references", {})
+    found = cache.get(id(permissions))
+    if found is None:
+        found = []
+        for name, _, nested, is_collection, target in _compiled(meta, plan, permissions)[1]:
+            if nested is not None:
+                inner = _references(target, nested, permissions)
+                found.append((name, is_collection, inner, all(not ref[2] for ref in inner)))
+        cache[id(permissions)] = found
+    return found
+
+
 def count_objects(meta, rows, plan, permissions, limit):
     """How many JSON objects serializing ``rows`` along ``plan`` writes, found
     without writing them, or a number above ``limit`` as soon as it is one.
     A loaded row that several parents share (the order of each of its lines)
     is written once per parent, so an answer can grow as N^depth while the
-    loaded rows grow linearly; each (row, plan) pair is counted only once."""
-    if plan is None or not any(nested for _, _, nested, _, _ in _compiled(meta, plan, permissions)[1]):
+    loaded rows grow linearly; rows with deeper references are counted once
+    per plan and remembered."""
+    refs = _references(meta, plan, permissions) if plan is not None else ()
+    if not refs:
         return len(rows)
     memo = {}
 
-    def count(meta, row, plan):
-        key = (id(row), id(plan))
-        found = memo.get(key)
-        if found is None:
-            found = 1
-            for name, _, nested, is_collection, target in _compiled(meta, plan, permissions)[1]:
-                value = row.get(name) if nested is not None else None
-                if value is None:
-                    continue
-                for child in (value if is_collection else (value,)):
-                    found += count(target, child, nested)
-                    if found > limit:
-                        return found
-            memo[key] = found
-        return found
+    def count(row, refs):
+        total = 1
+        for name, is_collection, inner, leafy in refs:
+            value = row.get(name)
+            if value is None:
+                continue
+            children = value if is_collection else (value,)
+            if not inner:
+                total += len(children)
+            elif leafy:
+                total += sum(_count_leafy(child, inner) for child in children)
+            else:
+                for child in children:
+                    key = (id(child), id(inner))
+                    found = memo.get(key)
+                    if found is None:
+                        found = memo[key] = count(child, inner)
+                    total += found
+                    if total > limit:
+                        return total
+        return total
 
     total = 0
     for row in rows:
-        total += count(meta, row, plan)
+        total += count(row, refs)
         if total > limit:
             break
+    return total
+
+
+def _count_leafy(row, refs):
+    """One row and its references, none of which has references of its own."""
+    total = 1
+    for name, is_collection, _, _ in refs:
+        value = row.get(name)
+        if value is not None:
+            total += len(value) if is_collection else 1
     return total

@@ -15,6 +15,8 @@ An application declares roles in code:
                      {"property": "customer.userId", "operator": "=",
                       "value": ":session$userId"}]}})
 
+Services are granted by ``services=("orderService.calculateTotal",
+"orderService.*", "*")``; ``system-full-access`` grants all, ``rest-minimal`` none.
 Entity operations are ``create``, ``read``, ``update``, ``delete`` or ``*``;
 attribute actions ``view`` or ``modify`` (modify implies view); entity and
 attribute names may be ``*``. Row-level filters use the entities' search
@@ -48,6 +50,7 @@ class ResourceRole:
     attributes: dict = field(default_factory=dict)   # entity or * -> {attr or *: view|modify}
     specifics: tuple = ()
     scope: tuple = ("API", "UI")
+    services: tuple = ()          # service methods: "orderService.calculateTotal", "orderService.*", "*"
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ REST_MINIMAL = ResourceRole("rest-minimal", "REST: minimal access", specifics=("
 USER_MANAGEMENT = ResourceRole("user-management", "User management", entities={"User": "*"},
                                attributes={"User": {"*": "modify"}})
 SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities={"*": "*"},
-                                  attributes={"*": {"*": "modify"}}, specifics=("*",))
+                                  attributes={"*": {"*": "modify"}}, specifics=("*",),
+                                  services=("*",))
 PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS)
 
 
@@ -88,6 +92,7 @@ class Permissions:
         self._attributes = {name: {attr: HIDDEN for attr in meta.properties}
                             for name, meta in metadata.entities.items()}
         self._specifics = set()
+        self._services = set()
         for role in resource_roles:
             for target, ops in role.entities.items():
                 for name in _names(self._entities, target):
@@ -99,6 +104,7 @@ class Permissions:
                         for attr_name in _names(levels, attr):
                             levels[attr_name] = max(levels[attr_name], _LEVELS[action])
             self._specifics |= set(role.specifics)
+            self._services |= set(role.services)
         # id and version identify a row: visible whenever the row is.
         for name, levels in self._attributes.items():
             if "read" in self._entities[name]:
@@ -122,6 +128,12 @@ class Permissions:
 
     def specific(self, name):
         return "*" in self._specifics or name in self._specifics
+
+    def can_call(self, service, method):
+        """Whether a service method is granted (patterns ``*``, ``svc.*``, ``svc.method``)."""
+        grants = self._services
+        return bool(grants) and ("*" in grants or f"{service}.*" in grants
+                                 or f"{service}.{method}" in grants)
 
     def row_filters(self, entity_name):
         """The row-level filters declared on the entity itself."""

@@ -2,6 +2,7 @@
 
     python tests/benchmark/run.py [--duration 8] [--rounds 3] [--only list|get|create] [--keep]
     python tests/benchmark/run.py --profile 2000 [--only get]     # in-process cProfile, no wrk
+    python tests/benchmark/run.py --in-process 2000    # service call vs load by id, µs/request
 
 Both servers run under gunicorn with 2 sync workers on loopback ports, each on
 its own copy of one SQLite database prepared by restsvc's own code (demo data
@@ -155,6 +156,9 @@ def parse_args(argv):
                         help="leave both servers running afterwards until Ctrl-C")
     parser.add_argument("--profile", type=bounded(1, 100000), metavar="N",
                         help="instead: profile N in-process requests per operation")
+    parser.add_argument("--in-process", type=bounded(1, 100000), metavar="N",
+                        help="instead: CPU µs per request in process, N requests per round, "
+                             "GET /rest/services/orderService/calculateTotal against a load by id")
     parser.add_argument("--probe-path", help="check the harness on restsvc alone with a GET "
                                              "path that exists, e.g. /rest/metadata/entities")
     return parser.parse_args(argv)
@@ -170,9 +174,21 @@ def profile(app, token, ids, args):
         for method, path, first in chosen}, args.profile)
 
 
+def in_process(app, token, ids, args):
+    from inprocess import compare
+    from restsvc.demo.model import Order
+    orders = [str(o.id) for o in Order.select(Order.id).order_by(Order.id)]
+    app.database.close()
+    return compare(app, token, {
+        "GET /rest/entities/Customer/<id>": [f"/rest/entities/Customer/{i}" for i in ids],
+        "GET /rest/services/orderService/calculateTotal?orderId=<id>": [
+            f"/rest/services/orderService/calculateTotal?orderId={i}" for i in orders],
+    }, args.in_process, args.rounds)
+
+
 def main(argv=None):
     args = parse_args(argv)
-    if not args.profile and not shutil.which("wrk"):
+    if not args.profile and not args.in_process and not shutil.which("wrk"):
         print(WRK_MISSING, file=sys.stderr)
         return 2
     # Stop cleanly on Ctrl-C and kill alike (also when started with SIGINT ignored).
@@ -184,6 +200,8 @@ def main(argv=None):
         print(f"database: {len(ids)} customers in {workdir}")
         if args.profile:
             return profile(app, token, ids, args)
+        if args.in_process:
+            return in_process(app, token, ids, args)
         copy_database(workdir / "restsvc.db", workdir / "baseline.db")
         servers.append(start_server("restsvc", ["wsgi:app"], app_env,
                                     workdir / "restsvc.log", REPO))

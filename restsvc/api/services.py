@@ -1,0 +1,45 @@
+"""Services API: registered business services (reference section 4)."""
+from werkzeug.routing import Rule
+
+from ..errors import BadRequest
+from ..web import empty_response, json_response, read_json_body, text_response
+
+
+def list_services(ctx):
+    return json_response(ctx.app.services.describe(ctx.permissions))
+
+
+def get_service(ctx, service_name):
+    return json_response(ctx.app.services.describe(ctx.permissions, service_name))
+
+
+def invoke(ctx, service_name, method_name):
+    """GET: parameters in the query string; POST: one JSON object (no body: none).
+    The permission check comes before any parameter is read."""
+    request = ctx.request
+    services = ctx.app.services
+    is_text = request.method in ("GET", "HEAD")
+    method = services.find(ctx.permissions, service_name, method_name,
+                           "GET" if is_text else request.method)
+    if is_text:
+        values = dict(request.args.lists())
+    elif request.content_length or request.headers.get("Transfer-Encoding"):
+        values = read_json_body(request)
+        if not isinstance(values, dict):
+            raise BadRequest("Malformed request JSON data structure",
+                             "The body must be a JSON object of parameter values")
+    else:
+        values = {}
+    result = services.invoke(method, values, is_text, lambda: ctx.caller, ctx.data)
+    if result.kind == "empty":
+        return empty_response(204)
+    if result.kind == "text":
+        return text_response(result.body)
+    return json_response(result.body)
+
+
+rules = [
+    Rule("/rest/services", methods=["GET"], endpoint=list_services),
+    Rule("/rest/services/<service_name>", methods=["GET"], endpoint=get_service),
+    Rule("/rest/services/<service_name>/<method_name>", methods=["GET", "POST"], endpoint=invoke),
+]

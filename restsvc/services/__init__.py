@@ -1,0 +1,1 @@
+"""Business services: declared in code or in the services file, invoked through /rest/services."""

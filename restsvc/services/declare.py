@@ -1,0 +1,78 @@
+"""Declaring business services in code.
+
+    @rest_service                       # named orderService (class name, first letter lowercase)
+    class OrderService:
+        @rest_method(http_methods=("GET", "POST"))     # the default: GET and POST
+        def calculateTotal(self, orderId: uuid.UUID, data: DataAccess) -> decimal.Decimal:
+            return data.load("Order", orderId, "_local").amount
+
+    application = Application(..., services=(OrderService(),))
+
+Parameters and results are declared with type hints. A parameter annotated
+``Caller`` or ``DataAccess`` is filled from the request (the caller, and the
+data manager bound to the caller), never from the request's parameters.
+"""
+from dataclasses import dataclass
+
+HTTP_METHODS = ("GET", "POST")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls: injected into a service method that declares a ``Caller`` parameter."""
+    username: str
+    roles: tuple            # resource and row-level role codes
+    locale: str
+    is_user: bool           # False for a client-credentials token
+    client_id: str = None
+
+
+@dataclass(frozen=True)
+class ServiceDeclaration:
+    name: str
+
+
+@dataclass(frozen=True)
+class MethodDeclaration:
+    name: str
+    http_methods: tuple
+
+
+def service_name(obj):
+    """The declared name, or the class name with its first letter in lowercase."""
+    declared = getattr(type(obj) if not isinstance(obj, type) else obj, "_rest_service", None)
+    if declared is not None and declared.name:
+        return declared.name
+    class_name = (obj if isinstance(obj, type) else type(obj)).__name__
+    return class_name[:1].lower() + class_name[1:]
+
+
+def rest_service(cls=None, name=None):
+    """Mark a class as a REST service (``@rest_service`` or ``@rest_service(name="x")``)."""
+    def mark(target):
+        target._rest_service = ServiceDeclaration(name)
+        return target
+    return mark(cls) if cls is not None else mark
+
+
+def rest_method(function=None, name=None, http_methods=HTTP_METHODS):
+    """Expose a method of a ``@rest_service`` class; ``http_methods`` GET and/or POST."""
+    methods = tuple(m.upper() for m in ((http_methods,) if isinstance(http_methods, str)
+                                        else http_methods))
+    if not methods or set(methods) - set(HTTP_METHODS):
+        raise ValueError(f"http_methods must be GET and/or POST, not {http_methods!r}")
+
+    def mark(target):
+        target._rest_method = MethodDeclaration(name or target.__name__, methods)
+        return target
+    return mark(function) if function is not None else mark
+
+
+def declared_methods(obj):
+    """(exposed name, Python attribute name, MethodDeclaration) of a service object."""
+    found = []
+    for attribute in dir(type(obj)):
+        declared = getattr(getattr(type(obj), attribute, None), "_rest_method", None)
+        if declared is not None:
+            found.append((declared.name, attribute, declared))
+    return found

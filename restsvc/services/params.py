@@ -1,0 +1,262 @@
+"""Service method parameters from Python type hints, and how request values bind to them.
+
+Kinds of parameter (``Param.kind``):
+
+- ``value``: a datatype (str, int, float, Decimal, bool, UUID, date, datetime,
+  time, FileRef) or an application enum -- ``model.valuetypes`` parses it from
+  JSON or text, exactly as entity attributes are parsed;
+- ``array``: ``list[<value type>]``, a JSON array (GET: a JSON array or the
+  parameter repeated);
+- ``entity`` / ``entities``: an entity model or ``list[<model>]``, entity JSON
+  as the Entities API accepts it, validated like a save before the call;
+- ``object``: a dataclass (a transfer object), a JSON object whose fields
+  are typed by the dataclass's hints (nested dataclasses, lists, Optional);
+- ``caller`` / ``data``: injected from the request, never a request parameter.
+
+``Optional[...]`` or a default value makes a parameter optional.
+``Param.json_schema()`` describes the JSON value a client sends.
+"""
+import dataclasses
+import types
+import typing
+
+from ..data.bound import DataAccess, Record
+from ..data.queries import invalid_parameter
+from ..errors import ValidationFailed
+from ..files.refs import FileRef
+from ..model.datatypes import DATATYPES, split_file_ref
+from ..jsonio import loads
+from ..model.entity import Entity
+from ..model.valuetypes import MAX_ARRAY_ITEMS, ArrayType, ScalarType, python_value_type
+from .declare import Caller
+
+INVALID = "{restsvc.validation.InvalidValue}"
+NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
+
+
+class FileRefType(ScalarType):
+    """File references bind to ``FileRef`` objects (restsvc.files.refs)."""
+
+    def __init__(self):
+        super().__init__(DATATYPES["fileRef"])
+
+    @staticmethod
+    def from_json(raw):
+        return FileRef(*split_file_ref(raw))
+
+    from_text = from_json
+
+    def to_json(self, value):
+        return str(value)
+
+    to_text = to_json
+
+
+def simple_type(metadata, hint):
+    """A ValueType for a simple hint, or None."""
+    if hint is FileRef:
+        return FileRefType()
+    return python_value_type(metadata, hint)
+
+
+def optional_of(hint):
+    """``Optional[X]`` -> X; None when the hint is not optional."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if len(args) == 1 and len(typing.get_args(hint)) == 2:
+            return args[0]
+    return None
+
+
+def list_item(hint):
+    if typing.get_origin(hint) in (list, tuple) and len(typing.get_args(hint)) >= 1:
+        return typing.get_args(hint)[0]
+    return None
+
+
+class ObjectType:
+    """A dataclass bound from a JSON object; violations name their paths."""
+
+    def __init__(self, metadata, cls):
+        self.cls = cls
+        self.name = f"{cls.__module__}.{cls.__qualname__}"
+        self.sample = None
+        hints = typing.get_type_hints(cls)
+        self.fields = []
+        for item in dataclasses.fields(cls):
+            hint = hints[item.name]
+            inner = optional_of(hint)
+            required = inner is None and item.default is dataclasses.MISSING \
+                and item.default_factory is dataclasses.MISSING
+            self.fields.append((item.name, field_type(metadata, inner or hint), required))
+
+    def from_json(self, raw, path=""):
+        if not isinstance(raw, dict):
+            raise ValidationFailed([_violation(path.rstrip("."), "must be a JSON object", INVALID)])
+        values, violations = {}, []
+        for name, kind, required in self.fields:
+            where = f"{path}{name}"
+            value = raw.get(name)
+            if value is None:
+                if required:
+                    violations.append(_violation(where, "must not be null", NOT_NULL))
+                continue
+            try:
+                values[name] = (kind.from_json(value, where + ".") if isinstance(kind, ObjectType)
+                                else kind.from_json(value))
+            except ValidationFailed as exc:
+                violations.extend(exc.violations)
+            except (ValueError, TypeError, ArithmeticError) as exc:
+                violations.append(_violation(where, f"Invalid {kind.name} value: {exc}", INVALID,
+                                             value))
+        if violations:
+            raise ValidationFailed(violations)
+        return self.cls(**values)
+
+    def json_schema(self):
+        return {"type": "object",
+                "properties": {name: kind.json_schema() for name, kind, _ in self.fields},
+                "required": [name for name, _, required in self.fields if required]}
+
+
+def field_type(metadata, hint):
+    """The type of a dataclass field: simple, list of simple, or another dataclass."""
+    found = simple_type(metadata, hint)
+    if found is not None:
+        return found
+    if dataclasses.is_dataclass(hint):
+        return ObjectType(metadata, hint)
+    item = list_item(hint)
+    if item is not None:
+        inner = simple_type(metadata, item)
+        if inner is not None:
+            return ArrayType(inner)
+        if dataclasses.is_dataclass(item):
+            return ArrayType(ObjectType(metadata, item))
+    raise TypeError(f"type {hint!r} is not supported here")
+
+
+def _violation(path, message, template, value=None):
+    if not isinstance(value, (str, int, float, bool)):
+        value = None
+    return {"message": message, "messageTemplate": template, "path": path, "invalidValue": value}
+
+
+@dataclasses.dataclass
+class Param:
+    name: str
+    kind: str                  # value, array, entity, entities, object, caller, data
+    type_name: str             # as descriptors show it
+    required: bool
+    default: object = None
+    value_type: object = None  # value, array, object: a ValueType / ObjectType
+    meta: object = None        # entity, entities: the MetaClass
+
+    @property
+    def is_injected(self):
+        return self.kind in ("caller", "data")
+
+    def descriptor(self):
+        return {"name": self.name, "type": self.type_name, "required": self.required}
+
+    def json_schema(self):
+        if self.kind in ("entity", "entities"):
+            item = {"type": "object", "description": f"{self.meta.name} entity JSON"}
+            return item if self.kind == "entity" else {"type": "array", "items": item,
+                                                       "maxItems": MAX_ARRAY_ITEMS}
+        return self.value_type.json_schema()
+
+    def bind(self, raw, data, is_text):
+        """One request value -> the argument; 400 for a bad one."""
+        if is_text:
+            if self.kind == "value":
+                return self._parse(self.value_type.from_text, raw[0])
+            if self.kind == "array" and not (len(raw) == 1 and raw[0].lstrip().startswith("[")):
+                return self._parse(self.value_type.from_text, raw)
+            try:
+                raw = loads(raw[0])
+            except (ValueError, RecursionError):
+                raise invalid_parameter(self.name) from None
+        if self.kind in ("value", "array"):
+            return self._parse(self.value_type.from_json, raw)
+        if self.kind == "object":
+            return self.value_type.from_json(raw, f"{self.name}.")
+        if self.kind == "entity":
+            return self._entity(raw, data, f"{self.name}.")
+        if not isinstance(raw, list) or len(raw) > MAX_ARRAY_ITEMS:
+            raise invalid_parameter(self.name)
+        return [self._entity(item, data, f"{self.name}[{index}].") for index, item in enumerate(raw)]
+
+    def _parse(self, parse, raw):
+        try:
+            return parse(raw)
+        except (ValueError, TypeError, ArithmeticError):
+            raise invalid_parameter(self.name) from None
+
+    def _entity(self, raw, data, path):
+        if not isinstance(raw, dict):
+            raise invalid_parameter(self.name)
+        data.validate(self.meta, raw, path)
+        return Record(self.meta, None, raw)
+
+
+def make_param(metadata, name, hint, default=None, has_default=False):
+    """A Param for a method parameter's hint; TypeError says what is not supported."""
+    if hint is Caller:
+        return Param(name, "caller", "", False)
+    if hint is DataAccess:
+        return Param(name, "data", "", False)
+    inner = optional_of(hint)
+    required = inner is None and not has_default
+    hint = inner or hint
+    simple = simple_type(metadata, hint)
+    if simple is not None:
+        return Param(name, "value", simple.name, required, default, simple)
+    if _is_entity(hint):
+        meta = _entity_meta(metadata, hint)
+        return Param(name, "entity", meta.name, required, default, meta=meta)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        object_type = ObjectType(metadata, hint)
+        return Param(name, "object", object_type.name, required, default, object_type)
+    item = list_item(hint)
+    if item is not None and _is_entity(item):
+        meta = _entity_meta(metadata, item)
+        return Param(name, "entities", f"{meta.name}[]", required, default, meta=meta)
+    if item is not None and simple_type(metadata, item) is not None:
+        array = ArrayType(simple_type(metadata, item))
+        return Param(name, "array", array.name, required, default, array)
+    raise TypeError(f"parameter {name}: type {hint!r} is not supported")
+
+
+def result_schema(metadata, hint):
+    """What a return hint answers: ``("empty", None)``, ``("text", schema)`` for
+    simple values (text/plain), ``("json", schema)``; ``("json", {})`` when the
+    hint says nothing more (no hint, dict, a list of anything)."""
+    if hint is None or hint is type(None):
+        return "empty", None
+    hint = optional_of(hint) or hint
+    simple = simple_type(metadata, hint)
+    if simple is not None:
+        return "text", simple.json_schema()
+    item = list_item(hint)
+    if item is not None and simple_type(metadata, item) is not None:
+        return "json", ArrayType(simple_type(metadata, item)).json_schema()
+    if _is_entity(hint) or (item is not None and _is_entity(item)):
+        meta = _entity_meta(metadata, item if item is not None else hint)
+        entity = {"type": "object", "description": f"{meta.name} entity JSON"}
+        return "json", entity if item is None else {"type": "array", "items": entity}
+    try:
+        return "json", field_type(metadata, hint).json_schema()
+    except TypeError:
+        return "json", {}      # a dict, or a list of anything: JSON all the same
+
+
+def _is_entity(hint):
+    return isinstance(hint, type) and issubclass(hint, Entity)
+
+
+def _entity_meta(metadata, model):
+    meta = metadata.of_model(model)
+    if meta is None:
+        raise TypeError(f"{model.__name__} is not an entity of the application")
+    return meta

@@ -1,0 +1,51 @@
+"""The one home of each datatype: text form and JSON Schema, as reports and
+OpenAPI documents use them."""
+import datetime
+import decimal
+
+from restsvc.model.datatypes import DATATYPES, text_of
+
+
+def test_text_forms_are_plain(app):
+    order = app.metadata.entity("Order")
+    assert text_of(order.property("amount"), decimal.Decimal("1E+2")) == "100"
+    assert text_of(order.property("amount"), decimal.Decimal("12.50")) == "12.50"
+    assert text_of(order.property("date"), datetime.date(2024, 2, 29)) == "2024-02-29"
+    status = order.property("status")
+    assert text_of(status, status.meta_enum.enum_class.PAID) == "PAID"
+    assert text_of(order.property("customer"), {"id": "c-1", "name": "x"}) == "c-1"
+    assert text_of(order.property("number"), None) == ""
+    assert DATATYPES["boolean"].to_text(False) == "false"
+    assert DATATYPES["localDateTime"].to_text(datetime.datetime(2024, 1, 2, 3, 4, 5)) == "2024-01-02T03:04:05"
+
+
+def test_text_forms_parse_back(app):
+    for name, text in [("int", "-7"), ("decimal", "12.50"), ("boolean", "true"),
+                       ("localDate", "2024-02-29"), ("localTime", "10:11:12"),
+                       ("dateTime", "2024-01-02T03:04:05")]:
+        datatype = DATATYPES[name]
+        assert datatype.to_text(datatype.from_text(text)) == text
+
+
+def test_service_parameters_have_a_json_schema(app):
+    summarize = app.services.services["orderService"].methods["summarize"]
+    (criteria,) = summarize.request_params
+    assert criteria.json_schema() == {
+        "type": "object",
+        "properties": {"fromDate": {"type": "string", "format": "date"},
+                       "toDate": {"type": "string", "format": "date"},
+                       "statuses": {"type": "array", "maxItems": 1000, "items": {
+                           "type": "string", "enum": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}}},
+        "required": ["fromDate", "toDate"]}
+    (order_id,) = app.services.services["orderService"].methods["calculateTotal"].request_params
+    assert order_id.json_schema() == {"type": "string", "format": "uuid"}
+
+
+def test_service_results_have_a_kind_and_a_json_schema(app):
+    methods = app.services.services["orderService"].methods
+    assert methods["calculateTotal"].result == ("text", {"type": "number"})
+    assert methods["recalculate"].result == ("empty", None)
+    assert methods["ordersBetween"].result == ("json", {"type": "array", "items": {
+        "type": "object", "description": "Order entity JSON"}})
+    assert methods["summarize"].result[1]["required"] == ["fromDate", "toDate", "count", "total",
+                                                          "byStatus"]

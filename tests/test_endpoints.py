@@ -1,0 +1,45 @@
+"""Custom endpoints: the demo's customer card, behind the same gate."""
+from conftest import demo_id
+
+CARD = f"/api/customers/{demo_id('customer', 0)}/card"
+
+
+def test_the_card_needs_a_token(client):
+    response = client.get(CARD)
+    assert response.status_code == 401 and response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_token_in_the_query_string_is_not_accepted(client, auth):
+    token = auth["Authorization"].split()[1]
+    assert client.get(CARD, query_string={"access_token": token}).status_code == 401
+
+
+def test_the_card_is_text_with_cache_control_and_the_email_for_a_full_reader(client, auth):
+    response = client.get(CARD, headers=auth)
+    assert response.status_code == 200
+    assert response.content_type == "text/plain;charset=UTF-8"
+    assert response.headers["Cache-Control"] == "private, max-age=60"
+    assert response.get_data(as_text=True) == "Alice Adler\nalice.adler@example.com\n"
+
+
+def test_a_reader_who_may_not_read_emails_gets_the_card_without_it(client, reader_auth):
+    response = client.get(CARD, headers=reader_auth)
+    assert response.status_code == 200 and response.get_data(as_text=True) == "Alice Adler\n"
+
+
+def test_an_unknown_customer_is_404(client, auth):
+    response = client.get(f"/api/customers/{demo_id('customer', 999)}/card", headers=auth)
+    assert response.status_code == 404 and response.json["error"] == "Entity not found"
+
+
+def test_an_unknown_path_under_the_protected_prefix_is_401_without_and_404_with_a_token(client, auth):
+    assert client.get("/api/nothing/here").status_code == 401
+    assert client.get("/api/nothing/here", headers=auth).status_code == 404
+
+
+def test_routes_lists_application_endpoints(capsys):
+    from restsvc.cli import main
+    assert main(["routes"]) == 0
+    out = capsys.readouterr().out
+    assert "/api/customers/<customer_id>/card" in out and "demo.endpoints.customer_card" in out
+    assert "/rest/services/<service_name>/<method_name>" in out
