@@ -36,7 +36,7 @@ def test_sales_reader_permissions(client, kind):
     assert attributes["Product:price"] == 1
     assert attributes["User:username"] == 0
     assert specifics == {"rest.enabled": 1, "rest.fileUpload.enabled": 0,
-                         "rest.fileDownload.enabled": 1, "reports.rest.enabled": 0}
+                         "rest.fileDownload.enabled": 1, "reports.rest.enabled": 1}
     assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader"]
 
 

@@ -166,8 +166,8 @@ def _filter(text, meta, params):
     spec = _session_names(spec)
     declared = {p.name: p for p in params}
     used = set()
-    for condition in _conditions(spec):
-        names = _references(condition.get("value"))
+    for condition in filter_conditions(spec):
+        names = parameter_references(condition.get("value"))
         for name in names:
             if name not in declared:
                 raise QueryConfigError(f"<filter> refers to :{name}, which is not a declared parameter")
@@ -177,7 +177,7 @@ def _filter(text, meta, params):
     unused = [p.name for p in params if p.name not in used]
     if unused:
         raise QueryConfigError(f"parameter {unused[0]} is declared but the <filter> does not use it")
-    problem = _problem(meta, fill_filter(spec, {p.name: p.sample for p in params}))
+    problem = filter_problem(meta, fill_filter(spec, {p.name: p.sample for p in params}))
     if problem:
         raise QueryConfigError(f"<filter>: {problem}")
     return spec
@@ -187,17 +187,17 @@ def _check_parameters(meta, condition, params):
     """The condition's property must exist, and sample values of the
     parameters' types must be accepted where they stand."""
     shape = {key: value for key, value in condition.items() if key != "value"}
-    problem = _problem(meta, {"conditions": [{**shape, "operator": "isNull"}]})
+    problem = filter_problem(meta, {"conditions": [{**shape, "operator": "isNull"}]})
     if problem:
         raise QueryConfigError(f"<filter>: {problem}")
-    problem = _problem(meta, {"conditions": [fill_filter(condition, {p.name: p.sample for p in params})]})
+    problem = filter_problem(meta, {"conditions": [fill_filter(condition, {p.name: p.sample for p in params})]})
     if problem:
         described = ", ".join(f"{p.name} of type {p.type}" for p in params)
         raise QueryConfigError(f"parameter {described} does not fit the condition "
                                f"{condition.get('property')} {condition.get('operator')} ({problem})")
 
 
-def _problem(meta, spec):
+def filter_problem(meta, spec):
     """What the filter parser says is wrong with ``spec``, or None."""
     try:
         parse_filter(meta, spec, None, _SESSION_SAMPLES)
@@ -206,20 +206,20 @@ def _problem(meta, spec):
     return None
 
 
-def _conditions(spec):
+def filter_conditions(spec):
     """The property conditions of a filter, through its groups."""
     items = spec.get("conditions") if isinstance(spec, dict) else None
     for item in items if isinstance(items, list) else ():
         if isinstance(item, dict):
             if "group" in item:
-                yield from _conditions(item)
+                yield from filter_conditions(item)
             else:
                 yield item
 
 
-def _references(value):
+def parameter_references(value):
     if isinstance(value, list):
-        return [name for item in value for name in _references(item)]
+        return [name for item in value for name in parameter_references(item)]
     name = parameter_reference(value)
     return [name] if name is not None else []
 

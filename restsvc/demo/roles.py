@@ -3,7 +3,8 @@ from restsvc import ResourceRole, RowLevelRole
 
 # Read-only sales access. Customer.email is hidden by listing the attributes
 # that are visible rather than by a later exception: new attributes stay
-# hidden until someone decides otherwise. File download, not upload.
+# hidden until someone decides otherwise (in reports too). File download,
+# not upload. It runs the two REST-available sales reports.
 SALES_READER = ResourceRole(
     "sales-reader", "Sales: read only",
     entities={"Customer": "read", "Order": "read", "OrderLine": "read", "Product": "read"},
@@ -14,11 +15,12 @@ SALES_READER = ResourceRole(
         "OrderLine": {"*": "view"},
         "Product": {"*": "view"},
     },
-    specifics=("rest.enabled", "rest.fileDownload.enabled"),
+    specifics=("rest.enabled", "rest.fileDownload.enabled", "reports.rest.enabled"),
     scope=("API",),
     # The service methods that only read; none that writes.
     services=("orderService.calculateTotal", "orderService.ordersBetween",
               "orderService.summarize", "productPriceService.price"),
+    reports=("customers", "orders-by-period"),
 )
 
 # A row-level example: a caller sees only the orders of the customer that is

@@ -51,6 +51,7 @@ class ResourceRole:
     specifics: tuple = ()
     scope: tuple = ("API", "UI")
     services: tuple = ()          # service methods: "orderService.calculateTotal", "orderService.*", "*"
+    reports: tuple = ()           # report codes or ids this role may run, or "*"
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ USER_MANAGEMENT = ResourceRole("user-management", "User management", entities={"
                                attributes={"User": {"*": "modify"}})
 SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities={"*": "*"},
                                   attributes={"*": {"*": "modify"}}, specifics=("*",),
-                                  services=("*",))
+                                  services=("*",), reports=("*",))
 PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS)
 
 
@@ -93,6 +94,7 @@ class Permissions:
                             for name, meta in metadata.entities.items()}
         self._specifics = set()
         self._services = set()
+        self._reports = set()
         for role in resource_roles:
             for target, ops in role.entities.items():
                 for name in _names(self._entities, target):
@@ -105,6 +107,7 @@ class Permissions:
                             levels[attr_name] = max(levels[attr_name], _LEVELS[action])
             self._specifics |= set(role.specifics)
             self._services |= set(role.services)
+            self._reports |= set(role.reports)
         # id and version identify a row: visible whenever the row is.
         for name, levels in self._attributes.items():
             if "read" in self._entities[name]:
@@ -134,6 +137,10 @@ class Permissions:
         grants = self._services
         return bool(grants) and ("*" in grants or f"{service}.*" in grants
                                  or f"{service}.{method}" in grants)
+
+    def may_run_report(self, report_id, code=None):
+        return "*" in self._reports or report_id in self._reports or (
+            code is not None and code in self._reports)
 
     def row_filters(self, entity_name):
         """The row-level filters declared on the entity itself."""

@@ -1,0 +1,86 @@
+"""Reports API (reference section 10): list, describe and run reports.
+
+Every path needs the specific policy ``reports.rest.enabled`` (not
+``rest.enabled``); a report the caller may not run is a 404.
+"""
+import yaml
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
+from werkzeug.wsgi import wrap_file
+
+from .. import db
+from ..errors import BadRequest, Forbidden
+from ..web import content_disposition, json_response, read_json_body
+
+BASE = "/rest/reports"
+_NO_CACHE = {"Cache-Control": "no-cache", "Pragma": "no-cache",
+             "Expires": "Thu, 01 Jan 1970 00:00:00 GMT"}
+
+
+def _reports(ctx):
+    if not ctx.permissions.specific("reports.rest.enabled"):
+        raise Forbidden("Forbidden", "User is not allowed to use the Reports REST API")
+    return ctx.app.reports
+
+
+def list_reports(ctx):
+    return json_response([r.brief() for r in _reports(ctx).visible(ctx.permissions)])
+
+
+def get_report(ctx, report_id):
+    return json_response(_reports(ctx).find(ctx.permissions, report_id).detail())
+
+
+def get_group(ctx, group_id):
+    return json_response(_reports(ctx).group(ctx.permissions, group_id).to_json())
+
+
+def run_report(ctx, report_id):
+    reports = _reports(ctx)
+    report = reports.find(ctx.permissions, report_id)
+    body = read_json_body(ctx.request, "Invalid JSON body") if ctx.request.content_length else {}
+    if not isinstance(body, dict):
+        raise BadRequest("Invalid JSON body", "The body must be a JSON object")
+    attachment = body.get("attachment", False)
+    if not isinstance(attachment, bool):
+        raise BadRequest("Invalid JSON body", "attachment must be true or false")
+    document = reports.run(report, body, ctx.access, ctx.app.data,
+                           ctx.app.messages.captions(ctx.locale))
+    headers = {**_NO_CACHE, "Content-Type": document.content_type, "Content-Disposition":
+               content_disposition("attachment" if attachment else "inline", document.file_name)}
+    if document.file is not None:
+        headers["Content-Length"] = str(document.size)
+        content = wrap_file(ctx.request.environ, document.file)
+    else:
+        content = _releasing(document.chunks, ctx.app.database)
+    return Response(content, headers=headers, direct_passthrough=True)
+
+
+def _releasing(chunks, database):
+    """CSV chunks are read from the database while the response is sent, after
+    the request itself has ended: give the connection back when they end,
+    also when the client goes away."""
+    try:
+        yield from chunks
+    finally:
+        chunks.close()
+        db.release(database)
+
+
+def openapi(ctx, extension):
+    """JSON, or YAML for the .yaml path or ``Accept: application/yaml``."""
+    document = _reports(ctx).openapi
+    accepted = ctx.request.accept_mimetypes.best_match(["application/json", "application/yaml"])
+    if extension == "yaml" or accepted == "application/yaml":
+        return Response(yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
+                        content_type="application/yaml;charset=UTF-8")
+    return json_response(document)
+
+
+rules = [
+    Rule(f"{BASE}/report", methods=["GET"], endpoint=list_reports),
+    Rule(f"{BASE}/report/<report_id>", methods=["GET"], endpoint=get_report),
+    Rule(f"{BASE}/group/<group_id>", methods=["GET"], endpoint=get_group),
+    Rule(f"{BASE}/run/<report_id>", methods=["POST"], endpoint=run_report),
+    Rule(f"{BASE}/docs/openapi.<any(json, yaml):extension>", methods=["GET"], endpoint=openapi),
+]

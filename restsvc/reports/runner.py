@@ -1,0 +1,193 @@
+"""Running a report: each band's rows through the data manager, in batches,
+written as CSV (a stream of chunks) or XLSX (a temporary file).
+
+Columns the caller may not see (an attribute it may not view, or an entity
+on the path it may not read) are left out of the output entirely, header
+included; rows hidden by row-level roles never come back from the data
+manager; a reference hidden that way is an empty cell.
+"""
+import csv
+import io
+import itertools
+import operator
+import tempfile
+from dataclasses import dataclass
+
+from ..data.bound import DataAccess
+from ..model.serialize import instance_namer
+from . import values
+from .cells import guarded_text, guarded_texts
+from .parameters import filter_for, run_error
+from .xlsx import Workbook, XColumn
+
+BATCH_ROWS = 5000           # rows per database read: fewer queries, still a few MiB
+CONTENT_TYPES = {"CSV": "text/csv;charset=UTF-8",
+                 "XLSX": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
+_FILE_NAME_UNSAFE = str.maketrans({c: "_" for c in '/\\:*?"<>|' + "".join(map(chr, range(32)))})
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """One column of a sheet or CSV file. Cells are worked out a batch and a
+    column at a time, which keeps most of the per-cell work in C (map,
+    itemgetter, dict.get) rather than in a Python call per cell."""
+    caption: str
+    values: object               # batch of rows -> list of cell values (None: empty)
+    text: object                 # value -> CSV text; guarded_text for text columns
+    kind: str = "auto"           # XLSX cell kind
+    number_format: str = None
+
+    def texts(self, cells):
+        """A batch of this column's values as CSV texts."""
+        if self.text is guarded_text:
+            return guarded_texts(cells)
+        text = self.text
+        return ["" if value is None else text(value) for value in cells]
+
+
+@dataclass
+class Document:
+    file_name: str
+    content_type: str
+    chunks: object = None        # CSV: an iterator of bytes
+    file: object = None          # XLSX: a temporary file, positioned at 0
+    size: int = None
+
+
+class Run:
+    """One run of one template for one caller."""
+
+    def __init__(self, access, data, captions, max_rows):
+        self.access = access
+        self.data = data
+        self.captions = captions     # key -> localized caption
+        self.max_rows = max_rows
+
+    def document(self, template, bound):
+        bands = [(band.title, self.columns(band), self.rows(band, bound)) for band in template.bands]
+        name = template.file_name.format_map({k: v or "" for k, v in bound.text.items()})
+        file_name = (name.translate(_FILE_NAME_UNSAFE).strip() or "report") + "." + \
+            template.output_type.lower()
+        content_type = CONTENT_TYPES[template.output_type]
+        if template.output_type == "CSV":
+            return Document(file_name, content_type, chunks=csv_chunks(*bands[0][1:]))
+        file = tempfile.TemporaryFile(prefix="restsvc-report-")
+        try:
+            write_xlsx(file, bands)
+            size = file.tell()
+            file.seek(0)
+        except BaseException:
+            file.close()
+            raise
+        return Document(file_name, content_type, file=file, size=size)
+
+    # -- rows ----------------------------------------------------------------
+    def rows(self, template_band, bound):
+        """The band's rows in batches. Entity bands are counted first, so the
+        row limit, the read permission and the filter are checked before any
+        output is written."""
+        band = template_band.band
+        if band.function is not None:
+            rows = band.function(dict(bound.python), DataAccess(self.data, self.access))
+            return _batched(iter(rows or ()))
+        spec = filter_for(band.filter, bound)
+        total = self.data.count(self.access, band.entity, spec)
+        if total > self.max_rows:
+            raise run_error(f"The report has {total} rows in band {band.name}; at most "
+                            f"{self.max_rows} are allowed (svc.reports.max-rows)")
+        return self.data.batches(self.access, band.entity, template_band.plan, spec, band.sort,
+                                 BATCH_ROWS)
+
+    # -- columns -------------------------------------------------------------
+    def columns(self, template_band):
+        if template_band.band.entity is None:
+            return [OutputColumn(c.caption or c.path[-1], _values(_walker(c.path)),
+                                 values.python_text, "auto", c.format)
+                    for c in template_band.columns]
+        built = (self._entity_column(c) for c in template_band.columns)
+        return [column for column in built if column is not None]
+
+    def _entity_column(self, column):
+        permissions = self.access.permissions
+        path = column.path
+        for prop in path:
+            if (not permissions.can(prop.owner.name, "read")
+                    or not permissions.attribute(prop.owner.name, prop.name)):
+                return None
+        last = path[-1]
+        if last.is_reference and not permissions.can(last.target.name, "read"):
+            return None
+        caption = column.caption or self.captions(f"{last.owner.name}.{last.name}")
+        walk = _walker(tuple(prop.name for prop in path))
+        if last.is_reference:
+            return OutputColumn(caption, _values(walk, instance_namer(last.target, permissions)),
+                                guarded_text, "string")
+        if last.meta_enum is not None:
+            captions = {m: self.captions(f"{last.meta_enum.name}.{m.name}")
+                        for m in last.meta_enum.enum_class}
+            return OutputColumn(caption, lambda batch: list(map(captions.get, map(walk, batch))),
+                                guarded_text, "string")
+        return OutputColumn(caption, _values(walk), values.text_form(last), values.cell_kind(last),
+                            column.format or values.decimal_format(last))
+
+
+def _walker(names):
+    """row -> the value at a key path through nested dicts (None when absent)."""
+    if len(names) == 1:
+        return operator.methodcaller("get", names[0])
+    if len(names) == 2:
+        outer, inner = names
+
+        def walk_two(row):
+            value = row.get(outer)
+            return value.get(inner) if isinstance(value, dict) else None
+        return walk_two
+
+    def walk(row):
+        value = row
+        for name in names:
+            value = value.get(name) if isinstance(value, dict) else None
+        return value
+    return walk
+
+
+def _values(walk, convert=None):
+    """batch -> the column's values: ``walk`` of each row, then ``convert``
+    of the values that are not None."""
+    if convert is None:
+        return lambda batch: list(map(walk, batch))
+    return lambda batch: [None if value is None else convert(value) for value in map(walk, batch)]
+
+
+def _batched(rows):
+    while True:
+        batch = list(itertools.islice(rows, BATCH_ROWS))
+        if not batch:
+            return
+        yield batch
+
+
+# -- writers -------------------------------------------------------------------
+def csv_chunks(columns, batches):
+    """The CSV document a batch at a time: a header of captions, then one
+    line per row, as UTF-8 bytes."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow([guarded_text(c.caption) for c in columns])
+    for batch in batches:
+        writer.writerows(zip(*[column.texts(column.values(batch)) for column in columns]))
+        yield buffer.getvalue().encode("utf-8")
+        buffer.seek(0)
+        buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue().encode("utf-8")
+
+
+def write_xlsx(file, bands):
+    """One sheet per band: (title, columns, batches)."""
+    with Workbook(file) as book:
+        for title, columns, batches in bands:
+            sheet = book.add_sheet(title, [XColumn(c.caption, c.kind, c.number_format)
+                                           for c in columns])
+            sheet.write_rows(row for batch in batches
+                             for row in zip(*[column.values(batch) for column in columns]))

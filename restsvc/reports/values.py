@@ -1,0 +1,63 @@
+"""Report values by datatype: the one place the reports use the datatype
+home (``restsvc.model.datatypes`` and ``valuetypes``): parameter types, the
+text form of CSV cells and the cell kind of XLSX columns."""
+from ..model.datatypes import DATATYPES
+from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
+from .cells import guarded_text
+
+# Report parameter types with a plain datatype (ENUMERATION, ENTITY and
+# ENTITY_LIST are resolved against the metadata instead).
+PARAMETER_DATATYPES = {"TEXT": "string", "NUMERIC": "decimal", "BOOLEAN": "boolean",
+                       "DATE": "localDate", "DATETIME": "localDateTime", "TIME": "localTime"}
+
+_CELL_KINDS = {"int": "number", "long": "number", "decimal": "number", "double": "number",
+               "boolean": "boolean", "localDate": "date", "localDateTime": "datetime",
+               "dateTime": "datetime", "localTime": "time"}
+
+
+def parameter_value_type(kind, entity=None, enum=None):
+    """The value type (``from_text``, ``to_json``, ``to_text``, ``sample``) of
+    a report parameter type."""
+    if kind in PARAMETER_DATATYPES:
+        return ScalarType(DATATYPES[PARAMETER_DATATYPES[kind]])
+    if kind == "ENUMERATION":
+        return EnumType(enum)
+    if kind == "ENTITY":
+        return EntityIdType(entity)
+    return ArrayType(EntityIdType(entity))
+
+
+def cell_kind(prop):
+    """The XLSX cell kind of a property's values (text for anything else)."""
+    if prop.datatype is None:
+        return "string"
+    return _CELL_KINDS.get(prop.datatype.name, "string")
+
+
+def decimal_format(prop):
+    """The number format that shows a decimal column with its scale."""
+    places = getattr(prop.field, "decimal_places", None)
+    if prop.datatype is None or prop.datatype.name != "decimal" or places is None:
+        return None
+    return "0." + "0" * places if places else "0"
+
+
+def text_form(prop):
+    """value -> CSV text for a datatype property: the datatype's text form
+    (decimals with their column's scale); text values pass the formula guard."""
+    if prop.datatype.kind == "string":
+        return guarded_text     # the stored text itself
+    to_text, convert = prop.datatype.to_text, prop.json_value
+    if convert is not prop.datatype.to_json:        # a decimal column's scale
+        return lambda value: to_text(convert(value))
+    return to_text
+
+
+def python_text(value):
+    """CSV text of a value an application function returned, by its Python type."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return guarded_text(value)
+    name = PYTHON_TYPES.get(type(value))
+    return DATATYPES[name].to_text(value) if name else guarded_text(str(value))
