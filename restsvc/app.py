@@ -6,12 +6,14 @@ from werkzeug.routing import Map
 
 from . import db
 from .api import all_rules
+from .api.docs import documents
 from .application import import_application
 from .data.datamanager import DataManager
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
 from .errors import DATABASE_UNAVAILABLE, SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
+from .health import Readiness
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .reports.loader import ReportConfigError, load_reports
@@ -50,7 +52,8 @@ class RestApp:
         self.messages = Messages(settings.path(settings.messages_dir), settings.available_locales)
         queries = self._load_queries()
         self.services = self._load_services()
-        self.database = db.open_database(settings.database_url, settings.database_pool_size)
+        self.database = db.open_database(settings.database_url, settings.database_pool_size,
+                                         settings.sqlite_synchronous)
         self.data = DataManager(settings, self.metadata, self.database)
         self.queries = PredefinedQueries(self.data, queries)
         self.reports = self._load_reports()
@@ -63,12 +66,14 @@ class RestApp:
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.files = file_storages(settings)
-        self.url_map = Map([rule.empty() for rule in all_rules(self.application)],
+        self.readiness = Readiness(self.database, self.files, settings.health_timeout)
+        self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)
         # Bound once: handlers never build URLs from it, matching needs only
         # the path and the method (binding per request costs more than matching).
         self._routes = self.url_map.bind("restsvc")
         self._matched = {}
+        self.documents = documents(self, queries)
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
 
@@ -112,7 +117,8 @@ class RestApp:
         Concurrent workers starting together serialize on a lock."""
         try:
             with db.exclusive_setup(self.database):
-                self.database.create_tables(self.models, safe=True)
+                db.create_schema(self.database, self.models,
+                                 self.metadata.indexed_text_fields())
                 if demo_data and self.application.load_demo_data:
                     self.application.load_demo_data(self.database)
         finally:

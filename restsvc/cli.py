@@ -23,16 +23,24 @@ def _app(args, init_schema=None):
 def serve(args):
     from gunicorn.app.base import BaseApplication
 
+    from . import gunicorn_config as defaults
+
     # Schema and demo data are prepared once here, before the workers fork.
     _app(args)
 
     class Server(BaseApplication):
         def load_config(self):
             self.cfg.set("bind", f"{args.host}:{args.port}")
-            self.cfg.set("workers", args.workers)
-            self.cfg.set("threads", args.threads)
-            self.cfg.set("timeout", args.timeout)
+            self.cfg.set("worker_class", defaults.worker_class)
+            self.cfg.set("keepalive", defaults.keepalive)
+            for name in ("workers", "threads", "timeout", "graceful_timeout"):
+                self.cfg.set(name, getattr(args, name))
             self.cfg.set("accesslog", "-" if args.access_log else None)
+            if args.control_socket:
+                self.cfg.set("control_socket", args.control_socket)
+            else:
+                self.cfg.set("control_socket_disable", True)
+            self.cfg.set("when_ready", lambda arbiter: defaults.install_drain(arbiter, args.drain))
 
         def load(self):
             return _app(args)
@@ -55,7 +63,8 @@ def demo_data(args):
 def routes(args):
     from .api import all_rules
     from .application import import_application
-    for rule in all_rules(import_application(load_settings(args.config).application)):
+    settings = load_settings(args.config)
+    for rule in all_rules(import_application(settings.application), settings):
         methods = ",".join(sorted(m for m in rule.methods if m not in ("HEAD", "OPTIONS")))
         handler = rule.endpoint
         print(f"{methods:<18} {rule.rule:<60} {handler.__module__.removeprefix('restsvc.api.')}."
@@ -111,6 +120,7 @@ def user_command(args):
 
 
 def main(argv=None):
+    from . import gunicorn_config as defaults
     parser = argparse.ArgumentParser(prog="restsvc", description="restsvc REST service")
     parser.add_argument("--config", help="settings file (default: $RESTSVC_CONFIG or "
                                          "config/restsvc.yaml)")
@@ -119,9 +129,19 @@ def main(argv=None):
     p = commands.add_parser("serve", help="run the service under gunicorn")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--timeout", type=int, default=60)
+    p.add_argument("--workers", type=int, default=defaults.workers)
+    p.add_argument("--threads", type=int, default=defaults.threads,
+                   help="threads per worker: each serves one request, slow clients included")
+    p.add_argument("--timeout", type=int, default=defaults.timeout,
+                   help="seconds before a worker that stopped answering is restarted")
+    p.add_argument("--graceful-timeout", type=int, default=defaults.graceful_timeout,
+                   help="seconds the requests in flight get to finish when stopping")
+    p.add_argument("--drain", type=float, default=defaults.drain_seconds, metavar="SECONDS",
+                   help="on SIGTERM, report not ready and keep serving this long before "
+                        "stopping (default: $RESTSVC_DRAIN_SECONDS or 10; 0: stop at once)")
+    p.add_argument("--control-socket", metavar="PATH",
+                   help="gunicorn's control socket for gunicornc, one path per instance "
+                        "(default: none)")
     p.add_argument("--access-log", action="store_true", help="log every request to stdout")
     p.set_defaults(run=serve)
 

@@ -15,6 +15,7 @@ Connection handling per request (``release``), chosen per engine:
 """
 import logging
 import os
+import time
 from urllib.parse import urlsplit
 
 import peewee
@@ -30,11 +31,14 @@ SQLITE_PRAGMAS = (
     ("journal_mode", "wal"),
     ("busy_timeout", 5000),
     ("foreign_keys", 1),
-    ("synchronous", "normal"),
 )
 
 
-def open_database(url, pool_size=20):
+def open_database(url, pool_size=20, sqlite_synchronous="full"):
+    """``sqlite_synchronous``: ``full`` syncs the WAL at every commit, so a
+    change that was answered survives a power loss; ``normal`` syncs only at
+    checkpoints (faster commits; a power loss may undo the last transactions,
+    an application crash cannot)."""
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         params = db_url.parse(url)
@@ -43,7 +47,7 @@ def open_database(url, pool_size=20):
             raise SettingsError("svc.datasource.url: a sqlite URL needs a file path")
         if path != ":memory:" and os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-        database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS, **params)
+        database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),), **params)
         # SQLite's LOWER() folds ASCII only; case-insensitive filters need Unicode.
         database.register_function(_unicode_lower, "unicode_lower", 1, deterministic=True)
     elif scheme in ("postgresql", "postgres"):
@@ -54,7 +58,7 @@ def open_database(url, pool_size=20):
                 "svc.datasource.url: PostgreSQL needs the driver: pip install 'restsvc[postgres]'"
             ) from None
         params = db_url.parse(url)
-        database = PooledPostgresqlDatabase(
+        database = _Pool(
             params.pop("database"), max_connections=pool_size, stale_timeout=300,
             timeout=10, **params)
     else:
@@ -63,8 +67,86 @@ def open_database(url, pool_size=20):
     return database
 
 
+class _Pool(PooledPostgresqlDatabase):
+    """Peewee's pool sends ``SELECT 1`` on every check-out to see that the
+    connection still lives: a round trip per request, as much as a small
+    query. A connection given back less than ``PING_AFTER`` seconds ago was
+    alive then and is handed out unchecked; one that idled longer is pinged.
+    Should the server have gone in that second, the request answers 503 and
+    the idle connections are dropped (``is_unavailable``)."""
+
+    PING_AFTER = 1.0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._returned = {}        # connection key -> when it was given back (monotonic)
+
+    def _is_closed(self, conn):
+        returned = self._returned.pop(self.conn_key(conn), None)
+        if returned is not None and time.monotonic() - returned < self.PING_AFTER \
+                and not conn.closed and self._adapter.txn_status(conn) == self._adapter.txn_idle:
+            return False
+        return super()._is_closed(conn)
+
+    def _close(self, conn, close_conn=False):
+        super()._close(conn, close_conn)
+        if not close_conn and not conn.closed:
+            self._returned[self.conn_key(conn)] = time.monotonic()
+
+    def close_idle(self):
+        super().close_idle()
+        self._returned.clear()      # only idle connections have an entry
+
+
 def _unicode_lower(value):
     return value.lower() if isinstance(value, str) else value
+
+
+def lower(database, column):
+    """The lower-cased text that case-insensitive filters compare and the search
+    indexes hold: the very same expression in both, or the index goes unused.
+    SQLite's own LOWER() folds ASCII only, so there it is the registered
+    (deterministic) ``unicode_lower``: Python's ``str.lower``."""
+    return peewee.fn.unicode_lower(column) if is_sqlite(database) else peewee.fn.LOWER(column)
+
+
+def create_schema(database, models, lowered=()):
+    """Missing tables and indexes: those the models declare (``index=True``,
+    ``unique=True``, ``Meta.indexes``; foreign keys are indexed by default) and
+    one on the lower-cased value of each ``(model, field)`` in ``lowered`` for
+    the case-insensitive operators. Idempotent.
+
+    On SQLite that index holds ``unicode_lower``: a connection that writes such
+    a column must have the function registered (restsvc's always do; a plain
+    ``sqlite3`` shell can read those tables, but not change those columns)."""
+    database.create_tables(models, safe=True)
+    for model, field in lowered:
+        database.execute_sql(_lower_index_sql(database, model, field))
+
+
+def leading_index_fields(model):
+    """The columns that lead an index: ``index=True``, ``unique=True`` or the
+    first column of a ``Meta.indexes`` entry."""
+    leading = [field for field in model._meta.sorted_fields if field.index or field.unique]
+    for index in model._meta.indexes:
+        columns = index[0] if isinstance(index, (tuple, list)) else getattr(index, "_expressions", ())
+        first = columns[0] if columns else None
+        first = model._meta.fields.get(first) if isinstance(first, str) else first
+        if isinstance(first, peewee.Field):
+            leading.append(first)
+    return list({id(field): field for field in leading}.values())   # Field == is SQL
+
+
+def _lower_index_sql(database, model, field):
+    table, column = model._meta.table_name, field.column_name
+    name = f"{table}_{column}_lower"[:63]
+    def quote(identifier):
+        return identifier.join(database.quote)
+    if is_sqlite(database):
+        expression = f"unicode_lower({quote(column)})"
+    else:   # text_pattern_ops: LIKE 'prefix%' can use it whatever the collation
+        expression = f"lower({quote(column)}) text_pattern_ops"
+    return f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} ({expression})"
 
 
 def is_sqlite(database):

@@ -1,32 +1,37 @@
 """JSON in and out: compact, UTF-8, decimals exact both ways."""
 import decimal
 import json
-import re
 import secrets
 
 from .model.datatypes import parse_json_int, parse_number
 
 # JSON numbers must keep a decimal's scale ("100.00"), which the json module
-# cannot write. A Decimal is first written as a marker string that carries a
-# per-process random nonce (so no client string can imitate it), then the
-# marker is replaced by the bare number.
+# cannot write. A Decimal is first written as a string between two markers
+# that carry a per-process random nonce (so no client string can imitate
+# them), then the markers and the quotes around them are cut out: two plain
+# replacements, no regular expression over the whole text.
 _NONCE = secrets.token_hex(8)
-_MARKER = re.compile(r'"\\u0000' + _NONCE + r'([-+0-9.Ee]+)\\u0000"')
+_OPEN, _CLOSE = '"\\u0000' + _NONCE, '\\u0001' + _NONCE + '"'
 
 
 def _encode_special(value):
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise ValueError("non-finite decimal")
-        return f"\x00{_NONCE}{value}\x00"
+        return f"\x00{_NONCE}{value}\x01{_NONCE}"
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+# Built once: json.dumps with options builds a new encoder on every call.
+_ENCODERS = {ascii_only: json.JSONEncoder(ensure_ascii=ascii_only, separators=(",", ":"),
+                                          default=_encode_special)
+             for ascii_only in (False, True)}
+
+
 def dumps(data, ascii_only=False):
-    text = json.dumps(data, ensure_ascii=ascii_only, separators=(",", ":"),
-                      default=_encode_special)
-    if "\\u0000" + _NONCE in text:
-        text = _MARKER.sub(r"\1", text)
+    text = _ENCODERS[ascii_only].encode(data)
+    if _OPEN in text:
+        text = text.replace(_OPEN, "").replace(_CLOSE, "")
     return text
 
 

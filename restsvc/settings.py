@@ -5,6 +5,7 @@ nest them or write them dotted; both flatten to the same dotted key. Anything
 unknown or malformed stops startup with a message that names the key.
 """
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,9 +36,15 @@ _KEYS = {
     "svc.datasource.url": ("database_url", parse.text, ""),
     "svc.datasource.pool-size": ("database_pool_size", parse.positive_int, 20),
     "svc.datasource.init-schema": ("init_schema", parse.boolean, True),
+    "svc.datasource.sqlite-synchronous": (
+        "sqlite_synchronous", parse.one_of("full", "normal"), "full"),
     "svc.demo-data": ("demo_data", parse.boolean, False),
     "svc.secret-key": ("secret_key", parse.text, ""),
     "svc.file-storage.dir": ("file_storage_dir", parse.text, ""),
+    "svc.file-storage.default": ("default_file_storage", parse.text, "fs"),
+    "svc.health.live-path": ("health_live_path", parse.url_path, "/health/live"),
+    "svc.health.ready-path": ("health_ready_path", parse.url_path, "/health/ready"),
+    "svc.health.timeout": ("health_timeout", parse.duration, 3),
     "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
@@ -88,6 +95,34 @@ _CLIENT_KEYS = {
 }
 
 
+# svc.file-storage.<name>.<key>: object storages beside the local "fs" one.
+_STORAGE_PREFIX = "svc.file-storage."
+_STORAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}\Z")     # a file reference's scheme
+_STORAGE_KEYS = {
+    "type": ("type", parse.text, None),
+    "bucket": ("bucket", parse.text, None),
+    "endpoint": ("endpoint", parse.text, ""),
+    "region": ("region", parse.text, "us-east-1"),
+    "key-prefix": ("key_prefix", parse.text, ""),
+    "addressing-style": ("addressing_style", parse.text, "auto"),
+    "part-size": ("part_size", parse.size, 8 << 20),
+}
+STORAGE_TYPES = ("s3",)
+MIN_PART_SIZE = 5 << 20        # S3's smallest part but the last
+
+
+@dataclass(frozen=True)
+class ObjectStorageSettings:
+    name: str
+    type: str
+    bucket: str
+    endpoint: str
+    region: str
+    key_prefix: str
+    addressing_style: str
+    part_size: int
+
+
 @dataclass(frozen=True)
 class ClientSettings:
     name: str
@@ -108,9 +143,14 @@ class Settings:
     database_url: str
     database_pool_size: int
     init_schema: bool
+    sqlite_synchronous: str
     demo_data: bool
     secret_key: str
     file_storage_dir: str
+    default_file_storage: str
+    health_live_path: str
+    health_ready_path: str
+    health_timeout: int
     available_locales: tuple
     messages_dir: str
     default_max_fetch_size: int
@@ -141,6 +181,7 @@ class Settings:
     cors_max_age: int
     entity_max_fetch_size: dict = field(default_factory=dict)
     clients: tuple = ()
+    object_storages: tuple = ()
 
     @property
     def default_locale(self):
@@ -178,30 +219,54 @@ def _parse(key, parser, value):
         raise SettingsError(f"{key}: invalid value {value!r} ({exc})") from None
 
 
-def _clients(raw):
+def _groups(raw, prefix, keys):
+    """``<prefix><name>.<key>`` settings -> ``[(name, {attribute: parsed value})]``."""
     grouped = {}
     for key, value in raw.items():
-        name, _, sub_key = key[len(_CLIENT_PREFIX):].partition(".")
-        if not name or sub_key not in _CLIENT_KEYS:
+        name, _, sub_key = key[len(prefix):].partition(".")
+        if not name or sub_key not in keys:
             raise SettingsError(f"{key}: unknown setting")
         grouped.setdefault(name, {})[sub_key] = value
-    clients = []
+    groups = []
     for name, values in sorted(grouped.items()):
         parsed = {"name": name}
-        for sub_key, (attr, parser, default) in _CLIENT_KEYS.items():
-            key = f"{_CLIENT_PREFIX}{name}.{sub_key}"
+        for sub_key, (attr, parser, default) in keys.items():
+            key = f"{prefix}{name}.{sub_key}"
             if sub_key in values:
                 parsed[attr] = _parse(key, parser, values[sub_key])
             elif default is None:
                 raise SettingsError(f"{key}: required")
             else:
                 parsed[attr] = default
-        clients.append(ClientSettings(**parsed))
+        groups.append((name, parsed))
+    return groups
+
+
+def _clients(raw):
+    clients = [ClientSettings(**parsed) for _, parsed in _groups(raw, _CLIENT_PREFIX, _CLIENT_KEYS)]
     ids = [client.client_id for client in clients]
     for client_id in ids:
         if ids.count(client_id) > 1:
             raise SettingsError(f"{_CLIENT_PREFIX}*.client-id: {client_id!r} is registered twice")
     return tuple(clients)
+
+
+def _object_storages(raw):
+    storages = []
+    for name, parsed in _groups(raw, _STORAGE_PREFIX, _STORAGE_KEYS):
+        prefix = f"{_STORAGE_PREFIX}{name}"
+        if name in ("fs", "dir", "default") or not _STORAGE_NAME.match(name):
+            raise SettingsError(f"{prefix}: a storage name is lowercase letters, digits and '-' "
+                                f"(it becomes a file reference's scheme) and not 'fs' (the "
+                                f"local storage), 'dir' or 'default'")
+        if parsed["type"] not in STORAGE_TYPES:
+            raise SettingsError(f"{prefix}.type: must be one of {', '.join(STORAGE_TYPES)}")
+        if parsed["addressing_style"] not in ("auto", "path", "virtual"):
+            raise SettingsError(f"{prefix}.addressing-style: must be auto, path or virtual")
+        if parsed["part_size"] < MIN_PART_SIZE:
+            raise SettingsError(f"{prefix}.part-size: must be at least 5MB (S3's smallest part)")
+        storages.append(ObjectStorageSettings(**parsed))
+    return tuple(storages)
 
 
 def build_settings(values, base_dir=".", environ=None):
@@ -212,6 +277,7 @@ def build_settings(values, base_dir=".", environ=None):
             flat[key] = environ[variable]
     parsed = {"base_dir": Path(base_dir).resolve(), "entity_max_fetch_size": {}}
     client_values = {}
+    storage_values = {}
     for key, value in flat.items():
         if key in _KEYS:
             attr, parser, _ = _KEYS[key]
@@ -221,6 +287,8 @@ def build_settings(values, base_dir=".", environ=None):
             parsed["entity_max_fetch_size"][entity] = _parse(key, parse.positive_int, value)
         elif key.startswith(_CLIENT_PREFIX):
             client_values[key] = value
+        elif key.startswith(_STORAGE_PREFIX):
+            storage_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
     for key, (attr, _, default) in _KEYS.items():
@@ -237,6 +305,13 @@ def build_settings(values, base_dir=".", environ=None):
     if not parsed["file_storage_dir"]:
         parsed["file_storage_dir"] = f"{parsed['data_dir']}/files"
     parsed["clients"] = _clients(client_values)
+    parsed["object_storages"] = _object_storages(storage_values)
+    names = ["fs"] + [storage.name for storage in parsed["object_storages"]]
+    if parsed["default_file_storage"] not in names:
+        raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "
+                            f"not a configured storage ({', '.join(names)})")
+    if parsed["health_live_path"] == parsed["health_ready_path"]:
+        raise SettingsError("svc.health.ready-path: must differ from svc.health.live-path")
     return Settings(**parsed)
 
 

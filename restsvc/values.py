@@ -35,6 +35,16 @@ positive_int = whole_number(1)
 non_negative_int = whole_number(0)
 
 
+def one_of(*options):
+    """One of a few words, case ignored."""
+    def parse(value):
+        word = str(value).strip().lower()
+        if word not in options:
+            raise ValueError(f"expected one of {', '.join(options)}")
+        return word
+    return parse
+
+
 def word_list(value):
     """Comma-separated words (YAML lists are accepted too)."""
     items = value if isinstance(value, list) else str(value or "").split(",")
@@ -102,3 +112,14 @@ def url_path_pattern_list(value):
         if not pattern.startswith("/"):
             raise ValueError(f"pattern {pattern!r} must start with /")
     return patterns
+
+
+_URL_PATH = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$")
+
+
+def url_path(value):
+    """One plain absolute path such as ``/health/ready`` (no query, no patterns)."""
+    path = text(value).strip()
+    if not _URL_PATH.match(path):
+        raise ValueError("expected a path such as /health/ready")
+    return path

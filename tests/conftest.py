@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ from restsvc.settings import build_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO / "config"
+# The file storage fixtures (fs and S3) for every test module.
+pytest_plugins = ["files_support"]
 PG_URL = os.environ.get("RESTSVC_TEST_DATABASE_URL", "")
 
 # Hashes made during the tests (demo passwords, CLI) use a low cost factor:
@@ -66,20 +69,29 @@ def _drop_keys(tree, dotted):
             node.pop(parts[-1], None)
 
 
-@pytest.fixture(scope="session")
-def pg_schema_url():
-    """A PostgreSQL URL bound to a schema of this run's own."""
+@contextmanager
+def postgres_schema(prefix):
+    """A PostgreSQL URL bound to a new schema ``<prefix>_...``, dropped afterwards."""
     import psycopg2
     from playhouse.db_url import parse
-    schema = f"restsvc_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    schema = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     params = parse(PG_URL)
     conn = psycopg2.connect(dbname=params.pop("database"), **params)
     conn.autocommit = True
     conn.cursor().execute(f'CREATE SCHEMA "{schema}"')
     separator = "&" if "?" in PG_URL else "?"
-    yield f"{PG_URL}{separator}options=-csearch_path%3D{schema}"
-    conn.cursor().execute(f'DROP SCHEMA "{schema}" CASCADE')
-    conn.close()
+    try:
+        yield f"{PG_URL}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        conn.cursor().execute(f'DROP SCHEMA "{schema}" CASCADE')
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def pg_schema_url():
+    """A PostgreSQL URL bound to a schema of this run's own."""
+    with postgres_schema("restsvc_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -115,12 +127,12 @@ def _reset_postgres(url, tmp_path):
 
 
 @pytest.fixture
-def make_app(database_url, tmp_path):
-    """Build an app on this test's database with extra dotted settings."""
+def make_app(database_url, tmp_path, file_storage):
+    """Build an app on this test's database (and file storage) with extra dotted settings."""
     apps = []
 
     def build(overrides=None, application=None):
-        settings = make_settings(database_url, tmp_path, overrides)
+        settings = make_settings(database_url, tmp_path, {**file_storage, **(overrides or {})})
         app = RestApp(settings, application)
         apps.append(app)
         return app

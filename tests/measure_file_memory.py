@@ -1,9 +1,10 @@
 """Worker memory while gunicorn streams large files through restsvc.
 
-    python tests/measure_file_memory.py [--size-mib 1024]
+    python tests/measure_file_memory.py [--size-mib 1024] [--storage fs|s3]
 
-Starts restsvc under gunicorn (one sync worker, SQLite and file storage in a
-temporary directory) and moves one file of SIZE MiB four ways: raw upload,
+Starts restsvc under gunicorn (one worker, SQLite and file storage in a
+temporary directory, or an S3-compatible storage on moto's server with the
+default part size) and moves one file of SIZE MiB four ways: raw upload,
 multipart upload, full download, range download. For each it prints the
 worker's peak RSS (VmHWM, reset before the transfer) minus its RSS before the
 transfer. Content is checked by SHA-256 both ways. Not collected by pytest;
@@ -16,13 +17,15 @@ import os
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servers import gunicorn_server, memory_kib, reset_peak  # noqa: E402
+from servers import (gunicorn_server, memory_kib, new_bucket,  # noqa: E402
+                     object_storage_settings, reset_peak, s3_server)
 
 MIB = 1 << 20
 BLOCK = os.urandom(MIB)
@@ -134,7 +137,7 @@ def measure(server, size):
 
 
 def report(results, size):
-    lines = [f"file size {size / MIB:.0f} MiB, one gunicorn sync worker",
+    lines = [f"file size {size / MIB:.0f} MiB, one gunicorn worker",
              f"{'transfer':<18}{'RSS before':>12}{'peak growth':>13}{'time':>9}{'MiB/s':>8}"]
     for m in results:
         lines.append(f"{m.label:<18}{m.baseline_kib / 1024:>9.1f} MiB{m.growth_kib / 1024:>9.1f} MiB"
@@ -145,13 +148,20 @@ def report(results, size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mib", type=int, default=1024)
+    parser.add_argument("--storage", choices=("fs", "s3"), default="fs")
     args = parser.parse_args()
     size = args.size_mib * MIB
     with tempfile.TemporaryDirectory(prefix="restsvc-measure-") as directory:
         directory = Path(directory)
-        with gunicorn_server(directory, f"sqlite:///{directory}/restsvc.db",
-                             {"svc.rest.max-file-size": f"{2 * args.size_mib}MB",
-                              "svc.demo-data": False}) as server:
+        settings = {"svc.rest.max-file-size": f"{2 * args.size_mib}MB", "svc.demo-data": False}
+        with ExitStack() as stack:
+            if args.storage == "s3":
+                endpoint = stack.enter_context(s3_server(directory / "s3"))
+                settings.update(object_storage_settings(endpoint, new_bucket(endpoint)))
+                del settings["svc.file-storage.objects.part-size"]
+            server = stack.enter_context(gunicorn_server(
+                directory, f"sqlite:///{directory}/restsvc.db", settings))
+            print(f"storage: {args.storage}")
             print(report(measure(server, size), size))
 
 

@@ -6,8 +6,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import yaml
 
@@ -67,18 +68,21 @@ def _write_config(directory, database_url, overrides):
     return path
 
 
-def launch(directory, database_url, overrides=None, workers=1, timeout=300):
-    """Start ``restsvc serve`` on a free port with the shipped demo settings plus
-    ``overrides``; ``wait_until_ready`` waits for it."""
+def launch(directory, database_url, overrides=None, workers=1, timeout=300, serve_args=(),
+           port=None):
+    """Start ``restsvc serve`` on a free port (or ``port``) with the shipped demo
+    settings plus ``overrides``, without a drain on SIGTERM unless ``serve_args``
+    asks for one; ``wait_until_ready`` waits for it."""
     directory.mkdir(parents=True, exist_ok=True)
     config = _write_config(directory, database_url, overrides)
-    port = free_port()
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RESTSVC_")}
     log_path = directory / "server.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "restsvc.cli", "--config", str(config), "serve",
-             "--port", str(port), "--workers", str(workers), "--timeout", str(timeout)],
+             "--port", str(port), "--workers", str(workers), "--timeout", str(timeout),
+             "--drain", "0", *serve_args],
             cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT)
     return Server(port, process, log_path)
 
@@ -107,13 +111,33 @@ def stop(server):
 
 
 @contextmanager
-def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=300):
+def gunicorn_server(directory, database_url, overrides=None, workers=1, timeout=300,
+                    serve_args=()):
     """One real server for the duration of a ``with`` block."""
-    server = launch(directory, database_url, overrides, workers, timeout)
+    server = launch(directory, database_url, overrides, workers, timeout, serve_args)
     try:
         yield wait_until_ready(server)
     finally:
         stop(server)
+
+
+def trickle(server, body_size, pieces, interval, path="/rest/files?name=slow.bin"):
+    """Send an upload's body ``pieces`` at a time, ``interval`` seconds apart;
+    return (status, body) of the answer once the whole body is sent."""
+    sock = socket.create_connection((server.host, server.port), timeout=120)
+    with sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                     f"Authorization: Bearer {server.token}\r\n"
+                     f"Content-Type: application/octet-stream\r\n"
+                     f"Content-Length: {body_size}\r\n\r\n".encode())
+        for piece in pieces:
+            sock.sendall(piece)
+            time.sleep(interval)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
 
 
 def memory_kib(pid, field):
@@ -133,3 +157,174 @@ def reset_peak(pid):
         return True
     except OSError:
         return False
+
+
+def wait_for_port(port, process, log_path, what, seconds):
+    """Wait until ``process`` accepts connections on ``port``; RuntimeError with its log if not."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start:\n"
+                                   + log_path.read_text(errors="replace")) from None
+            time.sleep(0.1)
+
+
+S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "restsvc-test", "AWS_SECRET_ACCESS_KEY": "restsvc-test",
+                  "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def s3_server_missing():
+    """Why no S3-compatible test server can start here, or None when one can."""
+    try:
+        import boto3  # noqa: F401
+        import moto.server  # noqa: F401
+    except ImportError as exc:
+        return f"S3-compatible storage needs boto3 and moto[server] ({exc.name} is missing): " \
+               f"pip install -e '.[test,s3]'"
+    return None
+
+
+@contextmanager
+def s3_server(directory, seconds=30):
+    """moto's S3 server on a free port; yields its endpoint URL. The tests'
+    processes get the credentials it accepts from the environment."""
+    directory.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    os.environ.update(S3_CREDENTIALS)
+    log_path = directory / "s3.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                                    "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_port(port, process, log_path, "the S3 test server", seconds)
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def new_bucket(endpoint):
+    """A fresh bucket on the test S3 server; returns its name."""
+    import uuid
+
+    import boto3
+    name = f"restsvc-{uuid.uuid4().hex[:20]}"
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=name)
+    return name
+
+
+def object_storage_settings(endpoint, bucket, name="objects", default=True):
+    """Dotted settings of an S3 storage ``name`` on the test server."""
+    prefix = f"svc.file-storage.{name}"
+    values = {f"{prefix}.type": "s3", f"{prefix}.endpoint": endpoint,
+              f"{prefix}.bucket": bucket, f"{prefix}.key-prefix": "restsvc/",
+              f"{prefix}.part-size": "5MB"}
+    if default:
+        values["svc.file-storage.default"] = name
+    return values
+
+
+class TcpRelay:
+    """A TCP relay from a local port to ``target`` that the test can cut and
+    restore: the way to make one instance's database unreachable while the
+    database itself, shared with others, stays up."""
+
+    def __init__(self, target, port=None):
+        self.target = target
+        self.port = port or free_port()
+        self._connections = []
+        self._lock = threading.Lock()
+        self._listener = None
+
+    def start(self):
+        self._listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+        return self
+
+    def cut(self):
+        """Refuse new connections and break the open ones."""
+        # shutdown wakes the accept() blocked in the relay's thread; close alone
+        # would leave it accepting one more connection.
+        with suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with self._lock:
+            for sock in self._connections:
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            self._connections.clear()
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return                        # cut
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._connections += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass                              # the relay was cut or a side closed
+        finally:
+            with suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+
+HAPROXY_CONFIG = """\
+global
+    maxconn 512
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout check 3s
+frontend restsvc
+    bind 127.0.0.1:{port}
+    default_backend instances
+backend instances
+    balance roundrobin
+    option httpchk GET /health/ready
+    http-check expect status 200
+    default-server inter {interval_ms}ms fall 2 rise 2
+{servers}
+"""
+
+
+@contextmanager
+def haproxy(directory, backends, interval_ms=300):
+    """HAProxy (round robin, active checks of /health/ready) in front of
+    ``backends`` ((host, port) pairs); yields its base URL."""
+    port = free_port()
+    servers = "\n".join(f"    server instance{i} {host}:{backend_port} check"
+                        for i, (host, backend_port) in enumerate(backends))
+    config = directory / "haproxy.cfg"
+    config.write_text(HAPROXY_CONFIG.format(port=port, interval_ms=interval_ms, servers=servers))
+    log_path = directory / "haproxy.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stdout=log,
+                                   stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(port, process, log_path, "HAProxy", 10)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

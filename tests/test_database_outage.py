@@ -12,7 +12,7 @@ import tempfile
 import pytest
 from werkzeug.test import Client
 
-from conftest import get_token, make_settings
+from conftest import basic, get_token, make_settings
 from restsvc.app import RestApp
 from servers import free_port
 
@@ -81,9 +81,13 @@ def test_an_unreachable_database_is_a_503_and_restsvc_recovers(own_postgres, tmp
         auth = {"Authorization": f"Bearer {get_token(c)}"}
         assert c.get("/rest/entities/Customer?limit=1", headers=auth).status_code == 200
         own_postgres.stop()
-        for method, path in (("get", "/rest/entities/Customer"), ("post", "/oauth2/token"),
-                             ("post", "/rest/entities/Customer")):
-            response = getattr(c, method)(path, json={"name": "x"}, headers=auth)
+        token_request = {"data": {"grant_type": "client_credentials"},
+                         "headers": {"Authorization": basic("demo-client", "demo-secret")}}
+        for method, path, request in (
+                ("get", "/rest/entities/Customer", {"headers": auth}),
+                ("post", "/oauth2/token", token_request),
+                ("post", "/rest/entities/Customer", {"json": {"name": "x"}, "headers": auth})):
+            response = getattr(c, method)(path, **request)
             assert response.status_code == 503, (path, response.get_data(as_text=True))
             assert response.headers["Retry-After"] == "2"
             assert response.json["error"] == "Service unavailable"

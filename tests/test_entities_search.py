@@ -57,6 +57,19 @@ def test_case_insensitive_matching_beyond_ascii(client, auth):
     created = client.post("/rest/entities/Product", json={"name": "Überlänge Kabel", "price": 1}, headers=auth)
     assert created.status_code == 201
     assert names(search(client, auth, "Product", [cond("name", "contains", "ÜBERLÄNGE")])) == ["Überlänge Kabel"]
+    assert names(search(client, auth, "Product", [cond("name", "startsWith", "ÜBERL")])) == ["Überlänge Kabel"]
+
+
+def test_starts_with_matches_exactly_the_prefix(client, auth):
+    """startsWith is a range on an index: its ends must be neither too wide nor too narrow."""
+    for name in ("Wall", "Wallz", "Walm", "Wal\U0010ffff", "Wal\U0010ffffx"):
+        assert client.post("/rest/entities/Product", json={"name": name, "price": 1},
+                           headers=auth).status_code == 201
+    assert names(search(client, auth, "Product", [cond("name", "startsWith", "wall")])) == \
+        ["Wall", "Wall box", "Wallz"]
+    assert names(search(client, auth, "Product", [cond("name", "startsWith", "wal\U0010ffff")])) == \
+        ["Wal\U0010ffff", "Wal\U0010ffffx"]
+    assert len(names(search(client, auth, "Product", [cond("name", "startsWith", "")]))) == 15
 
 
 def test_groups_and_or_nest_case_insensitively(client, auth):
@@ -196,3 +209,13 @@ def test_a_lone_surrogate_in_a_filter_is_a_clean_400(client, auth):
                           headers=auth)
     assert response.status_code == 400
     assert response.json["error"] == "Cannot parse entities filter"
+
+
+def test_searches_of_one_shape_answer_each_for_its_own_values(client, auth):
+    """The SQL of a filter shape is reused: the values must still be this request's."""
+    for prefix, expected in (("in", ["Inverter"]), ("wa", ["Wall box"]), ("s", ["Smart plug", "Solar panel"])):
+        assert names(search(client, auth, "Product", [cond("name", "startsWith", prefix)])) == expected
+    for values, expected in ((["Inverter"], ["Inverter"]), (["Wall box", "Heat pump"], ["Heat pump", "Wall box"])):
+        assert names(search(client, auth, "Product", [cond("name", "in", values)])) == expected
+    assert names(search(client, auth, "Product", [cond("price", ">", 1299)])) == ["Heat pump"]
+    assert len(names(search(client, auth, "Product", [cond("price", ">", 100)]))) == 6

@@ -2,7 +2,9 @@
 import json
 
 from conftest import demo_id
-from files_support import download, upload_multipart
+from files_support import FILE_STORAGE_KINDS, download, upload_multipart
+
+pytestmark = FILE_STORAGE_KINDS
 
 CUSTOMER_0 = demo_id("customer", 0)
 

@@ -5,9 +5,12 @@ import pytest
 from werkzeug.test import Client
 
 from conftest import get_token
-from files_support import assert_nothing_stored, download, upload_multipart, upload_raw, uploaded_ref
+from files_support import (FILE_STORAGE_KINDS, assert_nothing_stored, download, upload_multipart,
+                           upload_raw, uploaded_ref)
 from restsvc import ResourceRole
 from restsvc.demo import application as demo
+
+pytestmark = FILE_STORAGE_KINDS
 
 ROLES = (ResourceRole("file-downloader", specifics=("rest.fileDownload.enabled",)),
          ResourceRole("file-uploader", specifics=("rest.fileUpload.enabled",)))

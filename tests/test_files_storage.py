@@ -111,3 +111,34 @@ def test_instances_sharing_a_directory_never_collide_and_see_each_others_files(m
         other = Client(apps[1 - index])
         for ref, content in own:
             assert download(other, auth, ref).data == content.encode()
+
+
+SECRET = b"top secret outside the storage"
+TRAVERSALS = [
+    "fs://../secret.txt?name=a", "fs://../../secret.txt?name=a", "fs://2024/../../secret.txt?name=a",
+    "fs:///etc/passwd?name=a", "fs:///{outside}/secret.txt?name=a", "fs://{outside}/secret.txt?name=a",
+    "fs://..%2fsecret.txt?name=a", "fs://%2e%2e/secret.txt?name=a", "fs://%2E%2E%2Fsecret.txt?name=a",
+    "fs://..\\secret.txt?name=a", "fs://2024\\..\\..\\secret.txt?name=a", "fs://.\\./secret.txt?name=a",
+    "fs://secret.txt%00.png?name=a", "fs://secret.txt\x00.png?name=a", "fs://./secret.txt?name=a",
+    "fs://2024//../secret.txt?name=a", "fs://link/secret.txt?name=a", "fs://link-file?name=a",
+    "fs://.tmp/upload-x.part?name=a", "fs://~/secret.txt?name=a", "fs://C:/secret.txt?name=a",
+    "fs://.?name=a", "fs://..?name=a", "fs://2024?name=a",
+]
+
+
+def test_reference_never_reaches_outside_the_storage_directory(app, client, auth):
+    root = app.files.default.root
+    outside = os.path.dirname(root)
+    with open(os.path.join(outside, "secret.txt"), "wb") as f:
+        f.write(SECRET)
+    os.symlink(outside, os.path.join(root, "link"))
+    os.symlink(os.path.join(outside, "secret.txt"), os.path.join(root, "link-file"))
+    os.makedirs(os.path.join(root, "2024"))
+    answers = {}
+    for template in TRAVERSALS:
+        text = template.format(outside=outside.lstrip("/"))
+        response = download(client, auth, text)
+        answers[text] = (response.status_code, response.json and response.json["error"])
+        assert SECRET not in response.data, text
+    assert {answer for answer in answers.values()} <= {
+        (400, "Invalid file reference"), (404, "File not found")}, answers

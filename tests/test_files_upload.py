@@ -1,5 +1,6 @@
 """Files API, upload: both options, name rules, size limits, interrupted bodies."""
 import io
+import os
 import re
 from datetime import datetime, timezone
 from urllib.parse import quote
@@ -8,9 +9,12 @@ from werkzeug.test import Client
 
 import pytest
 
-from files_support import (BrokenStream, UnreadableStream, assert_nothing_stored, download,
-                           stored_files, temp_files, upload_multipart, upload_raw)
+from files_support import (FILE_STORAGE_KINDS, BrokenStream, UnreadableStream,
+                           assert_nothing_stored, download, stored_files, temp_files,
+                           upload_multipart, upload_raw)
 from restsvc.model.datatypes import DATATYPES
+
+pytestmark = FILE_STORAGE_KINDS
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
@@ -24,10 +28,11 @@ def test_raw_upload_stores_the_body_and_answers_201_with_the_file_reference(clie
     assert download(client, auth, response.json["fileRef"]).data == b"\x00\x01binary\xff"
 
 
-def test_file_reference_is_dated_path_uuid_and_extension_with_the_encoded_name(client, auth):
+def test_file_reference_is_dated_path_uuid_and_extension_with_the_encoded_name(client, auth,
+                                                                                 app):
     ref = upload_raw(client, auth, name="Kitten photo.PNG").json["fileRef"]
     today = datetime.now(timezone.utc).strftime("%Y/%m/%d")
-    assert re.fullmatch(rf"fs://{today}/{UUID}\.PNG\?name=Kitten%20photo\.PNG", ref)
+    assert re.fullmatch(rf"{app.files.default.name}://{today}/{UUID}\.PNG\?name=Kitten%20photo\.PNG", ref)
 
 
 def test_file_reference_is_a_valid_file_attribute_value(client, auth):
@@ -251,4 +256,23 @@ def test_unknown_storage_name_on_upload_is_400(client, auth, app):
     assert response.status_code == 400
     assert response.json == {"error": "Invalid file reference",
                              "details": "Cannot find FileStorage with name: 's3'"}
+    assert_nothing_stored(app)
+
+
+def test_file_larger_than_a_part_is_stored_whole_and_read_back_by_range(client, auth, app):
+    content = os.urandom(11 << 20)           # three parts of an S3 multipart upload (5 MiB)
+    response = upload_raw(client, auth, content, "big.bin")
+    assert response.status_code == 201 and response.json["size"] == len(content)
+    ref = response.json["fileRef"]
+    assert download(client, auth, ref).data == content
+    across = download(client, auth, ref, {"Range": f"bytes={(5 << 20) - 10}-{(5 << 20) + 9}"})
+    assert across.status_code == 206 and across.data == content[(5 << 20) - 10:(5 << 20) + 10]
+    assert temp_files(app) == []
+
+
+def test_connection_breaking_after_several_parts_leaves_no_file_and_no_unfinished_upload(
+        client, auth, app):
+    response = client.post("/rest/files?name=broken.bin", input_stream=BrokenStream(12 << 20),
+                           environ_overrides={"CONTENT_LENGTH": str(20 << 20)}, headers=auth)
+    assert response.status_code == 400
     assert_nothing_stored(app)

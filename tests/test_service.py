@@ -49,13 +49,13 @@ def test_starting_on_an_empty_sqlite_file_creates_the_schema(tmp_path):
 
 
 def test_an_unexpected_error_is_a_json_500_and_the_connection_is_given_back(app, client, auth, caplog):
-    original = app.tokens.lookup
+    original = app.tokens.find_hash
 
-    def broken(token, kind="access"):
-        original(token, kind)          # touches the database
+    def broken(token_hash):
+        original(token_hash)           # touches the database
         app.database.execute_sql("SELECT 1")
         raise RuntimeError("secret internals")
-    app.tokens.lookup = broken
+    app.tokens.find_hash = broken
     response = client.get("/rest/metadata/enums", headers=auth)
     assert response.status_code == 500
     assert response.json == {"error": "Server error", "details": ""}

@@ -1,11 +1,17 @@
 """One module per API area; each exports ``rules`` (werkzeug Rules whose
 endpoint is the handler function). ``app.py`` assembles them, and the
 application's custom endpoints, into one Map."""
-from . import entities, files, messages, metadata, oauth, queries, reports, services, session
+from . import (docs, entities, files, health, messages, metadata, oauth, queries, reports,
+               services, session)
 
-API_MODULES = (oauth, entities, queries, services, files, metadata, messages, session, reports)
+API_MODULES = (oauth, entities, queries, services, files, metadata, messages, session, reports,
+               docs, health)
 
 
-def all_rules(application):
-    """The route table: built-in rules, then the application's endpoints."""
-    return [rule for module in API_MODULES for rule in module.rules] + list(application.endpoints)
+def all_rules(application, settings=None):
+    """The route table: built-in rules, then the application's endpoints. The
+    health checks are at the paths ``settings`` name (their defaults without)."""
+    rules = [rule for module in API_MODULES if module is not health for rule in module.rules]
+    rules += health.routes(settings.health_live_path, settings.health_ready_path) \
+        if settings else health.rules
+    return rules + list(application.endpoints)

@@ -60,12 +60,13 @@ def download(ctx):
     if request.method == "HEAD":
         return Response(status=status, headers=headers)
     try:
-        file = storage.open(ref)
+        file = storage.open(ref, byte_range)
     except FileNotFoundError:
         raise file_not_found(text) from None
-    content = FileRange(file, start, stop - start) if byte_range else wrap_file(
-        request.environ, file, CHUNK_SIZE)
-    return Response(content, status=status, headers=headers, direct_passthrough=True)
+    # The server's file wrapper streams it (gunicorn with sendfile where it can)
+    # and closes it, also when the client goes away before the end.
+    return Response(wrap_file(request.environ, file, CHUNK_SIZE), status=status,
+                    headers=headers, direct_passthrough=True)
 
 
 def _representation(file_name, as_attachment, settings):
@@ -98,31 +99,6 @@ def _byte_range(request, size, etag, modified):
         raise ApiError("Range not satisfiable", f"The file has {size} bytes", status=416,
                        headers={"Content-Range": f"bytes */{size}"})
     return start, stop
-
-
-class FileRange:
-    """``length`` bytes of ``file`` from ``start``, a chunk at a time (the whole
-    file goes through the server's file wrapper instead: gunicorn sends it with
-    sendfile). The server calls ``close`` even when it never iterates (client
-    gone), which closes the file."""
-
-    def __init__(self, file, start, length):
-        self.file = file
-        self.start = start
-        self.length = length
-
-    def __iter__(self):
-        self.file.seek(self.start)
-        remaining = self.length
-        while remaining > 0:
-            chunk = self.file.read(min(CHUNK_SIZE, remaining))
-            if not chunk:
-                return
-            remaining -= len(chunk)
-            yield chunk
-
-    def close(self):
-        self.file.close()
 
 
 rules = [

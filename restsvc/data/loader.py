@@ -6,10 +6,12 @@ one per row). References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
+import peewee
+
 from ..errors import BadRequest
 from ..model.fetchplan import ids_only
 from .columns import converter, read_rows
-from .query import EntityQuery
+from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
 _PARENT = "\0parent"  # the owner's id on composition children while loading
@@ -105,19 +107,25 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
                keys):
     """SQL and parameters. Building SQL with Peewee costs more than running a
-    small query, so the text of parameter-free shapes (no filter, no row-level
-    roles: lists, loads by id, reference loads) is kept and reused."""
-    params = [key_field.db_value(key) for key in keys] if keys is not None else []
+    small query, so the text of each shape (the columns, the filter's paths,
+    operators and number of values, sort, paging; no row-level roles) is kept
+    and reused with the new parameters. A shape is kept only when its
+    parameters, worked out without Peewee, are exactly the ones Peewee bound."""
+    params = list(map(_key_converter(key_field), keys)) if keys is not None else []
     if limit is not None:
         params.append(limit)
     if offset:
         params.append(offset)
     cache_key = None
-    if where_filter is None and not access.permissions.row_restricted(meta.name):
-        cache_key = (signature, sort, limit is not None, bool(offset),
+    if not access.permissions.row_restricted(meta.name):
+        shape = None
+        if where_filter is not None:
+            shape, filter_params = filter_shape(access.database, where_filter)
+            params = filter_params + params
+        cache_key = (signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
-                     id(access.permissions) if sort else None)
+                     id(access.permissions) if sort or shape else None)
         sql = access.sql_cache.get(cache_key)
         if sql is not None:
             return sql, params
@@ -142,6 +150,23 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
             access.sql_cache.clear()
         access.sql_cache[cache_key] = sql
     return sql, built
+
+
+def _key_converter(field):
+    """Keys as the database takes them. Ids are canonical UUID text here (rows
+    and ``parse_id`` make them so): the 32 hex digits Peewee binds are that
+    text without its dashes, with no round trip through ``uuid.UUID``."""
+    target = field
+    while isinstance(target, peewee.ForeignKeyField):
+        target = target.rel_field
+    if not isinstance(target, peewee.UUIDField):
+        return field.db_value
+
+    def convert(key):
+        if isinstance(key, str) and len(key) == 36:
+            return key.replace("-", "").lower()
+        return field.db_value(key)
+    return convert
 
 
 def count_rows(access, meta, where_filter=None):
@@ -212,6 +237,9 @@ class RowView:
         prop = self._meta.properties.get(name)
         if name in self._row and prop is not None and prop.getter is None:
             value = self._row[name]
+            if isinstance(value, str) and prop.datatype is not None \
+                    and prop.datatype.kind in ("date", "time"):
+                return prop.datatype.from_json(value)   # rows hold their JSON text
             if prop.is_collection:
                 return [RowView(prop.target, child) for child in value]
             if isinstance(value, dict):

@@ -7,7 +7,7 @@ about it leaks through ordering or matching.
 """
 import peewee
 
-from ..db import is_sqlite
+from ..db import is_sqlite, lower
 from ..errors import BadRequest
 from .filters import Condition, Group, parse_filter
 
@@ -26,7 +26,6 @@ class EntityQuery:
         self.meta = meta
         self.model = meta.model
         self.access = access            # data.access.Access: permissions + session + database
-        self.lower = peewee.fn.unicode_lower if is_sqlite(access.database) else peewee.fn.LOWER
         self._aliases = {}              # join key -> aliased model
         self._joins = []                # (alias, on) in join order
         # Entities whose visibility is being worked out around this query: a
@@ -88,13 +87,25 @@ class EntityQuery:
         if op == "notIn":
             return column.not_in(list(value))
         if op in ("contains", "doesNotContain", "startsWith", "endsWith"):
-            text = like_literal(value.lower())
-            pattern = {"contains": f"%{text}%", "doesNotContain": f"%{text}%",
-                       "startsWith": f"{text}%", "endsWith": f"%{text}"}[op]
-            like = peewee.NodeList((self.lower(column), peewee.SQL("LIKE"), pattern, _LIKE_ESCAPE))
-            return ~like if op == "doesNotContain" else like
+            return self._text_match(column, op, value)
         return {"=": column.__eq__, "<>": column.__ne__, ">": column.__gt__,
                 ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
+
+    def _text_match(self, column, op, value):
+        """The case-insensitive text operators, on the same lower-cased expression
+        as the search index (``db.lower``). A ``startsWith`` must stay a prefix
+        search the index serves: SQLite applies its LIKE optimization to plain
+        columns only, so there it is a range; PostgreSQL derives the range
+        from ``LIKE 'prefix%'`` itself (text_pattern_ops index)."""
+        database = self.access.database
+        lowered = lower(database, column)
+        if op == "startsWith" and is_sqlite(database):
+            low, high = prefix_bounds(value.lower())
+            condition = lowered >= low
+            return condition if high is None else condition & (lowered < high)
+        like = peewee.NodeList((lowered, peewee.SQL("LIKE"),
+                                lower(database, like_pattern(op, value)), _LIKE_ESCAPE))
+        return ~like if op == "doesNotContain" else like
 
     def row_condition(self, meta):
         """The caller's row-level conditions for this query's root entity: its
@@ -162,6 +173,49 @@ class EntityQuery:
                 continue
             expanded.extend(self._expand(path + (sub,), seen | {target}))
         return expanded or [path]
+
+
+def prefix_bounds(prefix):
+    """(low, high): a text starts with ``prefix`` exactly when ``low <= text < high``.
+    Text compares by code point (SQLite: UTF-8 bytes), so ``high`` is the prefix
+    with its last character one higher (None when it is all U+10FFFF)."""
+    stem = prefix.rstrip("\U0010ffff")
+    if not stem:
+        return prefix, None
+    code = ord(stem[-1]) + 1
+    code = 0xE000 if 0xD800 <= code <= 0xDFFF else code      # no surrogates in UTF-8
+    return prefix, stem[:-1] + chr(code)
+
+
+_LIKE_PATTERNS = {"contains": "%{}%", "doesNotContain": "%{}%", "startsWith": "{}%",
+                  "endsWith": "%{}"}
+
+
+def like_pattern(op, value):
+    return _LIKE_PATTERNS[op].format(like_literal(value))
+
+
+def filter_shape(database, node):
+    """(shape, parameters) of a parsed filter tree: trees of one shape compile to
+    the same SQL text, which then takes these parameters in this order (what
+    ``EntityQuery.compile`` binds; the loader checks that once per shape)."""
+    if isinstance(node, Group):
+        parts = [filter_shape(database, item) for item in node.items]
+        return ((node.is_or, tuple(shape for shape, _ in parts)),
+                [param for _, params in parts for param in params])
+    op, value, field = node.operator, node.value, node.path[-1].field
+    if op in ("isNull", "notEmpty"):
+        params = []
+    elif op in ("in", "notIn"):
+        params = [field.db_value(item) for item in value]
+    elif op == "startsWith" and is_sqlite(database):
+        params = [bound for bound in prefix_bounds(value.lower()) if bound is not None]
+    elif op in _LIKE_PATTERNS:
+        params = [like_pattern(op, value)]
+    else:
+        params = [field.db_value(value)]
+    names = tuple(prop.name for prop in node.path)
+    return (names, op, len(params), value if op in ("isNull", "notEmpty") else None), params
 
 
 def _all(parts, any_of=False):

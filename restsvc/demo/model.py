@@ -33,21 +33,21 @@ def check_birth_date(customer):
 
 @entity(instance_name="name", read_only=("createdDate",), validators=(check_birth_date,))
 class Customer(Entity):
-    name = peewee.CharField(max_length=200)
-    email = peewee.CharField(max_length=200, null=True)
+    name = peewee.CharField(max_length=200, index=True)
+    email = peewee.CharField(max_length=200, null=True, index=True)
     grade = EnumField(CustomerGrade, null=True)
-    birthDate = peewee.DateField(null=True)
+    birthDate = peewee.DateField(null=True, index=True)
     photo = FileRefField(null=True)
-    createdDate = DateTimeField(default=_now)
+    createdDate = DateTimeField(default=_now, index=True)
     # The id of the User who is this customer, if any: what the own-orders
     # row-level role keys on (an id never changes; a username or email can).
-    userId = peewee.UUIDField(null=True)
+    userId = peewee.UUIDField(null=True, index=True)
 
 
 @entity(instance_name="name")
 class Product(Entity):
-    name = peewee.CharField(max_length=200)
-    sku = peewee.CharField(max_length=64, null=True)
+    name = peewee.CharField(max_length=200, index=True)
+    sku = peewee.CharField(max_length=64, null=True, index=True)
     price = peewee.DecimalField(max_digits=12, decimal_places=2)
 
 
@@ -66,11 +66,14 @@ ORDER_WITH_DETAILS = {
 
 @entity(instance_name="number", compositions=("lines",), fetch_plans=(ORDER_WITH_DETAILS,))
 class Order(Entity):
-    number = peewee.CharField(max_length=32)
-    date = peewee.DateField()
-    customer = peewee.ForeignKeyField(Customer, on_delete="RESTRICT")
+    number = peewee.CharField(max_length=32, index=True)
+    date = peewee.DateField(index=True)
+    customer = peewee.ForeignKeyField(Customer, on_delete="RESTRICT")    # indexed, as every FK
     status = EnumField(OrderStatus, null=True)
     amount = peewee.DecimalField(max_digits=14, decimal_places=2, null=True)
+
+    class Meta:     # Peewee's multi-column form: orders of one status, by date
+        indexes = ((("status", "date"), False),)
 
     @transient("int")
     def itemCount(self):

@@ -1,9 +1,10 @@
 """File storages: where uploaded files live, by storage name.
 
 ``FileStorage`` is the interface the Files API talks to; ``LocalFileStorage``
-keeps ``fs://`` files in a directory tree ``<yyyy>/<MM>/<dd>/<uuid>.<ext>``.
-Another storage (S3, a database, ...) is one more subclass registered in
-``FileStorages`` under its own name; the handlers do not change.
+keeps ``fs://`` files in a directory tree ``<yyyy>/<MM>/<dd>/<uuid>.<ext>``,
+``files.objects.ObjectFileStorage`` keeps them in an S3-compatible bucket
+under the same paths. Each is registered in ``FileStorages`` under its own
+name, the scheme of its references; the handlers do not know which is which.
 
 Rules that keep files from being lost or leaked:
 - A file is written under a temporary name in ``<root>/.tmp`` (the same file
@@ -31,7 +32,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..errors import BadRequest, NotFound
+from ..errors import ApiError, BadRequest, NotFound
 from ..settings import SettingsError
 from .refs import FileRef, invalid_ref, parse_file_ref
 
@@ -54,6 +55,18 @@ class FileInfo:
     tag: str              # changes whenever the content may have changed (ETag)
 
 
+class StorageUnavailable(ApiError):
+    """The storage cannot be reached now; nothing was stored or read."""
+
+    status = 503
+
+    def __init__(self, storage_name, reason):
+        super().__init__("File storage unavailable",
+                         f"File storage '{storage_name}' cannot be reached: {reason}",
+                         headers={"Retry-After": "5"})
+        self.reason = reason
+
+
 def file_not_found(text):
     return NotFound("File not found", f"File not found. File reference: {text}")
 
@@ -62,6 +75,18 @@ def extension(file_name):
     """The part after the last dot when it is a plain extension, else ""."""
     _, dot, ext = file_name.rpartition(".")
     return ext if dot and _EXTENSION.match(ext) else ""
+
+
+def new_path(file_name):
+    """``<yyyy>/<MM>/<dd>/<uuid>[.<ext>]`` for a new file: unique without any shared state."""
+    ext = extension(file_name)
+    return (datetime.now(timezone.utc).strftime("%Y/%m/%d/") + str(uuid.uuid4())
+            + (f".{ext}" if ext else ""))
+
+
+def is_plain_path(path):
+    """Only plain segments: no ``..``, no leading dot, no separators or escapes."""
+    return all(_SEGMENT.match(part) for part in path.split("/"))
 
 
 class FileStorage(ABC):
@@ -83,12 +108,19 @@ class FileStorage(ABC):
         """FileInfo of an accepted reference; FileNotFoundError when there is no such file."""
 
     @abstractmethod
-    def open(self, ref):
-        """A binary file object for reading; FileNotFoundError when there is no such file."""
+    def open(self, ref, byte_range=None):
+        """A binary object with ``read(size)`` and ``close()`` giving the file's
+        bytes, or only those from ``start`` to ``stop`` for ``byte_range=(start,
+        stop)``; FileNotFoundError when there is no such file."""
 
     @abstractmethod
     def delete(self, ref):
         """Remove the file; return whether there was one."""
+
+    @abstractmethod
+    def check(self):
+        """Raise StorageUnavailable unless the storage can be used now. Cheap:
+        the readiness check calls it."""
 
 
 class LocalFileStorage(FileStorage):
@@ -101,9 +133,8 @@ class LocalFileStorage(FileStorage):
         self.sweep_temp_files()
 
     def write(self, chunks, file_name):
-        ext = extension(file_name)
-        relative_dir = datetime.now(timezone.utc).strftime("%Y/%m/%d")
-        stored_name = str(uuid.uuid4()) + (f".{ext}" if ext else "")
+        path = new_path(file_name)
+        relative_dir, _, stored_name = path.rpartition("/")
         fd, temp_path = tempfile.mkstemp(prefix="upload-", suffix=".part", dir=self.temp_dir)
         try:
             size = 0
@@ -121,11 +152,10 @@ class LocalFileStorage(FileStorage):
             _remove_quietly(temp_path)
             raise
         _fsync_directory(directory)
-        return StoredFile(FileRef(self.name, f"{relative_dir}/{stored_name}", file_name), size)
+        return StoredFile(FileRef(self.name, path, file_name), size)
 
     def accepts(self, ref):
-        return ref.storage == self.name and all(
-            _SEGMENT.match(part) for part in ref.path.split("/"))
+        return ref.storage == self.name and is_plain_path(ref.path)
 
     def _existing_path(self, ref):
         path = os.path.realpath(os.path.join(self.root, *ref.path.split("/")))
@@ -145,11 +175,13 @@ class LocalFileStorage(FileStorage):
         tag = hashlib.sha256(f"{ref.path}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
         return FileInfo(st.st_size, st.st_mtime, tag[:32])
 
-    def open(self, ref):
+    def open(self, ref, byte_range=None):
         try:
-            return open(self._existing_path(ref), "rb")
+            file = open(self._existing_path(ref), "rb")
         except (IsADirectoryError, NotADirectoryError):
             raise FileNotFoundError(ref.path) from None
+        # The whole file is the file object itself: gunicorn sends it with sendfile.
+        return file if byte_range is None else _Slice(file, *byte_range)
 
     def delete(self, ref):
         try:
@@ -157,6 +189,10 @@ class LocalFileStorage(FileStorage):
             return True
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return False
+
+    def check(self):
+        if not os.access(self.temp_dir, os.W_OK | os.X_OK):
+            raise StorageUnavailable(self.name, "its directory is not writable")
 
     def sweep_temp_files(self, older_than=STALE_TEMP_SECONDS):
         """Remove temporary files no write has touched for ``older_than`` seconds."""
@@ -172,6 +208,24 @@ class LocalFileStorage(FileStorage):
                 except FileNotFoundError:
                     pass      # another instance swept it first
         return removed
+
+
+class _Slice:
+    """The bytes of ``file`` from ``start`` to ``stop``, read by the caller's chunks."""
+
+    def __init__(self, file, start, stop):
+        file.seek(start)
+        self.file = file
+        self.remaining = stop - start
+
+    def read(self, size=-1):
+        size = self.remaining if size is None or size < 0 else min(size, self.remaining)
+        chunk = self.file.read(size) if size else b""
+        self.remaining -= len(chunk)
+        return chunk
+
+    def close(self):
+        self.file.close()
 
 
 def _remove_quietly(path):
@@ -202,6 +256,9 @@ class FileStorages:
         self._storages = {storage.name: storage for storage in storages}
         self.default = self._storages[default]
 
+    def __iter__(self):
+        return iter(self._storages.values())
+
     def get(self, name):
         storage = self._storages.get(name)
         if storage is None:
@@ -221,10 +278,16 @@ class FileStorages:
 
 
 def file_storages(settings):
-    """The storages of a deployment: local ``fs`` under ``svc.file-storage.dir``."""
+    """The storages of a deployment: local ``fs`` under ``svc.file-storage.dir``
+    and the object storages under ``svc.file-storage.<name>``."""
     try:
         local = LocalFileStorage(settings.file_storage_dir)
     except OSError as exc:
         raise SettingsError(f"svc.file-storage.dir: cannot use {settings.file_storage_dir!r}: "
                             f"{exc.strerror}") from None
-    return FileStorages([local], default=local.name)
+    storages = [local]
+    if settings.object_storages:
+        from .objects import ObjectFileStorage
+        storages += [ObjectFileStorage(config, settings.max_file_size)
+                     for config in settings.object_storages]
+    return FileStorages(storages, default=settings.default_file_storage)

@@ -247,6 +247,15 @@ def _schema(kind, format_=None):
     return {"type": kind, "format": format_} if format_ else {"type": kind}
 
 
+# Date-times and times are written without an offset, which the JSON Schema
+# formats date-time and time require: patterns say exactly what is written.
+_LOCAL_DATE_TIME = {"type": "string",
+                    "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$",
+                    "description": "ISO 8601 date and time without an offset"}
+_LOCAL_TIME = {"type": "string", "pattern": r"^[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$",
+               "description": "ISO 8601 time without an offset"}
+
+
 DATATYPES = {datatype.name: datatype for datatype in (
     Datatype("string", _identity, _string, "string", _schema("string")),
     Datatype("int", _identity, _integer(32), "number", _schema("integer", "int32"), int),
@@ -259,12 +268,16 @@ DATATYPES = {datatype.name: datatype for datatype in (
     Datatype("localDate", datetime.date.isoformat, _iso(datetime.date.fromisoformat), "date",
              _schema("string", "date"), datetime.date, datetime.date.isoformat),
     Datatype("localDateTime", format_datetime, _iso(_parse_datetime), "date",
-             _schema("string", "date-time"), datetime.datetime, format_datetime),
+             _LOCAL_DATE_TIME, datetime.datetime, format_datetime),
     Datatype("dateTime", format_datetime, _iso(_parse_datetime), "date",
-             _schema("string", "date-time"), datetime.datetime, format_datetime),
-    Datatype("localTime", format_time, _iso(_parse_time), "time", _schema("string", "time"),
+             {**_LOCAL_DATE_TIME, "description": "ISO 8601 date and time in UTC without an "
+                                                 "offset (requests may give one)"},
+             datetime.datetime, format_datetime),
+    Datatype("localTime", format_time, _iso(_parse_time), "time", _LOCAL_TIME,
              datetime.time, format_time),
-    Datatype("fileRef", _identity, _file_ref, "string", _schema("string")),
+    Datatype("fileRef", _identity, _file_ref, "string",
+             {"type": "string", "pattern": FILE_REF.pattern,
+              "description": "A file reference: <storage>://<path>?name=<file name>"}),
 )}
 
 

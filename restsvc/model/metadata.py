@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import peewee
 
+from ..db import leading_index_fields
 from .datatypes import DATATYPES, datatype_of
 from .entity import Entity, declaration_of
 from .fetchplan import FetchPlanError, build_built_in_plans, build_named_plans
@@ -99,6 +100,10 @@ def _json_converter(prop):
         # SQLite hands back 649 for a stored 649.00; the column's scale is the truth.
         exponent = decimal.Decimal(1).scaleb(-places)
         return lambda value: value.quantize(exponent)
+    if prop.datatype.kind in ("date", "time"):
+        # Loaded rows hold these as their JSON text already (data.columns).
+        to_json = prop.datatype.to_json
+        return lambda value: value if value.__class__ is str else to_json(value)
     return prop.datatype.to_json
 
 
@@ -154,6 +159,18 @@ class Metadata:
 
     def entity(self, name):
         return self.entities.get(name)
+
+    def indexed_text_fields(self):
+        """(model, field) of each indexed string attribute: the columns whose
+        lower-cased values get an index of their own for the case-insensitive
+        filter operators (``db.create_schema``)."""
+        found = []
+        for meta in self.entities.values():
+            leading = {id(field) for field in leading_index_fields(meta.model)}
+            found += [(meta.model, prop.field) for prop in meta.properties.values()
+                      if prop.datatype is not None and prop.datatype.kind == "string"
+                      and prop.persistent and id(prop.field) in leading]
+        return found
 
     def of_model(self, model):
         return self._by_model.get(model)

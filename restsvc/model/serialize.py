@@ -4,6 +4,7 @@ Key order is ``_entityName``, ``_instanceName``, ``id``, then the plan's
 attributes. Hidden attributes never appear, nor does an instance name built
 from one. Nulls are omitted unless ``return_nulls``.
 """
+from .datatypes import DATATYPES
 
 
 def _instance_name_parts(meta, permissions):
@@ -55,42 +56,71 @@ def _join_name(props, row, permissions):
     return " ".join(texts) if texts else None
 
 
+_AS_IS = DATATYPES["string"].to_json       # the identity: the value is its JSON
+
+
+def _converter(prop):
+    """The property's JSON converter, or None when values are written as they are."""
+    return None if prop.json_value is _AS_IS else prop.json_value
+
+
+def _namer(meta, permissions):
+    """row -> the instance name (or None), worked out once per entity and permissions."""
+    if not meta.instance_name:
+        return lambda row: f"{meta.name}-{row['id']}"
+    parts = _instance_name_parts(meta, permissions)
+    if parts is None:
+        return lambda row: None
+    if len(parts) == 1 and not parts[0].is_reference:
+        name, convert = parts[0].name, parts[0].json_value
+
+        def single(row):
+            value = row.get(name)
+            return None if value is None else str(convert(value))
+        return single
+    return lambda row: _join_name(parts, row, permissions)
+
+
 def _compiled(meta, plan, permissions):
-    """What to write for one plan and one set of permissions, worked out once:
-    the instance-name attributes (None: hidden) and the visible attributes as
-    (name, converter or None, nested plan, is collection, target)."""
+    """What to write for one plan and one set of permissions, worked out once
+    (nested plans too): the entity name, the instance-name function and the
+    visible attributes as (name, converter or None, nested compiled or None,
+    is collection)."""
     cache = plan.__dict__.setdefault("_compiled", {})
     compiled = cache.get(id(permissions))
     if compiled is None:
         levels = permissions.attribute_levels(meta.name)
-        writers = [(name, meta.properties[name].json_value if nested is None else None, nested,
-                    meta.properties[name].is_collection, meta.properties[name].target)
-                   for name, nested in plan.properties.items() if name != "id" and levels.get(name)]
-        parts = _instance_name_parts(meta, permissions) if meta.instance_name else ()
-        compiled = cache[id(permissions)] = (parts, writers)
+        writers = []
+        for name, nested in plan.properties.items():
+            prop = meta.properties[name]
+            if name == "id" or not levels.get(name):
+                continue
+            writers.append((name, _converter(prop) if nested is None else None,
+                            _compiled(prop.target, nested, permissions) if nested else None,
+                            prop.is_collection))
+        compiled = cache[id(permissions)] = (meta.name, _namer(meta, permissions), writers)
     return compiled
 
 
 def serialize(meta, row, plan, permissions, return_nulls=False):
-    out = {"_entityName": meta.name}
     if plan is None:
+        out = {"_entityName": meta.name}
         name_text = instance_name(meta, row, permissions)
-        writers = ()
-    else:
-        parts, writers = _compiled(meta, plan, permissions)
-        if parts == ():
-            name_text = f"{meta.name}-{row['id']}"
-        elif parts is None:
-            name_text = None
-        elif len(parts) == 1 and not parts[0].is_reference:
-            value = row.get(parts[0].name)
-            name_text = None if value is None else str(parts[0].json_value(value))
-        else:
-            name_text = _join_name(parts, row, permissions)
+        if name_text is not None or return_nulls:
+            out["_instanceName"] = name_text
+        out["id"] = str(row["id"])
+        return out
+    return _write(_compiled(meta, plan, permissions), row, return_nulls)
+
+
+def _write(compiled, row, return_nulls):
+    entity_name, namer, writers = compiled
+    out = {"_entityName": entity_name}
+    name_text = namer(row)
     if name_text is not None or return_nulls:
         out["_instanceName"] = name_text
     out["id"] = str(row["id"])
-    for name, convert, nested, is_collection, target in writers:
+    for name, convert, nested, is_collection in writers:
         if name not in row:
             continue
         value = row[name]
@@ -98,12 +128,11 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
             if return_nulls:
                 out[name] = None
         elif nested is None:
-            out[name] = convert(value)
+            out[name] = value if convert is None else convert(value)
         elif is_collection:
-            out[name] = [serialize(target, child, nested, permissions, return_nulls)
-                         for child in value]
+            out[name] = [_write(nested, child, return_nulls) for child in value]
         else:
-            out[name] = serialize(target, value, nested, permissions, return_nulls)
+            out[name] = _write(nested, value, return_nulls)
     return out
 
 
@@ -114,10 +143,12 @@ def _references(meta, plan, permissions):
     found = cache.get(id(permissions))
     if found is None:
         found = []
-        for name, _, nested, is_collection, target in _compiled(meta, plan, permissions)[1]:
-            if nested is not None:
-                inner = _references(target, nested, permissions)
-                found.append((name, is_collection, inner, all(not ref[2] for ref in inner)))
+        levels = permissions.attribute_levels(meta.name)
+        for name, nested in plan.properties.items():
+            if nested is not None and levels.get(name):
+                prop = meta.properties[name]
+                inner = _references(prop.target, nested, permissions)
+                found.append((name, prop.is_collection, inner, all(not ref[2] for ref in inner)))
         cache[id(permissions)] = found
     return found
 

@@ -4,11 +4,23 @@ Patterns are Ant-style (``?`` one character, ``*`` within a segment, ``**``
 any number of segments), compiled once into one regular expression per list.
 Anonymous patterns win over authenticated ones. A token is read only from
 the ``Authorization`` header, never from the URL.
+
+A token's principal is kept for ``RECHECK_SECONDS`` after its database read
+(never past the token's expiry): a client's requests in that time cost a
+keyed hash and a dict lookup instead of a query. A token revoked, expired or
+whose user is disabled is therefore refused within that time on every
+instance (at once on the instance that revoked it: ``TokenStore.changes``);
+the permissions come from the token's roles, so nothing about them outlives it.
 """
 import re
+import time
 from dataclasses import dataclass
 
 from ..errors import Forbidden, Unauthorized
+from .tokens import ACCESS
+
+RECHECK_SECONDS = 0.5
+_RECENT_MAX = 10_000        # principals kept at most (then forgotten all at once)
 
 
 def ant_to_regex(pattern):
@@ -66,6 +78,7 @@ class Gate:
         self.anonymous = compile_patterns(settings.anonymous_url_patterns)
         self.anonymous_principal = Principal(None, "anonymous", False, None,
                                              roles.permissions(()))
+        self._recent = {}       # token hash -> (read at, expires at, changes, principal)
 
     def is_protected(self, path):
         if self.anonymous is not None and self.anonymous.match(path):
@@ -84,12 +97,31 @@ class Gate:
                 raise Unauthorized(self.realm, "invalid_token",
                                    "Full authentication is required: send Authorization: Bearer <token>")
             return self.anonymous_principal
-        info = self.tokens.lookup(token)
-        if info is None:
+        principal = self._token_principal(token)
+        if principal is None:
             if protected:
                 raise Unauthorized(self.realm, "invalid_token",
                                    "The access token is invalid, expired or revoked")
             return self.anonymous_principal
+        if protected and REST_ENABLED_PATHS.match(path) \
+                and not principal.permissions.specific("rest.enabled"):
+            raise Forbidden("Forbidden", "User is not allowed to use the REST API")
+        return principal
+
+    def _token_principal(self, token):
+        """The principal of a live access token, or None."""
+        if len(token) > 512:
+            return None
+        token_hash = self.tokens.hash(token)
+        now, changes = time.monotonic(), self.tokens.changes
+        recent = self._recent.get(token_hash)
+        if recent is not None and recent[0] > now - RECHECK_SECONDS and recent[2] == changes \
+                and recent[1] > time.time():
+            return recent[3]
+        info = self.tokens.find_hash(token_hash)
+        if info is None or info.kind != ACCESS:
+            self._recent.pop(token_hash, None)
+            return None
         who = info.identity
         principal = Principal(
             client_id=who.client_id,
@@ -102,7 +134,7 @@ class Gate:
             token_hash=info.token_hash,
             user_id=who.user_id,
         )
-        if protected and REST_ENABLED_PATHS.match(path) \
-                and not principal.permissions.specific("rest.enabled"):
-            raise Forbidden("Forbidden", "User is not allowed to use the REST API")
+        if len(self._recent) >= _RECENT_MAX:
+            self._recent.clear()
+        self._recent[token_hash] = (now, info.expires_at, changes, principal)
         return principal

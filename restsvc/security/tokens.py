@@ -1,12 +1,13 @@
 """The token store: opaque random tokens; the database keeps only a keyed hash.
 
-A token is looked up on every protected request, so there is no cache: a
-revocation on one instance is seen by every other instance at its next
-request. The lookup is one primary-key read; everything the gate needs (roles,
-username, locale) is copied into the row when the token is issued.
+The lookup is one primary-key read; everything the gate needs (roles,
+username, locale) is copied into the row when the token is issued. The gate
+reads a token again at most ``gate.RECHECK_SECONDS`` after it last did, so a
+revocation on one instance is seen by every instance within that time; a
+revocation or change made by this process (``changes``) is seen at once.
 """
-import hashlib
 import hmac
+import itertools
 import secrets
 import time
 import uuid
@@ -79,14 +80,26 @@ _COLUMNS = (StoredToken.token_hash, StoredToken.kind, StoredToken.client_id, Sto
             StoredToken.parent_hash)
 
 
+_changes = itertools.count(1)
+
+
 class TokenStore:
+    # Moves on every revocation or change of stored tokens made in this process
+    # (next() on a count is atomic, also across threads).
+    changes = 0
+
+    @classmethod
+    def _changed(cls):
+        cls.changes = next(_changes)
+
     def __init__(self, secret_key):
         self._key = secret_key.encode("utf-8")
         self._find_sql = None
         self._issued = 0
 
     def hash(self, token):
-        return hmac.new(self._key, token.encode("utf-8"), hashlib.sha256).hexdigest()
+        # hmac.digest: the one-shot C path (no HMAC object per request)
+        return hmac.digest(self._key, token.encode("utf-8"), "sha256").hex()
 
     def issue(self, kind, identity, ttl, parent_hash=None):
         """A new token string; only its hash is stored."""
@@ -109,10 +122,14 @@ class TokenStore:
         """The live token's record of either kind, or None (unknown, expired, revoked)."""
         if not token or len(token) > 512:
             return None
+        return self.find_hash(self.hash(token))
+
+    def find_hash(self, token_hash):
+        """``find`` for a token already hashed."""
         if self._find_sql is None:      # built once: this runs on every request
             self._find_sql = StoredToken.select(*_COLUMNS).where(
                 StoredToken.token_hash == "").sql()[0]
-        row = database_proxy.execute_sql(self._find_sql, (self.hash(token),)).fetchone()
+        row = database_proxy.execute_sql(self._find_sql, (token_hash,)).fetchone()
         if row is None:
             return None
         (token_hash, kind, client_id, username, user_id, locale, roles, row_roles,
@@ -132,11 +149,13 @@ class TokenStore:
         condition = StoredToken.token_hash == info.token_hash
         if info.kind == REFRESH:
             condition |= StoredToken.parent_hash == info.token_hash
+        TokenStore._changed()
         return StoredToken.delete().where(condition).execute()
 
     @staticmethod
     def revoke_user(user_id):
         """All tokens of a user (on disable, delete or a new password)."""
+        TokenStore._changed()
         return StoredToken.delete().where(StoredToken.user_id == user_key(user_id)).execute()
 
     @staticmethod
@@ -144,6 +163,7 @@ class TokenStore:
         """Keep a user's live tokens in step with a new locale. A new username
         ends them: what was granted to one name must not pass to another."""
         key = user_key(user_id)
+        TokenStore._changed()
         StoredToken.delete().where(StoredToken.user_id == key,
                                    StoredToken.username != username).execute()
         return StoredToken.update(locale=locale).where(StoredToken.user_id == key).execute()

@@ -1,12 +1,16 @@
-"""The benchmark's bare baseline: restsvc's three measured operations with only the stdlib.
+"""The benchmark's bare baseline: restsvc's measured operations with only the stdlib.
 
     BASELINE_DATABASE=/path/restsvc.db BASELINE_SECRET_KEY=... gunicorn -w 2 baseline:app
 
-It reads and writes the ``customer`` table restsvc creates (ids as 32-digit hex,
-enums by id, dates as ISO text) and checks the bearer token the way restsvc's
-token store does: HMAC-SHA256 of the token with the secret key, one
-primary-key read of ``restsvc_token``, kind and expiry. No roles, no
-metadata, no fetch plans: that is the cost restsvc is measured against.
+It reads and writes the tables restsvc creates (ids as 32-digit hex, enums by
+id, dates as ISO text, decimals as numbers written with the column's scale)
+and checks the bearer token the way restsvc's token store does: HMAC-SHA256 of
+the token with the secret key, one primary-key read of ``restsvc_token``, kind
+and expiry. It answers with the same bytes as restsvc: the customer list, load
+and create, the ``order-with-details`` list of orders (customer, lines and
+their products: one query per level) and a ``startsWith`` search on the
+customer name (the same index range restsvc uses). No roles, no metadata, no
+fetch plans: that is the cost restsvc is measured against.
 """
 import datetime
 import hashlib
@@ -16,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 import uuid
 
 GRADE_BY_ID = {"B": "BRONZE", "S": "SILVER", "G": "GOLD"}
@@ -25,21 +30,34 @@ SELECT = f"SELECT {', '.join(COLUMNS)} FROM customer"
 TOKEN_SELECT = ("SELECT token_hash, kind, client_id, username, resource_roles, row_level_roles, "
                 "issued_at, expires_at FROM restsvc_token WHERE token_hash = ?")
 PREFIX = "/rest/entities/Customer"
+ORDERS = "/rest/entities/Order"
+STATUS_BY_ID = {"10": "NEW", "20": "PAID", "30": "SHIPPED", "40": "CANCELLED"}
 JSON_TYPE = "application/json;charset=UTF-8"
 
 _local = threading.local()
 
 
 def connection():
-    """One connection per worker thread, opened after gunicorn forks; restsvc's pragmas."""
+    """One connection per worker thread, opened after gunicorn forks; restsvc's pragmas
+    (with its default durability: the WAL synced at every commit)."""
     conn = getattr(_local, "conn", None)
     if conn is None:
         conn = sqlite3.connect(os.environ["BASELINE_DATABASE"], isolation_level=None)
         for pragma in ("journal_mode=wal", "busy_timeout=5000", "foreign_keys=1",
-                       "synchronous=normal"):
+                       "synchronous=full"):
             conn.execute(f"PRAGMA {pragma}")
+        # restsvc's index on the lower-cased name calls it: an INSERT needs it too
+        conn.create_function("unicode_lower", 1, unicode_lower, deterministic=True)
         _local.conn = conn
     return conn
+
+
+def unicode_lower(value):
+    return value.lower() if isinstance(value, str) else value
+
+
+class RawJson(str):
+    """A body that already is JSON text."""
 
 
 class Reply(Exception):
@@ -98,10 +116,100 @@ def query_int(environ, name, default):
     return default
 
 
+def query_text(environ, name):
+    for part in environ.get("QUERY_STRING", "").split("&"):
+        key, _, value = part.partition("=")
+        if key == name:
+            return urllib.parse.unquote_plus(value)
+    return None
+
+
 def list_customers(environ):
     limit, offset = query_int(environ, "limit", 10000), query_int(environ, "offset", 0)
-    rows = connection().execute(f"{SELECT} LIMIT ? OFFSET ?", (limit, offset)).fetchall()
+    rows = connection().execute(f"{SELECT} ORDER BY id LIMIT ? OFFSET ?",
+                                (limit, offset)).fetchall()
     return "200 OK", [to_json(row) for row in rows], []
+
+
+def search_customers(environ):
+    """Only ``{"conditions": [{"property": "name", "operator": "startsWith", "value": ...}]}``."""
+    try:
+        condition, = json.loads(query_text(environ, "filter"))["conditions"]
+        if (condition["property"], condition["operator"]) != ("name", "startsWith"):
+            raise ValueError
+        prefix = condition["value"].lower()
+    except (TypeError, ValueError, KeyError, AttributeError):
+        raise Reply("400 Bad Request", {"error": "Cannot parse entities filter",
+                                        "details": ""}) from None
+    limit = query_int(environ, "limit", 10000)
+    following = prefix[:-1] + chr(ord(prefix[-1]) + 1)      # a plain prefix only
+    rows = connection().execute(
+        f"{SELECT} WHERE unicode_lower(name) >= ? AND unicode_lower(name) < ? "
+        "ORDER BY id LIMIT ?", (prefix, following, limit)).fetchall()
+    return "200 OK", [to_json(row) for row in rows], []
+
+
+def _hex_in(ids):
+    return ", ".join("?" for _ in ids), sorted(ids)
+
+
+def _money(value):
+    return None if value is None else f"{value:.2f}"
+
+
+def _object(pairs):
+    """JSON text of (key, JSON text) pairs, nulls left out: decimals keep their scale."""
+    return "{" + ",".join(f'"{key}":{text}' for key, text in pairs if text is not None) + "}"
+
+
+def _text(value):
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _product(row):
+    product_id, version, name, sku, price = row
+    return _object((("_entityName", '"Product"'), ("_instanceName", _text(name)),
+                    ("id", f'"{uuid.UUID(product_id)}"'), ("version", str(version)),
+                    ("name", _text(name)), ("sku", _text(sku)), ("price", _money(price))))
+
+
+def list_orders(environ):
+    """The ``order-with-details`` plan, as JSON text."""
+    if query_text(environ, "fetchPlan") != "order-with-details":
+        raise Reply("400 Bad Request", {"error": "Unsupported fetch plan", "details": ""})
+    conn = connection()
+    orders = conn.execute('SELECT id, version, number, date, status, amount, customer_id '
+                          'FROM "order" ORDER BY id LIMIT ?',
+                          (query_int(environ, "limit", 10000),)).fetchall()
+    marks, keys = _hex_in({row[6] for row in orders})
+    customers = {row[0]: json.dumps(to_json(row), ensure_ascii=False, separators=(",", ":"))
+                 for row in conn.execute(f"{SELECT} WHERE id IN ({marks}) ORDER BY id", keys)}
+    marks, keys = _hex_in({row[0] for row in orders})
+    lines = conn.execute("SELECT id, version, quantity, price, product_id, order_id FROM "
+                         f"order_line WHERE order_id IN ({marks}) ORDER BY id", keys).fetchall()
+    marks, keys = _hex_in({row[4] for row in lines})
+    products = {row[0]: (row[2], _product(row)) for row in conn.execute(
+        f"SELECT id, version, name, sku, price FROM product WHERE id IN ({marks}) ORDER BY id",
+        keys)}
+    lines_of = {}
+    for line_id, version, quantity, price, product_id, order_id in lines:
+        name, product = products[product_id]
+        lines_of.setdefault(order_id, []).append((quantity, _object((
+            ("_entityName", '"OrderLine"'), ("_instanceName", _text(name)),
+            ("id", f'"{uuid.UUID(line_id)}"'), ("version", str(version)),
+            ("quantity", str(quantity)), ("price", _money(price)), ("product", product)))))
+    out = []
+    for order_id, version, number, date, status, amount, customer_id in orders:
+        mine = lines_of.get(order_id, [])
+        out.append(_object((
+            ("_entityName", '"Order"'), ("_instanceName", _text(number)),
+            ("id", f'"{uuid.UUID(order_id)}"'), ("version", str(version)),
+            ("number", _text(number)), ("date", _text(date)),
+            ("status", _text(STATUS_BY_ID.get(status))), ("amount", _money(amount)),
+            ("itemCount", str(sum(quantity for quantity, _ in mine))),
+            ("customer", customers.get(customer_id)),
+            ("lines", "[" + ",".join(text for _, text in mine) + "]"))))
+    return "200 OK", RawJson("[" + ",".join(out) + "]"), []
 
 
 def load_customer(environ, raw_id):
@@ -147,6 +255,12 @@ def route(environ):
         handlers = {"GET": list_customers, "POST": create_customer}
         if method in handlers:
             return handlers[method](environ)
+    elif path == PREFIX + "/search":
+        if method == "GET":
+            return search_customers(environ)
+    elif path == ORDERS:
+        if method == "GET":
+            return list_orders(environ)
     elif path.startswith(PREFIX + "/") and "/" not in path[len(PREFIX) + 1:]:
         if method == "GET":
             return load_customer(environ, path[len(PREFIX) + 1:])
@@ -162,7 +276,10 @@ def app(environ, start_response):
         status, body, headers = route(environ)
     except Reply as reply:
         status, body, headers = reply.status, reply.body, reply.headers
-    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if isinstance(body, RawJson):
+        payload = body.encode("utf-8")
+    else:
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     start_response(status, [("Content-Type", JSON_TYPE), ("Content-Length", str(len(payload))),
                             *headers])
     return [payload]

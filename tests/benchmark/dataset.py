@@ -20,8 +20,9 @@ def bench_customer(i):
                 createdDate=datetime.datetime(2024, 2, 1, 8, 0) + datetime.timedelta(minutes=i))
 
 
-def prepare(workdir):
-    """(app, environment for restsvc, access token, customer ids) on ``workdir/restsvc.db``.
+def prepare(workdir, database_url=None, secret_key=None):
+    """(app, environment for restsvc, access token, customer ids) on ``workdir/restsvc.db``
+    (or ``database_url``).
 
     The shipped config with the database, data dir and a random secret key
     overridden through restsvc's environment variables; the token comes from
@@ -34,8 +35,8 @@ def prepare(workdir):
     from restsvc.settings import load_settings
     env = {"RESTSVC_CONFIG": str(REPO / "config" / "restsvc.yaml"),
            "RESTSVC_DATA_DIR": str(workdir),
-           "RESTSVC_DATABASE_URL": f"sqlite:///{workdir / 'restsvc.db'}",
-           "RESTSVC_SECRET_KEY": uuid.uuid4().hex + uuid.uuid4().hex}
+           "RESTSVC_DATABASE_URL": database_url or f"sqlite:///{workdir / 'restsvc.db'}",
+           "RESTSVC_SECRET_KEY": secret_key or uuid.uuid4().hex + uuid.uuid4().hex}
     app = RestApp(replace(load_settings(environ=env), demo_data=True))
     with app.database.atomic():
         rows = [bench_customer(i) for i in range(CUSTOMERS - Customer.select().count())]
@@ -48,6 +49,22 @@ def prepare(workdir):
         raise SystemExit(f"token endpoint answered {response.status_code}: {response.text}")
     app.database.close()
     return app, env, response.json["access_token"], ids
+
+
+def share_token(app, token, sqlite_path):
+    """The row of ``token`` (issued on ``app``'s database) copied into another
+    SQLite database, so the baseline there accepts it too."""
+    from restsvc.security.tokens import StoredToken
+    row = StoredToken.select().where(StoredToken.token_hash == app.tokens.hash(token)).dicts().get()
+    app.database.close()
+    target = sqlite3.connect(sqlite_path)
+    try:
+        names = ", ".join(row)
+        target.execute(f"INSERT INTO restsvc_token ({names}) VALUES ({', '.join('?' for _ in row)})",
+                       list(row.values()))
+        target.commit()
+    finally:
+        target.close()
 
 
 def copy_database(source_path, target_path):

@@ -1,49 +1,102 @@
-"""``run.py --in-process N``: a service call against a load by id, in process.
+"""In-process timing: WSGI callables called directly.
 
-On a shared machine wrk's requests per second move with everyone else's
-load; CPU time per request in one process does much less. Both operations go
-through the whole WSGI app (gate, token check, permissions, handler,
-serialization) with prebuilt WSGI environments, taking turns (ABBA) for
-several rounds; the figure is microseconds of CPU per request, and the ratio
-is taken per round. Target: the service call costs at most 1.25x the load.
+``compare``: restsvc and the baseline, operation by operation. ``compare_operations``
+(``run.py --in-process N``): operations of restsvc against a reference one
+(a service call against a load by id; target: at most ``TARGET`` times).
+
+No server, no sockets, no wrk: what is left is the cost of one request in
+Python, which is what the code decides. The two apps take turns per round
+(ABBA...), each round long enough to be timed (``seconds`` per app and
+operation), so a change in the machine's load hits both alike.
 """
+import io
 import statistics
 import time
 
 from werkzeug.test import EnvironBuilder
 
+
+def _environs(method, paths, token, body):
+    headers = {"Authorization": f"Bearer {token}", "Host": "localhost"}
+    return [EnvironBuilder(path=path, method=method, headers=headers,
+                           content_type="application/json" if body else None,
+                           data=body).get_environ() for path in paths]
+
+
+def _start_response(status, headers, exc_info=None):
+    _start_response.status = status
+
+
+def one_answer(app, method, path, token, body=None):
+    """(status line, body bytes) of one request."""
+    body = body.encode("utf-8") if body else None
+    return _answer(app, _environs(method, [path], token, body)[0], body)
+
+
+def _answer(app, environ, body):
+    environ = dict(environ)
+    environ["wsgi.input"] = io.BytesIO(body or b"")
+    result = app(environ, _start_response)
+    try:
+        payload = b"".join(result)
+    finally:
+        if hasattr(result, "close"):
+            result.close()
+    return _start_response.status, payload
+
+
+def _per_request(app, environs, body, count):
+    """(wall-clock µs, CPU µs of this process) per request. On a busy machine the
+    wall clock also counts the time spent waiting for a core; the CPU time
+    does not (nor does it count waiting for the disk: fsync on commit)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    for i in range(count):
+        _answer(app, environs[i % len(environs)], body)
+    return ((time.perf_counter() - started) / count * 1e6,
+            (time.process_time() - cpu) / count * 1e6)
+
+
+def repeat(app, method, paths, token, body, count):
+    """``count`` requests over ``paths``: (wall µs, CPU µs) per request."""
+    body = body.encode("utf-8") if body else None
+    return _per_request(app, _environs(method, paths, token, body), body, count)
+
+
+def compare(apps, method, paths, token, body, rounds, seconds):
+    """{app name: [(wall µs, CPU µs) per request, one pair per round]}."""
+    body = body.encode("utf-8") if body else None
+    environs = _environs(method, paths, token, body)
+    counts = {}
+    for name, app in apps.items():          # warm-up, and how many calls fill ``seconds``
+        probe, _ = _per_request(app, environs, body, 20)
+        counts[name] = max(20, int(seconds * 1e6 / probe))
+    figures = {name: [] for name in apps}
+    order = list(apps)
+    for round_number in range(rounds):
+        for name in order[::-1] if round_number % 2 else order:
+            figures[name].append(_per_request(apps[name], environs, body, counts[name]))
+    return figures
+
+
+def summary(values):
+    """``median (min-max)``."""
+    return f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
+
+
 TARGET = 1.25
 
 
-def _environs(paths, token):
-    return [EnvironBuilder(path=path, headers={"Authorization": f"Bearer {token}"}).get_environ()
-            for path in paths]
-
-
-def _cost(app, environs, count):
-    """CPU microseconds per request; every answer must be 2xx."""
-    def start_response(status, headers, exc_info=None):
-        if not status.startswith("2"):
-            raise RuntimeError(f"answered {status}")
-    started = time.process_time()
-    for i in range(count):
-        body = app(dict(environs[i % len(environs)]), start_response)
-        for _ in body:
-            pass
-        getattr(body, "close", lambda: None)()
-    return (time.process_time() - started) / count * 1e6
-
-
-def compare(app, token, operations, count, rounds):
-    """``operations``: {label: [paths]}, the reference first. Prints µs/request and ratios."""
-    environs = {label: _environs(paths, token) for label, paths in operations.items()}
+def compare_operations(app, token, operations, count, rounds):
+    """``operations``: {label: [paths]} of GETs, the reference first. Prints CPU
+    µs/request and per-round ratios to the reference; 0 when within ``TARGET``."""
+    environs = {label: _environs("GET", paths, token, None) for label, paths in operations.items()}
     for label in environs:                      # warm-up: caches, SQL text, permissions
-        _cost(app, environs[label], max(50, count // 10))
+        _per_request(app, environs[label], None, max(50, count // 10))
     costs = {label: [] for label in environs}
     labels = list(environs)
     for round_number in range(rounds):
         for label in labels[::-1] if round_number % 2 else labels:
-            costs[label].append(_cost(app, environs[label], count))
+            costs[label].append(_per_request(app, environs[label], None, count)[1])
     reference = labels[0]
     print(f"\n{'operation (in process)':<60}{'µs/request':>12}{'ratio':>8}  per round")
     worst = 0

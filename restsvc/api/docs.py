@@ -1,0 +1,124 @@
+"""API documentation: the OpenAPI documents (JSON, YAML) and a page that
+renders the detailed one with Swagger UI, whose files come from the optional
+``swagger-ui-py`` package (``pip install restsvc[docs]``), never from a CDN."""
+import html
+import importlib.util
+from pathlib import Path
+
+from werkzeug.routing import Rule
+from werkzeug.utils import send_file
+from werkzeug.wrappers import Response
+
+from ..errors import NotFound
+from ..openapi import DETAILED, GENERIC, Documents, Route
+from ..openapi.document import DocumentBuilder
+
+YAML_TYPE = "application/yaml"
+YAML_ALIASES = (YAML_TYPE, "application/x-yaml", "text/yaml")
+# The viewer's files restsvc serves; nothing else of the package is reachable.
+VIEWER_FILES = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript"}
+INIT_SCRIPT = b"""window.addEventListener("load", function () {
+  var root = document.getElementById("swagger-ui");
+  window.ui = SwaggerUIBundle({
+    url: root.dataset.url, dom_id: "#swagger-ui", deepLinking: true,
+    presets: [SwaggerUIBundle.presets.apis], layout: "BaseLayout",
+    validatorUrl: null, displayRequestDuration: true, tryItOutEnabled: false
+  });
+});
+"""
+PAGE_HEADERS = {
+    # The page runs only its own files; Swagger UI sets inline styles and data: images.
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data:; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def viewer_dir():
+    """The directory of the viewer's files, or None when the package is absent."""
+    spec = importlib.util.find_spec("swagger_ui")   # located, not imported
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    static = Path(next(iter(spec.submodule_search_locations))) / "static"
+    return static if (static / "swagger-ui-bundle.js").is_file() else None
+
+
+def documents(app, queries):
+    """The app's Documents, built from the same route table the router uses."""
+    routes = []
+    for rule in app.url_map.iter_rules():
+        methods = [m for m in rule.methods if m != "OPTIONS"]
+        summary = (rule.endpoint.__doc__ or "").strip().split("\n")[0]
+        routes.append(Route(rule.rule, tuple(sorted(methods)), summary))
+    return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
+                                     app.services))
+
+
+def _answer(ctx, kind, as_yaml):
+    request = ctx.request
+    if not as_yaml:
+        best = request.accept_mimetypes.best_match(("application/json",) + YAML_ALIASES)
+        as_yaml = best in YAML_ALIASES
+    data = ctx.app.documents.render(kind, request.root_path, as_yaml)
+    content_type = f"{YAML_TYPE};charset=UTF-8" if as_yaml else "application/json;charset=UTF-8"
+    return Response(data, content_type=content_type, headers={"Vary": "Accept"})
+
+
+def generic_json(ctx):
+    return _answer(ctx, GENERIC, False)
+
+
+def generic_yaml(ctx):
+    return _answer(ctx, GENERIC, True)
+
+
+def detailed_json(ctx):
+    return _answer(ctx, DETAILED, False)
+
+
+def detailed_yaml(ctx):
+    return _answer(ctx, DETAILED, True)
+
+
+def page(ctx):
+    """The detailed document in Swagger UI (try-it-out with a bearer token)."""
+    base = html.escape(f"{ctx.request.root_path}/rest/docs")
+    if viewer_dir() is None:
+        body = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>API"
+                f"</title></head><body><h1>API documentation</h1><p>The viewer needs the "
+                f"optional package swagger-ui-py: <code>pip install 'restsvc[docs]'</code>.</p>"
+                f"<p>The documents: <a href=\"{base}/openapiDetailed.json\">openapiDetailed.json"
+                f"</a>, <a href=\"{base}/openapi.json\">openapi.json</a> (also .yaml).</p>"
+                f"</body></html>")
+    else:
+        body = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                f"<title>API documentation</title>"
+                f"<link rel=\"stylesheet\" href=\"{base}/assets/swagger-ui.css\"></head><body>"
+                f"<div id=\"swagger-ui\" data-url=\"{base}/openapiDetailed.json\"></div>"
+                f"<script src=\"{base}/assets/swagger-ui-bundle.js\"></script>"
+                f"<script src=\"{base}/assets/restsvc-init.js\"></script></body></html>")
+    return Response(body, content_type="text/html;charset=UTF-8", headers=PAGE_HEADERS)
+
+
+def asset(ctx, asset):
+    """A file of the documentation page."""
+    if asset == "restsvc-init.js":
+        return Response(INIT_SCRIPT, content_type="text/javascript;charset=UTF-8",
+                        headers={"Cache-Control": "no-cache"})
+    directory = viewer_dir()
+    if asset not in VIEWER_FILES or directory is None:
+        raise NotFound("Not found", f"No documentation file {asset}")
+    response = send_file(directory / asset, ctx.request.environ, mimetype=VIEWER_FILES[asset],
+                         max_age=86400)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+rules = [
+    Rule("/rest/docs", methods=["GET"], endpoint=page),
+    Rule("/rest/docs/assets/<asset>", methods=["GET"], endpoint=asset),
+    Rule("/rest/docs/openapi.json", methods=["GET"], endpoint=generic_json),
+    Rule("/rest/docs/openapi.yaml", methods=["GET"], endpoint=generic_yaml),
+    Rule("/rest/docs/openapiDetailed.json", methods=["GET"], endpoint=detailed_json),
+    Rule("/rest/docs/openapiDetailed.yaml", methods=["GET"], endpoint=detailed_yaml),
+]

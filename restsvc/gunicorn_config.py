@@ -1,0 +1,57 @@
+"""gunicorn settings and hooks for restsvc.
+
+``restsvc serve`` runs gunicorn with these (its options override them); a
+gunicorn started by hand gets the same with
+``gunicorn -c python:restsvc.gunicorn_config wsgi:app``.
+
+Why these values (README "Running the service", measured there):
+- ``gthread`` workers with 16 threads each: a client that sends its body
+  slowly ties up one thread, not a whole worker, so others keep being served;
+  and the worker's liveness is its main loop's heartbeat, not the duration of
+  a request, so a slow but steady upload is not killed at ``timeout``.
+- ``timeout`` therefore only catches a worker that hangs as a whole.
+- Drain on SIGTERM (``drain_seconds``): the instance first reports not ready
+  (``/health/ready`` 503) and keeps serving, so the load balancer's health
+  check takes it out before it stops accepting connections; then the usual
+  graceful stop finishes the requests in flight (``graceful_timeout``). A
+  second SIGTERM skips the rest of the drain.
+- No control socket: gunicorn 27 puts it at one path per user
+  (``$XDG_RUNTIME_DIR/gunicorn.ctl``), which several instances on one machine
+  would share; give each instance its own with ``restsvc serve
+  --control-socket PATH`` when you use ``gunicornc``.
+"""
+import os
+import signal
+
+from .health import begin_shutdown, is_shutting_down
+
+worker_class = "gthread"
+workers = 2
+threads = 16
+timeout = 60
+graceful_timeout = 30
+keepalive = 5
+control_socket_disable = True
+drain_seconds = float(os.environ.get("RESTSVC_DRAIN_SECONDS", "10"))
+
+
+def install_drain(arbiter, seconds):
+    """Make the master's SIGTERM start a drain of ``seconds`` before the graceful stop."""
+    if seconds <= 0:
+        return
+
+    def handle_term():
+        if is_shutting_down():           # the drain is over, or a second SIGTERM
+            raise StopIteration          # gunicorn's graceful stop
+        begin_shutdown()
+        arbiter.log.info("SIGTERM: reporting not ready, serving %s s more, then stopping",
+                         seconds)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    # The master's own signal handlers only queue; this one does the same.
+    signal.signal(signal.SIGALRM, lambda sig, frame: arbiter.SIG_QUEUE.put_nowait(signal.SIGTERM))
+    arbiter.handle_term = handle_term
+
+
+def when_ready(arbiter):
+    install_drain(arbiter, drain_seconds)

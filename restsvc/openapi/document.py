@@ -1,0 +1,218 @@
+"""The generic and the detailed OpenAPI 3.1 documents.
+
+Both are written from the route table the router uses (as plain ``Route``
+values: this package does not know Werkzeug), the operation tables
+(operations.py, endpoints.py) and, for the detailed one, the metadata and
+the predefined queries. Which operations need a token, and which need the
+``rest.enabled`` policy, comes from the gate's own patterns.
+"""
+import json
+import re
+from dataclasses import dataclass
+
+from ..security.gate import REST_ENABLED_PATHS
+from .endpoints import ENDPOINTS, NO_DATABASE
+from .entities import entity_schemas
+from .operations import ENTITY_OPERATIONS, QUERY_OPERATIONS
+from .parts import failures, response_components
+from .schemas import STRING, common_schemas, datatype_schema
+from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
+                       service_descriptor)
+from .shapes import entity_typing, generic_typing, query_typing
+
+ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+TAGS = [
+    ("Authentication", "OAuth 2 tokens: get, revoke, introspect"),
+    ("Entities", "Generic access to every entity, under the caller's policies"),
+    ("Queries", "Predefined queries"),
+    ("Services", "Business services of the application"), ("Files", "Upload and download"),
+    ("Metadata", "Entities, fetch plans, enums, datatypes"),
+    ("Messages", "Localized captions"), ("User session", "The caller and its permissions"),
+    ("Documentation", "These documents"),
+]
+
+
+@dataclass(frozen=True)
+class Route:
+    rule: str         # the router's rule text: /rest/entities/<entity_name>
+    methods: tuple    # the methods it answers (HEAD and OPTIONS left out)
+    summary: str      # the handler's first docstring line, for routes nobody described
+
+
+def camel(name):
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def openapi_path(rule):
+    """``/rest/entities/<entity_name>/<entity_id>`` -> the OpenAPI path and its parameters."""
+    names = [camel(name) for name in ARGUMENT.findall(rule)]
+    return ARGUMENT.sub(lambda m: "{" + camel(m.group(1)) + "}", rule), names
+
+
+def described(method, rule):
+    """The operation table entry of a route, or None when none describes it."""
+    key = (method, rule)
+    return ENTITY_OPERATIONS.get(key) or QUERY_OPERATIONS.get(key) or ENDPOINTS.get(key) \
+        or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key)
+
+
+class DocumentBuilder:
+    def __init__(self, routes, gate, settings, metadata=None, queries=(), services=None):
+        self.routes = routes
+        self.gate = gate
+        self.settings = settings
+        self.metadata = metadata
+        self.queries = queries
+        self.services = services
+
+    # -- the two documents ---------------------------------------------------
+    def generic(self):
+        typing = generic_typing(self.settings)
+        paths = {}
+        for route in self.routes:
+            for method in _methods(route):
+                build = described(method, route.rule)
+                if build in ENTITY_OPERATIONS.values() or build in QUERY_OPERATIONS.values():
+                    op = build(typing)
+                else:
+                    op = build() if build else _undescribed(route)
+                self._add(paths, method, route.rule, op, {})
+        return self._document("restsvc generic REST API", paths, common_schemas(),
+                              "The generic REST API: every application has these endpoints.")
+
+    def detailed(self):
+        metadata = self.metadata
+        path_schemas = {
+            "entityName": {"type": "string", "enum": list(metadata.entities)},
+            "enumName": {"type": "string", "enum": list(metadata.enums)},
+        }
+        paths = {}
+        for route in self.routes:
+            for method in _methods(route):
+                key = (method, route.rule)
+                if key in ENTITY_OPERATIONS:
+                    for meta in metadata.entities.values():
+                        concrete = route.rule.replace("<entity_name>", meta.name)
+                        schemas = {"entityId": datatype_schema(meta.properties["id"].datatype.name)}
+                        self._add(paths, method, concrete,
+                                  ENTITY_OPERATIONS[key](entity_typing(meta, self.settings)), schemas)
+                elif key in SERVICE_OPERATIONS:
+                    for method_ in self._service_methods(method):
+                        concrete = route.rule.replace("<service_name>", method_.service) \
+                            .replace("<method_name>", method_.name)
+                        self._add(paths, method, concrete,
+                                  method_operation(metadata, method_, method), {})
+                elif key in QUERY_OPERATIONS:
+                    for query in self.queries:
+                        concrete = route.rule.replace("<entity_name>", query.entity.name) \
+                            .replace("<query_name>", query.name)
+                        self._add(paths, method, concrete, QUERY_OPERATIONS[key](
+                            query_typing(query, self.settings)), {})
+                else:
+                    build = described(method, route.rule)
+                    self._add(paths, method, route.rule, build() if build else _undescribed(route),
+                              path_schemas)
+        schemas = common_schemas()
+        schemas.update(entity_schemas(metadata))
+        return self._document("restsvc project REST API", paths, schemas,
+                              "This application's REST API: its entities, predefined queries "
+                              "and the generic endpoints, with their exact shapes.")
+
+    def _service_methods(self, http_method):
+        if self.services is None:
+            return []
+        return [method for service in self.services.services.values()
+                for method in service.methods.values() if http_method in method.http_methods]
+
+    # -- assembly --------------------------------------------------------------
+    def _add(self, paths, method, rule, op, path_schemas):
+        path, names = openapi_path(rule)
+        sample = ARGUMENT.sub("x", rule)
+        op = dict(op)
+        op["operationId"] = re.sub(r"[^A-Za-z0-9]+", "_", f"{method.lower()}{path}").strip("_")
+        if names:
+            op["parameters"] = [{"name": name, "in": "path", "required": True,
+                                 "schema": path_schemas.get(name, STRING)} for name in names] \
+                + op.get("parameters", [])
+        responses = dict(op["responses"])
+        protected = self.gate.is_protected(sample)
+        if protected or (method, rule) not in NO_DATABASE:
+            responses.update(failures("ServiceUnavailable"))
+        if "security" not in op:
+            if protected:
+                op["security"] = [{"bearerAuth": []}, {"oauth2": []}]
+                responses.update(failures("Unauthorized"))
+                if REST_ENABLED_PATHS.match(sample):
+                    responses.setdefault("403", failures("Forbidden")["403"])
+            else:
+                op["security"] = []
+        op["responses"] = dict(sorted(responses.items()))
+        paths.setdefault(path, {})[method.lower()] = op
+
+    def _document(self, title, paths, schemas, description):
+        schemas["serviceDescriptor"] = service_descriptor()
+        document = {
+            "openapi": "3.1.0",
+            "info": {"title": title, "version": "1.0", "description": description},
+            "servers": [{"url": "/"}],
+            "tags": _tags(paths, self.metadata),
+            "paths": dict(sorted(paths.items())),
+            "components": {
+                "schemas": dict(sorted(schemas.items())),
+                "responses": response_components(),
+                "securitySchemes": security_schemes(""),
+            },
+        }
+        # One plain tree: no shared objects (YAML would write them as anchors).
+        return json.loads(json.dumps(document))
+
+
+def security_schemes(root_path):
+    token_url = f"{root_path}/oauth2/token"
+    return {
+        "bearerAuth": {"type": "http", "scheme": "bearer",
+                       "description": "An access token from POST /oauth2/token, in the "
+                                      "Authorization header (never in the URL)"},
+        "oauth2": {"type": "oauth2", "description": "Tokens from the service's own token endpoint",
+                   "flows": {"clientCredentials": {"tokenUrl": token_url, "scopes": {}},
+                             "password": {"tokenUrl": token_url, "scopes": {}}}},
+        "clientBasic": {"type": "http", "scheme": "basic",
+                        "description": "A registered client: its id and secret"},
+    }
+
+
+def _tags(paths, metadata):
+    """The tags the operations use, the known ones first in their order; an
+    entity's tag ("Order") follows Entities, its queries ("Order Queries")
+    Queries, a service's ("orderService") Services, the application's own last."""
+    known = dict(TAGS)
+    order = list(known)
+    used = []
+    for methods in paths.values():
+        for op in methods.values():
+            for tag in op["tags"]:
+                if tag not in used:
+                    used.append(tag)
+
+    def position(tag):
+        if tag in known:
+            return order.index(tag), 0
+        if tag == "Application":
+            return len(order), 0
+        if metadata is not None and tag in metadata.entities:
+            return order.index("Entities"), 1
+        return order.index("Queries" if tag.endswith(" Queries") else "Services"), 1
+    return [{"name": tag, **({"description": known[tag]} if tag in known else {})}
+            for tag in sorted(used, key=position)]
+
+
+def _methods(route):
+    """The route's methods; HEAD (answered for every GET) only where it is described."""
+    return [m for m in route.methods if m != "HEAD" or described(m, route.rule)]
+
+
+def _undescribed(route):
+    """An application's own route: the table does not know what it answers."""
+    return {"tags": ["Application"], "summary": route.summary or route.rule,
+            "responses": {"default": {"description": "Described by the application"}}}

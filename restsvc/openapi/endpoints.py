@@ -1,0 +1,205 @@
+"""Operations of the routes whose shape does not depend on the model:
+authentication, files, metadata, messages, user session, documentation."""
+from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
+from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
+from .schemas import STRING, array, ref
+
+NO_STORE = {"Cache-Control": header("no-store")}
+FORM = "application/x-www-form-urlencoded"
+YAML = "application/yaml"
+CLIENT_AUTH = [{"clientBasic": []}, {}]
+
+
+def _oauth_failures(*statuses):
+    answers = {
+        "400": {"description": "Invalid request or grant (RFC 6749 section 5.2)",
+                "headers": NO_STORE, "content": {JSON: {"schema": ref("oauthError")}}},
+        "401": {"description": "Client authentication failed",
+                "headers": {**NO_STORE, "WWW-Authenticate": header('Basic realm="..."')},
+                "content": {JSON: {"schema": ref("oauthError")}}},
+        "413": {"description": "The form is larger than the service accepts",
+                "headers": NO_STORE, "content": {JSON: {"schema": ref("oauthError")}}},
+        "429": {"description": "Too many failed authentications: refused until the window ends",
+                "headers": {**NO_STORE, "Retry-After": header("Seconds to wait", {"type": "integer"})},
+                "content": {JSON: {"schema": ref("oauthError")}}},
+    }
+    return {status: answers[status] for status in statuses}
+
+
+def _form(properties, required):
+    return {"required": True, "content": {FORM: {"schema": {
+        "type": "object", "properties": properties, "required": list(required)}}}}
+
+
+def _client_fields():
+    return {"client_id": {"type": "string", "description": "With client_secret_post"},
+            "client_secret": {"type": "string", "description": "With client_secret_post"}}
+
+
+def token():
+    op = operation("Get an access token", AUTH, {
+        **ok("The token", ref("tokenResponse"), headers=NO_STORE),
+        **_oauth_failures("400", "401", "413", "429")},
+        body=_form({"grant_type": {"type": "string",
+                                   "enum": ["client_credentials", "password", "refresh_token"]},
+                    "username": {"type": "string", "description": "password grant"},
+                    "password": {"type": "string", "description": "password grant"},
+                    "refresh_token": {"type": "string", "description": "refresh_token grant"},
+                    **_client_fields()}, ("grant_type",)),
+        description="The client authenticates with HTTP Basic (client_secret_basic) or with "
+                    "client_id and client_secret form fields (client_secret_post). No scopes "
+                    "are registered: a scope parameter is refused (invalid_scope).")
+    op["security"] = CLIENT_AUTH
+    return op
+
+
+def revoke():
+    op = operation("Revoke a token (RFC 7009)", AUTH, {
+        **ok("Revoked, or unknown (the same answer)", headers=NO_STORE),
+        **_oauth_failures("400", "401", "413", "429")},
+        body=_form({"token": STRING, "token_type_hint": {
+            "type": "string", "enum": ["access_token", "refresh_token"]}, **_client_fields()},
+            ("token",)))
+    op["security"] = CLIENT_AUTH
+    return op
+
+
+def introspect():
+    op = operation("Introspect a token (RFC 7662)", AUTH, {
+        **ok("What the token is; only its client sees it active", ref("introspection"),
+             headers=NO_STORE),
+        **_oauth_failures("400", "401", "413", "429")},
+        body=_form({"token": STRING, "token_type_hint": STRING, **_client_fields()}, ("token",)))
+    op["security"] = CLIENT_AUTH
+    return op
+
+
+def upload():
+    body = {"required": True, "content": {
+        "multipart/form-data": {"schema": {"type": "object", "properties": {
+            "file": {"type": "string", "contentMediaType": "application/octet-stream"}},
+            "required": ["file"]}},
+        "application/octet-stream": {"schema": {"type": "string",
+                                                "contentMediaType": "application/octet-stream"}}}}
+    return operation("Upload a file", FILES, {
+        **ok("The stored file", ref("fileInfo"), "201",
+             {"Location": header("The download URL of the file")}),
+        **failures("BadRequest", "Forbidden", "NotFound", "PayloadTooLarge")},
+        [query("name", STRING, "The file name; required when the body is the file itself"),
+         query("storageName", STRING, "The file storage (default: the default storage)")],
+        body, description="Needs the specific policy rest.fileUpload.enabled.")
+
+
+_DOWNLOAD_HEADERS = {
+    "ETag": header("The file's version"), "Last-Modified": header("When it was stored"),
+    "Accept-Ranges": header("bytes"), "Content-Length": header("Bytes sent", {"type": "integer"}),
+    "Content-Disposition": header("inline or attachment, with filename and filename*"),
+    "Cache-Control": header("no-cache")}
+
+
+def download(method):
+    def build():
+        content = None if method == "HEAD" else "*/*"
+
+        def answer(description, status, extra=None):
+            response = {"description": description,
+                        "headers": {**_DOWNLOAD_HEADERS, **(extra or {})}}
+            if content:
+                response["content"] = {content: {"schema": {}}}
+            return {status: response}
+        return operation("Download a file" if method == "GET" else "File headers only", FILES, {
+            **answer("The file", "200"),
+            **answer("The requested range", "206", {"Content-Range": header("bytes a-b/size")}),
+            "304": {"description": "Not modified (If-None-Match / If-Modified-Since)"},
+            "416": {"description": "The range lies beyond the end",
+                    "headers": {"Content-Range": header("bytes */size")},
+                    "content": {JSON: {"schema": ERROR}}},
+            **failures("BadRequest", "Forbidden", "NotFound")},
+            [query("fileRef", STRING, "The file reference", required=True),
+             flag("attachment", "Content-Disposition attachment even for inline types"),
+             {"name": "Range", "in": "header", "schema": STRING, "description": "bytes=a-b"}],
+            description="Needs the specific policy rest.fileDownload.enabled.")
+    return build
+
+
+def _get(summary, tag, schema, *failure_names, deprecated=False):
+    def build():
+        op = operation(summary, tag, {**ok(summary, schema), **failures(*failure_names)})
+        if deprecated:
+            op["deprecated"] = True
+        return op
+    return build
+
+
+def _document(summary):
+    def build():
+        return operation(summary, DOCS, {"200": {
+            "description": "The document (YAML for .yaml paths or Accept: application/yaml)",
+            "content": {JSON: {"schema": ref("openapiDocument")},
+                        YAML: {"schema": ref("openapiDocument")}}}})
+    return build
+
+
+def docs_page():
+    return operation("The documentation page", DOCS, {"200": {
+        "description": "An HTML page that renders the detailed document",
+        "content": {"text/html": {"schema": {"type": "string"}}}}})
+
+
+def docs_asset():
+    return operation("A file of the documentation page", DOCS, {
+        "200": {"description": "The file", "content": {
+            "text/javascript": {"schema": {"type": "string"}},
+            "text/css": {"schema": {"type": "string"}}}},
+        **failures("NotFound")})
+
+
+# Answered without the database (unless the gate looks a token up).
+NO_DATABASE = {("GET", "/rest/docs"), ("GET", "/rest/docs/assets/<asset>"),
+               ("GET", "/rest/docs/openapi.json"), ("GET", "/rest/docs/openapi.yaml"),
+               ("GET", "/rest/docs/openapiDetailed.json"), ("GET", "/rest/docs/openapiDetailed.yaml")}
+
+ENDPOINTS = {
+    ("POST", "/oauth2/token"): token,
+    ("POST", "/oauth2/revoke"): revoke,
+    ("POST", "/oauth2/introspect"): introspect,
+    ("GET", "/rest/queries/<entity_name>"): _get(
+        "Predefined queries of an entity", QUERIES, array(ref("queryDescriptor")),
+        "Forbidden", "NotFound"),
+    ("POST", "/rest/files"): upload,
+    ("GET", "/rest/files"): download("GET"),
+    ("HEAD", "/rest/files"): download("HEAD"),
+    ("GET", "/rest/metadata/entities"): _get("All entities", METADATA, array(ref("entityMetadata"))),
+    ("GET", "/rest/metadata/entities/<entity_name>"): _get(
+        "One entity", METADATA, ref("entityMetadata"), "NotFound"),
+    ("GET", "/rest/metadata/entities/<entity_name>/fetchPlans"): _get(
+        "The named fetch plans of an entity", METADATA, array(ref("fetchPlan")), "NotFound"),
+    ("GET", "/rest/metadata/entities/<entity_name>/fetchPlans/<plan_name>"): _get(
+        "One fetch plan (built-ins too)", METADATA, ref("fetchPlan"), "NotFound"),
+    ("GET", "/rest/metadata/entities/<entity_name>/views"): _get(
+        "The named fetch plans of an entity (the deprecated name of fetchPlans)", METADATA,
+        array(ref("fetchPlan")), "NotFound", deprecated=True),
+    ("GET", "/rest/metadata/entities/<entity_name>/views/<plan_name>"): _get(
+        "One fetch plan (the deprecated name of fetchPlans/{planName})", METADATA,
+        ref("fetchPlan"), "NotFound", deprecated=True),
+    ("GET", "/rest/metadata/enums"): _get("All enums", METADATA, array(ref("enumMetadata"))),
+    ("GET", "/rest/metadata/enums/<enum_name>"): _get(
+        "One enum", METADATA, ref("enumMetadata"), "NotFound"),
+    ("GET", "/rest/metadata/datatypes"): _get("Datatypes", METADATA, array(ref("datatype"))),
+    ("GET", "/rest/capabilities"): _get("Optional features", METADATA, ref("capabilities")),
+    ("GET", "/rest/messages/entities"): _get("Captions of all entities", MESSAGES, ref("messages")),
+    ("GET", "/rest/messages/entities/<entity_name>"): _get(
+        "Captions of one entity", MESSAGES, ref("messages"), "NotFound"),
+    ("GET", "/rest/messages/enums"): _get("Captions of all enums", MESSAGES, ref("messages")),
+    ("GET", "/rest/messages/enums/<enum_name>"): _get(
+        "Captions of one enum", MESSAGES, ref("messages"), "NotFound"),
+    ("GET", "/rest/userInfo"): _get("The caller", SESSION, ref("userInfo")),
+    ("GET", "/rest/permissions"): _get("The caller's effective permissions", SESSION,
+                                       ref("permissions")),
+    ("GET", "/rest/docs"): docs_page,
+    ("GET", "/rest/docs/assets/<asset>"): docs_asset,
+    ("GET", "/rest/docs/openapi.json"): _document("The generic OpenAPI document"),
+    ("GET", "/rest/docs/openapi.yaml"): _document("The generic OpenAPI document"),
+    ("GET", "/rest/docs/openapiDetailed.json"): _document("This project's OpenAPI document"),
+    ("GET", "/rest/docs/openapiDetailed.yaml"): _document("This project's OpenAPI document"),
+}

@@ -1,0 +1,113 @@
+"""Entity schemas from the metadata, three per entity:
+
+- ``entity_<name>``: the entity as the API writes it. Only ``_entityName`` and
+  ``id`` are always there: fetch plans choose the rest, hidden attributes are
+  left out, and nulls appear only with ``returnNulls``.
+- ``entityInput_<name>``: what a create or update body may set (read-only,
+  transient and system attributes are ignored by the API and not listed);
+  references by id, compositions as arrays of their children.
+- ``entityNew_<name>``: a create body: the input with the mandatory attributes.
+"""
+from decimal import Decimal
+
+from .schemas import array, datatype_schema, nullable, ref
+
+SYSTEM = ("id", "version")
+
+
+def entity_schemas(metadata):
+    schemas = {}
+    for meta in metadata.entities.values():
+        schemas[f"entity_{meta.name}"] = _written(meta)
+        schemas[f"entityInput_{meta.name}"] = _input(meta)
+        schemas[f"entityNew_{meta.name}"] = _new(meta)
+    return schemas
+
+
+def _value_schema(prop):
+    if prop.meta_enum is not None:
+        return {"type": "string", "enum": list(prop.meta_enum.enum_class.__members__)}
+    schema = datatype_schema(prop.datatype.name)
+    field = prop.field
+    if prop.datatype.name == "string" and getattr(field, "max_length", None):
+        schema["maxLength"] = field.max_length
+    elif prop.datatype.name == "decimal" and getattr(field, "max_digits", None):
+        bound = Decimal(10) ** (field.max_digits - (field.decimal_places or 0))
+        schema.update(exclusiveMinimum=-int(bound), exclusiveMaximum=int(bound))
+        if field.decimal_places is not None:
+            schema["description"] = f"Written with {field.decimal_places} decimal places"
+    return schema
+
+
+def _written(meta):
+    parts = ", ".join(meta.instance_name) or "the entity name and id"
+    properties = {
+        "_entityName": {"type": "string", "const": meta.name, "readOnly": True},
+        "_instanceName": {"type": ["string", "null"], "readOnly": True,
+                          "description": f"Built from: {parts}"},
+    }
+    for prop in meta.properties.values():
+        if prop.is_collection:
+            schema = array(ref(f"entity_{prop.target.name}"))
+        elif prop.is_reference:
+            schema = nullable(ref(f"entity_{prop.target.name}"))
+        else:
+            schema = _value_schema(prop)
+            if not prop.mandatory or not prop.persistent or prop.name == "version":
+                schema = nullable(schema)
+        if prop.read_only or not prop.persistent:
+            schema = {**schema, "readOnly": True}
+        properties[prop.name] = schema
+    return {"type": "object", "title": meta.name, "properties": properties,
+            "required": ["_entityName", "id"]}
+
+
+def _writable(meta):
+    return [prop for prop in meta.properties.values()
+            if prop.persistent and not prop.read_only and prop.name not in SYSTEM]
+
+
+def _input(meta):
+    id_schema = datatype_schema(meta.properties["id"].datatype.name)
+    properties = {"id": {**id_schema, "description": "Given on create: the new entity's id "
+                                                      "(an existing id updates that entity)"},
+                  "version": {"type": "integer", "description": "With optimistic locking: "
+                                                                "the version the update is based on"}}
+    for prop in _writable(meta):
+        if prop.is_collection:
+            schema = array(_child(prop))
+        elif prop.is_reference:
+            target_id = datatype_schema(prop.target.properties["id"].datatype.name)
+            schema = {"type": "object", "properties": {"id": target_id}, "required": ["id"],
+                      "description": f"A {prop.target.name} by its id"}
+            if not prop.mandatory:
+                schema = nullable(schema)
+        else:
+            schema = _value_schema(prop)
+            if not prop.mandatory:
+                schema = nullable(schema)
+        properties[prop.name] = schema
+    return {"type": "object", "title": f"{meta.name} (input)", "properties": properties}
+
+
+def _mandatory(meta, skip=None):
+    return [prop.name for prop in _writable(meta) if prop.mandatory and prop.field is not skip]
+
+
+def _new(meta):
+    schema = {"allOf": [ref(f"entityInput_{meta.name}")]}
+    required = _mandatory(meta)
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _child(prop):
+    """A composition's child: a new one (its owner is set by the parent, not in
+    the body), or a stored one by its id with the attributes to change."""
+    child_input = ref(f"entityInput_{prop.target.name}")
+    new = {"allOf": [child_input]}
+    required = _mandatory(prop.target, skip=prop.back_field)
+    if required:
+        new["required"] = required
+    return {"anyOf": [new, {"allOf": [child_input], "required": ["id"]}]}

@@ -1,0 +1,182 @@
+"""What each route of the route table does: one operation per (method, rule).
+
+The route table (``app.url_map``) is the list of URLs; this table describes
+the operation behind each of them. An entry takes a ``Typing`` (shapes.py):
+the generic document passes the generic shapes, the detailed one those of
+one entity or one query, so both documents describe every operation once.
+401 and the ``rest.enabled`` 403 are added by the document from the gate.
+"""
+from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
+from .schemas import INTEGER, STRING, array, ref
+
+ENTITIES, QUERIES, FILES = "Entities", "Queries", "Files"
+AUTH, METADATA, MESSAGES, SESSION, DOCS = (
+    "Authentication", "Metadata", "Messages", "User session", "Documentation")
+
+E = "/rest/entities/<entity_name>"
+Q = "/rest/queries/<entity_name>"
+
+TOTAL = {"X-Total-Count": header("The total count of matching entities "
+                                 "(with returnCount=true)", INTEGER, required=False)}
+
+
+def _fetch_plan(t, name="fetchPlan"):
+    return query(name, t.fetch_plan, "The fetch plan: " + t.fetch_plan_text)
+
+
+def _page(t):
+    return [query("limit", {"type": "integer", "minimum": 0, "maximum": t.max_limit},
+                  f"Page size, at most {t.max_limit}"),
+            query("offset", {"type": "integer", "minimum": 0}, "Rows to skip"),
+            query("sort", STRING, "Comma-separated attributes, dotted through references; "
+                                  "- before one sorts descending: -date,customer.name"),
+            flag("returnNulls", "Write null attributes (omitted by default)"),
+            flag("returnCount", "Send the total count in X-Total-Count")]
+
+
+def _entity_failures(t, *names):
+    return failures(*names, *(("NotFound",) if t.unknown_entity else ()))
+
+
+def list_entities(t):
+    return operation(f"List {t.label}", t.tag, {
+        **ok("A page of entities", array(t.entity), headers=TOTAL),
+        **_entity_failures(t, "BadRequest", "Forbidden")},
+        [_fetch_plan(t), *_page(t)])
+
+
+def create_entities(t):
+    return operation(f"Create {t.label}", t.tag, {
+        **ok("The created entity (an array for an array body)",
+             {"anyOf": [t.entity, array(t.entity)]}, "201",
+             {"Location": header("The URL of the new entity (of the collection for an array)")}),
+        **_entity_failures(t, "BadRequestOrInvalid", "Forbidden", "PayloadTooLarge")},
+        [_fetch_plan(t, "responseFetchPlan"), flag("returnNulls", "Write null attributes")],
+        json_body({"anyOf": [t.entity_create, array(t.entity_create)]},
+                  "One entity, or an array created in one transaction (all or nothing); "
+                  "compositions are created with their owner"))
+
+
+def bulk_update(t):
+    return operation(f"Update several {t.label}", t.tag, {
+        **ok("The updated entities", array(t.entity)),
+        **failures("BadRequestOrInvalid", "Forbidden", "NotFound", "PayloadTooLarge")},
+        [_fetch_plan(t, "responseFetchPlan")],
+        json_body(array(t.entity_update_with_id), "Entities with their ids; one transaction"))
+
+
+def bulk_delete(t):
+    return operation(f"Delete several {t.label}", t.tag, {
+        **ok("Deleted", status="204"),
+        **_entity_failures(t, "BadRequest", "Forbidden", "Conflict", "PayloadTooLarge")},
+        body=json_body(ref("entityIds"), "Ids, or objects with an id; one transaction"))
+
+
+def search_get(t):
+    return operation(f"Search {t.label}", t.tag, {
+        **ok("A page of matching entities", array(t.entity), headers=TOTAL),
+        **_entity_failures(t, "BadRequest", "Forbidden")},
+        [json_query("filter", ref("filter"), "The search filter as URL-encoded JSON", True),
+         _fetch_plan(t), *_page(t)])
+
+
+def search_post(t):
+    return operation(f"Search {t.label} (filter in the body)", t.tag, {
+        **ok("A page of matching entities", array(t.entity), headers=TOTAL),
+        **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge")},
+        body=json_body(t.search_body))
+
+
+def count_get(t):
+    return operation(f"Count matching {t.label}", t.tag, {
+        **ok("The count", {"type": "integer", "minimum": 0}),
+        **_entity_failures(t, "BadRequest", "Forbidden")},
+        [json_query("filter", ref("filter"), "The search filter as URL-encoded JSON", True)])
+
+
+def count_post(t):
+    return operation(f"Count matching {t.label} (filter in the body)", t.tag, {
+        **ok("The count", {"type": "integer", "minimum": 0}),
+        **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge")},
+        body=json_body({"type": "object", "properties": {"filter": ref("filter")},
+                        "required": ["filter"]}))
+
+
+def load_entity(t):
+    return operation(f"Load one {t.one}", t.tag, {
+        **ok("The entity", t.entity), **failures("BadRequest", "Forbidden", "NotFound")},
+        [_fetch_plan(t), flag("returnNulls", "Write null attributes")])
+
+
+def update_entity(t):
+    return operation(f"Update one {t.one}", t.tag, {
+        **ok("The updated entity", t.entity),
+        **failures("BadRequestOrInvalid", "Forbidden", "NotFound", "PayloadTooLarge")},
+        [_fetch_plan(t, "responseFetchPlan")],
+        json_body(t.entity_update, "The attributes to change; a composition sent replaces "
+                                   "the stored children"))
+
+
+def delete_entity(t):
+    return operation(f"Delete one {t.one}", t.tag, {
+        **ok("Deleted", status="204"),
+        **failures("BadRequest", "Forbidden", "NotFound", "Conflict")})
+
+
+def _query_options(t):
+    return [query("fetchPlan", t.query_fetch_plan, "A fetch plan name (default: the query's)"),
+            *[p for p in _page(t) if p["name"] != "sort"]]
+
+
+def run_query_get(t):
+    return operation(f"Run {t.query_label}", t.query_tag, {
+        **ok("A page of results", array(t.entity), headers=TOTAL),
+        **failures("BadRequest", "Forbidden", *(("NotFound",) if t.unknown_query else ()))},
+        [*t.query_parameters, *_query_options(t)])
+
+
+def run_query_post(t):
+    return operation(f"Run {t.query_label} (parameters in the body)", t.query_tag, {
+        **ok("A page of results", array(t.entity), headers=TOTAL),
+        **failures("BadRequest", "Forbidden", "PayloadTooLarge",
+                   *(("NotFound",) if t.unknown_query else ()))},
+        _query_options(t), json_body(t.query_body, required=t.query_body_required))
+
+
+def _count_answer():
+    return {"200": {"description": "The count: JSON, or text with Accept: text/plain",
+                    "content": {JSON: {"schema": {"type": "integer", "minimum": 0}},
+                                "text/plain": {"schema": {"type": "string", "pattern": "^[0-9]+$"}}}}}
+
+
+def count_query_get(t):
+    return operation(f"Count the results of {t.query_label}", t.query_tag, {
+        **_count_answer(),
+        **failures("BadRequest", "Forbidden", *(("NotFound",) if t.unknown_query else ()))},
+        t.query_parameters)
+
+
+def count_query_post(t):
+    return operation(f"Count the results of {t.query_label} (parameters in the body)",
+                     t.query_tag, {
+        **_count_answer(),
+        **failures("BadRequest", "Forbidden", "PayloadTooLarge",
+                   *(("NotFound",) if t.unknown_query else ()))},
+        body=json_body(t.query_body, required=t.query_body_required))
+
+
+# Operations whose shape depends on an entity or a query: the detailed
+# document writes them once per entity (or query) instead of with {entityName}.
+ENTITY_OPERATIONS = {
+    ("GET", E): list_entities, ("POST", E): create_entities,
+    ("PUT", E): bulk_update, ("DELETE", E): bulk_delete,
+    ("GET", f"{E}/search"): search_get, ("POST", f"{E}/search"): search_post,
+    ("GET", f"{E}/search/count"): count_get, ("POST", f"{E}/search/count"): count_post,
+    ("GET", f"{E}/<entity_id>"): load_entity, ("PUT", f"{E}/<entity_id>"): update_entity,
+    ("DELETE", f"{E}/<entity_id>"): delete_entity,
+}
+QUERY_OPERATIONS = {
+    ("GET", f"{Q}/<query_name>"): run_query_get, ("POST", f"{Q}/<query_name>"): run_query_post,
+    ("GET", f"{Q}/<query_name>/count"): count_query_get,
+    ("POST", f"{Q}/<query_name>/count"): count_query_post,
+}

@@ -1,0 +1,95 @@
+"""Small builders of OpenAPI parts: parameters, bodies, responses, operations."""
+from .schemas import BOOLEAN, STRING, ref
+
+JSON = "application/json"
+ERROR = ref("error")
+
+# Reusable answers (components.responses); an operation lists those it can give.
+RESPONSES = {
+    "BadRequest": ("Invalid input: a parameter, a fetch plan, a filter or the body", ERROR),
+    "BadRequestOrInvalid": ("Invalid input; failed validations come as an array",
+                            {"anyOf": [ERROR, ref("validationErrors")]}),
+    "Unauthorized": ("No valid bearer token", ref("authError")),
+    "Forbidden": ("The caller's roles do not allow this", ERROR),
+    "NotFound": ("Not found (or not visible to the caller)", ERROR),
+    "Conflict": ("Other entities still refer to this one", ERROR),
+    "PayloadTooLarge": ("The request body (or the number of entities in it) is larger than "
+                        "the service accepts", ERROR),
+    "ServiceUnavailable": ("The database is busy or cannot be reached; try again later", ERROR),
+}
+
+
+def response_components():
+    out = {}
+    for name, (description, schema) in RESPONSES.items():
+        body = {"description": description, "content": {JSON: {"schema": schema}}}
+        if name == "Unauthorized":
+            body["headers"] = {"WWW-Authenticate": {
+                "description": 'Bearer realm="...", error="invalid_token", error_description="..."',
+                "schema": STRING, "required": True}}
+        elif name == "ServiceUnavailable":
+            body["headers"] = {"Retry-After": {"description": "Seconds to wait",
+                                               "schema": {"type": "integer"}, "required": True}}
+        out[name] = body
+    return out
+
+
+_STATUS_OF = {"BadRequest": "400", "BadRequestOrInvalid": "400", "Unauthorized": "401",
+              "Forbidden": "403", "NotFound": "404", "Conflict": "409", "PayloadTooLarge": "413",
+              "ServiceUnavailable": "503"}
+
+
+def failures(*names):
+    return {_STATUS_OF[name]: {"$ref": f"#/components/responses/{name}"} for name in names}
+
+
+def ok(description, schema=None, status="200", headers=None, media=JSON):
+    response = {"description": description}
+    if schema is not None:
+        response["content"] = {media: {"schema": schema}}
+    if headers:
+        response["headers"] = headers
+    return {status: response}
+
+
+def header(description, schema=STRING, required=True):
+    return {"description": description, "schema": schema, "required": required}
+
+
+def query(name, schema, description, required=False):
+    param = {"name": name, "in": "query", "schema": schema, "description": description}
+    if required:
+        param["required"] = True
+    return param
+
+
+def json_query(name, schema, description, required=False):
+    """A query parameter whose value is a JSON text (URL-encoded)."""
+    param = {"name": name, "in": "query", "description": description,
+             "content": {JSON: {"schema": schema}}}
+    if required:
+        param["required"] = True
+    return param
+
+
+def flag(name, description):
+    return query(name, BOOLEAN, description)
+
+
+def json_body(schema, description=None, required=True):
+    body = {"required": required, "content": {JSON: {"schema": schema}}}
+    if description:
+        body["description"] = description
+    return body
+
+
+def operation(summary, tag, responses, parameters=(), body=None, description=None):
+    op = {"tags": [tag], "summary": summary}
+    if description:
+        op["description"] = description
+    if parameters:
+        op["parameters"] = list(parameters)
+    if body is not None:
+        op["requestBody"] = body
+    op["responses"] = dict(sorted(responses.items()))
+    return op

@@ -1,0 +1,161 @@
+"""Component schemas shared by both documents: errors, OAuth answers,
+filters, fetch plans, metadata, messages and session shapes.
+
+Every schema describes what the API really writes (and accepts), so a
+client generated from the documents works and a fuzzer finds nothing.
+"""
+from ..data.filters import MAX_CONDITIONS, MAX_DEPTH, OPERATORS_BY_KIND
+from ..model.datatypes import DATATYPES
+
+OPERATORS = sorted(set().union(*OPERATORS_BY_KIND.values()))
+
+
+def ref(name):
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def nullable(schema):
+    """The schema or JSON null (a value the API omits unless ``returnNulls``)."""
+    if "$ref" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
+    kinds = schema.get("type")
+    if isinstance(kinds, str):
+        widened = {**schema, "type": [kinds, "null"]}
+        if "enum" in schema:
+            widened["enum"] = [*schema["enum"], None]
+        return widened
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def array(items):
+    return {"type": "array", "items": items}
+
+
+def string_map(description):
+    return {"type": "object", "additionalProperties": {"type": "string"},
+            "description": description}
+
+
+def _object(properties, required=(), description=None, closed=False):
+    schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    if description:
+        schema["description"] = description
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+BOOLEAN = {"type": "boolean"}
+
+_FILTER_VALUE = {"description": "A value of the property's datatype in its JSON form (an "
+                                "enum constant name, an id or {\"id\": ...} for references); "
+                                "an array for in/notIn; an optional boolean for isNull/notEmpty."}
+
+_COMMON = {
+    "error": _object({"error": STRING, "details": STRING}, ("error", "details"),
+                     "An error: a short message and details."),
+    "validationError": _object(
+        {"message": STRING, "messageTemplate": STRING, "path": STRING, "invalidValue": {}},
+        ("message", "messageTemplate", "path"), "One failed validation of an attribute."),
+    "validationErrors": {**array(ref("validationError")),
+                         "description": "Validation failures (400), one per attribute."},
+    "authError": _object({"error": STRING, "error_description": STRING},
+                         ("error", "error_description"),
+                         "A missing, invalid, expired or revoked bearer token (RFC 6750)."),
+    "oauthError": _object({"error": {"type": "string", "enum": [
+        "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+        "unsupported_grant_type", "invalid_scope", "temporarily_unavailable"]},
+        "error_description": STRING}, ("error",), "An OAuth 2 error (RFC 6749 section 5.2)."),
+    "tokenResponse": _object({
+        "access_token": STRING, "refresh_token": STRING,
+        "token_type": {"type": "string", "enum": ["Bearer"]},
+        "expires_in": {"type": "integer", "minimum": 0}},
+        ("access_token", "token_type", "expires_in"), "An access token (RFC 6749 section 5.1)."),
+    "introspection": _object({
+        "active": BOOLEAN, "client_id": STRING, "username": STRING, "sub": STRING,
+        "token_type": {"type": "string", "enum": ["Bearer"]}, "iat": INTEGER, "exp": INTEGER},
+        ("active",), "Token introspection (RFC 7662); only active is present for an inactive token."),
+    "entity": {
+        "type": "object", "description": "An entity as the API writes it; the other keys are "
+                                         "its attributes along the fetch plan.",
+        "properties": {"_entityName": STRING, "_instanceName": nullable(STRING), "id": STRING},
+        "required": ["_entityName", "id"]},
+    "entityInput": {"type": "object",
+                    "description": "Attribute values by name; references as {\"id\": ...}, "
+                                   "compositions as arrays of child objects."},
+    "entityIds": {**array({"anyOf": [STRING, _object({"id": STRING}, ("id",))]}),
+                  "description": "Ids, or objects with an id."},
+    "condition": _object({
+        "property": {"type": "string", "description": "An attribute, dotted through to-one references"},
+        "operator": {"type": "string", "enum": OPERATORS},
+        "value": _FILTER_VALUE}, ("property", "operator")),
+    "conditionGroup": _object({
+        "group": {"type": "string", "pattern": "^(?i:and|or)$", "description": "AND or OR"},
+        "conditions": {**array({"anyOf": [ref("condition"), ref("conditionGroup")]}),
+                       "maxItems": MAX_CONDITIONS}}, ("conditions",)),
+    "filter": _object({"conditions": {**array({"anyOf": [ref("condition"), ref("conditionGroup")]}),
+                                      "maxItems": MAX_CONDITIONS}},
+                      description=f"A search filter: conditions and groups (AND, OR), nested at "
+                                  f"most {MAX_DEPTH} levels deep; all conditions must hold."),
+    "fetchPlan": _object({
+        "name": STRING, "entity": STRING, "extends": STRING,
+        "properties": array({"anyOf": [STRING, _object(
+            {"name": STRING, "fetchPlan": {"anyOf": [STRING, ref("fetchPlan")]}}, ("name",))]})},
+        description="A fetch plan: attribute names, and references with their nested plans."),
+    "entityMetadata": _object({
+        "entityName": STRING, "ancestor": nullable(STRING),
+        "properties": array(ref("propertyMetadata"))}, ("entityName", "ancestor", "properties")),
+    "propertyMetadata": _object({
+        "name": STRING,
+        "attributeType": {"type": "string", "enum": ["DATATYPE", "ENUM", "ASSOCIATION", "COMPOSITION"]},
+        "type": STRING,
+        "cardinality": {"type": "string", "enum": ["NONE", "MANY_TO_ONE", "ONE_TO_MANY",
+                                                   "ONE_TO_ONE", "MANY_TO_MANY"]},
+        "mandatory": BOOLEAN, "readOnly": BOOLEAN, "description": STRING,
+        "persistent": BOOLEAN, "transient": BOOLEAN},
+        ("name", "attributeType", "type", "cardinality", "mandatory", "readOnly", "description",
+         "persistent", "transient")),
+    "enumMetadata": _object({"name": STRING, "values": array(_object(
+        {"name": STRING, "id": STRING, "caption": STRING}, ("name", "id", "caption")))},
+        ("name", "values")),
+    "datatype": _object({"id": STRING, "name": STRING, "format": STRING,
+                         "decimalSeparator": STRING, "groupingSeparator": STRING}, ("id", "name")),
+    "capabilities": _object({"inlineFetchPlans": BOOLEAN}, ("inlineFetchPlans",)),
+    "messages": string_map("Captions by key: Entity, Entity.attribute, enum class, enum.CONSTANT."),
+    "userInfo": _object({"username": STRING, "locale": STRING,
+                         "attributes": {"type": "object",
+                                        "description": "The user's attributes; empty for a client."}},
+                        ("username", "locale", "attributes")),
+    "permissions": _object({
+        "entities": array(_object({"target": STRING, "value": {"type": "integer", "enum": [0, 1]}},
+                                  ("target", "value"))),
+        "entityAttributes": array(_object({"target": STRING,
+                                           "value": {"type": "integer", "enum": [0, 1, 2]}},
+                                          ("target", "value"))),
+        "specifics": array(_object({"target": STRING, "value": {"type": "integer", "enum": [0, 1]}},
+                                   ("target", "value"))),
+        "authorities": array(STRING)}, ("entities", "entityAttributes", "specifics", "authorities")),
+    "fileInfo": _object({"fileRef": STRING, "name": STRING, "size": {"type": "integer", "minimum": 0}},
+                        ("fileRef", "name", "size")),
+    "queryDescriptor": _object({
+        "name": STRING, "entityName": STRING, "viewName": STRING, "fetchPlanName": STRING,
+        "limit": nullable(INTEGER), "offset": nullable(INTEGER),
+        "params": array(_object({"name": STRING, "type": STRING}, ("name", "type")))},
+        ("name", "entityName", "fetchPlanName", "params")),
+    "openapiDocument": {"type": "object", "description": "An OpenAPI 3.1 document."},
+}
+
+
+def common_schemas():
+    """Fresh copies: a document may add to its own components."""
+    import copy
+    return copy.deepcopy(_COMMON)
+
+
+def datatype_schema(name):
+    """A datatype's JSON Schema, from its one home (model/datatypes.py)."""
+    return dict(DATATYPES[name].json_schema)

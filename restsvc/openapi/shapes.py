@@ -1,0 +1,105 @@
+"""The shapes an operation is written with: generic (``{entityName}``), or
+those of one entity (``entity_<name>`` schemas) or one predefined query."""
+from dataclasses import dataclass, field
+
+from ..model.fetchplan import BUILT_IN
+from ..model.valuetypes import ArrayType, EntityIdType
+from .schemas import BOOLEAN, STRING, ref
+
+
+@dataclass
+class Typing:
+    tag: str
+    label: str                 # "entities", "Customer entities"
+    one: str                   # "entity", "Customer"
+    entity: dict               # an entity as the API writes it
+    entity_create: dict        # one element of a create body
+    entity_update: dict        # an update body
+    entity_update_with_id: dict
+    fetch_plan: dict           # the fetchPlan query parameter
+    fetch_plan_body: dict      # fetchPlan in a search body
+    fetch_plan_text: str
+    max_limit: int
+    unknown_entity: bool       # 404 when the path names no entity
+    query_tag: str = "Queries"
+    query_label: str = "a predefined query"
+    query_fetch_plan: dict = field(default_factory=lambda: dict(STRING))
+    query_parameters: list = field(default_factory=list)
+    query_body: dict = field(default_factory=lambda: {"type": "object"})
+    query_body_required: bool = False
+    unknown_query: bool = True
+
+    @property
+    def search_body(self):
+        return {"type": "object", "required": ["filter"], "properties": {
+            "filter": ref("filter"), "fetchPlan": self.fetch_plan_body,
+            "sort": {"type": "string", "description": "As the sort query parameter"},
+            "limit": {"type": "integer", "minimum": 0, "maximum": self.max_limit},
+            "offset": {"type": "integer", "minimum": 0},
+            "returnNulls": BOOLEAN, "returnCount": BOOLEAN}}
+
+
+_PLAN_TEXT = ("the name of a plan (_local, _base, _instance_name or a named one), or "
+              "an inline plan as JSON")
+
+
+def _with_id(schema):
+    return {"allOf": [schema], "required": ["id"]}
+
+
+def generic_typing(settings):
+    inline = settings.inline_fetch_plans
+    plan_body = {"anyOf": [STRING, ref("fetchPlan")]} if inline else STRING
+    return Typing(
+        "Entities", "entities", "entity", ref("entity"), ref("entityInput"), ref("entityInput"),
+        _with_id(ref("entityInput")), dict(STRING), plan_body,
+        _PLAN_TEXT if inline else "the name of a plan", settings.default_max_fetch_size, True,
+        query_parameters=[{"name": "parameters", "in": "query", "style": "form", "explode": True,
+                           "schema": {"type": "object", "additionalProperties": STRING},
+                           "description": "The query's parameters by name"}],
+        query_body={"type": "object", "description": "The query's parameters by name"})
+
+
+def entity_typing(meta, settings):
+    names = list(meta.fetch_plans)
+    by_name = {"type": "string", "enum": names}
+    inline = settings.inline_fetch_plans
+    plan = {"anyOf": [by_name, {"type": "string", "contentMediaType": "application/json",
+                                "contentSchema": ref("fetchPlan")}]} if inline else by_name
+    plan_body = {"anyOf": [by_name, ref("fetchPlan")]} if inline else by_name
+    return Typing(
+        meta.name, f"{meta.name} entities", meta.name, ref(f"entity_{meta.name}"),
+        {"$ref": f"#/components/schemas/entityNew_{meta.name}"},
+        ref(f"entityInput_{meta.name}"), _with_id(ref(f"entityInput_{meta.name}")),
+        plan, plan_body, _PLAN_TEXT if inline else "the name of a plan",
+        settings.max_fetch_size(meta.name), False)
+
+
+def query_typing(query, settings):
+    meta = query.entity
+    typing = entity_typing(meta, settings)
+    typing.query_tag = f"{meta.name} Queries"
+    typing.query_label = f"the query {query.name}"
+    typing.query_fetch_plan = {"type": "string", "enum": [
+        name for name in meta.fetch_plans if not name.startswith("_") or name in BUILT_IN]}
+    typing.query_parameters = [
+        {"name": p.name, "in": "query", "required": True, "schema": param_schema(p, False),
+         **({"style": "form", "explode": True} if p.is_array else {})} for p in query.params]
+    typing.query_body = {"type": "object", "required": [p.name for p in query.params],
+                         "properties": {p.name: param_schema(p, True)
+                                        for p in query.params}}
+    typing.query_body_required = bool(query.params)
+    typing.unknown_query = False
+    return typing
+
+
+def param_schema(param, in_body):
+    """The schema of a query parameter's value, from its declared type; an
+    entity is its id (in a body also ``{"id": ...}``)."""
+    value_type = param.value_type
+    item = value_type.item if isinstance(value_type, ArrayType) else value_type
+    schema = item.json_schema()
+    if in_body and isinstance(item, EntityIdType):
+        schema = {"anyOf": [schema, {"type": "object", "properties": {"id": schema},
+                                     "required": ["id"]}]}
+    return {**value_type.json_schema(), "items": schema} if item is not value_type else schema

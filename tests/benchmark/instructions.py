@@ -1,0 +1,88 @@
+"""CPU instructions per request, restsvc and baseline, counted by valgrind (callgrind).
+
+    python tests/benchmark/instructions.py [--only get] [--requests 1000]
+
+Timings on a shared machine move with its load; instruction counts do not.
+For each app and operation the script runs a process that answers N and then
+N + ``--requests`` requests in process under ``valgrind --tool=callgrind``
+and divides the difference by ``--requests`` (start-up cancels out). Needs
+valgrind (``apt-get install valgrind``); slow: about a minute per figure.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BASE_REQUESTS = 50
+
+
+def serve(workdir, app_name, operation, count):
+    """In the measured process: answer ``count`` requests of ``operation``."""
+    from dataset import REPO  # noqa: F401  (puts this checkout on sys.path)
+    from inprocess import repeat
+    from run import BODY, OPERATIONS
+    state = json.loads((workdir / "state.json").read_text())
+    os.environ.update(state["env"])
+    if app_name == "restsvc":
+        from restsvc.app import RestApp
+        from restsvc.settings import load_settings
+        app = RestApp(load_settings(environ=state["env"]))
+    else:
+        os.environ["BASELINE_DATABASE"] = str(workdir / "baseline.db")
+        os.environ["BASELINE_SECRET_KEY"] = state["env"]["RESTSVC_SECRET_KEY"]
+        from baseline import app
+    method, path, first = OPERATIONS[operation]
+    paths = [(first or path).format(id=i) for i in state["ids"]] if first else [path]
+    repeat(app, method, paths, state["token"], BODY if method == "POST" else None, count)
+
+
+def instructions(workdir, app_name, operation, count):
+    out = workdir / f"callgrind.{app_name}.{operation}.{count}"
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    sys.executable, __file__, "--serve", str(workdir), app_name, operation,
+                    str(count)], check=True, capture_output=True, cwd=HERE)
+    summary = re.search(r"^summary:\s*(\d+)", out.read_text(), re.MULTILINE)
+    return int(summary.group(1))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append")
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        workdir, app_name, operation, count = args.serve
+        return serve(Path(workdir), app_name, operation, int(count))
+    if not shutil.which("valgrind"):
+        print("valgrind is not installed: apt-get install -y valgrind", file=sys.stderr)
+        return 2
+    from dataset import copy_database, prepare
+    from run import OPERATIONS
+    workdir = Path(tempfile.mkdtemp(prefix="restsvc-instructions-"))
+    try:
+        _, env, token, ids = prepare(workdir)
+        copy_database(workdir / "restsvc.db", workdir / "baseline.db")
+        (workdir / "state.json").write_text(json.dumps({"env": env, "token": token, "ids": ids}))
+        print(f"{'instructions per request':<26}{'restsvc':>12}{'baseline':>12}{'ratio':>8}")
+        for operation in args.only or OPERATIONS:
+            figures = []
+            for app_name in ("restsvc", "baseline"):
+                low = instructions(workdir, app_name, operation, BASE_REQUESTS)
+                high = instructions(workdir, app_name, operation, BASE_REQUESTS + args.requests)
+                figures.append((high - low) / args.requests)
+            print(f"{operation:<26}{figures[0]:>12,.0f}{figures[1]:>12,.0f}"
+                  f"{figures[0] / figures[1]:>8.2f}", flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

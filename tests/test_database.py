@@ -1,0 +1,98 @@
+"""The database as set up by restsvc: durable commits by default, declared indexes."""
+import json
+import re
+
+import pytest
+
+from restsvc.app import RestApp
+from restsvc.db import is_sqlite
+
+from conftest import make_settings
+
+
+def sqlite_app(tmp_path, overrides=None):
+    settings = make_settings(f"sqlite:///{tmp_path / 'durable.db'}", tmp_path,
+                             {"svc.demo-data": False, **(overrides or {})})
+    return RestApp(settings)
+
+
+def synchronous_level(app):
+    try:
+        return app.database.execute_sql("PRAGMA synchronous").fetchone()[0]
+    finally:
+        app.database.close()
+
+
+def test_sqlite_commits_are_durable_by_default(tmp_path):
+    assert synchronous_level(sqlite_app(tmp_path)) == 2       # FULL: the WAL is synced per commit
+
+
+def test_sqlite_synchronous_setting_trades_durability_for_speed(tmp_path):
+    app = sqlite_app(tmp_path, {"svc.datasource.sqlite-synchronous": "normal"})
+    assert synchronous_level(app) == 1                        # NORMAL: synced at checkpoints
+
+
+def test_sqlite_synchronous_setting_rejects_other_words(tmp_path):
+    from restsvc.settings import SettingsError
+    with pytest.raises(SettingsError, match="svc.datasource.sqlite-synchronous"):
+        sqlite_app(tmp_path, {"svc.datasource.sqlite-synchronous": "off"})
+
+
+def test_schema_creates_the_declared_indexes(app):
+    indexes = {table: {index.name: index.columns for index in app.database.get_indexes(table)}
+               for table in ("customer", "order", "order_line")}
+    assert indexes["customer"]["customer_name"] == ["name"]            # index=True
+    assert indexes["customer"]["customer_email"] == ["email"]
+    assert indexes["customer"]["customer_createdDate"] == ["createdDate"]
+    assert indexes["order"]["order_status_date"] == ["status", "date"]  # Meta.indexes
+    assert indexes["order"]["order_customer_id"] == ["customer_id"]    # foreign keys
+    assert indexes["order_line"]["order_line_order_id"] == ["order_id"]
+    # the lower-cased values of indexed text, for the case-insensitive operators
+    assert "customer_name_lower" in indexes["customer"]
+    assert "customer_email_lower" in indexes["customer"]
+    assert not any(name.startswith("customer_grade") for name in indexes["customer"])
+
+
+def statements_of(app, client, path, auth):
+    """The SQL statements one request runs."""
+    seen, execute = [], app.database.execute_sql
+
+    def recording(sql, params=None, *args, **kwargs):
+        seen.append((sql, params))
+        return execute(sql, params, *args, **kwargs)
+    app.database.execute_sql = recording
+    try:
+        response = client.get(path, headers=auth)
+    finally:
+        del app.database.execute_sql
+    assert response.status_code == 200, response.text
+    return response, [(sql, params) for sql, params in seen if 'FROM "customer"' in sql]
+
+
+def plan_of(app, sql, params):
+    """The query plan as text. PostgreSQL is told to avoid sequential scans, so a
+    tiny test table shows whether the index can serve the query at all."""
+    database = app.database
+    if is_sqlite(database):
+        rows = database.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
+        return " | ".join(row[-1] for row in rows)
+    with database.atomic():
+        database.execute_sql("SET LOCAL enable_seqscan = off")
+        rows = database.execute_sql(f"EXPLAIN {sql}", params).fetchall()
+    return " | ".join(row[0] for row in rows)
+
+
+@pytest.mark.parametrize("condition, index", [
+    ({"property": "name", "operator": "=", "value": "Alice Adler"}, "customer_name"),
+    ({"property": "name", "operator": "startsWith", "value": "ALI"}, "customer_name_lower"),
+    ({"property": "email", "operator": "startsWith", "value": "Ältere"}, "customer_email_lower"),
+])
+def test_search_on_an_indexed_attribute_uses_its_index(app, client, auth, condition, index):
+    query = json.dumps({"conditions": [condition]})
+    response, statements = statements_of(app, client,
+                                         f"/rest/entities/Customer/search?filter={query}", auth)
+    if condition["value"] == "ALI":
+        assert [c["name"] for c in response.json] == ["Alice Adler"]
+    (sql, params), = statements
+    plan = plan_of(app, sql, params)
+    assert re.search(rf"(INDEX|Index Scan using|Index Scan on) {index}\b", plan), plan

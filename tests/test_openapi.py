@@ -1,0 +1,210 @@
+"""The OpenAPI documents: valid, complete against the route table, exact."""
+import json
+
+import pytest
+import yaml
+from openapi_spec_validator import validate
+from werkzeug.middleware.dispatcher import DispatcherMiddleware
+from werkzeug.test import Client
+
+from conftest import demo_id
+from restsvc.api import API_MODULES
+from restsvc.openapi.document import described, openapi_path
+
+DOCS = ("/rest/docs/openapi.json", "/rest/docs/openapi.yaml",
+        "/rest/docs/openapiDetailed.json", "/rest/docs/openapiDetailed.yaml")
+IGNORED = {"HEAD", "OPTIONS"}
+
+
+def fetch(client, auth, path, **headers):
+    response = client.get(path, headers={**auth, **headers})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    text = response.get_data(as_text=True)
+    return response, (yaml.safe_load(text) if "yaml" in response.mimetype else json.loads(text))
+
+
+@pytest.mark.parametrize("path", DOCS)
+def test_every_document_is_valid_openapi_3_1(client, auth, path):
+    _, document = fetch(client, auth, path)
+    assert document["openapi"] == "3.1.0"
+    validate(document)
+
+
+def test_yaml_paths_and_accept_header_answer_yaml(client, auth):
+    response, from_yaml = fetch(client, auth, "/rest/docs/openapi.yaml")
+    assert response.mimetype == "application/yaml"
+    response, negotiated = fetch(client, auth, "/rest/docs/openapi.json", Accept="application/yaml")
+    assert response.mimetype == "application/yaml"
+    response, from_json = fetch(client, auth, "/rest/docs/openapi.json")
+    assert response.mimetype == "application/json"
+    assert from_yaml == negotiated == from_json
+
+
+def test_every_route_of_the_router_is_in_the_generic_document_with_its_methods(app, client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapi.json")
+    for rule in app.url_map.iter_rules():
+        path, _ = openapi_path(rule.rule)
+        assert path in document["paths"], path
+        documented = {m.upper() for m in document["paths"][path]}
+        assert set(rule.methods) - IGNORED <= documented, (path, rule.methods, documented)
+
+
+def test_every_built_in_route_has_its_own_description():
+    missing = [(method, rule.rule) for module in API_MODULES for rule in module.rules
+               for method in set(rule.methods) - IGNORED if described(method, rule.rule) is None]
+    assert missing == []
+
+
+def test_application_endpoints_are_listed_as_the_application_declares_them(client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
+    card = document["paths"]["/api/customers/{customerId}/card"]["get"]
+    assert card["tags"] == ["Application"] and "default" in card["responses"]
+    assert card["security"] == [{"bearerAuth": []}, {"oauth2": []}]
+
+
+@pytest.mark.parametrize("path", DOCS)
+def test_documents_need_a_token_by_default(client, path):
+    response = client.get(path)
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_anonymous_patterns_open_the_documents_and_their_operations_say_so(make_app):
+    client = Client(make_app({"svc.resource-server.anonymous-url-patterns": "/rest/docs/**"}))
+    for path in DOCS + ("/rest/docs",):
+        assert client.get(path).status_code == 200, path
+    document = client.get("/rest/docs/openapi.json").json
+    docs_get = document["paths"]["/rest/docs/openapi.json"]["get"]
+    assert docs_get["security"] == [] and set(docs_get["responses"]) == {"200"}
+    entities_get = document["paths"]["/rest/entities/{entityName}"]["get"]
+    assert {"bearerAuth": []} in entities_get["security"] and "401" in entities_get["responses"]
+
+
+def test_servers_and_token_url_follow_the_mount_point(app, auth):
+    host = DispatcherMiddleware(lambda environ, start: [], {"/api": app})
+    document = Client(host).get("/api/rest/docs/openapiDetailed.json", headers=auth).json
+    assert document["servers"] == [{"url": "/api"}]
+    flows = document["components"]["securitySchemes"]["oauth2"]["flows"]
+    assert flows["clientCredentials"]["tokenUrl"] == "/api/oauth2/token"
+    assert flows["password"]["tokenUrl"] == "/api/oauth2/token"
+    plain = Client(app).get("/rest/docs/openapiDetailed.json", headers=auth).json
+    assert plain["servers"] == [{"url": "/"}]
+    assert plain["components"]["securitySchemes"]["oauth2"]["flows"]["password"]["tokenUrl"] \
+        == "/oauth2/token"
+
+
+def test_documents_are_generated_once(app, client, auth, monkeypatch):
+    from restsvc.openapi.document import DocumentBuilder
+    calls = []
+    original = DocumentBuilder.detailed
+    monkeypatch.setattr(DocumentBuilder, "detailed",
+                        lambda self: calls.append(1) or original(self))
+    first = client.get("/rest/docs/openapiDetailed.json", headers=auth).data
+    second = client.get("/rest/docs/openapiDetailed.yaml", headers=auth).data
+    third = client.get("/rest/docs/openapiDetailed.json", headers=auth).data
+    assert calls == [1]
+    assert first == third and yaml.safe_load(second) == json.loads(first)
+
+
+def test_detailed_document_holds_no_values_from_the_database(client, auth):
+    text = client.get("/rest/docs/openapiDetailed.yaml", headers=auth).get_data(as_text=True)
+    customer = client.get(f"/rest/entities/Customer/{demo_id('customer', 1)}", headers=auth).json
+    assert demo_id("customer", 1) not in text and demo_id("order", 1) not in text
+    assert customer["name"] not in text
+    assert "example" not in text
+
+
+def test_entity_schemas_follow_the_metadata(client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
+    schemas = document["components"]["schemas"]
+    order = schemas["entity_Order"]["properties"]
+    assert order["_entityName"] == {"type": "string", "const": "Order", "readOnly": True}
+    assert order["id"]["format"] == "uuid"
+    assert order["date"] == {"type": "string", "format": "date"}
+    assert order["status"] == {"type": ["string", "null"],
+                               "enum": ["NEW", "PAID", "SHIPPED", "CANCELLED", None]}
+    assert order["amount"]["type"] == ["number", "null"]
+    assert order["customer"]["anyOf"][0] == {"$ref": "#/components/schemas/entity_Customer"}
+    assert order["lines"] == {"type": "array",
+                              "items": {"$ref": "#/components/schemas/entity_OrderLine"}}
+    assert order["itemCount"]["readOnly"] is True
+    assert schemas["entity_Customer"]["properties"]["createdDate"]["readOnly"] is True
+    assert schemas["entity_Order"]["required"] == ["_entityName", "id"]
+    assert schemas["entityNew_Order"]["required"] == ["number", "date", "customer"]
+    line_in_order = schemas["entityInput_Order"]["properties"]["lines"]["items"]["anyOf"][0]
+    assert line_in_order["required"] == ["product", "quantity"]      # not its owner "order"
+    assert "createdDate" not in schemas["entityInput_Customer"]["properties"]
+
+
+def test_entity_operations_carry_their_real_parameters(client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
+    listing = document["paths"]["/rest/entities/Order"]["get"]
+    params = {p["name"]: p for p in listing["parameters"]}
+    assert set(params) == {"fetchPlan", "limit", "offset", "sort", "returnNulls", "returnCount"}
+    assert "order-with-details" in params["fetchPlan"]["schema"]["anyOf"][0]["enum"]
+    assert params["limit"]["schema"]["maximum"] == 10000
+    assert params["returnCount"]["schema"] == {"type": "boolean"}
+    assert "X-Total-Count" in listing["responses"]["200"]["headers"]
+    created = document["paths"]["/rest/entities/Order"]["post"]["responses"]["201"]
+    assert "Location" in created["headers"]
+    search = document["paths"]["/rest/entities/Order/search"]
+    filter_param = next(p for p in search["get"]["parameters"] if p["name"] == "filter")
+    assert filter_param["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/filter"}
+    body = search["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["filter"] and "parameters" not in search["post"]
+
+
+def test_predefined_queries_have_typed_parameters(client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
+    between = document["paths"]["/rest/queries/Order/ordersBetween"]
+    params = {p["name"]: p for p in between["get"]["parameters"]}
+    assert params["from"]["schema"] == {"type": "string", "format": "date"}
+    assert params["from"]["required"] is True
+    grades = document["paths"]["/rest/queries/Customer/customersByGrades"]["post"]
+    schema = grades["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["properties"]["grades"] == {
+        "type": "array", "items": {"type": "string", "enum": ["BRONZE", "SILVER", "GOLD"]},
+        "maxItems": 1000}
+    assert "/rest/queries/Order/ordersOfMonth/count" in document["paths"]
+
+
+def test_generic_document_has_error_schemas_and_security_schemes(client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapi.json")
+    components = document["components"]
+    assert components["schemas"]["error"]["required"] == ["error", "details"]
+    assert components["schemas"]["validationErrors"]["type"] == "array"
+    schemes = components["securitySchemes"]
+    assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer"}
+    assert set(schemes["oauth2"]["flows"]) == {"clientCredentials", "password"}
+    token = document["paths"]["/oauth2/token"]["post"]
+    assert set(token["responses"]) == {"200", "400", "401", "413", "429", "503"}
+    delete = document["paths"]["/rest/entities/{entityName}/{entityId}"]["delete"]
+    assert set(delete["responses"]) == {"204", "400", "401", "403", "404", "409", "503"}
+
+
+def test_disabled_inline_fetch_plans_leave_only_plan_names(make_app):
+    app = make_app({"svc.rest.inline-fetch-plan-enabled": False})
+    document = app.documents.document("detailed")
+    params = document["paths"]["/rest/entities/Customer"]["get"]["parameters"]
+    plan = next(p for p in params if p["name"] == "fetchPlan")
+    assert plan["schema"] == {"type": "string", "enum": ["_local", "_instance_name", "_base"]}
+
+
+def test_service_methods_are_typed_by_their_parameters_and_results(client, auth):
+    _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
+    paths = document["paths"]
+    total = paths["/rest/services/orderService/calculateTotal"]["get"]
+    assert total["parameters"] == [{"name": "orderId", "in": "query", "required": True,
+                                    "schema": {"type": "string", "format": "uuid"}}]
+    assert "text/plain" in total["responses"]["200"]["content"]
+    between = paths["/rest/services/orderService/ordersBetween"]["post"]
+    assert between["requestBody"]["content"]["application/json"]["schema"]["required"] == [
+        "fromDate", "toDate"]
+    assert between["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "type": "array", "items": {"$ref": "#/components/schemas/entity_Order"}}
+    create = paths["/rest/services/orderService/createOrder"]
+    assert set(create) == {"post"}              # POST only
+    body = create["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["properties"]["order"] == {"$ref": "#/components/schemas/entityInput_Order"}
+    assert set(paths["/rest/services/orderService/recalculate"]["post"]["responses"]) >= {"204"}
