@@ -15,6 +15,7 @@ from .endpoints import ENDPOINTS, NO_DATABASE
 from .entities import entity_schemas
 from .operations import ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
+from .reports import REPORT_ENDPOINTS, REPORT_SCHEMAS
 from .schemas import STRING, common_schemas, datatype_schema
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
@@ -28,7 +29,7 @@ TAGS = [
     ("Services", "Business services of the application"), ("Files", "Upload and download"),
     ("Metadata", "Entities, fetch plans, enums, datatypes"),
     ("Messages", "Localized captions"), ("User session", "The caller and its permissions"),
-    ("Documentation", "These documents"),
+    ("Reports", "Reports available through REST"), ("Documentation", "These documents"),
 ]
 
 
@@ -54,7 +55,7 @@ def described(method, rule):
     """The operation table entry of a route, or None when none describes it."""
     key = (method, rule)
     return ENTITY_OPERATIONS.get(key) or QUERY_OPERATIONS.get(key) or ENDPOINTS.get(key) \
-        or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key)
+        or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key) or REPORT_ENDPOINTS.get(key)
 
 
 class DocumentBuilder:
@@ -152,6 +153,7 @@ class DocumentBuilder:
 
     def _document(self, title, paths, schemas, description):
         schemas["serviceDescriptor"] = service_descriptor()
+        schemas.update(REPORT_SCHEMAS)
         document = {
             "openapi": "3.1.0",
             "info": {"title": title, "version": "1.0", "description": description},
