@@ -23,7 +23,9 @@ def server(tmp_path, database_url, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     overrides = {"svc.reports.dir": reports_dir(tmp_path, BIG_REPORT)}
-    with gunicorn_server(tmp_path / "server", database_url, overrides) as server:
+    # One thread: a request sent after a broken download is served once that one is done.
+    with gunicorn_server(tmp_path / "server", database_url, overrides,
+                         serve_args=("--threads", "1")) as server:
         yield server
 
 
@@ -54,7 +56,7 @@ def test_a_100000_row_report_streams_in_bounded_memory_and_leaves_no_temporary_f
     deleted_before = [link for link in _open_files(pid) if "(deleted)" in link]
     for template in ("CSV", "XLSX"):
         _go_away_mid_download(server, template)
-        # One sync worker: this request is served only once the broken one is done.
+        # One worker, one thread: this request is served only once the broken one is done.
         status, _ = server.request("GET", "/rest/reports/report")
         assert status == 200
         assert [link for link in _open_files(pid) if "(deleted)" in link] == deleted_before
