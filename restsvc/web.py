@@ -208,8 +208,12 @@ def content_disposition(disposition, file_name):
             f"filename*=UTF-8''{quote(file_name, safe='')}")
 
 
+# Never kept by a cache: OAuth answers (RFC 6749 5.1, 5.2) and every error.
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
 def error_response(error):
-    return json_response(error.body(), status=error.status, headers=error.headers)
+    return json_response(error.body(), status=error.status, headers={**NO_STORE, **error.headers})
 
 
 class Context:

@@ -95,6 +95,20 @@ def test_inline_plans_can_be_disabled(make_app):
                              "details": "Inline fetch plans are disabled. Use only named fetch plans."}
 
 
+def test_disabled_inline_plans_are_refused_in_a_search_body_too(make_app):
+    from werkzeug.test import Client
+    from conftest import get_token
+    c = Client(make_app({"svc.rest.inline-fetch-plan-enabled": False}))
+    headers = {"Authorization": f"Bearer {get_token(c)}"}
+    search = {"filter": {"conditions": []}, "fetchPlan": {"properties": ["number"]}}
+    response = c.post("/rest/entities/Order/search", json=search, headers=headers)
+    assert response.status_code == 400
+    assert response.json["error"] == "Inline fetch plans are disabled"
+    named = c.post("/rest/entities/Order/search", json={**search, "fetchPlan": "_local"},
+                   headers=headers)
+    assert named.status_code == 200
+
+
 def test_limit_offset_and_total_count(client, auth):
     all_ids = [c["id"] for c in client.get("/rest/entities/Customer?sort=name", headers=auth).json]
     response = client.get("/rest/entities/Customer?sort=name&limit=3&offset=2&returnCount=true", headers=auth)

@@ -104,6 +104,7 @@ def test_get_on_the_token_endpoint_is_405(client):
     assert response.status_code == 405
     assert response.headers["Allow"] == "POST"
     assert response.json["error"] == "Method not allowed"
+    assert response.headers["Cache-Control"] == "no-store"
 
 
 def test_a_hashed_client_secret_from_hash_secret_works(make_app):

@@ -51,7 +51,9 @@ def test_every_route_of_the_router_is_in_the_generic_document_with_its_methods(a
 
 def test_every_built_in_route_has_its_own_description():
     missing = [(method, rule.rule) for module in API_MODULES for rule in module.rules
-               for method in set(rule.methods) - IGNORED if described(method, rule.rule) is None]
+               for method in set(rule.methods) - IGNORED
+               if described(method, rule.rule, f"{rule.endpoint.__module__}."
+                                               f"{rule.endpoint.__qualname__}") is None]
     assert missing == []
 
 
@@ -208,3 +210,16 @@ def test_service_methods_are_typed_by_their_parameters_and_results(client, auth)
     body = create["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body["properties"]["order"] == {"$ref": "#/components/schemas/entityInput_Order"}
     assert set(paths["/rest/services/orderService/recalculate"]["post"]["responses"]) >= {"204"}
+
+
+def test_reports_and_health_checks_are_in_both_documents(client, auth):
+    for path in ("/rest/docs/openapi.json", "/rest/docs/openapiDetailed.json"):
+        _, document = fetch(client, auth, path)
+        run = document["paths"]["/rest/reports/run/{reportId}"]["post"]
+        assert run["tags"] == ["Reports"] and "401" in run["responses"]
+        assert run["parameters"][0]["schema"] == {"type": "string", "format": "uuid"}
+        assert "reportDetail" in document["components"]["schemas"]
+        ready = document["paths"]["/health/ready"]["get"]
+        assert ready["security"] == [] and set(ready["responses"]) == {"200", "503"}
+        assert ready["responses"]["503"]["content"]["application/json"]["schema"][
+            "properties"]["status"]["enum"] == ["UP", "DOWN"]

@@ -49,7 +49,8 @@ def documents(app, queries):
     for rule in app.url_map.iter_rules():
         methods = [m for m in rule.methods if m != "OPTIONS"]
         summary = (rule.endpoint.__doc__ or "").strip().split("\n")[0]
-        routes.append(Route(rule.rule, tuple(sorted(methods)), summary))
+        handler = f"{rule.endpoint.__module__}.{rule.endpoint.__qualname__}"
+        routes.append(Route(rule.rule, tuple(sorted(methods)), summary, handler))
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
                                      app.services))
 

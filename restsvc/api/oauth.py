@@ -2,10 +2,8 @@
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.routing import Rule
 
-from ..errors import ApiError, MalformedBody, OAuthError
-from ..web import empty_response, json_response
-
-NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+from ..errors import MalformedBody, OAuthError
+from ..web import NO_STORE, empty_response, json_response
 
 
 def read_form(request):
@@ -30,15 +28,8 @@ def read_form(request):
 
 
 def _call(ctx, operation):
-    """Run the operation; its errors, like its answers, must never be cached
-    (RFC 6749 5.1 and 5.2)."""
     request = ctx.request
-    try:
-        return operation(read_form(request), request.headers.get("Authorization"),
-                         request.remote_addr)
-    except ApiError as exc:
-        exc.headers = {**exc.headers, **NO_STORE}
-        raise
+    return operation(read_form(request), request.headers.get("Authorization"), request.remote_addr)
 
 
 def token(ctx):

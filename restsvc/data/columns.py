@@ -3,11 +3,6 @@
 The loader reads rows with a plain cursor and converts each column once.
 Ids and other UUIDs stay strings in canonical form; everything that
 compares ids (``parse_id``, the loader, the importer) uses that form.
-Dates, date-times and times become their JSON text at once: SQLite stores
-them as ISO text already (a date is returned as stored; a date-time only
-gets its ``T``), PostgreSQL's objects are formatted here instead of later,
-and nothing parses text only to format it back (a transient attribute's
-getter still sees Python values: ``loader.RowView``).
 Peewee's own converters are general (a DateField tries several formats);
 these take the shape each database really returns: SQLite gives ISO text
 for dates, hex text for UUIDs and numbers for decimals, PostgreSQL gives
@@ -18,7 +13,6 @@ import decimal
 
 import peewee
 
-from ..model.datatypes import format_datetime, format_time
 from ..model.fields import EnumField
 
 
@@ -33,32 +27,12 @@ def _uuid(value):
     return str(value)
 
 
-def _date_text(value):
-    if isinstance(value, str):
-        if len(value) == 10:            # YYYY-MM-DD, as stored
-            return value
-        value = datetime.date.fromisoformat(value)
-    return value.isoformat()
+def _iso(kind):
+    parse = kind.fromisoformat
 
-
-def _datetime_text(value):
-    """``format_datetime``'s text, from SQLite's ``YYYY-MM-DD HH:MM:SS[.ffffff]`` by
-    slicing; anything else (PostgreSQL's objects, other text) the long way."""
-    if isinstance(value, str):
-        if len(value) == 19 and value[10] == " ":
-            return f"{value[:10]}T{value[11:]}"
-        if len(value) == 26 and value[10] == " " and value[19] == ".":
-            fraction = value[20:].rstrip("0")
-            return f"{value[:10]}T{value[11:19]}.{fraction}" if fraction else \
-                f"{value[:10]}T{value[11:19]}"
-        value = datetime.datetime.fromisoformat(value)
-    return format_datetime(value)
-
-
-def _time_text(value):
-    if isinstance(value, str):
-        value = datetime.time.fromisoformat(value)
-    return format_time(value)
+    def convert(value):
+        return parse(value) if isinstance(value, str) else value
+    return convert
 
 
 def _decimal(places):
@@ -94,11 +68,11 @@ def converter(field):
     elif isinstance(field, peewee.UUIDField):
         result = _uuid
     elif isinstance(field, peewee.DateTimeField):
-        result = _datetime_text
+        result = _iso(datetime.datetime)
     elif isinstance(field, peewee.DateField):
-        result = _date_text
+        result = _iso(datetime.date)
     elif isinstance(field, peewee.TimeField):
-        result = _time_text
+        result = _iso(datetime.time)
     elif isinstance(field, peewee.DecimalField):
         result = _decimal(field.decimal_places)
     elif isinstance(field, peewee.BooleanField):

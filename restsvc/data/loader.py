@@ -237,9 +237,6 @@ class RowView:
         prop = self._meta.properties.get(name)
         if name in self._row and prop is not None and prop.getter is None:
             value = self._row[name]
-            if isinstance(value, str) and prop.datatype is not None \
-                    and prop.datatype.kind in ("date", "time"):
-                return prop.datatype.from_json(value)   # rows hold their JSON text
             if prop.is_collection:
                 return [RowView(prop.target, child) for child in value]
             if isinstance(value, dict):

@@ -150,6 +150,11 @@ def parse_plan(meta, spec, strict=False, depth=0, max_depth=MAX_DEPTH):
     return FetchPlan(spec.get("name") if depth == 0 else None, meta, properties)
 
 
+def _inline_disabled():
+    return BadRequest("Inline fetch plans are disabled",
+                      "Inline fetch plans are disabled. Use only named fetch plans.")
+
+
 def resolve_request_plan(meta, value, inline_enabled, default="_base", max_depth=MAX_DEPTH):
     """The plan a request names with ``fetchPlan``: a name or inline JSON."""
     if value is None or value == "":
@@ -163,12 +168,13 @@ def resolve_request_plan(meta, value, inline_enabled, default="_base", max_depth
                                  f"Fetch plan {value} for entity {meta.name} not found")
             return plan
         if not inline_enabled:
-            raise BadRequest("Inline fetch plans are disabled",
-                             "Inline fetch plans are disabled. Use only named fetch plans.")
+            raise _inline_disabled()
         try:
             value = loads(text)
         except ValueError:
             raise BadRequest("Fetch plan not found", "The inline fetch plan is not valid JSON") from None
+    elif not inline_enabled:        # an object in a search body is inline too
+        raise _inline_disabled()
     try:
         return parse_plan(meta, value, max_depth=max_depth)
     except FetchPlanTooDeep as exc:

@@ -100,10 +100,6 @@ def _json_converter(prop):
         # SQLite hands back 649 for a stored 649.00; the column's scale is the truth.
         exponent = decimal.Decimal(1).scaleb(-places)
         return lambda value: value.quantize(exponent)
-    if prop.datatype.kind in ("date", "time"):
-        # Loaded rows hold these as their JSON text already (data.columns).
-        to_json = prop.datatype.to_json
-        return lambda value: value if value.__class__ is str else to_json(value)
     return prop.datatype.to_json
 
 

@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass
 
 from ..security.gate import REST_ENABLED_PATHS
-from .endpoints import ENDPOINTS, NO_DATABASE
+from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE
 from .entities import entity_schemas
 from .operations import ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
-from .reports import REPORT_ENDPOINTS, REPORT_SCHEMAS
+from .reports import report_operation, report_schemas
 from .schemas import STRING, common_schemas, datatype_schema
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
@@ -26,10 +26,11 @@ TAGS = [
     ("Authentication", "OAuth 2 tokens: get, revoke, introspect"),
     ("Entities", "Generic access to every entity, under the caller's policies"),
     ("Queries", "Predefined queries"),
-    ("Services", "Business services of the application"), ("Files", "Upload and download"),
+    ("Services", "Business services of the application"),
+    ("Reports", "Reports available through REST"), ("Files", "Upload and download"),
     ("Metadata", "Entities, fetch plans, enums, datatypes"),
     ("Messages", "Localized captions"), ("User session", "The caller and its permissions"),
-    ("Reports", "Reports available through REST"), ("Documentation", "These documents"),
+    ("Documentation", "These documents"), ("Health", "Liveness and readiness of this instance"),
 ]
 
 
@@ -38,6 +39,7 @@ class Route:
     rule: str         # the router's rule text: /rest/entities/<entity_name>
     methods: tuple    # the methods it answers (HEAD and OPTIONS left out)
     summary: str      # the handler's first docstring line, for routes nobody described
+    handler: str = "" # module.function of the handler (routes at configurable paths)
 
 
 def camel(name):
@@ -51,11 +53,13 @@ def openapi_path(rule):
     return ARGUMENT.sub(lambda m: "{" + camel(m.group(1)) + "}", rule), names
 
 
-def described(method, rule):
-    """The operation table entry of a route, or None when none describes it."""
+def described(method, rule, handler=""):
+    """What describes a route: an operation table entry, the reports
+    document's operation, or None when nothing does."""
     key = (method, rule)
     return ENTITY_OPERATIONS.get(key) or QUERY_OPERATIONS.get(key) or ENDPOINTS.get(key) \
-        or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key) or REPORT_ENDPOINTS.get(key)
+        or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key) \
+        or HANDLERS.get((method, handler)) or report_operation(method, rule)
 
 
 class DocumentBuilder:
@@ -75,10 +79,9 @@ class DocumentBuilder:
             for method in _methods(route):
                 build = described(method, route.rule)
                 if build in ENTITY_OPERATIONS.values() or build in QUERY_OPERATIONS.values():
-                    op = build(typing)
+                    self._add(paths, method, route.rule, build(typing), {})
                 else:
-                    op = build() if build else _undescribed(route)
-                self._add(paths, method, route.rule, op, {})
+                    self._fixed(paths, method, route, {})
         return self._document("restsvc generic REST API", paths, common_schemas(),
                               "The generic REST API: every application has these endpoints.")
 
@@ -111,14 +114,25 @@ class DocumentBuilder:
                         self._add(paths, method, concrete, QUERY_OPERATIONS[key](
                             query_typing(query, self.settings)), {})
                 else:
-                    build = described(method, route.rule)
-                    self._add(paths, method, route.rule, build() if build else _undescribed(route),
-                              path_schemas)
+                    self._fixed(paths, method, route, path_schemas)
         schemas = common_schemas()
         schemas.update(entity_schemas(metadata))
         return self._document("restsvc project REST API", paths, schemas,
                               "This application's REST API: its entities, predefined queries "
                               "and the generic endpoints, with their exact shapes.")
+
+    def _fixed(self, paths, method, route, path_schemas):
+        """A route written as it is (no expansion per entity, query or method)."""
+        reports = report_operation(method, route.rule)
+        if reports is not None:
+            op, schemas = reports
+            names = openapi_path(route.rule)[1]
+            self._add(paths, method, route.rule, op, {**path_schemas, **dict(zip(names, schemas))})
+            return
+        build = described(method, route.rule, route.handler)
+        self._add(paths, method, route.rule, build() if build else _undescribed(route),
+                  path_schemas, no_database=(method, route.rule) in NO_DATABASE
+                  or (method, route.handler) in NO_DATABASE)
 
     def _service_methods(self, http_method):
         if self.services is None:
@@ -127,7 +141,7 @@ class DocumentBuilder:
                 for method in service.methods.values() if http_method in method.http_methods]
 
     # -- assembly --------------------------------------------------------------
-    def _add(self, paths, method, rule, op, path_schemas):
+    def _add(self, paths, method, rule, op, path_schemas, no_database=False):
         path, names = openapi_path(rule)
         sample = ARGUMENT.sub("x", rule)
         op = dict(op)
@@ -138,8 +152,8 @@ class DocumentBuilder:
                 + op.get("parameters", [])
         responses = dict(op["responses"])
         protected = self.gate.is_protected(sample)
-        if protected or (method, rule) not in NO_DATABASE:
-            responses.update(failures("ServiceUnavailable"))
+        if protected or not no_database:
+            responses.setdefault("503", failures("ServiceUnavailable")["503"])
         if "security" not in op:
             if protected:
                 op["security"] = [{"bearerAuth": []}, {"oauth2": []}]
@@ -153,7 +167,8 @@ class DocumentBuilder:
 
     def _document(self, title, paths, schemas, description):
         schemas["serviceDescriptor"] = service_descriptor()
-        schemas.update(REPORT_SCHEMAS)
+        for name, schema in report_schemas().items():
+            schemas.setdefault(name, schema)
         document = {
             "openapi": "3.1.0",
             "info": {"title": title, "version": "1.0", "description": description},

@@ -1,6 +1,8 @@
 """Operations of the routes whose shape does not depend on the model:
 authentication, files, metadata, messages, user session, documentation."""
 from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
+
+HEALTH = "Health"
 from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
 from .schemas import STRING, array, ref
 
@@ -154,8 +156,30 @@ def docs_asset():
         **failures("NotFound")})
 
 
+def _health(summary, ready):
+    status = {"type": "object", "required": ["status"], "properties": {
+        "status": {"type": "string", "enum": ["UP", "DOWN"]},
+        "details": {"type": "object", "description": "What is not ready"}}}
+    no_store = {"Cache-Control": header("no-store")}
+
+    def build():
+        answers = ok("UP", status, headers=no_store)
+        if ready:
+            answers["503"] = {"description": "DOWN: shutting down, or the database or a file "
+                                             "storage cannot be reached",
+                              "headers": no_store, "content": {JSON: {"schema": status}}}
+        return operation(summary, HEALTH, answers)
+    return build
+
+
+# Routes at configurable paths, by (method, handler).
+HANDLERS = {
+    ("GET", "restsvc.api.health.live"): _health("Is this instance alive", False),
+    ("GET", "restsvc.api.health.ready"): _health("Is this instance ready for requests", True),
+}
+
 # Answered without the database (unless the gate looks a token up).
-NO_DATABASE = {("GET", "/rest/docs"), ("GET", "/rest/docs/assets/<asset>"),
+NO_DATABASE = {("GET", "restsvc.api.health.live"), ("GET", "restsvc.api.health.ready"),("GET", "/rest/docs"), ("GET", "/rest/docs/assets/<asset>"),
                ("GET", "/rest/docs/openapi.json"), ("GET", "/rest/docs/openapi.yaml"),
                ("GET", "/rest/docs/openapiDetailed.json"), ("GET", "/rest/docs/openapiDetailed.yaml")}
 

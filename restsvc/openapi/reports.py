@@ -1,29 +1,40 @@
-"""The Reports API in the project documents, taken from its own document
-(``restsvc/reports/openapi.py``), so that the two never disagree."""
-from ..reports.openapi import SCHEMAS, reports_openapi
+"""The Reports API in both documents: the operations and schemas of the
+reports package's own document (``restsvc/reports/openapi.py``), placed at
+the route table's paths with this document's security and errors."""
+import re
+from functools import lru_cache
 
-_DOCUMENT = reports_openapi()
-# Route rule -> the path of the same operation in the reports document.
-_PATHS = {
-    "/rest/reports/report": "/report",
-    "/rest/reports/report/<report_id>": "/report/{id}",
-    "/rest/reports/group/<group_id>": "/group/{groupId}",
-    "/rest/reports/run/<report_id>": "/run/{id}",
-    "/rest/reports/docs/openapi.<any(json, yaml):extension>": "/docs/openapi.{format}",
-}
+from ..reports.openapi import BASE, reports_openapi
+
+_PARAMETER = re.compile(r"\{[^}]*\}|<[^>]*>")
 
 
-def _operation(path, method):
-    def build():
-        op = dict(_DOCUMENT["paths"][path][method])
-        # The project document adds path parameters, operation ids and security itself.
-        for key in ("operationId", "security"):
-            op.pop(key)
-        op["parameters"] = [p for p in op.get("parameters", ()) if p["in"] != "path"]
-        return op
-    return build
+def _shape(path):
+    """A path with its parameters blanked: ``/report/{id}`` and ``/report/<report_id>`` agree."""
+    return _PARAMETER.sub("{}", path)
 
 
-REPORT_ENDPOINTS = {(method.upper(), rule): _operation(path, method)
-                    for rule, path in _PATHS.items() for method in _DOCUMENT["paths"][path]}
-REPORT_SCHEMAS = {name: schema for name, schema in SCHEMAS.items() if name != "error"}
+@lru_cache(maxsize=1)
+def _reports():
+    document = reports_openapi()
+    operations = {(method.upper(), _shape(BASE + path)): op
+                  for path, methods in document["paths"].items() for method, op in methods.items()}
+    return operations, document["components"]["schemas"]
+
+
+def report_schemas():
+    return dict(_reports()[1])
+
+
+def report_operation(method, rule):
+    """``(operation, its path parameters' schemas in order)`` for a route, or None."""
+    found = _reports()[0].get((method, _shape(rule)))
+    if found is None:
+        return None
+    op = {key: value for key, value in found.items()
+          if key not in ("security", "operationId", "parameters")}
+    params = found.get("parameters", [])
+    others = [p for p in params if p["in"] != "path"]
+    if others:
+        op["parameters"] = others
+    return op, [p["schema"] for p in params if p["in"] == "path"]

@@ -122,7 +122,7 @@ def reports_openapi(server_url=BASE):
                                 "schema": {"type": "string", "enum": ["json", "yaml"]}}],
                 "responses": {"200": {"description": "OpenAPI 3.1", "content": {
                     "application/json": {"schema": {"type": "object"}},
-                    "application/yaml": {"schema": {"type": "string"}}}}}}},
+                    "application/yaml": {"schema": {"type": "object"}}}}}}},
         },
         "components": {
             "schemas": SCHEMAS,
