@@ -24,7 +24,7 @@ def instance_name(meta, row, permissions):
 
 
 def instance_namer(meta, permissions):
-    """row -> instance name, for many rows of one entity (reports): the
+    """row -> instance name, for many rows of one entity (serializers, reports): the
     visible parts are worked out once."""
     if not meta.instance_name:
         return lambda row: f"{meta.name}-{row['id']}"
@@ -64,23 +64,6 @@ def _converter(prop):
     return None if prop.json_value is _AS_IS else prop.json_value
 
 
-def _namer(meta, permissions):
-    """row -> the instance name (or None), worked out once per entity and permissions."""
-    if not meta.instance_name:
-        return lambda row: f"{meta.name}-{row['id']}"
-    parts = _instance_name_parts(meta, permissions)
-    if parts is None:
-        return lambda row: None
-    if len(parts) == 1 and not parts[0].is_reference:
-        name, convert = parts[0].name, parts[0].json_value
-
-        def single(row):
-            value = row.get(name)
-            return None if value is None else str(convert(value))
-        return single
-    return lambda row: _join_name(parts, row, permissions)
-
-
 def _compiled(meta, plan, permissions):
     """What to write for one plan and one set of permissions, worked out once
     (nested plans too): the entity name, the instance-name function and the
@@ -98,7 +81,7 @@ def _compiled(meta, plan, permissions):
             writers.append((name, _converter(prop) if nested is None else None,
                             _compiled(prop.target, nested, permissions) if nested else None,
                             prop.is_collection))
-        compiled = cache[id(permissions)] = (meta.name, _namer(meta, permissions), writers)
+        compiled = cache[id(permissions)] = (meta.name, instance_namer(meta, permissions), writers)
     return compiled
 
 
