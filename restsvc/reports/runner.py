@@ -36,7 +36,6 @@ class OutputColumn:
     text: object                 # value -> CSV text; guarded_text for text columns
     kind: str = "auto"           # XLSX cell kind
     number_format: str = None
-    to_cell: object = None       # value -> XLSX cell value, when it differs from the value
 
     def texts(self, cells):
         """A batch of this column's values as CSV texts."""
@@ -129,7 +128,7 @@ class Run:
             return OutputColumn(caption, lambda batch: list(map(captions.get, map(walk, batch))),
                                 guarded_text, "string")
         return OutputColumn(caption, _values(walk), values.text_form(last), values.cell_kind(last),
-                            column.format or values.decimal_format(last), values.cell_value(last))
+                            column.format or values.decimal_format(last))
 
 
 def _walker(names):
@@ -191,12 +190,5 @@ def write_xlsx(file, bands):
             sheet = book.add_sheet(title, [XColumn(c.caption, c.kind, c.number_format)
                                            for c in columns])
             sheet.write_rows(row for batch in batches
-                             for row in zip(*[_cells(column, batch) for column in columns]))
+                             for row in zip(*[column.values(batch) for column in columns]))
 
-
-def _cells(column, batch):
-    cells = column.values(batch)
-    convert = column.to_cell
-    if convert is None:
-        return cells
-    return [None if value is None else convert(value) for value in cells]

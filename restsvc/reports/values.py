@@ -34,15 +34,6 @@ def cell_kind(prop):
     return _CELL_KINDS.get(prop.datatype.name, "string")
 
 
-def cell_value(prop):
-    """value -> what an XLSX cell takes, for properties whose loaded value is
-    text (dates, date-times, times: parsed back into real dates); None for the rest."""
-    if prop.datatype is None or prop.datatype.kind not in ("date", "time"):
-        return None
-    parse = prop.datatype.from_text
-    return lambda value: parse(value) if value.__class__ is str else value
-
-
 def decimal_format(prop):
     """The number format that shows a decimal column with its scale."""
     places = getattr(prop.field, "decimal_places", None)
@@ -57,7 +48,7 @@ def text_form(prop):
     if prop.datatype.kind == "string":
         return guarded_text     # the stored text itself
     if prop.datatype.kind in ("date", "time"):
-        return prop.json_value  # loaded rows hold their JSON text, which is their text form
+        return prop.json_value  # ISO text, which is their text form
     to_text, convert = prop.datatype.to_text, prop.json_value
     if convert is not prop.datatype.to_json:        # a decimal column's scale
         return lambda value: to_text(convert(value))
