@@ -1,7 +1,9 @@
 """JSON in and out: compact, UTF-8, decimals exact both ways."""
 import decimal
 import json
+import re
 import secrets
+from json.encoder import encode_basestring as quoted    # C: "text" with JSON escapes
 
 from .model.datatypes import parse_json_int, parse_number
 
@@ -28,11 +30,53 @@ _ENCODERS = {ascii_only: json.JSONEncoder(ensure_ascii=ascii_only, separators=("
              for ascii_only in (False, True)}
 
 
+class RawJson(str):
+    """Text that already is JSON (entity answers, written by model/serialize.py
+    without building dicts first): ``dumps`` gives it back as it is."""
+
+
+def raw_array(items):
+    """A JSON array of texts that already are JSON."""
+    return RawJson(f"[{','.join(items)}]")
+
+
 def dumps(data, ascii_only=False):
+    if isinstance(data, RawJson):
+        return _NON_ASCII.sub(_escape, data) if ascii_only else str(data)
     text = _ENCODERS[ascii_only].encode(data)
     if _OPEN in text:
         text = text.replace(_OPEN, "").replace(_CLOSE, "")
     return text
+
+
+# In JSON text, characters beyond ASCII occur only inside strings, where
+# their \u escapes mean the same.
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _escape(match):
+    return json.encoder.encode_basestring_ascii(match.group())[1:-1]
+
+
+def _decimal_text(value):
+    if not value.is_finite():
+        raise ValueError("non-finite decimal")
+    return str(value)
+
+
+def _float_text(value):
+    return float.__repr__(value) if value - value == 0 else "null"    # NaN, ±inf: null
+
+
+_TEXT_OF_TYPE = {str: quoted, int: int.__repr__, bool: lambda value: "true" if value else "false",
+                 decimal.Decimal: _decimal_text, float: _float_text}
+
+
+def value_text(value):
+    """One value in its JSON form (a string, number, boolean, list or object)
+    as JSON text, as ``dumps`` writes it (a float that is not finite as null)."""
+    write = _TEXT_OF_TYPE.get(type(value))
+    return write(value) if write is not None else dumps(value)
 
 
 def dumps_bytes(data):

@@ -2,7 +2,7 @@
 from werkzeug.routing import Rule
 
 from ..errors import BadRequest
-from ..jsonio import loads
+from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
 from ..web import (empty_response, json_response, query_bool, query_int, read_json_body,
                    request_url, whole_number)
@@ -118,7 +118,8 @@ def create(ctx, entity_name):
     saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
     answer = data.saved_response(ctx.access, meta, saved, plan, query_bool(ctx.request, "returnNulls"))
     location = request_url(ctx.request) if bulk else f"{request_url(ctx.request)}/{saved[0].id}"
-    return json_response(answer if bulk else answer[0], status=201, headers={"Location": location})
+    return json_response(raw_array(answer) if bulk else answer[0], status=201,
+                         headers={"Location": location})
 
 
 def update(ctx, entity_name, entity_id):
@@ -139,7 +140,7 @@ def bulk_update(ctx, entity_name):
         raise BadRequest(message, message)
     plan = _response_plan(ctx, meta)
     saved = data.save(ctx.access, meta, body, creating=False, bulk=True)
-    return json_response(data.saved_response(ctx.access, meta, saved, plan))
+    return json_response(raw_array(data.saved_response(ctx.access, meta, saved, plan)))
 
 
 def delete(ctx, entity_name, entity_id):

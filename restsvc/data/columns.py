@@ -87,15 +87,14 @@ def converter(field):
 
 
 def read_rows(cursor, names, converters):
-    """Cursor rows -> dicts keyed by attribute name."""
+    """Cursor rows -> dicts keyed by attribute name. Columns are converted one
+    at a time (a comprehension per column rather than a loop per value)."""
+    rows = cursor.fetchall()
     pairs = [(index, convert) for index, convert in enumerate(converters) if convert is not None]
-    rows = []
-    for values in cursor.fetchall():
-        if pairs:
-            values = list(values)
-            for index, convert in pairs:
-                value = values[index]
-                if value is not None:
-                    values[index] = convert(value)
-        rows.append(dict(zip(names, values)))
-    return rows
+    if pairs and rows:
+        columns = list(zip(*rows))
+        for index, convert in pairs:
+            columns[index] = [None if value is None else convert(value)
+                              for value in columns[index]]
+        rows = zip(*columns)
+    return [dict(zip(names, values)) for values in rows]

@@ -2,12 +2,13 @@
 
 Every call takes an ``Access`` (the caller's permissions and session) and
 applies entity, attribute and row-level policies; results come back as JSON
-values, already serialized along the fetch plan.
+text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
 from ..db import write_transaction
 from ..errors import BadRequest, NotFound, ValidationFailed
+from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
-from ..model.serialize import count_objects, serialize
+from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
 from .filters import Condition, Group, parse_filter
 from .importer import Importer, delete_rows, parse_id, too_many_entities
@@ -50,14 +51,14 @@ class DataManager:
         rows = self._load(access, meta, plan, key_field=meta.model.id, keys=[key])
         if not rows:
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
-        return serialize(meta, rows[0], plan, access.permissions, return_nulls)
+        return write_entity(meta, rows[0], plan, access.permissions, return_nulls)
 
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
                return_nulls=False, return_count=False):
-        """A page of entities and, when asked, the total count (None otherwise)."""
+        """A page of entities (JSON text) and, when asked, the total count (None otherwise)."""
         rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset)
         total = count_rows(access, meta, tree) if return_count else None
-        return [serialize(meta, row, plan, access.permissions, return_nulls) for row in rows], total
+        return write_entities(meta, rows, plan, access.permissions, return_nulls), total
 
     def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None):
         """Rows (Python values, not yet serialized) and the parsed filter."""
@@ -173,21 +174,23 @@ class DataManager:
             delete_rows(self.metadata, meta, keys)
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
-        """What create/update answer for the saved operations: the entities
-        reloaded along ``plan``, or only ``_entityName``, ``_instanceName`` and
-        ``id`` when ``plan`` is None. A row the caller may not read (entity
-        policy or row-level role) is answered with ``_entityName`` and ``id``."""
+        """What create/update answer for the saved operations, one JSON text
+        each: the entities reloaded along ``plan``, or only ``_entityName``,
+        ``_instanceName`` and ``id`` when ``plan`` is None. A row the caller may
+        not read (entity policy or row-level role) is answered with
+        ``_entityName`` and ``id``."""
         readable = access.permissions.can(meta.name, "read")
         if readable and plan is None and _name_from_values(meta, saved):
-            return [serialize(meta, {**op.values, "id": op.id}, None, access.permissions,
-                              return_nulls) for op in saved]
+            return [write_entity(meta, {**op.values, "id": op.id}, None, access.permissions,
+                                 return_nulls) for op in saved]
         ids = [op.id for op in saved]
         by_id = {}
         if readable:
             by_id = {row["id"]: row for row in self._load(access, meta, plan,
                                                           key_field=meta.model.id, keys=ids)}
-        return [serialize(meta, by_id[key], plan, access.permissions, return_nulls)
-                if key in by_id else {"_entityName": meta.name, "id": key} for key in ids]
+        return [write_entity(meta, by_id[key], plan, access.permissions, return_nulls)
+                if key in by_id else RawJson(dumps({"_entityName": meta.name, "id": key}))
+                for key in ids]
 
 
 def _name_from_values(meta, saved):

@@ -229,6 +229,10 @@ class RowView:
     and for anything the plan did not load, the stored entity (loaded lazily)."""
 
     def __init__(self, meta, row):
+        attributes = self.__dict__
+        attributes.update(row)          # plain values: read without __getattr__
+        for name in _wrapped(meta):
+            attributes.pop(name, None)
         self._meta = meta
         self._row = row
         self._instance = None
@@ -238,10 +242,22 @@ class RowView:
         if name in self._row and prop is not None and prop.getter is None:
             value = self._row[name]
             if prop.is_collection:
-                return [RowView(prop.target, child) for child in value]
-            if isinstance(value, dict):
-                return RowView(prop.target, value)
+                value = [RowView(prop.target, child) for child in value]
+            elif isinstance(value, dict):
+                value = RowView(prop.target, value)
+            self.__dict__[name] = value
             return value
         if self._instance is None:
             self._instance = self._meta.model.get_by_id(self._row["id"])
         return getattr(self._instance, name)
+
+
+def _wrapped(meta):
+    """Attributes a RowView does not take from the row as they are: references
+    (wrapped in views) and transient attributes (computed by the entity)."""
+    names = meta.__dict__.get("_row_view_wrapped")
+    if names is None:
+        names = meta._row_view_wrapped = tuple(
+            name for name, prop in meta.properties.items()
+            if prop.is_reference or prop.getter is not None)
+    return names

@@ -3,7 +3,12 @@
 Key order is ``_entityName``, ``_instanceName``, ``id``, then the plan's
 attributes. Hidden attributes never appear, nor does an instance name built
 from one. Nulls are omitted unless ``return_nulls``.
+
+Answers are written as JSON text directly (``write_entity``, ``write_entities``):
+building dicts and then encoding them cost twice as much. ``serialize`` gives
+the same entity as a dict, for application code that adds it to JSON of its own.
 """
+from ..jsonio import RawJson, loads, quoted, raw_array, value_text
 from .datatypes import DATATYPES
 
 
@@ -17,58 +22,78 @@ def _instance_name_parts(meta, permissions):
 
 def instance_name(meta, row, permissions):
     """The instance name from the instance-name attributes, or None."""
-    if not meta.instance_name:
-        return f"{meta.name}-{row['id']}"
-    parts = _instance_name_parts(meta, permissions)
-    return None if parts is None else _join_name(parts, row, permissions)
+    return instance_namer(meta, permissions)(row)
 
 
 def instance_namer(meta, permissions):
-    """row -> instance name, for many rows of one entity (serializers, reports): the
-    visible parts are worked out once."""
+    """row -> instance name, worked out once per entity and permissions (kept
+    with the permissions, which live as long as their role combination)."""
+    namers = permissions.memo.setdefault("instance_namers", {})
+    namer = namers.get(meta.name)
+    if namer is None:
+        namer = namers[meta.name] = _build_namer(meta, permissions)
+    return namer
+
+
+def _build_namer(meta, permissions):
     if not meta.instance_name:
-        return lambda row: f"{meta.name}-{row['id']}"
+        prefix = f"{meta.name}-"
+        return lambda row: prefix + str(row["id"])
     parts = _instance_name_parts(meta, permissions)
     if parts is None:
         return lambda row: None
-    if len(parts) == 1 and not parts[0].is_reference:
-        name, convert = parts[0].name, parts[0].json_value
+    getters = [(prop.name, _reference_namer(prop.target, permissions) if prop.is_reference
+                else prop.json_value) for prop in parts]
+    if len(getters) == 1:
+        (name, convert), = getters
 
         def single(row):
             value = row.get(name)
-            return None if value is None else str(convert(value))
+            if value is not None:
+                value = convert(value)
+            return None if value is None else str(value)
         return single
-    return lambda row: _join_name(parts, row, permissions)
+
+    def joined(row):
+        texts = []
+        for name, convert in getters:
+            value = row.get(name)
+            if value is not None:
+                value = convert(value)
+                if value is not None:
+                    texts.append(str(value))
+        return " ".join(texts) if texts else None
+    return joined
 
 
-def _join_name(props, row, permissions):
-    texts = []
-    for prop in props:
-        value = row.get(prop.name)
-        if value is None:
-            continue
-        if prop.is_reference:
-            value = instance_name(prop.target, value, permissions)
-        else:
-            value = prop.json_value(value)
-        if value is not None:
-            texts.append(str(value))
-    return " ".join(texts) if texts else None
+def _reference_namer(target, permissions):
+    """The referenced row's instance name, its namer looked up at the first
+    call (instance names may refer to each other)."""
+    found = []
+
+    def name_of(row):
+        if not found:
+            found.append(instance_namer(target, permissions))
+        return found[0](row)
+    return name_of
 
 
 _AS_IS = DATATYPES["string"].to_json       # the identity: the value is its JSON
 
 
-def _converter(prop):
-    """The property's JSON converter, or None when values are written as they are."""
-    return None if prop.json_value is _AS_IS else prop.json_value
+def _text_writer(prop):
+    """value -> the property's JSON text."""
+    convert = prop.json_value
+    if convert is _AS_IS:
+        return value_text
+    return lambda value: value_text(convert(value))
 
 
 def _compiled(meta, plan, permissions):
     """What to write for one plan and one set of permissions, worked out once
-    (nested plans too): the entity name, the instance-name function and the
-    visible attributes as (name, converter or None, nested compiled or None,
-    is collection)."""
+    (nested plans too): the object's opening text, the instance-name function
+    and the visible attributes as (name, key text, value writer or None,
+    nested compiled or None, is collection)."""
     cache = plan.__dict__.setdefault("_compiled", {})
     compiled = cache.get(id(permissions))
     if compiled is None:
@@ -78,45 +103,68 @@ def _compiled(meta, plan, permissions):
             prop = meta.properties[name]
             if name == "id" or not levels.get(name):
                 continue
-            writers.append((name, _converter(prop) if nested is None else None,
+            writers.append((name, f",{quoted(name)}:",
+                            _text_writer(prop) if nested is None else None,
                             _compiled(prop.target, nested, permissions) if nested else None,
                             prop.is_collection))
-        compiled = cache[id(permissions)] = (meta.name, instance_namer(meta, permissions), writers)
+        compiled = cache[id(permissions)] = (f'{{"_entityName":{quoted(meta.name)}',
+                                             instance_namer(meta, permissions), writers)
     return compiled
 
 
+def _compiled_for(meta, plan, permissions):
+    if plan is not None:
+        return _compiled(meta, plan, permissions)
+    compiled = permissions.memo.setdefault("names_only", {}).get(meta.name)
+    if compiled is None:
+        compiled = permissions.memo["names_only"][meta.name] = (
+            f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), ())
+    return compiled
+
+
+def write_entity(meta, row, plan, permissions, return_nulls=False):
+    """One entity as JSON text (plan None: ``_entityName``, ``_instanceName`` and ``id``)."""
+    return RawJson(_write(_compiled_for(meta, plan, permissions), row, return_nulls))
+
+
+def write_entities(meta, rows, plan, permissions, return_nulls=False):
+    """A JSON array of entities."""
+    compiled = _compiled_for(meta, plan, permissions)
+    return raw_array([_write(compiled, row, return_nulls) for row in rows])
+
+
 def serialize(meta, row, plan, permissions, return_nulls=False):
-    if plan is None:
-        out = {"_entityName": meta.name}
-        name_text = instance_name(meta, row, permissions)
-        if name_text is not None or return_nulls:
-            out["_instanceName"] = name_text
-        out["id"] = str(row["id"])
-        return out
-    return _write(_compiled(meta, plan, permissions), row, return_nulls)
+    """One entity as a dict (decimals as Decimal), for JSON of the caller's own."""
+    return loads(_write(_compiled_for(meta, plan, permissions), row, return_nulls))
 
 
 def _write(compiled, row, return_nulls):
-    entity_name, namer, writers = compiled
-    out = {"_entityName": entity_name}
+    head, namer, writers = compiled
+    parts = [head]
     name_text = namer(row)
-    if name_text is not None or return_nulls:
-        out["_instanceName"] = name_text
-    out["id"] = str(row["id"])
-    for name, convert, nested, is_collection in writers:
-        if name not in row:
-            continue
-        value = row[name]
+    if name_text is not None:
+        parts.append(f',"_instanceName":{quoted(name_text)}')
+    elif return_nulls:
+        parts.append(',"_instanceName":null')
+    parts.append(f',"id":{quoted(str(row["id"]))}')
+    for name, key, write, nested, is_collection in writers:
+        value = row.get(name, _ABSENT)
         if value is None:
             if return_nulls:
-                out[name] = None
+                parts.append(key + "null")
+        elif value is _ABSENT:
+            continue
         elif nested is None:
-            out[name] = value if convert is None else convert(value)
+            parts.append(key + write(value))
         elif is_collection:
-            out[name] = [_write(nested, child, return_nulls) for child in value]
+            parts.append(f"{key}[{','.join([_write(nested, child, return_nulls) for child in value])}]")
         else:
-            out[name] = _write(nested, value, return_nulls)
-    return out
+            parts.append(key + _write(nested, value, return_nulls))
+    parts.append("}")
+    return "".join(parts)
+
+
+_ABSENT = object()
 
 
 def _references(meta, plan, permissions):

@@ -9,6 +9,7 @@ exist: 404, and absent from lists. The specific policy
 import logging
 
 from ..errors import BadRequest, NotFound
+from ..jsonio import loads
 from ..model.fetchplan import named_plan
 from .openapi import reports_openapi
 from .parameters import bind
@@ -61,7 +62,7 @@ class Reports:
                                                    f"not found for report {report.id}")
 
         def load_entity(meta, entity_id):
-            return data.load(access, meta, entity_id, named_plan(meta, "_instance_name"))
+            return loads(data.load(access, meta, entity_id, named_plan(meta, "_instance_name")))
 
         bound = bind(report, body.get("parameters"), load_entity)
         return Run(access, data, captions, self.max_rows).document(template, bound)

@@ -118,6 +118,8 @@ class Permissions:
             for entity_name, condition in role.filters.items():
                 self._row_filters.setdefault(entity_name, []).append(condition)
         self._row_owners = _restricted_owners(metadata, set(self._row_filters))
+        # What serializers work out once for these permissions (serialize.py).
+        self.memo = {}
 
     def can(self, entity_name, operation):
         return operation in self._entities.get(entity_name, ())
