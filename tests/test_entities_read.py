@@ -68,6 +68,19 @@ def test_named_fetch_plan_loads_references_and_compositions(client, auth):
     assert body["itemCount"] == sum(item["quantity"] for item in body["lines"])
 
 
+def test_transient_attribute_without_what_it_reads_loaded(client, auth):
+    """The plan loads neither lines nor their quantities: the getter reads them
+    from the stored order, and gives what the full plan gives."""
+    order_id = demo_id("order", 4)
+    full = client.get(f"/rest/entities/Order/{order_id}?fetchPlan=order-with-details",
+                      headers=auth).json
+    plan = {"entity": "Order", "properties": ["number", "itemCount"]}
+    body = client.get(f"/rest/entities/Order/{order_id}",
+                      query_string={"fetchPlan": json.dumps(plan)}, headers=auth).json
+    assert "lines" not in body
+    assert body["itemCount"] == full["itemCount"] == sum(line["quantity"] for line in full["lines"])
+
+
 def test_inline_fetch_plan(client, auth):
     plan = {"entity": "Order", "properties": ["number", {"name": "customer", "fetchPlan": {"properties": ["email"]}}, "bogus"]}
     body = client.get(f"/rest/entities/Order/{demo_id('order', 0)}",

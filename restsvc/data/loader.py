@@ -100,7 +100,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     fill_references(access, meta, plan, rows, budget)
     for row in rows:
         for prop in transients:
-            row[prop.name] = prop.getter(RowView(meta, row))
+            row[prop.name] = prop.getter(row_view(meta, row))
     return rows
 
 
@@ -224,40 +224,55 @@ def _fill_children(access, prop, plan, rows, budget):
         row[prop.name] = grouped.get(row["id"], [])
 
 
-class RowView:
-    """What a transient attribute's getter sees as ``self``: the loaded values,
-    and for anything the plan did not load, the stored entity (loaded lazily)."""
-
-    def __init__(self, meta, row):
-        attributes = self.__dict__
-        attributes.update(row)          # plain values: read without __getattr__
-        for name in _wrapped(meta):
-            attributes.pop(name, None)
-        self._meta = meta
-        self._row = row
-        self._instance = None
-
-    def __getattr__(self, name):
-        prop = self._meta.properties.get(name)
-        if name in self._row and prop is not None and prop.getter is None:
-            value = self._row[name]
-            if prop.is_collection:
-                value = [RowView(prop.target, child) for child in value]
-            elif isinstance(value, dict):
-                value = RowView(prop.target, value)
-            self.__dict__[name] = value
-            return value
-        if self._instance is None:
-            self._instance = self._meta.model.get_by_id(self._row["id"])
-        return getattr(self._instance, name)
+def row_view(meta, row):
+    """What a transient attribute's getter sees as ``self``: the loaded values
+    as attributes (the row itself is the view's ``__dict__``: no copy), loaded
+    references as views too, and for anything the plan did not load, the
+    stored entity (loaded at the first such access). Read-only."""
+    cls = meta.__dict__.get("_row_view")
+    if cls is None:
+        cls = meta._row_view = _view_class(meta)
+    view = cls.__new__(cls)
+    view.__dict__ = row
+    view._stored = None
+    return view
 
 
-def _wrapped(meta):
-    """Attributes a RowView does not take from the row as they are: references
-    (wrapped in views) and transient attributes (computed by the entity)."""
-    names = meta.__dict__.get("_row_view_wrapped")
-    if names is None:
-        names = meta._row_view_wrapped = tuple(
-            name for name, prop in meta.properties.items()
-            if prop.is_reference or prop.getter is not None)
-    return names
+class _RowView:
+    __slots__ = ("__dict__", "_stored")
+    _view_meta = None
+
+    def __getattr__(self, name):        # not loaded
+        return getattr(self._entity(), name)
+
+    def _entity(self):
+        if self._stored is None:
+            self._stored = self._view_meta.model.get_by_id(self.__dict__["id"])
+        return self._stored
+
+
+def _view_class(meta):
+    """The view class of one entity: references and transient attributes are
+    properties (they win over the row's values); other values are read from
+    the row directly."""
+    namespace = {"__slots__": (), "_view_meta": meta}
+    for name, prop in meta.properties.items():
+        if prop.getter is not None:
+            namespace[name] = property(lambda self, name=name: getattr(self._entity(), name))
+        elif prop.is_reference:
+            namespace[name] = property(_reference_getter(prop))
+    return type(f"{meta.name}RowView", (_RowView,), namespace)
+
+
+def _reference_getter(prop):
+    name, target, many = prop.name, prop.target, prop.is_collection
+
+    def get(self):
+        row = self.__dict__
+        if name not in row:
+            return getattr(self._entity(), name)
+        value = row[name]
+        if many:
+            return [row_view(target, child) for child in value]
+        return row_view(target, value) if isinstance(value, dict) else value
+    return get

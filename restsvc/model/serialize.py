@@ -82,10 +82,15 @@ _AS_IS = DATATYPES["string"].to_json       # the identity: the value is its JSON
 
 
 def _text_writer(prop):
-    """value -> the property's JSON text."""
+    """value -> the property's JSON text. A stored attribute whose JSON form is
+    a string (text, ids, dates, enums) is quoted without asking its type."""
     convert = prop.json_value
-    if convert is _AS_IS:
-        return value_text
+    strings = prop.field is not None and (prop.meta_enum is not None or (
+        prop.datatype is not None and prop.datatype.json_schema.get("type") == "string"))
+    if convert is None or convert is _AS_IS:
+        return quoted if strings else value_text
+    if strings:
+        return lambda value: quoted(convert(value))
     return lambda value: value_text(convert(value))
 
 
