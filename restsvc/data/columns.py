@@ -86,15 +86,30 @@ def converter(field):
     return result
 
 
-def read_rows(cursor, names, converters):
-    """Cursor rows -> dicts keyed by attribute name. Columns are converted one
-    at a time (a comprehension per column rather than a loop per value)."""
+def conversions(converters):
+    """(column index, converter) of the columns that need converting."""
+    return [(index, convert) for index, convert in enumerate(converters) if convert is not None]
+
+
+def read_rows(cursor, names, conversions):
+    """Cursor rows -> dicts keyed by attribute name. Many rows are converted a
+    column at a time (a comprehension per column), a few a row at a time
+    (setting up the comprehensions would cost more)."""
     rows = cursor.fetchall()
-    pairs = [(index, convert) for index, convert in enumerate(converters) if convert is not None]
-    if pairs and rows:
+    if not conversions:
+        return [dict(zip(names, values)) for values in rows]
+    if len(rows) > 4:
         columns = list(zip(*rows))
-        for index, convert in pairs:
+        for index, convert in conversions:
             columns[index] = [None if value is None else convert(value)
                               for value in columns[index]]
-        rows = zip(*columns)
-    return [dict(zip(names, values)) for values in rows]
+        return [dict(zip(names, values)) for values in zip(*columns)]
+    result = []
+    for values in rows:
+        values = list(values)
+        for index, convert in conversions:
+            value = values[index]
+            if value is not None:
+                values[index] = convert(value)
+        result.append(dict(zip(names, values)))
+    return result

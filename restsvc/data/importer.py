@@ -10,6 +10,7 @@ attributes the caller may not modify are ignored silently. Composition
 collections present in the JSON replace the stored children the caller can
 see: listed children are updated or created, the others deleted.
 """
+import re
 from dataclasses import dataclass, field
 
 import peewee
@@ -51,10 +52,17 @@ def _violation(path, message, template, value=None):
     return {"message": message, "messageTemplate": template, "path": path, "invalidValue": value}
 
 
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+
+
 def parse_id(meta, value):
-    """An id from a URL or a body, in the canonical text form rows use."""
+    """An id from a URL or a body, in the canonical text form rows use (a UUID
+    already in that form is taken as it is: no round trip through uuid.UUID)."""
+    prop = meta.properties["id"]
+    if isinstance(value, str) and prop.datatype.name == "uuid" and _CANONICAL_UUID.match(value):
+        return value
     try:
-        return str(meta.properties["id"].value_type.from_json(value))
+        return str(prop.value_type.from_json(value))
     except (ValueError, TypeError, AttributeError):
         raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
 

@@ -10,7 +10,7 @@ import peewee
 
 from ..errors import BadRequest
 from ..model.fetchplan import ids_only
-from .columns import converter, read_rows
+from .columns import conversions, converter, read_rows
 from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
@@ -37,8 +37,8 @@ def loading_plan(plan):
 
 def _columns(meta, plan):
     """(attribute name, peewee field) pairs the root query selects, their
-    converters, a text signature for the SQL cache and the plan's transient
-    attributes; worked out once per plan."""
+    names, the conversions of their values, a text signature for the SQL cache
+    and the plan's transient attributes; worked out once per plan."""
     cached = plan.__dict__.get("_columns")
     if cached is None:
         columns = [("id", meta.model.id)]
@@ -48,7 +48,8 @@ def _columns(meta, plan):
                 columns.append((name, prop.field))
         transients = [meta.properties[name] for name in plan.properties
                       if meta.properties[name].getter is not None]
-        cached = plan._columns = (columns, [converter(field) for _, field in columns],
+        cached = plan._columns = (columns, [name for name, _ in columns],
+                                  conversions([converter(field) for _, field in columns]),
                                   f"{meta.name}:{','.join(name for name, _ in columns)}",
                                   transients)
     return cached
@@ -85,16 +86,17 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
     counted against ``budget`` (a Budget, or None for no bound)."""
-    columns, converters, signature, transients = _columns(meta, plan)
+    columns, names, converting, signature, transients = _columns(meta, plan)
     if parent_column is not None:
+        converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
-        converters = converters + [converter(parent_column)]
+        names = names + [_PARENT]
         signature += f"+{parent_column.name}"
     keys = list(keys) if keys is not None else None
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
                              key_field, keys)
     cursor = access.database.execute_sql(sql, params)
-    rows = read_rows(cursor, [name for name, _ in columns], converters)
+    rows = read_rows(cursor, names, converting)
     if budget is not None:
         budget.take(len(rows))
     fill_references(access, meta, plan, rows, budget)

@@ -83,10 +83,13 @@ _AS_IS = DATATYPES["string"].to_json       # the identity: the value is its JSON
 
 def _text_writer(prop):
     """value -> the property's JSON text. A stored attribute whose JSON form is
-    a string (text, ids, dates, enums) is quoted without asking its type."""
+    a string (text, ids, dates, enums) is quoted without asking its type;
+    the names of enum constants are quoted once."""
     convert = prop.json_value
-    strings = prop.field is not None and (prop.meta_enum is not None or (
-        prop.datatype is not None and prop.datatype.json_schema.get("type") == "string"))
+    if prop.field is not None and prop.meta_enum is not None:
+        return {member: quoted(member.name) for member in prop.meta_enum.enum_class}.__getitem__
+    strings = prop.field is not None and (
+        prop.datatype is not None and prop.datatype.json_schema.get("type") == "string")
     if convert is None or convert is _AS_IS:
         return quoted if strings else value_text
     if strings:
@@ -94,13 +97,13 @@ def _text_writer(prop):
     return lambda value: value_text(convert(value))
 
 
-def _compiled(meta, plan, permissions):
-    """What to write for one plan and one set of permissions, worked out once
-    (nested plans too): the object's opening text, the instance-name function
-    and the visible attributes as (name, key text, value writer or None,
-    nested compiled or None, is collection)."""
+def _compiled(meta, plan, permissions, return_nulls):
+    """What to write for one plan, one set of permissions and one choice of
+    nulls, worked out once (nested plans too): the object's opening text, the
+    instance-name function and the visible attributes as (name, key text,
+    value -> JSON text)."""
     cache = plan.__dict__.setdefault("_compiled", {})
-    compiled = cache.get(id(permissions))
+    compiled = cache.get((id(permissions), return_nulls))
     if compiled is None:
         levels = permissions.attribute_levels(meta.name)
         writers = []
@@ -108,64 +111,70 @@ def _compiled(meta, plan, permissions):
             prop = meta.properties[name]
             if name == "id" or not levels.get(name):
                 continue
-            writers.append((name, f",{quoted(name)}:",
-                            _text_writer(prop) if nested is None else None,
-                            _compiled(prop.target, nested, permissions) if nested else None,
-                            prop.is_collection))
-        compiled = cache[id(permissions)] = (f'{{"_entityName":{quoted(meta.name)}',
-                                             instance_namer(meta, permissions), writers)
+            if nested is None:
+                write = _text_writer(prop)
+            else:
+                write = _nested_writer(_compiled(prop.target, nested, permissions, return_nulls),
+                                       prop.is_collection)
+            writers.append((name, f",{quoted(name)}:", write))
+        compiled = cache[(id(permissions), return_nulls)] = (
+            f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), writers,
+            return_nulls)
     return compiled
 
 
-def _compiled_for(meta, plan, permissions):
+def _nested_writer(compiled, is_collection):
+    if is_collection:
+        return lambda rows: f"[{','.join([_write(compiled, row) for row in rows])}]"
+    return lambda row: _write(compiled, row)
+
+
+def _compiled_for(meta, plan, permissions, return_nulls):
     if plan is not None:
-        return _compiled(meta, plan, permissions)
-    compiled = permissions.memo.setdefault("names_only", {}).get(meta.name)
+        return _compiled(meta, plan, permissions, return_nulls)
+    key = ("names_only", return_nulls)
+    compiled = permissions.memo.setdefault(key, {}).get(meta.name)
     if compiled is None:
-        compiled = permissions.memo["names_only"][meta.name] = (
-            f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), ())
+        compiled = permissions.memo[key][meta.name] = (
+            f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), (),
+            return_nulls)
     return compiled
 
 
 def write_entity(meta, row, plan, permissions, return_nulls=False):
     """One entity as JSON text (plan None: ``_entityName``, ``_instanceName`` and ``id``)."""
-    return RawJson(_write(_compiled_for(meta, plan, permissions), row, return_nulls))
+    return RawJson(_write(_compiled_for(meta, plan, permissions, return_nulls), row))
 
 
 def write_entities(meta, rows, plan, permissions, return_nulls=False):
     """A JSON array of entities."""
-    compiled = _compiled_for(meta, plan, permissions)
-    return raw_array([_write(compiled, row, return_nulls) for row in rows])
+    compiled = _compiled_for(meta, plan, permissions, return_nulls)
+    return raw_array([_write(compiled, row) for row in rows])
 
 
 def serialize(meta, row, plan, permissions, return_nulls=False):
     """One entity as a dict (decimals as Decimal), for JSON of the caller's own."""
-    return loads(_write(_compiled_for(meta, plan, permissions), row, return_nulls))
+    return loads(_write(_compiled_for(meta, plan, permissions, return_nulls), row))
 
 
-def _write(compiled, row, return_nulls):
-    head, namer, writers = compiled
-    parts = [head]
+def _write(compiled, row):
+    head, namer, writers, return_nulls = compiled
     name_text = namer(row)
     if name_text is not None:
-        parts.append(f',"_instanceName":{quoted(name_text)}')
+        parts = [f'{head},"_instanceName":{quoted(name_text)},"id":{quoted(str(row["id"]))}']
     elif return_nulls:
-        parts.append(',"_instanceName":null')
-    parts.append(f',"id":{quoted(str(row["id"]))}')
-    for name, key, write, nested, is_collection in writers:
-        value = row.get(name, _ABSENT)
+        parts = [f'{head},"_instanceName":null,"id":{quoted(str(row["id"]))}']
+    else:
+        parts = [f'{head},"id":{quoted(str(row["id"]))}']
+    append, get = parts.append, row.get
+    for name, key, write in writers:
+        value = get(name, _ABSENT)
         if value is None:
             if return_nulls:
-                parts.append(key + "null")
-        elif value is _ABSENT:
-            continue
-        elif nested is None:
-            parts.append(key + write(value))
-        elif is_collection:
-            parts.append(f"{key}[{','.join([_write(nested, child, return_nulls) for child in value])}]")
-        else:
-            parts.append(key + _write(nested, value, return_nulls))
-    parts.append("}")
+                append(key + "null")
+        elif value is not _ABSENT:
+            append(key + write(value))
+    append("}")
     return "".join(parts)
 
 
