@@ -42,7 +42,7 @@ def raw_array(items):
 
 def dumps(data, ascii_only=False):
     if isinstance(data, RawJson):
-        return _NON_ASCII.sub(_escape, data) if ascii_only else str(data)
+        return _NON_ASCII.sub(_escape, data) if ascii_only else data
     text = _ENCODERS[ascii_only].encode(data)
     if _OPEN in text:
         text = text.replace(_OPEN, "").replace(_CLOSE, "")

@@ -101,7 +101,8 @@ def _compiled(meta, plan, permissions, return_nulls):
     """What to write for one plan, one set of permissions and one choice of
     nulls, worked out once (nested plans too): the object's opening text, the
     instance-name function and the visible attributes as (name, key text,
-    value -> JSON text)."""
+    value -> JSON text, or for references None and (nested compiled, is
+    collection))."""
     cache = plan.__dict__.setdefault("_compiled", {})
     compiled = cache.get((id(permissions), return_nulls))
     if compiled is None:
@@ -112,21 +113,15 @@ def _compiled(meta, plan, permissions, return_nulls):
             if name == "id" or not levels.get(name):
                 continue
             if nested is None:
-                write = _text_writer(prop)
+                writers.append((name, f",{quoted(name)}:", _text_writer(prop), None))
             else:
-                write = _nested_writer(_compiled(prop.target, nested, permissions, return_nulls),
-                                       prop.is_collection)
-            writers.append((name, f",{quoted(name)}:", write))
+                writers.append((name, f",{quoted(name)}:", None, (
+                    _compiled(prop.target, nested, permissions, return_nulls),
+                    prop.is_collection)))
         compiled = cache[(id(permissions), return_nulls)] = (
             f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), writers,
             return_nulls)
     return compiled
-
-
-def _nested_writer(compiled, is_collection):
-    if is_collection:
-        return lambda rows: f"[{','.join([_write(compiled, row) for row in rows])}]"
-    return lambda row: _write(compiled, row)
 
 
 def _compiled_for(meta, plan, permissions, return_nulls):
@@ -143,21 +138,23 @@ def _compiled_for(meta, plan, permissions, return_nulls):
 
 def write_entity(meta, row, plan, permissions, return_nulls=False):
     """One entity as JSON text (plan None: ``_entityName``, ``_instanceName`` and ``id``)."""
-    return RawJson(_write(_compiled_for(meta, plan, permissions, return_nulls), row))
+    return RawJson(_write(_compiled_for(meta, plan, permissions, return_nulls), row, {}))
 
 
 def write_entities(meta, rows, plan, permissions, return_nulls=False):
     """A JSON array of entities."""
-    compiled = _compiled_for(meta, plan, permissions, return_nulls)
-    return raw_array([_write(compiled, row) for row in rows])
+    compiled, written = _compiled_for(meta, plan, permissions, return_nulls), {}
+    return raw_array([_write(compiled, row, written) for row in rows])
 
 
 def serialize(meta, row, plan, permissions, return_nulls=False):
     """One entity as a dict (decimals as Decimal), for JSON of the caller's own."""
-    return loads(_write(_compiled_for(meta, plan, permissions, return_nulls), row))
+    return loads(_write(_compiled_for(meta, plan, permissions, return_nulls), row, {}))
 
 
-def _write(compiled, row):
+def _write(compiled, row, written):
+    """``written``: the text of referenced rows already written in this answer
+    (the loader gives every order of one customer the same row: it is written once)."""
     head, namer, writers, return_nulls = compiled
     name_text = namer(row)
     if name_text is not None:
@@ -167,13 +164,22 @@ def _write(compiled, row):
     else:
         parts = [f'{head},"id":{quoted(str(row["id"]))}']
     append, get = parts.append, row.get
-    for name, key, write in writers:
+    for name, key, write, nested in writers:
         value = get(name, _ABSENT)
         if value is None:
             if return_nulls:
                 append(key + "null")
-        elif value is not _ABSENT:
+        elif value is _ABSENT:
+            continue
+        elif nested is None:
             append(key + write(value))
+        elif nested[1]:
+            append(f"{key}[{','.join([_write(nested[0], child, written) for child in value])}]")
+        else:
+            text = written.get((id(nested), id(value)))
+            if text is None:
+                text = written[(id(nested), id(value))] = _write(nested[0], value, written)
+            append(key + text)
     append("}")
     return "".join(parts)
 
