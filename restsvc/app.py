@@ -126,7 +126,9 @@ class RestApp:
                 self.database.close()
 
     def __call__(self, environ, start_response):
-        request = Request(environ)
+        # Not stored in the environ (Werkzeug's default): that would make a
+        # reference cycle per request, left for the garbage collector.
+        request = Request(environ, populate_request=False)
         if self.cors is not None and self.cors.is_preflight(request.method, request.headers):
             response = self._preflight(request)
         else:

@@ -38,6 +38,7 @@ class Operation:
     expected_version: int = None
     children: list = field(default_factory=list)     # (prop, [Operation])
     removed: list = field(default_factory=list)      # (child meta, [ids])
+    instance: object = None     # creating: the model instance the validators saw, then inserted
 
     @property
     def is_one_statement(self):
@@ -233,6 +234,8 @@ class Importer:
         instance = model() if operation.creating else model.get_by_id(operation.id)
         for key, value in operation.values.items():
             setattr(instance, key, value)
+        if operation.creating:
+            operation.instance = instance
         for validator in validators:
             for where, message in validator(instance) or ():
                 self.violations.append(_violation(f"{path}{where}", message, CUSTOM))
@@ -246,7 +249,11 @@ class Importer:
         failure = "Entity creation failed" if operation.creating else "Entity update failed"
         try:
             if operation.creating:
-                instance = model(**values)
+                instance = operation.instance
+                if instance is None:
+                    instance = model(**values)
+                elif owner_field is not None:
+                    setattr(instance, owner_field.name, owner_id)
                 if operation.id is not None:
                     instance.id = operation.id
                 self._insert(model, instance.__data__)

@@ -214,35 +214,34 @@ def count_objects(meta, rows, plan, permissions, limit):
     refs = _references(meta, plan, permissions) if plan is not None else ()
     if not refs:
         return len(rows)
-    memo = {}
-
-    def count(row, refs):
-        total = 1
-        for name, is_collection, inner, leafy in refs:
-            value = row.get(name)
-            if value is None:
-                continue
-            children = value if is_collection else (value,)
-            if not inner:
-                total += len(children)
-            elif leafy:
-                total += sum(_count_leafy(child, inner) for child in children)
-            else:
-                for child in children:
-                    key = (id(child), id(inner))
-                    found = memo.get(key)
-                    if found is None:
-                        found = memo[key] = count(child, inner)
-                    total += found
-                    if total > limit:
-                        return total
-        return total
-
-    total = 0
+    memo, total = {}, 0
     for row in rows:
-        total += count(row, refs)
+        total += _count(row, refs, memo, limit)
         if total > limit:
             break
+    return total
+
+
+def _count(row, refs, memo, limit):
+    total = 1
+    for name, is_collection, inner, leafy in refs:
+        value = row.get(name)
+        if value is None:
+            continue
+        children = value if is_collection else (value,)
+        if not inner:
+            total += len(children)
+        elif leafy:
+            total += sum(_count_leafy(child, inner) for child in children)
+        else:
+            for child in children:
+                key = (id(child), id(inner))
+                found = memo.get(key)
+                if found is None:
+                    found = memo[key] = _count(child, inner, memo, limit)
+                total += found
+                if total > limit:
+                    return total
     return total
 
 
