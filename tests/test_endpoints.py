@@ -1,4 +1,6 @@
 """Custom endpoints: the demo's customer card, behind the same gate."""
+from werkzeug.test import Client
+
 from conftest import demo_id
 
 CARD = f"/api/customers/{demo_id('customer', 0)}/card"
@@ -43,3 +45,32 @@ def test_routes_lists_application_endpoints(capsys):
     out = capsys.readouterr().out
     assert "/api/customers/<customer_id>/card" in out and "demo.endpoints.customer_card" in out
     assert "/rest/services/<service_name>/<method_name>" in out
+
+
+def test_skip_denied_false_shows_what_the_caller_may_not_read_and_only_there(make_app):
+    """An endpoint that turns skip_denied off gets the reader's hidden email; the
+    ordinary card, asked right after by the same reader, still leaves it out."""
+    import dataclasses
+
+    from werkzeug.routing import Rule
+
+    from restsvc import to_entity_json
+    from restsvc.demo import application as demo
+    from restsvc.demo.model import Customer
+    from restsvc.web import json_response
+
+    from conftest import get_token
+
+    def whole(ctx, customer_id):
+        record = ctx.data.load(Customer, customer_id, "_local")
+        return json_response(to_entity_json(record, ctx.permissions, skip_denied=False))
+
+    application = dataclasses.replace(demo, endpoints=tuple(demo.endpoints) + (
+        Rule("/api/customers/<customer_id>/whole", methods=["GET"], endpoint=whole),))
+    client = Client(make_app(application=application))
+    reader = {"Authorization": f"Bearer {get_token(client, 'reader', 'reader-secret')}"}
+    for _ in range(2):
+        whole_body = client.get(f"/api/customers/{demo_id('customer', 0)}/whole", headers=reader)
+        assert whole_body.status_code == 200
+        assert whole_body.json["email"] == "alice.adler@example.com"
+        assert client.get(CARD, headers=reader).get_data(as_text=True) == "Alice Adler\n"

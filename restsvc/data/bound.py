@@ -53,16 +53,22 @@ def to_entity_json(record, permissions, skip_denied=True, return_nulls=False):
     ``skip_denied`` (the default) leaves out every attribute the caller may not read,
     also in nested references; only turn it off for data the caller may see whole."""
     if not skip_denied:
-        permissions = _Everything(permissions)
+        everything = permissions.memo.get("everything")
+        if everything is None:
+            everything = permissions.memo["everything"] = _Everything(permissions)
+        permissions = everything
     return serialize(record.meta, record, record.plan, permissions, return_nulls)
 
 
 class _Everything:
-    """Permissions that show every attribute (``skip_denied=False``)."""
+    """Permissions that show every attribute (``skip_denied=False``); one per
+    Permissions, living as long as it (serializers keep what they work out
+    for permissions in ``memo``)."""
 
     def __init__(self, permissions):
         self._permissions = permissions
         self._levels = {}
+        self.memo = {}
 
     def attribute_levels(self, entity_name):
         levels = self._levels.get(entity_name)

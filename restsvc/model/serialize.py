@@ -104,23 +104,24 @@ def _compiled(meta, plan, permissions, return_nulls):
     value -> JSON text, or for references None and (nested compiled, is
     collection))."""
     cache = plan.__dict__.setdefault("_compiled", {})
-    compiled = cache.get((id(permissions), return_nulls))
-    if compiled is None:
-        levels = permissions.attribute_levels(meta.name)
-        writers = []
-        for name, nested in plan.properties.items():
-            prop = meta.properties[name]
-            if name == "id" or not levels.get(name):
-                continue
-            if nested is None:
-                writers.append((name, f",{quoted(name)}:", _text_writer(prop), None))
-            else:
-                writers.append((name, f",{quoted(name)}:", None, (
-                    _compiled(prop.target, nested, permissions, return_nulls),
-                    prop.is_collection)))
-        compiled = cache[(id(permissions), return_nulls)] = (
-            f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), writers,
-            return_nulls)
+    entry = cache.get((id(permissions), return_nulls))
+    if entry is not None and entry[0] is permissions:
+        return entry[1]
+    levels = permissions.attribute_levels(meta.name)
+    writers = []
+    for name, nested in plan.properties.items():
+        prop = meta.properties[name]
+        if name == "id" or not levels.get(name):
+            continue
+        if nested is None:
+            writers.append((name, f",{quoted(name)}:", _text_writer(prop), None))
+        else:
+            writers.append((name, f",{quoted(name)}:", None, (
+                _compiled(prop.target, nested, permissions, return_nulls), prop.is_collection)))
+    compiled = (f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions),
+                writers, return_nulls)
+    # The entry holds the permissions: their id cannot be reused while it exists.
+    cache[(id(permissions), return_nulls)] = (permissions, compiled)
     return compiled
 
 
