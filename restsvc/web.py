@@ -112,19 +112,30 @@ class _CompleteResponse(Response):
     """A complete JSON or text body. Werkzeug's general answer path (Location
     rewriting, conditional and range handling, iterator wrapping) and its
     general constructor (mimetype, charset, body type checks) cost more than
-    the rest of a small request and apply to none of these, so they are skipped."""
+    the rest of a small request and apply to none of these, so they are skipped;
+    the header list (all set by restsvc itself) becomes Werkzeug ``Headers``
+    only when something asks for ``headers`` (CORS, Vary)."""
 
     direct_passthrough = False
 
     def __init__(self, body, content_type, status=200, headers=None):  # noqa: no super().__init__
-        self.headers = Headers(headers) if headers else Headers()
-        self.headers.extend(((_CONTENT_TYPE, content_type), (_CONTENT_LENGTH, str(len(body)))))
+        self._header_list = [(name, str(value)) for name, value in (
+            headers.items() if hasattr(headers, "items") else headers)] if headers else []
+        self._header_list += ((_CONTENT_TYPE, content_type), (_CONTENT_LENGTH, str(len(body))))
+        self._headers = None
         self.status = status
         self.response = [body]
         self._on_close = []
 
+    @property
+    def headers(self):
+        if self._headers is None:
+            self._headers = Headers(self._header_list)
+        return self._headers
+
     def __call__(self, environ, start_response):
-        start_response(self.status, self.headers.to_wsgi_list())
+        start_response(self.status, self._header_list if self._headers is None
+                       else self._headers.to_wsgi_list())
         return [] if environ["REQUEST_METHOD"] == "HEAD" else self.response
 
 
