@@ -92,13 +92,19 @@ def _no_constant(name):
     raise ValueError(f"{name} is not a JSON number")
 
 
+# Built once: json.loads with options builds a new decoder on every call.
+_DECODER = json.JSONDecoder(parse_float=parse_number, parse_int=parse_json_int,
+                            parse_constant=_no_constant)
+
+
 def loads(text):
     """Parse JSON keeping decimals exact; raises ValueError on bad input
     (NumberOutOfBounds for a number literal beyond the bounds every number
     from input has, checked before it is converted; also on nesting too deep
     for the parser, which raises RecursionError)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
     try:
-        return json.loads(text, parse_float=parse_number, parse_int=parse_json_int,
-                          parse_constant=_no_constant)
+        return _DECODER.decode(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
