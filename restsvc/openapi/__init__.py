@@ -5,7 +5,7 @@ import threading
 
 import yaml
 
-from .document import DocumentBuilder, Route, security_schemes
+from .document import Route, security_schemes
 
 __all__ = ("Documents", "Route")
 
