@@ -132,7 +132,8 @@ class _CompleteResponse(Response):
 
     direct_passthrough = False
 
-    def __init__(self, body, content_type, status=200, headers=None):  # no super().__init__() on purpose
+    def __init__(self, body, content_type, status=200, headers=None):
+        # No super().__init__(): see the class docstring.
         self._header_list = [(name, str(value)) for name, value in (
             headers.items() if hasattr(headers, "items") else headers)] if headers else []
         self._header_list += ((_CONTENT_TYPE, content_type), (_CONTENT_LENGTH, str(len(body))))
