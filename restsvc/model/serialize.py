@@ -20,11 +20,6 @@ def _instance_name_parts(meta, permissions):
     return [meta.properties[name] for name in meta.instance_name]
 
 
-def instance_name(meta, row, permissions):
-    """The instance name from the instance-name attributes, or None."""
-    return instance_namer(meta, permissions)(row)
-
-
 def instance_namer(meta, permissions):
     """row -> instance name, worked out once per entity and permissions (kept
     with the permissions, which live as long as their role combination)."""
@@ -97,16 +92,28 @@ def _text_writer(prop):
     return lambda value: value_text(convert(value))
 
 
+def _plan_memo(plan, kind, permissions, variant, build):
+    """What ``build()`` works out for one plan and one set of permissions (and
+    ``variant``), kept on the plan. The entry holds the permissions, so their
+    id cannot be reused for other permissions while it exists."""
+    cache = plan.__dict__.setdefault(kind, {})
+    entry = cache.get((id(permissions), variant))
+    if entry is None or entry[0] is not permissions:
+        entry = cache[(id(permissions), variant)] = (permissions, build())
+    return entry[1]
+
+
 def _compiled(meta, plan, permissions, return_nulls):
     """What to write for one plan, one set of permissions and one choice of
     nulls, worked out once (nested plans too): the object's opening text, the
     instance-name function and the visible attributes as (name, key text,
     value -> JSON text, or for references None and (nested compiled, is
     collection))."""
-    cache = plan.__dict__.setdefault("_compiled", {})
-    entry = cache.get((id(permissions), return_nulls))
-    if entry is not None and entry[0] is permissions:
-        return entry[1]
+    return _plan_memo(plan, "_compiled", permissions, return_nulls,
+                      lambda: _compile(meta, plan, permissions, return_nulls))
+
+
+def _compile(meta, plan, permissions, return_nulls):
     levels = permissions.attribute_levels(meta.name)
     writers = []
     for name, nested in plan.properties.items():
@@ -118,11 +125,8 @@ def _compiled(meta, plan, permissions, return_nulls):
         else:
             writers.append((name, f",{quoted(name)}:", None, (
                 _compiled(prop.target, nested, permissions, return_nulls), prop.is_collection)))
-    compiled = (f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions),
-                writers, return_nulls)
-    # The entry holds the permissions: their id cannot be reused while it exists.
-    cache[(id(permissions), return_nulls)] = (permissions, compiled)
-    return compiled
+    return (f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), writers,
+            return_nulls)
 
 
 def _compiled_for(meta, plan, permissions, return_nulls):
@@ -191,17 +195,18 @@ _ABSENT = object()
 def _references(meta, plan, permissions):
     """The plan's visible references for ``count_objects``, nested likewise:
     (name, is collection, inner references, whether those are all leaves)."""
-    cache = plan.__dict__.setdefault("_references", {})
-    found = cache.get(id(permissions))
-    if found is None:
-        found = []
-        levels = permissions.attribute_levels(meta.name)
-        for name, nested in plan.properties.items():
-            if nested is not None and levels.get(name):
-                prop = meta.properties[name]
-                inner = _references(prop.target, nested, permissions)
-                found.append((name, prop.is_collection, inner, all(not ref[2] for ref in inner)))
-        cache[id(permissions)] = found
+    return _plan_memo(plan, "_references", permissions, None,
+                      lambda: _find_references(meta, plan, permissions))
+
+
+def _find_references(meta, plan, permissions):
+    found = []
+    levels = permissions.attribute_levels(meta.name)
+    for name, nested in plan.properties.items():
+        if nested is not None and levels.get(name):
+            prop = meta.properties[name]
+            inner = _references(prop.target, nested, permissions)
+            found.append((name, prop.is_collection, inner, all(not ref[2] for ref in inner)))
     return found
 
 
