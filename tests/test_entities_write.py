@@ -293,3 +293,27 @@ def test_decimals_must_fit_the_column(client, auth):
     assert response.json[0]["message"] == "numeric value out of bounds (<10 digits>.<2 digits> expected)"
     response = client.post("/rest/entities/Product", json={"name": "Fine", "price": "0.005"}, headers=auth)
     assert response.status_code == 400 and response.json[0]["path"] == "price"
+
+
+def test_concurrent_replacements_of_a_composition_leave_one_of_the_requested_sets(client, auth):
+    """Each PUT replaces the order's lines with a line set of its own; run
+    together, the order ends with exactly one of those sets, never a merge."""
+    order = demo_id("order", 0)
+    path = f"/rest/entities/Order/{order}"
+    writers = 6
+    for _ in range(3):
+        barrier = threading.Barrier(writers)
+        results = []
+
+        def replace(n):
+            barrier.wait()
+            line = {"product": {"id": PRODUCT_0}, "quantity": 100 + n}
+            results.append(client.put(path, json={"lines": [line]}, headers=auth).status_code)
+        threads = [threading.Thread(target=replace, args=(n,)) for n in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert results == [200] * writers
+        lines = client.get(f"{path}?fetchPlan=order-with-details", headers=auth).json["lines"]
+        assert len(lines) == 1 and 100 <= lines[0]["quantity"] < 100 + writers

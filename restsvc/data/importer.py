@@ -1,9 +1,12 @@
 """JSON -> saved entity graphs (create, update, upsert), reference 2.5-2.8.
 
-Two phases, so that nothing is half-written: ``plan_*`` reads the JSON, checks
+Two phases, so that nothing is half-written: ``plan`` reads the JSON, checks
 permissions, values and references and collects every violation without
-writing; ``execute`` then writes the whole graph. The caller runs both in one
-transaction.
+writing; ``execute`` then writes the whole graph in the write transaction.
+What must be consistent with concurrent writers is decided in ``execute``,
+after the parent row is locked by its UPDATE: which stored children a
+replaced composition deletes. Concurrent replacements of one collection so
+end with one of the requested sets, never a merge.
 
 Only keys present in the JSON change anything. Read-only attributes and
 attributes the caller may not modify are ignored silently. Composition
@@ -37,13 +40,12 @@ class Operation:
     values: dict                        # peewee field name -> Python value
     expected_version: int = None
     children: list = field(default_factory=list)     # (prop, [Operation])
-    removed: list = field(default_factory=list)      # (child meta, [ids])
     instance: object = None     # creating: the model instance the validators saw, then inserted
 
     @property
     def is_one_statement(self):
         """Written by one INSERT or UPDATE, which is atomic on its own."""
-        return (not self.children and not self.removed
+        return (not self.children
                 and not hasattr(self.meta.model, "after_save"))
 
 
@@ -206,10 +208,8 @@ class Importer:
             kept.add(sub.id)
             planned.append(sub)
         operation.children.append((prop, planned))
-        removed = [child_id for child_id in stored if child_id not in kept]
-        if removed:
+        if stored - kept:       # answered now; execute decides on the rows stored then
             require(self.access, child_meta, "delete")
-            operation.removed.append((child_meta, removed))
 
     def _child_ids(self, prop, parent_id):
         rows = select_rows(self.access, prop.target, ids_only(prop.target), sort=None,
@@ -266,8 +266,12 @@ class Importer:
                                       "(for example a value that must be unique)") from None
         except peewee.DataError:
             raise BadRequest(failure, "A value does not fit its database column") from None
-        for child_meta, ids in operation.removed:
-            delete_rows(self.access.metadata, child_meta, ids)
+        if not operation.creating:
+            # The UPDATE above holds the parent's row lock (SQLite: the write
+            # transaction is BEGIN IMMEDIATE): the children read now are those
+            # the last committed replacement left, and stay so until commit.
+            for prop, children in operation.children:
+                self._remove_unlisted(prop, operation.id, {child.id for child in children})
         for prop, children in operation.children:
             for child in children:
                 self.execute(child, prop.back_field, operation.id)
@@ -275,6 +279,13 @@ class Importer:
         if hook is not None:
             hook(instance or model.get_by_id(operation.id), operation.creating)
         return operation.id
+
+    def _remove_unlisted(self, prop, parent_id, kept):
+        removed = [child_id for child_id in self._child_ids(prop, parent_id)
+                   if child_id not in kept]
+        if removed:
+            require(self.access, prop.target, "delete")
+            delete_rows(self.access.metadata, prop.target, removed)
 
     def _insert(self, model, data):
         """INSERT with the SQL text reused per column set (building it costs
