@@ -31,6 +31,19 @@ def check_birth_date(customer):
     return []
 
 
+def check_price(row):
+    """A price (of a product or an order line) is never negative; no price is allowed."""
+    if row.price is not None and row.price < 0:
+        return [("price", "must be greater than or equal to 0")]
+    return []
+
+
+def check_quantity(line):
+    if line.quantity is not None and line.quantity <= 0:
+        return [("quantity", "must be greater than 0")]
+    return []
+
+
 @entity(instance_name="name", read_only=("createdDate",), validators=(check_birth_date,))
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
@@ -44,7 +57,7 @@ class Customer(Entity):
     userId = peewee.UUIDField(null=True, index=True)
 
 
-@entity(instance_name="name")
+@entity(instance_name="name", validators=(check_price,))
 class Product(Entity):
     name = peewee.CharField(max_length=200, index=True)
     sku = peewee.CharField(max_length=64, null=True, index=True)
@@ -81,7 +94,7 @@ class Order(Entity):
         return sum(line.quantity for line in self.lines)
 
 
-@entity(instance_name=("product",))
+@entity(instance_name=("product",), validators=(check_quantity, check_price))
 class OrderLine(Entity):
     order = peewee.ForeignKeyField(Order, backref="lines", on_delete="CASCADE")
     product = peewee.ForeignKeyField(Product, on_delete="RESTRICT")
