@@ -4,7 +4,7 @@ from dataclasses import replace
 import pytest
 from werkzeug.test import Client
 
-from conftest import bearer, get_token, password_grant
+from conftest import bearer, demo_id, get_token, password_grant
 from restsvc import ResourceRole
 from restsvc.demo import application as demo
 
@@ -87,3 +87,43 @@ def test_session_endpoints_need_rest_enabled(make_app, path):
     response = c.get(path, headers=bearer(get_token(c, "reader", "reader-secret")))
     assert response.status_code == 403
     assert c.get(path).status_code == 401
+
+
+# A clerk who may edit customers: with own-orders, userId must not be theirs to set.
+CUSTOMER_EDITOR = ResourceRole(
+    "customer-editor", entities={"Customer": "read,update", "Order": "read"},
+    attributes={"Customer": {"*": "modify"}, "Order": {"*": "view"}})
+
+
+def test_an_attribute_a_row_rule_keys_on_is_view_only_to_its_holders(make_app):
+    application = replace(demo, resource_roles=demo.resource_roles + (CUSTOMER_EDITOR,))
+    roles = "rest-minimal, customer-editor"
+    for row_level, user_id_level in (("", 2), ("own-orders", 1)):
+        app = make_app({"svc.authserver.client.reader.resource-roles": roles,
+                        "svc.authserver.client.reader.row-level-roles": row_level},
+                       application=application)
+        c = Client(app)
+        body = c.get("/rest/permissions", headers=bearer(get_token(c, "reader", "reader-secret"))).json
+        attributes = values(body, "entityAttributes")
+        assert attributes["Customer:userId"] == user_id_level
+        assert attributes["Customer:name"] == 2
+
+
+def test_a_user_under_own_orders_cannot_claim_another_customers_orders(make_app):
+    app = make_app(application=replace(demo, resource_roles=demo.resource_roles + (CUSTOMER_EDITOR,)))
+    c = Client(app)
+    admin = bearer(get_token(c))
+    alice_id = demo_id("user", "alice")
+    own, other = demo_id("customer", 0), demo_id("customer", 1)
+    c.put(f"/rest/entities/Customer/{own}", json={"userId": alice_id}, headers=admin)
+    app.users.set_roles("alice", ("rest-minimal", "customer-editor", "own-orders"))
+    alice = bearer(password_grant(c).json["access_token"])
+    before = sorted(order["id"] for order in c.get("/rest/entities/Order", headers=alice).json)
+    assert before
+    response = c.put(f"/rest/entities/Customer/{other}", json={"userId": alice_id, "name": "Bo"},
+                     headers=alice)
+    assert response.status_code == 200          # the attribute is ignored, as any not modifiable
+    stored = c.get(f"/rest/entities/Customer/{other}", headers=admin).json
+    assert stored["name"] == "Bo" and stored.get("userId") is None
+    after = sorted(order["id"] for order in c.get("/rest/entities/Order", headers=alice).json)
+    assert after == before

@@ -118,6 +118,14 @@ class Permissions:
             for entity_name, condition in role.filters.items():
                 self._row_filters.setdefault(entity_name, []).append(condition)
         self._row_owners = _restricted_owners(metadata, set(self._row_filters))
+        # A rule protects the rows it filters, not the rows its condition reads
+        # through a reference: with own-orders, whoever could write another
+        # customer's userId would make that customer's orders its own. Until
+        # rules on writes exist, those attributes are view-only to the rule's
+        # holders, whatever their resource roles grant.
+        for entity_name, attribute in _keyed_attributes(metadata, self._row_filters):
+            levels = self._attributes[entity_name]
+            levels[attribute] = min(levels[attribute], VIEW)
         # What serializers work out once for these permissions (serialize.py).
         self.memo = {}
 
@@ -192,6 +200,35 @@ def _restricted_owners(metadata, restricted):
     found = {child: tuple(pair for pair in pairs if pair[0].name in restricted)
              for child, pairs in owners.items()}
     return {child: pairs for child, pairs in found.items() if pairs}
+
+
+def _keyed_attributes(metadata, row_filters):
+    """(entity name, attribute) that the row filters' conditions read on other
+    entities than the one they filter: ``customer.userId`` on Order gives
+    ``("Customer", "userId")``."""
+    keyed = set()
+    for entity_name, specs in row_filters.items():
+        for dotted in _filter_properties(specs):
+            meta = metadata.entities[entity_name]
+            for step, name in enumerate(dotted.split(".")):
+                prop = meta.properties.get(name) if meta is not None else None
+                if prop is None:
+                    break           # the filter parser reports it when the rule is used
+                if step:
+                    keyed.add((meta.name, name))
+                meta = prop.target
+    return keyed
+
+
+def _filter_properties(conditions):
+    """Every ``property`` of search filters (lists, groups and conditions)."""
+    if isinstance(conditions, list):
+        for item in conditions:
+            yield from _filter_properties(item)
+    elif isinstance(conditions, dict):
+        if isinstance(conditions.get("property"), str):
+            yield conditions["property"]
+        yield from _filter_properties(conditions.get("conditions"))
 
 
 def _names(known, target):
