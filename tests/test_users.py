@@ -113,6 +113,9 @@ def test_cli_user_add_creates_a_user_who_can_sign_in(client, run_cli, capsys):
     (("alice",), "long-enough\n", "User exists"),
     (("bob", "--role", "no-such-role"), "long-enough\n", "Unknown role"),
     (("bob",), "short\n", "Invalid password"),
+    (("\uff41lice",), "long-enough\n", "User exists"),         # fullwidth a: a look-alike
+    (("\u200bbob",), "long-enough\n", "Invalid username"),     # zero-width space
+    (("bob\tsmith",), "long-enough\n", "Invalid username"),
 ])
 def test_cli_user_add_refuses_bad_input_without_a_traceback(run_cli, capsys, args, stdin, message):
     assert run_cli("user", "add", *args, "--password-stdin", stdin=stdin) == 1

@@ -122,6 +122,11 @@ class Importer:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
             else:
                 self._value(operation, prop, value, where)
+        clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
+        if clean is not None:
+            for name, message in clean(operation.values, creating, entity_id):
+                self.violations.append(_violation(f"{path}{name}", message, INVALID,
+                                                  body.get(name)))
         if not creating and hasattr(meta.model, "check_change"):    # e.g. User
             meta.model.check_change(self.access, entity_id, operation.values)
         if "version" in body and not creating and self.optimistic_locking:

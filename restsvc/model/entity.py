@@ -78,6 +78,9 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
 
     A model may define ``after_save(self, created)`` and ``after_delete(self)``;
     the data manager calls them inside the transaction of every REST change.
+    A classmethod ``clean(values, creating, entity_id)`` sees the values a
+    create or update writes before the validators run, may rewrite them to a
+    canonical form and returns ``(path, message)`` pairs of what it refuses.
     """
     if isinstance(instance_name, str):
         instance_name = (instance_name,)

@@ -10,6 +10,7 @@ from urllib.parse import unquote
 
 from ..errors import OAuthError
 from .tokens import ACCESS, REFRESH, Identity
+from .users import lookup_name
 
 
 def _required(form, name):
@@ -100,8 +101,10 @@ class AuthServer:
     def _password(self, client, form, address):
         username, password = _required(form, "username"), _required(form, "password")
         # Counted per user, not per client: one user's typing errors must not
-        # hold back the other users of a shared client. Unknown, inactive or a
-        # wrong password: the same answer.
+        # hold back the other users of a shared client; per user by the name it
+        # is looked up by, so look-alike spellings share one count. Unknown,
+        # inactive or a wrong password: the same answer.
+        username = lookup_name(username)
         user = self._limited("user", username, address,
                              lambda: self.users.authenticate(username, password),
                              OAuthError("invalid_grant", "Bad credentials"))

@@ -12,6 +12,8 @@ a sign-in reads one row; deleting a user needs no cascade. Resource and
 row-level codes share one namespace (the registry refuses duplicates), so one
 list holds both.
 """
+import unicodedata
+
 import peewee
 
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
@@ -22,6 +24,39 @@ from .roles import SYSTEM_FULL_ACCESS
 from .tokens import Identity, TokenStore
 
 MIN_PASSWORD_LENGTH = 8
+MAX_USERNAME_LENGTH = 200
+
+# Letters and marks that show nothing (Unicode's default-ignorable ones that
+# are not format characters, and the braille blank): refused like format
+# (Cf) and control (Cc) characters, so no two usernames differ invisibly.
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0") | frozenset(
+    map(chr, [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]))
+_REFUSED_CATEGORIES = ("C", "Zl", "Zp")    # control, format, private use, unassigned; line breaks
+
+
+def canonical_username(text):
+    """The one form a username is stored, compared and signed in with: NFKC
+    (fullwidth and other compatibility forms become plain ones), trimmed, runs
+    of spaces as one. ValueError, saying why, for a name no user may have:
+    empty, too long, or with invisible or control characters. Names compare
+    case-sensitively, as sign-in does (``Admin`` is not ``admin``)."""
+    name = unicodedata.normalize("NFKC", text if isinstance(text, str) else "")
+    if any(ch in _INVISIBLE or unicodedata.category(ch).startswith(_REFUSED_CATEGORIES)
+           for ch in name):
+        raise ValueError("must not contain invisible or control characters")
+    name = " ".join(name.split())
+    if not 1 <= len(name) <= MAX_USERNAME_LENGTH:
+        raise ValueError(f"size must be between 1 and {MAX_USERNAME_LENGTH}")
+    return name
+
+
+def lookup_name(text):
+    """The name to look a user up by: canonical, or the text as given when no
+    user can have it (so it finds nobody, at the same cost)."""
+    try:
+        return canonical_username(text)
+    except ValueError:
+        return text
 
 
 @entity(name="User", instance_name="username", secret=("password", "roles"))
@@ -41,6 +76,22 @@ class User(Entity):
     @property
     def role_codes(self):
         return tuple(code for code in (self.roles or "").split(",") if code)
+
+    @classmethod
+    def clean(cls, values, creating, user_id):
+        """Called by the importer with what a REST create or update writes,
+        before the validators: usernames in their canonical form, and no id
+        chosen by the client for a new user (the service assigns them, so the
+        nil id of client tokens and a deleted user's id never name a user)."""
+        refused = []
+        if creating and user_id is not None:
+            refused.append(("id", "must not be set: the service assigns the ids of users"))
+        if values.get("username") is not None:
+            try:
+                values["username"] = canonical_username(values["username"])
+            except ValueError as exc:
+                refused.append(("username", str(exc)))
+        return refused
 
     @classmethod
     def check_change(cls, access, user_id, values):
@@ -90,7 +141,7 @@ class Users:
     def authenticate(self, username, password):
         """The active user whose password matches, else None. Unknown, inactive and
         password-less users cost the same as a real check at today's hashing cost."""
-        user = User.select().where(User.username == username).first()
+        user = User.select().where(User.username == lookup_name(username)).first()
         stored = user.password if user is not None and user.password else None
         stored = stored if stored and is_hash(stored) else None
         matches = verify_at_cost(stored or DECOY, password, clients.ITERATIONS)
@@ -125,9 +176,10 @@ class Users:
             raise BadRequest("Unknown role", f"Unknown role code(s): {', '.join(unknown)}")
 
     def add(self, username, password=None, role_codes=()):
-        username = (username or "").strip()
-        if not username or len(username) > 200:
-            raise BadRequest("Invalid username", "A username has 1 to 200 characters")
+        try:
+            username = canonical_username(username)
+        except ValueError as exc:
+            raise BadRequest("Invalid username", f"A username {exc}") from None
         self._check_roles(role_codes)
         if password is not None:
             _check_password(password)
@@ -141,7 +193,7 @@ class Users:
         return user
 
     def get(self, username):
-        user = User.select().where(User.username == username).first()
+        user = User.select().where(User.username == lookup_name(username)).first()
         if user is None:
             raise NotFound("User not found", f"User {username} not found")
         return user
