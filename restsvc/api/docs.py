@@ -12,6 +12,7 @@ from werkzeug.wrappers import Response
 from ..errors import NotFound
 from ..openapi import DETAILED, GENERIC, Documents, Route
 from ..openapi.document import DocumentBuilder
+from ..web import NO_STORE
 
 YAML_TYPE = "application/yaml"
 YAML_ALIASES = (YAML_TYPE, "application/x-yaml", "text/yaml")
@@ -60,9 +61,18 @@ def _answer(ctx, kind, as_yaml):
     if not as_yaml:
         best = request.accept_mimetypes.best_match(("application/json",) + YAML_ALIASES)
         as_yaml = best in YAML_ALIASES
-    data = ctx.app.documents.render(kind, request.root_path, as_yaml)
+    data = ctx.app.documents.render(kind, request.root_path, as_yaml, _shown_to(ctx))
     content_type = f"{YAML_TYPE};charset=UTF-8" if as_yaml else "application/json;charset=UTF-8"
-    return Response(data, content_type=content_type, headers={"Vary": "Accept"})
+    # The detailed document shows what the caller may do: never kept for another caller.
+    headers = {"Vary": "Accept"} if kind == GENERIC else {**NO_STORE, "Vary": "Accept"}
+    return Response(data, content_type=content_type, headers=headers)
+
+
+def _shown_to(ctx):
+    """The permissions the detailed document follows: the caller's; None (the
+    whole model) when the documents are opened without a token on purpose
+    (svc.resource-server.anonymous-url-patterns): the deployment publishes them."""
+    return None if ctx.principal is ctx.app.gate.anonymous_principal else ctx.permissions
 
 
 def generic_json(ctx):
