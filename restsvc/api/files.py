@@ -12,7 +12,7 @@ from ..errors import ApiError, BadRequest, Forbidden
 from ..files.refs import check_file_name
 from ..files.storage import extension, file_not_found
 from ..uploads import CHUNK_SIZE, UPLOAD_FAILED, read_upload
-from ..web import content_disposition, json_response, query_bool, request_url, streams_body
+from ..web import content_disposition, json_response, location_url, query_bool, streams_body
 
 NO_CACHE = {"Cache-Control": "no-cache", "Pragma": "no-cache", "Expires": http_date(0)}
 # Types a browser would render as a page of this origin (scripts included):
@@ -35,7 +35,7 @@ def upload(ctx):
                                         "'name' (required when the body is the file itself)")
     stored = storage.write(body.chunks, check_file_name(name))
     ref = str(stored.ref)
-    location = f"{request_url(request)}?fileRef={quote(ref, safe='')}"
+    location = f"{location_url(request, ctx.app.settings.public_url)}?fileRef={quote(ref, safe='')}"
     return json_response({"fileRef": ref, "name": name, "size": stored.size}, status=201,
                          headers={"Location": location})
 
