@@ -13,6 +13,7 @@ from ..errors import NotFound
 from ..openapi import DETAILED, GENERIC, Documents, Route
 from ..openapi.document import DocumentBuilder
 from ..web import NO_STORE
+from .metadata import viewer
 
 YAML_TYPE = "application/yaml"
 YAML_ALIASES = (YAML_TYPE, "application/x-yaml", "text/yaml")
@@ -61,18 +62,12 @@ def _answer(ctx, kind, as_yaml):
     if not as_yaml:
         best = request.accept_mimetypes.best_match(("application/json",) + YAML_ALIASES)
         as_yaml = best in YAML_ALIASES
-    data = ctx.app.documents.render(kind, request.root_path, as_yaml, _shown_to(ctx))
+    # The caller's permissions; the whole model on a path opened without a token.
+    data = ctx.app.documents.render(kind, request.root_path, as_yaml, viewer(ctx))
     content_type = f"{YAML_TYPE};charset=UTF-8" if as_yaml else "application/json;charset=UTF-8"
     # The detailed document shows what the caller may do: never kept for another caller.
     headers = {"Vary": "Accept"} if kind == GENERIC else {**NO_STORE, "Vary": "Accept"}
     return Response(data, content_type=content_type, headers=headers)
-
-
-def _shown_to(ctx):
-    """The permissions the detailed document follows: the caller's; None (the
-    whole model) when the documents are opened without a token on purpose
-    (svc.resource-server.anonymous-url-patterns): the deployment publishes them."""
-    return None if ctx.principal is ctx.app.gate.anonymous_principal else ctx.permissions
 
 
 def generic_json(ctx):
