@@ -14,6 +14,7 @@ from .data.queryconfig import QueryConfigError, load_queries
 from .errors import DATABASE_UNAVAILABLE, SERVER_ERROR, ApiError, Forbidden
 from .files.storage import file_storages
 from .health import Readiness
+from .proxies import TrustedProxies
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .reports.loader import ReportConfigError, load_reports
@@ -65,6 +66,7 @@ class RestApp:
         self.authserver = AuthServer(self.clients, self.tokens, self.users, limiter, settings.realm)
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
+        self.proxies = TrustedProxies(settings.trusted_proxies)
         self.files = file_storages(settings)
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
@@ -126,6 +128,8 @@ class RestApp:
                 self.database.close()
 
     def __call__(self, environ, start_response):
+        if self.proxies:
+            self.proxies.apply(environ)     # the client's address and scheme, if forwarded
         # Not stored in the environ (Werkzeug's default): that would make a
         # reference cycle per request, left for the garbage collector.
         request = Request(environ, populate_request=False)

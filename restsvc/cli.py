@@ -26,13 +26,16 @@ def serve(args):
     from . import gunicorn_config as defaults
 
     # Schema and demo data are prepared once here, before the workers fork.
-    _app(args)
+    settings = _app(args).settings
 
     class Server(BaseApplication):
         def load_config(self):
             self.cfg.set("bind", f"{args.host}:{args.port}")
             self.cfg.set("worker_class", defaults.worker_class)
             self.cfg.set("keepalive", defaults.keepalive)
+            self.cfg.set("forwarded_allow_ips", ",".join(settings.trusted_proxies))
+            self.cfg.set("forwarder_headers", defaults.forwarder_headers)
+            self.cfg.set("secure_scheme_headers", defaults.secure_scheme_headers)
             for name in ("workers", "threads", "timeout", "graceful_timeout"):
                 self.cfg.set(name, getattr(args, name))
             self.cfg.set("accesslog", "-" if args.access_log else None)

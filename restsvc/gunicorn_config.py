@@ -15,6 +15,13 @@ Why these values (README "Running the service", measured there):
   check takes it out before it stops accepting connections; then the usual
   graceful stop finishes the requests in flight (``graceful_timeout``). A
   second SIGTERM skips the rest of the drain.
+- Forwarded headers: gunicorn believes none. ``forwarded_allow_ips`` is
+  ``svc.trusted-proxies`` under ``restsvc serve`` (nobody here, for a
+  gunicorn started by hand), and even a trusted proxy cannot set
+  ``SCRIPT_NAME``/``PATH_INFO`` by header (a mismatch would be gunicorn's own
+  HTML 500) or the scheme by gunicorn's rules: the app reads
+  ``X-Forwarded-For``/``Forwarded``/``X-Forwarded-Proto`` itself, from the
+  same trusted proxies only (restsvc/proxies.py), so one place decides.
 - No control socket: gunicorn 27 puts it at one path per user
   (``$XDG_RUNTIME_DIR/gunicorn.ctl``), which several instances on one machine
   would share; give each instance its own with ``restsvc serve
@@ -32,6 +39,9 @@ timeout = 60
 graceful_timeout = 30
 keepalive = 5
 control_socket_disable = True
+forwarded_allow_ips = ""
+forwarder_headers = ""
+secure_scheme_headers = {}
 drain_seconds = float(os.environ.get("RESTSVC_DRAIN_SECONDS", "10"))
 
 

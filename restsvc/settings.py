@@ -77,6 +77,8 @@ _KEYS = {
     "svc.cors.exposed-headers": ("cors_exposed_headers", parse.token_list, ()),
     "svc.cors.allow-credentials": ("cors_allow_credentials", parse.boolean, False),
     "svc.cors.max-age": ("cors_max_age", parse.duration, 1800),
+    "svc.trusted-proxies": ("trusted_proxies", parse.network_list, ()),
+    "svc.public-url": ("public_url", parse.public_url, ""),
 }
 
 # Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
@@ -179,6 +181,8 @@ class Settings:
     cors_exposed_headers: tuple
     cors_allow_credentials: bool
     cors_max_age: int
+    trusted_proxies: tuple
+    public_url: str
     entity_max_fetch_size: dict = field(default_factory=dict)
     clients: tuple = ()
     object_storages: tuple = ()

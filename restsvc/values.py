@@ -1,6 +1,8 @@
 """Setting value syntax: each parser takes a YAML or environment value and
 returns the typed value, or raises ValueError with a short reason."""
+import ipaddress
 import re
+import urllib.parse
 
 from .model.datatypes import DATATYPES
 
@@ -123,3 +125,25 @@ def url_path(value):
     if not _URL_PATH.match(path):
         raise ValueError("expected a path such as /health/ready")
     return path
+
+
+def network_list(value):
+    """IP addresses or CIDR networks (``10.0.0.0/8``, ``::1``), kept as given."""
+    items = word_list(value)
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"{item!r} is not an IP address or network") from None
+    return items
+
+
+def public_url(value):
+    """``""`` or an absolute http(s) URL without query or fragment; no trailing slash."""
+    url = text(value).rstrip("/")
+    if url:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query \
+                or parts.fragment:
+            raise ValueError("must be an absolute URL such as https://api.example.com/base")
+    return url

@@ -115,11 +115,17 @@ class _BodyInput:
         return data
 
 
-def request_url(request):
-    """The request's absolute URL without the query, as the client sent it.
-    (Werkzeug's ``base_url`` re-parses the whole URL; this is a hot path.)"""
-    path = quote(request.root_path + request.path, safe="/:@!$&'()*+,;=-._~")
-    return f"{request.scheme}://{request.host}{path}"
+def location_url(request, public_url=""):
+    """The request's URL without the query, for a ``Location`` header:
+    path-absolute (mount point and path), or under ``svc.public-url`` when it
+    is set. Never built from ``Host`` or forwarded headers, which the client
+    (or anyone before the proxy) writes."""
+    if public_url:
+        return public_url + quote(request.path, safe=_PATH_SAFE)
+    return quote(request.root_path + request.path, safe=_PATH_SAFE)
+
+
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
 class _CompleteResponse(Response):

@@ -21,6 +21,8 @@ def test_the_card_is_text_with_cache_control_and_the_email_for_a_full_reader(cli
     assert response.status_code == 200
     assert response.content_type == "text/plain;charset=UTF-8"
     assert response.headers["Cache-Control"] == "private, max-age=60"
+    # What the card shows depends on the caller: a cache must not give it to another token.
+    assert response.headers["Vary"] == "Authorization"
     assert response.get_data(as_text=True) == "Alice Adler\nalice.adler@example.com\n"
 
 

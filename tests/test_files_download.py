@@ -52,6 +52,35 @@ def test_extension_outside_the_inline_list_is_an_attachment(client, auth):
         assert download(client, auth, ref).headers["Content-Disposition"].startswith("attachment; ")
 
 
+def test_the_name_in_a_link_does_not_change_the_stored_files_type(client, auth):
+    text_ref = uploaded_ref(client, auth, b"<script>alert(1)</script>", "notes.txt")
+    for label in ("x.pdf", "x.html", "x.svg", "x"):
+        crafted = text_ref.split("?")[0] + "?name=" + label
+        response = download(client, auth, crafted)
+        assert response.status_code == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        assert response.headers["Content-Disposition"].startswith("attachment; ")
+        # named after the stored path, not the label
+        assert f'filename="{label}"' not in response.headers["Content-Disposition"]
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_renamed_link_keeps_its_label_while_the_extension_is_the_stored_one(client, auth, ref):
+    renamed = ref.split("?")[0] + "?name=invoice-2024.PDF"
+    disposition = download(client, auth, renamed).headers["Content-Disposition"]
+    assert disposition == "inline; filename=\"invoice-2024.PDF\"; filename*=UTF-8''invoice-2024.PDF"
+
+
+def test_html_like_files_are_never_inline_even_when_their_extension_is_listed(make_app, auth):
+    client = Client(make_app({"svc.rest.inline-enabled-file-extensions": "html,svg,xml,xhtml,png"}))
+    for name in ("page.html", "logo.svg", "data.xml", "page.xhtml"):
+        response = download(client, auth, uploaded_ref(client, auth, b"<x/>", name))
+        assert response.headers["Content-Disposition"].startswith("attachment; "), name
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+    png = download(client, auth, uploaded_ref(client, auth, b"\x89PNG", "a.png"))
+    assert png.headers["Content-Disposition"].startswith("inline; ")
+
+
 def test_inline_extensions_come_from_the_setting_and_ignore_case(make_app, auth):
     client = Client(make_app({"svc.rest.inline-enabled-file-extensions": "TXT"}))
     for name, expected in (("a.txt", "inline"), ("B.Txt", "inline"), ("c.pdf", "attachment")):

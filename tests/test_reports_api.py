@@ -112,7 +112,7 @@ def test_run_headers_csv_inline(client, auth):
     assert response.headers["Content-Type"] == "text/csv;charset=UTF-8"
     assert response.headers["Content-Disposition"] == (
         "inline; filename=\"customers.csv\"; filename*=UTF-8''customers.csv")
-    assert response.headers["Cache-Control"] == "no-cache"
+    assert response.headers["Cache-Control"] == "no-store"
     assert response.headers["Pragma"] == "no-cache"
 
 

@@ -12,6 +12,8 @@ from werkzeug.wrappers import Response
 from ..errors import NotFound
 from ..openapi import DETAILED, GENERIC, Documents, Route
 from ..openapi.document import DocumentBuilder
+from ..web import NO_STORE
+from .metadata import viewer
 
 YAML_TYPE = "application/yaml"
 YAML_ALIASES = (YAML_TYPE, "application/x-yaml", "text/yaml")
@@ -60,9 +62,12 @@ def _answer(ctx, kind, as_yaml):
     if not as_yaml:
         best = request.accept_mimetypes.best_match(("application/json",) + YAML_ALIASES)
         as_yaml = best in YAML_ALIASES
-    data = ctx.app.documents.render(kind, request.root_path, as_yaml)
+    # The caller's permissions; the whole model on a path opened without a token.
+    data = ctx.app.documents.render(kind, request.root_path, as_yaml, viewer(ctx))
     content_type = f"{YAML_TYPE};charset=UTF-8" if as_yaml else "application/json;charset=UTF-8"
-    return Response(data, content_type=content_type, headers={"Vary": "Accept"})
+    # The detailed document shows what the caller may do: never kept for another caller.
+    headers = {"Vary": "Accept"} if kind == GENERIC else {**NO_STORE, "Vary": "Accept"}
+    return Response(data, content_type=content_type, headers=headers)
 
 
 def generic_json(ctx):

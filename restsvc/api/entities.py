@@ -4,8 +4,8 @@ from werkzeug.routing import Rule
 from ..errors import BadRequest
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
-from ..web import (empty_response, json_response, query_bool, query_int, read_json_body,
-                   request_url, whole_number)
+from ..web import (empty_response, json_response, location_url, query_bool, query_int,
+                   read_json_body, whole_number)
 from ..web import list_response as _listed
 
 BASE = "/rest/entities/<entity_name>"
@@ -117,7 +117,8 @@ def create(ctx, entity_name):
     bulk = isinstance(body, list)
     saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
     answer = data.saved_response(ctx.access, meta, saved, plan, query_bool(ctx.request, "returnNulls"))
-    location = request_url(ctx.request) if bulk else f"{request_url(ctx.request)}/{saved[0].id}"
+    collection = location_url(ctx.request, ctx.app.settings.public_url)
+    location = collection if bulk else f"{collection}/{saved[0].id}"
     return json_response(raw_array(answer) if bulk else answer[0], status=201,
                          headers={"Location": location})
 

@@ -12,9 +12,13 @@ from ..errors import ApiError, BadRequest, Forbidden
 from ..files.refs import check_file_name
 from ..files.storage import extension, file_not_found
 from ..uploads import CHUNK_SIZE, UPLOAD_FAILED, read_upload
-from ..web import content_disposition, json_response, query_bool, request_url, streams_body
+from ..web import content_disposition, json_response, location_url, query_bool, streams_body
 
 NO_CACHE = {"Cache-Control": "no-cache", "Pragma": "no-cache", "Expires": http_date(0)}
+# Types a browser would render as a page of this origin (scripts included):
+# never inline, whatever svc.rest.inline-enabled-file-extensions says.
+ACTIVE_TYPES = frozenset(("text/html", "application/xhtml+xml", "image/svg+xml", "text/xml",
+                          "application/xml"))
 
 
 @streams_body
@@ -31,7 +35,7 @@ def upload(ctx):
                                         "'name' (required when the body is the file itself)")
     stored = storage.write(body.chunks, check_file_name(name))
     ref = str(stored.ref)
-    location = f"{request_url(request)}?fileRef={quote(ref, safe='')}"
+    location = f"{location_url(request, ctx.app.settings.public_url)}?fileRef={quote(ref, safe='')}"
     return json_response({"fileRef": ref, "name": name, "size": stored.size}, status=201,
                          headers={"Location": location})
 
@@ -46,11 +50,12 @@ def download(ctx):
     as_attachment = query_bool(request, "attachment")
     storage, ref, info = ctx.app.files.locate(text)
     etag, modified = quote_etag(info.tag), datetime.fromtimestamp(int(info.modified), timezone.utc)
+    # A browser must not run a downloaded file as another type than it is served as.
     headers = {**NO_CACHE, "ETag": etag, "Last-Modified": http_date(modified),
-               "Accept-Ranges": "bytes"}
+               "Accept-Ranges": "bytes", "X-Content-Type-Options": "nosniff"}
     if not is_resource_modified(request.environ, etag, last_modified=modified):
         return Response(status=304, headers=headers)
-    headers.update(_representation(ref.name, as_attachment, ctx.app.settings))
+    headers.update(_representation(ref, as_attachment, ctx.app.settings))
     byte_range = _byte_range(request, info.size, etag, modified)
     start, stop = byte_range or (0, info.size)
     if byte_range:
@@ -69,14 +74,25 @@ def download(ctx):
                     headers=headers, direct_passthrough=True)
 
 
-def _representation(file_name, as_attachment, settings):
-    inline = not as_attachment and extension(file_name).lower() in settings.inline_file_extensions
+def _representation(ref, as_attachment, settings):
+    """Type and disposition from what was stored at upload: the extension of the
+    stored path, which the upload took from the file's name. The name in the
+    reference's query is only a label anyone can change in a link; it names the
+    download only while its extension is the stored one."""
+    stored_name = ref.path.rpartition("/")[2]
+    stored_extension = extension(stored_name).lower()
+    content_type = mimetypes.guess_type(stored_name)[0] or "application/octet-stream"
+    inline = (not as_attachment and stored_extension in settings.inline_file_extensions
+              and not _is_active(content_type))
+    file_name = ref.name if extension(ref.name).lower() == stored_extension else stored_name
     return {
-        "Content-Type": mimetypes.guess_type(file_name)[0] or "application/octet-stream",
+        "Content-Type": content_type,
         "Content-Disposition": content_disposition("inline" if inline else "attachment", file_name),
-        # A browser must not run an uploaded file as another type than it is served as.
-        "X-Content-Type-Options": "nosniff",
     }
+
+
+def _is_active(content_type):
+    return content_type in ACTIVE_TYPES or content_type.endswith("+xml")
 
 
 def _byte_range(request, size, etag, modified):

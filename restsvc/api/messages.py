@@ -1,7 +1,8 @@
-"""Messages API: localized captions of entities and enums."""
+"""Messages API: localized captions of entities and enums. They follow the
+caller's language (Accept-Language, else its own locale), so no cache keeps them."""
 from werkzeug.routing import Rule
 
-from ..web import json_response
+from ..web import NO_STORE, json_response
 from .metadata import find_entity, find_enum
 
 
@@ -9,7 +10,7 @@ def _merged(bundles):
     body = {}
     for bundle in bundles:
         body.update(bundle)
-    return json_response(dict(sorted(body.items())))
+    return json_response(dict(sorted(body.items())), headers=NO_STORE)
 
 
 def entity_messages(ctx):
@@ -18,7 +19,8 @@ def entity_messages(ctx):
 
 
 def one_entity_messages(ctx, entity_name):
-    return json_response(ctx.app.messages.entity_messages(find_entity(ctx, entity_name), ctx.locale))
+    return json_response(ctx.app.messages.entity_messages(find_entity(ctx, entity_name), ctx.locale),
+                         headers=NO_STORE)
 
 
 def enum_messages(ctx):
@@ -27,7 +29,8 @@ def enum_messages(ctx):
 
 
 def one_enum_messages(ctx, enum_name):
-    return json_response(ctx.app.messages.enum_messages(find_enum(ctx, enum_name), ctx.locale))
+    return json_response(ctx.app.messages.enum_messages(find_enum(ctx, enum_name), ctx.locale),
+                         headers=NO_STORE)
 
 
 rules = [

@@ -1,9 +1,19 @@
-"""Metadata API: entities, fetch plans and enums."""
+"""Metadata API: entities, fetch plans and enums.
+
+What a caller is shown follows its permissions, as the Services API does:
+entities it may not read are left out (asked for by name: 403 ``Reading
+forbidden``, as the Entities API answers), and so are the attributes of an
+entity it may not read and the enums only those attributes use. The answers
+therefore depend on the caller and are never kept by a cache. A path opened
+without a token on purpose (svc.resource-server.anonymous-url-patterns)
+describes the whole model to a caller without one: the deployment publishes it.
+"""
 from werkzeug.routing import Rule
 
+from ..data.access import require
 from ..errors import NotFound
 from ..model.datatypes import DATATYPES, FORMATS
-from ..web import json_response
+from ..web import NO_STORE, json_response
 
 
 def find_entity(ctx, entity_name):
@@ -20,36 +30,73 @@ def find_enum(ctx, enum_name):
     return meta_enum
 
 
+def viewer(ctx):
+    """The permissions the caller-facing metadata follows, or None for the
+    whole model (a caller without a token on a path opened on purpose)."""
+    return None if ctx.principal is ctx.app.gate.anonymous_principal else ctx.permissions
+
+
+def readable_entity(ctx, entity_name):
+    """The entity, 404 when there is none, 403 when the caller may not read it."""
+    meta = find_entity(ctx, entity_name)
+    if viewer(ctx) is not None:
+        require(ctx.access, meta, "read")
+    return meta
+
+
+def _entity_json(ctx, meta, captions):
+    permissions = viewer(ctx)
+    return meta.to_json(captions, None if permissions is None
+                        else permissions.readable_properties(meta))
+
+
 def list_entities(ctx):
     captions = ctx.app.messages.captions(ctx.locale)
-    return json_response([meta.to_json(captions) for meta in ctx.app.metadata.entities.values()])
+    permissions = viewer(ctx)
+    return json_response([_entity_json(ctx, meta, captions)
+                          for meta in ctx.app.metadata.entities.values()
+                          if permissions is None or permissions.can(meta.name, "read")],
+                         headers=NO_STORE)
 
 
 def get_entity(ctx, entity_name):
-    return json_response(find_entity(ctx, entity_name).to_json(ctx.app.messages.captions(ctx.locale)))
+    meta = readable_entity(ctx, entity_name)
+    return json_response(_entity_json(ctx, meta, ctx.app.messages.captions(ctx.locale)),
+                         headers=NO_STORE)
 
 
 def list_fetch_plans(ctx, entity_name):
-    plans = find_entity(ctx, entity_name).fetch_plans
-    return json_response([plan.to_json() for name, plan in plans.items() if not name.startswith("_")])
+    plans = readable_entity(ctx, entity_name).fetch_plans
+    return json_response([plan.to_json() for name, plan in plans.items() if not name.startswith("_")],
+                         headers=NO_STORE)
 
 
 def get_fetch_plan(ctx, entity_name, plan_name):
-    meta = find_entity(ctx, entity_name)
+    meta = readable_entity(ctx, entity_name)
     plan = meta.fetch_plans.get(plan_name)
     if plan is None:
         raise NotFound("Fetch plan not found",
                        f"Fetch plan {plan_name} for metaClass {entity_name} not found")
-    return json_response(plan.to_json())
+    return json_response(plan.to_json(), headers=NO_STORE)
+
+
+def _visible_enums(ctx):
+    permissions = viewer(ctx)
+    metadata = ctx.app.metadata
+    return metadata.enums.values() if permissions is None else permissions.visible_enums(metadata)
 
 
 def list_enums(ctx):
     captions = ctx.app.messages.captions(ctx.locale)
-    return json_response([e.to_json(captions) for e in ctx.app.metadata.enums.values()])
+    return json_response([e.to_json(captions) for e in _visible_enums(ctx)], headers=NO_STORE)
 
 
 def get_enum(ctx, enum_name):
-    return json_response(find_enum(ctx, enum_name).to_json(ctx.app.messages.captions(ctx.locale)))
+    meta_enum = find_enum(ctx, enum_name)
+    if meta_enum not in _visible_enums(ctx):
+        raise NotFound("Enum not found", f"Enum with class name {enum_name} not found")
+    return json_response(meta_enum.to_json(ctx.app.messages.captions(ctx.locale)),
+                         headers=NO_STORE)
 
 
 def list_datatypes(ctx):

@@ -10,11 +10,9 @@ from werkzeug.wsgi import wrap_file
 
 from .. import db
 from ..errors import BadRequest, Forbidden
-from ..web import content_disposition, json_response, read_json_body
+from ..web import NO_STORE, content_disposition, json_response, read_json_body
 
 BASE = "/rest/reports"
-_NO_CACHE = {"Cache-Control": "no-cache", "Pragma": "no-cache",
-             "Expires": "Thu, 01 Jan 1970 00:00:00 GMT"}
 
 
 def _reports(ctx):
@@ -46,7 +44,8 @@ def run_report(ctx, report_id):
         raise BadRequest("Invalid JSON body", "attachment must be true or false")
     document = reports.run(report, body, ctx.access, ctx.app.data,
                            ctx.app.messages.captions(ctx.locale))
-    headers = {**_NO_CACHE, "Content-Type": document.content_type, "Content-Disposition":
+    # The output holds the rows the caller may see: never kept for anyone else.
+    headers = {**NO_STORE, "Expires": "Thu, 01 Jan 1970 00:00:00 GMT", "Content-Type": document.content_type, "Content-Disposition":
                content_disposition("attachment" if attachment else "inline", document.file_name)}
     if document.file is not None:
         headers["Content-Length"] = str(document.size)

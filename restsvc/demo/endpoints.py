@@ -17,8 +17,10 @@ def customer_card(ctx, customer_id):
     lines = [customer.get("name", "")]
     if "email" in customer:
         lines.append(customer["email"])
+    # The card depends on the caller (what it may read): a cache keeps it for
+    # that caller only (private) and reuses it only for the same token (Vary).
     return Response("\n".join(lines) + "\n", content_type="text/plain;charset=UTF-8",
-                    headers={"Cache-Control": "private, max-age=60"})
+                    headers={"Cache-Control": "private, max-age=60", "Vary": "Authorization"})
 
 
 ENDPOINTS = (Rule("/api/customers/<customer_id>/card", methods=["GET"], endpoint=customer_card),)

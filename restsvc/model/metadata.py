@@ -116,11 +116,13 @@ class MetaClass:
     def property(self, name):
         return self.properties.get(name)
 
-    def to_json(self, captions):
+    def to_json(self, captions, properties=None):
+        """The reference's MetaClassInfo, with ``properties`` (default: all) listed."""
         return {
             "entityName": self.name,
             "ancestor": self.ancestor.name if self.ancestor else None,
-            "properties": [p.to_json(captions) for p in self.properties.values()],
+            "properties": [p.to_json(captions) for p in (
+                self.properties.values() if properties is None else properties)],
         }
 
 

@@ -14,11 +14,18 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class Documents:
-    """``render(kind, root_path, as_yaml)``: the document's bytes. The trees are
-    built on first use; the bytes are kept per mount point (``root_path``,
-    the WSGI SCRIPT_NAME), which sets ``servers`` and the token URL."""
+    """``render(kind, root_path, as_yaml, permissions)``: the document's bytes.
 
-    MAX_RENDERED = 32
+    The generic document is the same for everyone; the detailed one shows what
+    the caller's permissions allow, so it is built once per combination of
+    roles (resource and row-level role codes). Trees are built on first use,
+    bytes kept per tree, mount point (``root_path``, the WSGI SCRIPT_NAME,
+    which sets ``servers`` and the token URL) and format. Both caches are
+    bounded: past their size they start again, so odd role combinations
+    cannot grow them."""
+
+    MAX_TREES = 32
+    MAX_RENDERED = 64
 
     def __init__(self, builder):
         self._builder = builder
@@ -26,27 +33,37 @@ class Documents:
         self._rendered = {}
         self._lock = threading.Lock()
 
-    def tree(self, kind):
-        tree = self._trees.get(kind)
+    @staticmethod
+    def _roles(kind, permissions):
+        if kind == GENERIC or permissions is None:
+            return None
+        return permissions.resource_roles, permissions.row_level_roles
+
+    def tree(self, kind, permissions=None):
+        key = (kind, self._roles(kind, permissions))
+        tree = self._trees.get(key)
         if tree is None:
             with self._lock:
-                tree = self._trees.get(kind)
+                tree = self._trees.get(key)
                 if tree is None:
-                    build = self._builder.generic if kind == GENERIC else self._builder.detailed
-                    tree = self._trees[kind] = build()
+                    tree = self._builder.generic() if kind == GENERIC \
+                        else self._builder.detailed(permissions)
+                    if len(self._trees) >= self.MAX_TREES:
+                        self._trees.clear()
+                    self._trees[key] = tree
         return tree
 
-    def document(self, kind, root_path=""):
+    def document(self, kind, root_path="", permissions=None):
         """The tree as served under ``root_path`` (a shallow copy; do not modify)."""
-        tree = self.tree(kind)
+        tree = self.tree(kind, permissions)
         components = {**tree["components"], "securitySchemes": security_schemes(root_path)}
         return {**tree, "servers": [{"url": root_path or "/"}], "components": components}
 
-    def render(self, kind, root_path="", as_yaml=False):
-        key = (kind, root_path, as_yaml)
+    def render(self, kind, root_path="", as_yaml=False, permissions=None):
+        key = (kind, self._roles(kind, permissions), root_path, as_yaml)
         data = self._rendered.get(key)
         if data is None:
-            document = self.document(kind, root_path)
+            document = self.document(kind, root_path, permissions)
             if as_yaml:
                 data = yaml.dump(document, Dumper=_Dumper, sort_keys=False,
                                  allow_unicode=True).encode("utf-8")

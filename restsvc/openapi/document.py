@@ -5,15 +5,22 @@ values: this package does not know Werkzeug), the operation tables
 (operations.py, endpoints.py) and, for the detailed one, the metadata and
 the predefined queries. Which operations need a token, and which need the
 ``rest.enabled`` policy, comes from the gate's own patterns.
+
+The detailed document is written for one caller's permissions (``Documents``
+keeps one per combination of roles): entities it may not read, attributes it
+may not read, entity operations it may not do, queries of entities it may not
+read and service methods it may not call are left out, as the metadata API
+and ``/rest/services`` leave them out. Without permissions it shows everything.
 """
 import json
 import re
 from dataclasses import dataclass
 
 from ..security.gate import REST_ENABLED_PATHS
+from ..security.roles import MODIFY
 from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE
-from .entities import entity_schemas
-from .operations import ENTITY_OPERATIONS, QUERY_OPERATIONS
+from .entities import entity_schemas, stub_schemas
+from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
 from .schemas import STRING, common_schemas, datatype_schema
@@ -22,6 +29,10 @@ from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
 from .shapes import entity_typing, generic_typing, query_typing
 
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+SCHEMA_REF = re.compile(r'"#/components/schemas/(entity(?:Input|New)?_[^"]+)"')
+# The entity operation each write route needs; every other route reads.
+WRITES = {("POST", E): "create", ("PUT", E): "update", ("DELETE", E): "delete",
+          ("PUT", f"{E}/<entity_id>"): "update", ("DELETE", f"{E}/<entity_id>"): "delete"}
 TAGS = [
     ("Authentication", "OAuth 2 tokens: get, revoke, introspect"),
     ("Entities", "Generic access to every entity, under the caller's policies"),
@@ -85,30 +96,34 @@ class DocumentBuilder:
         return self._document("restsvc generic REST API", paths, common_schemas(),
                               "The generic REST API: every application has these endpoints.")
 
-    def detailed(self):
+    def detailed(self, permissions=None):
         metadata = self.metadata
+        shown = _Shown(metadata, permissions)
         path_schemas = {
-            "entityName": {"type": "string", "enum": list(metadata.entities)},
-            "enumName": {"type": "string", "enum": list(metadata.enums)},
+            "entityName": {"type": "string", "enum": [meta.name for meta in shown.entities]},
+            "enumName": {"type": "string", "enum": [e.name for e in shown.enums]},
         }
         paths = {}
         for route in self.routes:
             for method in _methods(route):
                 key = (method, route.rule)
                 if key in ENTITY_OPERATIONS:
-                    for meta in metadata.entities.values():
+                    operation = WRITES.get(key, "read")
+                    for meta in shown.entities:
+                        if not shown.can(meta, operation):
+                            continue
                         concrete = route.rule.replace("<entity_name>", meta.name)
                         schemas = {"entityId": datatype_schema(meta.properties["id"].datatype.name)}
                         self._add(paths, method, concrete,
                                   ENTITY_OPERATIONS[key](entity_typing(meta, self.settings)), schemas)
                 elif key in SERVICE_OPERATIONS:
-                    for method_ in self._service_methods(method):
+                    for method_ in self._service_methods(method, permissions):
                         concrete = route.rule.replace("<service_name>", method_.service) \
                             .replace("<method_name>", method_.name)
                         self._add(paths, method, concrete,
                                   method_operation(metadata, method_, method), {})
                 elif key in QUERY_OPERATIONS:
-                    for query in self.queries:
+                    for query in (q for q in self.queries if shown.can(q.entity, "read")):
                         concrete = route.rule.replace("<entity_name>", query.entity.name) \
                             .replace("<query_name>", query.name)
                         self._add(paths, method, concrete, QUERY_OPERATIONS[key](
@@ -116,7 +131,8 @@ class DocumentBuilder:
                 else:
                     self._fixed(paths, method, route, path_schemas)
         schemas = common_schemas()
-        schemas.update(entity_schemas(metadata))
+        schemas.update(entity_schemas(shown.entities, shown.properties, shown.modifiable))
+        _add_referenced_stubs(paths, schemas, metadata)
         return self._document("restsvc project REST API", paths, schemas,
                               "This application's REST API: its entities, predefined queries "
                               "and the generic endpoints, with their exact shapes.")
@@ -134,11 +150,12 @@ class DocumentBuilder:
                   path_schemas, no_database=(method, route.rule) in NO_DATABASE
                   or (method, route.handler) in NO_DATABASE)
 
-    def _service_methods(self, http_method):
+    def _service_methods(self, http_method, permissions=None):
         if self.services is None:
             return []
         return [method for service in self.services.services.values()
-                for method in service.methods.values() if http_method in method.http_methods]
+                for method in service.methods.values() if http_method in method.http_methods
+                and (permissions is None or permissions.can_call(method.service, method.name))]
 
     # -- assembly --------------------------------------------------------------
     def _add(self, paths, method, rule, op, path_schemas, no_database=False):
@@ -183,6 +200,43 @@ class DocumentBuilder:
         }
         # One plain tree: no shared objects (YAML would write them as anchors).
         return json.loads(json.dumps(document))
+
+
+class _Shown:
+    """What of the metadata one caller's document shows (everything without permissions)."""
+
+    def __init__(self, metadata, permissions):
+        self.permissions = permissions
+        if permissions is None:
+            self.entities = list(metadata.entities.values())
+            self.enums = list(metadata.enums.values())
+        else:
+            self.entities = [m for m in metadata.entities.values() if permissions.can(m.name, "read")]
+            self.enums = list(permissions.visible_enums(metadata))
+
+    def can(self, meta, operation):
+        return self.permissions is None or self.permissions.can(meta.name, operation)
+
+    def properties(self, meta):
+        if self.permissions is None:
+            return list(meta.properties.values())
+        return self.permissions.readable_properties(meta)
+
+    def modifiable(self, prop):
+        return self.permissions is None or self.permissions.attribute(
+            prop.owner.name, prop.name) >= MODIFY
+
+
+def _add_referenced_stubs(paths, schemas, metadata):
+    """An entity the caller may not read can still be named by what it may use
+    (a service method's parameter or result): its schemas then say only that
+    it is an entity with an id, so every reference in the document resolves."""
+    text = json.dumps([paths, schemas])
+    for name in sorted(set(SCHEMA_REF.findall(text)) - set(schemas)):
+        entity_name = name.partition("_")[2]
+        meta = metadata.entities.get(entity_name)
+        if meta is not None:
+            schemas.update(stub_schemas(meta))
 
 
 def security_schemes(root_path):

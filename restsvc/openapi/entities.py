@@ -7,6 +7,10 @@
   transient and system attributes are ignored by the API and not listed);
   references by id, compositions as arrays of their children.
 - ``entityNew_<name>``: a create body: the input with the mandatory attributes.
+
+Written for the entities and attributes one caller may see: ``properties(meta)``
+gives the readable properties of an entity, ``modifiable(prop)`` whether the
+caller may set one (input schemas list only those).
 """
 from decimal import Decimal
 
@@ -15,13 +19,22 @@ from .schemas import array, datatype_schema, nullable, ref
 SYSTEM = ("id", "version")
 
 
-def entity_schemas(metadata):
+def entity_schemas(entities, properties, modifiable):
+    writable = {meta.name: [prop for prop in _writable(properties(meta)) if modifiable(prop)]
+                for meta in entities}
     schemas = {}
-    for meta in metadata.entities.values():
-        schemas[f"entity_{meta.name}"] = _written(meta)
-        schemas[f"entityInput_{meta.name}"] = _input(meta)
-        schemas[f"entityNew_{meta.name}"] = _new(meta)
+    for meta in entities:
+        schemas[f"entity_{meta.name}"] = _written(meta, properties(meta))
+        schemas[f"entityInput_{meta.name}"] = _input(meta, writable)
+        schemas[f"entityNew_{meta.name}"] = _new(meta, writable[meta.name])
     return schemas
+
+
+def stub_schemas(meta):
+    """The schemas of an entity the caller may not read: an entity with an id."""
+    return {f"entity_{meta.name}": _written(meta, [meta.properties["id"]]),
+            f"entityInput_{meta.name}": _input(meta, {}),
+            f"entityNew_{meta.name}": _new(meta, [])}
 
 
 def _value_schema(prop):
@@ -39,14 +52,14 @@ def _value_schema(prop):
     return schema
 
 
-def _written(meta):
+def _written(meta, shown):
     parts = ", ".join(meta.instance_name) or "the entity name and id"
     properties = {
         "_entityName": {"type": "string", "const": meta.name, "readOnly": True},
         "_instanceName": {"type": ["string", "null"], "readOnly": True,
                           "description": f"Built from: {parts}"},
     }
-    for prop in meta.properties.values():
+    for prop in shown:
         if prop.is_collection:
             schema = array(ref(f"entity_{prop.target.name}"))
         elif prop.is_reference:
@@ -62,20 +75,21 @@ def _written(meta):
             "required": ["_entityName", "id"]}
 
 
-def _writable(meta):
-    return [prop for prop in meta.properties.values()
+def _writable(properties):
+    return [prop for prop in properties
             if prop.persistent and not prop.read_only and prop.name not in SYSTEM]
 
 
-def _input(meta):
+def _input(meta, writable):
+    """``writable``: entity name -> the properties the caller may set."""
     id_schema = datatype_schema(meta.properties["id"].datatype.name)
     properties = {"id": {**id_schema, "description": "Given on create: the new entity's id "
                                                       "(an existing id updates that entity)"},
                   "version": {"type": "integer", "description": "With optimistic locking: "
                                                                 "the version the update is based on"}}
-    for prop in _writable(meta):
+    for prop in writable.get(meta.name, ()):
         if prop.is_collection:
-            schema = array(_child(prop))
+            schema = array(_child(prop, writable.get(prop.target.name, ())))
         elif prop.is_reference:
             target_id = datatype_schema(prop.target.properties["id"].datatype.name)
             schema = {"type": "object", "properties": {"id": target_id}, "required": ["id"],
@@ -90,24 +104,24 @@ def _input(meta):
     return {"type": "object", "title": f"{meta.name} (input)", "properties": properties}
 
 
-def _mandatory(meta, skip=None):
-    return [prop.name for prop in _writable(meta) if prop.mandatory and prop.field is not skip]
+def _mandatory(writable, skip=None):
+    return [prop.name for prop in writable if prop.mandatory and prop.field is not skip]
 
 
-def _new(meta):
+def _new(meta, writable):
     schema = {"allOf": [ref(f"entityInput_{meta.name}")]}
-    required = _mandatory(meta)
+    required = _mandatory(writable)
     if required:
         schema["required"] = required
     return schema
 
 
-def _child(prop):
+def _child(prop, child_writable):
     """A composition's child: a new one (its owner is set by the parent, not in
     the body), or a stored one by its id with the attributes to change."""
     child_input = ref(f"entityInput_{prop.target.name}")
     new = {"allOf": [child_input]}
-    required = _mandatory(prop.target, skip=prop.back_field)
+    required = _mandatory(child_writable, skip=prop.back_field)
     if required:
         new["required"] = required
     return {"anyOf": [new, {"allOf": [child_input], "required": ["id"]}]}

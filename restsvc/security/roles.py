@@ -152,6 +152,37 @@ class Permissions:
         return "*" in self._reports or report_id in self._reports or (
             code is not None and code in self._reports)
 
+    def readable_properties(self, meta):
+        """The properties of ``meta`` the caller may read (none unless it may read
+        the entity; a reference only while it may read the target too): what
+        the caller-facing metadata and OpenAPI document show. Worked out once."""
+        key = ("readable", meta.name)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = () if not self.can(meta.name, "read") else tuple(
+                prop for prop in meta.properties.values()
+                if self.attribute(meta.name, prop.name)
+                and (prop.target is None or self.can(prop.target.name, "read")))
+        return found
+
+    def visible_enums(self, metadata):
+        """The enums the caller gets to see: those no entity attribute uses (a
+        service may), and those a readable attribute uses."""
+        key = ("enums",)
+        found = self.memo.get(key)
+        if found is None:
+            used, shown = set(), set()
+            for meta in metadata.entities.values():
+                readable = self.readable_properties(meta)
+                for prop in meta.properties.values():
+                    if prop.meta_enum is not None:
+                        used.add(prop.meta_enum.name)
+                        if prop in readable:
+                            shown.add(prop.meta_enum.name)
+            found = self.memo[key] = tuple(meta_enum for name, meta_enum in metadata.enums.items()
+                                           if name not in used or name in shown)
+        return found
+
     def row_filters(self, entity_name):
         """The row-level filters declared on the entity itself."""
         return self._row_filters.get(entity_name, ())
