@@ -72,3 +72,13 @@ def test_a_malformed_chunk_size_in_a_token_request_is_a_400(server):
                           b"1x\r\n" + form + b"\r\n0\r\n\r\n", "application/x-www-form-urlencoded")
     assert status == 400 and answer["error"] == "invalid_request"      # RFC 6749 5.2
     assert "framing" in answer["error_description"]
+
+
+def test_a_chunked_token_request_over_16_kb_is_a_413_oauth_error(server):
+    """Without a Content-Length the token endpoint stops reading at 16 KB
+    (it parsed up to 10 MB of empty pairs before: 400-470 MiB of worker memory)."""
+    form = b"a=&" * 100_000 + b"grant_type=client_credentials"
+    status, answer = _raw(server, ["POST /oauth2/token HTTP/1.1", "Transfer-Encoding: chunked"],
+                          _chunked(form), "application/x-www-form-urlencoded")
+    assert status == 413 and answer["error"] == "invalid_request"      # RFC 6749 5.2
+    assert "16384 bytes" in answer["error_description"]
