@@ -12,7 +12,6 @@ a search, count, query or service body of at most 1 MB, and a JSON body of at
 most one value per 16 bytes (or 8,192 values), all checked before parsing.
 """
 import argparse
-import socket
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))
 
-from servers import gunicorn_server, memory_kib, reset_peak  # noqa: E402
+from servers import chunked, exchange, gunicorn_server, memory_kib, reset_peak  # noqa: E402
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"
@@ -56,31 +55,13 @@ def bodies(size):
     ]
 
 
-def send(server, method, path, content_type, body, chunked):
-    """Send one request on a raw socket; the answer's status (the server may
-    answer and close before it has read the whole body)."""
-    framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {len(body)}"
-    if chunked:
-        step = 1 << 16
-        body = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + step]), body[i:i + step])
-                        for i in range(0, len(body), step)) + b"0\r\n\r\n"
+def send(server, method, path, content_type, body, is_chunked):
+    """Send one request; the answer's status."""
+    framing = "Transfer-Encoding: chunked" if is_chunked else f"Content-Length: {len(body)}"
     head = (f"{method} {path} HTTP/1.1\r\nHost: {server.host}\r\nConnection: close\r\n"
             f"Authorization: Bearer {server.token}\r\nContent-Type: {content_type}\r\n"
             f"{framing}\r\n\r\n").encode()
-    with socket.create_connection((server.host, server.port), timeout=120) as sock:
-        try:
-            sock.sendall(head + body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        answer = b""
-        while True:
-            try:
-                part = sock.recv(65536)
-            except ConnectionResetError:
-                break
-            if not part:
-                break
-            answer += part
+    answer = exchange(server, head + (chunked(body) if is_chunked else body))
     return int(answer.split(b" ", 2)[1]) if answer else 0
 
 
@@ -89,13 +70,13 @@ def measure(server, size):
     pid, = server.worker_pids()
     send(server, "POST", "/rest/entities/Customer/search", JSON, b'{"filter": {}}', False)
     results = []
-    for label, path, content_type, body, chunked in bodies(size):
+    for label, path, content_type, body, is_chunked in bodies(size):
         method = "PUT" if label.startswith("bulk update") else "POST"
         time.sleep(0.2)
         before = memory_kib(pid, "VmRSS")
         if not reset_peak(pid):
             raise RuntimeError("cannot reset the worker's peak RSS (/proc/<pid>/clear_refs)")
-        status = send(server, method, path, content_type, body, chunked)
+        status = send(server, method, path, content_type, body, is_chunked)
         time.sleep(0.2)
         results.append((label, status, len(body), memory_kib(pid, "VmHWM") - before,
                         memory_kib(pid, "VmRSS") - before))
