@@ -37,6 +37,7 @@ _NO_PARAMETERS = _Parameters()
 
 class Request(WerkzeugRequest):
     parameter_storage_class = _Parameters
+    body_limit = None       # bytes, once limit_body has capped the body
 
     @cached_property
     def args(self):
@@ -71,6 +72,7 @@ def limit_body(request, limit):
     above the limit with 413, but ends a chunked body at the limit without a
     word, and its parsers would then see a truncated body."""
     environ = request.environ
+    request.body_limit = limit
     if environ.get("CONTENT_LENGTH"):
         request.max_content_length = limit
         environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], None)
@@ -215,6 +217,7 @@ def _read_body(request, max_bytes):
     """The whole body; above ``max_bytes`` (announced or not) 413 before reading it."""
     if max_bytes is None:
         return request.get_data(cache=False)
+    max_bytes = min(max_bytes, request.body_limit or max_bytes)     # svc.rest.max-request-size
     too_large = PayloadTooLarge("Request body too large",
                                 f"The body of this request may have at most {max_bytes} bytes")
     if request.content_length is not None and request.content_length > max_bytes:
