@@ -11,7 +11,7 @@ from werkzeug.wrappers import Response
 
 from .data.access import access_for
 from .data.bound import DataAccess
-from .errors import BadRequest, MalformedBody
+from .errors import BadRequest, MalformedBody, PayloadTooLarge
 from .jsonio import dumps_bytes, loads
 from .model.datatypes import DATATYPES, NumberOutOfBounds
 from .services.declare import Caller
@@ -37,6 +37,7 @@ _NO_PARAMETERS = _Parameters()
 
 class Request(WerkzeugRequest):
     parameter_storage_class = _Parameters
+    body_limit = None       # bytes, once limit_body has capped the body
 
     @cached_property
     def args(self):
@@ -46,12 +47,17 @@ class Request(WerkzeugRequest):
         query = self.environ.get("QUERY_STRING")
         if not query:
             return _NO_PARAMETERS
-        pairs = []
-        for field in query.encode("latin-1").decode().split("&"):
-            if field:
-                name, _, value = field.partition("=")
-                pairs.append((_unquote(name), _unquote(value)))
-        return _Parameters(pairs)
+        return _Parameters(form_pairs(query.encode("latin-1").decode()))
+
+
+def form_pairs(text):
+    """``application/x-www-form-urlencoded`` text -> (name, value) pairs."""
+    pairs = []
+    for field in text.split("&"):
+        if field:
+            name, _, value = field.partition("=")
+            pairs.append((_unquote(name), _unquote(value)))
+    return pairs
 
 
 def _unquote(text):
@@ -66,6 +72,7 @@ def limit_body(request, limit):
     above the limit with 413, but ends a chunked body at the limit without a
     word, and its parsers would then see a truncated body."""
     environ = request.environ
+    request.body_limit = limit
     if environ.get("CONTENT_LENGTH"):
         request.max_content_length = limit
         environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], None)
@@ -182,15 +189,65 @@ def list_response(rows, total=None):
     return json_response(rows, headers=headers)
 
 
-def read_json_body(request, error="Malformed request JSON data structure"):
-    """The request body as JSON; any content type is accepted, as the reference does."""
-    raw = request.get_data(cache=False)
+# What a JSON body may cost beyond its bytes: every value, counted (cheaply,
+# over-counting separators inside strings) as a "," "[" or "{", takes up to
+# 116 bytes once parsed (a Decimal; an empty list 34), so one value per 16
+# bytes keeps a parsed body within about 7 times its size (10 with the body's
+# bytes and text). A small body may hold up to 8,192 values (under 1 MB).
+BYTES_PER_JSON_VALUE = 16
+MIN_JSON_VALUES = 8192
+# Searches, counts, predefined queries, service calls and reports: a filter
+# or parameters, far below the limit for writes (svc.rest.max-request-size).
+MAX_QUERY_BODY = 1 << 20
+
+
+def read_json_body(request, error="Malformed request JSON data structure", max_bytes=None):
+    """The request body as JSON; any content type is accepted, as the reference
+    does. ``max_bytes`` caps it below svc.rest.max-request-size; either way a
+    body of more values than its size allows is refused before it is parsed."""
+    raw = _read_body(request, max_bytes)
+    values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
+    if values > MIN_JSON_VALUES and values > len(raw) // BYTES_PER_JSON_VALUE:
+        raise PayloadTooLarge("Request body too large",
+                              f"A JSON body may hold at most one value per "
+                              f"{BYTES_PER_JSON_VALUE} bytes, or {MIN_JSON_VALUES} values")
     try:
         return loads(raw.decode("utf-8"))
     except NumberOutOfBounds as exc:
         raise BadRequest(error, str(exc)) from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise BadRequest(error, "") from None
+
+
+def _read_body(request, max_bytes):
+    """The whole body; above ``max_bytes`` (announced or not) 413 before reading it."""
+    if max_bytes is None:
+        return request.get_data(cache=False)
+    max_bytes = min(max_bytes, request.body_limit or max_bytes)     # svc.rest.max-request-size
+    too_large = PayloadTooLarge("Request body too large",
+                                f"The body of this request may have at most {max_bytes} bytes")
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise too_large
+    limit_body(request, max_bytes)
+    try:
+        return request.get_data(cache=False)
+    except RequestEntityTooLarge:
+        raise too_large from None
+
+
+def read_form_body(request, max_bytes, max_fields):
+    """A form body as (name, value) pairs, refused (PayloadTooLarge) before it is
+    parsed when it has more than ``max_bytes`` bytes, announced or not, or more
+    than ``max_fields`` fields: a body of empty pairs (``a=&a=&...``) costs a
+    parser some 50 bytes of memory per byte."""
+    raw = _read_body(request, max_bytes)
+    if raw.count(b"&") >= max_fields:
+        raise PayloadTooLarge("Too many form fields",
+                              f"A form body may have at most {max_fields} fields")
+    try:
+        return form_pairs(raw.decode())
+    except UnicodeDecodeError:
+        raise BadRequest("Malformed form body", "The form body is not UTF-8") from None
 
 
 def query_int(request, name, default=None, minimum=0):

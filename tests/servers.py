@@ -140,6 +140,33 @@ def trickle(server, body_size, pieces, interval, path="/rest/files?name=slow.bin
     return int(head.split()[1]), body
 
 
+def chunked(body, size=1 << 16):
+    """``body`` in HTTP/1.1 chunked transfer coding."""
+    out = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + size]), body[i:i + size])
+                   for i in range(0, len(body), size))
+    return out + b"0\r\n\r\n"
+
+
+def exchange(server, request):
+    """Send raw request bytes; the raw answer. The server may answer (413) and
+    close before it has read the whole body."""
+    with socket.create_connection((server.host, server.port), timeout=120) as sock:
+        try:
+            sock.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        data = b""
+        while True:
+            try:
+                part = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not part:
+                break
+            data += part
+    return data
+
+
 def memory_kib(pid, field):
     """VmRSS (now) or VmHWM (peak since start or the last reset) of a process."""
     with open(f"/proc/{pid}/status") as f:

@@ -280,7 +280,7 @@ def test_a_body_over_the_request_size_limit_is_413(make_app):
     assert response.json["error"] == "Request Entity Too Large"
 
 
-@pytest.mark.parametrize("body", ["[" * 50000 + "]" * 50000, '{"name": "\\ud800"}', "\xff\xfe"])
+@pytest.mark.parametrize("body", ["[" * 5000 + "]" * 5000, '{"name": "\\ud800"}', "\xff\xfe"])
 def test_hostile_bodies_are_400(client, auth, body):
     response = client.post("/rest/entities/Customer", data=body.encode("utf-8", "surrogatepass"),
                            headers=auth)

@@ -95,3 +95,39 @@ def test_a_setting_with_too_many_digits_fails_naming_the_key():
     with pytest.raises(SettingsError, match="svc.rest.default-max-fetch-size"):
         build_settings({"svc.secret-key": "a-test-secret-key-0123",
                         "svc.rest.default-max-fetch-size": "9" * 5000}, environ={})
+
+
+def _first(client, auth, entity, plan="_local"):
+    return client.get(f"/rest/entities/{entity}?limit=1&fetchPlan={plan}", headers=auth).json[0]
+
+
+@pytest.mark.parametrize("entity", ["User", "Order"])
+@pytest.mark.parametrize("version", ["-5531880346019442982912", "9223372036854775808"])
+def test_a_version_out_of_range_is_a_validation_error_on_every_entity(client, auth, entity, version):
+    """Was 500 (OverflowError) on SQLite and reached the UPDATE on PostgreSQL."""
+    row = _first(client, auth, entity)
+    response = client.put(f"/rest/entities/{entity}/{row['id']}", data='{"version": %s}' % version,
+                          headers=auth, content_type="application/json")
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.json == [{"message": "Invalid int value: number out of range",
+                              "messageTemplate": "{restsvc.validation.InvalidValue}",
+                              "path": "version", "invalidValue": int(version)}]
+
+
+def test_a_version_out_of_range_in_a_bulk_update_or_a_composition_child_is_a_validation_error(
+        client, auth):
+    order = _first(client, auth, "Order", "order-with-details")
+    line = order["lines"][0]["id"]
+    for body, path in (([{"id": order["id"], "version": 10 ** 30}], "entities[0].version"),
+                       ({"lines": [{"id": line, "version": -10 ** 30}]}, "lines[0].version")):
+        url = "/rest/entities/Order" + ("" if isinstance(body, list) else f"/{order['id']}")
+        response = client.put(url, json=body, headers=auth)
+        assert response.status_code == 400, response.get_data(as_text=True)
+        assert [v["path"] for v in response.json] == [path]
+
+
+def test_a_version_in_range_still_checks_the_optimistic_lock(client, auth):
+    order = _first(client, auth, "Order")
+    response = client.put(f"/rest/entities/Order/{order['id']}", json={"version": 2 ** 31 - 1},
+                          headers=auth)
+    assert response.status_code == 400 and response.json["error"] == "Optimistic lock"

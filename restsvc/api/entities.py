@@ -4,8 +4,8 @@ from werkzeug.routing import Rule
 from ..errors import BadRequest
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
-from ..web import (empty_response, json_response, location_url, query_bool, query_int,
-                   read_json_body, whole_number)
+from ..web import (MAX_QUERY_BODY, empty_response, json_response, location_url, query_bool,
+                   query_int, read_json_body, whole_number)
 from ..web import list_response as _listed
 
 BASE = "/rest/entities/<entity_name>"
@@ -66,7 +66,7 @@ def search_post(ctx, entity_name):
 
 
 def _search_body(ctx):
-    body = read_json_body(ctx.request)
+    body = read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY)
     if not isinstance(body, dict):
         raise BadRequest("Malformed request JSON data structure", "The body must be a JSON object")
     if body.get("filter") is None:

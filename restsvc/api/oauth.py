@@ -1,29 +1,31 @@
 """The authorization server endpoints under /oauth2."""
-from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.routing import Rule
 
-from ..errors import MalformedBody, OAuthError
-from ..web import NO_STORE, empty_response, json_response
+from ..errors import ApiError, OAuthError
+from ..web import NO_STORE, empty_response, json_response, read_form_body
+
+MAX_BODY_BYTES = 16 * 1024
+MAX_FIELDS = 100
 
 
 def read_form(request):
-    """Form parameters as a plain dict; RFC 6749 3.2 forbids repeating one."""
+    """Form parameters as a plain dict; RFC 6749 3.2 forbids repeating one.
+    Token requests are small: a larger body, or one of more fields, is refused
+    before it is parsed."""
     if not request.content_length and not request.mimetype:
         return {}
     if request.mimetype != "application/x-www-form-urlencoded":
         raise OAuthError("invalid_request",
                          "Send the parameters as application/x-www-form-urlencoded")
     try:
-        parsed = request.form
-    except RequestEntityTooLarge:
-        raise OAuthError("invalid_request", "The request body is too large", status=413) from None
-    except MalformedBody as exc:
-        raise OAuthError("invalid_request", exc.details) from None
+        pairs = read_form_body(request, MAX_BODY_BYTES, MAX_FIELDS)
+    except ApiError as exc:     # too large, malformed: in the RFC 6749 form
+        raise OAuthError("invalid_request", exc.details, status=exc.status) from None
     form = {}
-    for key, values in parsed.lists():
-        if len(values) > 1:
+    for key, value in pairs:
+        if key in form:
             raise OAuthError("invalid_request", f"OAuth 2.0 Parameter {key} is repeated")
-        form[key] = values[0]
+        form[key] = value
     return form
 
 

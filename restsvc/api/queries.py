@@ -4,7 +4,8 @@ from werkzeug.wrappers import Response
 
 from ..data.queries import query_string_values
 from ..errors import BadRequest
-from ..web import json_response, list_response, query_bool, query_int, read_json_body
+from ..web import (MAX_QUERY_BODY, json_response, list_response, query_bool, query_int,
+                   read_json_body)
 
 BASE = "/rest/queries/<entity_name>"
 
@@ -22,7 +23,7 @@ def _query_and_values(ctx, entity_name, query_name):
         return query, query_string_values(query, dict(request.args.lists()))
     if not request.content_length:
         return query, {}
-    body = read_json_body(request)
+    body = read_json_body(request, max_bytes=MAX_QUERY_BODY)
     if not isinstance(body, dict):
         raise BadRequest("Malformed request JSON data structure", "The body must be a JSON object")
     return query, body

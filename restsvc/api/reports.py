@@ -10,7 +10,7 @@ from werkzeug.wsgi import wrap_file
 
 from .. import db
 from ..errors import BadRequest, Forbidden
-from ..web import NO_STORE, content_disposition, json_response, read_json_body
+from ..web import MAX_QUERY_BODY, NO_STORE, content_disposition, json_response, read_json_body
 
 BASE = "/rest/reports"
 
@@ -36,7 +36,7 @@ def get_group(ctx, group_id):
 def run_report(ctx, report_id):
     reports = _reports(ctx)
     report = reports.find(ctx.permissions, report_id)
-    body = read_json_body(ctx.request, "Invalid JSON body") if ctx.request.content_length else {}
+    body = read_json_body(ctx.request, "Invalid JSON body", MAX_QUERY_BODY) if ctx.request.content_length else {}
     if not isinstance(body, dict):
         raise BadRequest("Invalid JSON body", "The body must be a JSON object")
     attachment = body.get("attachment", False)

@@ -2,7 +2,7 @@
 from werkzeug.routing import Rule
 
 from ..errors import BadRequest
-from ..web import empty_response, json_response, read_json_body, text_response
+from ..web import MAX_QUERY_BODY, empty_response, json_response, read_json_body, text_response
 
 
 def list_services(ctx):
@@ -24,7 +24,7 @@ def invoke(ctx, service_name, method_name):
     if is_text:
         values = dict(request.args.lists())
     elif request.content_length or request.headers.get("Transfer-Encoding"):
-        values = read_json_body(request)
+        values = read_json_body(request, max_bytes=MAX_QUERY_BODY)
         if not isinstance(values, dict):
             raise BadRequest("Malformed request JSON data structure",
                              "The body must be a JSON object of parameter values")

@@ -13,7 +13,7 @@ from .access import require
 from .filters import Condition, Group, parse_filter
 from .importer import Importer, delete_rows, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
-from .query import check_limit
+from .query import check_limit, check_sort
 
 
 class DataManager:
@@ -65,6 +65,7 @@ class DataManager:
         require(access, meta, "read")
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)
+        check_sort(sort)
         tree = self.filter(access, meta, filter_spec)
         rows = self._load(access, meta, plan, where_filter=tree, sort=sort or "",
                           limit=limit if limit is not None else maximum, offset=offset)

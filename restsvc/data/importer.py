@@ -135,10 +135,18 @@ class Importer:
                 self.violations.append(_violation(f"{path}version", "must be a whole number",
                                                   INVALID, version))
             else:
-                operation.expected_version = version
+                # Bounded like any other integer from input: the column's range.
+                self._expected_version(operation, meta.properties["version"], version, path)
         self._check_mandatory(operation, path, owner)
         self._validate(operation, path)
         return operation
+
+    def _expected_version(self, operation, prop, version, path):
+        try:
+            operation.expected_version = prop.value_type.from_json(version)
+        except ValueError as exc:
+            self.violations.append(_violation(f"{path}version", f"Invalid {prop.type_name} value: "
+                                                                f"{exc}", INVALID, version))
 
     def _exists(self, meta, entity_id):
         return bool(visible_ids(self.access, meta, [entity_id]))

@@ -13,6 +13,7 @@ from .filters import Condition, Group, parse_filter
 
 # LIKE patterns escape their wildcards with "!", so % and _ in values are literal.
 _LIKE_ESCAPE = peewee.SQL("ESCAPE '!'")
+MAX_SORT_TERMS = 32
 
 
 def like_literal(text):
@@ -219,13 +220,25 @@ def filter_shape(database, node):
 
 
 def _all(parts, any_of=False):
-    """AND (or OR) of the expressions that are not None; None when there are none."""
-    expression = None
-    for part in parts:
-        if part is not None:
-            expression = part if expression is None else (
-                (expression | part) if any_of else (expression & part))
-    return expression
+    """AND (or OR) of the expressions that are not None; None when there are none.
+    One flat list in parentheses, not Peewee's ``a & b`` (a left-nested binary
+    tree, which nests the SQL one level per condition: SQLite's parser
+    overflows at 84 of them, Peewee's recursive SQL builder near 480), so the
+    SQL nests only as deep as the filter's groups."""
+    present = [part for part in parts if part is not None]
+    if len(present) < 2:
+        return present[0] if present else None
+    return peewee.NodeList(present, " OR " if any_of else " AND ", parens=True)
+
+
+def check_sort(sort):
+    """At most MAX_SORT_TERMS terms (empty ones do not count), checked before
+    the sort is parsed: each becomes an ORDER BY term or more (SQLite refuses
+    more than 2,000)."""
+    if sort and sort.count(",") >= MAX_SORT_TERMS and sum(
+            1 for term in sort.split(",") if term.strip()) > MAX_SORT_TERMS:
+        raise BadRequest("Invalid parameter value",
+                         f"Parameter sort may have at most {MAX_SORT_TERMS} terms")
 
 
 def check_limit(limit, maximum):

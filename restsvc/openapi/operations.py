@@ -6,6 +6,7 @@ the generic document passes the generic shapes, the detailed one those of
 one entity or one query, so both documents describe every operation once.
 401 and the ``rest.enabled`` 403 are added by the document from the gate.
 """
+from ..data.query import MAX_SORT_TERMS
 from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
 from .schemas import INTEGER, STRING, array, ref
 
@@ -29,7 +30,8 @@ def _page(t):
                   f"Page size, at most {t.max_limit}"),
             query("offset", {"type": "integer", "minimum": 0}, "Rows to skip"),
             query("sort", STRING, "Comma-separated attributes, dotted through references; "
-                                  "- before one sorts descending: -date,customer.name"),
+                                  f"- before one sorts descending: -date,customer.name; at most "
+                                  f"{MAX_SORT_TERMS} terms"),
             flag("returnNulls", "Write null attributes (omitted by default)"),
             flag("returnCount", "Send the total count in X-Total-Count")]
 
