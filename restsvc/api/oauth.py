@@ -33,7 +33,24 @@ def _call(ctx, operation):
 
 
 def token(ctx):
-    return json_response(_call(ctx, ctx.app.authserver.token), headers=NO_STORE)
+    instruments = ctx.app.instruments
+    if instruments is None:
+        return json_response(_call(ctx, ctx.app.authserver.token), headers=NO_STORE)
+    try:
+        answer = _call(ctx, ctx.app.authserver.token)
+    except OAuthError as exc:
+        instruments.token(_grant_type(ctx.request), exc.error, getattr(exc, "limit", None))
+        raise
+    instruments.token(_grant_type(ctx.request))
+    return json_response(answer, headers=NO_STORE)
+
+
+def _grant_type(request):
+    """The grant asked for, for the metrics (read from the form already parsed)."""
+    try:
+        return request.form.get("grant_type")
+    except (RequestEntityTooLarge, MalformedBody):   # the refusal says so already
+        return None
 
 
 def revoke(ctx):
