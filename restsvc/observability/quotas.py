@@ -67,7 +67,8 @@ class Quotas:
 
     def _take(self, key, rate, burst):
         interval = 1 / rate
-        tolerance = (burst - 1) * interval
+        # (a hair more: the sum of many float intervals must not refuse the last of a burst)
+        tolerance = (burst - 1) * interval + interval * 1e-6
         now = self.clock()
         tat = QuotaBucket.tat
         later = peewee.Case(None, [(tat > now, tat)], now) + interval
@@ -85,7 +86,7 @@ class Quotas:
                 headers={"Retry-After": str(max(1, math.ceil(wait))),
                          **_headers(burst, 0, (stored.tat if stored else now) - now)})
         new_tat = rows[0][0]
-        remaining = int((now + tolerance + interval - new_tat) / interval + 1e-9)
+        remaining = int((now + tolerance + interval - new_tat) / interval)
         return _headers(burst, max(0, remaining), new_tat - now)
 
 
