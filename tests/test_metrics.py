@@ -137,3 +137,11 @@ def test_one_scrape_counts_the_requests_of_both_gunicorn_workers(tmp_path, datab
         assert count == 60
         # The scrape added up two workers' figures (else this would prove nothing).
         assert len(per_worker) == 2 and all(per_worker.values()), per_worker
+
+
+def test_file_bytes_are_counted_in_and_out(client, auth):
+    stored = client.post("/rest/files?name=a.txt", data=b"0123456789", headers=auth).json
+    assert client.get(f"/rest/files?fileRef={stored['fileRef']}", headers=auth).status_code == 200
+    metrics = scrape(client)
+    assert sample_value(metrics["restsvc_file_bytes"], "_total", direction="in") == 10
+    assert sample_value(metrics["restsvc_file_bytes"], "_total", direction="out") == 10

@@ -30,18 +30,21 @@ def setup(app):
         tracing.wrap(app.gate, "principal", "token check")
         tracing.wrap(app.services, "invoke", "service method",
                      lambda method, *rest: {"restsvc.service": _service_name(method)})
+        tracing.wrap(app.reports, "run", "report run",
+                     lambda report, *rest: {"restsvc.report": getattr(report, "code", "?")})
         for storage in app.files:
-            for name in ("open", "save", "delete", "check"):
-                if callable(getattr(storage, name, None)):
-                    tracing.wrap(storage, name, f"file storage {name}")
-    logs.configure(settings, tracing.current_trace_id if tracing is not None else None)
+            for name in ("write", "stat", "open", "delete"):
+                tracing.wrap(storage, name, f"file storage {name}")
+    trace_id = tracing.current_trace_id if tracing is not None else None
+    direct = logs.configure(settings, trace_id)
     instruments = None
     if settings.metrics_path:
         pool = app.database if hasattr(app.database, "_in_use") else None
         instruments = Instruments(settings.metrics_client_label, pool)
     statements.observe(app.database, instruments.statements if instruments else None,
                        settings.slow_statement, tracing)
-    request_log = logs.RequestLog() if settings.log_requests else None
+    request_log = logs.RequestLog(settings.log_format == "json", direct, trace_id) \
+        if settings.log_requests else None
     observer = Observer(instruments, request_log, tracing) \
         if instruments or request_log or tracing else None
     quotas = Quotas(settings.rate_limits) if settings.rate_limits else None

@@ -2,10 +2,11 @@
 and the few helpers that record them. Every label value comes from a bounded
 set: route templates, status classes, the grant types and error codes of
 RFC 6749, service methods that exist, ``in``/``out``."""
+import bisect
 import time
 
 from ..health import is_shutting_down
-from .metrics import Registry
+from .metrics import DURATION_BUCKETS, Registry
 from .multiprocess import WorkerFiles
 
 KNOWN_GRANTS = frozenset(("client_credentials", "password", "refresh_token",
@@ -56,8 +57,6 @@ class Instruments:
         self.service_duration = registry.histogram(
             "restsvc_service_call_duration_seconds", "Service method call time",
             ("service", "method"))
-        self.report_rows = registry.counter(
-            "restsvc_report_rows_total", "Report rows streamed", ("report",))
         self.file_bytes = registry.counter(
             "restsvc_file_bytes_total", "File content bytes stored and sent", ("direction",))
         self.draining = registry.gauge(
@@ -78,16 +77,33 @@ class Instruments:
         merged["restsvc_draining"]["series"] = {(): int(is_shutting_down())}
         return merged
 
-    def request(self, method, route, status, seconds, bytes_in, bytes_out, client_id):
+    def request_started(self):
+        self.in_flight.inc()
+
+    def request_ended(self, method, route, status, seconds, bytes_in, bytes_out, client_id):
+        """A request's figures, under one hold of the lock (this is per request)."""
         status_class = STATUS_CLASSES.get(status, "other")
-        self.requests.inc((method, route, status_class))
-        self.duration.observe(seconds, (method, route))
-        if bytes_in:
-            self.request_bytes.inc((route,), bytes_in)
-        if bytes_out:
-            self.response_bytes.inc((route,), bytes_out)
-        if self.client_requests is not None and client_id is not None:
-            self.client_requests.inc((client_id,))
+        index = bisect.bisect_left(DURATION_BUCKETS, seconds)
+        requests, durations = self.requests.series, self.duration.series
+        with self.registry.lock:
+            self.in_flight.series[()] -= 1
+            key = (method, route, status_class)
+            requests[key] = requests.get(key, 0) + 1
+            key = (method, route)
+            counts = durations.get(key)
+            if counts is None:
+                counts = durations[key] = [0] * (len(DURATION_BUCKETS) + 2)
+            counts[index] += 1
+            counts[-1] += seconds
+            if bytes_in:
+                series = self.request_bytes.series
+                series[(route,)] = series.get((route,), 0) + bytes_in
+            if bytes_out:
+                series = self.response_bytes.series
+                series[(route,)] = series.get((route,), 0) + bytes_out
+            if self.client_requests is not None and client_id is not None:
+                series = self.client_requests.series
+                series[(client_id,)] = series.get((client_id,), 0) + 1
 
     def error(self, status, error):
         # Error codes are fixed strings in restsvc; an application's own are
