@@ -41,6 +41,9 @@ def test_the_101st_request_in_a_second_is_refused_across_two_instances(two_insta
     assert refused.headers["RateLimit-Limit"] == "100"
     assert refused.headers["RateLimit-Remaining"] == "0"
     assert second.get("/rest/entities/Product?limit=1", headers=headers).status_code == 429
+    monitor = bearer(get_token(first, "monitor", "monitor-secret"))
+    assert 'restsvc_quota_refusals_total{kind="client"} 1' in first.get(
+        "/metrics", headers=monitor).get_data(as_text=True)
     # Other clients, and the token endpoint, are not held by the reader's quota.
     assert second.get("/rest/entities/Product?limit=1",
                       headers=bearer(get_token(second))).status_code == 200

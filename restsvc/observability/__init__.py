@@ -47,7 +47,8 @@ def setup(app):
         if settings.log_requests else None
     observer = Observer(instruments, request_log, tracing) \
         if instruments or request_log or tracing else None
-    quotas = Quotas(settings.rate_limits) if settings.rate_limits else None
+    quotas = Quotas(settings.rate_limits, instruments.quota_refusals if instruments else None) \
+        if settings.rate_limits else None
     return Observability(observer, instruments, quotas, tracing)
 
 

@@ -38,8 +38,9 @@ class TooManyRequests(ApiError):
 
 
 class Quotas:
-    def __init__(self, limits, clock=time.time):
+    def __init__(self, limits, refusals=None, clock=time.time):
         self.limits = limits         # ("client" | "user", name) -> (per second, burst)
+        self.refusals = refusals     # the counter of refusals by kind, when metrics are on
         self.clock = clock
 
     def check(self, principal):
@@ -77,6 +78,8 @@ class Quotas:
                                  where=(tat - now <= tolerance))
                     .returning(QuotaBucket.tat).tuples().execute())
         if not rows:
+            if self.refusals is not None:
+                self.refusals.inc((key.partition(":")[0],))
             stored = QuotaBucket.get_or_none(QuotaBucket.key == key)
             wait = (stored.tat - now - tolerance) if stored is not None else interval
             raise TooManyRequests(
