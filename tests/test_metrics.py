@@ -8,6 +8,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import basic, bearer, get_token
+from restsvc.observability import multiprocess
 from servers import gunicorn_server
 
 
@@ -101,7 +102,8 @@ def _per_worker_counts(server, route):
     """Each worker's own count, from the files its figures are written to."""
     counts = {}
     for pid in server.worker_pids():
-        path = next(Path(tempfile.gettempdir()).glob(f"restsvc-metrics-*/worker-{pid}.json"), None)
+        base = Path(multiprocess.base_directory() or tempfile.gettempdir())
+        path = next(base.glob(f"restsvc-metrics-*/worker-{pid}.json"), None)
         if path is None:
             continue
         series = json.loads(path.read_text())["restsvc_http_requests_total"]["series"]

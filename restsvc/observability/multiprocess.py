@@ -28,10 +28,17 @@ _PREFIX = "worker-"
 log = logging.getLogger("restsvc.metrics")
 
 
+def base_directory():
+    """Where instances make their directories: shared memory when there is
+    some (the files are rewritten every second; no disk needs to see that)."""
+    shared = "/dev/shm"
+    return shared if os.path.isdir(shared) and os.access(shared, os.W_OK) else None
+
+
 def prepare_directory():
     """In the gunicorn master, before the workers fork: a fresh directory for
     this instance (two instances on one machine never mix their figures)."""
-    os.environ[ENVIRONMENT] = tempfile.mkdtemp(prefix="restsvc-metrics-")
+    os.environ[ENVIRONMENT] = tempfile.mkdtemp(prefix="restsvc-metrics-", dir=base_directory())
     return os.environ[ENVIRONMENT]
 
 
