@@ -5,18 +5,21 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
 
 from . import db
-from .api import all_rules
+from .api import all_rules, oauth
 from .api.docs import documents
 from .application import import_application
 from .data.datamanager import DataManager
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
-from .errors import DATABASE_UNAVAILABLE, SERVER_ERROR, ApiError, Forbidden
+from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
 from .files.storage import file_storages
 from .health import Readiness
 from .proxies import TrustedProxies
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
+from .observability import requestid
+from .observability import setup as setup_observability
+from .observability.quotas import QuotaBucket
 from .reports.loader import ReportConfigError, load_reports
 from .reports.registry import Reports
 from .security.authserver import AuthServer
@@ -30,13 +33,15 @@ from .security.users import User, Users
 from .services.config import load_services_config
 from .services.registry import ServiceConfigError, Services, registered_objects
 from .settings import SettingsError
-from .web import Context, Request, empty_response, error_response, limit_body
+from .web import Context, Request, add_header, empty_response, error_response, limit_body
 
 log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User,)
-BUILT_IN_MODELS = (StoredToken, AuthAttempt)
+BUILT_IN_MODELS = (StoredToken, AuthAttempt, QuotaBucket)
+# Sign-in requests are held by the sign-in limits, not by quotas.
+_UNMETERED = frozenset(rule.endpoint for rule in oauth.rules)
 
 
 class RestApp:
@@ -75,6 +80,9 @@ class RestApp:
         # the path and the method (binding per request costs more than matching).
         self._routes = self.url_map.bind("restsvc")
         self._matched = {}
+        observability = setup_observability(self)
+        self.observer, self.instruments = observability.observer, observability.instruments
+        self.quotas = observability.quotas
         self.documents = documents(self, queries)
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
@@ -130,6 +138,19 @@ class RestApp:
     def __call__(self, environ, start_response):
         if self.proxies:
             self.proxies.apply(environ)     # the client's address and scheme, if forwarded
+        request_id = requestid.request_id(environ)
+        context = requestid.current.set(request_id)
+        try:
+            if self.observer is None:
+                _, response = self._answer(environ)
+            else:
+                _, response = self.observer.observe(self._answer, environ)
+            add_header(response, requestid.HEADER, request_id)
+            return response(environ, start_response)
+        finally:
+            requestid.current.reset(context)
+
+    def _answer(self, environ):
         # Not stored in the environ (Werkzeug's default): that would make a
         # reference cycle per request, left for the garbage collector.
         request = Request(environ, populate_request=False)
@@ -140,7 +161,7 @@ class RestApp:
             if self.cors is not None:
                 response.headers.update(self.cors.actual(request.headers))
                 response.vary.add("Origin")
-        return response(environ, start_response)
+        return request, response
 
     def _preflight(self, request):
         """Answered before the gate: a browser sends no token with a preflight."""
@@ -152,11 +173,12 @@ class RestApp:
 
     def _match(self, path, method):
         """Werkzeug's matcher, with recent answers kept: a matched path costs a
-        dict lookup the next time (bounded, so odd paths cannot grow it)."""
+        dict lookup the next time (bounded, so odd paths cannot grow it).
+        (rule, arguments): the rule's template names the route in logs and metrics."""
         key = (path, method)
         found = self._matched.get(key)
         if found is None:
-            found = self._routes.match(path, method)
+            found = self._routes.match(path, method, return_rule=True)
             if len(self._matched) >= 4096:
                 self._matched.clear()
             self._matched[key] = found
@@ -164,26 +186,42 @@ class RestApp:
 
     def _respond(self, request):
         try:
-            principal = self.gate.principal(request.path, request.headers.get("Authorization"))
-            endpoint, args = self._match(request.path, request.method)
+            principal = request.principal = self.gate.principal(
+                request.path, request.headers.get("Authorization"))
+            rule, args = self._match(request.path, request.method)
+            request.route, endpoint = rule.rule, rule.endpoint
+            quota = None
+            if self.quotas is not None and endpoint not in _UNMETERED:
+                quota = self.quotas.check(principal)
             # Bodies are capped here, once; a handler that streams its body
             # (file upload) counts against its own limit instead.
             if not getattr(endpoint, "streams_body", False):
                 limit_body(request, self.settings.max_request_size)
-            return endpoint(Context(self, request, principal), **args)
+            response = endpoint(Context(self, request, principal), **args)
+            if quota is not None:
+                for name, value in quota.items():
+                    add_header(response, name, value)
+            return response
         except ApiError as exc:
+            request.error = exc.error
             return error_response(exc)
         except MethodNotAllowed as exc:
+            request.error = "Method not allowed"
             return error_response(ApiError(
                 "Method not allowed", f"{request.method} is not supported here", status=405,
                 headers={"Allow": ", ".join(exc.valid_methods or ())}))
         except HTTPException as exc:
+            request.error = exc.name
             return error_response(ApiError(exc.name, exc.description or "", status=exc.code))
         except Exception as exc:
             if db.is_unavailable(exc, self.database):
                 log.warning("database unavailable on %s %s: %s", request.method, request.path, exc)
+                request.error = DATABASE_UNAVAILABLE.error
                 return error_response(DATABASE_UNAVAILABLE)
             log.exception("unhandled error on %s %s", request.method, request.path)
-            return error_response(SERVER_ERROR)
+            request.error = "Server error"
+            # The id is what the caller can quote; the log line has the traceback.
+            return error_response(ApiError(
+                "Server error", f"Request id {requestid.current.get()}", status=500))
         finally:
             db.release(self.database)

@@ -44,6 +44,8 @@ def serve(args):
             else:
                 self.cfg.set("control_socket_disable", True)
             self.cfg.set("when_ready", lambda arbiter: defaults.install_drain(arbiter, args.drain))
+            self.cfg.set("on_starting", defaults.on_starting)
+            self.cfg.set("on_exit", defaults.on_exit)
 
         def load(self):
             return _app(args)

@@ -94,7 +94,6 @@ class Unauthorized(ApiError):
         return {"error": self.error, "error_description": self.details}
 
 
-SERVER_ERROR = ApiError("Server error", "", status=500)
 # The database is busy (a lock not had within the busy timeout) or out of reach.
 DATABASE_UNAVAILABLE = ServiceUnavailable(
     "Service unavailable", "The database is busy or cannot be reached; try again later",

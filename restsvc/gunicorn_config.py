@@ -31,6 +31,7 @@ import os
 import signal
 
 from .health import begin_shutdown, is_shutting_down
+from .observability import multiprocess
 
 worker_class = "gthread"
 workers = 2
@@ -65,3 +66,12 @@ def install_drain(arbiter, seconds):
 
 def when_ready(arbiter):
     install_drain(arbiter, drain_seconds)
+
+
+def on_starting(arbiter):
+    """Before the workers fork: the directory where they leave their metrics."""
+    multiprocess.prepare_directory()
+
+
+def on_exit(arbiter):
+    multiprocess.remove_directory()

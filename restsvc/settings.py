@@ -79,7 +79,16 @@ _KEYS = {
     "svc.cors.max-age": ("cors_max_age", parse.duration, 1800),
     "svc.trusted-proxies": ("trusted_proxies", parse.network_list, ()),
     "svc.public-url": ("public_url", parse.public_url, ""),
+    "svc.metrics.path": ("metrics_path", parse.optional_url_path, ""),
+    "svc.metrics.client-label": ("metrics_client_label", parse.boolean, False),
+    "svc.log.format": ("log_format", parse.one_of("plain", "json"), "plain"),
+    "svc.log.requests": ("log_requests", parse.boolean, False),
+    "svc.log.slow-statement": ("slow_statement", parse.milliseconds, 0.0),
+    "svc.tracing.enabled": ("tracing", parse.boolean, False),
 }
+
+# svc.rate-limit.client.<client id> and svc.rate-limit.user.<username>: "100/s burst 200"
+_RATE_LIMIT_PREFIX = "svc.rate-limit."
 
 # Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
 _ENTITY_FETCH_SIZE = "svc.rest.entity-max-fetch-size."
@@ -183,9 +192,16 @@ class Settings:
     cors_max_age: int
     trusted_proxies: tuple
     public_url: str
+    metrics_path: str
+    metrics_client_label: bool
+    log_format: str
+    log_requests: bool
+    slow_statement: float
+    tracing: bool
     entity_max_fetch_size: dict = field(default_factory=dict)
     clients: tuple = ()
     object_storages: tuple = ()
+    rate_limits: dict = field(default_factory=dict)     # ("client"|"user", name) -> (rate, burst)
 
     @property
     def default_locale(self):
@@ -293,6 +309,12 @@ def build_settings(values, base_dir=".", environ=None):
             client_values[key] = value
         elif key.startswith(_STORAGE_PREFIX):
             storage_values[key] = value
+        elif key.startswith(_RATE_LIMIT_PREFIX):
+            kind, _, name = key[len(_RATE_LIMIT_PREFIX):].partition(".")
+            if kind not in ("client", "user") or not name:
+                raise SettingsError(f"{key}: unknown setting (svc.rate-limit.client.<client id> "
+                                    f"or svc.rate-limit.user.<username>)")
+            parsed.setdefault("rate_limits", {})[(kind, name)] = _parse(key, parse.rate_limit, value)
         else:
             raise SettingsError(f"{key}: unknown setting")
     for key, (attr, _, default) in _KEYS.items():

@@ -147,3 +147,34 @@ def public_url(value):
                 or parts.fragment:
             raise ValueError("must be an absolute URL such as https://api.example.com/base")
     return url
+
+
+def optional_url_path(value):
+    """A path as ``url_path``, or empty (off)."""
+    return url_path(value) if text(value).strip() else ""
+
+
+def milliseconds(value):
+    """``250ms``, ``1s``, ``0`` -> seconds as a float (0 means off)."""
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError("expected a duration such as 250ms or 1s (0: off)")
+    number = int(match.group(1))
+    return number / 1000 if match.group(2) == "ms" else float(number * _DURATION_UNITS[match.group(2)])
+
+
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(s|second|m|min|minute|h|hour)\s*(?:burst\s+(\d+))?\s*$")
+_RATE_UNITS = {"s": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
+
+
+def rate_limit(value):
+    """``100/s``, ``100/s burst 200``, ``6000/min`` -> (requests per second,
+    burst). The burst (how many may come at once) is the count of one period
+    unless given."""
+    match = _RATE.match(str(value))
+    if not match:
+        raise ValueError("expected a rate such as 100/s or 100/s burst 200")
+    count, burst = int(match.group(1)), int(match.group(3) or match.group(1))
+    if count < 1 or burst < 1:
+        raise ValueError("the count and the burst must be at least 1")
+    return count / _RATE_UNITS[match.group(2)], burst

@@ -38,6 +38,11 @@ _NO_PARAMETERS = _Parameters()
 class Request(WerkzeugRequest):
     parameter_storage_class = _Parameters
     body_limit = None       # bytes, once limit_body has capped the body
+    # Set by the app while answering, read by logs and metrics: the matched
+    # rule's template, the caller, the error code of an error answer.
+    route = None
+    principal = None
+    error = None
 
     @cached_property
     def args(self):
@@ -170,13 +175,28 @@ class _CompleteResponse(Response):
 _CONTENT_TYPE, _CONTENT_LENGTH = "Content-Type", "Content-Length"
 
 
+def add_header(response, name, value):
+    """One more header on any response; a complete one keeps its plain list."""
+    if isinstance(response, _CompleteResponse) and response._headers is None:
+        response._header_list.append((name, str(value)))
+    else:
+        response.headers.add(name, str(value))
+
+
+def body_size(response):
+    """The body's length when it is known without reading it, else None."""
+    if isinstance(response, _CompleteResponse):
+        return len(response.response[0])
+    return response.content_length
+
+
 def json_response(data, status=200, headers=None):
     return _CompleteResponse(dumps_bytes(data), JSON_TYPE, status, headers)
 
 
-def text_response(text, status=200, headers=None):
+def text_response(text, status=200, headers=None, content_type=TEXT_TYPE):
     """``text/plain;charset=UTF-8``; a lone surrogate is written as "?"."""
-    return _CompleteResponse(text.encode("utf-8", "replace"), TEXT_TYPE, status, headers)
+    return _CompleteResponse(text.encode("utf-8", "replace"), content_type, status, headers)
 
 
 def empty_response(status=200, headers=None):

@@ -53,7 +53,8 @@ def test_storage_error_during_upload_is_a_json_500_and_leaves_nothing(app, clien
     monkeypatch.setattr(os, "fsync", failing_fsync)
     response = client.post("/rest/files?name=a.txt", data=b"content", headers=auth)
     assert response.status_code == 500
-    assert response.json == {"error": "Server error", "details": ""}
+    assert response.json == {"error": "Server error",
+                             "details": f"Request id {response.headers['X-Request-Id']}"}
     assert stored_files(app) == [] and temp_files(app) == []
 
 

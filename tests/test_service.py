@@ -58,7 +58,8 @@ def test_an_unexpected_error_is_a_json_500_and_the_connection_is_given_back(app,
     app.tokens.find_hash = broken
     response = client.get("/rest/metadata/enums", headers=auth)
     assert response.status_code == 500
-    assert response.json == {"error": "Server error", "details": ""}
+    assert response.json == {"error": "Server error",
+                             "details": f"Request id {response.headers['X-Request-Id']}"}
     assert "secret internals" not in response.get_data(as_text=True)
     assert "secret internals" in caplog.text
     assert not app.database.in_transaction()

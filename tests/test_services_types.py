@@ -228,10 +228,11 @@ def test_a_service_error_passes_through_and_nothing_it_wrote_stays(typed):
     assert _written(client, auth) == 0
 
 
-def test_an_unexpected_error_is_a_500_without_details_and_nothing_it_wrote_stays(typed, caplog):
+def test_an_unexpected_error_is_a_500_with_only_the_request_id_and_nothing_it_wrote_stays(typed, caplog):
     client, auth = typed
     response = client.post("/rest/services/typesService/writeThenFail", headers=auth)
-    assert response.status_code == 500 and response.json == {"error": "Server error", "details": ""}
+    assert response.status_code == 500 and response.json == {
+        "error": "Server error", "details": f"Request id {response.headers['X-Request-Id']}"}
     assert "secret internal detail" in caplog.text
     assert _written(client, auth) == 0
 

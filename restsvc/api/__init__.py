@@ -1,8 +1,8 @@
 """One module per API area; each exports ``rules`` (werkzeug Rules whose
 endpoint is the handler function). ``app.py`` assembles them, and the
 application's custom endpoints, into one Map."""
-from . import (docs, entities, files, health, messages, metadata, oauth, queries, reports,
-               services, session)
+from . import (docs, entities, files, health, messages, metadata, metrics, oauth, queries,
+               reports, services, session)
 
 API_MODULES = (oauth, entities, queries, services, files, metadata, messages, session, reports,
                docs, health)
@@ -14,4 +14,6 @@ def all_rules(application, settings=None):
     rules = [rule for module in API_MODULES if module is not health for rule in module.rules]
     rules += health.routes(settings.health_live_path, settings.health_ready_path) \
         if settings else health.rules
+    if settings and settings.metrics_path:
+        rules += metrics.routes(settings.metrics_path)
     return rules + list(application.endpoints)

@@ -34,6 +34,7 @@ def upload(ctx):
         raise BadRequest(UPLOAD_FAILED, "The file name is missing: give it in the query parameter "
                                         "'name' (required when the body is the file itself)")
     stored = storage.write(body.chunks, check_file_name(name))
+    _count_bytes(ctx, "in", stored.size)
     ref = str(stored.ref)
     location = f"{location_url(request, ctx.app.settings.public_url)}?fileRef={quote(ref, safe='')}"
     return json_response({"fileRef": ref, "name": name, "size": stored.size}, status=201,
@@ -68,10 +69,17 @@ def download(ctx):
         file = storage.open(ref, byte_range)
     except FileNotFoundError:
         raise file_not_found(text) from None
+    _count_bytes(ctx, "out", stop - start)
     # The server's file wrapper streams it (gunicorn with sendfile where it can)
     # and closes it, also when the client goes away before the end.
     return Response(wrap_file(request.environ, file, CHUNK_SIZE), status=status,
                     headers=headers, direct_passthrough=True)
+
+
+def _count_bytes(ctx, direction, size):
+    """File content in (stored) and out (the body a download answers with)."""
+    if ctx.app.instruments is not None:
+        ctx.app.instruments.file_bytes.inc((direction,), size)
 
 
 def _representation(ref, as_attachment, settings):

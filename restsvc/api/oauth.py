@@ -29,13 +29,26 @@ def read_form(request):
     return form
 
 
-def _call(ctx, operation):
+def _call(ctx, operation, form=None):
     request = ctx.request
-    return operation(read_form(request), request.headers.get("Authorization"), request.remote_addr)
+    if form is None:
+        form = read_form(request)
+    return operation(form, request.headers.get("Authorization"), request.remote_addr)
 
 
 def token(ctx):
-    return json_response(_call(ctx, ctx.app.authserver.token), headers=NO_STORE)
+    instruments = ctx.app.instruments
+    if instruments is None:
+        return json_response(_call(ctx, ctx.app.authserver.token), headers=NO_STORE)
+    form = {}       # the grant asked for is counted only once the form could be read
+    try:
+        form = read_form(ctx.request)
+        answer = _call(ctx, ctx.app.authserver.token, form)
+    except OAuthError as exc:
+        instruments.token(form.get("grant_type"), exc.error, getattr(exc, "limit", None))
+        raise
+    instruments.token(form.get("grant_type"))
+    return json_response(answer, headers=NO_STORE)
 
 
 def revoke(ctx):

@@ -1,4 +1,6 @@
 """Services API: registered business services (reference section 4)."""
+import time
+
 from werkzeug.routing import Rule
 
 from ..errors import BadRequest
@@ -30,12 +32,25 @@ def invoke(ctx, service_name, method_name):
                              "The body must be a JSON object of parameter values")
     else:
         values = {}
-    result = services.invoke(method, values, is_text, lambda: ctx.caller, ctx.data)
+    result = _invoke(ctx, method, values, is_text)
     if result.kind == "empty":
         return empty_response(204)
     if result.kind == "text":
         return text_response(result.body)
     return json_response(result.body)
+
+
+def _invoke(ctx, method, values, is_text):
+    services, instruments = ctx.app.services, ctx.app.instruments
+    if instruments is None:
+        return services.invoke(method, values, is_text, lambda: ctx.caller, ctx.data)
+    started, outcome = time.perf_counter(), "error"
+    try:
+        result = services.invoke(method, values, is_text, lambda: ctx.caller, ctx.data)
+        outcome = "ok"
+        return result
+    finally:
+        instruments.service_call(method.service, method.name, outcome, started)
 
 
 rules = [

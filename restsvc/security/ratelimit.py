@@ -89,7 +89,9 @@ class FailureLimiter:
         for key, limit in limits:
             if self._take(key, limit, now) is None:
                 self._give_back(taken)
-                raise self._refusal(key, limit, now)
+                refusal = self._refusal(key, limit, now)
+                refusal.limit = "address" if key == by_address else "account"   # for metrics
+                raise refusal
             taken.append(key)
         return Attempt(pair, _key("account", kind, account), tuple(taken))
 

@@ -71,7 +71,10 @@ USER_MANAGEMENT = ResourceRole("user-management", "User management", entities={"
 SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities={"*": "*"},
                                   attributes={"*": {"*": "modify"}}, specifics=("*",),
                                   services=("*",), reports=("*",))
-PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS)
+# The metrics endpoint's grant (api/metrics.py): held by name, never implied
+# by another role's wildcards.
+METRICS_READER = ResourceRole("metrics-reader", "Operations: read the metrics", scope=("API",))
+PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS, METRICS_READER)
 
 
 def _operations(value):

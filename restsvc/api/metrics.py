@@ -1,0 +1,29 @@
+"""The Prometheus scrape endpoint, at ``svc.metrics.path`` (none by default).
+
+Operational figures are a grant of their own: the caller's token must hold
+the resource role ``metrics-reader``; ``system-full-access`` does not imply
+it (it grants every entity, service and report, not the operator's view).
+No token: 401; a token without the role: 403."""
+from werkzeug.routing import Rule
+
+from ..errors import Forbidden, Unauthorized
+from ..observability.metrics import exposition
+from ..security.roles import METRICS_READER
+from ..web import NO_STORE, text_response
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def scrape(ctx):
+    principal = ctx.principal
+    if principal.client_id is None:
+        raise Unauthorized(ctx.app.settings.realm, "invalid_token",
+                           "Full authentication is required: send Authorization: Bearer <token>")
+    if METRICS_READER.code not in principal.permissions.resource_roles:
+        raise Forbidden("Forbidden", f"The metrics need the {METRICS_READER.code} role")
+    return text_response(exposition(ctx.app.instruments.collect()), headers=NO_STORE,
+                         content_type=CONTENT_TYPE)
+
+
+def routes(path):
+    return [Rule(path, methods=["GET"], endpoint=scrape)]

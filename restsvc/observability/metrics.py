@@ -1,0 +1,140 @@
+"""Counters, gauges and histograms of one process, and the Prometheus text
+format written by hand (no dependency: the format is a few lines of text).
+
+Recording is a dict lookup and an addition under a lock: a worker's 16
+threads share the figures, and ``+=`` is not atomic between threads. Labels
+are a tuple of values in the order of the metric's label names; every label
+set is bounded by construction (route templates, status classes, grants,
+reasons from fixed lists), never a raw path or a user's input.
+
+A figure set's ``snapshot`` is plain JSON (``multiprocess.py`` writes it to a
+file per worker); ``exposition`` writes merged snapshots as the text format.
+"""
+import bisect
+import math
+import threading
+
+# Seconds: from a cached read (a few ms) to a long report (10 s).
+DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+COUNTER, GAUGE, HISTOGRAM = "counter", "gauge", "histogram"
+
+
+class Metric:
+    def __init__(self, registry, kind, name, help_text, labels=(), buckets=None):
+        self.kind, self.name, self.help, self.labels = kind, name, help_text, tuple(labels)
+        self.buckets = buckets
+        self.series = {}            # label values -> number, or [bucket counts..., +Inf, sum]
+        self._lock = registry.lock
+
+    def inc(self, labels=(), amount=1):
+        with self._lock:
+            self.series[labels] = self.series.get(labels, 0) + amount
+
+    def set(self, value, labels=()):
+        with self._lock:
+            self.series[labels] = value
+
+    def observe(self, value, labels=()):
+        """A histogram's observation: one bucket counted here, the cumulative
+        counts only when written out."""
+        index = bisect.bisect_left(self.buckets, value)
+        with self._lock:
+            counts = self.series.get(labels)
+            if counts is None:
+                counts = self.series[labels] = [0] * (len(self.buckets) + 2)
+            counts[index] += 1
+            counts[-1] += value
+
+
+class Registry:
+    """The figures of one process (one gunicorn worker)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.metrics = {}
+
+    def counter(self, name, help_text, labels=()):
+        return self._add(Metric(self, COUNTER, name, help_text, labels))
+
+    def gauge(self, name, help_text, labels=()):
+        return self._add(Metric(self, GAUGE, name, help_text, labels))
+
+    def histogram(self, name, help_text, labels=(), buckets=DURATION_BUCKETS):
+        return self._add(Metric(self, HISTOGRAM, name, help_text, labels, tuple(buckets)))
+
+    def _add(self, metric):
+        self.metrics[metric.name] = metric
+        return metric
+
+    def snapshot(self):
+        """``{name: {kind, help, labels, buckets, series: [[label values, value]]}}``."""
+        with self.lock:
+            return {metric.name: {
+                "kind": metric.kind, "help": metric.help, "labels": list(metric.labels),
+                "buckets": list(metric.buckets or ()),
+                "series": [[list(labels), list(value) if isinstance(value, list) else value]
+                           for labels, value in metric.series.items()]}
+                for metric in self.metrics.values()}
+
+    def reset(self):
+        """Forget every figure (a forked child starts from zero)."""
+        with self.lock:
+            for metric in self.metrics.values():
+                metric.series.clear()
+
+
+def merge(snapshots):
+    """Several processes' snapshots as one: counters and histograms add up,
+    and so do gauges (in-flight requests, connections in use: an instance's
+    total is its workers' sum). The first snapshot names the metrics."""
+    merged = {}
+    for snapshot in snapshots:
+        for name, metric in snapshot.items():
+            target = merged.setdefault(name, {**metric, "series": {}})["series"]
+            for labels, value in metric["series"]:
+                key = tuple(labels)
+                if isinstance(value, list):
+                    current = target.get(key)
+                    target[key] = value if current is None else [a + b for a, b in zip(current, value)]
+                else:
+                    target[key] = target.get(key, 0) + value
+    return merged
+
+
+def exposition(merged):
+    """The Prometheus text format (version 0.0.4) of ``merge``'s result."""
+    lines = []
+    for name, metric in sorted(merged.items()):
+        lines.append(f"# HELP {name} {_escape_help(metric['help'])}")
+        lines.append(f"# TYPE {name} {metric['kind']}")
+        labels = metric["labels"]
+        for values, value in sorted(metric["series"].items()):
+            pairs = [f'{label}="{_escape(v)}"' for label, v in zip(labels, values)]
+            if metric["kind"] != HISTOGRAM:
+                lines.append(f"{name}{_braces(pairs)} {_number(value)}")
+                continue
+            cumulative = 0
+            for bound, count in zip(list(metric["buckets"]) + [math.inf], value[:-1]):
+                cumulative += count
+                le = "+Inf" if bound == math.inf else _number(bound)
+                le_pair = 'le="%s"' % le
+                lines.append(f"{name}_bucket{_braces(pairs + [le_pair])} {cumulative}")
+            lines.append(f"{name}_sum{_braces(pairs)} {_number(value[-1])}")
+            lines.append(f"{name}_count{_braces(pairs)} {cumulative}")
+    return "\n".join(lines) + "\n"
+
+
+def _braces(pairs):
+    return "{" + ",".join(pairs) + "}" if pairs else ""
+
+
+def _number(value):
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _escape(value):
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _escape_help(text):
+    return text.replace("\\", "\\\\").replace("\n", "\\n")

@@ -1,0 +1,103 @@
+"""Per-client and per-user request quotas (``svc.rate-limit.client.<client
+id>`` and ``svc.rate-limit.user.<username>``: ``100/s burst 200``), counted
+in the database so that every worker of every instance counts the same
+requests.
+
+The count is GCRA (a token bucket kept as one number): each key's row holds
+its theoretical arrival time ``tat``; a request at ``now`` is allowed when
+``tat - now`` leaves room for it within the burst, and then moves ``tat`` one
+interval on. The check and the move are one statement (an upsert with a
+condition, returning the new ``tat``), atomic on SQLite and PostgreSQL alike:
+no lost updates, no lock held across round trips. A refused request changes
+nothing, and only then is the row read again (for ``Retry-After``).
+
+Why the database and not Redis: it is there already and shared by all
+instances, the cost is one small write per limited request and nothing for
+callers without a quota (README "Per-client rate limits" gives the figures).
+"""
+import math
+import time
+
+import peewee
+
+from ..db import database_proxy
+from ..errors import ApiError
+
+
+class QuotaBucket(peewee.Model):
+    key = peewee.CharField(primary_key=True, max_length=255)     # client:<id> | user:<name>
+    tat = peewee.DoubleField()                                   # epoch seconds
+
+    class Meta:
+        database = database_proxy
+        table_name = "restsvc_quota"
+
+
+class TooManyRequests(ApiError):
+    status = 429
+
+
+class Quotas:
+    def __init__(self, limits, refusals=None, clock=time.time):
+        self.limits = limits         # ("client" | "user", name) -> (per second, burst)
+        self.refusals = refusals     # the counter of refusals by kind, when metrics are on
+        self.clock = clock
+
+    def check(self, principal):
+        """Count a request of ``principal`` against its quotas: the ``RateLimit-*``
+        headers to answer, None when it has no quota; 429 when one is used up."""
+        headers = None
+        for key, (rate, burst) in self._quotas(principal):
+            found = self._take(key, rate, burst)
+            if headers is None or found["RateLimit-Remaining"] < headers["RateLimit-Remaining"]:
+                headers = found
+        return headers
+
+    def _quotas(self, principal):
+        if principal.client_id is None:
+            return ()
+        found = []
+        limit = self.limits.get(("client", principal.client_id))
+        if limit is not None:
+            found.append((f"client:{principal.client_id}", limit))
+        if principal.is_user:
+            limit = self.limits.get(("user", principal.username))
+            if limit is not None:
+                found.append((f"user:{principal.username}", limit))
+        return found
+
+    def _take(self, key, rate, burst):
+        interval = 1 / rate
+        # (a hair more: the sum of many float intervals must not refuse the last of a burst)
+        tolerance = (burst - 1) * interval + interval * 1e-6
+        now = self.clock()
+        tat = QuotaBucket.tat
+        later = peewee.Case(None, [(tat > now, tat)], now) + interval
+        rows = list(QuotaBucket.insert(key=key, tat=now + interval)
+                    .on_conflict(conflict_target=[QuotaBucket.key], update={tat: later},
+                                 where=(tat - now <= tolerance))
+                    .returning(QuotaBucket.tat).tuples().execute())
+        if not rows:
+            if self.refusals is not None:
+                self.refusals.inc((key.partition(":")[0],))
+            stored = QuotaBucket.get_or_none(QuotaBucket.key == key)
+            wait = (stored.tat - now - tolerance) if stored is not None else interval
+            raise TooManyRequests(
+                "Too many requests",
+                f"The quota of {burst} requests at {_rate_text(rate)} is used up; "
+                f"try again in {max(1, math.ceil(wait))} s",
+                headers={"Retry-After": str(max(1, math.ceil(wait))),
+                         **_headers(burst, 0, (stored.tat if stored else now) - now)})
+        new_tat = rows[0][0]
+        remaining = int((now + tolerance + interval - new_tat) / interval)
+        return _headers(burst, max(0, remaining), new_tat - now)
+
+
+def _headers(burst, remaining, until_full):
+    # draft-ietf-httpapi-ratelimit-headers: limit, what is left, seconds until reset
+    return {"RateLimit-Limit": burst, "RateLimit-Remaining": remaining,
+            "RateLimit-Reset": max(0, math.ceil(until_full))}
+
+
+def _rate_text(rate):
+    return f"{rate:g}/s" if rate >= 1 else f"{rate * 60:g}/min"

@@ -1,0 +1,87 @@
+"""OpenTelemetry tracing (the optional extra ``otel``), off unless
+``svc.tracing.enabled``. Off, nothing here is imported or called: the app
+holds ``None`` and wraps nothing.
+
+On: a server span per request (a W3C ``traceparent`` from the caller is its
+parent), and child spans for what a request waits on -- database statements,
+the token check, service methods, report runs, file storage calls -- by
+wrapping those objects' methods once at startup. Spans go to the global
+tracer provider; when the host has set none, one is made from the standard
+``OTEL_*`` variables with the OTLP/HTTP exporter.
+"""
+import functools
+import os
+
+from ..settings import SettingsError
+
+TRACER = "restsvc"
+
+
+class Tracing:
+    def __init__(self):
+        try:
+            from opentelemetry import trace
+            from opentelemetry.trace.propagation.tracecontext import \
+                TraceContextTextMapPropagator
+        except ImportError:
+            raise SettingsError("svc.tracing.enabled: tracing needs OpenTelemetry: "
+                                "pip install 'restsvc[otel]'") from None
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            trace.set_tracer_provider(_sdk_provider())
+        self.trace = trace
+        self.tracer = trace.get_tracer(TRACER)
+        self.propagator = TraceContextTextMapPropagator()
+
+    def server_span(self, environ):
+        """The request's span, as a context manager that makes it current."""
+        carrier = {}
+        if "HTTP_TRACEPARENT" in environ:
+            carrier["traceparent"] = environ["HTTP_TRACEPARENT"]
+            if "HTTP_TRACESTATE" in environ:
+                carrier["tracestate"] = environ["HTTP_TRACESTATE"]
+        method = environ.get("REQUEST_METHOD", "")
+        return self.tracer.start_as_current_span(
+            method, context=self.propagator.extract(carrier), kind=self.trace.SpanKind.SERVER,
+            attributes={"http.request.method": method})
+
+    def finish(self, span, route, status):
+        span.update_name(f"{span.name} {route}")
+        span.set_attribute("http.route", route)
+        span.set_attribute("http.response.status_code", status)
+        if status >= 500:
+            span.set_status(self.trace.Status(self.trace.StatusCode.ERROR))
+
+    def current_trace_id(self):
+        context = self.trace.get_current_span().get_span_context()
+        return format(context.trace_id, "032x") if context.is_valid else None
+
+    def wrap(self, target, method_name, span_name, attributes=None):
+        """Replace ``target.method_name`` by one that runs in a child span;
+        ``attributes(*args)`` names what the span is about."""
+        original = getattr(target, method_name)
+        tracer = self.tracer
+
+        @functools.wraps(original)
+        def traced(*args, **kwargs):
+            with tracer.start_as_current_span(
+                    span_name, attributes=attributes(*args) if attributes else None):
+                return original(*args, **kwargs)
+        setattr(target, method_name, traced)
+
+
+def _sdk_provider():
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise SettingsError("svc.tracing.enabled: no tracer provider is set up and the "
+                            "OpenTelemetry SDK with its OTLP exporter is missing: "
+                            "pip install 'restsvc[otel]'") from None
+    # OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_ENDPOINT etc. are read by the SDK.
+    named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
+        "OTEL_RESOURCE_ATTRIBUTES", "")
+    provider = TracerProvider(resource=Resource.create({} if named else {"service.name": "restsvc"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider

@@ -1,0 +1,83 @@
+"""What observability costs on the hot path (issue 23): the same app with
+metrics, JSON logs and request lines on, and with all of them off, in one
+run, in process.
+
+    python tests/benchmark/observability.py [--rounds 9] [--seconds 1.5]
+
+Both apps work on one SQLite database prepared like the benchmark's
+(``dataset.prepare``); each round times every variant with the CPU time of
+this process (the machine's other load does not count), the variants take
+turns (ABBA...), and the figure is the median of the per-round ratios.
+Request lines go to /dev/null: their formatting and the write are counted,
+a terminal is not. Target: on costs at most 5% more than off (get, list).
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dataset import prepare  # noqa: E402
+from inprocess import compare, one_answer  # noqa: E402
+
+TARGET = 1.05
+OPERATIONS = {"get": "/rest/entities/Customer/{id}", "list": "/rest/entities/Customer?limit=50"}
+VARIANTS = {
+    "off": {"metrics_path": "", "log_format": "plain", "log_requests": False,
+            "slow_statement": 0.0},
+    "metrics": {"metrics_path": "/metrics", "slow_statement": 0.0},
+    "metrics+json logs": {"metrics_path": "/metrics", "log_format": "json", "log_requests": True,
+                          "slow_statement": 0.0},
+}
+
+
+def switching(app):
+    """Models use one database proxy per process: point it at this app's
+    database (the instrumented one or not) before each of its requests."""
+    from restsvc.db import database_proxy
+
+    def call(environ, start_response):
+        if database_proxy.obj is not app.database:
+            database_proxy.initialize(app.database)
+        return app(environ, start_response)
+    return call
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--seconds", type=float, default=1.5)
+    args = parser.parse_args()
+    from restsvc.app import RestApp
+    workdir = Path(tempfile.mkdtemp(prefix="restsvc-obs-bench-"))
+    base, _, token, ids = prepare(workdir)
+    sys.stderr = open(os.devnull, "w")
+    apps = {name: switching(RestApp(replace(base.settings, init_schema=False, **changes)))
+            for name, changes in VARIANTS.items()}
+    print(f"{'operation':<10}{'variant':<20}{'CPU µs/request':>16}{'ratio to off':>14}  per round")
+    worst = 0
+    for operation, path in OPERATIONS.items():
+        paths = [path.format(id=i) for i in ids[:200]] if "{id}" in path else [path]
+        for app in apps.values():
+            status, _ = one_answer(app, "GET", paths[0], token)
+            assert status.startswith("200"), status
+        figures = compare(apps, "GET", paths, token, None, args.rounds, args.seconds)
+        off = [cpu for _, cpu in figures["off"]]
+        for name, rounds in figures.items():
+            cpu = [c for _, c in rounds]
+            ratios = [a / b for a, b in zip(cpu, off)]
+            ratio = statistics.median(ratios)
+            if name != "off":
+                worst = max(worst, ratio)
+            print(f"{operation:<10}{name:<20}{statistics.median(cpu):>16.1f}{ratio:>14.3f}  "
+                  + " ".join(f"{r:.3f}" for r in ratios))
+    print(f"(medians of {args.rounds} rounds; target: at most {TARGET:.2f}x off)")
+    return 0 if worst <= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""The Prometheus endpoint: its grant, its text, its counts across workers."""
+import json
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import basic, bearer, get_token
+from restsvc.observability import multiprocess
+from servers import gunicorn_server
+
+
+def families(text):
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def sample_value(family, suffix="", **labels):
+    """The value of the sample with exactly these labels (0 when there is none)."""
+    for sample in family.samples:
+        if sample.name == family.name + suffix and sample.labels == labels:
+            return sample.value
+    return 0
+
+
+def scrape(client):
+    response = client.get("/metrics", headers=bearer(get_token(client, "monitor", "monitor-secret")))
+    assert response.status_code == 200, response.data
+    assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    return families(response.get_data(as_text=True))
+
+
+def test_metrics_need_a_token(client):
+    response = client.get("/metrics")
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_metrics_are_refused_to_full_access_without_the_metrics_grant(client, auth):
+    response = client.get("/metrics", headers=auth)
+    assert response.status_code == 403
+    assert "restsvc_" not in response.get_data(as_text=True)
+
+
+def test_the_monitor_client_may_read_metrics_and_nothing_else(client):
+    monitor = bearer(get_token(client, "monitor", "monitor-secret"))
+    assert client.get("/metrics", headers=monitor).status_code == 200
+    assert client.get("/rest/entities/Customer", headers=monitor).status_code == 403
+
+
+def test_metrics_are_off_unless_a_path_is_set(make_app):
+    from werkzeug.test import Client
+    client = Client(make_app({"svc.metrics.path": ""}))
+    token = get_token(client, "monitor", "monitor-secret")
+    assert client.get("/metrics", headers=bearer(token)).status_code == 404
+
+
+def test_requests_are_counted_by_route_template_method_and_status_class(client, auth):
+    before = scrape(client)["restsvc_http_requests"]
+    customers = client.get("/rest/entities/Customer?limit=2", headers=auth).json
+    for customer in customers:
+        assert client.get(f"/rest/entities/Customer/{customer['id']}", headers=auth).status_code == 200
+    assert client.get("/rest/entities/Customer/no-such-id", headers=auth).status_code in (400, 404)
+    after = scrape(client)
+    requests = after["restsvc_http_requests"]
+    route = "/rest/entities/<entity_name>/<entity_id>"
+
+    def delta(**labels):
+        return sample_value(requests, "_total", **labels) - sample_value(before, "_total", **labels)
+    assert delta(method="GET", route=route, status="2xx") == 2
+    assert delta(method="GET", route=route, status="4xx") == 1
+    assert not any(customer["id"] in sample.labels.get("route", "")
+                   for sample in requests.samples for customer in customers)
+    duration = after["restsvc_http_request_duration_seconds"]
+    assert sample_value(duration, "_count", method="GET", route=route) >= 3
+    assert "restsvc_db_statement_duration_seconds" in after
+    assert sample_value(after["restsvc_http_requests_in_flight"]) == 1   # the scrape itself
+
+
+def test_tokens_are_counted_by_grant_and_failures_by_reason(client):
+    get_token(client)
+    refused = client.post("/oauth2/token", data={"grant_type": "client_credentials"},
+                          headers={"Authorization": "Basic bm9ib2R5Om5vdGhpbmc="})
+    assert refused.status_code == 401
+    metrics = scrape(client)
+    assert sample_value(metrics["restsvc_tokens_issued"], "_total",
+                        grant="client_credentials") >= 2
+    assert sample_value(metrics["restsvc_token_failures"], "_total",
+                        grant="client_credentials", reason="invalid_client") == 1
+
+
+def test_service_calls_are_counted_by_method_and_outcome(client, auth):
+    response = client.get("/rest/services/productPriceService/price?productId=x", headers=auth)
+    metrics = scrape(client)
+    outcome = "ok" if response.status_code == 200 else "error"
+    assert sample_value(metrics["restsvc_service_calls"], "_total", service="productPriceService",
+                        method="price", outcome=outcome) == 1
+
+
+def _per_worker_counts(server, route):
+    """Each worker's own count, from the files its figures are written to."""
+    counts = {}
+    for pid in server.worker_pids():
+        base = Path(multiprocess.base_directory() or tempfile.gettempdir())
+        path = next(base.glob(f"restsvc-metrics-*/worker-{pid}.json"), None)
+        if path is None:
+            continue
+        series = json.loads(path.read_text())["restsvc_http_requests_total"]["series"]
+        counts[path.name] = sum(value for labels, value in series
+                                if labels == ["GET", route, "2xx"])
+    return counts
+
+
+def test_one_scrape_counts_the_requests_of_both_gunicorn_workers(tmp_path, database_url):
+    route = "/rest/entities/<entity_name>"
+    with gunicorn_server(tmp_path / "server", database_url, workers=2) as server:
+        def one_request(_):
+            status, _ = server.request("GET", "/rest/entities/Product?limit=1")
+            return status
+        # Batches until both workers have answered some (which worker accepts
+        # a connection is the kernel's choice).
+        sent, deadline = 0, time.monotonic() + 60
+        with ThreadPoolExecutor(8) as pool:
+            while True:
+                assert set(pool.map(one_request, range(20))) == {200}
+                sent += 20
+                time.sleep(1.2)          # the workers' files are a second behind at most
+                counts = _per_worker_counts(server, route)
+                if len(counts) == 2 and all(counts.values()) or time.monotonic() > deadline:
+                    break
+        status, body = server.request("POST", "/oauth2/token", b"grant_type=client_credentials", {
+            "Authorization": basic("monitor", "monitor-secret"),
+            "Content-Type": "application/x-www-form-urlencoded"})
+        assert status == 200
+        server.token = json.loads(body)["access_token"]
+        # Each worker writes its figures at most a second after a change.
+        deadline = time.monotonic() + 30
+        while True:
+            status, text = server.request("GET", "/metrics")
+            assert status == 200
+            count = sample_value(families(text.decode())["restsvc_http_requests"], "_total",
+                                 method="GET", route=route, status="2xx")
+            per_worker = _per_worker_counts(server, route)
+            if count == sent and sum(per_worker.values()) == sent or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert count == sent
+        # The scrape added up two workers' figures (else this would prove nothing).
+        assert len(per_worker) == 2 and all(per_worker.values()), per_worker
+
+
+def test_file_bytes_are_counted_in_and_out(client, auth):
+    stored = client.post("/rest/files?name=a.txt", data=b"0123456789", headers=auth).json
+    assert client.get(f"/rest/files?fileRef={stored['fileRef']}", headers=auth).status_code == 200
+    metrics = scrape(client)
+    assert sample_value(metrics["restsvc_file_bytes"], "_total", direction="in") == 10
+    assert sample_value(metrics["restsvc_file_bytes"], "_total", direction="out") == 10

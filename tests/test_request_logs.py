@@ -1,0 +1,121 @@
+"""Request ids and log lines: JSON by a setting, the id on every line."""
+import json
+import time
+
+import pytest
+from werkzeug.test import Client
+
+from conftest import get_token
+from servers import gunicorn_server
+
+
+def json_lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture
+def json_logged(make_app):
+    app = make_app({"svc.log.format": "json", "svc.log.requests": True})
+    return app, Client(app)
+
+
+def test_a_well_formed_request_id_is_answered_back(client, auth):
+    response = client.get("/rest/entities/Customer?limit=1",
+                          headers={**auth, "X-Request-Id": "abc-123.x:y_z"})
+    assert response.headers["X-Request-Id"] == "abc-123.x:y_z"
+
+
+@pytest.mark.parametrize("given", ["", "has space", "x" * 129, "semi;colon", "é"])
+def test_a_malformed_request_id_is_replaced_by_a_new_one(client, auth, given):
+    response = client.get("/rest/entities/Customer?limit=1", headers={**auth, "X-Request-Id": given})
+    answered = response.headers["X-Request-Id"]
+    assert answered and answered != given
+
+
+def test_each_request_gets_its_own_id(client):
+    ids = {client.get("/health/live").headers["X-Request-Id"] for _ in range(3)}
+    assert len(ids) == 3
+
+
+def test_request_lines_are_json_with_the_answered_id_and_no_secrets(json_logged, capsys):
+    app, client = json_logged
+    token = get_token(client)
+    capsys.readouterr()
+    response = client.get("/rest/entities/Customer?limit=1&secretParam=hush",
+                          headers={"Authorization": f"Bearer {token}", "X-Request-Id": "req-42"})
+    assert response.status_code == 200
+    err = capsys.readouterr().err
+    lines = json_lines(err)
+    (line,) = [line for line in lines if line["logger"] == "restsvc.request"]
+    assert line["request_id"] == "req-42"
+    assert line["route"] == "/rest/entities/<entity_name>" and line["method"] == "GET"
+    assert line["status"] == 200 and line["client_id"] == "demo-client"
+    assert line["bytes_out"] == len(response.data)
+    assert token not in err and "hush" not in err
+
+
+def test_a_500_body_carries_the_request_id_and_its_log_line_the_traceback(json_logged, capsys):
+    app, client = json_logged
+    token = get_token(client)
+
+    def broken(token_hash):
+        raise RuntimeError("secret internals")
+    app.tokens.find_hash = broken
+    capsys.readouterr()
+    response = client.get("/rest/entities/Customer", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 500
+    request_id = response.headers["X-Request-Id"]
+    assert request_id in response.json["details"]
+    assert "secret internals" not in response.get_data(as_text=True)
+    lines = json_lines(capsys.readouterr().err)
+    (error,) = [line for line in lines if line["level"] == "ERROR"]
+    assert error["request_id"] == request_id
+    assert "RuntimeError: secret internals" in error["traceback"]
+    assert [line["status"] for line in lines if line["logger"] == "restsvc.request"] == [500]
+
+
+class _SlowCursor:
+    """A driver cursor whose statements take 20 ms longer."""
+
+    def __init__(self, cursor):
+        self._cursor = cursor
+
+    def execute(self, *args):
+        time.sleep(0.02)
+        return self._cursor.execute(*args)
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+    def __iter__(self):
+        return iter(self._cursor)
+
+
+def test_slow_statements_are_logged_by_shape_with_the_request_id(make_app, capsys, monkeypatch):
+    app = make_app({"svc.log.format": "json", "svc.log.slow-statement": "10ms"})
+    client = Client(app)
+    token = get_token(client)
+    cursor = app.database.cursor
+    monkeypatch.setattr(app.database, "cursor", lambda *a, **k: _SlowCursor(cursor(*a, **k)))
+    capsys.readouterr()
+    search = '{"conditions":[{"property":"name","operator":"=","value":"needle-value"}]}'
+    response = client.get("/rest/entities/Customer/search", query_string={"filter": search},
+                          headers={"Authorization": f"Bearer {token}", "X-Request-Id": "slow-1"})
+    assert response.status_code == 200
+    slow = [line for line in json_lines(capsys.readouterr().err)
+            if line["message"].startswith("slow statement")]
+    assert slow and all(line["request_id"] == "slow-1" for line in slow)
+    assert any("customer" in line["message"].lower() for line in slow)
+    assert not any("needle-value" in line["message"] for line in slow)
+
+
+def test_gunicorn_writes_one_json_line_per_request_with_its_id(tmp_path, database_url):
+    overrides = {"svc.log.format": "json", "svc.log.requests": True}
+    with gunicorn_server(tmp_path / "server", database_url, overrides) as server:
+        status, _ = server.request("GET", "/rest/entities/Product?limit=1",
+                                   headers={"X-Request-Id": "from-balancer-7"})
+        assert status == 200
+        log = server.log()
+    lines = [line for line in json_lines(log) if line.get("request_id") == "from-balancer-7"]
+    assert len(lines) == 1 and lines[0]["route"] == "/rest/entities/<entity_name>"
+    assert lines[0]["remote_addr"] == "127.0.0.1"
