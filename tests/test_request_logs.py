@@ -40,10 +40,12 @@ def test_each_request_gets_its_own_id(client):
 def test_request_lines_are_json_with_the_answered_id_and_no_secrets(json_logged, capsys):
     app, client = json_logged
     token = get_token(client)
+    app.observer.request_log.flush()
     capsys.readouterr()
     response = client.get("/rest/entities/Customer?limit=1&secretParam=hush",
                           headers={"Authorization": f"Bearer {token}", "X-Request-Id": "req-42"})
     assert response.status_code == 200
+    app.observer.request_log.flush()        # request lines are written in batches
     err = capsys.readouterr().err
     lines = json_lines(err)
     (line,) = [line for line in lines if line["logger"] == "restsvc.request"]
@@ -61,12 +63,14 @@ def test_a_500_body_carries_the_request_id_and_its_log_line_the_traceback(json_l
     def broken(token_hash):
         raise RuntimeError("secret internals")
     app.tokens.find_hash = broken
+    app.observer.request_log.flush()
     capsys.readouterr()
     response = client.get("/rest/entities/Customer", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 500
     request_id = response.headers["X-Request-Id"]
     assert request_id in response.json["details"]
     assert "secret internals" not in response.get_data(as_text=True)
+    app.observer.request_log.flush()
     lines = json_lines(capsys.readouterr().err)
     (error,) = [line for line in lines if line["level"] == "ERROR"]
     assert error["request_id"] == request_id
@@ -115,7 +119,12 @@ def test_gunicorn_writes_one_json_line_per_request_with_its_id(tmp_path, databas
         status, _ = server.request("GET", "/rest/entities/Product?limit=1",
                                    headers={"X-Request-Id": "from-balancer-7"})
         assert status == 200
-        log = server.log()
-    lines = [line for line in json_lines(log) if line.get("request_id") == "from-balancer-7"]
+        lines = []
+        for _ in range(50):         # request lines are written in batches, within 0.5 s
+            lines = [line for line in json_lines(server.log())
+                     if line.get("request_id") == "from-balancer-7"]
+            if lines:
+                break
+            time.sleep(0.1)
     assert len(lines) == 1 and lines[0]["route"] == "/rest/entities/<entity_name>"
     assert lines[0]["remote_addr"] == "127.0.0.1"

@@ -6,9 +6,12 @@ traceback included. ``svc.log.requests`` adds one line per request.
 What a request line holds is chosen here, field by field: never a header,
 token, secret, password, query string or body.
 """
+import atexit
 import json
 import logging
+import os
 import sys
+import threading
 import time
 from json.encoder import encode_basestring
 
@@ -97,12 +100,58 @@ class RequestLog:
     returned True), the line is put together here, in the same form as the
     handler's, and written to its stream in one call -- no LogRecord, no
     caller lookup, no general formatter. Under a host's own logging setup it
-    goes through ``logging`` like any other line."""
+    goes through ``logging`` like any other line.
+
+    Lines written directly are collected and written in batches, at the
+    latest ``FLUSH_SECONDS`` after they were made (and at exit): one write per
+    request, line-buffered, cost a get request more than everything else
+    observability does. A line can therefore show up to half a second after
+    the log lines written while its request was served."""
+
+    FLUSH_SECONDS = 0.5
+    MAX_PENDING = 512        # lines; more are written at once by the request that adds one
 
     def __init__(self, json_form, direct, trace_id=None):
         self.logger = logging.getLogger(REQUEST_LOGGER)
         self.json_form, self.direct, self.trace_id = json_form, direct, trace_id
         self._second, self._stamp = None, ""
+        self._pending = []
+        self._lock = threading.Lock()            # the pending lines
+        self._write_lock = threading.Lock()      # one batch written at a time, in order
+        self._flusher_pid = None        # the process whose flusher thread runs (gunicorn forks)
+
+    def _add(self, line):
+        with self._lock:
+            self._pending.append(line)
+            full = len(self._pending) >= self.MAX_PENDING
+        if self._flusher_pid != os.getpid():
+            self._start_flusher()
+        if full:
+            self.flush()
+
+    def _start_flusher(self):
+        with self._write_lock:
+            if self._flusher_pid == os.getpid():
+                return
+            self._flusher_pid = os.getpid()
+            threading.Thread(target=self._flush_periodically, name="restsvc-request-log",
+                             daemon=True).start()
+            atexit.register(self.flush)
+
+    def _flush_periodically(self):
+        while True:
+            time.sleep(self.FLUSH_SECONDS)
+            self.flush()
+
+    def flush(self):
+        """Write the lines collected so far, in the order they were made."""
+        with self._write_lock:
+            with self._lock:
+                lines, self._pending = self._pending, []
+            if lines:
+                stream = sys.stderr
+                stream.write("".join(lines))
+                stream.flush()
 
     def write(self, request, route, status, seconds, bytes_in, bytes_out):
         principal = request.principal
@@ -122,13 +171,13 @@ class RequestLog:
         # and a route template are few: escaped once each.
         request_id, method, route = requestid.current.get(), _known(request.method), _known(route)
         if not self.json_form:
-            sys.stderr.write(
+            self._add(
                 f"{self._timestamp()} INFO {REQUEST_LOGGER} [{request_id}] {remote_addr} "
                 f"{client_id or '-'} {username or '-'} {method[1:-1]} {route[1:-1]} {status} "
                 f"{millis}ms {bytes_out or 0}B\n")
             return
         trace_id = self.trace_id() if self.trace_id is not None else None
-        sys.stderr.write(
+        self._add(
             f'{{"time": "{self._timestamp()}", "level": "INFO", "logger": "{REQUEST_LOGGER}", '
             f'"message": "{method[1:-1]} {route[1:-1]} {status} {millis}ms", '
             f'"request_id": "{request_id}", '
