@@ -19,12 +19,15 @@ from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .reports.loader import ReportConfigError, load_reports
 from .reports.registry import Reports
+from .security.authcodes import AuthorizationCode, CodeStore
+from .security.authorize import Authorizer
 from .security.authserver import AuthServer
 from .security.clients import Clients
 from .security.cors import PREFLIGHT_VARY, Cors
 from .security.gate import Gate
 from .security.ratelimit import AuthAttempt, FailureLimiter
 from .security.roles import RoleRegistry
+from .security.signinpage import SignInPage
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
 from .services.config import load_services_config
@@ -36,7 +39,7 @@ log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User,)
-BUILT_IN_MODELS = (StoredToken, AuthAttempt)
+BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode)
 
 
 class RestApp:
@@ -63,7 +66,11 @@ class RestApp:
         self.users = Users(self.roles)
         limiter = FailureLimiter(settings.auth_max_failures, settings.auth_address_max_failures,
                                  settings.auth_failure_window)
-        self.authserver = AuthServer(self.clients, self.tokens, self.users, limiter, settings.realm)
+        self.authserver = AuthServer(self.clients, self.tokens, CodeStore(self.tokens), self.users,
+                                     limiter, settings.realm)
+        self.authorizer = Authorizer(self.authserver, settings.secret_key)
+        self.signin_page = SignInPage(self.messages, settings.signin_template
+                                      and settings.path(settings.signin_template))
         self.gate = Gate(settings, self.tokens, self.roles)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.proxies = TrustedProxies(settings.trusted_proxies)

@@ -71,6 +71,7 @@ _KEYS = {
     "svc.authserver.rate-limit.address-max-failures": (
         "auth_address_max_failures", parse.non_negative_int, 100),
     "svc.authserver.rate-limit.window": ("auth_failure_window", parse.duration, 300),
+    "svc.authserver.signin-template": ("signin_template", parse.text, ""),
     "svc.cors.allowed-origins": ("cors_allowed_origins", parse.origin_list, ()),
     "svc.cors.allowed-methods": ("cors_allowed_methods", parse.token_list, ("*",)),
     "svc.cors.allowed-headers": ("cors_allowed_headers", parse.token_list, ("*",)),
@@ -88,13 +89,20 @@ _ENTITY_FETCH_SIZE = "svc.rest.entity-max-fetch-size."
 _CLIENT_PREFIX = "svc.authserver.client."
 _CLIENT_KEYS = {
     "client-id": ("client_id", parse.text, None),
-    "client-secret": ("client_secret", parse.text, None),
+    "client-secret": ("client_secret", parse.text, ""),     # none: a public client
     "authorization-grant-types": ("grant_types", parse.word_list, ("client_credentials",)),
     "access-token-time-to-live": ("access_token_ttl", parse.duration, 300),
     "refresh-token-time-to-live": ("refresh_token_ttl", parse.duration, 3600),
     "resource-roles": ("resource_roles", parse.word_list, ()),
     "row-level-roles": ("row_level_roles", parse.word_list, ()),
+    "redirect-uris": ("redirect_uris", parse.redirect_uri_list, ()),
+    "scopes": ("scopes", parse.word_list, ()),
 }
+# What a client without a secret (a browser or mobile app) may use.
+PUBLIC_CLIENT_GRANTS = ("authorization_code", "refresh_token")
+# The scopes a client may be registered with; each narrows its tokens' roles
+# (roles.py SCOPE_OPERATIONS).
+KNOWN_SCOPES = ("read", "write")
 
 
 # svc.file-storage.<name>.<key>: object storages beside the local "fs" one.
@@ -135,6 +143,13 @@ class ClientSettings:
     refresh_token_ttl: int
     resource_roles: tuple
     row_level_roles: tuple
+    redirect_uris: tuple = ()
+    scopes: tuple = ()
+
+    @property
+    def is_public(self):
+        """No secret: a browser or mobile app, which cannot keep one."""
+        return not self.client_secret
 
 
 @dataclass(frozen=True)
@@ -175,6 +190,7 @@ class Settings:
     auth_max_failures: int
     auth_address_max_failures: int
     auth_failure_window: int
+    signin_template: str
     cors_allowed_origins: tuple
     cors_allowed_methods: tuple
     cors_allowed_headers: tuple
@@ -248,6 +264,17 @@ def _groups(raw, prefix, keys):
 
 def _clients(raw):
     clients = [ClientSettings(**parsed) for _, parsed in _groups(raw, _CLIENT_PREFIX, _CLIENT_KEYS)]
+    for client in clients:
+        key = f"{_CLIENT_PREFIX}{client.name}"
+        if client.is_public and not set(client.grant_types) <= set(PUBLIC_CLIENT_GRANTS):
+            raise SettingsError(f"{key}.authorization-grant-types: a client without a "
+                                f"client-secret may only use {', '.join(PUBLIC_CLIENT_GRANTS)}")
+        if "authorization_code" in client.grant_types and not client.redirect_uris:
+            raise SettingsError(f"{key}.redirect-uris: required for authorization_code")
+        unknown = [scope for scope in client.scopes if scope not in KNOWN_SCOPES]
+        if unknown:
+            raise SettingsError(f"{key}.scopes: unknown scope {unknown[0]!r} "
+                                f"(known: {', '.join(KNOWN_SCOPES)})")
     ids = [client.client_id for client in clients]
     for client_id in ids:
         if ids.count(client_id) > 1:

@@ -2,9 +2,9 @@
 endpoint is the handler function). ``app.py`` assembles them, and the
 application's custom endpoints, into one Map."""
 from . import (docs, entities, files, health, messages, metadata, oauth, queries, reports,
-               services, session)
+               services, session, signin)
 
-API_MODULES = (oauth, entities, queries, services, files, metadata, messages, session, reports,
+API_MODULES = (oauth, signin, entities, queries, services, files, metadata, messages, session, reports,
                docs, health)
 
 

@@ -130,7 +130,7 @@ class Gate:
             # Copied into the token at issue time (and kept in step by User.after_save),
             # so a user token costs no extra query.
             locale=who.locale,
-            permissions=self.roles.permissions(who.resource_roles, who.row_level_roles),
+            permissions=self.roles.permissions(who.resource_roles, who.row_level_roles, who.scope),
             token_hash=info.token_hash,
             user_id=who.user_id,
         )
