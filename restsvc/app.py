@@ -71,7 +71,7 @@ class RestApp:
         self.authorizer = Authorizer(self.authserver, settings.secret_key)
         self.signin_page = SignInPage(self.messages, settings.signin_template
                                       and settings.path(settings.signin_template))
-        self.gate = Gate(settings, self.tokens, self.roles)
+        self.gate = Gate(settings, self.tokens, self.roles, self._jwt_issuers())
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.proxies = TrustedProxies(settings.trusted_proxies)
         self.files = file_storages(settings)
@@ -85,6 +85,24 @@ class RestApp:
         self.documents = documents(self, queries)
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
+
+    def _jwt_issuers(self):
+        """Resource-server mode for JWTs of configured identity providers, or None."""
+        issuers = self.settings.jwt_issuers
+        if not issuers:
+            return None
+        for issuer in issuers:
+            for role, codes in issuer.role_mapping.items():
+                unknown = [code for code in codes if code not in self.roles]
+                if unknown:
+                    raise SettingsError(f"svc.resource-server.jwt.{issuer.name}.role-mapping."
+                                        f"{role}: unknown role code {unknown[0]!r}")
+        try:
+            from .security.jwtissuers import JwtIssuers
+        except ImportError:
+            raise SettingsError("svc.resource-server.jwt: needs PyJWT: "
+                                "pip install 'restsvc[jwt]'") from None
+        return JwtIssuers(issuers)
 
     def _load_queries(self):
         if not self.settings.queries_config:

@@ -105,6 +105,25 @@ PUBLIC_CLIENT_GRANTS = ("authorization_code", "refresh_token")
 KNOWN_SCOPES = ("read", "write")
 
 
+# svc.resource-server.jwt.<name>.<key>: identity providers whose JWT access
+# tokens are accepted (security/jwtissuers.py); role-mapping.<their role>: role codes.
+_JWT_PREFIX = "svc.resource-server.jwt."
+_JWT_KEYS = {
+    "issuer": ("issuer", parse.text, None),
+    "jwks-uri": ("jwks_uri", parse.text, ""),
+    "audiences": ("audiences", parse.word_list, None),
+    "algorithms": ("algorithms", parse.word_list,
+                   ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+                    "ES512", "EdDSA")),
+    "secret": ("secret", parse.text, ""),
+    "username-claim": ("username_claim", parse.text, "sub"),
+    "roles-claim": ("roles_claim", parse.text, "roles"),
+    "client-claim": ("client_claim", parse.text, "azp"),
+}
+_ROLE_MAPPING = "role-mapping."
+SYMMETRIC_ALGORITHMS = ("HS256", "HS384", "HS512")
+
+
 # svc.file-storage.<name>.<key>: object storages beside the local "fs" one.
 _STORAGE_PREFIX = "svc.file-storage."
 _STORAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}\Z")     # a file reference's scheme
@@ -150,6 +169,20 @@ class ClientSettings:
     def is_public(self):
         """No secret: a browser or mobile app, which cannot keep one."""
         return not self.client_secret
+
+
+@dataclass(frozen=True)
+class JwtIssuerSettings:
+    name: str
+    issuer: str
+    jwks_uri: str
+    audiences: tuple
+    algorithms: tuple
+    secret: str
+    username_claim: str
+    roles_claim: str
+    client_claim: str
+    role_mapping: dict = field(default_factory=dict)     # their role -> role codes
 
 
 @dataclass(frozen=True)
@@ -202,6 +235,7 @@ class Settings:
     entity_max_fetch_size: dict = field(default_factory=dict)
     clients: tuple = ()
     object_storages: tuple = ()
+    jwt_issuers: tuple = ()
 
     @property
     def default_locale(self):
@@ -300,6 +334,33 @@ def _object_storages(raw):
     return tuple(storages)
 
 
+def _jwt_issuers(raw):
+    """JWT issuers; ``role-mapping.<role>`` keys are taken apart first (any role name)."""
+    mappings, plain = {}, {}
+    for key, value in raw.items():
+        name, _, sub_key = key[len(_JWT_PREFIX):].partition(".")
+        if sub_key.startswith(_ROLE_MAPPING) and len(sub_key) > len(_ROLE_MAPPING):
+            codes = _parse(key, parse.word_list, value)
+            mappings.setdefault(name, {})[sub_key[len(_ROLE_MAPPING):]] = codes
+        else:
+            plain[key] = value
+    unnamed = set(mappings) - {key[len(_JWT_PREFIX):].partition(".")[0] for key in plain}
+    if unnamed:
+        raise SettingsError(f"{_JWT_PREFIX}{sorted(unnamed)[0]}.issuer: required")
+    issuers = []
+    for name, parsed in _groups(plain, _JWT_PREFIX, _JWT_KEYS):
+        key = f"{_JWT_PREFIX}{name}"
+        if "none" in (alg.lower() for alg in parsed["algorithms"]):
+            raise SettingsError(f"{key}.algorithms: 'none' (unsigned tokens) is never accepted")
+        symmetric = [alg for alg in parsed["algorithms"] if alg in SYMMETRIC_ALGORITHMS]
+        if symmetric and not parsed["secret"]:
+            raise SettingsError(f"{key}.algorithms: {symmetric[0]} needs {key}.secret")
+        if len(symmetric) < len(parsed["algorithms"]) and not parsed["jwks_uri"]:
+            raise SettingsError(f"{key}.jwks-uri: required for public-key algorithms")
+        issuers.append(JwtIssuerSettings(**parsed, role_mapping=mappings.get(name, {})))
+    return tuple(issuers)
+
+
 def build_settings(values, base_dir=".", environ=None):
     """Settings from a mapping (nested or dotted) plus environment overrides."""
     flat = flatten(values or {})
@@ -309,6 +370,7 @@ def build_settings(values, base_dir=".", environ=None):
     parsed = {"base_dir": Path(base_dir).resolve(), "entity_max_fetch_size": {}}
     client_values = {}
     storage_values = {}
+    jwt_values = {}
     for key, value in flat.items():
         if key in _KEYS:
             attr, parser, _ = _KEYS[key]
@@ -320,6 +382,8 @@ def build_settings(values, base_dir=".", environ=None):
             client_values[key] = value
         elif key.startswith(_STORAGE_PREFIX):
             storage_values[key] = value
+        elif key.startswith(_JWT_PREFIX):
+            jwt_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
     for key, (attr, _, default) in _KEYS.items():
@@ -337,6 +401,7 @@ def build_settings(values, base_dir=".", environ=None):
         parsed["file_storage_dir"] = f"{parsed['data_dir']}/files"
     parsed["clients"] = _clients(client_values)
     parsed["object_storages"] = _object_storages(storage_values)
+    parsed["jwt_issuers"] = _jwt_issuers(jwt_values)
     names = ["fs"] + [storage.name for storage in parsed["object_storages"]]
     if parsed["default_file_storage"] not in names:
         raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "
