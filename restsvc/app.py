@@ -5,7 +5,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
 
 from . import db
-from .api import all_rules, oauth
+from .api import all_rules, oauth, signin
 from .api.docs import documents
 from .application import import_application
 from .data.datamanager import DataManager
@@ -22,12 +22,15 @@ from .observability import setup as setup_observability
 from .observability.quotas import QuotaBucket
 from .reports.loader import ReportConfigError, load_reports
 from .reports.registry import Reports
+from .security.authcodes import AuthorizationCode, CodeStore
+from .security.authorize import Authorizer
 from .security.authserver import AuthServer
 from .security.clients import Clients
 from .security.cors import PREFLIGHT_VARY, Cors
 from .security.gate import Gate
 from .security.ratelimit import AuthAttempt, FailureLimiter
 from .security.roles import RoleRegistry
+from .security.signinpage import SignInPage
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
 from .services.config import load_services_config
@@ -39,9 +42,9 @@ log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User,)
-BUILT_IN_MODELS = (StoredToken, AuthAttempt, QuotaBucket)
+BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket)
 # Sign-in requests are held by the sign-in limits, not by quotas.
-_UNMETERED = frozenset(rule.endpoint for rule in oauth.rules)
+_UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
 
 
 class RestApp:
@@ -68,8 +71,12 @@ class RestApp:
         self.users = Users(self.roles)
         limiter = FailureLimiter(settings.auth_max_failures, settings.auth_address_max_failures,
                                  settings.auth_failure_window)
-        self.authserver = AuthServer(self.clients, self.tokens, self.users, limiter, settings.realm)
-        self.gate = Gate(settings, self.tokens, self.roles)
+        self.authserver = AuthServer(self.clients, self.tokens, CodeStore(self.tokens), self.users,
+                                     limiter, settings.realm)
+        self.authorizer = Authorizer(self.authserver, settings.secret_key)
+        self.signin_page = SignInPage(self.messages, settings.signin_template
+                                      and settings.path(settings.signin_template))
+        self.gate = Gate(settings, self.tokens, self.roles, self._jwt_issuers())
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.proxies = TrustedProxies(settings.trusted_proxies)
         self.files = file_storages(settings)
@@ -86,6 +93,24 @@ class RestApp:
         self.documents = documents(self, queries)
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
+
+    def _jwt_issuers(self):
+        """Resource-server mode for JWTs of configured identity providers, or None."""
+        issuers = self.settings.jwt_issuers
+        if not issuers:
+            return None
+        for issuer in issuers:
+            for role, codes in issuer.role_mapping.items():
+                unknown = [code for code in codes if code not in self.roles]
+                if unknown:
+                    raise SettingsError(f"svc.resource-server.jwt.{issuer.name}.role-mapping."
+                                        f"{role}: unknown role code {unknown[0]!r}")
+        try:
+            from .security.jwtissuers import JwtIssuers
+        except ImportError:
+            raise SettingsError("svc.resource-server.jwt: needs PyJWT: "
+                                "pip install 'restsvc[jwt]'") from None
+        return JwtIssuers(issuers)
 
     def _load_queries(self):
         if not self.settings.queries_config:

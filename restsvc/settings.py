@@ -71,6 +71,7 @@ _KEYS = {
     "svc.authserver.rate-limit.address-max-failures": (
         "auth_address_max_failures", parse.non_negative_int, 100),
     "svc.authserver.rate-limit.window": ("auth_failure_window", parse.duration, 300),
+    "svc.authserver.signin-template": ("signin_template", parse.text, ""),
     "svc.cors.allowed-origins": ("cors_allowed_origins", parse.origin_list, ()),
     "svc.cors.allowed-methods": ("cors_allowed_methods", parse.token_list, ("*",)),
     "svc.cors.allowed-headers": ("cors_allowed_headers", parse.token_list, ("*",)),
@@ -97,13 +98,39 @@ _ENTITY_FETCH_SIZE = "svc.rest.entity-max-fetch-size."
 _CLIENT_PREFIX = "svc.authserver.client."
 _CLIENT_KEYS = {
     "client-id": ("client_id", parse.text, None),
-    "client-secret": ("client_secret", parse.text, None),
+    "client-secret": ("client_secret", parse.text, ""),     # none: a public client
     "authorization-grant-types": ("grant_types", parse.word_list, ("client_credentials",)),
     "access-token-time-to-live": ("access_token_ttl", parse.duration, 300),
     "refresh-token-time-to-live": ("refresh_token_ttl", parse.duration, 3600),
     "resource-roles": ("resource_roles", parse.word_list, ()),
     "row-level-roles": ("row_level_roles", parse.word_list, ()),
+    "redirect-uris": ("redirect_uris", parse.redirect_uri_list, ()),
+    "scopes": ("scopes", parse.word_list, ()),
 }
+# What a client without a secret (a browser or mobile app) may use.
+PUBLIC_CLIENT_GRANTS = ("authorization_code", "refresh_token")
+# The scopes a client may be registered with; each narrows its tokens' roles
+# (roles.py SCOPE_OPERATIONS).
+KNOWN_SCOPES = ("read", "write")
+
+
+# svc.resource-server.jwt.<name>.<key>: identity providers whose JWT access
+# tokens are accepted (security/jwtissuers.py); role-mapping.<their role>: role codes.
+_JWT_PREFIX = "svc.resource-server.jwt."
+_JWT_KEYS = {
+    "issuer": ("issuer", parse.text, None),
+    "jwks-uri": ("jwks_uri", parse.text, ""),
+    "audiences": ("audiences", parse.word_list, None),
+    "algorithms": ("algorithms", parse.word_list,
+                   ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+                    "ES512", "EdDSA")),
+    "secret": ("secret", parse.text, ""),
+    "username-claim": ("username_claim", parse.text, "sub"),
+    "roles-claim": ("roles_claim", parse.text, "roles"),
+    "client-claim": ("client_claim", parse.text, "azp"),
+}
+_ROLE_MAPPING = "role-mapping."
+SYMMETRIC_ALGORITHMS = ("HS256", "HS384", "HS512")
 
 
 # svc.file-storage.<name>.<key>: object storages beside the local "fs" one.
@@ -144,6 +171,27 @@ class ClientSettings:
     refresh_token_ttl: int
     resource_roles: tuple
     row_level_roles: tuple
+    redirect_uris: tuple = ()
+    scopes: tuple = ()
+
+    @property
+    def is_public(self):
+        """No secret: a browser or mobile app, which cannot keep one."""
+        return not self.client_secret
+
+
+@dataclass(frozen=True)
+class JwtIssuerSettings:
+    name: str
+    issuer: str
+    jwks_uri: str
+    audiences: tuple
+    algorithms: tuple
+    secret: str
+    username_claim: str
+    roles_claim: str
+    client_claim: str
+    role_mapping: dict = field(default_factory=dict)     # their role -> role codes
 
 
 @dataclass(frozen=True)
@@ -184,6 +232,7 @@ class Settings:
     auth_max_failures: int
     auth_address_max_failures: int
     auth_failure_window: int
+    signin_template: str
     cors_allowed_origins: tuple
     cors_allowed_methods: tuple
     cors_allowed_headers: tuple
@@ -202,6 +251,7 @@ class Settings:
     clients: tuple = ()
     object_storages: tuple = ()
     rate_limits: dict = field(default_factory=dict)     # ("client"|"user", name) -> (rate, burst)
+    jwt_issuers: tuple = ()
 
     @property
     def default_locale(self):
@@ -264,6 +314,17 @@ def _groups(raw, prefix, keys):
 
 def _clients(raw):
     clients = [ClientSettings(**parsed) for _, parsed in _groups(raw, _CLIENT_PREFIX, _CLIENT_KEYS)]
+    for client in clients:
+        key = f"{_CLIENT_PREFIX}{client.name}"
+        if client.is_public and not set(client.grant_types) <= set(PUBLIC_CLIENT_GRANTS):
+            raise SettingsError(f"{key}.authorization-grant-types: a client without a "
+                                f"client-secret may only use {', '.join(PUBLIC_CLIENT_GRANTS)}")
+        if "authorization_code" in client.grant_types and not client.redirect_uris:
+            raise SettingsError(f"{key}.redirect-uris: required for authorization_code")
+        unknown = [scope for scope in client.scopes if scope not in KNOWN_SCOPES]
+        if unknown:
+            raise SettingsError(f"{key}.scopes: unknown scope {unknown[0]!r} "
+                                f"(known: {', '.join(KNOWN_SCOPES)})")
     ids = [client.client_id for client in clients]
     for client_id in ids:
         if ids.count(client_id) > 1:
@@ -289,6 +350,33 @@ def _object_storages(raw):
     return tuple(storages)
 
 
+def _jwt_issuers(raw):
+    """JWT issuers; ``role-mapping.<role>`` keys are taken apart first (any role name)."""
+    mappings, plain = {}, {}
+    for key, value in raw.items():
+        name, _, sub_key = key[len(_JWT_PREFIX):].partition(".")
+        if sub_key.startswith(_ROLE_MAPPING) and len(sub_key) > len(_ROLE_MAPPING):
+            codes = _parse(key, parse.word_list, value)
+            mappings.setdefault(name, {})[sub_key[len(_ROLE_MAPPING):]] = codes
+        else:
+            plain[key] = value
+    unnamed = set(mappings) - {key[len(_JWT_PREFIX):].partition(".")[0] for key in plain}
+    if unnamed:
+        raise SettingsError(f"{_JWT_PREFIX}{sorted(unnamed)[0]}.issuer: required")
+    issuers = []
+    for name, parsed in _groups(plain, _JWT_PREFIX, _JWT_KEYS):
+        key = f"{_JWT_PREFIX}{name}"
+        if "none" in (alg.lower() for alg in parsed["algorithms"]):
+            raise SettingsError(f"{key}.algorithms: 'none' (unsigned tokens) is never accepted")
+        symmetric = [alg for alg in parsed["algorithms"] if alg in SYMMETRIC_ALGORITHMS]
+        if symmetric and not parsed["secret"]:
+            raise SettingsError(f"{key}.algorithms: {symmetric[0]} needs {key}.secret")
+        if len(symmetric) < len(parsed["algorithms"]) and not parsed["jwks_uri"]:
+            raise SettingsError(f"{key}.jwks-uri: required for public-key algorithms")
+        issuers.append(JwtIssuerSettings(**parsed, role_mapping=mappings.get(name, {})))
+    return tuple(issuers)
+
+
 def build_settings(values, base_dir=".", environ=None):
     """Settings from a mapping (nested or dotted) plus environment overrides."""
     flat = flatten(values or {})
@@ -298,6 +386,7 @@ def build_settings(values, base_dir=".", environ=None):
     parsed = {"base_dir": Path(base_dir).resolve(), "entity_max_fetch_size": {}}
     client_values = {}
     storage_values = {}
+    jwt_values = {}
     for key, value in flat.items():
         if key in _KEYS:
             attr, parser, _ = _KEYS[key]
@@ -315,6 +404,8 @@ def build_settings(values, base_dir=".", environ=None):
                 raise SettingsError(f"{key}: unknown setting (svc.rate-limit.client.<client id> "
                                     f"or svc.rate-limit.user.<username>)")
             parsed.setdefault("rate_limits", {})[(kind, name)] = _parse(key, parse.rate_limit, value)
+        elif key.startswith(_JWT_PREFIX):
+            jwt_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
     for key, (attr, _, default) in _KEYS.items():
@@ -332,6 +423,7 @@ def build_settings(values, base_dir=".", environ=None):
         parsed["file_storage_dir"] = f"{parsed['data_dir']}/files"
     parsed["clients"] = _clients(client_values)
     parsed["object_storages"] = _object_storages(storage_values)
+    parsed["jwt_issuers"] = _jwt_issuers(jwt_values)
     names = ["fs"] + [storage.name for storage in parsed["object_storages"]]
     if parsed["default_file_storage"] not in names:
         raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "

@@ -138,6 +138,16 @@ def network_list(value):
     return items
 
 
+def redirect_uri_list(value):
+    """Absolute http(s) URIs without a fragment (RFC 6749 3.1.2), comma-separated."""
+    uris = word_list(value)
+    for uri in uris:
+        parts = urllib.parse.urlsplit(uri)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
+            raise ValueError(f"{uri!r} is not an absolute http(s) URI without a fragment")
+    return uris
+
+
 def public_url(value):
     """``""`` or an absolute http(s) URL without query or fragment; no trailing slash."""
     url = text(value).rstrip("/")

@@ -140,6 +140,13 @@ def location_url(request, public_url=""):
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
+def base_url(request, public_url=""):
+    """The service's absolute base URL (an OAuth issuer): ``svc.public-url``
+    when set, else the scheme and host of the request (after svc.trusted-proxies)
+    and the mount point."""
+    return public_url or request.root_url.rstrip("/")
+
+
 class _CompleteResponse(Response):
     """A complete JSON or text body. Werkzeug's general answer path (Location
     rewriting, conditional and range handling, iterator wrapping) and its

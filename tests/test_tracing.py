@@ -56,12 +56,15 @@ def test_a_service_call_is_a_span_of_its_own(traced):
 
 def test_the_trace_id_is_on_the_log_lines(make_app, capsys):
     import json
-    client = Client(make_app({"svc.tracing.enabled": True, "svc.log.format": "json",
-                              "svc.log.requests": True}))
+    app = make_app({"svc.tracing.enabled": True, "svc.log.format": "json",
+                    "svc.log.requests": True})
+    client = Client(app)
     token = get_token(client)
     EXPORTER.clear()
+    app.observer.request_log.flush()        # request lines are written in batches
     capsys.readouterr()
     client.get("/rest/entities/Customer?limit=1", headers=bearer(token))
+    app.observer.request_log.flush()
     (server,) = [span for span in EXPORTER.get_finished_spans()
                  if span.kind == trace.SpanKind.SERVER]
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()

@@ -2,10 +2,10 @@
 endpoint is the handler function). ``app.py`` assembles them, and the
 application's custom endpoints, into one Map."""
 from . import (docs, entities, files, health, messages, metadata, metrics, oauth, queries,
-               reports, services, session)
+               reports, services, session, signin)
 
-API_MODULES = (oauth, entities, queries, services, files, metadata, messages, session, reports,
-               docs, health)
+API_MODULES = (oauth, signin, entities, queries, services, files, metadata, messages, session,
+               reports, docs, health)
 
 
 def all_rules(application, settings=None):

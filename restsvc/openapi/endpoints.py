@@ -43,14 +43,24 @@ def token():
         **ok("The token", ref("tokenResponse"), headers=NO_STORE),
         **_oauth_failures("400", "401", "413", "429")},
         body=_form({"grant_type": {"type": "string",
-                                   "enum": ["client_credentials", "password", "refresh_token"]},
+                                   "enum": ["client_credentials", "password",
+                                            "authorization_code", "refresh_token"]},
                     "username": {"type": "string", "description": "password grant"},
                     "password": {"type": "string", "description": "password grant"},
+                    "code": {"type": "string", "description": "authorization_code grant"},
+                    "redirect_uri": {"type": "string", "description":
+                                     "authorization_code grant, as in the authorization request"},
+                    "code_verifier": {"type": "string", "description":
+                                      "authorization_code grant (PKCE, required)"},
                     "refresh_token": {"type": "string", "description": "refresh_token grant"},
+                    "scope": {"type": "string", "description":
+                              "A subset of the client's registered scopes"},
                     **_client_fields()}, ("grant_type",)),
-        description="The client authenticates with HTTP Basic (client_secret_basic) or with "
-                    "client_id and client_secret form fields (client_secret_post). No scopes "
-                    "are registered: a scope parameter is refused (invalid_scope).")
+        description="The client authenticates with HTTP Basic (client_secret_basic), with "
+                    "client_id and client_secret form fields (client_secret_post), or, a public "
+                    "client, with client_id alone. A client without registered scopes may not "
+                    "ask for any (invalid_scope); for one with scopes the answer says which "
+                    "were granted.")
     op["security"] = CLIENT_AUTH
     return op
 
@@ -74,6 +84,31 @@ def introspect():
         body=_form({"token": STRING, "token_type_hint": STRING, **_client_fields()}, ("token",)))
     op["security"] = CLIENT_AUTH
     return op
+
+
+_PAGE = "text/html"
+
+
+def authorize():
+    names = ("response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge",
+             "code_challenge_method")
+    return operation("Authorization request: the sign-in page (RFC 6749 4.1.1)", AUTH, {
+        **ok("The sign-in form", STRING, media=_PAGE),
+        "303": {"description": "Back to the client's redirect URI with an error and the state"},
+        "400": {"description": "Unknown client or redirect URI: shown on the page",
+                "content": {_PAGE: {"schema": STRING}}}},
+        [query(name, STRING, "RFC 6749 4.1.1 / RFC 7636 (code_challenge_method S256)")
+         for name in names])
+
+
+def sign_in():
+    return operation("Sign in through the form", AUTH, {
+        "303": {"description": "Back to the client's redirect URI with a code and the state"},
+        "400": {"description": "The form again with a message", "content": {_PAGE: {"schema": STRING}}},
+        "429": {"description": "Too many failed sign-ins: the form again with a message",
+                "content": {_PAGE: {"schema": STRING}}}},
+        body=_form({"request": STRING, "username": STRING, "password": STRING},
+                   ("request", "username", "password")))
 
 
 def upload():
@@ -187,6 +222,12 @@ ENDPOINTS = {
     ("POST", "/oauth2/token"): token,
     ("POST", "/oauth2/revoke"): revoke,
     ("POST", "/oauth2/introspect"): introspect,
+    ("GET", "/oauth2/authorize"): authorize,
+    ("POST", "/oauth2/authorize"): sign_in,
+    ("GET", "/oauth2/signin.css"): lambda: operation("The sign-in page's stylesheet", AUTH,
+                                                     ok("CSS", STRING, media="text/css")),
+    ("GET", "/.well-known/oauth-authorization-server"): _get(
+        "Authorization server metadata (RFC 8414)", AUTH, {"type": "object"}),
     ("GET", "/rest/queries/<entity_name>"): _get(
         "Predefined queries of an entity", QUERIES, array(ref("queryDescriptor")),
         "Forbidden", "NotFound"),

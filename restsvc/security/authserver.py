@@ -6,11 +6,14 @@ as plain values and returns the JSON body, or raises OAuthError with the
 RFC 6749 section 5.2 code.
 """
 import base64
+import dataclasses
+import time
 from urllib.parse import unquote
 
 from ..errors import OAuthError
-from .tokens import ACCESS, REFRESH, Identity
-from .users import lookup_name
+from .authcodes import verifier_matches
+from .tokens import ACCESS, REFRESH, ROTATED, Identity
+from .users import User, lookup_name
 
 
 def _required(form, name):
@@ -20,16 +23,46 @@ def _required(form, name):
     return value
 
 
+def granted_scope(client, requested, ceiling=None):
+    """The scopes a request gets, space-separated (RFC 6749 3.3): the subset it
+    asks for, or all the client's registered scopes (``ceiling``: those already
+    granted) when it asks for none. None for a client without scopes, which
+    may not ask for any: roles alone decide what its tokens may do."""
+    requested = (requested or "").split()
+    if not client.scopes:
+        if requested:
+            raise OAuthError("invalid_scope", "No scopes are registered for this client; leave "
+                                              "out the scope parameter (roles decide what a "
+                                              "token may do)")
+        return None
+    allowed = client.scopes if ceiling is None else tuple(ceiling.split())
+    unknown = [scope for scope in requested if scope not in allowed]
+    if unknown:
+        raise OAuthError("invalid_scope", f"Scope not allowed: {unknown[0]}")
+    return " ".join(scope for scope in allowed if not requested or scope in requested)
+
+
+BAD_CODE = "The authorization code is invalid, expired or already used"
+BAD_REFRESH = "The refresh token is invalid, expired or revoked"
+
+
 class AuthServer:
-    def __init__(self, clients, tokens, users, limiter, realm):
+    def __init__(self, clients, tokens, codes, users, limiter, realm):
         self.clients = clients
         self.tokens = tokens
+        self.codes = codes
         self.users = users
         self.limiter = limiter
         self.realm = realm
         self.grants = {"client_credentials": self._client_credentials,
                        "password": self._password,
+                       "authorization_code": self._authorization_code,
                        "refresh_token": self._refresh_token}
+
+    def enabled_grants(self):
+        """The grant types at least one registered client may use."""
+        used = {grant for client in self.clients.all() for grant in client.grant_types}
+        return [grant for grant in self.grants if grant in used]
 
     def _invalid_client(self, description):
         return OAuthError("invalid_client", description, status=401,
@@ -50,11 +83,12 @@ class AuthServer:
                 raise self._invalid_client("Malformed Basic credentials")
             # RFC 6749 2.3.1: id and secret are form-urlencoded before Basic encoding.
             return unquote(client_id.replace("+", " ")), unquote(secret.replace("+", " "))
-        if form_id is not None and form_secret is not None:
+        if form_id is not None:
+            # No secret: a public client identifies itself (auth method "none").
             return form_id, form_secret
         raise self._invalid_client("Client authentication is required")
 
-    def _limited(self, kind, account, address, check, failure):
+    def limited(self, kind, account, address, check, failure):
         """``check()`` within the sign-in limits (ratelimit.py): refused with 429
         before checking when the address has failed too often; ``failure``
         raised when the check finds nothing, with the wait it caused, if any."""
@@ -72,9 +106,9 @@ class AuthServer:
 
     def authenticate_client(self, form, authorization, address):
         client_id, secret = self._credentials(form, authorization)
-        return self._limited("client", client_id, address,
-                             lambda: self.clients.authenticate(client_id, secret),
-                             self._invalid_client("Client authentication failed"))
+        return self.limited("client", client_id, address,
+                            lambda: self.clients.authenticate(client_id, secret),
+                            self._invalid_client("Client authentication failed"))
 
     def token(self, form, authorization, address=None):
         """``POST /oauth2/token``: the token response body."""
@@ -86,16 +120,12 @@ class AuthServer:
         if grant_type not in client.grant_types:
             raise OAuthError("unauthorized_client",
                              f"The client is not allowed to use the grant type {grant_type}")
-        if form.get("scope", "").strip():
-            # RFC 6749 3.3: a scope the server does not know is refused, not
-            # ignored. Roles, not scopes, decide what a token may do here.
-            raise OAuthError("invalid_scope", "No scopes are registered; leave out the scope "
-                                              "parameter (roles decide what a token may do)")
         return grant(client, form, address)
 
     def _client_credentials(self, client, form, address):
         identity = Identity(client.client_id, resource_roles=client.resource_roles,
-                            row_level_roles=client.row_level_roles)
+                            row_level_roles=client.row_level_roles,
+                            scope=granted_scope(client, form.get("scope")))
         return self._issue(client, identity)
 
     def _password(self, client, form, address):
@@ -105,30 +135,83 @@ class AuthServer:
         # is looked up by, so look-alike spellings share one count. Unknown,
         # inactive or a wrong password: the same answer.
         username = lookup_name(username)
-        user = self._limited("user", username, address,
+        user = self.limited("user", username, address,
                              lambda: self.users.authenticate(username, password),
                              OAuthError("invalid_grant", "Bad credentials"))
-        identity = self.users.identity(user, client.client_id)
+        scope = granted_scope(client, form.get("scope"))
+        return self._sign_in(client, self.users.identity(user, client.client_id, scope))
+
+    def _sign_in(self, client, identity, family=None):
+        """Tokens for a new sign-in: an access token, and a refresh token when
+        the client may refresh; ``family``: the code they were issued from."""
         refresh = None
         if "refresh_token" in client.grant_types:
-            refresh = self.tokens.issue(REFRESH, identity, client.refresh_token_ttl)
-        return self._issue(client, identity, refresh)
+            refresh = self.tokens.issue(REFRESH, identity, client.refresh_token_ttl,
+                                        parent_hash=family)
+        return self._issue(client, identity, refresh, family)
+
+    def _authorization_code(self, client, form, address):
+        """RFC 6749 4.1.3 with PKCE (RFC 7636 4.6). Everything is checked before
+        the code is spent, so a request without the verifier cannot burn it."""
+        grant = self.codes.find(_required(form, "code"))
+        if grant is None or grant.client_id != client.client_id:
+            raise OAuthError("invalid_grant", BAD_CODE)
+        if grant.used:
+            # RFC 6749 4.1.2: a code used twice revokes what it was exchanged for.
+            self.tokens.revoke_family(grant.code_hash)
+            raise OAuthError("invalid_grant", BAD_CODE)
+        if grant.expires_at <= time.time():
+            raise OAuthError("invalid_grant", BAD_CODE)
+        if form.get("redirect_uri", "") != grant.redirect_uri:
+            raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request")
+        if not form.get("code_verifier"):
+            raise OAuthError("invalid_grant", "code_verifier is required (PKCE)")
+        if not verifier_matches(form["code_verifier"], grant.code_challenge):
+            raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
+        user = User.get_or_none(User.id == grant.user_id)
+        if not self.codes.redeem(grant):
+            self.tokens.revoke_family(grant.code_hash)
+            raise OAuthError("invalid_grant", BAD_CODE)
+        if user is None or not user.active:
+            raise OAuthError("invalid_grant", "The user can no longer sign in")
+        identity = self.users.identity(user, client.client_id, grant.scope)
+        return self._sign_in(client, identity, family=grant.code_hash)
 
     def _refresh_token(self, client, form, address):
         refresh = _required(form, "refresh_token")
-        info = self.tokens.lookup(refresh, REFRESH)
-        if info is None or info.identity.client_id != client.client_id:
-            raise OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked")
-        # The refresh token is reused; the new access token carries the same identity.
-        return self._issue(client, info.identity, refresh)
+        info = self.tokens.find_any(refresh)
+        if info is None or info.kind not in (REFRESH, ROTATED) \
+                or info.identity.client_id != client.client_id:
+            raise OAuthError("invalid_grant", BAD_REFRESH)
+        if info.kind == ROTATED:
+            # A refresh token exchanged already, used again: one of the two
+            # holders is not the client. End the sign-in for both.
+            if info.parent_hash:
+                self.tokens.revoke_family(info.parent_hash)
+            raise OAuthError("invalid_grant", BAD_REFRESH)
+        identity = info.identity
+        scope = granted_scope(client, form.get("scope"), ceiling=identity.scope)
+        if scope != identity.scope:
+            identity = dataclasses.replace(identity, scope=scope)
+        if client.is_public:
+            # RFC 9700 4.14.2: a public client's refresh token is used once.
+            if not self.tokens.rotate(info):
+                self.tokens.revoke_family(info.parent_hash)
+                raise OAuthError("invalid_grant", BAD_REFRESH)
+            return self._sign_in(client, identity, family=info.parent_hash)
+        # A confidential client keeps its refresh token; the new access token
+        # carries the same identity (or fewer scopes).
+        return self._issue(client, identity, refresh)
 
-    def _issue(self, client, identity, refresh=None):
-        parent = self.tokens.hash(refresh) if refresh else None
+    def _issue(self, client, identity, refresh=None, family=None):
+        parent = self.tokens.hash(refresh) if refresh else family
         body = {"access_token": self.tokens.issue(ACCESS, identity, client.access_token_ttl,
                                                   parent_hash=parent)}
         if refresh:
             body["refresh_token"] = refresh
         body.update(token_type="Bearer", expires_in=client.access_token_ttl)
+        if identity.scope is not None:
+            body["scope"] = identity.scope
         return body
 
     def _own_token(self, form, authorization, address):
@@ -158,4 +241,30 @@ class AuthServer:
         if info.kind == ACCESS:
             body["token_type"] = "Bearer"
         body.update(iat=info.issued_at, exp=info.expires_at)
+        return body
+
+    def metadata(self, issuer):
+        """RFC 8414 authorization server metadata: exactly what is enabled."""
+        grants = self.enabled_grants()
+        clients = self.clients.all()
+        auth_methods = ["client_secret_basic", "client_secret_post"]
+        if any(client.is_public for client in clients):
+            auth_methods.append("none")
+        body = {"issuer": issuer, "token_endpoint": f"{issuer}/oauth2/token"}
+        if "authorization_code" in grants:
+            body.update(authorization_endpoint=f"{issuer}/oauth2/authorize",
+                        response_types_supported=["code"], response_modes_supported=["query"],
+                        code_challenge_methods_supported=["S256"],
+                        authorization_response_iss_parameter_supported=True)
+        else:
+            body["response_types_supported"] = []
+        body.update(grant_types_supported=grants,
+                    token_endpoint_auth_methods_supported=auth_methods,
+                    revocation_endpoint=f"{issuer}/oauth2/revoke",
+                    revocation_endpoint_auth_methods_supported=auth_methods,
+                    introspection_endpoint=f"{issuer}/oauth2/introspect",
+                    introspection_endpoint_auth_methods_supported=auth_methods)
+        scopes = sorted({scope for client in clients for scope in client.scopes})
+        if scopes:
+            body["scopes_supported"] = scopes
         return body

@@ -89,8 +89,16 @@ class Clients:
     def get(self, client_id):
         return self._by_id.get(client_id)
 
+    def all(self):
+        return tuple(self._by_id.values())
+
     def authenticate(self, client_id, secret):
-        """The client when id and secret match, else None (same work either way)."""
+        """The client when id and secret match, else None (same work either way).
+        A public client has no secret and must send none."""
         client = self._by_id.get(client_id)
+        if client is not None and client.is_public:
+            return None if secret else client
+        if secret is None:
+            secret = ""
         matches = verify_at_cost(client.client_secret if client else DECOY, secret, self._cost)
         return client if client and matches else None

@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from ..errors import Forbidden, Unauthorized
 from .tokens import ACCESS
 
+
+def looks_like_jwt(token):
+    """Three dot-separated parts, the first a JSON header: never one of ours."""
+    return token.startswith("eyJ") and token.count(".") == 2
+
 RECHECK_SECONDS = 0.5
 _RECENT_MAX = 10_000        # principals kept at most (then forgotten all at once)
 
@@ -70,10 +75,13 @@ class Principal:
 
 
 class Gate:
-    def __init__(self, settings, tokens, roles):
+    def __init__(self, settings, tokens, roles, jwt_issuers=None):
         self.realm = settings.realm
         self.tokens = tokens
         self.roles = roles
+        self.available_locales = settings.available_locales
+        # security/jwtissuers.py, when svc.resource-server.jwt.* names issuers
+        self.jwt_issuers = jwt_issuers
         self.authenticated = compile_patterns(settings.authenticated_url_patterns)
         self.anonymous = compile_patterns(settings.anonymous_url_patterns)
         self.anonymous_principal = Principal(None, "anonymous", False, None,
@@ -110,7 +118,8 @@ class Gate:
 
     def _token_principal(self, token):
         """The principal of a live access token, or None."""
-        if len(token) > 512:
+        is_jwt = self.jwt_issuers is not None and looks_like_jwt(token)
+        if len(token) > 512 and not is_jwt:
             return None
         token_hash = self.tokens.hash(token)
         now, changes = time.monotonic(), self.tokens.changes
@@ -118,6 +127,8 @@ class Gate:
         if recent is not None and recent[0] > now - RECHECK_SECONDS and recent[2] == changes \
                 and recent[1] > time.time():
             return recent[3]
+        if is_jwt:
+            return self._jwt_principal(token, token_hash, now, changes)
         info = self.tokens.find_hash(token_hash)
         if info is None or info.kind != ACCESS:
             self._recent.pop(token_hash, None)
@@ -130,11 +141,28 @@ class Gate:
             # Copied into the token at issue time (and kept in step by User.after_save),
             # so a user token costs no extra query.
             locale=who.locale,
-            permissions=self.roles.permissions(who.resource_roles, who.row_level_roles),
+            permissions=self.roles.permissions(who.resource_roles, who.row_level_roles, who.scope),
             token_hash=info.token_hash,
             user_id=who.user_id,
         )
+        self._remember(token_hash, (now, info.expires_at, changes, principal))
+        return principal
+
+    def _remember(self, token_hash, entry):
         if len(self._recent) >= _RECENT_MAX:
             self._recent.clear()
-        self._recent[token_hash] = (now, info.expires_at, changes, principal)
+        self._recent[token_hash] = entry
+
+    def _jwt_principal(self, token, token_hash, now, changes):
+        """The principal of a valid JWT of a configured issuer, or None."""
+        claims = self.jwt_issuers.claims(token)
+        if claims is None:
+            self._recent.pop(token_hash, None)
+            return None
+        resource, row_level = self.roles.split(claims.role_codes)
+        principal = Principal(
+            client_id=claims.client_id, username=claims.username, is_user=True,
+            locale=claims.locale if claims.locale in self.available_locales else None,
+            permissions=self.roles.permissions(resource, row_level), token_hash=token_hash)
+        self._remember(token_hash, (now, claims.expires_at, changes, principal))
         return principal

@@ -29,6 +29,12 @@ is visible only when its owner is, transitively (the lines of a hidden order
 are hidden, and so are their own compositions), besides any filter declared
 on the child itself. ``row_owners`` names the owners whose visibility a
 child's rows depend on; the data layer builds the condition from it once.
+
+A token's scopes (clients registered with ``scopes``) narrow what its roles
+give, never widen it: ``read`` keeps reading (entities, attributes at view,
+queries, reports, file downloads), ``write`` keeps changing (entity create,
+update and delete, attributes at modify, file uploads, service methods,
+which may change data). A token with both keeps all its roles give.
 """
 from dataclasses import dataclass, field
 
@@ -40,6 +46,8 @@ SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabl
 HIDDEN, VIEW, MODIFY = 0, 1, 2
 _LEVELS = {"view": VIEW, "modify": MODIFY}
 API = "API"
+# scope -> the entity operations it keeps (security/roles.py docstring).
+SCOPE_OPERATIONS = {"read": {"read"}, "write": {"create", "update", "delete"}}
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,7 @@ def _operations(value):
 class Permissions:
     """What one combination of roles allows, resolved against the metadata."""
 
-    def __init__(self, metadata, resource_roles, row_level_roles, granted=()):
+    def __init__(self, metadata, resource_roles, row_level_roles, granted=(), scope=None):
         # Every role code the caller holds, also those that grant nothing to REST
         # requests: what user management compares (security/users.py).
         self.granted = frozenset(granted)
@@ -96,6 +104,7 @@ class Permissions:
         self._attributes = {name: {attr: HIDDEN for attr in meta.properties}
                             for name, meta in metadata.entities.items()}
         self._specifics = set()
+        self._withheld = set()      # specifics a token's scopes take away, even from "*"
         self._services = set()
         self._reports = set()
         for role in resource_roles:
@@ -111,6 +120,8 @@ class Permissions:
             self._specifics |= set(role.specifics)
             self._services |= set(role.services)
             self._reports |= set(role.reports)
+        if scope is not None:
+            self._narrow(set(scope.split()))
         # id and version identify a row: visible whenever the row is.
         for name, levels in self._attributes.items():
             if "read" in self._entities[name]:
@@ -132,6 +143,21 @@ class Permissions:
         # What serializers work out once for these permissions (serialize.py).
         self.memo = {}
 
+    def _narrow(self, scopes):
+        kept = set().union(*(SCOPE_OPERATIONS[scope] for scope in scopes if scope in
+                             SCOPE_OPERATIONS))
+        for ops in self._entities.values():
+            ops &= kept
+        if "write" not in scopes:
+            for levels in self._attributes.values():
+                for attr, level in levels.items():
+                    levels[attr] = min(level, VIEW)
+            self._withheld.add("rest.fileUpload.enabled")
+            self._services = set()
+        if "read" not in scopes:
+            self._withheld.add("rest.fileDownload.enabled")
+            self._reports = set()
+
     def can(self, entity_name, operation):
         return operation in self._entities.get(entity_name, ())
 
@@ -143,7 +169,7 @@ class Permissions:
         return self._attributes.get(entity_name, {})
 
     def specific(self, name):
-        return "*" in self._specifics or name in self._specifics
+        return ("*" in self._specifics or name in self._specifics) and name not in self._withheld
 
     def can_call(self, service, method):
         """Whether a service method is granted (patterns ``*``, ``svc.*``, ``svc.method``)."""
@@ -312,14 +338,15 @@ class RoleRegistry:
         return (tuple(c for c in codes if c in self.resource),
                 tuple(c for c in codes if c in self.row_level))
 
-    def permissions(self, resource_codes, row_level_codes=()):
-        """Effective permissions for REST (API-scope) requests; unknown codes grant nothing."""
-        key = (tuple(resource_codes), tuple(row_level_codes))
+    def permissions(self, resource_codes, row_level_codes=(), scope=None):
+        """Effective permissions for REST (API-scope) requests; unknown codes grant
+        nothing; ``scope`` (a token's granted scopes) narrows them."""
+        key = (tuple(resource_codes), tuple(row_level_codes), scope)
         permissions = self._cache.get(key)
         if permissions is None:
             resource = [self.resource[c] for c in resource_codes
                         if c in self.resource and API in self.resource[c].scope]
             row_level = [self.row_level[c] for c in row_level_codes if c in self.row_level]
             permissions = self._cache[key] = Permissions(self.metadata, resource, row_level,
-                                                         granted=key[0] + key[1])
+                                                         granted=key[0] + key[1], scope=scope)
         return permissions

@@ -20,6 +20,10 @@ from ..db import database_proxy
 PURGE_EVERY = 200   # tokens issued by one process between purges of expired ones
 ACCESS = "access"
 REFRESH = "refresh"
+# A public client's refresh token once it has been exchanged for a new one:
+# kept (dead) until it would have expired, so that its reuse is recognised
+# and ends the whole sign-in (the family).
+ROTATED = "rotated"
 
 
 class StoredToken(peewee.Model):
@@ -33,8 +37,13 @@ class StoredToken(peewee.Model):
     locale = peewee.CharField(max_length=32, null=True)
     resource_roles = peewee.TextField(default="")
     row_level_roles = peewee.TextField(default="")
+    # Granted scopes, space-separated; None: the client has no registered
+    # scopes and the roles alone decide.
+    scope = peewee.CharField(max_length=200, null=True)
     # An access token issued along with or from a refresh token names it, so
-    # revoking the refresh token ends the whole sign-in.
+    # revoking the refresh token ends the whole sign-in. The tokens of an
+    # authorization code sign-in name the code's hash (the family): refresh
+    # tokens directly, access tokens directly or through their refresh token.
     parent_hash = peewee.CharField(max_length=64, null=True, index=True)
     issued_at = peewee.BigIntegerField()
     expires_at = peewee.BigIntegerField(index=True)
@@ -53,6 +62,7 @@ class Identity:
     locale: str = None
     resource_roles: tuple = ()
     row_level_roles: tuple = ()
+    scope: str = None             # granted scopes, space-separated; None: no scopes
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ def _split(text):
 _COLUMNS = (StoredToken.token_hash, StoredToken.kind, StoredToken.client_id, StoredToken.username,
             StoredToken.user_id, StoredToken.locale, StoredToken.resource_roles,
             StoredToken.row_level_roles, StoredToken.issued_at, StoredToken.expires_at,
-            StoredToken.parent_hash)
+            StoredToken.parent_hash, StoredToken.scope)
 
 
 _changes = itertools.count(1)
@@ -110,7 +120,7 @@ class TokenStore:
             username=identity.username, locale=identity.locale,
             user_id=user_key(identity.user_id) if identity.user_id else None,
             resource_roles=",".join(identity.resource_roles),
-            row_level_roles=",".join(identity.row_level_roles),
+            row_level_roles=",".join(identity.row_level_roles), scope=identity.scope,
             parent_hash=parent_hash, issued_at=now, expires_at=now + ttl,
         ).execute()
         self._issued += 1
@@ -119,7 +129,13 @@ class TokenStore:
         return token
 
     def find(self, token):
-        """The live token's record of either kind, or None (unknown, expired, revoked)."""
+        """The live token's record of either kind, or None (unknown, expired,
+        revoked, rotated)."""
+        info = self.find_any(token)
+        return None if info is None or info.kind == ROTATED else info
+
+    def find_any(self, token):
+        """``find``, rotated refresh tokens included."""
         if not token or len(token) > 512:
             return None
         return self.find_hash(self.hash(token))
@@ -133,10 +149,11 @@ class TokenStore:
         if row is None:
             return None
         (token_hash, kind, client_id, username, user_id, locale, roles, row_roles,
-         issued_at, expires_at, parent_hash) = row
+         issued_at, expires_at, parent_hash, scope) = row
         if expires_at <= time.time():
             return None
-        identity = Identity(client_id, username, user_id, locale, _split(roles), _split(row_roles))
+        identity = Identity(client_id, username, user_id, locale, _split(roles), _split(row_roles),
+                            scope)
         return TokenInfo(token_hash, kind, identity, issued_at, expires_at, parent_hash)
 
     def lookup(self, token, kind=ACCESS):
@@ -145,12 +162,35 @@ class TokenStore:
         return info if info is not None and info.kind == kind else None
 
     def revoke(self, info):
-        """Delete a token; a refresh token takes its access tokens with it."""
+        """Delete a token; a refresh token takes its access tokens with it, and
+        one of an authorization code sign-in the whole family (sign-out)."""
+        if info.kind == REFRESH and info.parent_hash:
+            return self.revoke_family(info.parent_hash)
         condition = StoredToken.token_hash == info.token_hash
         if info.kind == REFRESH:
             condition |= StoredToken.parent_hash == info.token_hash
         TokenStore._changed()
         return StoredToken.delete().where(condition).execute()
+
+    @staticmethod
+    def revoke_family(family_hash):
+        """Every token of one authorization code sign-in, rotated ones included."""
+        with database_proxy.atomic():
+            refresh = [row.token_hash for row in StoredToken.select(StoredToken.token_hash)
+                       .where(StoredToken.parent_hash == family_hash)]
+            condition = StoredToken.parent_hash == family_hash
+            if refresh:
+                condition |= StoredToken.parent_hash.in_(refresh)
+            TokenStore._changed()
+            return StoredToken.delete().where(condition).execute()
+
+    @staticmethod
+    def rotate(info):
+        """Mark a refresh token as exchanged. False when it already was (two
+        requests raced with one token): the caller treats that as reuse."""
+        TokenStore._changed()
+        return StoredToken.update(kind=ROTATED).where(
+            StoredToken.token_hash == info.token_hash, StoredToken.kind == REFRESH).execute() == 1
 
     @staticmethod
     def revoke_user(user_id):

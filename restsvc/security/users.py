@@ -149,10 +149,11 @@ class Users:
             return None
         return user
 
-    def identity(self, user, client_id):
+    def identity(self, user, client_id, scope=None):
         """What the tokens of this user's sign-in through this client carry."""
         resource, row_level = self.roles.split(user.role_codes)
-        return Identity(client_id, user.username, str(user.id), user.locale, resource, row_level)
+        return Identity(client_id, user.username, str(user.id), user.locale, resource, row_level,
+                        scope)
 
     def info(self, user_id):
         """``userInfo`` attributes: every plain attribute of the user, secrets excluded."""
