@@ -124,7 +124,12 @@ def leading_index_fields(model):
 
 
 def lowered_index_sql(database, model, field):
-    """(name, CREATE INDEX statement) of the lower-cased index of one field."""
+    """(name, CREATE INDEX statement) of the lower-cased index of one field
+    (part of the declared schema, ``restsvc/schema/declared.py``).
+
+    On SQLite that index holds ``unicode_lower``: a connection that writes such
+    a column must have the function registered (restsvc's always do; a plain
+    ``sqlite3`` shell can read those tables, but not change those columns)."""
     table, column = model._meta.table_name, field.column_name
     name = f"{table}_{column}_lower"[:63]
     def quote(identifier):

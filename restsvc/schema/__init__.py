@@ -66,7 +66,7 @@ def check(database, models, lowered=()):
 def _judge(differences, steps):
     for difference in differences:
         if difference.severity == WARNING:
-            log.warning("schema: %s (restsvc migrate adds it)", difference)
+            log.warning("schema: %s (restsvc migrate fixes it)", difference)
     breaking = [d for d in differences if d.severity == BREAKS]
     if not breaking:
         return
