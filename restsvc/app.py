@@ -4,7 +4,7 @@ import logging
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
 
-from . import db
+from . import db, schema
 from .api import all_rules, oauth, signin
 from .api.docs import documents
 from .application import import_application
@@ -48,7 +48,7 @@ _UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
 
 
 class RestApp:
-    def __init__(self, settings, application=None):
+    def __init__(self, settings, application=None, check_schema=True):
         self.settings = settings
         self.application = application or import_application(settings.application)
         try:
@@ -93,6 +93,8 @@ class RestApp:
         self.documents = documents(self, queries)
         if settings.init_schema:
             self.init_schema(demo_data=settings.demo_data)
+        elif check_schema:
+            self.check_schema()
 
     def _jwt_issuers(self):
         """Resource-server mode for JWTs of configured identity providers, or None."""
@@ -148,14 +150,28 @@ class RestApp:
         return BUILT_IN_MODELS + BUILT_IN_ENTITIES + tuple(self.application.entities)
 
     def init_schema(self, demo_data=False):
-        """Create missing tables (idempotent); fill an empty database with demo data.
-        Concurrent workers starting together serialize on a lock."""
+        """Apply what ``restsvc migrate`` would without asking (a new database:
+        all of it), then the start-up check; fill an empty database with demo
+        data. Concurrent workers starting together serialize on a lock."""
         try:
-            with db.exclusive_setup(self.database):
-                db.create_schema(self.database, self.models,
-                                 self.metadata.indexed_text_fields())
-                if demo_data and self.application.load_demo_data:
+            schema.prepare(self.database, self.models, self.metadata.indexed_text_fields())
+            if demo_data and self.application.load_demo_data:
+                with db.exclusive_setup(self.database):
                     self.application.load_demo_data(self.database)
+        finally:
+            if not self.database.is_closed():
+                self.database.close()
+
+    def check_schema(self):
+        """Refuse a database that does not match the model (``schema.SchemaMismatch``)."""
+        try:
+            schema.check(self.database, self.models, self.metadata.indexed_text_fields())
+        except Exception as exc:
+            if not db.is_unavailable(exc, self.database):
+                raise
+            # Started while the database is down: readiness says so; the
+            # schema is checked by the next start (or `restsvc migrate --status`).
+            log.warning("schema not checked: the database does not answer (%s)", exc)
         finally:
             if not self.database.is_closed():
                 self.database.close()

@@ -1,4 +1,4 @@
-"""``restsvc serve | initdb | demo-data | routes | hash-secret | user``."""
+"""``restsvc serve | initdb | demo-data | migrate | routes | hash-secret | user``."""
 import argparse
 import getpass
 import sys
@@ -11,13 +11,13 @@ class CommandError(Exception):
     """A command that cannot do what was asked; the message says why."""
 
 
-def _app(args, init_schema=None):
+def _app(args, init_schema=None, check_schema=True):
     from .app import RestApp
     settings = load_settings(args.config)
     if init_schema is not None:
         from dataclasses import replace
         settings = replace(settings, init_schema=init_schema)
-    return RestApp(settings)
+    return RestApp(settings, check_schema=check_schema)
 
 
 def serve(args):
@@ -54,15 +54,25 @@ def serve(args):
 
 
 def initdb(args):
-    app = _app(args, init_schema=False)
+    app = _app(args, init_schema=False, check_schema=False)
     app.init_schema(demo_data=False)
     print(f"schema ready: {app.settings.database_url}")
 
 
 def demo_data(args):
-    app = _app(args, init_schema=False)
+    app = _app(args, init_schema=False, check_schema=False)
     app.init_schema(demo_data=True)
     print("demo data ready")
+
+
+def migrate_command(args):
+    from .schema import command
+    if args.lock_timeout < 0:
+        raise CommandError("migrate: --lock-timeout must not be negative")
+    try:
+        return command.run(_app(args, init_schema=False, check_schema=False), args, print)
+    except command.CommandFailed as exc:
+        raise CommandError(str(exc)) from None
 
 
 def routes(args):
@@ -153,6 +163,18 @@ def main(argv=None):
     commands.add_parser("initdb", help="create missing tables").set_defaults(run=initdb)
     commands.add_parser("demo-data", help="create tables and load the demo data if empty") \
         .set_defaults(run=demo_data)
+    p = commands.add_parser("migrate", help="bring the database to the model (README "
+                                            "\"Changing the model\")")
+    p.add_argument("--plan", action="store_true", help="print the steps and their SQL; "
+                                                      "change nothing")
+    p.add_argument("--status", action="store_true", help="applied migrations, pending steps")
+    p.add_argument("--allow-destructive", action="store_true",
+                   help="also drop, narrow, make required, change foreign keys")
+    p.add_argument("--lock-timeout", type=float, default=30, metavar="SECONDS",
+                   help="wait at most this long for the database's locks (default: 30)")
+    p.add_argument("--no-backup", action="store_true",
+                   help="SQLite: no backup copy before a table rebuild")
+    p.set_defaults(run=migrate_command)
     commands.add_parser("routes", help="print the URL table").set_defaults(run=routes)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
@@ -179,8 +201,12 @@ def main(argv=None):
     p.set_defaults(run=user_command)
 
     args = parser.parse_args(argv)
+    from .schema import MigrationError, SchemaMismatch
     try:
-        args.run(args)
+        code = args.run(args)
+    except (SchemaMismatch, MigrationError) as exc:
+        print(f"restsvc: {exc}", file=sys.stderr)
+        return 1
     except SettingsError as exc:
         print(f"restsvc: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -190,7 +216,7 @@ def main(argv=None):
     except CommandError as exc:
         print(f"restsvc: {exc}", file=sys.stderr)
         return 1
-    return 0
+    return code or 0
 
 
 if __name__ == "__main__":

@@ -110,20 +110,6 @@ def lower(database, column):
     return peewee.fn.unicode_lower(column) if is_sqlite(database) else peewee.fn.LOWER(column)
 
 
-def create_schema(database, models, lowered=()):
-    """Missing tables and indexes: those the models declare (``index=True``,
-    ``unique=True``, ``Meta.indexes``; foreign keys are indexed by default) and
-    one on the lower-cased value of each ``(model, field)`` in ``lowered`` for
-    the case-insensitive operators. Idempotent.
-
-    On SQLite that index holds ``unicode_lower``: a connection that writes such
-    a column must have the function registered (restsvc's always do; a plain
-    ``sqlite3`` shell can read those tables, but not change those columns)."""
-    database.create_tables(models, safe=True)
-    for model, field in lowered:
-        database.execute_sql(_lower_index_sql(database, model, field))
-
-
 def leading_index_fields(model):
     """The columns that lead an index: ``index=True``, ``unique=True`` or the
     first column of a ``Meta.indexes`` entry."""
@@ -137,7 +123,13 @@ def leading_index_fields(model):
     return list({id(field): field for field in leading}.values())   # Field == is SQL
 
 
-def _lower_index_sql(database, model, field):
+def lowered_index_sql(database, model, field):
+    """(name, CREATE INDEX statement) of the lower-cased index of one field
+    (part of the declared schema, ``restsvc/schema/declared.py``).
+
+    On SQLite that index holds ``unicode_lower``: a connection that writes such
+    a column must have the function registered (restsvc's always do; a plain
+    ``sqlite3`` shell can read those tables, but not change those columns)."""
     table, column = model._meta.table_name, field.column_name
     name = f"{table}_{column}_lower"[:63]
     def quote(identifier):
@@ -146,7 +138,7 @@ def _lower_index_sql(database, model, field):
         expression = f"unicode_lower({quote(column)})"
     else:   # text_pattern_ops: LIKE 'prefix%' can use it whatever the collation
         expression = f"lower({quote(column)}) text_pattern_ops"
-    return f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} ({expression})"
+    return name, f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} ({expression})"
 
 
 def is_sqlite(database):

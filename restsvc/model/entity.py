@@ -58,10 +58,11 @@ class EntityDeclaration:
     fetch_plans: tuple
     validators: tuple = field(default=())
     secret: tuple = field(default=())
+    renames: dict = field(default_factory=dict)
 
 
 def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_plans=(),
-           validators=(), secret=()):
+           validators=(), secret=(), renames=None):
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -75,6 +76,8 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
     validators     callables ``validator(instance) -> [(path, message), ...]``
     secret         attributes that are stored but never shown: not in metadata,
                    fetch plans, responses or filters (e.g. a password hash)
+    renames        {"newName": "oldName"}: attributes renamed since the database
+                   was made; ``restsvc migrate`` renames the column, keeping its values
 
     A model may define ``after_save(self, created)`` and ``after_delete(self)``;
     the data manager calls them inside the transaction of every REST change.
@@ -96,6 +99,7 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
             fetch_plans=tuple(fetch_plans),
             validators=tuple(validators),
             secret=tuple(secret),
+            renames=dict(renames or {}),
         )
         return model
     return declare

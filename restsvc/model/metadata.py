@@ -161,7 +161,7 @@ class Metadata:
     def indexed_text_fields(self):
         """(model, field) of each indexed string attribute: the columns whose
         lower-cased values get an index of their own for the case-insensitive
-        filter operators (``db.create_schema``)."""
+        filter operators (``db.lowered_index_sql``)."""
         found = []
         for meta in self.entities.values():
             leading = {id(field) for field in leading_index_fields(meta.model)}

@@ -1,0 +1,118 @@
+"""Schema evolution: the declared model is the truth, the database follows it.
+
+    inspect.py   what a live database holds
+    declared.py  what the model declares, and the SQL that creates it
+    compare.py   the differences, and which of them break a running service
+    plan.py      differences -> ordered steps with their SQL
+    apply.py     running steps under a lock, in one transaction
+    history.py   the restsvc_migration table
+
+``check`` is the start-up check, ``prepare`` what ``svc.datasource.init-schema``
+does, ``migrate`` the ``restsvc migrate`` command's core.
+"""
+import datetime
+import logging
+from dataclasses import dataclass
+
+from ..db import is_sqlite
+from . import history
+from .apply import MigrationError, apply_steps, backup_sqlite, migration_lock
+from .compare import BREAKS, WARNING, compare
+from .declared import declared_schema
+from .inspect import inspect_database
+from .plan import plan
+
+log = logging.getLogger("restsvc")
+DEFAULT_LOCK_TIMEOUT = 30
+
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "MigrationError", "SchemaMismatch", "check", "migrate",
+           "prepare", "status"]
+
+
+class SchemaMismatch(Exception):
+    """The database does not match the model in a way requests would trip over."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    steps: tuple              # the plan (applied, or pending)
+    applied: bool = False
+    backup: str = None        # the SQLite backup written first, if any
+
+    @property
+    def destructive(self):
+        return [step for step in self.steps if step.destructive]
+
+    @property
+    def blocked(self):
+        return [step for step in self.steps if step.blocked]
+
+
+def survey(database, models, lowered=()):
+    """(differences, steps) of the database against the models and restsvc's own tables."""
+    declared = declared_schema(database, tuple(models) + (history.MigrationRecord,), lowered)
+    actual = inspect_database(database)
+    differences = compare(database, declared, actual)
+    return differences, plan(database, declared, actual, differences)
+
+
+def check(database, models, lowered=()):
+    """The start-up check: raises SchemaMismatch naming each difference that
+    breaks requests and the command that fixes it; logs the warnings."""
+    differences, steps = survey(database, models, lowered)
+    _judge(differences, steps)
+
+
+def _judge(differences, steps):
+    for difference in differences:
+        if difference.severity == WARNING:
+            log.warning("schema: %s (restsvc migrate fixes it)", difference)
+    breaking = [d for d in differences if d.severity == BREAKS]
+    if not breaking:
+        return
+    command = "restsvc migrate" + (" --allow-destructive" if any(
+        step.destructive for step in steps) else "")
+    lines = "\n".join(f"  - {d}" for d in breaking)
+    raise SchemaMismatch(f"the database does not match the model:\n{lines}\n"
+                         f"run `{command}` to bring it up to date "
+                         f"(`restsvc migrate --plan` shows the steps first)")
+
+
+def prepare(database, models, lowered=(), lock_timeout=DEFAULT_LOCK_TIMEOUT):
+    """``init-schema``: under the lock, apply what plain ``migrate`` would
+    (creating a new database in one step), never a destructive or blocked step;
+    then the start-up check."""
+    with migration_lock(database, lock_timeout):
+        differences, steps = survey(database, models, lowered)
+        ready = [step for step in steps if not step.destructive and not step.blocked]
+        if ready:
+            apply_steps(database, ready, _name("init-schema"))
+            differences, steps = survey(database, models, lowered)
+    _judge(differences, steps)
+
+
+def migrate(database, models, lowered=(), apply=True, allow_destructive=False, backup=True,
+            lock_timeout=DEFAULT_LOCK_TIMEOUT):
+    """The plan, applied when ``apply`` and nothing blocks it (all of it, or
+    nothing: destructive steps without ``allow_destructive`` hold back the rest)."""
+    if not apply:
+        return Outcome(tuple(survey(database, models, lowered)[1]))
+    with migration_lock(database, lock_timeout):
+        outcome = Outcome(tuple(survey(database, models, lowered)[1]))
+        if not outcome.steps or outcome.blocked or (outcome.destructive and not allow_destructive):
+            return outcome
+        written = None
+        if backup and is_sqlite(database) and any(step.rebuild for step in outcome.steps):
+            written = backup_sqlite(database)
+        apply_steps(database, outcome.steps, _name("migrate"), written)
+    return Outcome(outcome.steps, applied=True, backup=written)
+
+
+def status(database, models, lowered=()):
+    """(applied MigrationRecords, pending steps)."""
+    return history.applied(database), survey(database, models, lowered)[1]
+
+
+def _name(kind):
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{kind}"

@@ -1,0 +1,139 @@
+"""What the model declares, in the shape ``inspect.py`` reads from a database,
+and the SQL that creates it.
+
+A table's definition is peewee's (columns, primary key, foreign keys), plus a
+database-level DEFAULT for each NOT NULL column with a constant default: an
+instance that does not know the column yet can still insert rows (expand and
+contract, README "Changing the model"). The indexes are the declared ones and
+the derived lower-case ones (``db.lowered_index_sql``).
+"""
+import datetime
+import decimal
+from dataclasses import dataclass
+
+import peewee
+
+from ..db import is_sqlite, lowered_index_sql
+from .inspect import Column, ForeignKey, Index, Table, normalize_type
+
+
+@dataclass(frozen=True)
+class DeclaredTable:
+    table: Table            # columns, indexes (name -> Index with its CREATE sql), foreign keys
+    model: type
+    renames: dict           # new column -> old column, declared with @entity(renames=...)
+
+
+def declared_schema(database, models, lowered=()):
+    """{table name: DeclaredTable} of the models, in the order given."""
+    by_model = {}
+    for model, field in lowered:
+        by_model.setdefault(model, []).append(field)
+    schema = {}
+    for model in models:
+        table = Table(model._meta.table_name)
+        for field in model._meta.sorted_fields:
+            table.columns[field.column_name] = Column(
+                field.column_name, normalize_type(datatype_sql(database, field)), field.null,
+                default_literal(database, field))
+            if isinstance(field, peewee.ForeignKeyField):
+                table.foreign_keys[field.column_name] = ForeignKey(
+                    field.column_name, field.rel_model._meta.table_name, field.rel_field.column_name)
+        for index in model._meta.fields_to_index():
+            sql = render(database, model._schema._create_index(index, safe=False))
+            table.indexes[index._name] = Index(index._name, bool(index._unique), sql)
+        for field in by_model.get(model, ()):
+            name, sql = lowered_index_sql(database, model, field)
+            table.indexes[name] = Index(name, False, sql)
+        schema[table.name] = DeclaredTable(table, model, _renamed_columns(model))
+    return schema
+
+
+def _renamed_columns(model):
+    declared = getattr(model.__dict__.get("_entity"), "renames", None) or {}
+    renames = {}
+    for new, old in declared.items():
+        field = model._meta.fields.get(new)
+        if field is None:
+            continue
+        column = field.column_name
+        renames[column] = old + column[len(new):] if column.startswith(new) else old
+    return renames
+
+
+def render(database, node):
+    """A peewee node (or a built context) -> SQL text, parameters written in as literals."""
+    context = node if isinstance(node, peewee.Context) else _context(database).sql(node)
+    sql, params = context.query()
+    if params:
+        sql = sql.replace(database.param, "%s") % tuple(_literal(database, v) for v in params)
+    return sql
+
+
+def _context(database):
+    return database.get_sql_context(scope=peewee.SCOPE_VALUES)    # as peewee's own DDL
+
+
+def create_table_sql(database, model, name=None):
+    """``CREATE TABLE`` of the model (under ``name`` for a rebuild's new table)."""
+    context = _context(database)
+    columns, constraints = [], []
+    for field in model._meta.sorted_fields:
+        parts = [field.ddl(context)]
+        default = default_literal(database, field)
+        if default is not None:
+            parts.append(peewee.SQL(f"DEFAULT {default}"))
+        columns.append(peewee.NodeList(parts))
+        if isinstance(field, peewee.ForeignKeyField) and not field.deferred:
+            constraints.append(field.foreign_key_constraint())
+    meta = model._meta
+    if meta.composite_key:
+        constraints.insert(0, peewee.NodeList((peewee.SQL("PRIMARY KEY"), peewee.EnclosedNodeList(
+            [meta.fields[name].column for name in meta.primary_key.field_names]))))
+    constraints.extend(meta.constraints or ())
+    table = peewee.Entity(name or meta.table_name)
+    return render(database, peewee.NodeList((
+        peewee.SQL("CREATE TABLE"), table, peewee.EnclosedNodeList(columns + constraints))))
+
+
+def datatype_sql(database, field):
+    return render(database, field.ddl_datatype(_context(database)))
+
+
+def foreign_key_sql(database, field):
+    return render(database, field.foreign_key_constraint(explicit_name=True))
+
+
+def column_sql(database, field):
+    """A column's definition for ``ALTER TABLE ... ADD COLUMN``."""
+    context = _context(database)
+    parts = [field.ddl(context)]
+    default = default_literal(database, field)
+    if default is not None:
+        parts.append(peewee.SQL(f"DEFAULT {default}"))
+    if isinstance(field, peewee.ForeignKeyField):
+        parts += [peewee.SQL("REFERENCES"), field.rel_model,
+                  peewee.EnclosedNodeList((field.rel_field,))]
+        if field.on_delete:
+            parts.append(peewee.SQL(f"ON DELETE {field.on_delete}"))
+    return render(database, peewee.NodeList(parts))
+
+
+def default_literal(database, field):
+    """The SQL literal of a NOT NULL field's constant default, else None
+    (a callable default is the application's, computed per row)."""
+    if field.null or field.default is None or callable(field.default) or field.primary_key:
+        return None
+    return _literal(database, field.db_value(field.default))
+
+
+def _literal(database, value):
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return ("1" if value else "0") if is_sqlite(database) else ("TRUE" if value else "FALSE")
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        value = value.isoformat(" ") if isinstance(value, datetime.datetime) else value.isoformat()
+    return "'" + str(value).replace("'", "''") + "'"

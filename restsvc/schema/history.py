@@ -1,0 +1,47 @@
+"""The ``restsvc_migration`` table: each applied migration, when, by which
+restsvc version, with the checksum of its SQL."""
+import datetime
+import hashlib
+from importlib import metadata
+
+import peewee
+
+from ..db import database_proxy
+
+
+class MigrationRecord(peewee.Model):
+    name = peewee.CharField(max_length=200)
+    applied_at = peewee.DateTimeField()
+    restsvc_version = peewee.CharField(max_length=50)
+    checksum = peewee.CharField(max_length=64)
+    steps = peewee.TextField()          # the SQL that ran
+
+    class Meta:
+        database = database_proxy
+        table_name = "restsvc_migration"
+
+
+def restsvc_version():
+    try:
+        return metadata.version("restsvc")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def checksum(sql_text):
+    return hashlib.sha256(sql_text.encode("utf-8")).hexdigest()
+
+
+def record(name, sql_text, now=None):
+    """Written in the migration's own transaction: it exists only if the steps do."""
+    MigrationRecord.insert(
+        name=name, applied_at=now or datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None, microsecond=0),
+        restsvc_version=restsvc_version(), checksum=checksum(sql_text), steps=sql_text).execute()
+
+
+def applied(database):
+    """[MigrationRecord] in the order applied; none before the first migration."""
+    if not database.table_exists(MigrationRecord._meta.table_name):
+        return []
+    return list(MigrationRecord.select().order_by(MigrationRecord.id))

@@ -1,0 +1,124 @@
+"""What a live database holds: tables, columns, indexes and foreign keys.
+
+One inspection reads the whole schema in a handful of queries (per table on
+SQLite, per catalog on PostgreSQL), so a start-up check stays cheap. Types are
+kept in a normalized spelling that ``declared.py`` produces for the model too.
+"""
+import re
+from dataclasses import dataclass, field
+
+from ..db import is_sqlite
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str               # normalized, e.g. "varchar(200)", "integer"
+    null: bool
+    default: str = None     # the database's default expression, if any
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    unique: bool
+    sql: str                # the definition, to tell which columns it covers
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    column: str
+    table: str
+    to_column: str
+    name: str = None        # the constraint name (PostgreSQL)
+
+
+@dataclass
+class Table:
+    name: str
+    columns: dict = field(default_factory=dict)       # name -> Column, in table order
+    indexes: dict = field(default_factory=dict)       # name -> Index
+    foreign_keys: dict = field(default_factory=dict)  # column -> ForeignKey
+
+
+# PostgreSQL's catalog names -> the spelling peewee declares (lower case).
+_PG_ALIASES = {"character varying": "varchar", "timestamp without time zone": "timestamp",
+               "time without time zone": "time", "int": "integer", "int4": "integer",
+               "int8": "bigint", "decimal": "numeric", "serial": "integer",
+               "bigserial": "bigint", "bool": "boolean", "float8": "double precision",
+               "float4": "real", "character": "char"}
+
+
+def normalize_type(text):
+    """``VARCHAR(200)``, ``character varying(200)`` -> ``varchar(200)``."""
+    text = re.sub(r"\s*,\s*", ",", re.sub(r"\s+", " ", (text or "").strip().lower()))
+    base, paren, rest = text.partition("(")
+    base = _PG_ALIASES.get(base.strip(), base.strip())
+    return f"{base}({rest}" if paren else base
+
+
+def inspect_database(database):
+    """{table name: Table} of the tables the connection's schema holds."""
+    return _inspect_sqlite(database) if is_sqlite(database) else _inspect_postgres(database)
+
+
+def _inspect_sqlite(database):
+    tables = {}
+    names = [row[0] for row in database.execute_sql(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name")]
+    for name in names:
+        table = tables[name] = Table(name)
+        quoted = name.replace('"', '""')
+        for _, column, type_, notnull, default, _pk in database.execute_sql(
+                f'PRAGMA table_info("{quoted}")'):
+            table.columns[column] = Column(column, normalize_type(type_), not notnull, default)
+        for index, sql in database.execute_sql(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+                "AND sql IS NOT NULL ORDER BY name", (name,)):
+            table.indexes[index] = Index(index, sql.upper().startswith("CREATE UNIQUE"), sql)
+        for row in database.execute_sql(f'PRAGMA foreign_key_list("{quoted}")'):
+            table.foreign_keys[row[3]] = ForeignKey(row[3], row[2], row[4])
+    return tables
+
+
+def _inspect_postgres(database):
+    tables = {name: Table(name) for (name,) in database.execute_sql(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")}
+    for table, column, type_, notnull, default in database.execute_sql(
+            "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
+            "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+            "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND a.attnum > 0 "
+            "AND NOT a.attisdropped ORDER BY c.relname, a.attnum"):
+        if table in tables:
+            tables[table].columns[column] = Column(column, normalize_type(type_), not notnull,
+                                                   default)
+    for table, index, unique, sql in database.execute_sql(
+            "SELECT t.relname, i.relname, x.indisunique, pg_get_indexdef(x.indexrelid) "
+            "FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+            "JOIN pg_class t ON t.oid = x.indrelid "
+            "JOIN pg_namespace n ON n.oid = t.relnamespace "
+            "WHERE n.nspname = current_schema() AND NOT x.indisprimary ORDER BY i.relname"):
+        if table in tables:
+            tables[table].indexes[index] = Index(index, unique, sql)
+    for table, name, column, target, to_column in database.execute_sql(
+            "SELECT c.relname, k.conname, a.attname, r.relname, ra.attname "
+            "FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_class r ON r.oid = k.confrelid "
+            "JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1] "
+            "JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1] "
+            "WHERE k.contype = 'f' AND n.nspname = current_schema() ORDER BY k.conname"):
+        if table in tables:
+            tables[table].foreign_keys[column] = ForeignKey(column, target, to_column, name)
+    return tables
+
+
+def index_covers(index, column):
+    """Whether an index's definition names ``column`` (plain or quoted)."""
+    target = index.sql.split(" ON ", 1)[-1]
+    target = target[target.find("("):]
+    return re.search(rf'(?<!\w){re.escape(column)}(?!\w)', target) is not None

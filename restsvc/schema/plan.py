@@ -1,0 +1,189 @@
+"""Differences -> ordered steps, each with its exact SQL. Deterministic: the
+same model and database give the same plan.
+
+Additive steps (new tables, columns, indexes, a widened type, a declared
+rename, a relaxed NOT NULL) apply without asking. Destructive ones (dropping,
+narrowing, making a column required, a changed foreign key, dropping an index)
+need ``--allow-destructive``. A step that cannot run on the data as it is
+(``blocked``) says why. SQLite does what ``ALTER TABLE`` cannot by rebuilding
+the table: new table, copy, drop, rename, indexes.
+"""
+from dataclasses import dataclass
+
+import peewee
+
+from ..db import is_sqlite
+from .declared import column_sql, create_table_sql, datatype_sql, foreign_key_sql
+from .inspect import index_covers
+
+
+@dataclass(frozen=True)
+class Step:
+    description: str
+    sql: tuple
+    destructive: bool = False
+    blocked: str = None       # why it cannot run on the rows as they are
+    rebuild: bool = False     # a SQLite table rebuild
+
+    def text(self):
+        flags = " [destructive]" if self.destructive else ""
+        flags += f" [blocked: {self.blocked}]" if self.blocked else ""
+        return "\n".join([f"-- {self.description}{flags}"] + [f"{sql};" for sql in self.sql])
+
+
+def plan(database, declared, actual, differences):
+    """[Step] that bring the database to the declared schema."""
+    by_table = {}
+    for difference in differences:
+        by_table.setdefault(difference.table, []).append(difference)
+    steps = []
+    new = [d.model for name, d in declared.items() if name not in actual]
+    for model in peewee.sort_models(new):
+        wanted = declared[model._meta.table_name]
+        steps.append(Step(f"create table {wanted.table.name}", (create_table_sql(
+            database, model),) + tuple(index.sql for index in wanted.table.indexes.values())))
+    for name, wanted in declared.items():
+        if name in actual and by_table.get(name):
+            steps += _table_steps(database, wanted, actual[name], by_table[name])
+    for name in sorted(set(actual) - set(declared)):
+        steps.append(Step(f"drop table {name} ({_count(database, name)} rows)",
+                          (f"DROP TABLE {_q(name)}",), destructive=True))
+    return steps
+
+
+def _table_steps(database, wanted, table, differences):
+    kinds = {d.kind for d in differences if d.column}
+    rebuild_kinds = {"wider_type", "narrower_type", "changed_type", "nullable", "required",
+                     "foreign_key", "extra_column"}
+    if is_sqlite(database) and kinds & rebuild_kinds:
+        return [_rebuild(database, wanted, table, differences)] + _index_steps(
+            wanted, table, differences, rebuilt=True)
+    steps = []
+    name, model = wanted.table.name, wanted.model
+    fields = {field.column_name: field for field in model._meta.sorted_fields}
+    for d in differences:
+        column = d.column
+        if d.kind == "renamed_column":
+            old = wanted.renames[column]
+            drops = tuple(f"DROP INDEX {_q(index.name)}" for index in table.indexes.values()
+                          if index.name not in wanted.table.indexes and index_covers(index, old))
+            steps.append(Step(_describe(d, wanted), drops + (
+                f"ALTER TABLE {_q(name)} RENAME COLUMN {_q(old)} TO {_q(column)}",)))
+        elif d.kind == "missing_column":
+            steps.append(Step(_describe(d, wanted), (
+                f"ALTER TABLE {_q(name)} ADD COLUMN {column_sql(database, fields[column])}",),
+                blocked=_needs_default(database, wanted, table, column)))
+        elif d.kind in ("narrower_type", "wider_type", "changed_type"):
+            want = datatype_sql(database, fields[column])
+            steps.append(Step(_describe(d, wanted), (f"ALTER TABLE {_q(name)} ALTER COLUMN {_q(column)} TYPE {want} "
+                 f"USING {_q(column)}::{want}",), destructive=d.kind != "narrower_type"))
+        elif d.kind == "nullable":
+            steps.append(Step(_describe(d, wanted), (
+                f"ALTER TABLE {_q(name)} ALTER COLUMN {_q(column)} DROP NOT NULL",)))
+        elif d.kind == "required":
+            steps.append(Step(_describe(d, wanted), (
+                f"ALTER TABLE {_q(name)} ALTER COLUMN {_q(column)} SET NOT NULL",),
+                destructive=True, blocked=_nulls(database, name, column)))
+        elif d.kind == "extra_column":
+            steps.append(Step(f"{_describe(d, wanted)} (its values in "
+                              f"{_count(database, name)} rows are lost)", (f"ALTER TABLE {_q(name)} DROP COLUMN {_q(column)}",),
+                              destructive=True))
+        elif d.kind == "foreign_key":
+            steps.append(_foreign_key_step(database, fields[column], table))
+    return steps + _index_steps(wanted, table, differences)
+
+
+def _foreign_key_step(database, field, table):
+    name, have = table.name, table.foreign_keys.get(field.column_name)
+    sql = (f"ALTER TABLE {_q(name)} DROP CONSTRAINT {_q(have.name)}",) if have else ()
+    if isinstance(field, peewee.ForeignKeyField):
+        sql += (f"ALTER TABLE {_q(name)} ADD " + foreign_key_sql(database, field),)
+    return Step(f"change the foreign key of {name}.{field.column_name}", sql, destructive=True)
+
+
+def _index_steps(wanted, table, differences, rebuilt=False):
+    steps = []
+    for d in differences:
+        index = d.detail.split()[1] if d.kind.endswith("_index") else None
+        if d.kind == "missing_index" and not rebuilt:
+            steps.append(Step(f"create index {index}", (wanted.table.indexes[index].sql,)))
+        elif d.kind == "changed_index" and not rebuilt:
+            steps.append(Step(f"recreate index {index}", (
+                f"DROP INDEX {_q(index)}", wanted.table.indexes[index].sql)))
+        elif d.kind == "extra_index" and not rebuilt and not _goes_with_rename(wanted, table,
+                                                                              index):
+            steps.append(Step(f"drop index {index} (no data is lost)",
+                              (f"DROP INDEX {_q(index)}",), destructive=True))
+    return steps
+
+
+def _goes_with_rename(wanted, table, index):
+    return any(index_covers(table.indexes[index], old) for old in wanted.renames.values())
+
+
+def _rebuild(database, wanted, table, differences):
+    """SQLite's table rebuild (https://sqlite.org/lang_altertable.html#otheralter)."""
+    name, model = wanted.table.name, wanted.model
+    new = f"{name}__rebuild"
+    targets, sources, blocked = [], [], []
+    for field in model._meta.sorted_fields:
+        column = field.column_name
+        source = column if column in table.columns else wanted.renames.get(column)
+        if source in table.columns:
+            targets.append(_q(column))
+            sources.append(_q(source))
+        else:
+            blocked.append(_needs_default(database, wanted, table, column))
+    blocked += [_nulls(database, name, d.column) for d in differences if d.kind == "required"]
+    destructive = [d for d in differences if d.column and d.kind not in (
+        "renamed_column", "missing_column", "narrower_type", "nullable")]
+    what = "; ".join(_describe(d, wanted) for d in differences if d.column)
+    sql = (create_table_sql(database, model, new),
+           f"INSERT INTO {_q(new)} ({', '.join(targets)}) SELECT {', '.join(sources)} "
+           f"FROM {_q(name)}",
+           f"DROP TABLE {_q(name)}",
+           f"ALTER TABLE {_q(new)} RENAME TO {_q(name)}") + tuple(
+               index.sql for index in wanted.table.indexes.values())
+    return Step(f"rebuild table {name} ({_count(database, name)} rows): {what}", sql,
+                destructive=bool(destructive), blocked="; ".join(b for b in blocked if b) or None,
+                rebuild=True)
+
+
+_VERBS = {"missing_column": "add column", "narrower_type": "widen column",
+          "wider_type": "narrow column", "changed_type": "change the type of column",
+          "nullable": "make optional column", "required": "make required column",
+          "extra_column": "drop column", "foreign_key": "change the foreign key of"}
+
+
+def _describe(difference, wanted):
+    where = f"{difference.table}.{difference.column}"
+    if difference.kind == "renamed_column":
+        return (f"rename column {difference.table}.{wanted.renames[difference.column]} "
+                f"to {difference.column}")
+    if difference.kind.endswith("_type"):
+        return f"{_VERBS[difference.kind]} {where} ({difference.detail})"
+    return f"{_VERBS[difference.kind]} {where}"
+
+
+def _needs_default(database, wanted, table, column):
+    field = wanted.model._meta.columns[column]
+    if field.null or wanted.table.columns[column].default is not None:
+        return None
+    if is_sqlite(database) or _count(database, table.name):
+        return (f"{column} is required and has no constant default: give it one, or make it "
+                f"optional, fill it, then required")
+    return None
+
+
+def _nulls(database, table, column):
+    count = database.execute_sql(
+        f"SELECT COUNT(*) FROM {_q(table)} WHERE {_q(column)} IS NULL").fetchone()[0]
+    return f"{count} rows of {table} hold NULL in {column}" if count else None
+
+
+def _count(database, table):
+    return database.execute_sql(f"SELECT COUNT(*) FROM {_q(table)}").fetchone()[0]
+
+
+def _q(identifier):
+    return '"' + identifier.replace('"', '""') + '"'
