@@ -1,10 +1,10 @@
-"""JSON -> saved entity graphs (create, update, upsert), reference 2.5-2.8.
+"""JSON -> planned entity graphs (create, update, upsert), reference 2.5-2.8.
 
-Two phases, so that nothing is half-written: ``plan`` reads the JSON, checks
-permissions, values and references and collects every violation without
-writing; ``execute`` then writes the whole graph in the write transaction.
-What must be consistent with concurrent writers is decided in ``execute``,
-after the parent row is locked by its UPDATE: which stored children a
+Nothing is half-written: ``plan`` reads the JSON in one pass over the graph,
+checks permissions, values and references and collects every violation
+without writing; ``writer.Writer`` then writes the whole graph in the write
+transaction. What must be consistent with concurrent writers is decided
+there, after the parent row is locked by its UPDATE: which stored children a
 replaced composition deletes. Concurrent replacements of one collection so
 end with one of the requested sets, never a merge.
 
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import peewee
 
-from ..errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge
+from ..errors import BadRequest, NotFound, PayloadTooLarge
 from ..model.datatypes import decimal_fits
-from ..model.fetchplan import ids_only
 from ..security.roles import MODIFY
 from .access import require
-from .loader import select_rows, visible_ids
+from .loader import visible_ids
+from .writer import child_ids
 
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
 SIZE = "{jakarta.validation.constraints.Size.message}"
@@ -83,8 +83,8 @@ class Importer:
         self.violations = []
         self.max_entities = max_entities
         self._planned = 0
+        self._visible = {}      # (entity name, id) -> whether the caller can see the row
 
-    # -- phase 1 ---------------------------------------------------------
     def plan(self, meta, body, path="", entity_id=None, creating=None, owner=None):
         """One entity object -> Operation. ``entity_id`` from the URL wins over the body's."""
         if not isinstance(body, dict):
@@ -141,7 +141,12 @@ class Importer:
         return operation
 
     def _exists(self, meta, entity_id):
-        return bool(visible_ids(self.access, meta, [entity_id]))
+        """Whether the caller can see the row (asked once per row and plan)."""
+        key = (meta.name, entity_id)
+        found = self._visible.get(key)
+        if found is None:
+            found = self._visible[key] = bool(visible_ids(self.access, meta, [entity_id]))
+        return found
 
     @staticmethod
     def _stored(meta, entity_id):
@@ -198,7 +203,7 @@ class Importer:
             raise BadRequest(f"Attribute '{prop.name}' refers to a collection. "
                              "Property value must be a JSON array literal", "")
         child_meta = prop.target
-        stored = set() if operation.creating else self._child_ids(prop, operation.id)
+        stored = set() if operation.creating else child_ids(self.access, prop, operation.id)
         planned, kept = [], set()
         for index, child in enumerate(value):
             if not isinstance(child, dict):
@@ -215,11 +220,6 @@ class Importer:
         operation.children.append((prop, planned))
         if stored - kept:       # answered now; execute decides on the rows stored then
             require(self.access, child_meta, "delete")
-
-    def _child_ids(self, prop, parent_id):
-        rows = select_rows(self.access, prop.target, ids_only(prop.target), sort=None,
-                           key_field=prop.back_field, keys=[parent_id])
-        return {row["id"] for row in rows}
 
     def _check_mandatory(self, operation, path, owner):
         for name, prop in operation.meta.properties.items():
@@ -244,108 +244,3 @@ class Importer:
         for validator in validators:
             for where, message in validator(instance) or ():
                 self.violations.append(_violation(f"{path}{where}", message, CUSTOM))
-
-    # -- phase 2 ---------------------------------------------------------
-    def execute(self, operation, owner_field=None, owner_id=None):
-        model = operation.meta.model
-        values = dict(operation.values)
-        if owner_field is not None:
-            values[owner_field.name] = owner_id
-        failure = "Entity creation failed" if operation.creating else "Entity update failed"
-        try:
-            if operation.creating:
-                instance = operation.instance
-                if instance is None:
-                    instance = model(**values)
-                elif owner_field is not None:
-                    setattr(instance, owner_field.name, owner_id)
-                if operation.id is not None:
-                    instance.id = operation.id
-                self._insert(model, instance.__data__)
-                operation.id = str(instance.id)
-            else:
-                self._update(operation, values)
-                instance = None
-        except peewee.IntegrityError:
-            raise BadRequest(failure, "The values conflict with stored data "
-                                      "(for example a value that must be unique)") from None
-        except peewee.DataError:
-            raise BadRequest(failure, "A value does not fit its database column") from None
-        if not operation.creating:
-            # The UPDATE above holds the parent's row lock (SQLite: the write
-            # transaction is BEGIN IMMEDIATE): the children read now are those
-            # the last committed replacement left, and stay so until commit.
-            for prop, children in operation.children:
-                self._remove_unlisted(prop, operation.id, {child.id for child in children})
-        for prop, children in operation.children:
-            for child in children:
-                self.execute(child, prop.back_field, operation.id)
-        hook = getattr(model, "after_save", None)
-        if hook is not None:
-            hook(instance or model.get_by_id(operation.id), operation.creating)
-        return operation.id
-
-    def _remove_unlisted(self, prop, parent_id, kept):
-        removed = [child_id for child_id in self._child_ids(prop, parent_id)
-                   if child_id not in kept]
-        if removed:
-            require(self.access, prop.target, "delete")
-            delete_rows(self.access.metadata, prop.target, removed)
-
-    def _insert(self, model, data):
-        """INSERT with the SQL text reused per column set (building it costs
-        more than running it, and it runs while SQLite holds its write lock)."""
-        fields = [field for field in model._meta.sorted_fields if field.name in data]
-        params = [field.db_value(data[field.name]) for field in fields]
-        key = ("insert", model, tuple(field.name for field in fields))
-        sql = self.access.sql_cache.get(key)
-        if sql is None:
-            sql, built = model.insert(**data).sql()
-            if list(built) != params:
-                params = built
-            else:
-                self.access.sql_cache[key] = sql
-        self.access.database.execute_sql(sql, params)
-
-    def _update(self, operation, values):
-        model = operation.meta.model
-        condition = model.id == operation.id
-        if operation.expected_version is not None:
-            condition &= model.version == operation.expected_version
-        changed = model.update(**values, version=model.version + 1).where(condition).execute()
-        if changed == 0:
-            if operation.expected_version is not None:
-                raise ApiError("Optimistic lock",
-                               f"Object of class [{operation.meta.name}] with identifier "
-                               f"[{operation.id}]: optimistic locking failed")
-            raise NotFound("Entity not found",
-                           f"Entity {operation.meta.name} with id {operation.id} not found")
-
-
-def delete_rows(metadata, meta, ids):
-    """Delete rows (their compositions go with them); refuse while others refer to them."""
-    model = meta.model
-    for ref_meta, fk in _referrers(metadata, meta):
-        if fk.model.select().where(fk.in_(ids)).exists():
-            raise Conflict("Delete policy violation",
-                           f"Unable to delete {meta.name} because there are references from "
-                           f"{ref_meta.name}")
-    hook = getattr(model, "after_delete", None)
-    doomed = list(model.select().where(model.id.in_(ids))) if hook else ()
-    try:
-        model.delete().where(model.id.in_(ids)).execute()
-    except peewee.IntegrityError:
-        raise Conflict("Delete policy violation",
-                       f"Unable to delete {meta.name} because other rows refer to it") from None
-    for instance in doomed:
-        hook(instance)
-
-
-def _referrers(metadata, meta):
-    """(entity, ForeignKeyField) pairs that refer to ``meta``, except the
-    back-references of its own compositions (those children go with it)."""
-    owned = {prop.back_field for prop in meta.properties.values() if prop.back_field is not None}
-    for fk in meta.model._meta.backrefs:
-        referrer = metadata.of_model(fk.model)
-        if fk not in owned and referrer is not None:
-            yield referrer, fk
