@@ -43,7 +43,7 @@ def test_sales_reader_permissions(client, kind):
 def test_permissions_list_every_entity_operation_and_attribute(client, auth):
     body = client.get("/rest/permissions", headers=auth).json
     entities, attributes = values(body, "entities"), values(body, "entityAttributes")
-    assert len(entities) == 4 * 5            # User and the four demo entities
+    assert len(entities) == 4 * 7            # User and the six demo entities
     assert set(entities.values()) == {1}
     assert attributes["Order:amount"] == 2 and attributes["User:email"] == 2
     assert "User:password" not in attributes and "User:roles" not in attributes

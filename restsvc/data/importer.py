@@ -59,15 +59,29 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 
 
 def parse_id(meta, value):
-    """An id from a URL or a body, in the canonical text form rows use (a UUID
-    already in that form is taken as it is: no round trip through uuid.UUID)."""
-    prop = meta.properties["id"]
-    if isinstance(value, str) and prop.datatype.name == "uuid" and _CANONICAL_UUID.match(value):
+    """An id from a URL or a body, in the form loaded rows hold it (a UUID
+    already in canonical text form is taken as it is: no round trip through
+    uuid.UUID); 400 Invalid entity ID otherwise."""
+    if isinstance(value, str) and meta.id_kind == "uuid" and _CANONICAL_UUID.match(value):
         return value
+    key = id_or_none(meta, value)
+    if key is None:
+        raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID")
+    return key
+
+
+def id_or_none(meta, value):
+    """The row form of an id, or None when ``value`` cannot be one: integer
+    ids come as JSON numbers or as their text ("42", how JSON shows them),
+    string ids as non-empty text up to the column's length."""
+    if meta.id_kind == "string":
+        field = meta.model._meta.primary_key
+        fits = isinstance(value, str) and 0 < len(value) <= (field.max_length or 255)
+        return value if fits else None
     try:
-        return str(prop.value_type.from_json(value))
-    except (ValueError, TypeError, AttributeError):
-        raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
+        return meta.row_id(meta.properties["id"].value_type.from_json(value))
+    except (ValueError, TypeError, AttributeError, ArithmeticError):
+        return None
 
 
 def too_many_entities(limit):
@@ -101,12 +115,20 @@ class Importer:
         existing = self._exists(meta, entity_id) if entity_id is not None else False
         if creating is None:
             creating = not existing
-        if (not creating and not existing) or (
+        if creating and entity_id is not None and meta.database_assigns_id:
+            # Whether the row is absent or hidden, the answer is the same.
+            self.violations.append(_violation(
+                f"{path}id", f"must name a stored {meta.name}: the database assigns new ids",
+                INVALID, body.get("id")))
+            entity_id = None
+        elif (not creating and not existing) or (
                 creating and entity_id is not None and self._stored(meta, entity_id)):
             # A row the caller cannot see is answered as missing, as an update
             # of it is, whether the caller meant to create or to update it.
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
         require(self.access, meta, "create" if creating else "update")
+        if creating and entity_id is None and meta.id_kind == "string":
+            self.violations.append(_violation(f"{path}id", "must not be null", NOT_NULL))
         operation = Operation(meta, creating, entity_id, {})
         failure = "Entity creation failed" if creating else "Entity update failed"
         levels = self.access.permissions.attribute_levels(meta.name)
@@ -188,13 +210,9 @@ class Importer:
                              "Property value must be a JSON object literal", "")
         target = prop.target
         missing = BadRequest(failure, f"Referenced entity for property '{prop.name}' is missing")
-        if value.get("id") is None or not self.access.permissions.can(target.name, "read"):
-            raise missing
-        try:
-            target_id = target.properties["id"].value_type.from_json(value["id"])
-        except (ValueError, TypeError, AttributeError):
-            raise missing from None
-        if not self._exists(target, target_id):
+        target_id = id_or_none(target, value.get("id"))
+        if (target_id is None or not self.access.permissions.can(target.name, "read")
+                or not self._exists(target, target_id)):
             raise missing
         return target_id
 
@@ -223,7 +241,7 @@ class Importer:
 
     def _check_mandatory(self, operation, path, owner):
         for name, prop in operation.meta.properties.items():
-            if not prop.mandatory or prop.field is None or prop.field is owner:
+            if not prop.mandatory or prop.field is None or prop.field is owner or name == "id":
                 continue
             key = prop.field.name
             missing = (key in operation.values and operation.values[key] is None) or (

@@ -89,6 +89,10 @@ class Writer:
         if operation.id is not None:
             instance.id = operation.id
         data = instance.__data__
+        if operation.meta.database_assigns_id:
+            operation.id = operation.meta.row_id(model.insert(**data).execute())
+            instance.id = operation.id
+            return instance
         fields = [field for field in model._meta.sorted_fields if field.name in data]
         params = [field.db_value(data[field.name]) for field in fields]
         key = ("insert", model, tuple(field.name for field in fields))
@@ -100,7 +104,7 @@ class Writer:
             else:
                 self.access.sql_cache[key] = sql
         self.access.database.execute_sql(sql, params)
-        operation.id = str(instance.id)
+        operation.id = operation.meta.row_id(instance.id)
         return instance
 
     @staticmethod

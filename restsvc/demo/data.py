@@ -1,8 +1,9 @@
-"""Deterministic demo data: 20 customers, 10 products, 50 orders with lines,
-and two users.
+"""Deterministic demo data: 8 countries, 7 tags, 20 customers, 10 products,
+50 orders with lines, and two users.
 
 Ids are UUIDv5 of fixed names, so every installation has the same rows and
-tests can name them.
+tests can name them; countries are named by their ISO codes, tags get the ids
+the database assigns (in this order on a new database).
 """
 import datetime
 import decimal
@@ -11,7 +12,8 @@ import uuid
 
 from restsvc import User, hash_secret
 
-from .model import Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product
+from .model import (Country, Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product,
+                    Tag)
 
 NAMESPACE = uuid.UUID("5b8e1d8e-2f7a-4c39-9a5e-3f1c2b7d9e10")
 
@@ -24,6 +26,11 @@ PRODUCTS = [("Solar panel", "SP-100", "249.00"), ("Inverter", "INV-3K", "899.50"
             ("Cable set", "CB-6MM", "19.95"), ("Charge controller", "CC-40A", "129.00"),
             ("Energy meter", "EM-1", "79.00"), ("Wall box", "WB-11", "649.00"),
             ("Heat pump", "HP-8", "7450.00"), ("Smart plug", "PLG-1", "24.99")]
+COUNTRIES = [("DE", "Germany"), ("AT", "Austria"), ("CH", "Switzerland"), ("FR", "France"),
+             ("IT", "Italy"), ("NL", "Netherlands"), ("SE", "Sweden"), ("ES", "Spain")]
+# (name, internal): internal tags are hidden from sales-reader.
+TAGS = [("eco", False), ("bestseller", False), ("new", False), ("outdoor", False),
+        ("smart", False), ("clearance", True), ("high-margin", True)]
 
 
 def _id(kind, number):
@@ -55,7 +62,10 @@ def demo_rows():
                            customer=customers[i % 20]["id"], status=statuses[i % 4],
                            amount=amount))
         lines.extend(order_lines)
-    return [(Customer, customers), (Product, products), (Order, orders), (OrderLine, lines)]
+    countries = [dict(id=code, name=name) for code, name in COUNTRIES]
+    tags = [dict(name=name, internal=internal) for name, internal in TAGS]
+    return [(Country, countries), (Tag, tags), (Customer, customers), (Product, products),
+            (Order, orders), (OrderLine, lines)]
 
 
 # Demo sign-ins, documented in the README. Never use them outside the demo.

@@ -44,6 +44,21 @@ def check_quantity(line):
     return []
 
 
+@entity(instance_name="name")
+class Country(Entity):
+    """A string id the application assigns: the ISO 3166 alpha-2 code ("DE")."""
+    id = peewee.CharField(primary_key=True, max_length=2)
+    name = peewee.CharField(max_length=100, index=True)
+
+
+@entity(instance_name="name")
+class Tag(Entity):
+    """An integer id the database assigns (JSON writes it as a string, "42")."""
+    id = peewee.AutoField()
+    name = peewee.CharField(max_length=50, unique=True, index=True)
+    internal = peewee.BooleanField(default=False)
+
+
 @entity(instance_name="name", read_only=("createdDate",), validators=(check_birth_date,))
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
@@ -102,4 +117,4 @@ class OrderLine(Entity):
     price = peewee.DecimalField(max_digits=12, decimal_places=2, null=True)
 
 
-ENTITIES = (Customer, Product, Order, OrderLine)
+ENTITIES = (Country, Tag, Customer, Product, Order, OrderLine)

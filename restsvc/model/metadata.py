@@ -89,6 +89,20 @@ class MetaProperty:
         }
 
 
+def _id_kind(meta, key):
+    """uuid, integer (an AutoField: the database assigns it) or string (a
+    CharField primary key: the application assigns it)."""
+    if isinstance(key, peewee.UUIDField):
+        return "uuid"
+    if isinstance(key, peewee.AutoField):
+        return "integer"
+    if isinstance(key, peewee.CharField) and not isinstance(key, EnumField):
+        return "string"
+    raise MetadataError(f"{meta.name}.id: an id is a UUIDField (the default), an AutoField "
+                        "or BigAutoField (the database assigns it) or a CharField "
+                        "(the application assigns it)")
+
+
 def _json_converter(prop):
     """How a stored value of the property is written to JSON."""
     if prop.meta_enum is not None:
@@ -112,6 +126,16 @@ class MetaClass:
     validators: tuple
     properties: dict = field(default_factory=dict)
     fetch_plans: dict = field(default_factory=dict)   # name -> FetchPlan (built-ins too)
+    id_kind: str = "uuid"       # uuid (the default), integer (the database assigns it), string
+
+    @property
+    def database_assigns_id(self):
+        return self.id_kind == "integer"
+
+    def row_id(self, value):
+        """An id in the form loaded rows hold it: UUIDs as canonical text,
+        integers as int, strings as they are."""
+        return str(value) if self.id_kind != "integer" else int(value)
 
     def property(self, name):
         return self.properties.get(name)
@@ -234,6 +258,7 @@ class Metadata:
             raise MetadataError(f"{meta.name} must inherit id and version from Entity")
         if not issubclass(model, Entity):
             raise MetadataError(f"{meta.name} must subclass restsvc.Entity")
+        meta.id_kind = _id_kind(meta, model._meta.primary_key)
 
     def _field_property(self, meta, peewee_field, read_only):
         mandatory = not peewee_field.null and peewee_field.default is None

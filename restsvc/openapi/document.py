@@ -16,7 +16,7 @@ from .entities import entity_schemas
 from .operations import ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
-from .schemas import STRING, common_schemas, datatype_schema
+from .schemas import STRING, common_schemas, id_schema
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
 from .shapes import entity_typing, generic_typing, query_typing
@@ -98,7 +98,7 @@ class DocumentBuilder:
                 if key in ENTITY_OPERATIONS:
                     for meta in metadata.entities.values():
                         concrete = route.rule.replace("<entity_name>", meta.name)
-                        schemas = {"entityId": datatype_schema(meta.properties["id"].datatype.name)}
+                        schemas = {"entityId": id_schema(meta)}
                         self._add(paths, method, concrete,
                                   ENTITY_OPERATIONS[key](entity_typing(meta, self.settings)), schemas)
                 elif key in SERVICE_OPERATIONS:

@@ -10,7 +10,7 @@
 """
 from decimal import Decimal
 
-from .schemas import array, datatype_schema, nullable, ref
+from .schemas import array, datatype_schema, id_schema, nullable, ref
 
 SYSTEM = ("id", "version")
 
@@ -51,6 +51,8 @@ def _written(meta):
             schema = array(ref(f"entity_{prop.target.name}"))
         elif prop.is_reference:
             schema = nullable(ref(f"entity_{prop.target.name}"))
+        elif prop.name == "id":
+            schema = id_schema(meta)
         else:
             schema = _value_schema(prop)
             if not prop.mandatory or not prop.persistent or prop.name == "version":
@@ -68,8 +70,7 @@ def _writable(meta):
 
 
 def _input(meta):
-    id_schema = datatype_schema(meta.properties["id"].datatype.name)
-    properties = {"id": {**id_schema, "description": "Given on create: the new entity's id "
+    properties = {"id": {**id_schema(meta), "description": "Given on create: the new entity's id "
                                                       "(an existing id updates that entity)"},
                   "version": {"type": "integer", "description": "With optimistic locking: "
                                                                 "the version the update is based on"}}
@@ -77,8 +78,7 @@ def _input(meta):
         if prop.is_collection:
             schema = array(_child(prop))
         elif prop.is_reference:
-            target_id = datatype_schema(prop.target.properties["id"].datatype.name)
-            schema = {"type": "object", "properties": {"id": target_id}, "required": ["id"],
+            schema = {"type": "object", "properties": {"id": id_schema(prop.target)}, "required": ["id"],
                       "description": f"A {prop.target.name} by its id"}
             if not prop.mandatory:
                 schema = nullable(schema)
@@ -91,7 +91,9 @@ def _input(meta):
 
 
 def _mandatory(meta, skip=None):
-    return [prop.name for prop in _writable(meta) if prop.mandatory and prop.field is not skip]
+    own_key = ["id"] if meta.id_kind == "string" else []     # the application assigns it
+    return own_key + [prop.name for prop in _writable(meta)
+                      if prop.mandatory and prop.field is not skip]
 
 
 def _new(meta):

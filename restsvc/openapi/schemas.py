@@ -156,6 +156,19 @@ def common_schemas():
     return copy.deepcopy(_COMMON)
 
 
+def id_schema(meta):
+    """An entity's id as JSON writes it (always a string, as the reference
+    writes ids): a UUID, an integer the database assigns, or the application's
+    own key."""
+    if meta.id_kind == "integer":
+        return {"type": "string", "pattern": "^-?[0-9]{1,19}$",
+                "description": "An integer id the database assigns, written as text"}
+    if meta.id_kind == "string":
+        length = meta.model._meta.primary_key.max_length or 255
+        return {"type": "string", "minLength": 1, "maxLength": length}
+    return datatype_schema(meta.properties["id"].datatype.name)
+
+
 def datatype_schema(name):
     """A datatype's JSON Schema, from its one home (model/datatypes.py)."""
     return dict(DATATYPES[name].json_schema)
