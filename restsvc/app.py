@@ -110,7 +110,8 @@ class RestApp:
 
     @property
     def models(self):
-        return BUILT_IN_MODELS + BUILT_IN_ENTITIES + tuple(self.application.entities)
+        return (BUILT_IN_MODELS + BUILT_IN_ENTITIES + tuple(self.application.entities)
+                + self.metadata.link_models())
 
     def init_schema(self, demo_data=False):
         """Create missing tables (idempotent); fill an empty database with demo data.

@@ -37,7 +37,8 @@ def test_sales_reader_permissions(client, kind):
     assert attributes["User:username"] == 0
     assert specifics == {"rest.enabled": 1, "rest.fileUpload.enabled": 0,
                          "rest.fileDownload.enabled": 1, "reports.rest.enabled": 1}
-    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader"]
+    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader",
+                                   "ROW_LEVEL_ROLE_public-tags"]
 
 
 def test_permissions_list_every_entity_operation_and_attribute(client, auth):

@@ -20,6 +20,7 @@ import peewee
 
 from ..errors import BadRequest, NotFound, PayloadTooLarge
 from ..model.datatypes import decimal_fits
+from ..model.valuetypes import MAX_ARRAY_ITEMS
 from ..security.roles import MODIFY
 from .access import require
 from .loader import visible_ids
@@ -40,12 +41,13 @@ class Operation:
     values: dict                        # peewee field name -> Python value
     expected_version: int = None
     children: list = field(default_factory=list)     # (prop, [Operation])
+    members: list = field(default_factory=list)      # (many-to-many prop, [member id])
     instance: object = None     # creating: the model instance the validators saw, then inserted
 
     @property
     def is_one_statement(self):
         """Written by one INSERT or UPDATE, which is atomic on its own."""
-        return (not self.children
+        return (not self.children and not self.members
                 and not hasattr(self.meta.model, "after_save"))
 
 
@@ -138,7 +140,9 @@ class Importer:
                     or levels.get(name, 0) < MODIFY or (owner and prop.field is owner)):
                 continue
             where = f"{path}{name}"
-            if prop.is_collection:
+            if prop.link is not None:
+                self._members(operation, prop, value, failure)
+            elif prop.is_collection:
                 self._children(operation, prop, value, where)
             elif prop.is_reference:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
@@ -215,6 +219,33 @@ class Importer:
                 or not self._exists(target, target_id)):
             raise missing
         return target_id
+
+    def _members(self, operation, prop, value, failure):
+        """A many-to-many attribute: the exact set of members, each an
+        existing row the caller can see (else 400, as a to-one reference)."""
+        if not isinstance(value, list):
+            raise BadRequest(f"Attribute '{prop.name}' refers to a collection. "
+                             "Property value must be a JSON array literal", "")
+        if len(value) > MAX_ARRAY_ITEMS:
+            raise BadRequest(failure, f"Attribute '{prop.name}' may list at most "
+                                      f"{MAX_ARRAY_ITEMS} members")
+        target = prop.target
+        missing = BadRequest(failure, f"Referenced entity for property '{prop.name}' is missing")
+        if value and not self.access.permissions.can(target.name, "read"):
+            raise missing
+        ids = []
+        for member in value:
+            if not isinstance(member, dict):
+                raise BadRequest(f"Attribute '{prop.name}' refers to entities. "
+                                 "Each member must be a JSON object literal", "")
+            member_id = id_or_none(target, member.get("id"))
+            if member_id is None:
+                raise missing
+            ids.append(member_id)
+        ids = list(dict.fromkeys(ids))
+        if len(visible_ids(self.access, target, ids) if ids else ()) < len(ids):
+            raise missing
+        operation.members.append((prop, ids))
 
     def _children(self, operation, prop, value, where):
         if not isinstance(value, list):

@@ -2,7 +2,8 @@
 
 Rows are plain dicts keyed by attribute name. One query loads the root rows;
 each reference in the plan costs one more query for all rows at once (never
-one per row). References to entities the caller may not read are left out;
+one per row): a many-to-many association selects its members joined to the
+link table, keyed by the owners' ids. References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
@@ -82,19 +83,20 @@ def visible_ids(access, meta, keys):
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
-                key_field=None, keys=None, parent_column=None, budget=None):
+                key_field=None, keys=None, parent_column=None, budget=None, via=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
-    counted against ``budget`` (a Budget, or None for no bound)."""
+    counted against ``budget`` (a Budget, or None for no bound). ``via``: a
+    many-to-many Link whose table is joined (``key_field`` is one of its columns)."""
     columns, names, converting, signature, transients = _columns(meta, plan)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
         names = names + [_PARENT]
-        signature += f"+{parent_column.name}"
+        signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
     keys = list(keys) if keys is not None else None
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
-                             key_field, keys)
+                             key_field, keys, via)
     cursor = access.database.execute_sql(sql, params)
     rows = read_rows(cursor, names, converting)
     if budget is not None:
@@ -107,7 +109,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
 
 
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
-               keys):
+               keys, via=None):
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
@@ -138,6 +140,8 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
         condition = matches if condition is None else condition & matches
     order = query.order_by(sort) if sort is not None else None    # may add joins
     select = query.apply_joins(meta.model.select(*[field for _, field in columns]))
+    if via is not None:
+        select = select.join_from(meta.model, via.through, on=(via.member_field == meta.model.id))
     if condition is not None:
         select = select.where(condition)
     if order:
@@ -193,7 +197,9 @@ def fill_references(access, meta, plan, rows, budget=None):
             for row in rows:
                 row.pop(name, None)
             continue
-        if prop.is_collection:
+        if prop.link is not None:
+            _fill_members(access, prop, nested, rows, budget)
+        elif prop.is_collection:
             _fill_children(access, prop, nested, rows, budget)
         else:
             ids = {row[name] for row in rows if row.get(name) is not None}
@@ -204,14 +210,14 @@ def fill_references(access, meta, plan, rows, budget=None):
                     row[name] = by_id.get(row[name])
 
 
-def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None):
+def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None, via=None):
     rows = []
     ids = sorted(ids)
     for start in range(0, len(ids), _CHUNK):
         rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
                                 key_field=key_field, keys=ids[start:start + _CHUNK],
                                 limit=None if budget is None else budget.left + 1,
-                                budget=budget))
+                                budget=budget, via=via))
     return rows
 
 
@@ -219,6 +225,18 @@ def _fill_children(access, prop, plan, rows, budget):
     back = prop.back_field
     children = _by_ids(access, prop.target, plan, back, {row["id"] for row in rows},
                        parent_column=back, budget=budget)
+    _group(prop, rows, children)
+
+
+def _fill_members(access, prop, plan, rows, budget):
+    """The members the caller's row-level roles let it see, in id order."""
+    owner = prop.link.owner_field
+    members = _by_ids(access, prop.target, plan, owner, {row["id"] for row in rows},
+                      parent_column=owner, budget=budget, via=prop.link)
+    _group(prop, rows, members)
+
+
+def _group(prop, rows, children):
     grouped = {}
     for child in children:
         grouped.setdefault(child.pop(_PARENT), []).append(child)

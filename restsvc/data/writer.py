@@ -9,10 +9,12 @@ in this order:
 
     statement      INSERT, or UPDATE with the version check (locks the row)
     compositions   owned children: the unlisted ones deleted, the listed saved
+    memberships    many-to-many links set to exactly the listed members (links
+                   to members the caller cannot see are kept: it cannot name them)
     after_save     the model's hook, in the same transaction
 
-``Writer.delete`` does the same for deletes (references checked, the
-statement, the hook). A feature that reacts to writes (audit,
+``Writer.delete`` does the same for deletes (references checked, memberships
+removed, the statement, the hook). A feature that reacts to writes (audit,
 history, events) is a further step here, never a second path.
 """
 import peewee
@@ -21,6 +23,7 @@ from ..errors import ApiError, BadRequest, Conflict, NotFound
 from ..model.fetchplan import ids_only
 from .access import require
 from .loader import select_rows
+from .query import EntityQuery
 
 
 class Writer:
@@ -32,6 +35,7 @@ class Writer:
         """Write one planned operation and what it owns; returns its id."""
         instance = self.statement(operation, owner_field, owner_id)
         self.compositions(operation)
+        self.memberships(operation)
         self.after_save(operation, instance)
         return operation.id
 
@@ -68,6 +72,20 @@ class Writer:
         for prop, children in operation.children:
             for child in children:
                 self.save(child, prop.back_field, operation.id)
+
+    def memberships(self, operation):
+        for prop, member_ids in operation.members:
+            link = prop.link
+            if not operation.creating:      # after the UPDATE: the owner's row is locked
+                stale = link.through.delete().where(link.owner_field == operation.id)
+                visible = EntityQuery(prop.target, self.access).visible_ids(prop.target)
+                if visible is not None:
+                    stale = stale.where(link.member_field.in_(visible))
+                stale.execute()
+            if member_ids:
+                link.through.insert_many(
+                    [{link.owner_field.name: operation.id, link.member_field.name: member}
+                     for member in member_ids]).execute()
 
     @staticmethod
     def after_save(operation, instance):
@@ -124,7 +142,7 @@ class Writer:
 
     # -- delete ------------------------------------------------------------
     def delete(self, meta, ids):
-        """Delete rows (their compositions go with them);
+        """Delete rows (their compositions and memberships go with them);
         refuse while other rows refer to them."""
         model = meta.model
         for ref_meta, fk in _referrers(self.access.metadata, meta):
@@ -132,6 +150,8 @@ class Writer:
                 raise Conflict("Delete policy violation",
                                f"Unable to delete {meta.name} because there are references from "
                                f"{ref_meta.name}")
+        for link in meta.links:
+            link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
         doomed = list(model.select().where(model.id.in_(ids))) if hook else ()
         try:

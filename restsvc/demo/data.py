@@ -68,11 +68,21 @@ def demo_rows():
             (Order, orders), (OrderLine, lines)]
 
 
+# Tag numbers (1-based, as the database assigns them) of each product; some
+# products have none, some several, two an internal tag.
+PRODUCT_TAGS = [(1, 4), (2,), (1, 2, 6), (), (3,), (2, 5), (1, 3, 5, 7), (5,), (), (2, 3, 5)]
+
+
+def product_tag_rows(tag_ids):
+    return [{"product": _id("product", i), "tag": tag_ids[number - 1]}
+            for i, numbers in enumerate(PRODUCT_TAGS) for number in numbers]
+
+
 # Demo sign-ins, documented in the README. Never use them outside the demo.
 DEMO_USERS = (
     dict(username="admin", password="admin-password", roles="system-full-access",
          firstName="Ada", lastName="Admin", email="admin@example.com", locale="en"),
-    dict(username="alice", password="alice-password", roles="rest-minimal,sales-reader",
+    dict(username="alice", password="alice-password", roles="rest-minimal,sales-reader,public-tags",
          firstName="Alice", lastName="Adler", email="alice.adler@example.com", locale="de"),
 )
 
@@ -97,6 +107,8 @@ def load_demo_data(database):
             for model, rows in demo_rows():
                 for start in range(0, len(rows), 100):
                     model.insert_many(rows[start:start + 100]).execute()
+            tag_ids = [tag.id for tag in Tag.select(Tag.id).order_by(Tag.id)]
+            Product.tags.get_through_model().insert_many(product_tag_rows(tag_ids)).execute()
             loaded = True
         if not User.select().exists():
             User.insert_many(demo_users()).execute()

@@ -72,11 +72,21 @@ class Customer(Entity):
     userId = peewee.UUIDField(null=True, index=True)
 
 
-@entity(instance_name="name", validators=(check_price,))
+PRODUCT_WITH_TAGS = {
+    "name": "product-with-tags",
+    "extends": "_base",
+    "properties": [{"name": "tags", "fetchPlan": "_base"}],
+}
+
+
+@entity(instance_name="name", validators=(check_price,), fetch_plans=(PRODUCT_WITH_TAGS,))
 class Product(Entity):
     name = peewee.CharField(max_length=200, index=True)
     sku = peewee.CharField(max_length=64, null=True, index=True)
     price = peewee.DecimalField(max_digits=12, decimal_places=2)
+    # Many-to-many, readable from the other side as Tag.products; restsvc
+    # creates the link table (product_tag_through).
+    tags = peewee.ManyToManyField(Tag, backref="products")
 
 
 ORDER_WITH_DETAILS = {

@@ -53,6 +53,7 @@ class MetaProperty:
     meta_enum: MetaEnum = None   # for ENUM properties
     target: "MetaClass" = None   # for references
     back_field: object = None    # child's ForeignKeyField for ONE_TO_MANY compositions
+    link: "Link" = None          # the link table of a MANY_TO_MANY association
     getter: object = None        # transient attributes
 
     def __post_init__(self):
@@ -118,6 +119,28 @@ def _json_converter(prop):
 
 
 @dataclass(eq=False)
+class Link:
+    """The link table of a many-to-many association, seen from one side:
+    ``owner_field`` refers to the owning row, ``member_field`` to a member.
+    Both sides of a bidirectional association share the table."""
+    through: type
+    owner_field: object
+    member_field: object
+
+
+def _link(meta, name, m2m):
+    through = m2m.get_through_model()
+    keys = [f for f in through._meta.sorted_fields if isinstance(f, peewee.ForeignKeyField)]
+    owner = [f for f in keys if f.rel_model is meta.model]
+    member = [f for f in keys if f.rel_model is m2m.rel_model and f is not owner[0]] \
+        if len(owner) == 1 else []      # (Field == builds SQL: compared by identity)
+    if len(keys) != 2 or len(owner) != 1 or len(member) != 1:
+        raise MetadataError(f"{meta.name}.{name}: a many-to-many association needs a link "
+                            "table with one foreign key to each side (not the same entity)")
+    return Link(through, owner[0], member[0])
+
+
+@dataclass(eq=False)
 class MetaClass:
     name: str
     model: type
@@ -127,6 +150,7 @@ class MetaClass:
     properties: dict = field(default_factory=dict)
     fetch_plans: dict = field(default_factory=dict)   # name -> FetchPlan (built-ins too)
     id_kind: str = "uuid"       # uuid (the default), integer (the database assigns it), string
+    links: list = field(default_factory=list)      # Link of each many-to-many attribute
 
     @property
     def database_assigns_id(self):
@@ -195,6 +219,14 @@ class Metadata:
     def of_model(self, model):
         return self._by_model.get(model)
 
+    def link_models(self):
+        """The link tables of many-to-many associations, each once (create_schema makes them)."""
+        found = {}
+        for meta in self.entities.values():
+            for link in meta.links:
+                found.setdefault(link.through, None)
+        return tuple(found)
+
     def _enum(self, enum_class):
         name = enum_name(enum_class)
         meta_enum = self.enums.get(name)
@@ -222,8 +254,13 @@ class Metadata:
                 continue
             meta.properties[peewee_field.name] = self._field_property(
                 meta, peewee_field, peewee_field.name in read_only)
-        if model._meta.manytomany:
-            raise MetadataError(f"{meta.name}: many-to-many fields are not supported yet")
+        for name, m2m in model._meta.manytomany.items():
+            target = self._target(meta, name, m2m.rel_model)
+            link = _link(meta, name, m2m)
+            meta.links.append(link)
+            meta.properties[name] = MetaProperty(
+                name, "ASSOCIATION", target.name, "MANY_TO_MANY", False, name in read_only,
+                True, meta, target=target, link=link)
         for name in declared.compositions:
             back_field = next((fk for fk in model._meta.backrefs
                                if fk.backref == name), None)

@@ -75,7 +75,11 @@ def _input(meta):
                   "version": {"type": "integer", "description": "With optimistic locking: "
                                                                 "the version the update is based on"}}
     for prop in _writable(meta):
-        if prop.is_collection:
+        if prop.link is not None:
+            schema = array({"type": "object", "properties": {"id": id_schema(prop.target)},
+                            "required": ["id"]})
+            schema["description"] = f"Exactly these {prop.target.name} members, by id"
+        elif prop.is_collection:
             schema = array(_child(prop))
         elif prop.is_reference:
             schema = {"type": "object", "properties": {"id": id_schema(prop.target)}, "required": ["id"],
