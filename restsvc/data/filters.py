@@ -124,7 +124,11 @@ class _Parser:
         names = dotted.split(".")
         for position, name in enumerate(names):
             prop = meta.property(name) if meta is not None else None
-            visible = prop is not None and prop.persistent and not prop.is_collection and (
+            # A collection (composition or many-to-many) may be crossed, not
+            # compared: "lines.product.name" means some line's product's name.
+            crossed = prop is not None and prop.is_collection and position < len(names) - 1
+            visible = prop is not None and prop.persistent and (
+                not prop.is_collection or crossed) and (
                 self.permissions is None or (
                     self.permissions.can(meta.name, "read")
                     and self.permissions.attribute(meta.name, name) > 0))
