@@ -7,7 +7,7 @@ from ..web import json_response
 
 
 def find_entity(ctx, entity_name):
-    meta = ctx.app.metadata.entity(entity_name)
+    meta = ctx.app.metadata.described(entity_name)     # entities and embedded value types
     if meta is None:
         raise NotFound("Entity not found", f"Entity {entity_name} not found")
     return meta

@@ -146,6 +146,8 @@ class Importer:
                 self._children(operation, prop, value, where)
             elif prop.is_reference:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
+            elif prop.is_embedded:
+                self._embedded(operation, prop, value, where, failure)
             else:
                 self._value(operation, prop, value, where)
         clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
@@ -219,6 +221,25 @@ class Importer:
                 or not self._exists(target, target_id)):
             raise missing
         return target_id
+
+    def _embedded(self, operation, prop, value, where, failure):
+        """An embedded value: the attributes it gives change (null: all of them)."""
+        parts = prop.target.properties
+        if value is None:
+            for part in parts.values():
+                operation.values[part.field.name] = None
+            return
+        if not isinstance(value, dict):
+            raise BadRequest(f"Attribute '{prop.name}' is an embedded value. "
+                             "Property value must be a JSON object literal", "")
+        for name, part_value in value.items():
+            part = parts.get(name)
+            if part is None or part.read_only:
+                continue
+            if part.is_reference:
+                operation.values[part.field.name] = self._reference(part, part_value, failure)
+            else:
+                self._value(operation, part, part_value, f"{where}.{name}")
 
     def _members(self, operation, prop, value, failure):
         """A many-to-many attribute: the exact set of members, each an

@@ -38,21 +38,28 @@ def loading_plan(plan):
 
 def _columns(meta, plan):
     """(attribute name, peewee field) pairs the root query selects, their
-    names, the conversions of their values, a text signature for the SQL cache
-    and the plan's transient attributes; worked out once per plan."""
+    names, the conversions of their values, a text signature for the SQL cache,
+    the plan's transient attributes and its embedded values (name, their
+    attributes); worked out once per plan."""
     cached = plan.__dict__.get("_columns")
     if cached is None:
-        columns = [("id", meta.model.id)]
-        for name in plan.properties:
+        columns, embedded = [("id", meta.model.id)], []
+        for name, nested in plan.properties.items():
             prop = meta.properties[name]
             if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
                 columns.append((name, prop.field))
+            elif prop.is_embedded:
+                parts = [part for part in nested.properties
+                         if prop.target.properties[part].field is not None]
+                columns += [(f"{name}.{part}", prop.target.properties[part].field)
+                            for part in parts]
+                embedded.append((name, parts))
         transients = [meta.properties[name] for name in plan.properties
                       if meta.properties[name].getter is not None]
         cached = plan._columns = (columns, [name for name, _ in columns],
                                   conversions([converter(field) for _, field in columns]),
                                   f"{meta.name}:{','.join(name for name, _ in columns)}",
-                                  transients)
+                                  transients, embedded)
     return cached
 
 
@@ -88,7 +95,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
     counted against ``budget`` (a Budget, or None for no bound). ``via``: a
     many-to-many Link whose table is joined (``key_field`` is one of its columns)."""
-    columns, names, converting, signature, transients = _columns(meta, plan)
+    columns, names, converting, signature, transients, embedded = _columns(meta, plan)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
@@ -99,6 +106,8 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
                              key_field, keys, via)
     cursor = access.database.execute_sql(sql, params)
     rows = read_rows(cursor, names, converting)
+    if embedded:
+        _fold_embedded(rows, embedded)
     if budget is not None:
         budget.take(len(rows))
     fill_references(access, meta, plan, rows, budget)
@@ -175,6 +184,14 @@ def _key_converter(field):
     return convert
 
 
+def _fold_embedded(rows, embedded):
+    """The columns of each embedded value -> one nested dict (None when all are null)."""
+    for row in rows:
+        for name, parts in embedded:
+            value = {part: row.pop(f"{name}.{part}") for part in parts}
+            row[name] = value if any(item is not None for item in value.values()) else None
+
+
 def count_rows(access, meta, where_filter=None):
     query = EntityQuery(meta, access)
     condition = query.where(where_filter)
@@ -193,6 +210,10 @@ def fill_references(access, meta, plan, rows, budget=None):
             continue
         prop = meta.properties[name]
         target = prop.target
+        if prop.is_embedded:        # the references inside embedded values
+            fill_references(access, target, nested,
+                            [row[name] for row in rows if row.get(name) is not None], budget)
+            continue
         if not permissions.can(target.name, "read"):
             for row in rows:
                 row.pop(name, None)

@@ -43,6 +43,8 @@ class EntityQuery:
         source, key = self.model, ()
         for prop in path[:-1]:
             key = key + (prop.name,)
+            if prop.is_embedded:        # its columns are the owner's
+                continue
             alias = self._aliases.get(key)
             if alias is None:
                 alias = self._join(source, prop, key)
@@ -178,11 +180,13 @@ class EntityQuery:
     def _sort_path(self, dotted):
         meta, chain = self.meta, []
         permissions = self.access.permissions
-        for name in dotted.split("."):
+        names = dotted.split(".")
+        for position, name in enumerate(names):
             prop = meta.property(name) if meta else None
             if (prop is None or not prop.persistent or prop.is_collection
-                    or not permissions.can(meta.name, "read")
-                    or permissions.attribute(meta.name, name) == 0):
+                    or (prop.is_embedded and position == len(names) - 1)
+                    or (not meta.is_embedded and (not permissions.can(meta.name, "read")
+                                                  or permissions.attribute(meta.name, name) == 0))):
                 return None
             chain.append(prop)
             meta = prop.target

@@ -37,6 +37,20 @@ def _id(kind, number):
     return uuid.uuid5(NAMESPACE, f"{kind}-{number}")
 
 
+CITIES = [("Berlin", "10115", "DE"), ("Hamburg", "20095", "DE"), ("Vienna", "1010", "AT"),
+          ("Zurich", "8001", "CH"), ("Lyon", "69001", "FR"), ("Milan", "20121", "IT"),
+          ("Utrecht", "3511", "NL")]
+
+
+def _address(i):
+    """Most customers have an address; every fifth has none."""
+    if i % 5 == 4:
+        return {}
+    city, postcode, country = CITIES[i % len(CITIES)]
+    return {"address_street": f"{LAST[i]}weg {i + 1}", "address_city": city,
+            "address_postcode": postcode, "address_country": country}
+
+
 def demo_rows():
     grades = list(CustomerGrade)
     customers = [dict(
@@ -44,6 +58,7 @@ def demo_rows():
         email=f"{FIRST[i].lower()}.{LAST[i].lower()}@example.com",
         grade=grades[i % 3], birthDate=datetime.date(1960 + i, 1 + i % 12, 1 + i),
         createdDate=datetime.datetime(2024, 1, 1, 9, 0) + datetime.timedelta(days=i),
+        **_address(i),
     ) for i in range(20)]
     products = [dict(id=_id("product", i), name=name, sku=sku, price=decimal.Decimal(price))
                 for i, (name, sku, price) in enumerate(PRODUCTS)]

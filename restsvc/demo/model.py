@@ -4,7 +4,8 @@ import enum
 
 import peewee
 
-from restsvc import DateTimeField, Entity, EnumField, FileRefField, entity, transient
+from restsvc import (DateTimeField, Embedded, Entity, EnumField, FileRefField, embeddable, entity,
+                     transient)
 
 
 class CustomerGrade(enum.Enum):
@@ -59,6 +60,15 @@ class Tag(Entity):
     internal = peewee.BooleanField(default=False)
 
 
+@embeddable
+class Address:
+    """An embedded value: columns address_street, address_city, ... of its owner."""
+    street = peewee.CharField(max_length=200, null=True)
+    city = peewee.CharField(max_length=100, null=True, index=True)
+    postcode = peewee.CharField(max_length=20, null=True)
+    country = peewee.ForeignKeyField(Country, null=True, on_delete="RESTRICT")
+
+
 @entity(instance_name="name", read_only=("createdDate",), validators=(check_birth_date,))
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
@@ -70,6 +80,7 @@ class Customer(Entity):
     # The id of the User who is this customer, if any: what the own-orders
     # row-level role keys on (an id never changes; a username or email can).
     userId = peewee.UUIDField(null=True, index=True)
+    address = Embedded(Address)
 
 
 PRODUCT_WITH_TAGS = {

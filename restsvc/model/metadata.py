@@ -41,7 +41,7 @@ class MetaEnum:
 @dataclass(eq=False)
 class MetaProperty:
     name: str
-    attribute_type: str          # DATATYPE, ENUM, ASSOCIATION, COMPOSITION
+    attribute_type: str          # DATATYPE, ENUM, ASSOCIATION, COMPOSITION, EMBEDDED
     type_name: str               # datatype name, enum name or entity name
     cardinality: str             # NONE, MANY_TO_ONE, ONE_TO_MANY, ONE_TO_ONE, MANY_TO_MANY
     mandatory: bool
@@ -51,7 +51,7 @@ class MetaProperty:
     field: object = None         # the Peewee field (persistent single-valued properties)
     datatype: object = None      # Datatype for DATATYPE properties
     meta_enum: MetaEnum = None   # for ENUM properties
-    target: "MetaClass" = None   # for references
+    target: "MetaClass" = None   # for references; the value type's for EMBEDDED
     back_field: object = None    # child's ForeignKeyField for ONE_TO_MANY compositions
     link: "Link" = None          # the link table of a MANY_TO_MANY association
     getter: object = None        # transient attributes
@@ -71,6 +71,10 @@ class MetaProperty:
     @property
     def is_reference(self):
         return self.attribute_type in ("ASSOCIATION", "COMPOSITION")
+
+    @property
+    def is_embedded(self):
+        return self.attribute_type == "EMBEDDED"
 
     @property
     def is_collection(self):
@@ -151,6 +155,7 @@ class MetaClass:
     fetch_plans: dict = field(default_factory=dict)   # name -> FetchPlan (built-ins too)
     id_kind: str = "uuid"       # uuid (the default), integer (the database assigns it), string
     links: list = field(default_factory=list)      # Link of each many-to-many attribute
+    is_embedded: bool = False   # an embedded value type (no id): properties only
 
     @property
     def database_assigns_id(self):
@@ -177,6 +182,7 @@ class Metadata:
 
     def __init__(self, models, extra_enums=()):
         self.entities = {}
+        self.embeddables = {}       # value types of embedded attributes, by name
         self.enums = {}
         self._by_model = {}
         for model in models:
@@ -193,7 +199,7 @@ class Metadata:
             self._enum(enum_class)
         for meta in self.entities.values():
             self._build(meta, declaration_of(meta.model))
-        for meta in self.entities.values():
+        for meta in list(self._embedded_types()) + list(self.entities.values()):
             build_built_in_plans(meta)
         for meta in self.entities.values():
             try:
@@ -204,6 +210,16 @@ class Metadata:
     def entity(self, name):
         return self.entities.get(name)
 
+    def described(self, name):
+        """An entity or an embedded value type, for the metadata API."""
+        return self.entities.get(name) or self.embeddables.get(name)
+
+    def _embedded_types(self):
+        for meta in self.entities.values():
+            for prop in meta.properties.values():
+                if prop.is_embedded:
+                    yield prop.target
+
     def indexed_text_fields(self):
         """(model, field) of each indexed string attribute: the columns whose
         lower-cased values get an index of their own for the case-insensitive
@@ -211,7 +227,9 @@ class Metadata:
         found = []
         for meta in self.entities.values():
             leading = {id(field) for field in leading_index_fields(meta.model)}
-            found += [(meta.model, prop.field) for prop in meta.properties.values()
+            props = [part for prop in meta.properties.values()
+                     for part in (prop.target.properties.values() if prop.is_embedded else (prop,))]
+            found += [(meta.model, prop.field) for prop in props
                       if prop.datatype is not None and prop.datatype.kind == "string"
                       and prop.persistent and id(prop.field) in leading]
         return found
@@ -249,11 +267,25 @@ class Metadata:
                 break
         read_only = set(declared.read_only)
         secret = set(declared.secret)
+        embedded = {}
         for peewee_field in model._meta.sorted_fields:
             if peewee_field.name in secret:
                 continue
+            part = getattr(peewee_field, "embedded_in", None)
+            if part is not None:
+                embedded.setdefault(part[0], []).append((part[1], peewee_field))
+                continue
             meta.properties[peewee_field.name] = self._field_property(
                 meta, peewee_field, peewee_field.name in read_only)
+        for name, parts in embedded.items():
+            value_type = getattr(model, name).value_type
+            described = MetaClass(value_type.__name__, model, None, (), (), is_embedded=True)
+            for part, peewee_field in parts:
+                described.properties[part] = self._field_property(described, peewee_field,
+                                                                  name in read_only, part)
+            self.embeddables.setdefault(described.name, described)
+            meta.properties[name] = MetaProperty(name, "EMBEDDED", described.name, "NONE", False,
+                                                 name in read_only, True, meta, target=described)
         for name, m2m in model._meta.manytomany.items():
             target = self._target(meta, name, m2m.rel_model)
             link = _link(meta, name, m2m)
@@ -297,9 +329,9 @@ class Metadata:
             raise MetadataError(f"{meta.name} must subclass restsvc.Entity")
         meta.id_kind = _id_kind(meta, model._meta.primary_key)
 
-    def _field_property(self, meta, peewee_field, read_only):
+    def _field_property(self, meta, peewee_field, read_only, name=None):
         mandatory = not peewee_field.null and peewee_field.default is None
-        name = peewee_field.name
+        name = name or peewee_field.name
         if isinstance(peewee_field, peewee.ForeignKeyField):
             target = self._target(meta, name, peewee_field.rel_model)
             return MetaProperty(name, "ASSOCIATION", target.name, "MANY_TO_ONE",

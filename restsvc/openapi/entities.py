@@ -5,7 +5,8 @@
   left out, and nulls appear only with ``returnNulls``.
 - ``entityInput_<name>``: what a create or update body may set (read-only,
   transient and system attributes are ignored by the API and not listed);
-  references by id, compositions as arrays of their children.
+  references by id, compositions as arrays of their children, embedded
+  values as objects of their attributes.
 - ``entityNew_<name>``: a create body: the input with the mandatory attributes.
 """
 from decimal import Decimal
@@ -51,6 +52,8 @@ def _written(meta):
             schema = array(ref(f"entity_{prop.target.name}"))
         elif prop.is_reference:
             schema = nullable(ref(f"entity_{prop.target.name}"))
+        elif prop.is_embedded:
+            schema = _embedded(prop, written=True)
         elif prop.name == "id":
             schema = id_schema(meta)
         else:
@@ -82,16 +85,33 @@ def _input(meta):
         elif prop.is_collection:
             schema = array(_child(prop))
         elif prop.is_reference:
-            schema = {"type": "object", "properties": {"id": id_schema(prop.target)}, "required": ["id"],
-                      "description": f"A {prop.target.name} by its id"}
-            if not prop.mandatory:
-                schema = nullable(schema)
+            schema = _by_id(prop)
+        elif prop.is_embedded:
+            schema = _embedded(prop, written=False)
         else:
             schema = _value_schema(prop)
             if not prop.mandatory:
                 schema = nullable(schema)
         properties[prop.name] = schema
     return {"type": "object", "title": f"{meta.name} (input)", "properties": properties}
+
+
+def _by_id(prop):
+    schema = {"type": "object", "properties": {"id": id_schema(prop.target)}, "required": ["id"],
+              "description": f"A {prop.target.name} by its id"}
+    return schema if prop.mandatory else nullable(schema)
+
+
+def _embedded(prop, written):
+    """An embedded value: a plain object of its attributes (no _entityName, no id)."""
+    properties = {}
+    for part in prop.target.properties.values():
+        if part.is_reference:
+            properties[part.name] = (nullable(ref(f"entity_{part.target.name}")) if written
+                                     else _by_id(part))
+        else:
+            properties[part.name] = nullable(_value_schema(part))
+    return nullable({"type": "object", "title": prop.target.name, "properties": properties})
 
 
 def _mandatory(meta, skip=None):

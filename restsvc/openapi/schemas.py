@@ -111,7 +111,8 @@ _COMMON = {
         "properties": array(ref("propertyMetadata"))}, ("entityName", "ancestor", "properties")),
     "propertyMetadata": _object({
         "name": STRING,
-        "attributeType": {"type": "string", "enum": ["DATATYPE", "ENUM", "ASSOCIATION", "COMPOSITION"]},
+        "attributeType": {"type": "string", "enum": ["DATATYPE", "ENUM", "ASSOCIATION", "COMPOSITION",
+                                                   "EMBEDDED"]},
         "type": STRING,
         "cardinality": {"type": "string", "enum": ["NONE", "MANY_TO_ONE", "ONE_TO_MANY",
                                                    "ONE_TO_ONE", "MANY_TO_MANY"]},
