@@ -250,11 +250,17 @@ def _fill_children(access, prop, plan, rows, budget):
 
 
 def _fill_members(access, prop, plan, rows, budget):
-    """The members the caller's row-level roles let it see, in id order."""
+    """The members the caller's row-level roles let it see, in id order; a
+    member of several owners is one row they share (written once per answer)."""
     owner = prop.link.owner_field
     members = _by_ids(access, prop.target, plan, owner, {row["id"] for row in rows},
                       parent_column=owner, budget=budget, via=prop.link)
-    _group(prop, rows, members)
+    shared, grouped = {}, {}
+    for member in members:
+        parent = member.pop(_PARENT)
+        grouped.setdefault(parent, []).append(shared.setdefault(member["id"], member))
+    for row in rows:
+        row[prop.name] = grouped.get(row["id"], [])
 
 
 def _group(prop, rows, children):

@@ -163,7 +163,8 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
 
 def _write(compiled, row, written):
     """``written``: the text of referenced rows already written in this answer
-    (the loader gives every order of one customer the same row: it is written once)."""
+    (the loader gives every order of one customer the same row, every product
+    of one tag the same member row: it is written once)."""
     head, namer, writers, return_nulls = compiled
     if namer is None:       # an embedded value
         parts = ["{"]
@@ -184,7 +185,13 @@ def _write(compiled, row, written):
         elif nested is None:
             append(key + write(value))
         elif nested[1]:
-            append(f"{key}[{','.join([_write(nested[0], child, written) for child in value])}]")
+            texts = []
+            for child in value:     # a many-to-many member may be shared: written once
+                text = written.get((id(nested), id(child)))
+                if text is None:
+                    text = written[(id(nested), id(child))] = _write(nested[0], child, written)
+                texts.append(text)
+            append(f"{key}[{','.join(texts)}]")
         else:
             text = written.get((id(nested), id(value)))
             if text is None:
