@@ -10,7 +10,7 @@ from .data.bound import DataAccess, Record, to_entity_json
 from .data.queries import invalid_parameter
 from .errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
 from .model.entity import Entity, entity
-from .model.fields import DateTimeField, EnumField, FileRefField, transient
+from .model.fields import DateTimeField, Embedded, EnumField, FileRefField, embeddable, transient
 from .security.clients import hash_secret
 from .security.roles import ResourceRole, RowLevelRole
 from .files.refs import FileRef
@@ -27,7 +27,8 @@ def create_app(settings=None, application=None):
 
 
 __all__ = ["ApiError", "Application", "BadRequest", "Caller", "Conflict", "DataAccess",
-           "DateTimeField", "Entity", "EnumField", "FileRef", "FileRefField", "Forbidden",
-           "NotFound", "Record", "ResourceRole", "RowLevelRole", "User", "create_app", "entity",
+           "DateTimeField", "Embedded", "Entity", "EnumField", "FileRef", "FileRefField", "Forbidden",
+           "NotFound", "Record", "ResourceRole", "RowLevelRole", "User", "create_app",
+           "embeddable", "entity",
            "hash_secret", "invalid_parameter", "rest_method", "rest_service", "to_entity_json",
            "transient"]

@@ -147,7 +147,8 @@ class RestApp:
 
     @property
     def models(self):
-        return BUILT_IN_MODELS + BUILT_IN_ENTITIES + tuple(self.application.entities)
+        return (BUILT_IN_MODELS + BUILT_IN_ENTITIES + tuple(self.application.entities)
+                + self.metadata.link_models())
 
     def init_schema(self, demo_data=False):
         """Apply what ``restsvc migrate`` would without asking (a new database:

@@ -122,7 +122,7 @@ def _reset_postgres(url, tmp_path):
     tables = ", ".join(f'"{m._meta.table_name}"' for m in app.models
                        if app.database.table_exists(m._meta.table_name))
     if tables:
-        app.database.execute_sql(f"TRUNCATE {tables} CASCADE")
+        app.database.execute_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
     app.init_schema(demo_data=True)
 
 

@@ -151,8 +151,9 @@ def test_filter_errors(client, auth, conditions, details):
 
 def test_enum_and_to_many_errors(client, auth):
     assert parse_error(client, auth, [cond("status", "=", "LOST")], "Order")["details"] == "Cannot parse enum value: LOST"
-    assert parse_error(client, auth, [cond("lines.quantity", "=", 1)], "Order")["details"] == \
-        "Property for Order not found: lines.quantity"
+    # A collection is crossed by a path (test_filters_collections.py), never compared.
+    assert parse_error(client, auth, [cond("lines", "=", 1)], "Order")["details"] == \
+        "Property for Order not found: lines"
 
 
 def test_a_condition_that_is_not_an_object_is_malformed(client, auth):

@@ -56,7 +56,8 @@ def test_every_demo_caption_is_translated(client, auth, language):
     headers = {**auth, "Accept-Language": language}
     shown = {**client.get("/rest/messages/entities", headers=headers).json,
              **client.get("/rest/messages/enums", headers=headers).json}
-    demo_keys = {k for k in shown if k.split(".")[0] in ("Customer", "Product", "Order", "OrderLine")
+    demo_keys = {k for k in shown if k.split(".")[0] in ("Customer", "Product", "Order", "OrderLine",
+                                                           "Country", "Tag")
                  or k.startswith("restsvc.demo.")}
     assert demo_keys and demo_keys <= set(bundle)
     assert all(shown[k] == bundle[k] for k in demo_keys)

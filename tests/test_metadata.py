@@ -72,7 +72,9 @@ def test_unknown_entity_is_404(client, auth):
 def test_fetch_plans_list_only_named_plans(client, auth):
     body = client.get("/rest/metadata/entities/Order/fetchPlans", headers=auth).json
     assert [plan["name"] for plan in body] == ["order-with-details"]
-    assert client.get("/rest/metadata/entities/Product/fetchPlans", headers=auth).json == []
+    assert client.get("/rest/metadata/entities/Customer/fetchPlans", headers=auth).json == []
+    products = client.get("/rest/metadata/entities/Product/fetchPlans", headers=auth).json
+    assert [plan["name"] for plan in products] == ["product-with-tags"]
 
 
 def test_named_fetch_plan_nests_references(client, auth):

@@ -75,10 +75,12 @@ def test_a_user_without_a_password_cannot_sign_in(client):
 
 
 def test_a_password_token_carries_the_users_roles_not_the_clients(client):
-    # demo-client has system-full-access; alice only rest-minimal and sales-reader.
+    # demo-client has system-full-access; alice only rest-minimal, sales-reader
+    # and the public-tags rule.
     token = password_grant(client).json["access_token"]
     body = client.get("/rest/permissions", headers=bearer(token)).json
-    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader"]
+    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader",
+                                   "ROW_LEVEL_ROLE_public-tags"]
 
 
 def test_refresh_grant_issues_a_new_access_token_and_reuses_the_refresh_token(client):

@@ -37,13 +37,14 @@ def test_sales_reader_permissions(client, kind):
     assert attributes["User:username"] == 0
     assert specifics == {"rest.enabled": 1, "rest.fileUpload.enabled": 0,
                          "rest.fileDownload.enabled": 1, "reports.rest.enabled": 1}
-    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader"]
+    assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader",
+                                   "ROW_LEVEL_ROLE_public-tags"]
 
 
 def test_permissions_list_every_entity_operation_and_attribute(client, auth):
     body = client.get("/rest/permissions", headers=auth).json
     entities, attributes = values(body, "entities"), values(body, "entityAttributes")
-    assert len(entities) == 4 * 5            # User and the four demo entities
+    assert len(entities) == 4 * 7            # User and the six demo entities
     assert set(entities.values()) == {1}
     assert attributes["Order:amount"] == 2 and attributes["User:email"] == 2
     assert "User:password" not in attributes and "User:roles" not in attributes

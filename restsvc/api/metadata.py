@@ -17,7 +17,7 @@ from ..web import NO_STORE, json_response
 
 
 def find_entity(ctx, entity_name):
-    meta = ctx.app.metadata.entity(entity_name)
+    meta = ctx.app.metadata.described(entity_name)     # entities and embedded value types
     if meta is None:
         raise NotFound("Entity not found", f"Entity {entity_name} not found")
     return meta
@@ -39,8 +39,13 @@ def viewer(ctx):
 def readable_entity(ctx, entity_name):
     """The entity, 404 when there is none, 403 when the caller may not read it."""
     meta = find_entity(ctx, entity_name)
-    if viewer(ctx) is not None:
+    permissions = viewer(ctx)
+    if permissions is None:
+        return meta
+    if not meta.is_embedded:
         require(ctx.access, meta, "read")
+    elif not permissions.reads_value_type(ctx.app.metadata, meta.name):
+        raise NotFound("Entity not found", f"Entity {entity_name} not found")
     return meta
 
 

@@ -11,9 +11,10 @@ from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
 from .filters import Condition, Group, parse_filter
-from .importer import Importer, delete_rows, parse_id, too_many_entities
+from .importer import Importer, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
 from .query import check_limit, check_sort
+from .writer import Writer
 
 
 class DataManager:
@@ -151,11 +152,12 @@ class DataManager:
             # No BEGIN/COMMIT around a single statement: SQLite's write lock is
             # then held only while the statement runs, and concurrent writers
             # wait for each other far less.
-            importer.execute(operations[0])
+            Writer(access).save(operations[0])
         else:
+            writer = Writer(access)
             with write_transaction(self.database):
                 for operation in operations:
-                    importer.execute(operation)
+                    writer.save(operation)
         return operations
 
     def delete(self, access, meta, entity_ids):
@@ -172,7 +174,7 @@ class DataManager:
                                    f"Entity {meta.name} with id {entity_id} not found")
                 if hasattr(meta.model, "check_change"):     # e.g. User
                     meta.model.check_change(access, key, None)
-            delete_rows(self.metadata, meta, keys)
+            Writer(access).delete(meta, keys)
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
         """What create/update answer for the saved operations, one JSON text

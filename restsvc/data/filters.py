@@ -124,15 +124,22 @@ class _Parser:
         names = dotted.split(".")
         for position, name in enumerate(names):
             prop = meta.property(name) if meta is not None else None
-            visible = prop is not None and prop.persistent and not prop.is_collection and (
-                self.permissions is None or (
+            # A collection (composition or many-to-many) may be crossed, not
+            # compared: "lines.product.name" means some line's product's name.
+            crossed = prop is not None and prop.is_collection and position < len(names) - 1
+            # An embedded value is reached into ("address.city"), not compared;
+            # its attributes are visible with it.
+            inner = prop is not None and prop.is_embedded and position < len(names) - 1
+            visible = prop is not None and prop.persistent and (
+                not (prop.is_collection or prop.is_embedded) or crossed or inner) and (
+                self.permissions is None or meta.is_embedded or (
                     self.permissions.can(meta.name, "read")
                     and self.permissions.attribute(meta.name, name) > 0))
             if not visible:
                 _fail(f"Property for {self.meta.name} not found: {dotted}")
             chain.append(prop)
             meta = prop.target if position < len(names) - 1 else None
-            if position < len(names) - 1 and not prop.is_reference:
+            if position < len(names) - 1 and not (prop.is_reference or prop.is_embedded):
                 _fail(f"Property for {self.meta.name} not found: {dotted}")
         return tuple(chain)
 

@@ -1,10 +1,10 @@
-"""JSON -> saved entity graphs (create, update, upsert), reference 2.5-2.8.
+"""JSON -> planned entity graphs (create, update, upsert), reference 2.5-2.8.
 
-Two phases, so that nothing is half-written: ``plan`` reads the JSON, checks
-permissions, values and references and collects every violation without
-writing; ``execute`` then writes the whole graph in the write transaction.
-What must be consistent with concurrent writers is decided in ``execute``,
-after the parent row is locked by its UPDATE: which stored children a
+Nothing is half-written: ``plan`` reads the JSON in one pass over the graph,
+checks permissions, values and references and collects every violation
+without writing; ``writer.Writer`` then writes the whole graph in the write
+transaction. What must be consistent with concurrent writers is decided
+there, after the parent row is locked by its UPDATE: which stored children a
 replaced composition deletes. Concurrent replacements of one collection so
 end with one of the requested sets, never a merge.
 
@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 
 import peewee
 
-from ..errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge
+from ..errors import BadRequest, NotFound, PayloadTooLarge
 from ..model.datatypes import decimal_fits
-from ..model.fetchplan import ids_only
+from ..model.valuetypes import MAX_ARRAY_ITEMS
 from ..security.roles import MODIFY
 from .access import require
-from .loader import select_rows, visible_ids
+from .loader import visible_ids
+from .writer import child_ids
 
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
 SIZE = "{jakarta.validation.constraints.Size.message}"
@@ -40,12 +41,13 @@ class Operation:
     values: dict                        # peewee field name -> Python value
     expected_version: int = None
     children: list = field(default_factory=list)     # (prop, [Operation])
+    members: list = field(default_factory=list)      # (many-to-many prop, [member id])
     instance: object = None     # creating: the model instance the validators saw, then inserted
 
     @property
     def is_one_statement(self):
         """Written by one INSERT or UPDATE, which is atomic on its own."""
-        return (not self.children
+        return (not self.children and not self.members
                 and not hasattr(self.meta.model, "after_save"))
 
 
@@ -59,15 +61,29 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 
 
 def parse_id(meta, value):
-    """An id from a URL or a body, in the canonical text form rows use (a UUID
-    already in that form is taken as it is: no round trip through uuid.UUID)."""
-    prop = meta.properties["id"]
-    if isinstance(value, str) and prop.datatype.name == "uuid" and _CANONICAL_UUID.match(value):
+    """An id from a URL or a body, in the form loaded rows hold it (a UUID
+    already in canonical text form is taken as it is: no round trip through
+    uuid.UUID); 400 Invalid entity ID otherwise."""
+    if isinstance(value, str) and meta.id_kind == "uuid" and _CANONICAL_UUID.match(value):
         return value
+    key = id_or_none(meta, value)
+    if key is None:
+        raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID")
+    return key
+
+
+def id_or_none(meta, value):
+    """The row form of an id, or None when ``value`` cannot be one: integer
+    ids come as JSON numbers or as their text ("42", how JSON shows them),
+    string ids as non-empty text up to the column's length."""
+    if meta.id_kind == "string":
+        field = meta.model._meta.primary_key
+        fits = isinstance(value, str) and 0 < len(value) <= (field.max_length or 255)
+        return value if fits else None
     try:
-        return str(prop.value_type.from_json(value))
-    except (ValueError, TypeError, AttributeError):
-        raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID") from None
+        return meta.row_id(meta.properties["id"].value_type.from_json(value))
+    except (ValueError, TypeError, AttributeError, ArithmeticError):
+        return None
 
 
 def too_many_entities(limit):
@@ -83,8 +99,8 @@ class Importer:
         self.violations = []
         self.max_entities = max_entities
         self._planned = 0
+        self._visible = {}      # (entity name, id) -> whether the caller can see the row
 
-    # -- phase 1 ---------------------------------------------------------
     def plan(self, meta, body, path="", entity_id=None, creating=None, owner=None):
         """One entity object -> Operation. ``entity_id`` from the URL wins over the body's."""
         if not isinstance(body, dict):
@@ -101,12 +117,20 @@ class Importer:
         existing = self._exists(meta, entity_id) if entity_id is not None else False
         if creating is None:
             creating = not existing
-        if (not creating and not existing) or (
+        if creating and entity_id is not None and meta.database_assigns_id:
+            # Whether the row is absent or hidden, the answer is the same.
+            self.violations.append(_violation(
+                f"{path}id", f"must name a stored {meta.name}: the database assigns new ids",
+                INVALID, body.get("id")))
+            entity_id = None
+        elif (not creating and not existing) or (
                 creating and entity_id is not None and self._stored(meta, entity_id)):
             # A row the caller cannot see is answered as missing, as an update
             # of it is, whether the caller meant to create or to update it.
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
         require(self.access, meta, "create" if creating else "update")
+        if creating and entity_id is None and meta.id_kind == "string":
+            self.violations.append(_violation(f"{path}id", "must not be null", NOT_NULL))
         operation = Operation(meta, creating, entity_id, {})
         failure = "Entity creation failed" if creating else "Entity update failed"
         levels = self.access.permissions.attribute_levels(meta.name)
@@ -116,10 +140,14 @@ class Importer:
                     or levels.get(name, 0) < MODIFY or (owner and prop.field is owner)):
                 continue
             where = f"{path}{name}"
-            if prop.is_collection:
+            if prop.link is not None:
+                self._members(operation, prop, value, failure)
+            elif prop.is_collection:
                 self._children(operation, prop, value, where)
             elif prop.is_reference:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
+            elif prop.is_embedded:
+                self._embedded(operation, prop, value, where, failure)
             else:
                 self._value(operation, prop, value, where)
         clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
@@ -149,7 +177,12 @@ class Importer:
                                                                 f"{exc}", INVALID, version))
 
     def _exists(self, meta, entity_id):
-        return bool(visible_ids(self.access, meta, [entity_id]))
+        """Whether the caller can see the row (asked once per row and plan)."""
+        key = (meta.name, entity_id)
+        found = self._visible.get(key)
+        if found is None:
+            found = self._visible[key] = bool(visible_ids(self.access, meta, [entity_id]))
+        return found
 
     @staticmethod
     def _stored(meta, entity_id):
@@ -191,22 +224,64 @@ class Importer:
                              "Property value must be a JSON object literal", "")
         target = prop.target
         missing = BadRequest(failure, f"Referenced entity for property '{prop.name}' is missing")
-        if value.get("id") is None or not self.access.permissions.can(target.name, "read"):
-            raise missing
-        try:
-            target_id = target.properties["id"].value_type.from_json(value["id"])
-        except (ValueError, TypeError, AttributeError):
-            raise missing from None
-        if not self._exists(target, target_id):
+        target_id = id_or_none(target, value.get("id"))
+        if (target_id is None or not self.access.permissions.can(target.name, "read")
+                or not self._exists(target, target_id)):
             raise missing
         return target_id
+
+    def _embedded(self, operation, prop, value, where, failure):
+        """An embedded value: the attributes it gives change (null: all of them)."""
+        parts = prop.target.properties
+        if value is None:
+            for part in parts.values():
+                operation.values[part.field.name] = None
+            return
+        if not isinstance(value, dict):
+            raise BadRequest(f"Attribute '{prop.name}' is an embedded value. "
+                             "Property value must be a JSON object literal", "")
+        for name, part_value in value.items():
+            part = parts.get(name)
+            if part is None or part.read_only:
+                continue
+            if part.is_reference:
+                operation.values[part.field.name] = self._reference(part, part_value, failure)
+            else:
+                self._value(operation, part, part_value, f"{where}.{name}")
+
+    def _members(self, operation, prop, value, failure):
+        """A many-to-many attribute: the exact set of members, each an
+        existing row the caller can see (else 400, as a to-one reference)."""
+        if not isinstance(value, list):
+            raise BadRequest(f"Attribute '{prop.name}' refers to a collection. "
+                             "Property value must be a JSON array literal", "")
+        if len(value) > MAX_ARRAY_ITEMS:
+            raise BadRequest(failure, f"Attribute '{prop.name}' may list at most "
+                                      f"{MAX_ARRAY_ITEMS} members")
+        target = prop.target
+        missing = BadRequest(failure, f"Referenced entity for property '{prop.name}' is missing")
+        if value and not self.access.permissions.can(target.name, "read"):
+            raise missing
+        ids = []
+        for member in value:
+            if not isinstance(member, dict):
+                raise BadRequest(f"Attribute '{prop.name}' refers to entities. "
+                                 "Each member must be a JSON object literal", "")
+            member_id = id_or_none(target, member.get("id"))
+            if member_id is None:
+                raise missing
+            ids.append(member_id)
+        ids = list(dict.fromkeys(ids))
+        if len(visible_ids(self.access, target, ids) if ids else ()) < len(ids):
+            raise missing
+        operation.members.append((prop, ids))
 
     def _children(self, operation, prop, value, where):
         if not isinstance(value, list):
             raise BadRequest(f"Attribute '{prop.name}' refers to a collection. "
                              "Property value must be a JSON array literal", "")
         child_meta = prop.target
-        stored = set() if operation.creating else self._child_ids(prop, operation.id)
+        stored = set() if operation.creating else child_ids(self.access, prop, operation.id)
         planned, kept = [], set()
         for index, child in enumerate(value):
             if not isinstance(child, dict):
@@ -224,14 +299,9 @@ class Importer:
         if stored - kept:       # answered now; execute decides on the rows stored then
             require(self.access, child_meta, "delete")
 
-    def _child_ids(self, prop, parent_id):
-        rows = select_rows(self.access, prop.target, ids_only(prop.target), sort=None,
-                           key_field=prop.back_field, keys=[parent_id])
-        return {row["id"] for row in rows}
-
     def _check_mandatory(self, operation, path, owner):
         for name, prop in operation.meta.properties.items():
-            if not prop.mandatory or prop.field is None or prop.field is owner:
+            if not prop.mandatory or prop.field is None or prop.field is owner or name == "id":
                 continue
             key = prop.field.name
             missing = (key in operation.values and operation.values[key] is None) or (
@@ -252,108 +322,3 @@ class Importer:
         for validator in validators:
             for where, message in validator(instance) or ():
                 self.violations.append(_violation(f"{path}{where}", message, CUSTOM))
-
-    # -- phase 2 ---------------------------------------------------------
-    def execute(self, operation, owner_field=None, owner_id=None):
-        model = operation.meta.model
-        values = dict(operation.values)
-        if owner_field is not None:
-            values[owner_field.name] = owner_id
-        failure = "Entity creation failed" if operation.creating else "Entity update failed"
-        try:
-            if operation.creating:
-                instance = operation.instance
-                if instance is None:
-                    instance = model(**values)
-                elif owner_field is not None:
-                    setattr(instance, owner_field.name, owner_id)
-                if operation.id is not None:
-                    instance.id = operation.id
-                self._insert(model, instance.__data__)
-                operation.id = str(instance.id)
-            else:
-                self._update(operation, values)
-                instance = None
-        except peewee.IntegrityError:
-            raise BadRequest(failure, "The values conflict with stored data "
-                                      "(for example a value that must be unique)") from None
-        except peewee.DataError:
-            raise BadRequest(failure, "A value does not fit its database column") from None
-        if not operation.creating:
-            # The UPDATE above holds the parent's row lock (SQLite: the write
-            # transaction is BEGIN IMMEDIATE): the children read now are those
-            # the last committed replacement left, and stay so until commit.
-            for prop, children in operation.children:
-                self._remove_unlisted(prop, operation.id, {child.id for child in children})
-        for prop, children in operation.children:
-            for child in children:
-                self.execute(child, prop.back_field, operation.id)
-        hook = getattr(model, "after_save", None)
-        if hook is not None:
-            hook(instance or model.get_by_id(operation.id), operation.creating)
-        return operation.id
-
-    def _remove_unlisted(self, prop, parent_id, kept):
-        removed = [child_id for child_id in self._child_ids(prop, parent_id)
-                   if child_id not in kept]
-        if removed:
-            require(self.access, prop.target, "delete")
-            delete_rows(self.access.metadata, prop.target, removed)
-
-    def _insert(self, model, data):
-        """INSERT with the SQL text reused per column set (building it costs
-        more than running it, and it runs while SQLite holds its write lock)."""
-        fields = [field for field in model._meta.sorted_fields if field.name in data]
-        params = [field.db_value(data[field.name]) for field in fields]
-        key = ("insert", model, tuple(field.name for field in fields))
-        sql = self.access.sql_cache.get(key)
-        if sql is None:
-            sql, built = model.insert(**data).sql()
-            if list(built) != params:
-                params = built
-            else:
-                self.access.sql_cache[key] = sql
-        self.access.database.execute_sql(sql, params)
-
-    def _update(self, operation, values):
-        model = operation.meta.model
-        condition = model.id == operation.id
-        if operation.expected_version is not None:
-            condition &= model.version == operation.expected_version
-        changed = model.update(**values, version=model.version + 1).where(condition).execute()
-        if changed == 0:
-            if operation.expected_version is not None:
-                raise ApiError("Optimistic lock",
-                               f"Object of class [{operation.meta.name}] with identifier "
-                               f"[{operation.id}]: optimistic locking failed")
-            raise NotFound("Entity not found",
-                           f"Entity {operation.meta.name} with id {operation.id} not found")
-
-
-def delete_rows(metadata, meta, ids):
-    """Delete rows (their compositions go with them); refuse while others refer to them."""
-    model = meta.model
-    for ref_meta, fk in _referrers(metadata, meta):
-        if fk.model.select().where(fk.in_(ids)).exists():
-            raise Conflict("Delete policy violation",
-                           f"Unable to delete {meta.name} because there are references from "
-                           f"{ref_meta.name}")
-    hook = getattr(model, "after_delete", None)
-    doomed = list(model.select().where(model.id.in_(ids))) if hook else ()
-    try:
-        model.delete().where(model.id.in_(ids)).execute()
-    except peewee.IntegrityError:
-        raise Conflict("Delete policy violation",
-                       f"Unable to delete {meta.name} because other rows refer to it") from None
-    for instance in doomed:
-        hook(instance)
-
-
-def _referrers(metadata, meta):
-    """(entity, ForeignKeyField) pairs that refer to ``meta``, except the
-    back-references of its own compositions (those children go with it)."""
-    owned = {prop.back_field for prop in meta.properties.values() if prop.back_field is not None}
-    for fk in meta.model._meta.backrefs:
-        referrer = metadata.of_model(fk.model)
-        if fk not in owned and referrer is not None:
-            yield referrer, fk

@@ -2,7 +2,8 @@
 
 Rows are plain dicts keyed by attribute name. One query loads the root rows;
 each reference in the plan costs one more query for all rows at once (never
-one per row). References to entities the caller may not read are left out;
+one per row): a many-to-many association selects its members joined to the
+link table, keyed by the owners' ids. References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
@@ -37,21 +38,28 @@ def loading_plan(plan):
 
 def _columns(meta, plan):
     """(attribute name, peewee field) pairs the root query selects, their
-    names, the conversions of their values, a text signature for the SQL cache
-    and the plan's transient attributes; worked out once per plan."""
+    names, the conversions of their values, a text signature for the SQL cache,
+    the plan's transient attributes and its embedded values (name, their
+    attributes); worked out once per plan."""
     cached = plan.__dict__.get("_columns")
     if cached is None:
-        columns = [("id", meta.model.id)]
-        for name in plan.properties:
+        columns, embedded = [("id", meta.model.id)], []
+        for name, nested in plan.properties.items():
             prop = meta.properties[name]
             if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
                 columns.append((name, prop.field))
+            elif prop.is_embedded:
+                parts = [part for part in nested.properties
+                         if prop.target.properties[part].field is not None]
+                columns += [(f"{name}.{part}", prop.target.properties[part].field)
+                            for part in parts]
+                embedded.append((name, parts))
         transients = [meta.properties[name] for name in plan.properties
                       if meta.properties[name].getter is not None]
         cached = plan._columns = (columns, [name for name, _ in columns],
                                   conversions([converter(field) for _, field in columns]),
                                   f"{meta.name}:{','.join(name for name, _ in columns)}",
-                                  transients)
+                                  transients, embedded)
     return cached
 
 
@@ -82,21 +90,24 @@ def visible_ids(access, meta, keys):
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
-                key_field=None, keys=None, parent_column=None, budget=None):
+                key_field=None, keys=None, parent_column=None, budget=None, via=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
-    counted against ``budget`` (a Budget, or None for no bound)."""
-    columns, names, converting, signature, transients = _columns(meta, plan)
+    counted against ``budget`` (a Budget, or None for no bound). ``via``: a
+    many-to-many Link whose table is joined (``key_field`` is one of its columns)."""
+    columns, names, converting, signature, transients, embedded = _columns(meta, plan)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
         names = names + [_PARENT]
-        signature += f"+{parent_column.name}"
+        signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
     keys = list(keys) if keys is not None else None
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
-                             key_field, keys)
+                             key_field, keys, via)
     cursor = access.database.execute_sql(sql, params)
     rows = read_rows(cursor, names, converting)
+    if embedded:
+        _fold_embedded(rows, embedded)
     if budget is not None:
         budget.take(len(rows))
     fill_references(access, meta, plan, rows, budget)
@@ -107,7 +118,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
 
 
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
-               keys):
+               keys, via=None):
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
@@ -138,6 +149,8 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
         condition = matches if condition is None else condition & matches
     order = query.order_by(sort) if sort is not None else None    # may add joins
     select = query.apply_joins(meta.model.select(*[field for _, field in columns]))
+    if via is not None:
+        select = select.join_from(meta.model, via.through, on=(via.member_field == meta.model.id))
     if condition is not None:
         select = select.where(condition)
     if order:
@@ -171,6 +184,14 @@ def _key_converter(field):
     return convert
 
 
+def _fold_embedded(rows, embedded):
+    """The columns of each embedded value -> one nested dict (None when all are null)."""
+    for row in rows:
+        for name, parts in embedded:
+            value = {part: row.pop(f"{name}.{part}") for part in parts}
+            row[name] = value if any(item is not None for item in value.values()) else None
+
+
 def count_rows(access, meta, where_filter=None):
     query = EntityQuery(meta, access)
     condition = query.where(where_filter)
@@ -189,11 +210,17 @@ def fill_references(access, meta, plan, rows, budget=None):
             continue
         prop = meta.properties[name]
         target = prop.target
+        if prop.is_embedded:        # the references inside embedded values
+            fill_references(access, target, nested,
+                            [row[name] for row in rows if row.get(name) is not None], budget)
+            continue
         if not permissions.can(target.name, "read"):
             for row in rows:
                 row.pop(name, None)
             continue
-        if prop.is_collection:
+        if prop.link is not None:
+            _fill_members(access, prop, nested, rows, budget)
+        elif prop.is_collection:
             _fill_children(access, prop, nested, rows, budget)
         else:
             ids = {row[name] for row in rows if row.get(name) is not None}
@@ -204,14 +231,14 @@ def fill_references(access, meta, plan, rows, budget=None):
                     row[name] = by_id.get(row[name])
 
 
-def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None):
+def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None, via=None):
     rows = []
     ids = sorted(ids)
     for start in range(0, len(ids), _CHUNK):
         rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
                                 key_field=key_field, keys=ids[start:start + _CHUNK],
                                 limit=None if budget is None else budget.left + 1,
-                                budget=budget))
+                                budget=budget, via=via))
     return rows
 
 
@@ -219,6 +246,24 @@ def _fill_children(access, prop, plan, rows, budget):
     back = prop.back_field
     children = _by_ids(access, prop.target, plan, back, {row["id"] for row in rows},
                        parent_column=back, budget=budget)
+    _group(prop, rows, children)
+
+
+def _fill_members(access, prop, plan, rows, budget):
+    """The members the caller's row-level roles let it see, in id order; a
+    member of several owners is one row they share (written once per answer)."""
+    owner = prop.link.owner_field
+    members = _by_ids(access, prop.target, plan, owner, {row["id"] for row in rows},
+                      parent_column=owner, budget=budget, via=prop.link)
+    shared, grouped = {}, {}
+    for member in members:
+        parent = member.pop(_PARENT)
+        grouped.setdefault(parent, []).append(shared.setdefault(member["id"], member))
+    for row in rows:
+        row[prop.name] = grouped.get(row["id"], [])
+
+
+def _group(prop, rows, children):
     grouped = {}
     for child in children:
         grouped.setdefault(child.pop(_PARENT), []).append(child)

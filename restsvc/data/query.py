@@ -3,7 +3,10 @@
 Joins to referenced entities are LEFT OUTER and their ON clause admits only
 the referenced rows the caller's row-level roles let it see (a subquery), so
 a hidden row behaves like a missing one in filters and sort keys: nothing
-about it leaks through ordering or matching.
+about it leaks through ordering or matching. A condition whose path crosses a
+collection (``lines.product.name``, ``tags.name``) means "at least one member
+the caller can see matches": ``EXISTS (...)``, never a join, so rows are not
+repeated and counts and pages stay right.
 """
 import peewee
 
@@ -23,7 +26,7 @@ def like_literal(text):
 class EntityQuery:
     """Builds the joins, WHERE and ORDER BY of one query rooted at ``meta``."""
 
-    def __init__(self, meta, access, resolving=()):
+    def __init__(self, meta, access, resolving=(), alias_prefix="j"):
         self.meta = meta
         self.model = meta.model
         self.access = access            # data.access.Access: permissions + session + database
@@ -32,12 +35,17 @@ class EntityQuery:
         # Entities whose visibility is being worked out around this query: a
         # composition cycle (a tree of one entity) stops there.
         self._resolving = resolving + (meta.name,)
+        # Joins inside an EXISTS get names of their own: its condition may
+        # refer to the enclosing query's joins.
+        self._alias_prefix = alias_prefix
 
     # -- paths and joins -------------------------------------------------
     def column(self, path):
         source, key = self.model, ()
         for prop in path[:-1]:
             key = key + (prop.name,)
+            if prop.is_embedded:        # its columns are the owner's
+                continue
             alias = self._aliases.get(key)
             if alias is None:
                 alias = self._join(source, prop, key)
@@ -46,7 +54,7 @@ class EntityQuery:
 
     def _join(self, source, prop, key):
         target = prop.target
-        alias = target.model.alias(f"j{len(self._joins)}")
+        alias = target.model.alias(f"{self._alias_prefix}{len(self._joins)}")
         self._aliases[key] = alias
         on = getattr(source, prop.field.name) == alias.id
         visible = self.visible_ids(target)
@@ -77,6 +85,10 @@ class EntityQuery:
         return self._condition(node)
 
     def _condition(self, condition: Condition):
+        crossing = next((index for index, prop in enumerate(condition.path)
+                         if prop.is_collection), None)
+        if crossing is not None:
+            return self._some_member(condition, crossing)
         column = self.column(condition.path)
         op, value = condition.operator, condition.value
         if op == "isNull":
@@ -91,6 +103,29 @@ class EntityQuery:
             return self._text_match(column, op, value)
         return {"=": column.__eq__, "<>": column.__ne__, ">": column.__gt__,
                 ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
+
+    def _some_member(self, condition, crossing):
+        """EXISTS (a member of the collection at ``crossing`` that the
+        caller's row-level roles let it see and that meets the rest of the
+        condition); further collections on the way nest the same way."""
+        path = condition.path
+        prop = path[crossing]
+        target = prop.target
+        owner_id = self.column(path[:crossing] + (prop.owner.properties["id"],))
+        inner = EntityQuery(target, self.access, self._resolving, self._alias_prefix + "x")
+        matches = inner.compile(Condition(path[crossing + 1:], condition.operator,
+                                          condition.value))
+        visible = inner.row_condition(target)
+        members = target.model.select(peewee.SQL("1"))
+        if prop.link is not None:
+            link = prop.link
+            members = members.join_from(target.model, link.through,
+                                        on=(link.member_field == target.model.id))
+            owned = link.owner_field == owner_id
+        else:
+            owned = prop.back_field == owner_id
+        members = inner.apply_joins(members).where(_all((owned, visible, matches)))
+        return peewee.fn.EXISTS(members)
 
     def _text_match(self, column, op, value):
         """The case-insensitive text operators, on the same lower-cased expression
@@ -146,11 +181,13 @@ class EntityQuery:
     def _sort_path(self, dotted):
         meta, chain = self.meta, []
         permissions = self.access.permissions
-        for name in dotted.split("."):
+        names = dotted.split(".")
+        for position, name in enumerate(names):
             prop = meta.property(name) if meta else None
             if (prop is None or not prop.persistent or prop.is_collection
-                    or not permissions.can(meta.name, "read")
-                    or permissions.attribute(meta.name, name) == 0):
+                    or (prop.is_embedded and position == len(names) - 1)
+                    or (not meta.is_embedded and (not permissions.can(meta.name, "read")
+                                                  or permissions.attribute(meta.name, name) == 0))):
                 return None
             chain.append(prop)
             meta = prop.target

@@ -1,8 +1,9 @@
-"""Deterministic demo data: 20 customers, 10 products, 50 orders with lines,
-and two users.
+"""Deterministic demo data: 8 countries, 7 tags, 20 customers, 10 products,
+50 orders with lines, and two users.
 
 Ids are UUIDv5 of fixed names, so every installation has the same rows and
-tests can name them.
+tests can name them; countries are named by their ISO codes, tags get the ids
+the database assigns (in this order on a new database).
 """
 import datetime
 import decimal
@@ -11,7 +12,8 @@ import uuid
 
 from restsvc import User, hash_secret
 
-from .model import Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product
+from .model import (Country, Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product,
+                    Tag)
 
 NAMESPACE = uuid.UUID("5b8e1d8e-2f7a-4c39-9a5e-3f1c2b7d9e10")
 
@@ -24,10 +26,29 @@ PRODUCTS = [("Solar panel", "SP-100", "249.00"), ("Inverter", "INV-3K", "899.50"
             ("Cable set", "CB-6MM", "19.95"), ("Charge controller", "CC-40A", "129.00"),
             ("Energy meter", "EM-1", "79.00"), ("Wall box", "WB-11", "649.00"),
             ("Heat pump", "HP-8", "7450.00"), ("Smart plug", "PLG-1", "24.99")]
+COUNTRIES = [("DE", "Germany"), ("AT", "Austria"), ("CH", "Switzerland"), ("FR", "France"),
+             ("IT", "Italy"), ("NL", "Netherlands"), ("SE", "Sweden"), ("ES", "Spain")]
+# (name, internal): internal tags are hidden from sales-reader.
+TAGS = [("eco", False), ("bestseller", False), ("new", False), ("outdoor", False),
+        ("smart", False), ("clearance", True), ("high-margin", True)]
 
 
 def _id(kind, number):
     return uuid.uuid5(NAMESPACE, f"{kind}-{number}")
+
+
+CITIES = [("Berlin", "10115", "DE"), ("Hamburg", "20095", "DE"), ("Vienna", "1010", "AT"),
+          ("Zurich", "8001", "CH"), ("Lyon", "69001", "FR"), ("Milan", "20121", "IT"),
+          ("Utrecht", "3511", "NL")]
+
+
+def _address(i):
+    """Most customers have an address; every fifth has none."""
+    if i % 5 == 4:
+        return {}
+    city, postcode, country = CITIES[i % len(CITIES)]
+    return {"address_street": f"{LAST[i]}weg {i + 1}", "address_city": city,
+            "address_postcode": postcode, "address_country": country}
 
 
 def demo_rows():
@@ -37,6 +58,7 @@ def demo_rows():
         email=f"{FIRST[i].lower()}.{LAST[i].lower()}@example.com",
         grade=grades[i % 3], birthDate=datetime.date(1960 + i, 1 + i % 12, 1 + i),
         createdDate=datetime.datetime(2024, 1, 1, 9, 0) + datetime.timedelta(days=i),
+        **_address(i),
     ) for i in range(20)]
     products = [dict(id=_id("product", i), name=name, sku=sku, price=decimal.Decimal(price))
                 for i, (name, sku, price) in enumerate(PRODUCTS)]
@@ -55,14 +77,27 @@ def demo_rows():
                            customer=customers[i % 20]["id"], status=statuses[i % 4],
                            amount=amount))
         lines.extend(order_lines)
-    return [(Customer, customers), (Product, products), (Order, orders), (OrderLine, lines)]
+    countries = [dict(id=code, name=name) for code, name in COUNTRIES]
+    tags = [dict(name=name, internal=internal) for name, internal in TAGS]
+    return [(Country, countries), (Tag, tags), (Customer, customers), (Product, products),
+            (Order, orders), (OrderLine, lines)]
+
+
+# Tag numbers (1-based, as the database assigns them) of each product; some
+# products have none, some several, two an internal tag.
+PRODUCT_TAGS = [(1, 4), (2,), (1, 2, 6), (), (3,), (2, 5), (1, 3, 5, 7), (5,), (), (2, 3, 5)]
+
+
+def product_tag_rows(tag_ids):
+    return [{"product": _id("product", i), "tag": tag_ids[number - 1]}
+            for i, numbers in enumerate(PRODUCT_TAGS) for number in numbers]
 
 
 # Demo sign-ins, documented in the README. Never use them outside the demo.
 DEMO_USERS = (
     dict(username="admin", password="admin-password", roles="system-full-access",
          firstName="Ada", lastName="Admin", email="admin@example.com", locale="en"),
-    dict(username="alice", password="alice-password", roles="rest-minimal,sales-reader",
+    dict(username="alice", password="alice-password", roles="rest-minimal,sales-reader,public-tags",
          firstName="Alice", lastName="Adler", email="alice.adler@example.com", locale="de"),
 )
 
@@ -87,6 +122,8 @@ def load_demo_data(database):
             for model, rows in demo_rows():
                 for start in range(0, len(rows), 100):
                     model.insert_many(rows[start:start + 100]).execute()
+            tag_ids = [tag.id for tag in Tag.select(Tag.id).order_by(Tag.id)]
+            Product.tags.get_through_model().insert_many(product_tag_rows(tag_ids)).execute()
             loaded = True
         if not User.select().exists():
             User.insert_many(demo_users()).execute()

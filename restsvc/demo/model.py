@@ -4,7 +4,8 @@ import enum
 
 import peewee
 
-from restsvc import DateTimeField, Entity, EnumField, FileRefField, entity, transient
+from restsvc import (DateTimeField, Embedded, Entity, EnumField, FileRefField, embeddable, entity,
+                     transient)
 
 
 class CustomerGrade(enum.Enum):
@@ -44,6 +45,30 @@ def check_quantity(line):
     return []
 
 
+@entity(instance_name="name")
+class Country(Entity):
+    """A string id the application assigns: the ISO 3166 alpha-2 code ("DE")."""
+    id = peewee.CharField(primary_key=True, max_length=2)
+    name = peewee.CharField(max_length=100, index=True)
+
+
+@entity(instance_name="name")
+class Tag(Entity):
+    """An integer id the database assigns (JSON writes it as a string, "42")."""
+    id = peewee.AutoField()
+    name = peewee.CharField(max_length=50, unique=True, index=True)
+    internal = peewee.BooleanField(default=False)
+
+
+@embeddable
+class Address:
+    """An embedded value: columns address_street, address_city, ... of its owner."""
+    street = peewee.CharField(max_length=200, null=True)
+    city = peewee.CharField(max_length=100, null=True, index=True)
+    postcode = peewee.CharField(max_length=20, null=True)
+    country = peewee.ForeignKeyField(Country, null=True, on_delete="RESTRICT")
+
+
 @entity(instance_name="name", read_only=("createdDate",), validators=(check_birth_date,))
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
@@ -55,13 +80,24 @@ class Customer(Entity):
     # The id of the User who is this customer, if any: what the own-orders
     # row-level role keys on (an id never changes; a username or email can).
     userId = peewee.UUIDField(null=True, index=True)
+    address = Embedded(Address)
 
 
-@entity(instance_name="name", validators=(check_price,))
+PRODUCT_WITH_TAGS = {
+    "name": "product-with-tags",
+    "extends": "_base",
+    "properties": [{"name": "tags", "fetchPlan": "_base"}],
+}
+
+
+@entity(instance_name="name", validators=(check_price,), fetch_plans=(PRODUCT_WITH_TAGS,))
 class Product(Entity):
     name = peewee.CharField(max_length=200, index=True)
     sku = peewee.CharField(max_length=64, null=True, index=True)
     price = peewee.DecimalField(max_digits=12, decimal_places=2)
+    # Many-to-many, readable from the other side as Tag.products; restsvc
+    # creates the link table (product_tag_through).
+    tags = peewee.ManyToManyField(Tag, backref="products")
 
 
 ORDER_WITH_DETAILS = {
@@ -102,4 +138,4 @@ class OrderLine(Entity):
     price = peewee.DecimalField(max_digits=12, decimal_places=2, null=True)
 
 
-ENTITIES = (Customer, Product, Order, OrderLine)
+ENTITIES = (Country, Tag, Customer, Product, Order, OrderLine)

@@ -7,13 +7,16 @@ from restsvc import ResourceRole, RowLevelRole
 # not upload. It runs the two REST-available sales reports.
 SALES_READER = ResourceRole(
     "sales-reader", "Sales: read only",
-    entities={"Customer": "read", "Order": "read", "OrderLine": "read", "Product": "read"},
+    entities={"Customer": "read", "Order": "read", "OrderLine": "read", "Product": "read",
+              "Tag": "read", "Country": "read"},
     attributes={
         "Customer": {name: "view" for name in ("name", "grade", "birthDate", "photo",
-                                               "createdDate")},
+                                               "createdDate", "address")},
         "Order": {"*": "view"},
         "OrderLine": {"*": "view"},
         "Product": {"*": "view"},
+        "Tag": {"*": "view"},
+        "Country": {"*": "view"},
     },
     specifics=("rest.enabled", "rest.fileDownload.enabled", "reports.rest.enabled"),
     scope=("API",),
@@ -36,5 +39,13 @@ OWN_ORDERS = RowLevelRole(
         {"property": "customer.userId", "operator": "=", "value": ":session$userId"}]}},
 )
 
+# Internal tags (pricing, clearance) are for the sales office only: the
+# demo's sales readers (the reader client, alice) hold this rule, so such a
+# tag is neither shown among a product's tags nor found, nor settable by them.
+PUBLIC_TAGS = RowLevelRole(
+    "public-tags", "Public tags only",
+    filters={"Tag": {"conditions": [{"property": "internal", "operator": "=", "value": False}]}},
+)
+
 RESOURCE_ROLES = (SALES_READER,)
-ROW_LEVEL_ROLES = (OWN_ORDERS,)
+ROW_LEVEL_ROLES = (OWN_ORDERS, PUBLIC_TAGS)

@@ -5,25 +5,11 @@ The shape and its parsing are the ``fileRef`` datatype's
 always a valid attribute value and the other way round. Whether a path is
 acceptable is the storage's decision.
 """
-from dataclasses import dataclass
-from urllib.parse import quote
-
 from ..errors import BadRequest
 from ..model.datatypes import split_file_ref
+from ..model.valuetypes import FileRef
 
 INVALID_REF = "Invalid file reference"
-
-
-@dataclass(frozen=True)
-class FileRef:
-    storage: str
-    path: str
-    name: str
-    extra: str = ""       # further "&k=v" parameters, kept as given
-
-    def __str__(self):
-        # quote(safe="") never writes "+", so split_file_ref reads the name back exactly.
-        return f"{self.storage}://{self.path}?name={quote(self.name, safe='')}{self.extra}"
 
 
 def invalid_ref(text):

@@ -8,6 +8,7 @@
 A field with ``null=False`` is mandatory. Declaring only records facts on the
 class; metadata is built from them when the application starts.
 """
+import copy
 import os
 import threading
 import time
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 import peewee
 
 from ..db import database_proxy
+from .fields import Embedded
 
 
 _last_id = [0]
@@ -91,6 +93,7 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
     def declare(model):
         if not (isinstance(model, type) and issubclass(model, Entity)):
             raise TypeError("@entity decorates subclasses of restsvc.Entity")
+        _add_embedded_columns(model)
         model._entity = EntityDeclaration(
             name=name or model.__name__,
             instance_name=tuple(instance_name),
@@ -103,6 +106,19 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
         )
         return model
     return declare
+
+
+def _add_embedded_columns(model):
+    """Each ``Embedded`` attribute's fields become columns ``<attribute>_<field>``."""
+    for name, value in list(vars(model).items()):
+        if not isinstance(value, Embedded):
+            continue
+        for part, template in value.value_type._embeddable_fields.items():
+            column = copy.copy(template)        # an unbound template: each owner its own
+            if isinstance(column, peewee.ForeignKeyField):
+                column.backref = "+"
+            column.embedded_in = (name, part)
+            model._meta.add_field(f"{name}_{part}", column)
 
 
 def declaration_of(model):

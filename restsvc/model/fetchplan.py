@@ -55,7 +55,8 @@ class FetchPlan:
 
 def _local(meta):
     return {name: None for name, prop in meta.properties.items()
-            if prop.persistent and not prop.is_reference and not prop.is_collection}
+            if prop.persistent and not prop.is_reference and not prop.is_collection
+            and not prop.is_embedded}
 
 
 def build_built_in_plans(meta):
@@ -89,6 +90,9 @@ def _instance_name_plan(meta, seen):
 
 def _base_plan(meta, seen):
     properties = _local(meta)
+    for name, prop in meta.properties.items():      # embedded values with their _base
+        if prop.is_embedded:
+            properties[name] = prop.target.fetch_plans["_base"]
     for name in meta.instance_name:
         prop = meta.properties[name]
         if prop.is_reference and prop.target not in seen:
@@ -121,7 +125,7 @@ def parse_plan(meta, spec, strict=False, depth=0, max_depth=MAX_DEPTH):
         raise FetchPlanError("a fetch plan must be a name or a JSON object")
     if "properties" not in spec and "extends" not in spec:
         return parse_plan(meta, spec.get("name") or "_base", strict, depth, max_depth)
-    properties = {"id": None}
+    properties = {} if meta.is_embedded else {"id": None}
     base = spec.get("extends")
     if base is not None:
         deeper = depth if isinstance(base, str) else depth + 1
@@ -145,6 +149,9 @@ def parse_plan(meta, spec, strict=False, depth=0, max_depth=MAX_DEPTH):
             properties[name] = parse_plan(
                 prop.target, "_instance_name" if nested_spec is None else nested_spec,
                 strict, depth + 1, max_depth)
+        elif prop.is_embedded:
+            properties[name] = parse_plan(prop.target, "_base" if nested_spec is None
+                                          else nested_spec, strict, depth + 1, max_depth)
         else:
             properties[name] = None
     return FetchPlan(spec.get("name") if depth == 0 else None, meta, properties)

@@ -42,6 +42,32 @@ class DateTimeField(peewee.DateTimeField):
     """The ``dateTime`` datatype (an instant, stored in UTC); peewee's own is ``localDateTime``."""
 
 
+def embeddable(cls):
+    """Declare a value type (no id, no version) for ``Embedded`` attributes:
+
+        @embeddable
+        class Address:
+            street = peewee.CharField(max_length=200, null=True)
+            city = peewee.CharField(max_length=100, null=True, index=True)
+    """
+    fields = {name: value for name, value in vars(cls).items() if isinstance(value, peewee.Field)}
+    if not fields:
+        raise TypeError("@embeddable needs a class with Peewee fields")
+    cls._embeddable_fields = fields
+    return cls
+
+
+class Embedded:
+    """An embedded value attribute, ``address = Embedded(Address)``: stored as
+    columns ``address_<attribute>`` of the owning entity's table (``@entity``
+    adds them), written in JSON as a nested object."""
+
+    def __init__(self, value_type):
+        if not getattr(value_type, "_embeddable_fields", None):
+            raise TypeError("Embedded needs a class declared with @embeddable")
+        self.value_type = value_type
+
+
 class transient:
     """A computed, non-stored attribute: ``@transient("int") def itemCount(self): ...``."""
 

@@ -41,7 +41,7 @@ class MetaEnum:
 @dataclass(eq=False)
 class MetaProperty:
     name: str
-    attribute_type: str          # DATATYPE, ENUM, ASSOCIATION, COMPOSITION
+    attribute_type: str          # DATATYPE, ENUM, ASSOCIATION, COMPOSITION, EMBEDDED
     type_name: str               # datatype name, enum name or entity name
     cardinality: str             # NONE, MANY_TO_ONE, ONE_TO_MANY, ONE_TO_ONE, MANY_TO_MANY
     mandatory: bool
@@ -51,8 +51,9 @@ class MetaProperty:
     field: object = None         # the Peewee field (persistent single-valued properties)
     datatype: object = None      # Datatype for DATATYPE properties
     meta_enum: MetaEnum = None   # for ENUM properties
-    target: "MetaClass" = None   # for references
+    target: "MetaClass" = None   # for references; the value type's for EMBEDDED
     back_field: object = None    # child's ForeignKeyField for ONE_TO_MANY compositions
+    link: "Link" = None          # the link table of a MANY_TO_MANY association
     getter: object = None        # transient attributes
 
     def __post_init__(self):
@@ -72,6 +73,10 @@ class MetaProperty:
         return self.attribute_type in ("ASSOCIATION", "COMPOSITION")
 
     @property
+    def is_embedded(self):
+        return self.attribute_type == "EMBEDDED"
+
+    @property
     def is_collection(self):
         return self.cardinality in ("ONE_TO_MANY", "MANY_TO_MANY")
 
@@ -89,6 +94,20 @@ class MetaProperty:
         }
 
 
+def _id_kind(meta, key):
+    """uuid, integer (an AutoField: the database assigns it) or string (a
+    CharField primary key: the application assigns it)."""
+    if isinstance(key, peewee.UUIDField):
+        return "uuid"
+    if isinstance(key, peewee.AutoField):
+        return "integer"
+    if isinstance(key, peewee.CharField) and not isinstance(key, EnumField):
+        return "string"
+    raise MetadataError(f"{meta.name}.id: an id is a UUIDField (the default), an AutoField "
+                        "or BigAutoField (the database assigns it) or a CharField "
+                        "(the application assigns it)")
+
+
 def _json_converter(prop):
     """How a stored value of the property is written to JSON."""
     if prop.meta_enum is not None:
@@ -104,6 +123,28 @@ def _json_converter(prop):
 
 
 @dataclass(eq=False)
+class Link:
+    """The link table of a many-to-many association, seen from one side:
+    ``owner_field`` refers to the owning row, ``member_field`` to a member.
+    Both sides of a bidirectional association share the table."""
+    through: type
+    owner_field: object
+    member_field: object
+
+
+def _link(meta, name, m2m):
+    through = m2m.get_through_model()
+    keys = [f for f in through._meta.sorted_fields if isinstance(f, peewee.ForeignKeyField)]
+    owner = [f for f in keys if f.rel_model is meta.model]
+    member = [f for f in keys if f.rel_model is m2m.rel_model and f is not owner[0]] \
+        if len(owner) == 1 else []      # (Field == builds SQL: compared by identity)
+    if len(keys) != 2 or len(owner) != 1 or len(member) != 1:
+        raise MetadataError(f"{meta.name}.{name}: a many-to-many association needs a link "
+                            "table with one foreign key to each side (not the same entity)")
+    return Link(through, owner[0], member[0])
+
+
+@dataclass(eq=False)
 class MetaClass:
     name: str
     model: type
@@ -112,6 +153,18 @@ class MetaClass:
     validators: tuple
     properties: dict = field(default_factory=dict)
     fetch_plans: dict = field(default_factory=dict)   # name -> FetchPlan (built-ins too)
+    id_kind: str = "uuid"       # uuid (the default), integer (the database assigns it), string
+    links: list = field(default_factory=list)      # Link of each many-to-many attribute
+    is_embedded: bool = False   # an embedded value type (no id): properties only
+
+    @property
+    def database_assigns_id(self):
+        return self.id_kind == "integer"
+
+    def row_id(self, value):
+        """An id in the form loaded rows hold it: UUIDs as canonical text,
+        integers as int, strings as they are."""
+        return str(value) if self.id_kind != "integer" else int(value)
 
     def property(self, name):
         return self.properties.get(name)
@@ -131,6 +184,7 @@ class Metadata:
 
     def __init__(self, models, extra_enums=()):
         self.entities = {}
+        self.embeddables = {}       # value types of embedded attributes, by name
         self.enums = {}
         self._by_model = {}
         for model in models:
@@ -147,7 +201,7 @@ class Metadata:
             self._enum(enum_class)
         for meta in self.entities.values():
             self._build(meta, declaration_of(meta.model))
-        for meta in self.entities.values():
+        for meta in list(self._embedded_types()) + list(self.entities.values()):
             build_built_in_plans(meta)
         for meta in self.entities.values():
             try:
@@ -158,6 +212,16 @@ class Metadata:
     def entity(self, name):
         return self.entities.get(name)
 
+    def described(self, name):
+        """An entity or an embedded value type, for the metadata API."""
+        return self.entities.get(name) or self.embeddables.get(name)
+
+    def _embedded_types(self):
+        for meta in self.entities.values():
+            for prop in meta.properties.values():
+                if prop.is_embedded:
+                    yield prop.target
+
     def indexed_text_fields(self):
         """(model, field) of each indexed string attribute: the columns whose
         lower-cased values get an index of their own for the case-insensitive
@@ -165,13 +229,23 @@ class Metadata:
         found = []
         for meta in self.entities.values():
             leading = {id(field) for field in leading_index_fields(meta.model)}
-            found += [(meta.model, prop.field) for prop in meta.properties.values()
+            props = [part for prop in meta.properties.values()
+                     for part in (prop.target.properties.values() if prop.is_embedded else (prop,))]
+            found += [(meta.model, prop.field) for prop in props
                       if prop.datatype is not None and prop.datatype.kind == "string"
                       and prop.persistent and id(prop.field) in leading]
         return found
 
     def of_model(self, model):
         return self._by_model.get(model)
+
+    def link_models(self):
+        """The link tables of many-to-many associations, each once (create_schema makes them)."""
+        found = {}
+        for meta in self.entities.values():
+            for link in meta.links:
+                found.setdefault(link.through, None)
+        return tuple(found)
 
     def _enum(self, enum_class):
         name = enum_name(enum_class)
@@ -195,13 +269,32 @@ class Metadata:
                 break
         read_only = set(declared.read_only)
         secret = set(declared.secret)
+        embedded = {}
         for peewee_field in model._meta.sorted_fields:
             if peewee_field.name in secret:
                 continue
+            part = getattr(peewee_field, "embedded_in", None)
+            if part is not None:
+                embedded.setdefault(part[0], []).append((part[1], peewee_field))
+                continue
             meta.properties[peewee_field.name] = self._field_property(
                 meta, peewee_field, peewee_field.name in read_only)
-        if model._meta.manytomany:
-            raise MetadataError(f"{meta.name}: many-to-many fields are not supported yet")
+        for name, parts in embedded.items():
+            value_type = getattr(model, name).value_type
+            described = MetaClass(value_type.__name__, model, None, (), (), is_embedded=True)
+            for part, peewee_field in parts:
+                described.properties[part] = self._field_property(described, peewee_field,
+                                                                  name in read_only, part)
+            self.embeddables.setdefault(described.name, described)
+            meta.properties[name] = MetaProperty(name, "EMBEDDED", described.name, "NONE", False,
+                                                 name in read_only, True, meta, target=described)
+        for name, m2m in model._meta.manytomany.items():
+            target = self._target(meta, name, m2m.rel_model)
+            link = _link(meta, name, m2m)
+            meta.links.append(link)
+            meta.properties[name] = MetaProperty(
+                name, "ASSOCIATION", target.name, "MANY_TO_MANY", False, name in read_only,
+                True, meta, target=target, link=link)
         for name in declared.compositions:
             back_field = next((fk for fk in model._meta.backrefs
                                if fk.backref == name), None)
@@ -236,10 +329,11 @@ class Metadata:
             raise MetadataError(f"{meta.name} must inherit id and version from Entity")
         if not issubclass(model, Entity):
             raise MetadataError(f"{meta.name} must subclass restsvc.Entity")
+        meta.id_kind = _id_kind(meta, model._meta.primary_key)
 
-    def _field_property(self, meta, peewee_field, read_only):
+    def _field_property(self, meta, peewee_field, read_only, name=None):
         mandatory = not peewee_field.null and peewee_field.default is None
-        name = peewee_field.name
+        name = name or peewee_field.name
         if isinstance(peewee_field, peewee.ForeignKeyField):
             target = self._target(meta, name, peewee_field.rel_model)
             return MetaProperty(name, "ASSOCIATION", target.name, "MANY_TO_ONE",

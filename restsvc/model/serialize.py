@@ -114,17 +114,21 @@ def _compiled(meta, plan, permissions, return_nulls):
 
 
 def _compile(meta, plan, permissions, return_nulls):
-    levels = permissions.attribute_levels(meta.name)
+    # An embedded value's attributes are shown with it (the owner's
+    # attribute permission decides); it has no entity name, instance name or id.
+    levels = None if meta.is_embedded else permissions.attribute_levels(meta.name)
     writers = []
     for name, nested in plan.properties.items():
         prop = meta.properties[name]
-        if name == "id" or not levels.get(name):
+        if name == "id" or (levels is not None and not levels.get(name)):
             continue
         if nested is None:
             writers.append((name, f",{quoted(name)}:", _text_writer(prop), None))
         else:
             writers.append((name, f",{quoted(name)}:", None, (
                 _compiled(prop.target, nested, permissions, return_nulls), prop.is_collection)))
+    if meta.is_embedded:
+        return "{", None, writers, return_nulls
     return (f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), writers,
             return_nulls)
 
@@ -159,10 +163,12 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
 
 def _write(compiled, row, written):
     """``written``: the text of referenced rows already written in this answer
-    (the loader gives every order of one customer the same row: it is written once)."""
+    (the loader gives every order of one customer the same row, every product
+    of one tag the same member row: it is written once)."""
     head, namer, writers, return_nulls = compiled
-    name_text = namer(row)
-    if name_text is not None:
+    if namer is None:       # an embedded value
+        parts = ["{"]
+    elif (name_text := namer(row)) is not None:
         parts = [f'{head},"_instanceName":{quoted(name_text)},"id":{quoted(str(row["id"]))}']
     elif return_nulls:
         parts = [f'{head},"_instanceName":null,"id":{quoted(str(row["id"]))}']
@@ -179,13 +185,21 @@ def _write(compiled, row, written):
         elif nested is None:
             append(key + write(value))
         elif nested[1]:
-            append(f"{key}[{','.join([_write(nested[0], child, written) for child in value])}]")
+            texts = []
+            for child in value:     # a many-to-many member may be shared: written once
+                text = written.get((id(nested), id(child)))
+                if text is None:
+                    text = written[(id(nested), id(child))] = _write(nested[0], child, written)
+                texts.append(text)
+            append(f"{key}[{','.join(texts)}]")
         else:
             text = written.get((id(nested), id(value)))
             if text is None:
                 text = written[(id(nested), id(value))] = _write(nested[0], value, written)
             append(key + text)
     append("}")
+    if namer is None and len(parts) > 2:
+        parts[1] = parts[1][1:]             # the first attribute's leading comma
     return "".join(parts)
 
 
@@ -203,8 +217,10 @@ def _find_references(meta, plan, permissions):
     found = []
     levels = permissions.attribute_levels(meta.name)
     for name, nested in plan.properties.items():
-        if nested is not None and levels.get(name):
-            prop = meta.properties[name]
+        prop = meta.properties[name]
+        # An embedded value is part of its entity, not an entity of the answer
+        # (the references in it are counted as the loader reads them).
+        if nested is not None and levels.get(name) and not prop.is_embedded:
             inner = _references(prop.target, nested, permissions)
             found.append((name, prop.is_collection, inner, all(not ref[2] for ref in inner)))
     return found

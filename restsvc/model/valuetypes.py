@@ -20,8 +20,10 @@ import datetime
 import decimal
 import enum
 import uuid
+from dataclasses import dataclass
+from urllib.parse import quote
 
-from .datatypes import DATATYPES
+from .datatypes import DATATYPES, split_file_ref
 
 MAX_ARRAY_ITEMS = 1_000
 
@@ -75,6 +77,38 @@ class ScalarType:
 
     def json_schema(self):
         return dict(self.datatype.json_schema)
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file reference, ``<storage>://<path>?name=<url-encoded file name>[&k=v...]``:
+    what a ``fileRef`` attribute or service parameter holds (restsvc.files stores them)."""
+    storage: str
+    path: str
+    name: str
+    extra: str = ""       # further "&k=v" parameters, kept as given
+
+    def __str__(self):
+        # quote(safe="") never writes "+", so split_file_ref reads the name back exactly.
+        return f"{self.storage}://{self.path}?name={quote(self.name, safe='')}{self.extra}"
+
+
+class FileRefType(ScalarType):
+    """File references bound to ``FileRef`` objects (service parameters)."""
+
+    def __init__(self):
+        super().__init__(DATATYPES["fileRef"])
+
+    @staticmethod
+    def from_json(raw):
+        return FileRef(*split_file_ref(raw))
+
+    from_text = from_json
+
+    def to_json(self, value):
+        return str(value)
+
+    to_text = to_json
 
 
 class EnumType:
@@ -171,8 +205,10 @@ def value_type(metadata, declared, entities=True):
 
 
 def python_value_type(metadata, hint):
-    """The ValueType of a simple Python type hint (a datatype's class or an
-    enum), or None for anything else."""
+    """The ValueType of a simple Python type hint (a datatype's class, FileRef
+    or an enum), or None for anything else."""
+    if hint is FileRef:
+        return FileRefType()
     if hint in PYTHON_TYPES:
         return ScalarType(DATATYPES[PYTHON_TYPES[hint]])
     if isinstance(hint, type) and issubclass(hint, enum.Enum):

@@ -23,7 +23,7 @@ from .entities import entity_schemas, stub_schemas
 from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
-from .schemas import STRING, common_schemas, datatype_schema
+from .schemas import STRING, common_schemas, id_schema
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
 from .shapes import entity_typing, generic_typing, query_typing
@@ -113,7 +113,7 @@ class DocumentBuilder:
                         if not shown.can(meta, operation):
                             continue
                         concrete = route.rule.replace("<entity_name>", meta.name)
-                        schemas = {"entityId": datatype_schema(meta.properties["id"].datatype.name)}
+                        schemas = {"entityId": id_schema(meta)}
                         self._add(paths, method, concrete,
                                   ENTITY_OPERATIONS[key](entity_typing(meta, self.settings)), schemas)
                 elif key in SERVICE_OPERATIONS:

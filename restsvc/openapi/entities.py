@@ -5,7 +5,8 @@
   left out, and nulls appear only with ``returnNulls``.
 - ``entityInput_<name>``: what a create or update body may set (read-only,
   transient and system attributes are ignored by the API and not listed);
-  references by id, compositions as arrays of their children.
+  references by id, compositions as arrays of their children, embedded
+  values as objects of their attributes.
 - ``entityNew_<name>``: a create body: the input with the mandatory attributes.
 
 Written for the entities and attributes one caller may see: ``properties(meta)``
@@ -14,7 +15,7 @@ caller may set one (input schemas list only those).
 """
 from decimal import Decimal
 
-from .schemas import array, datatype_schema, nullable, ref
+from .schemas import array, datatype_schema, id_schema, nullable, ref
 
 SYSTEM = ("id", "version")
 
@@ -64,6 +65,10 @@ def _written(meta, shown):
             schema = array(ref(f"entity_{prop.target.name}"))
         elif prop.is_reference:
             schema = nullable(ref(f"entity_{prop.target.name}"))
+        elif prop.is_embedded:
+            schema = _embedded(prop, written=True)
+        elif prop.name == "id":
+            schema = id_schema(meta)
         else:
             schema = _value_schema(prop)
             if not prop.mandatory or not prop.persistent or prop.name == "version":
@@ -82,20 +87,21 @@ def _writable(properties):
 
 def _input(meta, writable):
     """``writable``: entity name -> the properties the caller may set."""
-    id_schema = datatype_schema(meta.properties["id"].datatype.name)
-    properties = {"id": {**id_schema, "description": "Given on create: the new entity's id "
+    properties = {"id": {**id_schema(meta), "description": "Given on create: the new entity's id "
                                                       "(an existing id updates that entity)"},
                   "version": {"type": "integer", "description": "With optimistic locking: "
                                                                 "the version the update is based on"}}
     for prop in writable.get(meta.name, ()):
-        if prop.is_collection:
+        if prop.link is not None:
+            schema = array({"type": "object", "properties": {"id": id_schema(prop.target)},
+                            "required": ["id"]})
+            schema["description"] = f"Exactly these {prop.target.name} members, by id"
+        elif prop.is_collection:
             schema = array(_child(prop, writable.get(prop.target.name, ())))
         elif prop.is_reference:
-            target_id = datatype_schema(prop.target.properties["id"].datatype.name)
-            schema = {"type": "object", "properties": {"id": target_id}, "required": ["id"],
-                      "description": f"A {prop.target.name} by its id"}
-            if not prop.mandatory:
-                schema = nullable(schema)
+            schema = _by_id(prop)
+        elif prop.is_embedded:
+            schema = _embedded(prop, written=False)
         else:
             schema = _value_schema(prop)
             if not prop.mandatory:
@@ -104,13 +110,32 @@ def _input(meta, writable):
     return {"type": "object", "title": f"{meta.name} (input)", "properties": properties}
 
 
-def _mandatory(writable, skip=None):
-    return [prop.name for prop in writable if prop.mandatory and prop.field is not skip]
+def _by_id(prop):
+    schema = {"type": "object", "properties": {"id": id_schema(prop.target)}, "required": ["id"],
+              "description": f"A {prop.target.name} by its id"}
+    return schema if prop.mandatory else nullable(schema)
+
+
+def _embedded(prop, written):
+    """An embedded value: a plain object of its attributes (no _entityName, no id)."""
+    properties = {}
+    for part in prop.target.properties.values():
+        if part.is_reference:
+            properties[part.name] = (nullable(ref(f"entity_{part.target.name}")) if written
+                                     else _by_id(part))
+        else:
+            properties[part.name] = nullable(_value_schema(part))
+    return nullable({"type": "object", "title": prop.target.name, "properties": properties})
+
+
+def _mandatory(meta, writable, skip=None):
+    own_key = ["id"] if meta.id_kind == "string" else []     # the application assigns it
+    return own_key + [prop.name for prop in writable if prop.mandatory and prop.field is not skip]
 
 
 def _new(meta, writable):
     schema = {"allOf": [ref(f"entityInput_{meta.name}")]}
-    required = _mandatory(writable)
+    required = _mandatory(meta, writable)
     if required:
         schema["required"] = required
     return schema
@@ -121,7 +146,7 @@ def _child(prop, child_writable):
     the body), or a stored one by its id with the attributes to change."""
     child_input = ref(f"entityInput_{prop.target.name}")
     new = {"allOf": [child_input]}
-    required = _mandatory(child_writable, skip=prop.back_field)
+    required = _mandatory(prop.target, child_writable, skip=prop.back_field)
     if required:
         new["required"] = required
     return {"anyOf": [new, {"allOf": [child_input], "required": ["id"]}]}

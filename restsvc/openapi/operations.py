@@ -70,7 +70,8 @@ def bulk_update(t):
 def bulk_delete(t):
     return operation(f"Delete several {t.label}", t.tag, {
         **ok("Deleted", status="204"),
-        **_entity_failures(t, "BadRequest", "Forbidden", "Conflict", "PayloadTooLarge")},
+        **_entity_failures(t, "BadRequest", "Forbidden", "NotFound", "Conflict",
+                           "PayloadTooLarge")},
         body=json_body(ref("entityIds"), "Ids, or objects with an id; one transaction"))
 
 

@@ -111,7 +111,8 @@ _COMMON = {
         "properties": array(ref("propertyMetadata"))}, ("entityName", "ancestor", "properties")),
     "propertyMetadata": _object({
         "name": STRING,
-        "attributeType": {"type": "string", "enum": ["DATATYPE", "ENUM", "ASSOCIATION", "COMPOSITION"]},
+        "attributeType": {"type": "string", "enum": ["DATATYPE", "ENUM", "ASSOCIATION", "COMPOSITION",
+                                                   "EMBEDDED"]},
         "type": STRING,
         "cardinality": {"type": "string", "enum": ["NONE", "MANY_TO_ONE", "ONE_TO_MANY",
                                                    "ONE_TO_ONE", "MANY_TO_MANY"]},
@@ -154,6 +155,19 @@ def common_schemas():
     """Fresh copies: a document may add to its own components."""
     import copy
     return copy.deepcopy(_COMMON)
+
+
+def id_schema(meta):
+    """An entity's id as JSON writes it (always a string, as the reference
+    writes ids): a UUID, an integer the database assigns, or the application's
+    own key."""
+    if meta.id_kind == "integer":
+        return {"type": "string", "pattern": "^-?[0-9]{1,19}$",
+                "description": "An integer id the database assigns, written as text"}
+    if meta.id_kind == "string":
+        length = meta.model._meta.primary_key.max_length or 255
+        return {"type": "string", "minLength": 1, "maxLength": length}
+    return datatype_schema(meta.properties["id"].datatype.name)
 
 
 def datatype_schema(name):

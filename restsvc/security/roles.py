@@ -188,11 +188,24 @@ class Permissions:
         key = ("readable", meta.name)
         found = self.memo.get(key)
         if found is None:
-            found = self.memo[key] = () if not self.can(meta.name, "read") else tuple(
-                prop for prop in meta.properties.values()
-                if self.attribute(meta.name, prop.name)
-                and (prop.target is None or self.can(prop.target.name, "read")))
+            if meta.is_embedded:      # a value type: its parts, as its readers see them
+                found = tuple(prop for prop in meta.properties.values()
+                              if prop.target is None or self.can(prop.target.name, "read"))
+            elif not self.can(meta.name, "read"):
+                found = ()
+            else:
+                found = tuple(prop for prop in meta.properties.values()
+                              if self.attribute(meta.name, prop.name)
+                              and (prop.target is None or prop.is_embedded
+                                   or self.can(prop.target.name, "read")))
+            self.memo[key] = found
         return found
+
+    def reads_value_type(self, metadata, name):
+        """Whether an attribute the caller may read embeds the value type ``name``."""
+        return any(prop.is_embedded and prop.target.name == name
+                   for meta in metadata.entities.values()
+                   for prop in self.readable_properties(meta))
 
     def visible_enums(self, metadata):
         """The enums the caller gets to see: those no entity attribute uses (a

@@ -23,40 +23,13 @@ import typing
 from ..data.bound import DataAccess, Record
 from ..data.queries import invalid_parameter
 from ..errors import ValidationFailed
-from ..files.refs import FileRef
-from ..model.datatypes import DATATYPES, split_file_ref
 from ..jsonio import loads
 from ..model.entity import Entity
-from ..model.valuetypes import MAX_ARRAY_ITEMS, ArrayType, ScalarType, python_value_type
+from ..model.valuetypes import MAX_ARRAY_ITEMS, ArrayType, python_value_type
 from .declare import Caller
 
 INVALID = "{restsvc.validation.InvalidValue}"
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
-
-
-class FileRefType(ScalarType):
-    """File references bind to ``FileRef`` objects (restsvc.files.refs)."""
-
-    def __init__(self):
-        super().__init__(DATATYPES["fileRef"])
-
-    @staticmethod
-    def from_json(raw):
-        return FileRef(*split_file_ref(raw))
-
-    from_text = from_json
-
-    def to_json(self, value):
-        return str(value)
-
-    to_text = to_json
-
-
-def simple_type(metadata, hint):
-    """A ValueType for a simple hint, or None."""
-    if hint is FileRef:
-        return FileRefType()
-    return python_value_type(metadata, hint)
 
 
 def optional_of(hint):
@@ -121,14 +94,14 @@ class ObjectType:
 
 def field_type(metadata, hint):
     """The type of a dataclass field: simple, list of simple, or another dataclass."""
-    found = simple_type(metadata, hint)
+    found = python_value_type(metadata, hint)
     if found is not None:
         return found
     if dataclasses.is_dataclass(hint):
         return ObjectType(metadata, hint)
     item = list_item(hint)
     if item is not None:
-        inner = simple_type(metadata, item)
+        inner = python_value_type(metadata, item)
         if inner is not None:
             return ArrayType(inner)
         if dataclasses.is_dataclass(item):
@@ -209,7 +182,7 @@ def make_param(metadata, name, hint, default=None, has_default=False):
     inner = optional_of(hint)
     required = inner is None and not has_default
     hint = inner or hint
-    simple = simple_type(metadata, hint)
+    simple = python_value_type(metadata, hint)
     if simple is not None:
         return Param(name, "value", simple.name, required, default, simple)
     if _is_entity(hint):
@@ -222,8 +195,8 @@ def make_param(metadata, name, hint, default=None, has_default=False):
     if item is not None and _is_entity(item):
         meta = _entity_meta(metadata, item)
         return Param(name, "entities", f"{meta.name}[]", required, default, meta=meta)
-    if item is not None and simple_type(metadata, item) is not None:
-        array = ArrayType(simple_type(metadata, item))
+    if item is not None and python_value_type(metadata, item) is not None:
+        array = ArrayType(python_value_type(metadata, item))
         return Param(name, "array", array.name, required, default, array)
     raise TypeError(f"parameter {name}: type {hint!r} is not supported")
 
@@ -235,12 +208,12 @@ def result_schema(metadata, hint):
     if hint is None or hint is type(None):
         return "empty", None
     hint = optional_of(hint) or hint
-    simple = simple_type(metadata, hint)
+    simple = python_value_type(metadata, hint)
     if simple is not None:
         return "text", simple.json_schema()
     item = list_item(hint)
-    if item is not None and simple_type(metadata, item) is not None:
-        return "json", ArrayType(simple_type(metadata, item)).json_schema()
+    if item is not None and python_value_type(metadata, item) is not None:
+        return "json", ArrayType(python_value_type(metadata, item)).json_schema()
     if _is_entity(hint) or (item is not None and _is_entity(item)):
         meta = _entity_meta(metadata, item if item is not None else hint)
         entity = {"type": "object", "description": f"{meta.name} entity JSON"}

@@ -26,7 +26,9 @@ import uuid
 GRADE_BY_ID = {"B": "BRONZE", "S": "SILVER", "G": "GOLD"}
 GRADE_ID = {name: grade_id for grade_id, name in GRADE_BY_ID.items()}
 COLUMNS = ("id", "version", "name", "email", "grade", "birthDate", "photo", "createdDate")
-SELECT = f"SELECT {', '.join(COLUMNS)} FROM customer"
+ADDRESS = ("street", "city", "postcode")      # the embedded Address's _base, last in _base
+SELECT = (f"SELECT {', '.join(COLUMNS)}, {', '.join(f'address_{part}' for part in ADDRESS)} "
+          "FROM customer")
 TOKEN_SELECT = ("SELECT token_hash, kind, client_id, username, resource_roles, row_level_roles, "
                 "issued_at, expires_at FROM restsvc_token WHERE token_hash = ?")
 PREFIX = "/rest/entities/Customer"
@@ -100,6 +102,9 @@ def to_json(row):
         elif column == "createdDate":
             value = format_datetime(value)
         out[column] = value
+    address = {part: value for part, value in zip(ADDRESS, row[len(COLUMNS):]) if value is not None}
+    if address:
+        out["address"] = address
     if out["_instanceName"] is None:
         del out["_instanceName"]
     return out

@@ -1,0 +1,180 @@
+"""The one write path (ARCHITECTURE.md rule 11).
+
+Every create, update, delete and membership change -- from the Entities API,
+bulk requests, compositions and services' ``DataAccess`` -- is written here,
+after ``importer.py`` has read and checked the whole graph (the caller's entity
+and attribute permissions, row rules on the rows before, values, validators).
+``Writer.save`` makes one pass over a planned graph, each concern a named step
+in this order:
+
+    statement      INSERT, or UPDATE with the version check (locks the row)
+    compositions   owned children: the unlisted ones deleted, the listed saved
+    memberships    many-to-many links set to exactly the listed members (links
+                   to members the caller cannot see are kept: it cannot name them)
+    after_save     the model's hook, in the same transaction
+
+``Writer.delete`` does the same for deletes (references checked, memberships
+removed, the statement, the hook). A feature that reacts to writes (audit,
+history, events) is a further step here, never a second path.
+"""
+import peewee
+
+from ..errors import ApiError, BadRequest, Conflict, NotFound
+from ..model.fetchplan import ids_only
+from .access import require
+from .loader import select_rows
+from .query import EntityQuery
+
+
+class Writer:
+    def __init__(self, access):
+        self.access = access
+
+    # -- save --------------------------------------------------------------
+    def save(self, operation, owner_field=None, owner_id=None):
+        """Write one planned operation and what it owns; returns its id."""
+        instance = self.statement(operation, owner_field, owner_id)
+        self.compositions(operation)
+        self.memberships(operation)
+        self.after_save(operation, instance)
+        return operation.id
+
+    def statement(self, operation, owner_field, owner_id):
+        failure = "Entity creation failed" if operation.creating else "Entity update failed"
+        try:
+            if operation.creating:
+                return self._insert(operation, owner_field, owner_id)
+            values = dict(operation.values)
+            if owner_field is not None:
+                values[owner_field.name] = owner_id
+            self._update(operation, values)
+            return None
+        except peewee.IntegrityError:
+            raise BadRequest(failure, "The values conflict with stored data "
+                                      "(for example a value that must be unique)") from None
+        except peewee.DataError:
+            raise BadRequest(failure, "A value does not fit its database column") from None
+
+    def compositions(self, operation):
+        if not operation.children:
+            return
+        if not operation.creating:
+            # The UPDATE before holds the parent's row lock (SQLite: the write
+            # transaction is BEGIN IMMEDIATE): the children read now are those
+            # the last committed replacement left, and stay so until commit.
+            for prop, children in operation.children:
+                kept = {child.id for child in children}
+                removed = [child_id for child_id in child_ids(self.access, prop, operation.id)
+                           if child_id not in kept]
+                if removed:
+                    require(self.access, prop.target, "delete")
+                    self.delete(prop.target, removed)
+        for prop, children in operation.children:
+            for child in children:
+                self.save(child, prop.back_field, operation.id)
+
+    def memberships(self, operation):
+        for prop, member_ids in operation.members:
+            link = prop.link
+            if not operation.creating:      # after the UPDATE: the owner's row is locked
+                stale = link.through.delete().where(link.owner_field == operation.id)
+                visible = EntityQuery(prop.target, self.access).visible_ids(prop.target)
+                if visible is not None:
+                    stale = stale.where(link.member_field.in_(visible))
+                stale.execute()
+            if member_ids:
+                link.through.insert_many(
+                    [{link.owner_field.name: operation.id, link.member_field.name: member}
+                     for member in member_ids]).execute()
+
+    @staticmethod
+    def after_save(operation, instance):
+        model = operation.meta.model
+        hook = getattr(model, "after_save", None)
+        if hook is not None:
+            hook(instance or model.get_by_id(operation.id), operation.creating)
+
+    def _insert(self, operation, owner_field, owner_id):
+        """INSERT with the SQL text reused per column set (building it costs
+        more than running it, and it runs while SQLite holds its write lock).
+        Ids the database assigns come back from Peewee's own INSERT."""
+        model = operation.meta.model
+        instance = operation.instance
+        if instance is None:
+            instance = model(**operation.values)
+        if owner_field is not None:
+            setattr(instance, owner_field.name, owner_id)
+        if operation.id is not None:
+            instance.id = operation.id
+        data = instance.__data__
+        if operation.meta.database_assigns_id:
+            operation.id = operation.meta.row_id(model.insert(**data).execute())
+            instance.id = operation.id
+            return instance
+        fields = [field for field in model._meta.sorted_fields if field.name in data]
+        params = [field.db_value(data[field.name]) for field in fields]
+        key = ("insert", model, tuple(field.name for field in fields))
+        sql = self.access.sql_cache.get(key)
+        if sql is None:
+            sql, built = model.insert(**data).sql()
+            if list(built) != params:
+                params = built
+            else:
+                self.access.sql_cache[key] = sql
+        self.access.database.execute_sql(sql, params)
+        operation.id = operation.meta.row_id(instance.id)
+        return instance
+
+    @staticmethod
+    def _update(operation, values):
+        model = operation.meta.model
+        condition = model.id == operation.id
+        if operation.expected_version is not None:
+            condition &= model.version == operation.expected_version
+        changed = model.update(**values, version=model.version + 1).where(condition).execute()
+        if changed == 0:
+            if operation.expected_version is not None:
+                raise ApiError("Optimistic lock",
+                               f"Object of class [{operation.meta.name}] with identifier "
+                               f"[{operation.id}]: optimistic locking failed")
+            raise NotFound("Entity not found",
+                           f"Entity {operation.meta.name} with id {operation.id} not found")
+
+    # -- delete ------------------------------------------------------------
+    def delete(self, meta, ids):
+        """Delete rows (their compositions and memberships go with them);
+        refuse while other rows refer to them."""
+        model = meta.model
+        for ref_meta, fk in _referrers(self.access.metadata, meta):
+            if fk.model.select().where(fk.in_(ids)).exists():
+                raise Conflict("Delete policy violation",
+                               f"Unable to delete {meta.name} because there are references from "
+                               f"{ref_meta.name}")
+        for link in meta.links:
+            link.through.delete().where(link.owner_field.in_(ids)).execute()
+        hook = getattr(model, "after_delete", None)
+        doomed = list(model.select().where(model.id.in_(ids))) if hook else ()
+        try:
+            model.delete().where(model.id.in_(ids)).execute()
+        except peewee.IntegrityError:
+            raise Conflict("Delete policy violation",
+                           f"Unable to delete {meta.name} because other rows refer to it") from None
+        for instance in doomed:
+            hook(instance)
+
+
+def child_ids(access, prop, parent_id):
+    """The ids of a composition's stored children the caller can see."""
+    rows = select_rows(access, prop.target, ids_only(prop.target), sort=None,
+                       key_field=prop.back_field, keys=[parent_id])
+    return {row["id"] for row in rows}
+
+
+def _referrers(metadata, meta):
+    """(entity, ForeignKeyField) pairs that refer to ``meta``, except the
+    back-references of its own compositions (those children go with it)."""
+    owned = {prop.back_field for prop in meta.properties.values() if prop.back_field is not None}
+    for fk in meta.model._meta.backrefs:
+        referrer = metadata.of_model(fk.model)
+        if fk not in owned and referrer is not None:
+            yield referrer, fk

@@ -1,0 +1,166 @@
+"""Ids of every common kind: UUIDs (the default), integers the database
+assigns (Tag) and strings the application assigns (Country). JSON writes
+each id as a string, as the reference does."""
+import dataclasses
+
+import peewee
+import pytest
+from werkzeug.test import Client
+
+from conftest import get_token
+from restsvc import Entity, entity
+from restsvc.demo import application as demo
+from restsvc.demo.model import Country, Tag
+
+
+@entity(instance_name="label")
+class Parcel(Entity):
+    """A test entity with an integer id that refers to both other id kinds."""
+    id = peewee.AutoField()
+    label = peewee.CharField(max_length=50)
+    country = peewee.ForeignKeyField(Country, null=True, on_delete="RESTRICT")
+    tag = peewee.ForeignKeyField(Tag, null=True, on_delete="RESTRICT")
+
+
+@pytest.fixture
+def parcels(make_app):
+    app = make_app(application=dataclasses.replace(demo, entities=demo.entities + (Parcel,)))
+    client = Client(app)
+    return client, {"Authorization": f"Bearer {get_token(client)}"}
+
+
+def tag_id(client, auth, name):
+    found = client.post("/rest/entities/Tag/search", headers=auth, json={"filter": {
+        "conditions": [{"property": "name", "operator": "=", "value": name}]}}).json
+    return found[0]["id"]
+
+
+def test_integer_id_is_assigned_by_the_database_and_answered_in_location_and_body(client, auth):
+    created = client.post("/rest/entities/Tag", headers=auth, json={"name": "fresh"})
+    assert created.status_code == 201
+    new_id = created.json["id"]
+    assert isinstance(new_id, str) and new_id.isdigit()
+    assert created.headers["Location"].endswith(f"/rest/entities/Tag/{new_id}")
+    loaded = client.get(f"/rest/entities/Tag/{new_id}", headers=auth).json
+    assert loaded["id"] == new_id and loaded["name"] == "fresh" and loaded["internal"] is False
+
+
+def test_integer_id_entity_is_updated_and_deleted_by_its_id(client, auth):
+    new_id = client.post("/rest/entities/Tag", headers=auth, json={"name": "fresh"}).json["id"]
+    updated = client.put(f"/rest/entities/Tag/{new_id}", headers=auth,
+                         json={"name": "fresher", "internal": True})
+    assert updated.status_code == 200
+    loaded = client.get(f"/rest/entities/Tag/{new_id}", headers=auth).json
+    assert (loaded["name"], loaded["internal"], loaded["version"]) == ("fresher", True, 2)
+    assert client.delete(f"/rest/entities/Tag/{new_id}", headers=auth).status_code == 204
+    assert client.get(f"/rest/entities/Tag/{new_id}", headers=auth).status_code == 404
+
+
+def test_a_create_may_not_choose_an_id_the_database_assigns(client, auth):
+    answer = client.post("/rest/entities/Tag", headers=auth, json={"id": "9999", "name": "mine"})
+    assert answer.status_code == 400
+    assert [v["path"] for v in answer.json] == ["id"]
+    assert client.get("/rest/entities/Tag/9999", headers=auth).status_code == 404
+
+
+def test_an_id_that_is_not_a_whole_number_is_a_bad_request(client, auth):
+    answer = client.get("/rest/entities/Tag/abc", headers=auth)
+    assert answer.status_code == 400
+    assert answer.json["error"] == "Invalid entity ID"
+
+
+def test_integer_ids_filter_and_sort_as_numbers(client, auth):
+    found = client.post("/rest/entities/Tag/search", headers=auth, json={
+        "filter": {"conditions": [{"property": "id", "operator": ">", "value": "5"}]},
+        "sort": "-id"}).json
+    ids = [row["id"] for row in found]
+    assert ids and all(int(i) > 5 for i in ids)
+    assert ids == sorted(ids, key=int, reverse=True)
+
+
+def test_string_id_is_the_applications_key(client, auth):
+    created = client.post("/rest/entities/Country", headers=auth, json={"id": "PL", "name": "Poland"})
+    assert created.status_code == 201
+    assert created.headers["Location"].endswith("/rest/entities/Country/PL")
+    assert client.get("/rest/entities/Country/PL", headers=auth).json["name"] == "Poland"
+    # A POST with an existing id updates it, as for UUIDs.
+    assert client.post("/rest/entities/Country", headers=auth,
+                       json={"id": "PL", "name": "Polska"}).status_code == 201
+    loaded = client.get("/rest/entities/Country/PL", headers=auth).json
+    assert (loaded["name"], loaded["version"]) == ("Polska", 2)
+    assert client.put("/rest/entities/Country/PL", headers=auth,
+                      json={"name": "Poland"}).status_code == 200
+    assert client.delete("/rest/entities/Country/PL", headers=auth).status_code == 204
+    assert client.get("/rest/entities/Country/PL", headers=auth).status_code == 404
+
+
+def test_string_id_entity_needs_its_id_on_create(client, auth):
+    answer = client.post("/rest/entities/Country", headers=auth, json={"name": "Nowhere"})
+    assert answer.status_code == 400
+    assert [v["path"] for v in answer.json] == ["id"]
+    too_long = client.post("/rest/entities/Country", headers=auth,
+                           json={"id": "NOWHERE", "name": "Nowhere"})
+    assert too_long.status_code == 400
+
+
+def test_references_to_integer_and_string_ids_are_written_loaded_and_filtered(parcels):
+    client, auth = parcels
+    eco = tag_id(client, auth, "eco")
+    created = client.post("/rest/entities/Parcel", headers=auth, json={
+        "label": "p1", "country": {"id": "DE"}, "tag": {"id": eco}})
+    assert created.status_code == 201, created.json
+    parcel_id = created.json["id"]
+    loaded = client.get(f"/rest/entities/Parcel/{parcel_id}?fetchPlan=_local", headers=auth).json
+    assert loaded["id"] == parcel_id
+    full = client.post("/rest/entities/Parcel/search", headers=auth, json={
+        "filter": {"conditions": [{"property": "label", "operator": "=", "value": "p1"}]},
+        "fetchPlan": {"extends": "_local", "properties": [
+            {"name": "country", "fetchPlan": "_instance_name"},
+            {"name": "tag", "fetchPlan": "_instance_name"}]}}).json
+    assert [(row["country"]["id"], row["country"]["_instanceName"], row["tag"]["id"])
+            for row in full] == [("DE", "Germany", eco)]
+    for condition in ({"property": "country", "operator": "=", "value": "DE"},
+                      {"property": "country.id", "operator": "in", "value": ["DE", "FR"]},
+                      {"property": "tag", "operator": "=", "value": eco},
+                      {"property": "tag.id", "operator": "=", "value": int(eco)}):
+        found = client.post("/rest/entities/Parcel/search", headers=auth, json={
+            "filter": {"conditions": [condition,
+                                      {"property": "id", "operator": "=", "value": parcel_id}]}})
+        assert [row["id"] for row in found.json] == [parcel_id], condition
+    moved = client.put(f"/rest/entities/Parcel/{parcel_id}", headers=auth,
+                       json={"country": {"id": "FR"}, "tag": None})
+    assert moved.status_code == 200
+    loaded = client.get(f"/rest/entities/Parcel/{parcel_id}?fetchPlan=_base", headers=auth).json
+    assert "tag" not in loaded
+    assert client.delete(f"/rest/entities/Parcel/{parcel_id}", headers=auth).status_code == 204
+
+
+def test_unknown_referenced_ids_of_each_kind_are_missing_references(parcels):
+    client, auth = parcels
+    for body in ({"label": "x", "country": {"id": "XX"}}, {"label": "x", "tag": {"id": "99999"}},
+                 {"label": "x", "tag": {"id": "not a number"}}):
+        answer = client.post("/rest/entities/Parcel", headers=auth, json=body)
+        assert answer.status_code == 400, body
+        assert "is missing" in answer.json["details"]
+
+
+def test_a_country_still_referenced_cannot_be_deleted(parcels):
+    client, auth = parcels
+    client.post("/rest/entities/Country", headers=auth, json={"id": "PT", "name": "Portugal"})
+    client.post("/rest/entities/Parcel", headers=auth, json={"label": "x", "country": {"id": "PT"}})
+    answer = client.delete("/rest/entities/Country/PT", headers=auth)
+    assert answer.status_code == 409
+    assert answer.json["error"] == "Delete policy violation"
+
+
+def test_metadata_and_openapi_describe_each_id_kind(client, auth):
+    tag = client.get("/rest/metadata/entities/Tag", headers=auth).json
+    country = client.get("/rest/metadata/entities/Country", headers=auth).json
+    assert {p["name"]: p["type"] for p in tag["properties"]}["id"] == "int"
+    assert {p["name"]: p["type"] for p in country["properties"]}["id"] == "string"
+    document = client.get("/rest/docs/openapiDetailed.json", headers=auth).json
+    schemas = document["components"]["schemas"]
+    assert schemas["entity_Tag"]["properties"]["id"]["type"] == "string"
+    assert schemas["entity_Tag"]["properties"]["id"]["pattern"] == "^-?[0-9]{1,19}$"
+    assert schemas["entity_Country"]["properties"]["id"]["maxLength"] == 2
+    assert "id" in schemas["entityNew_Country"]["required"]
