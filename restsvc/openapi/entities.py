@@ -7,6 +7,11 @@
   transient and system attributes are ignored by the API and not listed);
   references by id, compositions as arrays of their children.
 - ``entityNew_<name>``: a create body: the input with the mandatory attributes.
+- ``entityRef_<name>``: a reference to one in a body, ``{"id": ...}``.
+
+An enum is one named schema, ``enum_<name>``, wherever it is used (nullable
+as ``anyOf`` with null), so a generated client has one type per enum and per
+reference target.
 
 Written for the entities and attributes one caller may see: ``properties(meta)``
 gives the readable properties of an entity, ``modifiable(prop)`` whether the
@@ -14,7 +19,8 @@ caller may set one (input schemas list only those).
 """
 from decimal import Decimal
 
-from .schemas import array, datatype_schema, nullable, ref
+from .schemas import (array, datatype_schema, enum_schema, enum_schema_name, nullable, ref,
+                      reference_schema, reference_schema_name)
 
 SYSTEM = ("id", "version")
 
@@ -27,6 +33,10 @@ def entity_schemas(entities, properties, modifiable):
         schemas[f"entity_{meta.name}"] = _written(meta, properties(meta))
         schemas[f"entityInput_{meta.name}"] = _input(meta, writable)
         schemas[f"entityNew_{meta.name}"] = _new(meta, writable[meta.name])
+        schemas[reference_schema_name(meta.name)] = _reference(meta)
+        for prop in properties(meta):
+            if prop.meta_enum is not None:
+                schemas[enum_schema_name(prop.meta_enum.name)] = enum_schema(prop.meta_enum)
     return schemas
 
 
@@ -34,12 +44,21 @@ def stub_schemas(meta):
     """The schemas of an entity the caller may not read: an entity with an id."""
     return {f"entity_{meta.name}": _written(meta, [meta.properties["id"]]),
             f"entityInput_{meta.name}": _input(meta, {}),
-            f"entityNew_{meta.name}": _new(meta, [])}
+            f"entityNew_{meta.name}": _new(meta, []),
+            reference_schema_name(meta.name): _reference(meta)}
+
+
+def _id_schema(meta):
+    return datatype_schema(meta.properties["id"].datatype.name)
+
+
+def _reference(meta):
+    return reference_schema(meta.name, _id_schema(meta))
 
 
 def _value_schema(prop):
     if prop.meta_enum is not None:
-        return {"type": "string", "enum": list(prop.meta_enum.enum_class.__members__)}
+        return ref(enum_schema_name(prop.meta_enum.name))
     schema = datatype_schema(prop.datatype.name)
     field = prop.field
     if prop.datatype.name == "string" and getattr(field, "max_length", None):
@@ -66,7 +85,9 @@ def _written(meta, shown):
             schema = nullable(ref(f"entity_{prop.target.name}"))
         else:
             schema = _value_schema(prop)
-            if not prop.mandatory or not prop.persistent or prop.name == "version":
+            # Every answer has the id; the other attributes may be null.
+            if prop.name != "id" and (not prop.mandatory or not prop.persistent
+                                      or prop.name == "version"):
                 schema = nullable(schema)
         if prop.read_only or not prop.persistent:
             schema = {**schema, "readOnly": True}
@@ -82,8 +103,7 @@ def _writable(properties):
 
 def _input(meta, writable):
     """``writable``: entity name -> the properties the caller may set."""
-    id_schema = datatype_schema(meta.properties["id"].datatype.name)
-    properties = {"id": {**id_schema, "description": "Given on create: the new entity's id "
+    properties = {"id": {**_id_schema(meta), "description": "Given on create: the new entity's id "
                                                       "(an existing id updates that entity)"},
                   "version": {"type": "integer", "description": "With optimistic locking: "
                                                                 "the version the update is based on"}}
@@ -91,9 +111,7 @@ def _input(meta, writable):
         if prop.is_collection:
             schema = array(_child(prop, writable.get(prop.target.name, ())))
         elif prop.is_reference:
-            target_id = datatype_schema(prop.target.properties["id"].datatype.name)
-            schema = {"type": "object", "properties": {"id": target_id}, "required": ["id"],
-                      "description": f"A {prop.target.name} by its id"}
+            schema = ref(reference_schema_name(prop.target.name))
             if not prop.mandatory:
                 schema = nullable(schema)
         else:
