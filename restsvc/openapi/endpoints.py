@@ -159,7 +159,8 @@ def docs_asset():
     return operation("A file of the documentation page", DOCS, {
         "200": {"description": "The file", "content": {
             "text/javascript": {"schema": {"type": "string"}},
-            "text/css": {"schema": {"type": "string"}}}},
+            "text/css": {"schema": {"type": "string"}},
+            "image/png": {"schema": binary("image/png")}}},
         **failures("NotFound")})
 
 
