@@ -168,7 +168,7 @@ class DocumentBuilder:
                                  "schema": path_schemas.get(name, STRING)} for name in names] \
                 + op.get("parameters", [])
         responses = dict(op["responses"])
-        if method == "GET" and any(_is_json_text(p) for p in op.get("parameters", ())):
+        if method == "GET" and any(p["in"] == "query" for p in op.get("parameters", ())):
             responses.update(failures("UriTooLong"))
         protected = self.gate.is_protected(sample)
         if protected or not no_database:
@@ -241,11 +241,6 @@ def _add_referenced_stubs(paths, schemas, metadata):
             schemas[name] = enum_schema(metadata.enums[target])
         elif kind != "enum" and target in metadata.entities:
             schemas.update(stub_schemas(metadata.entities[target]))
-
-
-def _is_json_text(parameter):
-    """A query parameter that carries JSON (a filter, an inline fetch plan)."""
-    return parameter["in"] == "query" and "contentSchema" in parameter.get("schema", {})
 
 
 # Any of these gives the bearer token an operation needs. One scheme per OAuth

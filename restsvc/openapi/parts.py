@@ -17,10 +17,10 @@ RESPONSES = {
                         "the service accepts", ERROR),
     "ServiceUnavailable": ("The database is busy or cannot be reached; try again later", ERROR),
     # Written by gunicorn before the service sees the request (its own short
-    # text body): a request line longer than 8190 bytes. Send the filter in
-    # the body instead (the POST form of the same operation).
+    # text body): a request line longer than 8190 bytes; any GET with query
+    # parameters (a filter, an inline plan, arrays) can reach it.
     "UriTooLong": ("The URL is longer than the server accepts (8190 bytes in the request "
-                   "line); use the POST form with the filter in the body", None),
+                   "line); send the parameters in the body of the POST form", None),
 }
 
 
