@@ -33,6 +33,7 @@ def serve(args):
             self.cfg.set("bind", f"{args.host}:{args.port}")
             self.cfg.set("worker_class", defaults.worker_class)
             self.cfg.set("keepalive", defaults.keepalive)
+            self.cfg.set("limit_request_line", defaults.limit_request_line)
             self.cfg.set("forwarded_allow_ips", ",".join(settings.trusted_proxies))
             self.cfg.set("forwarder_headers", defaults.forwarder_headers)
             self.cfg.set("secure_scheme_headers", defaults.secure_scheme_headers)

@@ -51,6 +51,10 @@ class PayloadTooLarge(ApiError):
     status = 413
 
 
+class UnsupportedMediaType(ApiError):
+    status = 415
+
+
 class ServiceUnavailable(ApiError):
     status = 503
 

@@ -22,6 +22,10 @@ Why these values (README "Running the service", measured there):
   HTML 500) or the scheme by gunicorn's rules: the app reads
   ``X-Forwarded-For``/``Forwarded``/``X-Forwarded-Proto`` itself, from the
   same trusted proxies only (restsvc/proxies.py), so one place decides.
+- ``limit_request_line`` at gunicorn's maximum, 8190 bytes (its default is
+  4094): a GET search carries its filter in the URL, and a longer request
+  line is answered 414 by gunicorn itself (documented on those operations;
+  the POST forms take the filter in the body, without that limit).
 - No control socket: gunicorn 27 puts it at one path per user
   (``$XDG_RUNTIME_DIR/gunicorn.ctl``), which several instances on one machine
   would share; give each instance its own with ``restsvc serve
@@ -39,6 +43,7 @@ threads = 16
 timeout = 60
 graceful_timeout = 30
 keepalive = 5
+limit_request_line = 8190
 control_socket_disable = True
 forwarded_allow_ips = ""
 forwarder_headers = ""

@@ -14,7 +14,7 @@ import re
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
 
-from .errors import BadRequest, PayloadTooLarge
+from .errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 CHUNK_SIZE = 256 * 1024
 # What a multipart body may carry beside the file: boundaries, part headers,
@@ -22,6 +22,11 @@ CHUNK_SIZE = 256 * 1024
 MULTIPART_OVERHEAD = 1 << 20
 MAX_PARTS = 64
 UPLOAD_FAILED = "File upload failed"
+# A raw body is the file only when it says it is bytes (or says nothing, which
+# RFC 9110 8.3 reads the same). Any other type is refused: the type a file is
+# served with comes from its name, so an upload's own type would be ignored,
+# and a JSON or form body sent here is a client's mistake, not a file to keep.
+RAW_TYPES = ("application/octet-stream", "")
 
 
 class Upload:
@@ -36,6 +41,11 @@ class Upload:
 def read_upload(request, max_size):
     if request.mimetype == "multipart/form-data":
         return _multipart_upload(request, max_size)
+    if request.mimetype not in RAW_TYPES:
+        raise UnsupportedMediaType(UPLOAD_FAILED, f"Send the file as the part 'file' of a "
+                                                  f"multipart/form-data body, or as the body "
+                                                  f"with Content-Type application/octet-stream, "
+                                                  f"not {request.mimetype}")
     return Upload(None, _body(request, max_size, max_size))
 
 

@@ -79,7 +79,7 @@ class StorageView:
 
 
 def upload_raw(client, headers, content=b"hello files", name="notes.txt",
-               content_type="text/plain", **kwargs):
+               content_type="application/octet-stream", **kwargs):
     query = {} if name is None else {"name": name}
     return client.post("/rest/files", query_string=query, data=content,
                        headers={**headers, "Content-Type": content_type}, **kwargs)

@@ -105,9 +105,13 @@ def test_metadata_describes_the_value_type_without_an_id(client, auth):
 
 def test_openapi_describes_the_embedded_value(client, auth):
     schemas = client.get("/rest/docs/openapiDetailed.json", headers=auth).json["components"]["schemas"]
-    written = schemas["entity_Customer"]["properties"]["address"]
-    assert written["type"] == ["object", "null"]
+    # One named schema per value type, written and given, shared by its entities.
+    assert schemas["entity_Customer"]["properties"]["address"] == {
+        "anyOf": [{"$ref": "#/components/schemas/embedded_Address"}, {"type": "null"}]}
+    written = schemas["embedded_Address"]
     assert set(written["properties"]) == {"street", "city", "postcode", "country"}
     assert "_entityName" not in written["properties"] and "id" not in written["properties"]
-    given = schemas["entityInput_Customer"]["properties"]["address"]
-    assert given["properties"]["country"]["required"] == ["id"]
+    assert schemas["entityInput_Customer"]["properties"]["address"] == {
+        "anyOf": [{"$ref": "#/components/schemas/embeddedInput_Address"}, {"type": "null"}]}
+    country = schemas["embeddedInput_Address"]["properties"]["country"]
+    assert schemas[country["anyOf"][0]["$ref"].rsplit("/", 1)[1]]["required"] == ["id"]

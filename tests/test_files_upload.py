@@ -28,6 +28,22 @@ def test_raw_upload_stores_the_body_and_answers_201_with_the_file_reference(clie
     assert download(client, auth, response.json["fileRef"]).data == b"\x00\x01binary\xff"
 
 
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain",
+                                          "application/x-www-form-urlencoded"])
+def test_raw_body_of_another_type_than_octet_stream_is_415_and_stores_nothing(
+        client, auth, app, content_type):
+    response = upload_raw(client, auth, b'{"a": 1}', "data.json", content_type)
+    assert response.status_code == 415
+    assert response.json["error"] == "File upload failed"
+    assert "application/octet-stream" in response.json["details"]
+    assert_nothing_stored(app)
+
+
+def test_raw_body_without_a_content_type_is_the_file(client, auth):
+    response = client.post("/rest/files?name=plain.bin", data=b"bytes", headers=auth)
+    assert response.status_code == 201 and response.json["size"] == 5
+
+
 def test_file_reference_is_dated_path_uuid_and_extension_with_the_encoded_name(client, auth,
                                                                                  app):
     ref = upload_raw(client, auth, name="Kitten photo.PNG").json["fileRef"]

@@ -51,6 +51,16 @@ def test_anonymous_patterns_open_paths_without_a_token(make_app):
     assert c.get("/rest/messages/enums").status_code == 401
 
 
+def test_each_of_several_anonymous_patterns_opens_only_what_it_matches(make_app):
+    c = Client(make_app({"svc.resource-server.anonymous-url-patterns":
+                         "/rest/capabilities, /rest/metadata/enums"}))
+    assert c.get("/rest/capabilities").status_code == 200
+    assert c.get("/rest/metadata/enums").status_code == 200
+    # Not a prefix: the first pattern does not open what merely starts like it.
+    assert c.get("/rest/capabilities/x").status_code == 401
+    assert c.get("/rest/metadata/enums/restsvc.demo.model.OrderStatus").status_code == 401
+
+
 def test_authenticated_patterns_choose_what_is_protected(make_app):
     app = make_app({"svc.resource-server.authenticated-url-patterns": "/rest/messages/**"})
     c = Client(app)

@@ -191,8 +191,10 @@ def test_openapi_describes_the_association(client, auth, kind):
     schemas = client.get("/rest/docs/openapiDetailed.json", headers=auth).json["components"]["schemas"]
     tags = schemas[f"{kind}_Product"]["properties"]["tags"]
     assert tags["type"] == "array"
-    if kind == "entityInput":
-        assert tags["items"]["required"] == ["id"]
-        assert tags["items"]["properties"]["id"]["pattern"] == "^-?[0-9]{1,19}$"
+    if kind == "entityInput":        # members by id: the named reference schema of Tag
+        assert tags["items"] == {"$ref": "#/components/schemas/entityRef_Tag"}
+        member = schemas["entityRef_Tag"]
+        assert member["required"] == ["id"]
+        assert member["properties"]["id"]["pattern"] == "^-?[0-9]{1,19}$"
     else:
         assert tags["items"] == {"$ref": "#/components/schemas/entity_Tag"}

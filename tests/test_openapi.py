@@ -61,7 +61,7 @@ def test_application_endpoints_are_listed_as_the_application_declares_them(clien
     _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
     card = document["paths"]["/api/customers/{customerId}/card"]["get"]
     assert card["tags"] == ["Application"] and "default" in card["responses"]
-    assert card["security"] == [{"bearerAuth": []}, {"oauth2": []}]
+    assert card["security"] == [{"bearerAuth": []}, {"clientCredentials": []}, {"password": []}]
 
 
 @pytest.mark.parametrize("path", DOCS)
@@ -86,12 +86,13 @@ def test_servers_and_token_url_follow_the_mount_point(app, auth):
     host = DispatcherMiddleware(lambda environ, start: [], {"/api": app})
     document = Client(host).get("/api/rest/docs/openapiDetailed.json", headers=auth).json
     assert document["servers"] == [{"url": "/api"}]
-    flows = document["components"]["securitySchemes"]["oauth2"]["flows"]
-    assert flows["clientCredentials"]["tokenUrl"] == "/api/oauth2/token"
-    assert flows["password"]["tokenUrl"] == "/api/oauth2/token"
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["clientCredentials"]["flows"]["clientCredentials"]["tokenUrl"] \
+        == "/api/oauth2/token"
+    assert schemes["password"]["flows"]["password"]["tokenUrl"] == "/api/oauth2/token"
     plain = Client(app).get("/rest/docs/openapiDetailed.json", headers=auth).json
     assert plain["servers"] == [{"url": "/"}]
-    assert plain["components"]["securitySchemes"]["oauth2"]["flows"]["password"]["tokenUrl"] \
+    assert plain["components"]["securitySchemes"]["password"]["flows"]["password"]["tokenUrl"] \
         == "/oauth2/token"
 
 
@@ -123,8 +124,12 @@ def test_entity_schemas_follow_the_metadata(client, auth):
     assert order["_entityName"] == {"type": "string", "const": "Order", "readOnly": True}
     assert order["id"]["format"] == "uuid"
     assert order["date"] == {"type": "string", "format": "date"}
-    assert order["status"] == {"type": ["string", "null"],
-                               "enum": ["NEW", "PAID", "SHIPPED", "CANCELLED", None]}
+    status = "enum_restsvc.demo.model.OrderStatus"     # one named schema per enum
+    assert order["status"] == {"anyOf": [{"$ref": f"#/components/schemas/{status}"},
+                                         {"type": "null"}]}
+    assert schemas[status]["enum"] == ["NEW", "PAID", "SHIPPED", "CANCELLED"]
+    assert schemas["entityInput_Order"]["properties"]["status"] == order["status"]
+    assert order["id"]["type"] == "string"             # every answer has its id
     assert order["amount"]["type"] == ["number", "null"]
     assert order["customer"]["anyOf"][0] == {"$ref": "#/components/schemas/entity_Customer"}
     assert order["lines"] == {"type": "array",
@@ -135,6 +140,10 @@ def test_entity_schemas_follow_the_metadata(client, auth):
     assert schemas["entityNew_Order"]["required"] == ["number", "date", "customer"]
     line_in_order = schemas["entityInput_Order"]["properties"]["lines"]["items"]["anyOf"][0]
     assert line_in_order["required"] == ["product", "quantity"]      # not its owner "order"
+    # A reference in a body is one named schema per target entity.
+    assert schemas["entityInput_Order"]["properties"]["customer"] == {
+        "$ref": "#/components/schemas/entityRef_Customer"}
+    assert schemas["entityRef_Customer"]["required"] == ["id"]
     assert "createdDate" not in schemas["entityInput_Customer"]["properties"]
 
 
@@ -151,8 +160,10 @@ def test_entity_operations_carry_their_real_parameters(client, auth):
     assert "Location" in created["headers"]
     search = document["paths"]["/rest/entities/Order/search"]
     filter_param = next(p for p in search["get"]["parameters"] if p["name"] == "filter")
-    assert filter_param["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/filter"}
+    assert filter_param["required"] is True and filter_param["schema"] == {
+        "type": "string", "contentMediaType": "application/json",
+        "contentSchema": {"$ref": "#/components/schemas/filter"}}
+    assert "414" in search["get"]["responses"] and "414" not in search["post"]["responses"]
     body = search["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body["required"] == ["filter"] and "parameters" not in search["post"]
 
@@ -178,7 +189,9 @@ def test_generic_document_has_error_schemas_and_security_schemes(client, auth):
     assert components["schemas"]["validationErrors"]["type"] == "array"
     schemes = components["securitySchemes"]
     assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer"}
-    assert set(schemes["oauth2"]["flows"]) == {"clientCredentials", "password"}
+    # One scheme per OAuth flow: the Authorize dialog offers each with its own fields.
+    assert set(schemes["clientCredentials"]["flows"]) == {"clientCredentials"}
+    assert set(schemes["password"]["flows"]) == {"password"}
     token = document["paths"]["/oauth2/token"]["post"]
     assert set(token["responses"]) == {"200", "400", "401", "413", "429", "503"}
     delete = document["paths"]["/rest/entities/{entityName}/{entityId}"]["delete"]

@@ -83,3 +83,19 @@ def test_sigterm_reports_not_ready_keeps_serving_through_the_drain_then_finishes
     assert status == 201 and json.loads(body)["size"] == 4 * MIB
     assert server.process.wait(timeout=10) == 0
     assert time.monotonic() - signalled >= 2
+
+
+def search_url(value_length):
+    from urllib.parse import quote
+    condition = {"property": "name", "operator": "contains", "value": "x" * value_length}
+    return "/rest/entities/Customer/search?filter=" + quote(json.dumps({"conditions": [condition]}))
+
+
+def test_a_get_search_with_a_filter_up_to_gunicorns_maximum_request_line_is_answered(server):
+    # gunicorn's default request line (4094 bytes) would answer this 414.
+    url = search_url(7900)
+    assert 6000 < len(f"GET {url} HTTP/1.1") < 8190
+    status, body = server.request("GET", url)
+    assert status == 200 and json.loads(body) == []
+    status, _ = server.request("GET", search_url(8200))
+    assert status == 414          # gunicorn's own answer, documented on the operation

@@ -18,13 +18,68 @@ from .metadata import viewer
 YAML_TYPE = "application/yaml"
 YAML_ALIASES = (YAML_TYPE, "application/x-yaml", "text/yaml")
 # The viewer's files restsvc serves; nothing else of the package is reachable.
-VIEWER_FILES = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript"}
+VIEWER_FILES = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript",
+                "favicon-32x32.png": "image/png"}
+# The page opens without a token and first shows only how to sign in (the
+# Authorize dialog: client credentials, password, or a bearer token); once a
+# token is there it loads the detailed document with it, so the page shows
+# what the caller's roles allow. The token stays in the page's memory.
 INIT_SCRIPT = b"""window.addEventListener("load", function () {
   var root = document.getElementById("swagger-ui");
+  var documentUrl = new URL(root.dataset.url, window.location.href).href;
+  var tokenUrl = new URL(root.dataset.tokenUrl, window.location.href).href;
+  var token = null;
+  var signIn = {
+    openapi: "3.1.0",
+    info: {title: "Sign in", version: "",
+           description: "Press **Authorize** and get a token: with **clientCredentials** " +
+             "(a registered client's id and secret) or with **password** (a user's name and " +
+             "password, and the client's id and secret), or paste a token into " +
+             "**bearerAuth**. The API's document then loads with what your roles allow."},
+    paths: {},
+    components: {securitySchemes: {
+      bearerAuth: {type: "http", scheme: "bearer"},
+      clientCredentials: {type: "oauth2", flows: {clientCredentials: {tokenUrl: tokenUrl, scopes: {}}}},
+      password: {type: "oauth2", flows: {password: {tokenUrl: tokenUrl, scopes: {}}}}}}
+  };
+  function signedIn(system, accessToken) {
+    if (!accessToken || accessToken === token) { return; }
+    token = accessToken;
+    system.specActions.updateUrl(documentUrl);
+    system.specActions.download(documentUrl);
+  }
+  function LoadAfterSignIn() {
+    return {statePlugins: {auth: {wrapActions: {
+      authorizeOauth2: function (original, system) {
+        return function (payload) {
+          var result = original(payload);
+          signedIn(system, payload && payload.token && payload.token.access_token);
+          return result;
+        };
+      },
+      authorize: function (original, system) {
+        return function (payload) {
+          var result = original(payload);
+          var bearer = payload && payload.bearerAuth;
+          signedIn(system, bearer && bearer.value);
+          return result;
+        };
+      }
+    }}}};
+  }
   window.ui = SwaggerUIBundle({
-    url: root.dataset.url, dom_id: "#swagger-ui", deepLinking: true,
-    presets: [SwaggerUIBundle.presets.apis], layout: "BaseLayout",
-    validatorUrl: null, displayRequestDuration: true, tryItOutEnabled: false
+    spec: signIn, dom_id: "#swagger-ui", deepLinking: true,
+    presets: [SwaggerUIBundle.presets.apis], plugins: [LoadAfterSignIn], layout: "BaseLayout",
+    validatorUrl: null, displayRequestDuration: true, tryItOutEnabled: false,
+    requestInterceptor: function (request) {
+      if (token && request.loadSpec) { request.headers.Authorization = "Bearer " + token; }
+      return request;
+    }
+  });
+  // Where the settings open the documents to everyone, show the whole one at once.
+  fetch(documentUrl, {credentials: "omit"}).then(function (response) {
+    if (response.ok && token === null) { window.ui.specActions.updateUrl(documentUrl);
+                                         window.ui.specActions.download(documentUrl); }
   });
 });
 """
@@ -88,7 +143,8 @@ def detailed_yaml(ctx):
 
 def page(ctx):
     """The detailed document in Swagger UI (try-it-out with a bearer token)."""
-    base = html.escape(f"{ctx.request.root_path}/rest/docs")
+    root = ctx.request.root_path
+    base = html.escape(f"{root}/rest/docs")
     if viewer_dir() is None:
         body = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>API"
                 f"</title></head><body><h1>API documentation</h1><p>The viewer needs the "
@@ -99,8 +155,10 @@ def page(ctx):
     else:
         body = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
                 f"<title>API documentation</title>"
+                f"<link rel=\"icon\" type=\"image/png\" href=\"{base}/assets/favicon-32x32.png\">"
                 f"<link rel=\"stylesheet\" href=\"{base}/assets/swagger-ui.css\"></head><body>"
-                f"<div id=\"swagger-ui\" data-url=\"{base}/openapiDetailed.json\"></div>"
+                f"<div id=\"swagger-ui\" data-url=\"{base}/openapiDetailed.json\" "
+                f"data-token-url=\"{html.escape(root)}/oauth2/token\"></div>"
                 f"<script src=\"{base}/assets/swagger-ui-bundle.js\"></script>"
                 f"<script src=\"{base}/assets/restsvc-init.js\"></script></body></html>")
     return Response(body, content_type="text/html;charset=UTF-8", headers=PAGE_HEADERS)

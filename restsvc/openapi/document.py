@@ -23,13 +23,13 @@ from .entities import entity_schemas, stub_schemas
 from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
-from .schemas import STRING, common_schemas, id_schema
+from .schemas import STRING, common_schemas, datatype_schema, enum_schema, id_schema
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
 from .shapes import entity_typing, generic_typing, query_typing
 
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-SCHEMA_REF = re.compile(r'"#/components/schemas/(entity(?:Input|New)?_[^"]+)"')
+SCHEMA_REF = re.compile(r'"#/components/schemas/((?:entity(?:Input|New|Ref)?|enum)_[^"]+)"')
 # The entity operation each write route needs; every other route reads.
 WRITES = {("POST", E): "create", ("PUT", E): "update", ("DELETE", E): "delete",
           ("PUT", f"{E}/<entity_id>"): "update", ("DELETE", f"{E}/<entity_id>"): "delete"}
@@ -168,12 +168,14 @@ class DocumentBuilder:
                                  "schema": path_schemas.get(name, STRING)} for name in names] \
                 + op.get("parameters", [])
         responses = dict(op["responses"])
+        if method == "GET" and any(p["in"] == "query" for p in op.get("parameters", ())):
+            responses.update(failures("UriTooLong"))
         protected = self.gate.is_protected(sample)
         if protected or not no_database:
             responses.setdefault("503", failures("ServiceUnavailable")["503"])
         if "security" not in op:
             if protected:
-                op["security"] = [{"bearerAuth": []}, {"oauth2": []}]
+                op["security"] = BEARER
                 responses.update(failures("Unauthorized"))
                 if REST_ENABLED_PATHS.match(sample):
                     responses.setdefault("403", failures("Forbidden")["403"])
@@ -230,13 +232,20 @@ class _Shown:
 def _add_referenced_stubs(paths, schemas, metadata):
     """An entity the caller may not read can still be named by what it may use
     (a service method's parameter or result): its schemas then say only that
-    it is an entity with an id, so every reference in the document resolves."""
+    it is an entity with an id, so every reference in the document resolves.
+    An enum named by a parameter gets its schema the same way."""
     text = json.dumps([paths, schemas])
     for name in sorted(set(SCHEMA_REF.findall(text)) - set(schemas)):
-        entity_name = name.partition("_")[2]
-        meta = metadata.entities.get(entity_name)
-        if meta is not None:
-            schemas.update(stub_schemas(meta))
+        kind, _, target = name.partition("_")
+        if kind == "enum" and target in metadata.enums:
+            schemas[name] = enum_schema(metadata.enums[target])
+        elif kind != "enum" and target in metadata.entities:
+            schemas.update(stub_schemas(metadata.entities[target]))
+
+
+# Any of these gives the bearer token an operation needs. One scheme per OAuth
+# flow: the docs page's Authorize dialog then offers each with its own fields.
+BEARER = [{"bearerAuth": []}, {"clientCredentials": []}, {"password": []}]
 
 
 def security_schemes(root_path):
@@ -245,9 +254,13 @@ def security_schemes(root_path):
         "bearerAuth": {"type": "http", "scheme": "bearer",
                        "description": "An access token from POST /oauth2/token, in the "
                                       "Authorization header (never in the URL)"},
-        "oauth2": {"type": "oauth2", "description": "Tokens from the service's own token endpoint",
-                   "flows": {"clientCredentials": {"tokenUrl": token_url, "scopes": {}},
-                             "password": {"tokenUrl": token_url, "scopes": {}}}},
+        "clientCredentials": {
+            "type": "oauth2", "description": "A token for a registered client: its id and secret",
+            "flows": {"clientCredentials": {"tokenUrl": token_url, "scopes": {}}}},
+        "password": {
+            "type": "oauth2", "description": "A token for a user: a client's id and secret, "
+                                             "and the user's name and password",
+            "flows": {"password": {"tokenUrl": token_url, "scopes": {}}}},
         "clientBasic": {"type": "http", "scheme": "basic",
                         "description": "A registered client: its id and secret"},
     }

@@ -4,10 +4,11 @@ from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
 
 HEALTH = "Health"
 from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
-from .schemas import STRING, array, ref
+from .schemas import STRING, array, binary, ref
 
 NO_STORE = {"Cache-Control": header("no-store")}
 FORM = "application/x-www-form-urlencoded"
+OCTET_STREAM = "application/octet-stream"
 YAML = "application/yaml"
 CLIENT_AUTH = [{"clientBasic": []}, {}]
 
@@ -111,20 +112,26 @@ def sign_in():
                    ("request", "username", "password")))
 
 
+UPLOAD_TYPES = ("multipart/form-data", OCTET_STREAM)
+
+
 def upload():
     body = {"required": True, "content": {
         "multipart/form-data": {"schema": {"type": "object", "properties": {
-            "file": {"type": "string", "contentMediaType": "application/octet-stream"}},
-            "required": ["file"]}},
-        "application/octet-stream": {"schema": {"type": "string",
-                                                "contentMediaType": "application/octet-stream"}}}}
+            "file": binary(OCTET_STREAM)}, "required": ["file"]}},
+        OCTET_STREAM: {"schema": binary(OCTET_STREAM)}}}
     return operation("Upload a file", FILES, {
         **ok("The stored file", ref("fileInfo"), "201",
              {"Location": header("The download URL of the file")}),
-        **failures("BadRequest", "Forbidden", "NotFound", "PayloadTooLarge")},
+        **failures("BadRequest", "Forbidden", "NotFound", "PayloadTooLarge"),
+        "415": {"description": "The body is neither multipart/form-data nor "
+                               "application/octet-stream", "content": {JSON: {"schema": ERROR}}}},
         [query("name", STRING, "The file name; required when the body is the file itself"),
          query("storageName", STRING, "The file storage (default: the default storage)")],
-        body, description="Needs the specific policy rest.fileUpload.enabled.")
+        body, description="Needs the specific policy rest.fileUpload.enabled. The file is the "
+                          "part file of a multipart/form-data body, or the body itself sent as "
+                          "application/octet-stream (the type a file is served with comes from "
+                          "its name, never from the upload).")
 
 
 _DOWNLOAD_HEADERS = {
@@ -136,13 +143,13 @@ _DOWNLOAD_HEADERS = {
 
 def download(method):
     def build():
-        content = None if method == "HEAD" else "*/*"
-
         def answer(description, status, extra=None):
             response = {"description": description,
                         "headers": {**_DOWNLOAD_HEADERS, **(extra or {})}}
-            if content:
-                response["content"] = {content: {"schema": {}}}
+            if method != "HEAD":
+                # Bytes of the type the file's name gives; generators read the first.
+                response["content"] = {OCTET_STREAM: {"schema": binary()},
+                                       "*/*": {"schema": binary()}}
             return {status: response}
         return operation("Download a file" if method == "GET" else "File headers only", FILES, {
             **answer("The file", "200"),
@@ -187,7 +194,8 @@ def docs_asset():
     return operation("A file of the documentation page", DOCS, {
         "200": {"description": "The file", "content": {
             "text/javascript": {"schema": {"type": "string"}},
-            "text/css": {"schema": {"type": "string"}}}},
+            "text/css": {"schema": {"type": "string"}},
+            "image/png": {"schema": binary("image/png")}}},
         **failures("NotFound")})
 
 

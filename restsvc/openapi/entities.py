@@ -8,6 +8,13 @@
   references by id, compositions as arrays of their children, embedded
   values as objects of their attributes.
 - ``entityNew_<name>``: a create body: the input with the mandatory attributes.
+- ``entityRef_<name>``: a reference to one in a body, ``{"id": ...}``.
+- ``embedded_<Type>`` / ``embeddedInput_<Type>``: an embedded value type,
+  written and given.
+
+An enum is one named schema, ``enum_<name>``, wherever it is used (nullable
+as ``anyOf`` with null), so a generated client has one type per enum and per
+reference target.
 
 Written for the entities and attributes one caller may see: ``properties(meta)``
 gives the readable properties of an entity, ``modifiable(prop)`` whether the
@@ -15,7 +22,9 @@ caller may set one (input schemas list only those).
 """
 from decimal import Decimal
 
-from .schemas import array, datatype_schema, id_schema, nullable, ref
+from .schemas import (array, datatype_schema, enum_schema, enum_schema_name, id_schema, nullable,
+                      ref,
+                      reference_schema, reference_schema_name)
 
 SYSTEM = ("id", "version")
 
@@ -28,6 +37,15 @@ def entity_schemas(entities, properties, modifiable):
         schemas[f"entity_{meta.name}"] = _written(meta, properties(meta))
         schemas[f"entityInput_{meta.name}"] = _input(meta, writable)
         schemas[f"entityNew_{meta.name}"] = _new(meta, writable[meta.name])
+        schemas[reference_schema_name(meta.name)] = _reference(meta)
+        for prop in properties(meta):
+            if prop.meta_enum is not None:
+                schemas[enum_schema_name(prop.meta_enum.name)] = enum_schema(prop.meta_enum)
+            elif prop.is_embedded:
+                schemas.update(_value_type_schemas(prop.target))
+                for part in prop.target.properties.values():
+                    if part.meta_enum is not None:
+                        schemas[enum_schema_name(part.meta_enum.name)] = enum_schema(part.meta_enum)
     return schemas
 
 
@@ -35,12 +53,17 @@ def stub_schemas(meta):
     """The schemas of an entity the caller may not read: an entity with an id."""
     return {f"entity_{meta.name}": _written(meta, [meta.properties["id"]]),
             f"entityInput_{meta.name}": _input(meta, {}),
-            f"entityNew_{meta.name}": _new(meta, [])}
+            f"entityNew_{meta.name}": _new(meta, []),
+            reference_schema_name(meta.name): _reference(meta)}
+
+
+def _reference(meta):
+    return reference_schema(meta.name, id_schema(meta))
 
 
 def _value_schema(prop):
     if prop.meta_enum is not None:
-        return {"type": "string", "enum": list(prop.meta_enum.enum_class.__members__)}
+        return ref(enum_schema_name(prop.meta_enum.name))
     schema = datatype_schema(prop.datatype.name)
     field = prop.field
     if prop.datatype.name == "string" and getattr(field, "max_length", None):
@@ -71,7 +94,9 @@ def _written(meta, shown):
             schema = id_schema(meta)
         else:
             schema = _value_schema(prop)
-            if not prop.mandatory or not prop.persistent or prop.name == "version":
+            # Every answer has the id; the other attributes may be null.
+            if prop.name != "id" and (not prop.mandatory or not prop.persistent
+                                      or prop.name == "version"):
                 schema = nullable(schema)
         if prop.read_only or not prop.persistent:
             schema = {**schema, "readOnly": True}
@@ -93,8 +118,7 @@ def _input(meta, writable):
                                                                 "the version the update is based on"}}
     for prop in writable.get(meta.name, ()):
         if prop.link is not None:
-            schema = array({"type": "object", "properties": {"id": id_schema(prop.target)},
-                            "required": ["id"]})
+            schema = array(ref(reference_schema_name(prop.target.name)))
             schema["description"] = f"Exactly these {prop.target.name} members, by id"
         elif prop.is_collection:
             schema = array(_child(prop, writable.get(prop.target.name, ())))
@@ -111,21 +135,32 @@ def _input(meta, writable):
 
 
 def _by_id(prop):
-    schema = {"type": "object", "properties": {"id": id_schema(prop.target)}, "required": ["id"],
-              "description": f"A {prop.target.name} by its id"}
+    schema = ref(reference_schema_name(prop.target.name))
     return schema if prop.mandatory else nullable(schema)
 
 
 def _embedded(prop, written):
-    """An embedded value: a plain object of its attributes (no _entityName, no id)."""
-    properties = {}
-    for part in prop.target.properties.values():
+    """An embedded value: its value type's named schema, or null."""
+    kind = "embedded" if written else "embeddedInput"
+    return nullable(ref(f"{kind}_{prop.target.name}"))
+
+
+def _value_type_schemas(value_type):
+    """``embedded_<Type>`` (as written) and ``embeddedInput_<Type>``: a plain
+    object of the value type's attributes (no _entityName, no id), one named
+    schema each, shared by every entity that embeds the type."""
+    written, given = {}, {}
+    for part in value_type.properties.values():
         if part.is_reference:
-            properties[part.name] = (nullable(ref(f"entity_{part.target.name}")) if written
-                                     else _by_id(part))
+            written[part.name] = nullable(ref(f"entity_{part.target.name}"))
+            given[part.name] = _by_id(part)
         else:
-            properties[part.name] = nullable(_value_schema(part))
-    return nullable({"type": "object", "title": prop.target.name, "properties": properties})
+            written[part.name] = given[part.name] = nullable(_value_schema(part))
+    return {f"embedded_{value_type.name}": {"type": "object", "title": value_type.name,
+                                            "properties": written},
+            f"embeddedInput_{value_type.name}": {"type": "object",
+                                                 "title": f"{value_type.name} (input)",
+                                                 "properties": given}}
 
 
 def _mandatory(meta, writable, skip=None):

@@ -1,5 +1,5 @@
 """Small builders of OpenAPI parts: parameters, bodies, responses, operations."""
-from .schemas import BOOLEAN, STRING, ref
+from .schemas import BOOLEAN, STRING, json_text, ref
 
 JSON = "application/json"
 ERROR = ref("error")
@@ -16,13 +16,20 @@ RESPONSES = {
     "PayloadTooLarge": ("The request body (or the number of entities in it) is larger than "
                         "the service accepts", ERROR),
     "ServiceUnavailable": ("The database is busy or cannot be reached; try again later", ERROR),
+    # Written by gunicorn before the service sees the request (its own short
+    # text body): a request line longer than 8190 bytes; any GET with query
+    # parameters (a filter, an inline plan, arrays) can reach it.
+    "UriTooLong": ("The URL is longer than the server accepts (8190 bytes in the request "
+                   "line); send the parameters in the body of the POST form", None),
 }
 
 
 def response_components():
     out = {}
     for name, (description, schema) in RESPONSES.items():
-        body = {"description": description, "content": {JSON: {"schema": schema}}}
+        body = {"description": description}
+        if schema is not None:
+            body["content"] = {JSON: {"schema": schema}}
         if name == "Unauthorized":
             body["headers"] = {"WWW-Authenticate": {
                 "description": 'Bearer realm="...", error="invalid_token", error_description="..."',
@@ -36,7 +43,7 @@ def response_components():
 
 _STATUS_OF = {"BadRequest": "400", "BadRequestOrInvalid": "400", "Unauthorized": "401",
               "Forbidden": "403", "NotFound": "404", "Conflict": "409", "PayloadTooLarge": "413",
-              "ServiceUnavailable": "503"}
+              "UriTooLong": "414", "ServiceUnavailable": "503"}
 
 
 def failures(*names):
@@ -64,9 +71,11 @@ def query(name, schema, description, required=False):
 
 
 def json_query(name, schema, description, required=False):
-    """A query parameter whose value is a JSON text (URL-encoded)."""
+    """A query parameter whose value is a JSON text (URL-encoded): a string
+    whose ``contentSchema`` says what it holds (generators keep a parameter
+    declared with ``schema``; several drop one declared with ``content``)."""
     param = {"name": name, "in": "query", "description": description,
-             "content": {JSON: {"schema": schema}}}
+             "schema": json_text(schema)}
     if required:
         param["required"] = True
     return param

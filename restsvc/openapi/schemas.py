@@ -27,6 +27,44 @@ def nullable(schema):
     return {"anyOf": [schema, {"type": "null"}]}
 
 
+def enum_schema_name(name):
+    """The one named schema of an enum (``enum_OrderStatus``)."""
+    return f"enum_{name}"
+
+
+def enum_schema(meta_enum):
+    return {"type": "string", "title": meta_enum.name,
+            "enum": list(meta_enum.enum_class.__members__)}
+
+
+def reference_schema_name(entity_name):
+    """The one named schema of a reference to an entity in a body (``entityRef_Customer``)."""
+    return f"entityRef_{entity_name}"
+
+
+def reference_schema(entity_name, id_schema):
+    return {"type": "object", "title": f"{entity_name} reference",
+            "description": f"A {entity_name} by its id", "properties": {"id": id_schema},
+            "required": ["id"]}
+
+
+def binary(media_type=None):
+    """Bytes: a file, a report document (``format: binary`` for generators that
+    read OpenAPI 3.0 terms, ``contentMediaType`` for 3.1 ones)."""
+    schema = {"type": "string", "format": "binary"}
+    if media_type:
+        schema["contentMediaType"] = media_type
+    return schema
+
+
+def json_text(schema, description=None):
+    """A JSON text carried in a string (a query parameter): the schema of what it holds."""
+    text = {"type": "string", "contentMediaType": "application/json", "contentSchema": schema}
+    if description:
+        text["description"] = description
+    return text
+
+
 def array(items):
     return {"type": "array", "items": items}
 
@@ -87,14 +125,16 @@ _COMMON = {
     "entityInput": {"type": "object",
                     "description": "Attribute values by name; references as {\"id\": ...}, "
                                    "compositions as arrays of child objects."},
-    "entityIds": {**array({"anyOf": [STRING, _object({"id": STRING}, ("id",))]}),
+    "entityRef": {**reference_schema("entity", STRING), "title": "Entity reference",
+                  "description": "An entity by its id"},
+    "entityIds": {**array({"anyOf": [STRING, ref("entityRef")]}),
                   "description": "Ids, or objects with an id."},
     "condition": _object({
         "property": {"type": "string", "description": "An attribute, dotted through to-one references"},
         "operator": {"type": "string", "enum": OPERATORS},
         "value": _FILTER_VALUE}, ("property", "operator")),
     "conditionGroup": _object({
-        "group": {"type": "string", "pattern": "^(?i:and|or)$", "description": "AND or OR"},
+        "group": {"type": "string", "pattern": "^([Aa][Nn][Dd]|[Oo][Rr])$", "description": "AND or OR"},
         "conditions": {**array({"anyOf": [ref("condition"), ref("conditionGroup")]}),
                        "maxItems": MAX_CONDITIONS}}, ("conditions",)),
     "filter": _object({"conditions": {**array({"anyOf": [ref("condition"), ref("conditionGroup")]}),

@@ -5,7 +5,7 @@ import typing
 
 from ..services.params import list_item, optional_of
 from .parts import JSON, failures, json_body, ok, operation
-from .schemas import array, ref
+from .schemas import array, json_text, ref
 
 SERVICES = "Services"
 TEXT = "text/plain"
@@ -96,7 +96,7 @@ def _query_param(metadata, param):
         if param.kind == "array":
             spec.update(style="form", explode=True)
     else:       # structured values in a query string: their JSON, URL-encoded
-        spec["content"] = {JSON: {"schema": _value_schema(metadata, param)}}
+        spec["schema"] = json_text(_value_schema(metadata, param))
     return spec
 
 
@@ -106,10 +106,24 @@ def _result(metadata, method):
         return {"204": {"description": "Done; no body"}}
     if kind == "text":
         return ok("The result in its text form", {
-            "type": "string", "description": f"A value of JSON Schema {schema}, as text"},
-            media=TEXT)
+            "type": "string", "description": f"{_in_words(schema)}, as text"}, media=TEXT)
     entity = _entity_result(metadata, method)
     return ok("The result", entity if entity is not None else schema)
+
+
+_WORDS = {"string": "A text", "integer": "A whole number", "number": "A number",
+          "boolean": "true or false"}
+_FORMATS = {"date": "A date (YYYY-MM-DD)", "date-time": "A date and time (ISO 8601)",
+            "time": "A time of day (HH:MM:SS)", "uuid": "A UUID"}
+
+
+def _in_words(schema):
+    """A simple value's JSON Schema as a reader would say it."""
+    if "enum" in schema:
+        return "One of " + ", ".join(str(value) for value in schema["enum"])
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
+    return _FORMATS.get(schema.get("format")) or _WORDS.get(kind, "A value")
 
 
 def _entity_result(metadata, method):

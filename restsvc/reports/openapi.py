@@ -7,6 +7,7 @@ from .definitions import OUTPUT_TYPES, PARAMETER_TYPES
 from .runner import CONTENT_TYPES
 
 BASE = "/rest/reports"
+OCTET_STREAM = "application/octet-stream"
 
 
 def _error(description):
@@ -77,8 +78,12 @@ def reports_openapi(server_url=BASE):
                 "schema": _ID}
 
     get = {"security": [{"bearer": []}], "tags": ["Reports"]}
-    documents = {CONTENT_TYPES[t]: {"schema": {"type": "string", "contentMediaType": CONTENT_TYPES[t]}}
-                 for t in OUTPUT_TYPES}
+    # The answer's type is the template's. Generated clients read an answer by
+    # the first media type they know, and know bytes only as octet-stream: it
+    # comes first, so they keep an XLSX as bytes instead of decoding it as text.
+    documents = {t: {"schema": {"type": "string", "format": "binary",
+                                **({"contentMediaType": t} if t != OCTET_STREAM else {})}}
+                 for t in (OCTET_STREAM, *(CONTENT_TYPES[t] for t in OUTPUT_TYPES))}
     return {
         "openapi": "3.1.0",
         "info": {"title": "restsvc Reports API", "version": "1.0",
@@ -109,7 +114,8 @@ def reports_openapi(server_url=BASE):
                 "requestBody": {"required": False, "content": {
                     "application/json": {"schema": {"$ref": "#/components/schemas/runBody"}}}},
                 "responses": {
-                    "200": {"description": "the document (CSV or XLSX)", "content": documents,
+                    "200": {"description": "the document, in its template's type (text/csv or the XLSX "
+                                          "type): bytes", "content": documents,
                             "headers": {"Content-Disposition": {"schema": {"type": "string"}}}},
                     "400": _error("Invalid JSON body, Template not found, Invalid entity ID, "
                                   "Run report error (missing or malformed parameter)"),
@@ -122,7 +128,8 @@ def reports_openapi(server_url=BASE):
                                 "schema": {"type": "string", "enum": ["json", "yaml"]}}],
                 "responses": {"200": {"description": "OpenAPI 3.1", "content": {
                     "application/json": {"schema": {"type": "object"}},
-                    "application/yaml": {"schema": {"type": "object"}}}}}}},
+                    "application/yaml": {"schema": {"type": "object"}}}},
+                    "404": _error("no such format (json or yaml)")}}},
         },
         "components": {
             "schemas": SCHEMAS,

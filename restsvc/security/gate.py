@@ -53,7 +53,8 @@ def ant_to_regex(pattern):
 def compile_patterns(patterns):
     if not patterns:
         return None
-    return re.compile("|".join(f"(?:{ant_to_regex(p)})" for p in patterns) + r"\Z")
+    # The end anchor holds for every alternative, not only the last one.
+    return re.compile("(?:" + "|".join(f"(?:{ant_to_regex(p)})" for p in patterns) + r")\Z")
 
 
 # The paths that need the specific policy rest.enabled (reference 1.2).
@@ -61,6 +62,11 @@ REST_ENABLED_PATHS = compile_patterns((
     "/rest/entities/**", "/rest/services/**", "/rest/queries/**", "/rest/messages/**",
     "/rest/metadata/**", "/rest/files/**", "/rest/userInfo", "/rest/permissions",
     "/rest/user-session/locale"))
+
+
+# The documentation page and its files are open to everyone: they hold no data,
+# and the page is where a person signs in. The documents stay behind the token.
+DOCS_PAGE = ("/rest/docs", "/rest/docs/assets/*")
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ class Gate:
         # security/jwtissuers.py, when svc.resource-server.jwt.* names issuers
         self.jwt_issuers = jwt_issuers
         self.authenticated = compile_patterns(settings.authenticated_url_patterns)
-        self.anonymous = compile_patterns(settings.anonymous_url_patterns)
+        self.anonymous = compile_patterns((*settings.anonymous_url_patterns, *DOCS_PAGE))
         self.anonymous_principal = Principal(None, "anonymous", False, None,
                                              roles.permissions(()))
         self._recent = {}       # token hash -> (read at, expires at, changes, principal)
