@@ -156,3 +156,13 @@ def test_file_bytes_are_counted_in_and_out(client, auth):
     metrics = scrape(client)
     assert sample_value(metrics["restsvc_file_bytes"], "_total", direction="in") == 10
     assert sample_value(metrics["restsvc_file_bytes"], "_total", direction="out") == 10
+
+
+def test_report_rows_are_counted_as_they_are_written(client, auth):
+    from reports_support import CUSTOMERS, csv_rows, run
+    csv = run(client, auth, CUSTOMERS)
+    written = len(csv_rows(csv)) - 1                       # the header is not a row
+    xlsx = run(client, auth, CUSTOMERS, {"template": "XLSX"})
+    assert csv.status_code == xlsx.status_code == 200 and written > 0
+    metrics = scrape(client)
+    assert sample_value(metrics["restsvc_report_rows"], "_total") == 2 * written

@@ -42,8 +42,10 @@ def run_report(ctx, report_id):
     attachment = body.get("attachment", False)
     if not isinstance(attachment, bool):
         raise BadRequest("Invalid JSON body", "attachment must be true or false")
+    instruments = ctx.app.instruments
     document = reports.run(report, body, ctx.access, ctx.app.data,
-                           ctx.app.messages.captions(ctx.locale))
+                           ctx.app.messages.captions(ctx.locale),
+                           instruments.report_rows.inc_by if instruments is not None else None)
     # The output holds the rows the caller may see: never kept for anyone else.
     headers = {**NO_STORE, "Expires": "Thu, 01 Jan 1970 00:00:00 GMT", "Content-Type": document.content_type, "Content-Disposition":
                content_disposition("attachment" if attachment else "inline", document.file_name)}

@@ -57,6 +57,8 @@ class Instruments:
         self.service_duration = registry.histogram(
             "restsvc_service_call_duration_seconds", "Service method call time",
             ("service", "method"))
+        self.report_rows = registry.counter(
+            "restsvc_report_rows_total", "Report rows written to CSV and XLSX outputs")
         self.file_bytes = registry.counter(
             "restsvc_file_bytes_total", "File content bytes stored and sent", ("direction",))
         self.draining = registry.gauge(

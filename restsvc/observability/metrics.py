@@ -30,6 +30,10 @@ class Metric:
         with self._lock:
             self.series[labels] = self.series.get(labels, 0) + amount
 
+    def inc_by(self, amount):
+        """An unlabelled counter's ``inc`` by ``amount`` (a callback's shape)."""
+        self.inc((), amount)
+
     def set(self, value, labels=()):
         with self._lock:
             self.series[labels] = value

@@ -53,9 +53,10 @@ class Reports:
             raise _not_found("report_ReportGroup", group_id)
         return group
 
-    def run(self, report, body, access, data, captions):
+    def run(self, report, body, access, data, captions, on_rows=None):
         """The document for a run body ``{"template", "parameters"}`` (already
-        checked to be a JSON object)."""
+        checked to be a JSON object). ``on_rows(count)`` hears of each batch of
+        rows as it is written (the metrics)."""
         template = report.template(body.get("template"))
         if template is None:
             raise BadRequest("Template not found", f"Template with code {body.get('template')} "
@@ -65,7 +66,7 @@ class Reports:
             return loads(data.load(access, meta, entity_id, named_plan(meta, "_instance_name")))
 
         bound = bind(report, body.get("parameters"), load_entity)
-        return Run(access, data, captions, self.max_rows).document(template, bound)
+        return Run(access, data, captions, self.max_rows, on_rows).document(template, bound)
 
 
 def _may_run(permissions, report):

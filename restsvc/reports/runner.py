@@ -57,11 +57,12 @@ class Document:
 class Run:
     """One run of one template for one caller."""
 
-    def __init__(self, access, data, captions, max_rows):
+    def __init__(self, access, data, captions, max_rows, on_rows=None):
         self.access = access
         self.data = data
         self.captions = captions     # key -> localized caption
         self.max_rows = max_rows
+        self.on_rows = on_rows       # called with each batch's row count, as it is written
 
     def document(self, template, bound):
         bands = [(band.title, self.columns(band), self.rows(band, bound)) for band in template.bands]
@@ -86,6 +87,10 @@ class Run:
         """The band's rows in batches. Entity bands are counted first, so the
         row limit, the read permission and the filter are checked before any
         output is written."""
+        batches = self._batches(template_band, bound)
+        return batches if self.on_rows is None else _counted(batches, self.on_rows)
+
+    def _batches(self, template_band, bound):
         band = template_band.band
         if band.function is not None:
             rows = band.function(dict(bound.python), DataAccess(self.data, self.access))
@@ -157,6 +162,12 @@ def _values(walk, convert=None):
     if convert is None:
         return lambda batch: list(map(walk, batch))
     return lambda batch: [None if value is None else convert(value) for value in map(walk, batch)]
+
+
+def _counted(batches, on_rows):
+    for batch in batches:
+        on_rows(len(batch))
+        yield batch
 
 
 def _batched(rows):
