@@ -34,18 +34,23 @@ def sign_in_with(session, authorization_url, **no_token):
     return answer.headers["Location"]
 
 
-def test_authlib_completes_the_pkce_flow_and_refreshes(server):
+def authlib_sign_in(server, *client, redirect_uri=REDIRECT, **options):
+    """(session, token) of an Authlib client through the PKCE flow and the form."""
     authlib = pytest.importorskip("authlib.integrations.requests_client")
     from authlib.common.security import generate_token
-    session = authlib.OAuth2Session("demo-spa", redirect_uri=REDIRECT,
-                                    code_challenge_method="S256",
-                                    token_endpoint_auth_method="none")
+    session = authlib.OAuth2Session(*client, redirect_uri=redirect_uri,
+                                    code_challenge_method="S256", **options)
     verifier = generate_token(64)
     url, state = session.create_authorization_url(f"{server}/oauth2/authorize",
                                                   code_verifier=verifier)
     location = sign_in_with(session, url, withhold_token=True)
     token = session.fetch_token(f"{server}/oauth2/token", authorization_response=location,
                                 code_verifier=verifier, state=state)
+    return session, token
+
+
+def test_authlib_completes_the_pkce_flow_and_refreshes(server):
+    session, token = authlib_sign_in(server, "demo-spa", token_endpoint_auth_method="none")
     assert session.get(f"{server}/rest/userInfo").json()["username"] == "alice"
     refreshed = session.refresh_token(f"{server}/oauth2/token")
     assert refreshed["refresh_token"] != token["refresh_token"]
@@ -65,17 +70,8 @@ def test_requests_oauthlib_completes_the_pkce_flow(server, monkeypatch):
 
 
 def test_confidential_client_with_scopes_via_authlib(server):
-    authlib = pytest.importorskip("authlib.integrations.requests_client")
-    from authlib.common.security import generate_token
-    session = authlib.OAuth2Session("demo-web", "demo-web-secret",
-                                    redirect_uri="http://127.0.0.1/callback", scope="read",
-                                    code_challenge_method="S256")
-    verifier = generate_token(64)
-    url, state = session.create_authorization_url(f"{server}/oauth2/authorize",
-                                                  code_verifier=verifier)
-    location = sign_in_with(session, url, withhold_token=True)
-    token = session.fetch_token(f"{server}/oauth2/token", authorization_response=location,
-                                code_verifier=verifier, state=state)
+    session, token = authlib_sign_in(server, "demo-web", "demo-web-secret",
+                                     redirect_uri="http://127.0.0.1/callback", scope="read")
     assert token["scope"] == "read"
     assert session.get(f"{server}/rest/entities/Order").status_code == 200
     assert session.post(f"{server}/rest/entities/Customer",
