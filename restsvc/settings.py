@@ -5,17 +5,17 @@ nest them or write them dotted; both flatten to the same dotted key. Anything
 unknown or malformed stops startup with a message that names the key.
 """
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from . import values as parse
+from .settinggroups import (CLIENT_PREFIX, JWT_PREFIX, STORAGE_PREFIX, clients, jwt_issuers,
+                            object_storages, parse_value)
+from .values import SettingsError
 
-
-class SettingsError(Exception):
-    """A configuration problem found at startup; the message names the key."""
+__all__ = ["SettingsError", "Settings", "build_settings", "load_settings"]
 
 
 DEFAULT_CONFIG = "config/restsvc.yaml"
@@ -93,106 +93,6 @@ _RATE_LIMIT_PREFIX = "svc.rate-limit."
 
 # Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
 _ENTITY_FETCH_SIZE = "svc.rest.entity-max-fetch-size."
-
-# svc.authserver.client.<name>.<key>
-_CLIENT_PREFIX = "svc.authserver.client."
-_CLIENT_KEYS = {
-    "client-id": ("client_id", parse.text, None),
-    "client-secret": ("client_secret", parse.text, ""),     # none: a public client
-    "authorization-grant-types": ("grant_types", parse.word_list, ("client_credentials",)),
-    "access-token-time-to-live": ("access_token_ttl", parse.duration, 300),
-    "refresh-token-time-to-live": ("refresh_token_ttl", parse.duration, 3600),
-    "resource-roles": ("resource_roles", parse.word_list, ()),
-    "row-level-roles": ("row_level_roles", parse.word_list, ()),
-    "redirect-uris": ("redirect_uris", parse.redirect_uri_list, ()),
-    "scopes": ("scopes", parse.word_list, ()),
-}
-# What a client without a secret (a browser or mobile app) may use.
-PUBLIC_CLIENT_GRANTS = ("authorization_code", "refresh_token")
-# The scopes a client may be registered with; each narrows its tokens' roles
-# (roles.py SCOPE_OPERATIONS).
-KNOWN_SCOPES = ("read", "write")
-
-
-# svc.resource-server.jwt.<name>.<key>: identity providers whose JWT access
-# tokens are accepted (security/jwtissuers.py); role-mapping.<their role>: role codes.
-_JWT_PREFIX = "svc.resource-server.jwt."
-_JWT_KEYS = {
-    "issuer": ("issuer", parse.text, None),
-    "jwks-uri": ("jwks_uri", parse.text, ""),
-    "audiences": ("audiences", parse.word_list, None),
-    "algorithms": ("algorithms", parse.word_list,
-                   ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
-                    "ES512", "EdDSA")),
-    "secret": ("secret", parse.text, ""),
-    "username-claim": ("username_claim", parse.text, "sub"),
-    "roles-claim": ("roles_claim", parse.text, "roles"),
-    "client-claim": ("client_claim", parse.text, "azp"),
-}
-_ROLE_MAPPING = "role-mapping."
-SYMMETRIC_ALGORITHMS = ("HS256", "HS384", "HS512")
-
-
-# svc.file-storage.<name>.<key>: object storages beside the local "fs" one.
-_STORAGE_PREFIX = "svc.file-storage."
-_STORAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}\Z")     # a file reference's scheme
-_STORAGE_KEYS = {
-    "type": ("type", parse.text, None),
-    "bucket": ("bucket", parse.text, None),
-    "endpoint": ("endpoint", parse.text, ""),
-    "region": ("region", parse.text, "us-east-1"),
-    "key-prefix": ("key_prefix", parse.text, ""),
-    "addressing-style": ("addressing_style", parse.text, "auto"),
-    "part-size": ("part_size", parse.size, 8 << 20),
-}
-STORAGE_TYPES = ("s3",)
-MIN_PART_SIZE = 5 << 20        # S3's smallest part but the last
-
-
-@dataclass(frozen=True)
-class ObjectStorageSettings:
-    name: str
-    type: str
-    bucket: str
-    endpoint: str
-    region: str
-    key_prefix: str
-    addressing_style: str
-    part_size: int
-
-
-@dataclass(frozen=True)
-class ClientSettings:
-    name: str
-    client_id: str
-    client_secret: str
-    grant_types: tuple
-    access_token_ttl: int
-    refresh_token_ttl: int
-    resource_roles: tuple
-    row_level_roles: tuple
-    redirect_uris: tuple = ()
-    scopes: tuple = ()
-
-    @property
-    def is_public(self):
-        """No secret: a browser or mobile app, which cannot keep one."""
-        return not self.client_secret
-
-
-@dataclass(frozen=True)
-class JwtIssuerSettings:
-    name: str
-    issuer: str
-    jwks_uri: str
-    audiences: tuple
-    algorithms: tuple
-    secret: str
-    username_claim: str
-    roles_claim: str
-    client_claim: str
-    role_mapping: dict = field(default_factory=dict)     # their role -> role codes
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -282,101 +182,6 @@ def flatten(tree, prefix=""):
     return flat
 
 
-def _parse(key, parser, value):
-    try:
-        return parser(value)
-    except (TypeError, ValueError) as exc:
-        raise SettingsError(f"{key}: invalid value {value!r} ({exc})") from None
-
-
-def _groups(raw, prefix, keys):
-    """``<prefix><name>.<key>`` settings -> ``[(name, {attribute: parsed value})]``."""
-    grouped = {}
-    for key, value in raw.items():
-        name, _, sub_key = key[len(prefix):].partition(".")
-        if not name or sub_key not in keys:
-            raise SettingsError(f"{key}: unknown setting")
-        grouped.setdefault(name, {})[sub_key] = value
-    groups = []
-    for name, values in sorted(grouped.items()):
-        parsed = {"name": name}
-        for sub_key, (attr, parser, default) in keys.items():
-            key = f"{prefix}{name}.{sub_key}"
-            if sub_key in values:
-                parsed[attr] = _parse(key, parser, values[sub_key])
-            elif default is None:
-                raise SettingsError(f"{key}: required")
-            else:
-                parsed[attr] = default
-        groups.append((name, parsed))
-    return groups
-
-
-def _clients(raw):
-    clients = [ClientSettings(**parsed) for _, parsed in _groups(raw, _CLIENT_PREFIX, _CLIENT_KEYS)]
-    for client in clients:
-        key = f"{_CLIENT_PREFIX}{client.name}"
-        if client.is_public and not set(client.grant_types) <= set(PUBLIC_CLIENT_GRANTS):
-            raise SettingsError(f"{key}.authorization-grant-types: a client without a "
-                                f"client-secret may only use {', '.join(PUBLIC_CLIENT_GRANTS)}")
-        if "authorization_code" in client.grant_types and not client.redirect_uris:
-            raise SettingsError(f"{key}.redirect-uris: required for authorization_code")
-        unknown = [scope for scope in client.scopes if scope not in KNOWN_SCOPES]
-        if unknown:
-            raise SettingsError(f"{key}.scopes: unknown scope {unknown[0]!r} "
-                                f"(known: {', '.join(KNOWN_SCOPES)})")
-    ids = [client.client_id for client in clients]
-    for client_id in ids:
-        if ids.count(client_id) > 1:
-            raise SettingsError(f"{_CLIENT_PREFIX}*.client-id: {client_id!r} is registered twice")
-    return tuple(clients)
-
-
-def _object_storages(raw):
-    storages = []
-    for name, parsed in _groups(raw, _STORAGE_PREFIX, _STORAGE_KEYS):
-        prefix = f"{_STORAGE_PREFIX}{name}"
-        if name in ("fs", "dir", "default") or not _STORAGE_NAME.match(name):
-            raise SettingsError(f"{prefix}: a storage name is lowercase letters, digits and '-' "
-                                f"(it becomes a file reference's scheme) and not 'fs' (the "
-                                f"local storage), 'dir' or 'default'")
-        if parsed["type"] not in STORAGE_TYPES:
-            raise SettingsError(f"{prefix}.type: must be one of {', '.join(STORAGE_TYPES)}")
-        if parsed["addressing_style"] not in ("auto", "path", "virtual"):
-            raise SettingsError(f"{prefix}.addressing-style: must be auto, path or virtual")
-        if parsed["part_size"] < MIN_PART_SIZE:
-            raise SettingsError(f"{prefix}.part-size: must be at least 5MB (S3's smallest part)")
-        storages.append(ObjectStorageSettings(**parsed))
-    return tuple(storages)
-
-
-def _jwt_issuers(raw):
-    """JWT issuers; ``role-mapping.<role>`` keys are taken apart first (any role name)."""
-    mappings, plain = {}, {}
-    for key, value in raw.items():
-        name, _, sub_key = key[len(_JWT_PREFIX):].partition(".")
-        if sub_key.startswith(_ROLE_MAPPING) and len(sub_key) > len(_ROLE_MAPPING):
-            codes = _parse(key, parse.word_list, value)
-            mappings.setdefault(name, {})[sub_key[len(_ROLE_MAPPING):]] = codes
-        else:
-            plain[key] = value
-    unnamed = set(mappings) - {key[len(_JWT_PREFIX):].partition(".")[0] for key in plain}
-    if unnamed:
-        raise SettingsError(f"{_JWT_PREFIX}{sorted(unnamed)[0]}.issuer: required")
-    issuers = []
-    for name, parsed in _groups(plain, _JWT_PREFIX, _JWT_KEYS):
-        key = f"{_JWT_PREFIX}{name}"
-        if "none" in (alg.lower() for alg in parsed["algorithms"]):
-            raise SettingsError(f"{key}.algorithms: 'none' (unsigned tokens) is never accepted")
-        symmetric = [alg for alg in parsed["algorithms"] if alg in SYMMETRIC_ALGORITHMS]
-        if symmetric and not parsed["secret"]:
-            raise SettingsError(f"{key}.algorithms: {symmetric[0]} needs {key}.secret")
-        if len(symmetric) < len(parsed["algorithms"]) and not parsed["jwks_uri"]:
-            raise SettingsError(f"{key}.jwks-uri: required for public-key algorithms")
-        issuers.append(JwtIssuerSettings(**parsed, role_mapping=mappings.get(name, {})))
-    return tuple(issuers)
-
-
 def build_settings(values, base_dir=".", environ=None):
     """Settings from a mapping (nested or dotted) plus environment overrides."""
     flat = flatten(values or {})
@@ -390,21 +195,21 @@ def build_settings(values, base_dir=".", environ=None):
     for key, value in flat.items():
         if key in _KEYS:
             attr, parser, _ = _KEYS[key]
-            parsed[attr] = _parse(key, parser, value)
+            parsed[attr] = parse_value(key, parser, value)
         elif key.startswith(_ENTITY_FETCH_SIZE) and len(key) > len(_ENTITY_FETCH_SIZE):
             entity = key[len(_ENTITY_FETCH_SIZE):]
-            parsed["entity_max_fetch_size"][entity] = _parse(key, parse.positive_int, value)
-        elif key.startswith(_CLIENT_PREFIX):
+            parsed["entity_max_fetch_size"][entity] = parse_value(key, parse.positive_int, value)
+        elif key.startswith(CLIENT_PREFIX):
             client_values[key] = value
-        elif key.startswith(_STORAGE_PREFIX):
+        elif key.startswith(STORAGE_PREFIX):
             storage_values[key] = value
         elif key.startswith(_RATE_LIMIT_PREFIX):
             kind, _, name = key[len(_RATE_LIMIT_PREFIX):].partition(".")
             if kind not in ("client", "user") or not name:
                 raise SettingsError(f"{key}: unknown setting (svc.rate-limit.client.<client id> "
                                     f"or svc.rate-limit.user.<username>)")
-            parsed.setdefault("rate_limits", {})[(kind, name)] = _parse(key, parse.rate_limit, value)
-        elif key.startswith(_JWT_PREFIX):
+            parsed.setdefault("rate_limits", {})[(kind, name)] = parse_value(key, parse.rate_limit, value)
+        elif key.startswith(JWT_PREFIX):
             jwt_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
@@ -421,9 +226,9 @@ def build_settings(values, base_dir=".", environ=None):
         parsed["database_url"] = f"sqlite:///{parsed['data_dir']}/restsvc.db"
     if not parsed["file_storage_dir"]:
         parsed["file_storage_dir"] = f"{parsed['data_dir']}/files"
-    parsed["clients"] = _clients(client_values)
-    parsed["object_storages"] = _object_storages(storage_values)
-    parsed["jwt_issuers"] = _jwt_issuers(jwt_values)
+    parsed["clients"] = clients(client_values)
+    parsed["object_storages"] = object_storages(storage_values)
+    parsed["jwt_issuers"] = jwt_issuers(jwt_values)
     names = ["fs"] + [storage.name for storage in parsed["object_storages"]]
     if parsed["default_file_storage"] not in names:
         raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "

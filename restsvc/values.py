@@ -7,6 +7,10 @@ import urllib.parse
 from .model.datatypes import DATATYPES
 
 
+class SettingsError(Exception):
+    """A configuration problem found at startup; the message names the key."""
+
+
 def text(value):
     if isinstance(value, (dict, list)):
         raise ValueError("expected a single value")

@@ -18,7 +18,6 @@ import sys
 import uuid
 
 import pytest
-from werkzeug.test import Client
 
 from conftest import REPO, get_token
 

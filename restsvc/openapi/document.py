@@ -23,7 +23,7 @@ from .entities import entity_schemas, stub_schemas
 from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
-from .schemas import STRING, common_schemas, datatype_schema, enum_schema, id_schema
+from .schemas import STRING, common_schemas, enum_schema, id_schema
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
 from .shapes import entity_typing, generic_typing, query_typing

@@ -1,0 +1,202 @@
+"""Settings that come in named groups, ``<prefix><name>.<key>``: OAuth
+clients, object storages, and the identity providers whose JWTs are accepted.
+Each group is parsed into a frozen dataclass and checked as a whole."""
+import re
+from dataclasses import dataclass, field
+
+from . import values as parse
+from .values import SettingsError
+
+# svc.authserver.client.<name>.<key>
+CLIENT_PREFIX = "svc.authserver.client."
+_CLIENT_KEYS = {
+    "client-id": ("client_id", parse.text, None),
+    "client-secret": ("client_secret", parse.text, ""),     # none: a public client
+    "authorization-grant-types": ("grant_types", parse.word_list, ("client_credentials",)),
+    "access-token-time-to-live": ("access_token_ttl", parse.duration, 300),
+    "refresh-token-time-to-live": ("refresh_token_ttl", parse.duration, 3600),
+    "resource-roles": ("resource_roles", parse.word_list, ()),
+    "row-level-roles": ("row_level_roles", parse.word_list, ()),
+    "redirect-uris": ("redirect_uris", parse.redirect_uri_list, ()),
+    "scopes": ("scopes", parse.word_list, ()),
+}
+# What a client without a secret (a browser or mobile app) may use.
+PUBLIC_CLIENT_GRANTS = ("authorization_code", "refresh_token")
+# The scopes a client may be registered with; each narrows its tokens' roles
+# (roles.py SCOPE_OPERATIONS).
+KNOWN_SCOPES = ("read", "write")
+
+
+# svc.resource-server.jwt.<name>.<key>: identity providers whose JWT access
+# tokens are accepted (security/jwtissuers.py); role-mapping.<their role>: role codes.
+JWT_PREFIX = "svc.resource-server.jwt."
+_JWT_KEYS = {
+    "issuer": ("issuer", parse.text, None),
+    "jwks-uri": ("jwks_uri", parse.text, ""),
+    "audiences": ("audiences", parse.word_list, None),
+    "algorithms": ("algorithms", parse.word_list,
+                   ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+                    "ES512", "EdDSA")),
+    "secret": ("secret", parse.text, ""),
+    "username-claim": ("username_claim", parse.text, "sub"),
+    "roles-claim": ("roles_claim", parse.text, "roles"),
+    "client-claim": ("client_claim", parse.text, "azp"),
+}
+_ROLE_MAPPING = "role-mapping."
+SYMMETRIC_ALGORITHMS = ("HS256", "HS384", "HS512")
+
+
+# svc.file-storage.<name>.<key>: object storages beside the local "fs" one.
+STORAGE_PREFIX = "svc.file-storage."
+_STORAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}\Z")     # a file reference's scheme
+_STORAGE_KEYS = {
+    "type": ("type", parse.text, None),
+    "bucket": ("bucket", parse.text, None),
+    "endpoint": ("endpoint", parse.text, ""),
+    "region": ("region", parse.text, "us-east-1"),
+    "key-prefix": ("key_prefix", parse.text, ""),
+    "addressing-style": ("addressing_style", parse.text, "auto"),
+    "part-size": ("part_size", parse.size, 8 << 20),
+}
+STORAGE_TYPES = ("s3",)
+MIN_PART_SIZE = 5 << 20        # S3's smallest part but the last
+
+
+@dataclass(frozen=True)
+class ObjectStorageSettings:
+    name: str
+    type: str
+    bucket: str
+    endpoint: str
+    region: str
+    key_prefix: str
+    addressing_style: str
+    part_size: int
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    name: str
+    client_id: str
+    client_secret: str
+    grant_types: tuple
+    access_token_ttl: int
+    refresh_token_ttl: int
+    resource_roles: tuple
+    row_level_roles: tuple
+    redirect_uris: tuple = ()
+    scopes: tuple = ()
+
+    @property
+    def is_public(self):
+        """No secret: a browser or mobile app, which cannot keep one."""
+        return not self.client_secret
+
+
+@dataclass(frozen=True)
+class JwtIssuerSettings:
+    name: str
+    issuer: str
+    jwks_uri: str
+    audiences: tuple
+    algorithms: tuple
+    secret: str
+    username_claim: str
+    roles_claim: str
+    client_claim: str
+    role_mapping: dict = field(default_factory=dict)     # their role -> role codes
+
+
+def parse_value(key, parser, value):
+    try:
+        return parser(value)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"{key}: invalid value {value!r} ({exc})") from None
+
+
+def _groups(raw, prefix, keys):
+    """``<prefix><name>.<key>`` settings -> ``[(name, {attribute: parsed value})]``."""
+    grouped = {}
+    for key, value in raw.items():
+        name, _, sub_key = key[len(prefix):].partition(".")
+        if not name or sub_key not in keys:
+            raise SettingsError(f"{key}: unknown setting")
+        grouped.setdefault(name, {})[sub_key] = value
+    groups = []
+    for name, values in sorted(grouped.items()):
+        parsed = {"name": name}
+        for sub_key, (attr, parser, default) in keys.items():
+            key = f"{prefix}{name}.{sub_key}"
+            if sub_key in values:
+                parsed[attr] = parse_value(key, parser, values[sub_key])
+            elif default is None:
+                raise SettingsError(f"{key}: required")
+            else:
+                parsed[attr] = default
+        groups.append((name, parsed))
+    return groups
+
+
+def clients(raw):
+    clients = [ClientSettings(**parsed) for _, parsed in _groups(raw, CLIENT_PREFIX, _CLIENT_KEYS)]
+    for client in clients:
+        key = f"{CLIENT_PREFIX}{client.name}"
+        if client.is_public and not set(client.grant_types) <= set(PUBLIC_CLIENT_GRANTS):
+            raise SettingsError(f"{key}.authorization-grant-types: a client without a "
+                                f"client-secret may only use {', '.join(PUBLIC_CLIENT_GRANTS)}")
+        if "authorization_code" in client.grant_types and not client.redirect_uris:
+            raise SettingsError(f"{key}.redirect-uris: required for authorization_code")
+        unknown = [scope for scope in client.scopes if scope not in KNOWN_SCOPES]
+        if unknown:
+            raise SettingsError(f"{key}.scopes: unknown scope {unknown[0]!r} "
+                                f"(known: {', '.join(KNOWN_SCOPES)})")
+    ids = [client.client_id for client in clients]
+    for client_id in ids:
+        if ids.count(client_id) > 1:
+            raise SettingsError(f"{CLIENT_PREFIX}*.client-id: {client_id!r} is registered twice")
+    return tuple(clients)
+
+
+def object_storages(raw):
+    storages = []
+    for name, parsed in _groups(raw, STORAGE_PREFIX, _STORAGE_KEYS):
+        prefix = f"{STORAGE_PREFIX}{name}"
+        if name in ("fs", "dir", "default") or not _STORAGE_NAME.match(name):
+            raise SettingsError(f"{prefix}: a storage name is lowercase letters, digits and '-' "
+                                f"(it becomes a file reference's scheme) and not 'fs' (the "
+                                f"local storage), 'dir' or 'default'")
+        if parsed["type"] not in STORAGE_TYPES:
+            raise SettingsError(f"{prefix}.type: must be one of {', '.join(STORAGE_TYPES)}")
+        if parsed["addressing_style"] not in ("auto", "path", "virtual"):
+            raise SettingsError(f"{prefix}.addressing-style: must be auto, path or virtual")
+        if parsed["part_size"] < MIN_PART_SIZE:
+            raise SettingsError(f"{prefix}.part-size: must be at least 5MB (S3's smallest part)")
+        storages.append(ObjectStorageSettings(**parsed))
+    return tuple(storages)
+
+
+def jwt_issuers(raw):
+    """JWT issuers; ``role-mapping.<role>`` keys are taken apart first (any role name)."""
+    mappings, plain = {}, {}
+    for key, value in raw.items():
+        name, _, sub_key = key[len(JWT_PREFIX):].partition(".")
+        if sub_key.startswith(_ROLE_MAPPING) and len(sub_key) > len(_ROLE_MAPPING):
+            codes = parse_value(key, parse.word_list, value)
+            mappings.setdefault(name, {})[sub_key[len(_ROLE_MAPPING):]] = codes
+        else:
+            plain[key] = value
+    unnamed = set(mappings) - {key[len(JWT_PREFIX):].partition(".")[0] for key in plain}
+    if unnamed:
+        raise SettingsError(f"{JWT_PREFIX}{sorted(unnamed)[0]}.issuer: required")
+    issuers = []
+    for name, parsed in _groups(plain, JWT_PREFIX, _JWT_KEYS):
+        key = f"{JWT_PREFIX}{name}"
+        if "none" in (alg.lower() for alg in parsed["algorithms"]):
+            raise SettingsError(f"{key}.algorithms: 'none' (unsigned tokens) is never accepted")
+        symmetric = [alg for alg in parsed["algorithms"] if alg in SYMMETRIC_ALGORITHMS]
+        if symmetric and not parsed["secret"]:
+            raise SettingsError(f"{key}.algorithms: {symmetric[0]} needs {key}.secret")
+        if len(symmetric) < len(parsed["algorithms"]) and not parsed["jwks_uri"]:
+            raise SettingsError(f"{key}.jwks-uri: required for public-key algorithms")
+        issuers.append(JwtIssuerSettings(**parsed, role_mapping=mappings.get(name, {})))
+    return tuple(issuers)
