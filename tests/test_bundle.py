@@ -1,0 +1,137 @@
+"""``restsvc bundle``: one file that runs the demo on a machine with only Python.
+
+The bundle is started with the interpreter this virtualenv was made from,
+isolated (``-I``) and without any site-packages (``-S``), from an empty
+folder: everything it runs comes from the file.
+"""
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from contextlib import contextmanager
+
+import pytest
+import yaml
+
+from conftest import PG_URL, postgres_schema
+from restsvc.cli import main
+from servers import Server, free_port, stop, wait_until_ready
+
+SHIPPED = os.path.join(os.path.dirname(__file__), os.pardir, "config", "restsvc.yaml")
+
+
+def plain_python():
+    """The interpreter without the virtualenv: its own standard library only."""
+    executable = getattr(sys, "_base_executable", sys.executable)
+    if sys.prefix == sys.base_prefix and executable == sys.executable:
+        pytest.skip("tests run outside a virtualenv: no plain interpreter to compare with")
+    return executable
+
+
+def run_bundle(bundle, cwd, *args, env=None, **kwargs):
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), **(env or {})}
+    return subprocess.run([plain_python(), "-I", "-S", str(bundle), *args], cwd=cwd,
+                          env=environ, capture_output=True, text=True, timeout=120, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def demo_bundle(tmp_path_factory):
+    output = tmp_path_factory.mktemp("build") / "demo.pyz"
+    assert main(["--config", SHIPPED, "bundle", "--output", str(output)]) == 0
+    return output
+
+
+@pytest.fixture
+def clean_dir(tmp_path):
+    directory = tmp_path / "clean"
+    directory.mkdir()
+    return directory
+
+
+@contextmanager
+def bundle_database():
+    """SQLite: the bundled settings' own default (var/restsvc.db under the
+    working folder); PostgreSQL: a schema of its own, by RESTSVC_DATABASE_URL."""
+    if not PG_URL:
+        yield {}
+        return
+    with postgres_schema("restsvc_bundle") as url:
+        yield {"RESTSVC_DATABASE_URL": url}
+
+
+def needs_driver(bundle, env):
+    if env and not json.loads(zipfile.ZipFile(bundle).read("restsvc-bundle.json"))["drivers"]:
+        pytest.skip("psycopg2 is not importable by the plain interpreter: it is not installed "
+                    "where the bundle was built, so the bundle carries no PostgreSQL driver")
+
+
+def test_the_plain_interpreter_has_none_of_the_dependencies(clean_dir):
+    """What the next tests prove rests on this: nothing comes from an installation."""
+    probe = subprocess.run([plain_python(), "-I", "-S", "-c", "import werkzeug"],
+                           cwd=clean_dir, capture_output=True, text=True)
+    assert "No module named 'werkzeug'" in probe.stderr
+
+
+def test_bundle_serves_the_demo_from_a_clean_folder(demo_bundle, clean_dir):
+    with bundle_database() as env:
+        needs_driver(demo_bundle, env)
+        port = free_port()
+        log_path = clean_dir.parent / "server.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [plain_python(), "-I", "-S", str(demo_bundle), "serve", "--port", str(port),
+                 "--workers", "1", "--drain", "0"], cwd=clean_dir, stdout=log,
+                stderr=subprocess.STDOUT, env={"PATH": "/usr/bin:/bin", "HOME": str(clean_dir),
+                                               **env})
+        server = Server(port, process, log_path)
+        try:
+            wait_until_ready(server)
+            status, body = server.request("GET", "/rest/entities/Customer?limit=5")
+            assert status == 200, body
+            assert len(json.loads(body)) == 5
+            # The bundled message bundles answer, in German too.
+            status, body = server.request("GET", "/rest/messages/entities/Customer",
+                                          headers={"Accept-Language": "de"})
+            assert status == 200 and json.loads(body)["Customer"] == "Kunde"
+        finally:
+            stop(server)
+    if not env:
+        assert (clean_dir / "var" / "restsvc.db").is_file()
+
+
+def test_bundle_runs_migrate_status(demo_bundle, clean_dir):
+    with bundle_database() as env:
+        needs_driver(demo_bundle, env)
+        before = run_bundle(demo_bundle, clean_dir, "migrate", "--status", env=env)
+        assert before.returncode == 0, before.stderr
+        assert "no migrations recorded" in before.stdout and "pending" in before.stdout
+        assert run_bundle(demo_bundle, clean_dir, "initdb", env=env).returncode == 0
+        after = run_bundle(demo_bundle, clean_dir, "migrate", "--status", env=env)
+        assert after.returncode == 0, after.stderr
+        assert "init-schema" in after.stdout and "up to date" in after.stdout
+
+
+def test_bundle_unpacks_once_into_an_owner_only_cache(demo_bundle, clean_dir):
+    cache = clean_dir / "cache"
+    for _ in range(2):
+        result = run_bundle(demo_bundle, clean_dir, "routes",
+                            env={"RESTSVC_BUNDLE_CACHE": str(cache)})
+        assert result.returncode == 0 and "/rest/entities/" in result.stdout
+    [unpacked] = list(cache.iterdir())
+    assert unpacked.stat().st_mode & 0o077 == 0
+    assert (unpacked / "config" / "restsvc.yaml").is_file()
+    assert oct(demo_bundle.stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_a_settings_file_outside_the_config_folder_is_refused(tmp_path, capsys):
+    config = yaml.safe_load(open(SHIPPED))
+    config["svc"]["rest"]["services-config"] = "../elsewhere/services.xml"
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "services.xml").write_text("<services/>")
+    (tmp_path / "conf").mkdir()
+    path = tmp_path / "conf" / "restsvc.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["--config", str(path), "bundle", "--output", str(tmp_path / "x.pyz")]) == 2
+    assert "svc.rest.services-config" in capsys.readouterr().err
+    assert not (tmp_path / "x.pyz").exists()
