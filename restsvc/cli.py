@@ -106,6 +106,19 @@ def bundle_command(args):
     print("the bundle holds the settings' secrets: keep it private (it is made owner-only)")
 
 
+def new_command(args):
+    from . import starter
+    try:
+        made = starter.create(args.directory, args.module)
+    except (starter.StarterError, OSError) as exc:
+        raise CommandError(f"new: {exc}") from None
+    config = made.directory / "restsvc.yaml"
+    print(f"created {', '.join(str(path) for path in made.files)}")
+    print(f"client id:     {made.client_id}")
+    print(f"client secret: {made.client_secret}   (shown this once; restsvc.yaml keeps its hash)")
+    print(f"serve it:      restsvc --config {config} serve")
+
+
 def _read_secret(prompt, from_stdin=False, confirm=False):
     """A secret from stdin (one line) or typed at the terminal; never echoed."""
     if from_stdin or not sys.stdin.isatty():
@@ -201,6 +214,11 @@ def main(argv=None):
                                            "deployment\")")
     p.add_argument("--output", required=True, metavar="FILE", help="the file to write")
     p.set_defaults(run=bundle_command)
+    p = commands.add_parser("new", help="start an application of your own in a new folder "
+                                        "(README \"First ten minutes\")")
+    p.add_argument("directory", metavar="DIR", help="the folder to create (new or empty)")
+    p.add_argument("--module", help="its Python module's name (default: <DIR's name>_app)")
+    p.set_defaults(run=new_command)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
     p.set_defaults(run=hash_secret_command)

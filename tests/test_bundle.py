@@ -7,32 +7,14 @@ folder: everything it runs comes from the file.
 import json
 import os
 import subprocess
-import sys
-import zipfile
-from contextlib import contextmanager
 
 import pytest
 import yaml
 
-from conftest import PG_URL, postgres_schema
+from bundle_support import bundle_database, plain_python, run_bundle, serving_bundle
 from restsvc.cli import main
-from servers import Server, free_port, stop, wait_until_ready
 
 SHIPPED = os.path.join(os.path.dirname(__file__), os.pardir, "config", "restsvc.yaml")
-
-
-def plain_python():
-    """The interpreter without the virtualenv: its own standard library only."""
-    executable = getattr(sys, "_base_executable", sys.executable)
-    if sys.prefix == sys.base_prefix and executable == sys.executable:
-        pytest.skip("tests run outside a virtualenv: no plain interpreter to compare with")
-    return executable
-
-
-def run_bundle(bundle, cwd, *args, env=None, **kwargs):
-    environ = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), **(env or {})}
-    return subprocess.run([plain_python(), "-I", "-S", str(bundle), *args], cwd=cwd,
-                          env=environ, capture_output=True, text=True, timeout=120, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -49,23 +31,6 @@ def clean_dir(tmp_path):
     return directory
 
 
-@contextmanager
-def bundle_database():
-    """SQLite: the bundled settings' own default (var/restsvc.db under the
-    working folder); PostgreSQL: a schema of its own, by RESTSVC_DATABASE_URL."""
-    if not PG_URL:
-        yield {}
-        return
-    with postgres_schema("restsvc_bundle") as url:
-        yield {"RESTSVC_DATABASE_URL": url}
-
-
-def needs_driver(bundle, env):
-    if env and not json.loads(zipfile.ZipFile(bundle).read("restsvc-bundle.json"))["drivers"]:
-        pytest.skip("psycopg2 is not importable by the plain interpreter: it is not installed "
-                    "where the bundle was built, so the bundle carries no PostgreSQL driver")
-
-
 def test_the_plain_interpreter_has_none_of_the_dependencies(clean_dir):
     """What the next tests prove rests on this: nothing comes from an installation."""
     probe = subprocess.run([plain_python(), "-I", "-S", "-c", "import werkzeug"],
@@ -74,35 +39,20 @@ def test_the_plain_interpreter_has_none_of_the_dependencies(clean_dir):
 
 
 def test_bundle_serves_the_demo_from_a_clean_folder(demo_bundle, clean_dir):
-    with bundle_database() as env:
-        needs_driver(demo_bundle, env)
-        port = free_port()
-        log_path = clean_dir.parent / "server.log"
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [plain_python(), "-I", "-S", str(demo_bundle), "serve", "--port", str(port),
-                 "--workers", "1", "--drain", "0"], cwd=clean_dir, stdout=log,
-                stderr=subprocess.STDOUT, env={"PATH": "/usr/bin:/bin", "HOME": str(clean_dir),
-                                               **env})
-        server = Server(port, process, log_path)
-        try:
-            wait_until_ready(server)
-            status, body = server.request("GET", "/rest/entities/Customer?limit=5")
-            assert status == 200, body
-            assert len(json.loads(body)) == 5
-            # The bundled message bundles answer, in German too.
-            status, body = server.request("GET", "/rest/messages/entities/Customer",
-                                          headers={"Accept-Language": "de"})
-            assert status == 200 and json.loads(body)["Customer"] == "Kunde"
-        finally:
-            stop(server)
+    with bundle_database(demo_bundle) as env, serving_bundle(demo_bundle, clean_dir, env) as server:
+        status, body = server.request("GET", "/rest/entities/Customer?limit=5")
+        assert status == 200, body
+        assert len(json.loads(body)) == 5
+        # The bundled message bundles answer, in German too.
+        status, body = server.request("GET", "/rest/messages/entities/Customer",
+                                      headers={"Accept-Language": "de"})
+        assert status == 200 and json.loads(body)["Customer"] == "Kunde"
     if not env:
         assert (clean_dir / "var" / "restsvc.db").is_file()
 
 
 def test_bundle_runs_migrate_status(demo_bundle, clean_dir):
-    with bundle_database() as env:
-        needs_driver(demo_bundle, env)
+    with bundle_database(demo_bundle) as env:
         before = run_bundle(demo_bundle, clean_dir, "migrate", "--status", env=env)
         assert before.returncode == 0, before.stderr
         assert "no migrations recorded" in before.stdout and "pending" in before.stdout
