@@ -58,7 +58,7 @@ SETTINGS = Template('''\
 # Keep this file private: it holds the secret key.
 svc:
   application: $module:application    # the module beside this file
-  data-dir: var                       # database and files, relative to the working directory
+  data-dir: var/$short                # database and files, relative to the working directory
   secret-key: "$secret_key"
   core:
     available-locales: en, de         # the first is the default
@@ -114,11 +114,12 @@ def create(directory, module=None):
     if directory.exists() and any(directory.iterdir()):
         raise StarterError(f"{directory} is not empty; give a new folder")
     name = directory.resolve().name
-    client_id = f"{module.removesuffix('_app').replace('_', '-')}-client"
+    short = module.removesuffix("_app").replace("_", "-")
+    client_id = f"{short}-client"
     client_secret = secrets.token_urlsafe(24)
     config = directory / "restsvc.yaml"
     files = {
-        config: SETTINGS.substitute(name=name, module=module, client_id=client_id,
+        config: SETTINGS.substitute(name=name, module=module, short=short, client_id=client_id,
                                     secret_key=secrets.token_urlsafe(32),
                                     client_secret=hash_secret(client_secret)),
         directory / f"{module}.py": MODULE.substitute(name=name, config=config),
