@@ -60,8 +60,10 @@ class Summary:
     built_for: str
 
 
-def build(output, config=None):
-    """Write the bundle to ``output``; the settings are checked first."""
+def build(output, config=None, extras=()):
+    """Write the bundle to ``output``; the settings are checked first. ``extras``
+    names restsvc extras (``docs``, ``jwt``, ...) whose distributions go along;
+    the PostgreSQL driver (``postgres``) does whenever it is installed."""
     import zipfile
     settings = load_settings(config)
     application = settings.application.partition(":")[0]
@@ -70,9 +72,16 @@ def build(output, config=None):
     entries = {f"config/{config_file.name}": config_file}
     entries.update(_config_entries(settings))
     entries.update(_package_entries(Path(__file__).parent, "lib/restsvc"))
-    entries["lib/restsvc-%s.dist-info/METADATA" % _version("restsvc")] = (
-        f"Metadata-Version: 2.1\nName: restsvc\nVersion: {_version('restsvc')}\n".encode())
+    own = importlib.metadata.distribution("restsvc")     # its version and requirements
+    entries[f"lib/restsvc-{own.version}.dist-info/METADATA"] = "".join(
+        [f"Metadata-Version: 2.1\nName: restsvc\nVersion: {own.version}\n"]
+        + [f"Requires-Dist: {requirement}\n" for requirement in own.requires or ()]).encode()
     requirements = _requirements("restsvc", extras=DRIVER_EXTRAS)
+    for extra in extras:
+        named = _requirements("restsvc", extras=(extra,), only_extras=True, installed_only=False)
+        if not named:
+            raise BundleError(f"--extra {extra}: restsvc has no such extra")
+        requirements += named
     top = application.partition(".")[0]
     if top != "restsvc":
         entries.update(_module_entries(top))
@@ -154,19 +163,17 @@ def _key(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _version(name):
-    return importlib.metadata.version(name)
-
-
-def _requirements(distribution, extras=()):
-    """Names a distribution requires: unconditionally, or by one of ``extras``
-    when that is installed here."""
+def _requirements(distribution, extras=(), only_extras=False, installed_only=True):
+    """Names a distribution requires: unconditionally (unless ``only_extras``),
+    or by one of ``extras`` (when installed here, with ``installed_only``)."""
     names = []
     for requirement in importlib.metadata.requires(distribution) or ():
         name = _REQUIREMENT_NAME.match(requirement).group()
         marker = requirement.partition(";")[2]
         extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", marker)
-        if extra and (extra.group(1) not in extras or not _installed(name)):
+        if only_extras and not extra:
+            continue
+        if extra and (extra.group(1) not in extras or installed_only and not _installed(name)):
             continue
         if marker and not extra and not _installed(name):
             continue        # a condition (Python version, platform) this environment does not meet

@@ -33,6 +33,7 @@ def unpack(archive, manifest):
     root = cache_root()
     target = os.path.join(root, "bundle-" + manifest["id"])
     if os.path.isdir(target):
+        _check_private(target)
         return target
     os.makedirs(root, mode=0o700, exist_ok=True)
     partial = tempfile.mkdtemp(prefix=".unpacking-", dir=root)      # mode 0700
@@ -46,7 +47,15 @@ def unpack(archive, manifest):
         shutil.rmtree(partial, ignore_errors=True)
         if not os.path.isdir(target):       # not merely another process that was faster
             raise
+        _check_private(target)
     return target
+
+
+def _check_private(folder):
+    """Code is run from the folder: only if nobody else could have put it there."""
+    status = os.stat(folder)
+    if status.st_uid != os.getuid() or status.st_mode & 0o022:
+        raise OSError(f"{folder} is not this user's own (or others may write to it)")
 
 
 def main():

@@ -91,7 +91,7 @@ def routes(args):
 def bundle_command(args):
     from . import bundle
     try:
-        summary = bundle.build(args.output, args.config)
+        summary = bundle.build(args.output, args.config, args.extra or ())
     except (bundle.BundleError, OSError) as exc:
         raise CommandError(f"bundle: {exc}") from None
     print(f"{summary.output}: {summary.files} files, {summary.size / 1e6:.1f} MB, for Python "
@@ -213,6 +213,9 @@ def main(argv=None):
                                            "dependencies: python FILE serve (README \"One-file "
                                            "deployment\")")
     p.add_argument("--output", required=True, metavar="FILE", help="the file to write")
+    p.add_argument("--extra", action="append", metavar="NAME",
+                   help="also carry an installed restsvc extra: docs, jwt, otel, s3 "
+                        "(repeatable; postgres goes along whenever installed)")
     p.set_defaults(run=bundle_command)
     p = commands.add_parser("new", help="start an application of your own in a new folder "
                                         "(README \"First ten minutes\")")

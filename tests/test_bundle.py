@@ -7,6 +7,7 @@ folder: everything it runs comes from the file.
 import json
 import os
 import subprocess
+import zipfile
 
 import pytest
 import yaml
@@ -20,7 +21,7 @@ SHIPPED = os.path.join(os.path.dirname(__file__), os.pardir, "config", "restsvc.
 @pytest.fixture(scope="module")
 def demo_bundle(tmp_path_factory):
     output = tmp_path_factory.mktemp("build") / "demo.pyz"
-    assert main(["--config", SHIPPED, "bundle", "--output", str(output)]) == 0
+    assert main(["--config", SHIPPED, "bundle", "--output", str(output), "--extra", "docs"]) == 0
     return output
 
 
@@ -47,6 +48,9 @@ def test_bundle_serves_the_demo_from_a_clean_folder(demo_bundle, clean_dir):
         status, body = server.request("GET", "/rest/messages/entities/Customer",
                                       headers={"Accept-Language": "de"})
         assert status == 200 and json.loads(body)["Customer"] == "Kunde"
+        # --extra docs: the documentation page's viewer came along.
+        status, body = server.request("GET", "/rest/docs/assets/swagger-ui-bundle.js")
+        assert status == 200 and len(body) > 100_000
     if not env:
         assert (clean_dir / "var" / "restsvc.db").is_file()
 
@@ -72,6 +76,25 @@ def test_bundle_unpacks_once_into_an_owner_only_cache(demo_bundle, clean_dir):
     assert unpacked.stat().st_mode & 0o077 == 0
     assert (unpacked / "config" / "restsvc.yaml").is_file()
     assert oct(demo_bundle.stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_bundle_refuses_an_unpacked_folder_others_may_write_to(demo_bundle, clean_dir):
+    """A shared cache folder must not let another user plant the code that runs."""
+    bundle_id = json.loads(zipfile.ZipFile(demo_bundle).read("restsvc-bundle.json"))["id"]
+    planted = clean_dir / "cache" / f"bundle-{bundle_id}"
+    (planted / "lib" / "restsvc").mkdir(parents=True)
+    (planted / "lib" / "restsvc" / "cli.py").write_text("def main(): print('planted')\n")
+    planted.chmod(0o777)
+    result = run_bundle(demo_bundle, clean_dir, "routes",
+                        env={"RESTSVC_BUNDLE_CACHE": str(clean_dir / "cache")})
+    assert result.returncode != 0 and "planted" not in result.stdout
+    assert "others may write to it" in result.stderr
+
+
+def test_bundle_names_an_unknown_extra(tmp_path, capsys):
+    assert main(["--config", SHIPPED, "bundle", "--output", str(tmp_path / "x.pyz"),
+                 "--extra", "nosuch"]) == 1
+    assert "--extra nosuch: restsvc has no such extra" in capsys.readouterr().err
 
 
 def test_a_settings_file_outside_the_config_folder_is_refused(tmp_path, capsys):
