@@ -26,6 +26,7 @@ import os
 import platform
 import re
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +65,6 @@ def build(output, config=None, extras=()):
     """Write the bundle to ``output``; the settings are checked first. ``extras``
     names restsvc extras (``docs``, ``jwt``, ...) whose distributions go along;
     the PostgreSQL driver (``postgres``) does whenever it is installed."""
-    import zipfile
     settings = load_settings(config)
     application = settings.application.partition(":")[0]
     import_application(settings.application, settings.base_dir)

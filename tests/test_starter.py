@@ -4,10 +4,10 @@ import re
 import uuid
 from contextlib import contextmanager
 
-from werkzeug.test import Client
-
 from bundle_support import bundle_database, serving_bundle
 from conftest import PG_URL, basic, bearer, close_app, postgres_schema
+from werkzeug.test import Client
+
 from restsvc import create_app
 from restsvc.cli import main
 from restsvc.settings import load_settings
