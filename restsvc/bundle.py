@@ -66,23 +66,17 @@ def build(output, config=None, extras=()):
     names restsvc extras (``docs``, ``jwt``, ...) whose distributions go along;
     the PostgreSQL driver (``postgres``) does whenever it is installed."""
     settings = load_settings(config)
-    application = settings.application.partition(":")[0]
     import_application(settings.application, settings.base_dir)
     config_file = config_path(config)
-    entries = {f"config/{config_file.name}": config_file}
-    entries.update(_config_entries(settings))
-    entries.update(_package_entries(Path(__file__).parent, "lib/restsvc"))
-    own = importlib.metadata.distribution("restsvc")     # its version and requirements
-    entries[f"lib/restsvc-{own.version}.dist-info/METADATA"] = "".join(
-        [f"Metadata-Version: 2.1\nName: restsvc\nVersion: {own.version}\n"]
-        + [f"Requires-Dist: {requirement}\n" for requirement in own.requires or ()]).encode()
+    entries = {f"config/{config_file.name}": config_file, **_config_entries(settings),
+               **_restsvc_entries()}
     requirements = _requirements("restsvc", extras=DRIVER_EXTRAS)
     for extra in extras:
         named = _requirements("restsvc", extras=(extra,), only_extras=True, installed_only=False)
         if not named:
             raise BundleError(f"--extra {extra}: restsvc has no such extra")
         requirements += named
-    top = application.partition(".")[0]
+    top = settings.application.partition(":")[0].partition(".")[0]
     if top != "restsvc":
         entries.update(_module_entries(top))
         for distribution in importlib.metadata.packages_distributions().get(top, ()):
@@ -91,30 +85,55 @@ def build(output, config=None, extras=()):
     for distribution in distributions:
         entries.update(_distribution_entries(distribution))
     payload = {name: _read(source) for name, source in sorted(entries.items())}
-    digest = hashlib.sha256()
-    for name, data in payload.items():
-        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    drivers = tuple(f"{d.metadata['Name']} {d.version}" for d in distributions
+    names = tuple(f"{d.metadata['Name']} {d.version}" for d in distributions)
+    drivers = tuple(name for name, d in zip(names, distributions)
                     if _key(d.metadata["Name"]) in DRIVERS)
     built_for = f"{platform.python_implementation()} {sys.version_info[0]}.{sys.version_info[1]} " \
                 f"on {sys.platform}-{platform.machine()}"
-    manifest = {"id": digest.hexdigest()[:20], "config": config_file.name,
+    manifest = {"id": _content_id(payload), "config": config_file.name,
                 "python": list(MINIMUM_PYTHON), "drivers": list(drivers), "built-for": built_for}
     output = Path(output)
+    _write(output, manifest, payload)
+    return Summary(output, len(payload), output.stat().st_size, names, drivers, built_for)
+
+
+def _content_id(payload):
+    """Names the cache folder: the same content, the same folder."""
+    digest = hashlib.sha256()
+    for name, data in payload.items():
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()[:20]
+
+
+def _write(output, manifest, payload):
+    """The zipapp, owner-only from its first byte (the settings in it hold the
+    secret key and client secrets), put in place whole."""
     partial = output.with_name(output.name + ".partial")
-    with open(partial, "wb") as file:
-        file.write(b"#!/usr/bin/env python3\n")
-        with zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as bundle:
-            for name, data in [("__main__.py", BOOT.read_bytes()),
-                               (MANIFEST, json.dumps(manifest, indent=1).encode()),
-                               *payload.items()]:
-                bundle.writestr(zipfile.ZipInfo(name, _ZIP_TIME), data,
-                                compress_type=zipfile.ZIP_DEFLATED)
-    os.chmod(partial, 0o700)        # the settings in it hold the secret key and client secrets
-    os.replace(partial, output)
-    return Summary(output, len(payload), output.stat().st_size,
-                   tuple(f"{d.metadata['Name']} {d.version}" for d in distributions),
-                   drivers, built_for)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(b"#!/usr/bin/env python3\n")
+            with zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as bundle:
+                for name, data in [("__main__.py", BOOT.read_bytes()),
+                                   (MANIFEST, json.dumps(manifest, indent=1).encode()),
+                                   *payload.items()]:
+                    bundle.writestr(zipfile.ZipInfo(name, _ZIP_TIME), data,
+                                    compress_type=zipfile.ZIP_DEFLATED)
+        os.chmod(partial, 0o700)        # also when an earlier .partial was there
+        os.replace(partial, output)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def _restsvc_entries():
+    """restsvc's package, and its metadata: its version and requirements."""
+    own = importlib.metadata.distribution("restsvc")
+    return {**_package_entries(Path(__file__).parent, "lib/restsvc"),
+            f"lib/restsvc-{own.version}.dist-info/METADATA": "".join(
+                [f"Metadata-Version: 2.1\nName: restsvc\nVersion: {own.version}\n"]
+                + [f"Requires-Dist: {requirement}\n" for requirement in own.requires or ()]
+            ).encode()}
 
 
 def _config_entries(settings):
