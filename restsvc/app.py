@@ -50,7 +50,7 @@ _UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
 class RestApp:
     def __init__(self, settings, application=None, check_schema=True):
         self.settings = settings
-        self.application = application or import_application(settings.application)
+        self.application = application or import_application(settings.application, settings.base_dir)
         try:
             self.metadata = Metadata(BUILT_IN_ENTITIES + tuple(self.application.entities),
                                      self.application.enums)

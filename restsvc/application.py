@@ -1,5 +1,6 @@
 """What an application declares, and how the settings name it."""
 import importlib
+import sys
 from dataclasses import dataclass
 
 from .settings import SettingsError
@@ -29,14 +30,26 @@ class Application:
     endpoints: tuple = ()
 
 
-def import_application(reference):
-    """``package.module:attribute`` -> the Application object."""
+def import_application(reference, search_dir=None):
+    """``package.module:attribute`` -> the Application object. A module that is
+    not installed is also looked for in ``search_dir`` (the settings file's folder)."""
     module_name, _, attribute = reference.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name, search_dir)
         application = getattr(module, attribute or "application")
     except (ImportError, AttributeError) as exc:
         raise SettingsError(f"svc.application: cannot load {reference!r}: {exc}") from None
     if not isinstance(application, Application):
         raise SettingsError(f"svc.application: {reference!r} is not a restsvc Application")
     return application
+
+
+def _import(module_name, search_dir):
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        top = module_name.partition(".")[0]
+        if search_dir is None or exc.name != top or str(search_dir) in sys.path:
+            raise
+    sys.path.append(str(search_dir))
+    return importlib.import_module(module_name)

@@ -1,4 +1,4 @@
-"""``restsvc serve | initdb | demo-data | migrate | routes | hash-secret | user``."""
+"""``restsvc serve | initdb | demo-data | migrate | routes | bundle | new | hash-secret | user``."""
 import argparse
 import getpass
 import sys
@@ -80,11 +80,43 @@ def routes(args):
     from .api import all_rules
     from .application import import_application
     settings = load_settings(args.config)
-    for rule in all_rules(import_application(settings.application), settings):
+    for rule in all_rules(import_application(settings.application, settings.base_dir),
+                          settings):
         methods = ",".join(sorted(m for m in rule.methods if m not in ("HEAD", "OPTIONS")))
         handler = rule.endpoint
         print(f"{methods:<18} {rule.rule:<60} {handler.__module__.removeprefix('restsvc.api.')}."
               f"{handler.__name__}")
+
+
+def bundle_command(args):
+    from . import bundle
+    try:
+        summary = bundle.build(args.output, args.config, args.extra or ())
+    except (bundle.BundleError, OSError) as exc:
+        raise CommandError(f"bundle: {exc}") from None
+    print(f"{summary.output}: {summary.files} files, {summary.size / 1e6:.1f} MB, for Python "
+          f"{'.'.join(map(str, bundle.MINIMUM_PYTHON))}+; run it: python {summary.output} serve")
+    print(f"dependencies: {', '.join(summary.distributions)}")
+    if summary.drivers:
+        print(f"PostgreSQL driver: {', '.join(summary.drivers)}, for {summary.built_for} only "
+              f"(elsewhere: install psycopg2 beside the interpreter)")
+    else:
+        print("PostgreSQL driver: none (install restsvc[postgres] here to bundle it, or "
+              "psycopg2 beside the interpreter that runs the bundle)")
+    print("the bundle holds the settings' secrets: keep it private (it is made owner-only)")
+
+
+def new_command(args):
+    from . import starter
+    try:
+        made = starter.create(args.directory, args.module)
+    except (starter.StarterError, OSError) as exc:
+        raise CommandError(f"new: {exc}") from None
+    config = made.directory / "restsvc.yaml"
+    print(f"created {', '.join(str(path) for path in made.files)}")
+    print(f"client id:     {made.client_id}")
+    print(f"client secret: {made.client_secret}   (shown this once; restsvc.yaml keeps its hash)")
+    print(f"serve it:      restsvc --config {config} serve")
 
 
 def _read_secret(prompt, from_stdin=False, confirm=False):
@@ -177,6 +209,19 @@ def main(argv=None):
                    help="SQLite: no backup copy before a table rebuild")
     p.set_defaults(run=migrate_command)
     commands.add_parser("routes", help="print the URL table").set_defaults(run=routes)
+    p = commands.add_parser("bundle", help="one file with the application, its settings and "
+                                           "dependencies: python FILE serve (README \"One-file "
+                                           "deployment\")")
+    p.add_argument("--output", required=True, metavar="FILE", help="the file to write")
+    p.add_argument("--extra", action="append", metavar="NAME",
+                   help="also carry an installed restsvc extra: docs, jwt, otel, s3 "
+                        "(repeatable; postgres goes along whenever installed)")
+    p.set_defaults(run=bundle_command)
+    p = commands.add_parser("new", help="start an application of your own in a new folder "
+                                        "(README \"First ten minutes\")")
+    p.add_argument("directory", metavar="DIR", help="the folder to create (new or empty)")
+    p.add_argument("--module", help="its Python module's name (default: <DIR's name>_app)")
+    p.set_defaults(run=new_command)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
     p.set_defaults(run=hash_secret_command)

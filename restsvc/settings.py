@@ -238,10 +238,16 @@ def build_settings(values, base_dir=".", environ=None):
     return Settings(**parsed)
 
 
+def config_path(path=None, environ=None):
+    """The settings file: ``path``, ``$RESTSVC_CONFIG`` or the default."""
+    environ = os.environ if environ is None else environ
+    return Path(path or environ.get("RESTSVC_CONFIG") or DEFAULT_CONFIG)
+
+
 def load_settings(path=None, environ=None):
     """Read the YAML file named by ``path``, ``$RESTSVC_CONFIG`` or the default."""
     environ = os.environ if environ is None else environ
-    path = Path(path or environ.get("RESTSVC_CONFIG") or DEFAULT_CONFIG)
+    path = config_path(path, environ)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -139,7 +139,12 @@ def make_app(database_url, tmp_path, file_storage):
 
     yield build
     for app in apps:
-        app.database.close_all() if hasattr(app.database, "close_all") else app.database.close()
+        close_app(app)
+
+
+def close_app(app):
+    """Close an app's connections (all of a pool's)."""
+    app.database.close_all() if hasattr(app.database, "close_all") else app.database.close()
 
 
 @pytest.fixture

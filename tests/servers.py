@@ -87,14 +87,15 @@ def launch(directory, database_url, overrides=None, workers=1, timeout=300, serv
     return Server(port, process, log_path)
 
 
-def wait_until_ready(server, seconds=60):
-    """Wait for the server to answer; keep a full-access token on it."""
+def wait_until_ready(server, seconds=60, client=("demo-client", "demo-secret")):
+    """Wait for the server to answer; keep a token of ``client`` (the demo's
+    full-access one by default) on it."""
     deadline = time.monotonic() + seconds
     while True:
         try:
             status, body = server.request(
                 "POST", "/oauth2/token", b"grant_type=client_credentials",
-                {"Authorization": basic("demo-client", "demo-secret"),
+                {"Authorization": basic(*client),
                  "Content-Type": "application/x-www-form-urlencoded"})
             assert status == 200, body
             server.token = json.loads(body)["access_token"]
