@@ -243,3 +243,45 @@ def test_a_python_predicate_refuses_what_it_returns_false_for(client_with_roles)
     assert response.status_code == 403 and response.json == _refusal("delete")
     assert c.delete(f"/rest/entities/Order/{OTHER_ORDER}", headers=auth).status_code == 204
     assert c.get(f"/rest/entities/Order/{demo_id('order', 0)}", headers=auth).status_code == 200
+
+
+TAG_EDITOR = ResourceRole("t-tag-editor", entities={"Product": "read", "Tag": "read,update"},
+                          attributes={"Product": {"*": "view"}, "Tag": {"*": "modify"}})
+
+
+def _product_ids(c, auth, tag):
+    plan = '{"extends":"_local","properties":["products"]}'
+    body = c.get(f"/rest/entities/Tag/{tag}", query_string={"fetchPlan": plan}, headers=auth).json
+    return sorted(product["id"] for product in body["products"])
+
+
+def test_a_membership_change_from_the_other_side_obeys_the_members_update_rule(client_with_roles):
+    c, auth = client_with_roles(TAG_EDITOR, row_level=(CHEAP_PRODUCTS,))
+    admin = bearer(get_token(c))
+    eco = 1                                     # products 0, 2, 6: 249.00, 1299.00, 79.00
+    before = _product_ids(c, admin, eco)
+    assert EXPENSIVE in before
+    response = c.put(f"/rest/entities/Tag/{eco}", headers=auth,
+                     json={"products": [{"id": p} for p in before if p != EXPENSIVE]})
+    assert response.status_code == 403 and response.json == _refusal("update", "Product")
+    assert _product_ids(c, admin, eco) == before
+    response = c.put(f"/rest/entities/Tag/{eco}", headers=auth,
+                     json={"products": [{"id": p} for p in before] + [{"id": CHEAP}]})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert _product_ids(c, admin, eco) == sorted(before + [CHEAP])
+
+
+@pytest.mark.parametrize("writes, message", [
+    ({"Order": {"update": {"conditions": [{"property": "nope", "operator": "=", "value": 1}]}}},
+     "write rule of Order"),
+    ({"Order": {"approve": {"conditions": []}}}, "create, update or delete"),
+    ({"Nope": {"update": {"conditions": []}}}, "unknown entity Nope"),
+    ({"Order": {"update": "status = 'NEW'"}}, "a search filter or a predicate"),
+])
+def test_a_mistaken_write_rule_stops_startup(make_app, writes, message):
+    from restsvc.demo import application as demo
+    from restsvc.settings import SettingsError
+    application = dataclasses.replace(demo, row_level_roles=demo.row_level_roles + (
+        RowLevelRole("t-mistaken", writes=writes),))
+    with pytest.raises(SettingsError, match=message):
+        make_app(application=application)

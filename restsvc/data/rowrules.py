@@ -17,9 +17,28 @@ import functools
 import operator
 
 from ..db import is_sqlite
-from ..errors import Forbidden
+from ..errors import ApiError, Forbidden
+from ..model.metadata import MetadataError
+from .access import NO_USER_ID
 from .filters import parse_filter
 from .query import EntityQuery
+
+
+def check_declarations(metadata, roles):
+    """Parse every write condition of the row-level roles now, as a caller's
+    would be: a mistake in one stops startup instead of answering writes 400."""
+    session = {"username": "", "userId": NO_USER_ID}
+    for role in roles.row_level.values():
+        for entity_name, actions in role.writes.items():
+            for rules in actions.values():
+                for rule in rules if isinstance(rules, (tuple, list)) else [rules]:
+                    if callable(rule):
+                        continue
+                    try:
+                        parse_filter(metadata.entities[entity_name], rule, None, session)
+                    except ApiError as exc:
+                        raise MetadataError(f"row-level role {role.code}: write rule of "
+                                            f"{entity_name}: {exc.details}") from None
 
 
 def check_rows(access, meta, action, ids, before=False, owners=True, _seen=()):
@@ -45,6 +64,24 @@ def check_rows(access, meta, action, ids, before=False, owners=True, _seen=()):
         owner_ids = [row[0] for row in model.select(back_field).where(model.id.in_(ids))
                      .distinct().tuples()]
         check_rows(access, owner, "update", owner_ids, before, True, _seen + (meta.name,))
+
+
+def check_members(access, prop, owner_id, member_ids, creating):
+    """A many-to-many membership change is an update of the owning row (its
+    own save checks that) and of each member whose link comes or goes: seen
+    from the other side (Tag.products is Product.tags), it changes them."""
+    target = prop.target
+    if not access.permissions.write_checked(target.name):
+        return
+    link = prop.link
+    stored = set()
+    if not creating:        # the links the save replaces: those to members the caller sees
+        links = link.through.select(link.member_field).where(link.owner_field == owner_id)
+        visible = EntityQuery(target, access).visible_ids(target)
+        if visible is not None:
+            links = links.where(link.member_field.in_(visible))
+        stored = {target.row_id(row[0]) for row in links.tuples()}
+    check_rows(access, target, "update", list(stored.symmetric_difference(member_ids)))
 
 
 def refused(meta, action):

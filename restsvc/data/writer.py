@@ -26,7 +26,7 @@ from ..model.fetchplan import ids_only
 from .access import require
 from .loader import select_rows
 from .query import EntityQuery
-from .rowrules import check_rows
+from .rowrules import check_members, check_rows
 
 
 class Writer:
@@ -89,6 +89,7 @@ class Writer:
 
     def memberships(self, operation):
         for prop, member_ids in operation.members:
+            check_members(self.access, prop, operation.id, member_ids, operation.creating)
             link = prop.link
             if not operation.creating:      # after the UPDATE: the owner's row is locked
                 stale = link.through.delete().where(link.owner_field == operation.id)
