@@ -23,22 +23,38 @@ from .access import NO_USER_ID
 from .filters import parse_filter
 from .query import EntityQuery
 
+WRITE_ACTIONS = ("create", "update", "delete")
+
 
 def check_declarations(metadata, roles):
-    """Parse every write condition of the row-level roles now, as a caller's
-    would be: a mistake in one stops startup instead of answering writes 400."""
+    """Check every write rule of the row-level roles now, conditions parsed
+    as a caller's would be: a mistake stops startup instead of answering
+    writes 400."""
     session = {"username": "", "userId": NO_USER_ID}
     for role in roles.row_level.values():
         for entity_name, actions in role.writes.items():
+            meta = metadata.entities.get(entity_name)
+            if meta is None:
+                raise MetadataError(f"row-level role {role.code}: unknown entity {entity_name}")
+            if not isinstance(actions, dict) or not set(actions) <= set(WRITE_ACTIONS):
+                raise MetadataError(f"row-level role {role.code}: write rules of {entity_name} "
+                                    "must map create, update or delete to rules")
             for rules in actions.values():
                 for rule in rules if isinstance(rules, (tuple, list)) else [rules]:
-                    if callable(rule):
-                        continue
-                    try:
-                        parse_filter(metadata.entities[entity_name], rule, None, session)
-                    except ApiError as exc:
-                        raise MetadataError(f"row-level role {role.code}: write rule of "
-                                            f"{entity_name}: {exc.details}") from None
+                    _check_rule(role.code, meta, rule, session)
+
+
+def _check_rule(code, meta, rule, session):
+    if callable(rule):
+        return
+    if not isinstance(rule, dict):
+        raise MetadataError(f"row-level role {code}: a write rule of {meta.name} must be a "
+                            "search filter or a predicate(row, session)")
+    try:
+        parse_filter(meta, rule, None, session)
+    except ApiError as exc:
+        raise MetadataError(f"row-level role {code}: write rule of {meta.name}: "
+                            f"{exc.details}") from None
 
 
 def check_rows(access, meta, action, ids, before=False, owners=True, _seen=()):

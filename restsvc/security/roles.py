@@ -28,10 +28,7 @@ Row-level roles also guard writes (``writes``): per entity and action
 (``create``, ``update``, ``delete``) a condition in the same filter format, a
 Python predicate ``predicate(row, session) -> bool`` (``row`` the stored model
 instance) for what conditions cannot say, or a tuple of them (all must hold).
-A create is checked on the row as stored, an update on the row as it was and
-as stored, a delete on the row as it is (data/rowrules.py); a write of a
-composition child is an update of its owner, so the owner's ``update`` rule
-applies to it too. Rules of several roles all apply.
+data/rowrules.py checks them on every write; rules of several roles all apply.
 
     RowLevelRole("own-orders-writer", "Own orders: write",
                  writes={"Order": {"create": OWN, "update": (OWN, NOT_SHIPPED),
@@ -54,7 +51,6 @@ from dataclasses import dataclass, field
 from ..model.metadata import MetadataError
 
 OPERATIONS = ("create", "read", "update", "delete")
-WRITE_ACTIONS = ("create", "update", "delete")
 SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabled",
              "reports.rest.enabled")
 HIDDEN, VIEW, MODIFY = 0, 1, 2
@@ -346,19 +342,6 @@ def _filter_properties(conditions):
         yield from _filter_properties(conditions.get("conditions"))
 
 
-def _check_writes(code, metadata, entity_name, actions):
-    if entity_name not in metadata.entities:
-        raise MetadataError(f"row-level role {code}: unknown entity {entity_name}")
-    if not isinstance(actions, dict) or not set(actions) <= set(WRITE_ACTIONS):
-        raise MetadataError(f"row-level role {code}: write rules of {entity_name} must map "
-                            f"create, update or delete to rules")
-    for rules in actions.values():
-        for rule in rules if isinstance(rules, (tuple, list)) else [rules]:
-            if not callable(rule) and not isinstance(rule, dict):
-                raise MetadataError(f"row-level role {code}: a write rule of {entity_name} must "
-                                    "be a search filter or a predicate(row, session)")
-
-
 def _names(known, target):
     if target == "*":
         return list(known)
@@ -392,8 +375,6 @@ class RoleRegistry:
             for entity_name in role.filters:
                 if entity_name not in metadata.entities:
                     raise MetadataError(f"row-level role {role.code}: unknown entity {entity_name}")
-            for entity_name, actions in role.writes.items():
-                _check_writes(role.code, metadata, entity_name, actions)
 
     def _add(self, registry, role):
         if role.code in self.resource or role.code in self.row_level:
