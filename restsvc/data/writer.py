@@ -16,8 +16,9 @@ in this order:
     after_save     the model's hook, in the same transaction
 
 ``Writer.delete`` does the same for deletes (row rules on the rows as they
-are, references checked, memberships removed, the statement, the hook). A feature that reacts to writes (audit,
-history, events) is a further step here, never a second path.
+are, references checked, memberships removed, the statement, the hook). A
+feature that reacts to writes (audit, history, events) is a further step
+here, never a second path.
 """
 import peewee
 
