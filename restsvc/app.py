@@ -11,6 +11,7 @@ from .application import import_application
 from .data.datamanager import DataManager
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
+from .data.rowrules import check_declarations
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
 from .files.storage import file_storages
 from .health import Readiness
@@ -56,6 +57,7 @@ class RestApp:
                                      self.application.enums)
             self.roles = RoleRegistry(self.metadata, self.application.resource_roles,
                                       self.application.row_level_roles)
+            check_declarations(self.metadata, self.roles)
         except MetadataError as exc:
             raise SettingsError(f"svc.application: {exc}") from None
         self.messages = Messages(settings.path(settings.messages_dir), settings.available_locales)

@@ -115,7 +115,7 @@ def test_a_user_under_own_orders_cannot_claim_another_customers_orders(make_app)
     c = Client(app)
     admin = bearer(get_token(c))
     alice_id = demo_id("user", "alice")
-    own, other = demo_id("customer", 0), demo_id("customer", 1)
+    own, other = demo_id("customer", 0), demo_id("customer", 2)   # 1 is bruno's
     c.put(f"/rest/entities/Customer/{own}", json={"userId": alice_id}, headers=admin)
     app.users.set_roles("alice", ("rest-minimal", "customer-editor", "own-orders"))
     alice = bearer(password_grant(c).json["access_token"])

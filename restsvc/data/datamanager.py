@@ -148,10 +148,12 @@ class DataManager:
             operations.append(importer.plan(meta, body, prefix, entity_id, creating))
         if importer.violations:
             raise ValidationFailed(importer.violations)
-        if len(operations) == 1 and operations[0].is_one_statement:
+        if (len(operations) == 1 and operations[0].is_one_statement
+                and not access.permissions.write_checked(meta.name)):
             # No BEGIN/COMMIT around a single statement: SQLite's write lock is
             # then held only while the statement runs, and concurrent writers
-            # wait for each other far less.
+            # wait for each other far less. Row rules on writes need the
+            # transaction: a refusal after the statement rolls it back.
             Writer(access).save(operations[0])
         else:
             writer = Writer(access)

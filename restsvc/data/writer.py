@@ -7,15 +7,18 @@ and attribute permissions, row rules on the rows before, values, validators).
 ``Writer.save`` makes one pass over a planned graph, each concern a named step
 in this order:
 
+    rules_before   an update's row rules on the row as it was (rowrules.py)
     statement      INSERT, or UPDATE with the version check (locks the row)
     compositions   owned children: the unlisted ones deleted, the listed saved
     memberships    many-to-many links set to exactly the listed members (links
                    to members the caller cannot see are kept: it cannot name them)
+    rules_after    row rules on the row as now stored (a refusal rolls it all back)
     after_save     the model's hook, in the same transaction
 
-``Writer.delete`` does the same for deletes (references checked, memberships
-removed, the statement, the hook). A feature that reacts to writes (audit,
-history, events) is a further step here, never a second path.
+``Writer.delete`` does the same for deletes (row rules on the rows as they
+are, references checked, memberships removed, the statement, the hook). A
+feature that reacts to writes (audit, history, events) is a further step
+here, never a second path.
 """
 import peewee
 
@@ -24,6 +27,7 @@ from ..model.fetchplan import ids_only
 from .access import require
 from .loader import select_rows
 from .query import EntityQuery
+from .rowrules import check_members, check_rows
 
 
 class Writer:
@@ -33,11 +37,22 @@ class Writer:
     # -- save --------------------------------------------------------------
     def save(self, operation, owner_field=None, owner_id=None):
         """Write one planned operation and what it owns; returns its id."""
+        self.rules_before(operation, owner_field)
         instance = self.statement(operation, owner_field, owner_id)
         self.compositions(operation)
         self.memberships(operation)
+        self.rules_after(operation, owner_field)
         self.after_save(operation, instance)
         return operation.id
+
+    def rules_before(self, operation, owner_field):
+        if not operation.creating:
+            check_rows(self.access, operation.meta, "update", [operation.id], before=True,
+                       owners=owner_field is None)
+
+    def rules_after(self, operation, owner_field):
+        check_rows(self.access, operation.meta, "create" if operation.creating else "update",
+                   [operation.id], owners=owner_field is None)
 
     def statement(self, operation, owner_field, owner_id):
         failure = "Entity creation failed" if operation.creating else "Entity update failed"
@@ -68,13 +83,14 @@ class Writer:
                            if child_id not in kept]
                 if removed:
                     require(self.access, prop.target, "delete")
-                    self.delete(prop.target, removed)
+                    self.delete(prop.target, removed, with_owner=True)
         for prop, children in operation.children:
             for child in children:
                 self.save(child, prop.back_field, operation.id)
 
     def memberships(self, operation):
         for prop, member_ids in operation.members:
+            check_members(self.access, prop, operation.id, member_ids, operation.creating)
             link = prop.link
             if not operation.creating:      # after the UPDATE: the owner's row is locked
                 stale = link.through.delete().where(link.owner_field == operation.id)
@@ -141,9 +157,11 @@ class Writer:
                            f"Entity {operation.meta.name} with id {operation.id} not found")
 
     # -- delete ------------------------------------------------------------
-    def delete(self, meta, ids):
+    def delete(self, meta, ids, with_owner=False):
         """Delete rows (their compositions and memberships go with them);
-        refuse while other rows refer to them."""
+        refuse while other rows refer to them. ``with_owner``: children
+        removed by their owner's save, which checks the owner's rules."""
+        check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
         model = meta.model
         for ref_meta, fk in _referrers(self.access.metadata, meta):
             if fk.model.select().where(fk.in_(ids)).exists():

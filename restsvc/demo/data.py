@@ -1,5 +1,5 @@
 """Deterministic demo data: 8 countries, 7 tags, 20 customers, 10 products,
-50 orders with lines, and two users.
+50 orders with lines, and three users.
 
 Ids are UUIDv5 of fixed names, so every installation has the same rows and
 tests can name them; countries are named by their ISO codes, tags get the ids
@@ -59,6 +59,7 @@ def demo_rows():
         grade=grades[i % 3], birthDate=datetime.date(1960 + i, 1 + i % 12, 1 + i),
         createdDate=datetime.datetime(2024, 1, 1, 9, 0) + datetime.timedelta(days=i),
         **_address(i),
+        userId=_id("user", "bruno") if i == BRUNO_CUSTOMER else None,
     ) for i in range(20)]
     products = [dict(id=_id("product", i), name=name, sku=sku, price=decimal.Decimal(price))
                 for i, (name, sku, price) in enumerate(PRODUCTS)]
@@ -99,7 +100,13 @@ DEMO_USERS = (
          firstName="Ada", lastName="Admin", email="admin@example.com", locale="en"),
     dict(username="alice", password="alice-password", roles="rest-minimal,sales-reader,public-tags",
          firstName="Alice", lastName="Adler", email="alice.adler@example.com", locale="de"),
+    # The customer Bruno Berg (customer 1) is this user: own-orders and
+    # own-orders-writer let him see and write only that customer's orders.
+    dict(username="bruno", password="bruno-password",
+         roles="rest-minimal,sales-reader,own-orders,own-orders-writer,order-clerk",
+         firstName="Bruno", lastName="Berg", email="bruno.berg@example.com", locale="en"),
 )
+BRUNO_CUSTOMER = 1
 
 
 @functools.lru_cache(maxsize=None)

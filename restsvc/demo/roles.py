@@ -39,6 +39,22 @@ OWN_ORDERS = RowLevelRole(
         {"property": "customer.userId", "operator": "=", "value": ":session$userId"}]}},
 )
 
+# Row rules on writes: a customer signed in as a user (bruno) creates and
+# changes only the orders of the customer that is their own, and a SHIPPED
+# order is final for them: they can neither change nor delete it, nor mark
+# an order SHIPPED (shipping is the sales office's). A composition child is
+# part of its order: a line of such an order is refused likewise.
+_OWN_CUSTOMER = {"property": "customer.userId", "operator": "=", "value": ":session$userId"}
+_NOT_SHIPPED = {"group": "OR", "conditions": [
+    {"property": "status", "operator": "isNull", "value": True},
+    {"property": "status", "operator": "<>", "value": "SHIPPED"}]}
+OWN_ORDERS_WRITER = RowLevelRole(
+    "own-orders-writer", "Own orders: write",
+    writes={"Order": {"create": {"conditions": [_OWN_CUSTOMER]},
+                      "update": {"conditions": [_OWN_CUSTOMER, _NOT_SHIPPED]},
+                      "delete": {"conditions": [_OWN_CUSTOMER, _NOT_SHIPPED]}}},
+)
+
 # Internal tags (pricing, clearance) are for the sales office only: the
 # demo's sales readers (the reader client, alice) hold this rule, so such a
 # tag is neither shown among a product's tags nor found, nor settable by them.
@@ -47,5 +63,15 @@ PUBLIC_TAGS = RowLevelRole(
     filters={"Tag": {"conditions": [{"property": "internal", "operator": "=", "value": False}]}},
 )
 
-RESOURCE_ROLES = (SALES_READER,)
-ROW_LEVEL_ROLES = (OWN_ORDERS, PUBLIC_TAGS)
+# What a customer placing orders needs besides sales-reader: orders and their
+# lines to write, and the service method that places an order.
+ORDER_CLERK = ResourceRole(
+    "order-clerk", "Sales: place orders",
+    entities={"Order": "*", "OrderLine": "*"},
+    attributes={"Order": {"*": "modify"}, "OrderLine": {"*": "modify"}},
+    scope=("API",),
+    services=("orderService.createOrder",),
+)
+
+RESOURCE_ROLES = (SALES_READER, ORDER_CLERK)
+ROW_LEVEL_ROLES = (OWN_ORDERS, OWN_ORDERS_WRITER, PUBLIC_TAGS)

@@ -24,6 +24,16 @@ filter format; ``:session$username`` and ``:session$userId`` stand for the
 caller. Effective permissions are the union of the caller's resource roles;
 row-level filters of several roles all apply.
 
+Row-level roles also guard writes (``writes``): per entity and action
+(``create``, ``update``, ``delete``) a condition in the same filter format, a
+Python predicate ``predicate(row, session) -> bool`` (``row`` the stored model
+instance) for what conditions cannot say, or a tuple of them (all must hold).
+data/rowrules.py checks them on every write; rules of several roles all apply.
+
+    RowLevelRole("own-orders-writer", "Own orders: write",
+                 writes={"Order": {"create": OWN, "update": (OWN, NOT_SHIPPED),
+                                   "delete": (OWN, NOT_SHIPPED)}})
+
 Row-level rules reach compositions: a composition child (an order's lines)
 is visible only when its owner is, transitively (the lines of a hidden order
 are hidden, and so are their own compositions), besides any filter declared
@@ -67,6 +77,7 @@ class RowLevelRole:
     code: str
     name: str = ""
     filters: dict = field(default_factory=dict)      # entity -> search filter JSON
+    writes: dict = field(default_factory=dict)       # entity -> {action: rule or (rules)}
 
 
 REST_MINIMAL = ResourceRole("rest-minimal", "REST: minimal access", specifics=("rest.enabled",),
@@ -132,12 +143,26 @@ class Permissions:
             for entity_name, condition in role.filters.items():
                 self._row_filters.setdefault(entity_name, []).append(condition)
         self._row_owners = _restricted_owners(metadata, set(self._row_filters))
+        self._write_rules = {}      # (entity, action) -> [condition or predicate]
+        for role in row_level_roles:
+            for entity_name, actions in role.writes.items():
+                for action, rules in actions.items():
+                    self._write_rules.setdefault((entity_name, action), []).extend(
+                        rules if isinstance(rules, (tuple, list)) else [rules])
+        self._write_owners = _restricted_owners(
+            metadata, {name for name, action in self._write_rules if action == "update"})
+        self._write_checked = {name for name, _ in self._write_rules} | set(self._write_owners)
         # A rule protects the rows it filters, not the rows its condition reads
         # through a reference: with own-orders, whoever could write another
-        # customer's userId would make that customer's orders its own. Until
-        # rules on writes exist, those attributes are view-only to the rule's
-        # holders, whatever their resource roles grant.
-        for entity_name, attribute in _keyed_attributes(metadata, self._row_filters):
+        # customer's userId would make that customer's orders its own (to read,
+        # or to write under own-orders-writer). Those attributes are view-only
+        # to the rule's holders, whatever their resource roles grant.
+        conditions = {}
+        for (entity_name, _), rules in self._write_rules.items():
+            conditions.setdefault(entity_name, []).extend(r for r in rules if not callable(r))
+        for entity_name, specs in self._row_filters.items():
+            conditions.setdefault(entity_name, []).extend(specs)
+        for entity_name, attribute in _keyed_attributes(metadata, conditions):
             levels = self._attributes[entity_name]
             levels[attribute] = min(levels[attribute], VIEW)
         # What serializers work out once for these permissions (serialize.py).
@@ -233,6 +258,19 @@ class Permissions:
         """(owner entity, child's foreign key) of the compositions that own
         this entity and whose owner rows are restricted themselves."""
         return self._row_owners.get(entity_name, ())
+
+    def write_rules(self, entity_name, action):
+        """The row rules on ``action`` (create, update, delete) of the entity itself."""
+        return self._write_rules.get((entity_name, action), ())
+
+    def write_owners(self, entity_name):
+        """(owner entity, child's foreign key) of the compositions that own this
+        entity and whose owner rows have update rules (directly or through theirs)."""
+        return self._write_owners.get(entity_name, ())
+
+    def write_checked(self, entity_name):
+        """Whether row rules apply to writes of the entity (its own or an owner's)."""
+        return entity_name in self._write_checked
 
     def row_restricted(self, entity_name):
         """Whether row-level rules hide any rows of the entity (its own or an owner's)."""
