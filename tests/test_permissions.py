@@ -44,8 +44,11 @@ def test_sales_reader_permissions(client, kind):
 def test_permissions_list_every_entity_operation_and_attribute(client, auth):
     body = client.get("/rest/permissions", headers=auth).json
     entities, attributes = values(body, "entities"), values(body, "entityAttributes")
-    assert len(entities) == 4 * 7            # User and the six demo entities
-    assert set(entities.values()) == {1}
+    assert len(entities) == 4 * 8            # User, HistoryItem and the six demo entities
+    assert {k: v for k, v in entities.items() if k.startswith("HistoryItem:")} == {
+        "HistoryItem:create": 0, "HistoryItem:read": 1, "HistoryItem:update": 0,
+        "HistoryItem:delete": 0}                # only the write path writes the entity log
+    assert {v for k, v in entities.items() if not k.startswith("HistoryItem:")} == {1}
     assert attributes["Order:amount"] == 2 and attributes["User:email"] == 2
     assert "User:password" not in attributes and "User:roles" not in attributes
     assert set(values(body, "specifics").values()) == {1}

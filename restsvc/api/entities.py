@@ -34,6 +34,13 @@ def load_entity(ctx, entity_name, entity_id):
                                    query_bool(ctx.request, "returnNulls")))
 
 
+def entity_history(ctx, entity_name, entity_id):
+    """One entity's HistoryItems, newest first (data/history.py)."""
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    return _listed(*data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))
+
+
 def _url_filter(ctx):
     text = ctx.request.args.get("filter")
     if text is None:
@@ -180,4 +187,5 @@ rules = [
     Rule(f"{BASE}/<entity_id>", methods=["GET"], endpoint=load_entity),
     Rule(f"{BASE}/<entity_id>", methods=["PUT"], endpoint=update),
     Rule(f"{BASE}/<entity_id>", methods=["DELETE"], endpoint=delete),
+    Rule(f"{BASE}/<entity_id>/history", methods=["GET"], endpoint=entity_history),
 ]

@@ -11,6 +11,7 @@ from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
 from .filters import Condition, Group, parse_filter
+from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
 from .query import check_limit, check_sort
@@ -106,6 +107,20 @@ class DataManager:
                 offset += size
             else:
                 after = rows[-1]["id"]
+
+    def entity_history(self, access, meta, entity_id, sort=None, **page):
+        """The HistoryItems of one entity (newest first unless ``sort`` says
+        otherwise), as ``search`` answers; the caller needs to read both."""
+        if meta.history is None:
+            raise NotFound("History not found", f"Entity {meta.name} keeps no history")
+        require(access, meta, "read")
+        key = parse_id(meta, entity_id)
+        items = self.entity(HISTORY_ITEM)
+        spec = {"conditions": [
+            {"property": "entityName", "operator": "=", "value": meta.name},
+            {"property": "entityId", "operator": "=", "value": str(key)}]}
+        return self.search(access, items, self.plan(items, None), spec,
+                           sort or "-changedDate,-id", **page)
 
     def count(self, access, meta, filter_spec=None):
         require(access, meta, "read")

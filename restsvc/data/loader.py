@@ -114,6 +114,9 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     for row in rows:
         for prop in transients:
             row[prop.name] = prop.getter(row_view(meta, row))
+    present = getattr(meta.model, "present_rows", None)     # e.g. HistoryItem
+    if present is not None:
+        present(rows, access)
     return rows
 
 
@@ -130,7 +133,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if offset:
         params.append(offset)
     cache_key = None
-    if not access.permissions.row_restricted(meta.name):
+    if not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule"):
         shape = None
         if where_filter is not None:
             shape, filter_params = filter_shape(access.database, where_filter)

@@ -153,7 +153,8 @@ class EntityQuery:
         owners = (back_field.in_(self.visible_ids(owner))
                   for owner, back_field in permissions.row_owners(meta.name)
                   if owner.name not in self._resolving)
-        return _all(list(own) + list(owners))
+        rule = getattr(meta.model, "row_rule", None)      # e.g. HistoryItem
+        return _all(list(own) + list(owners) + ([rule(self)] if rule is not None else []))
 
     def where(self, filter_tree=None):
         return _all((self.row_condition(self.meta),

@@ -7,21 +7,26 @@ and attribute permissions, row rules on the rows before, values, validators).
 ``Writer.save`` makes one pass over a planned graph, each concern a named step
 in this order:
 
+    audit          the audit fields of an ``audited`` entity: who and when (UTC)
     statement      INSERT, or UPDATE with the version check (locks the row)
     compositions   owned children: the unlisted ones deleted, the listed saved
     memberships    many-to-many links set to exactly the listed members (links
                    to members the caller cannot see are kept: it cannot name them)
+    history        a HistoryItem of an entity with ``history`` (data/history.py):
+                   the row's values before are read ahead of the statement
     after_save     the model's hook, in the same transaction
 
-``Writer.delete`` does the same for deletes (references checked, memberships
-removed, the statement, the hook). A feature that reacts to writes (audit,
+``Writer.delete`` does the same for deletes (references checked, history of
+the rows and their composition children, memberships removed, the statement,
+the hook). A feature that reacts to writes (audit,
 history, events) is a further step here, never a second path.
 """
 import peewee
 
 from ..errors import ApiError, BadRequest, Conflict, NotFound
 from ..model.fetchplan import ids_only
-from .access import require
+from . import history
+from .access import require, utc_now
 from .loader import select_rows
 from .query import EntityQuery
 
@@ -33,11 +38,26 @@ class Writer:
     # -- save --------------------------------------------------------------
     def save(self, operation, owner_field=None, owner_id=None):
         """Write one planned operation and what it owns; returns its id."""
+        self.audit(operation)
+        before = self.history_before(operation)
         instance = self.statement(operation, owner_field, owner_id)
         self.compositions(operation)
         self.memberships(operation)
+        self.history(operation, before)
         self.after_save(operation, instance)
         return operation.id
+
+    def audit(self, operation):
+        if not operation.meta.audited:
+            return
+        now = utc_now()
+        values = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
+        if operation.creating:
+            values.update(createdBy=values["lastModifiedBy"], createdDate=now)
+        operation.values.update(values)
+        if operation.instance is not None:
+            for name, value in values.items():
+                setattr(operation.instance, name, value)
 
     def statement(self, operation, owner_field, owner_id):
         failure = "Entity creation failed" if operation.creating else "Entity update failed"
@@ -86,6 +106,41 @@ class Writer:
                 link.through.insert_many(
                     [{link.owner_field.name: operation.id, link.member_field.name: member}
                      for member in member_ids]).execute()
+
+    def history_before(self, operation):
+        """What history compares with: the row's recorded values and its
+        collections' member ids, read before anything is written."""
+        meta = operation.meta
+        if meta.history is None or operation.creating:
+            return None
+        values = history.old_values(self.access, meta, operation.id) or {}
+        collections = {}
+        for prop, _ in operation.children:
+            collections[prop.name] = child_ids(self.access, prop, operation.id)
+        for prop, _ in operation.members:
+            link = prop.link
+            collections[prop.name] = {row[0] for row in link.through.select(
+                link.member_field).where(link.owner_field == operation.id).tuples()}
+        return values, collections
+
+    def history(self, operation, before):
+        meta = operation.meta
+        if meta.history is None:
+            return
+        values, old_collections = before or (None, {})
+        changes = history.changes_of(meta, operation.values, values)
+        props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
+        new_ids = dict((prop.name, [child.id for child in children])
+                       for prop, children in operation.children)
+        new_ids.update((prop.name, ids) for prop, ids in operation.members)
+        for prop in history.recorded_collections(meta, props):
+            change = history.collection_change(prop.name, old_collections.get(prop.name, ()),
+                                               new_ids[prop.name])
+            if change is not None:
+                changes.append(change)
+        if changes or operation.creating:
+            kind = "CREATE" if operation.creating else "UPDATE"
+            history.record(self.access, [(meta, operation.id, kind, changes)])
 
     @staticmethod
     def after_save(operation, instance):
@@ -150,6 +205,7 @@ class Writer:
                 raise Conflict("Delete policy violation",
                                f"Unable to delete {meta.name} because there are references from "
                                f"{ref_meta.name}")
+        self.history_of_delete(meta, ids)
         for link in meta.links:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
@@ -161,6 +217,20 @@ class Writer:
                            f"Unable to delete {meta.name} because other rows refer to it") from None
         for instance in doomed:
             hook(instance)
+
+
+    def history_of_delete(self, meta, ids):
+        """DELETE items of the rows and of the composition children that go with them."""
+        items = history.deleted_items(meta, ids) if meta.history is not None else []
+        for prop in meta.properties.values():
+            if prop.is_collection and prop.back_field is not None and \
+                    prop.target.history is not None:
+                child = prop.target.model
+                children = [row[0] for row in child.select(child.id).where(
+                    prop.back_field.in_(ids)).tuples()]
+                if children:
+                    items += history.deleted_items(prop.target, children)
+        history.record(self.access, items)
 
 
 def child_ids(access, prop, parent_id):

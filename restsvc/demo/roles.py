@@ -47,5 +47,15 @@ PUBLIC_TAGS = RowLevelRole(
     filters={"Tag": {"conditions": [{"property": "internal", "operator": "=", "value": False}]}},
 )
 
-RESOURCE_ROLES = (SALES_READER,)
+# Reads what sales readers read (so not Customer.email), the entity log
+# (HistoryItem) and deleted rows; changes nothing.
+AUDITOR = ResourceRole(
+    "auditor", "Audit: history and deleted rows",
+    entities={**SALES_READER.entities, "HistoryItem": "read"},
+    attributes={**SALES_READER.attributes, "HistoryItem": {"*": "view"}},
+    specifics=("rest.enabled",),
+    scope=("API",),
+)
+
+RESOURCE_ROLES = (SALES_READER, AUDITOR)
 ROW_LEVEL_ROLES = (OWN_ORDERS, PUBLIC_TAGS)

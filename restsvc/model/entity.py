@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import peewee
 
 from ..db import database_proxy
-from .fields import Embedded
+from .fields import DateTimeField, Embedded
 
 
 _last_id = [0]
@@ -61,10 +61,12 @@ class EntityDeclaration:
     validators: tuple = field(default=())
     secret: tuple = field(default=())
     renames: dict = field(default_factory=dict)
+    audited: bool = False
+    history: tuple = None           # None: no history; () every attribute; else the attributes
 
 
 def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_plans=(),
-           validators=(), secret=(), renames=None):
+           validators=(), secret=(), renames=None, audited=False, history=False):
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -80,6 +82,11 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
                    fetch plans, responses or filters (e.g. a password hash)
     renames        {"newName": "oldName"}: attributes renamed since the database
                    was made; ``restsvc migrate`` renames the column, keeping its values
+    audited        adds the read-only audit fields ``createdBy``, ``createdDate``,
+                   ``lastModifiedBy`` and ``lastModifiedDate`` (nullable columns;
+                   one the model declares itself is kept), filled on every write
+    history        True, or a list of attribute names: every create, update and
+                   delete is recorded as a ``HistoryItem`` (data/history.py)
 
     A model may define ``after_save(self, created)`` and ``after_delete(self)``;
     the data manager calls them inside the transaction of every REST change.
@@ -94,15 +101,18 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
         if not (isinstance(model, type) and issubclass(model, Entity)):
             raise TypeError("@entity decorates subclasses of restsvc.Entity")
         _add_embedded_columns(model)
+        added = _add_audit_fields(model) if audited else ()
         model._entity = EntityDeclaration(
             name=name or model.__name__,
             instance_name=tuple(instance_name),
-            read_only=tuple(read_only),
+            read_only=tuple(dict.fromkeys((*read_only, *added))),
             compositions=tuple(compositions),
             fetch_plans=tuple(fetch_plans),
             validators=tuple(validators),
             secret=tuple(secret),
             renames=dict(renames or {}),
+            audited=bool(audited),
+            history=None if not history else (() if history is True else tuple(history)),
         )
         return model
     return declare
@@ -119,6 +129,19 @@ def _add_embedded_columns(model):
                 column.backref = "+"
             column.embedded_in = (name, part)
             model._meta.add_field(f"{name}_{part}", column)
+
+
+AUDIT_FIELDS = ("createdBy", "createdDate", "lastModifiedBy", "lastModifiedDate")
+
+
+def _add_audit_fields(model):
+    """The four audit attributes; who as text, when as an instant (UTC)."""
+    for name in AUDIT_FIELDS:
+        if name not in model._meta.fields:
+            column = (DateTimeField(null=True) if name.endswith("Date")
+                      else peewee.CharField(max_length=255, null=True))
+            model._meta.add_field(name, column)
+    return AUDIT_FIELDS
 
 
 def declaration_of(model):

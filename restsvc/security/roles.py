@@ -120,6 +120,9 @@ class Permissions:
             self._specifics |= set(role.specifics)
             self._services |= set(role.services)
             self._reports |= set(role.reports)
+        for name, meta in metadata.entities.items():
+            if getattr(meta.model, "is_read_only_entity", False):    # e.g. HistoryItem
+                self._entities[name] &= {"read"}
         if scope is not None:
             self._narrow(set(scope.split()))
         # id and version identify a row: visible whenever the row is.
