@@ -14,6 +14,8 @@ ORDER_PROPERTIES = {
     "createdDate": ("DATATYPE", "dateTime", "NONE", False, True, True),
     "lastModifiedBy": ("DATATYPE", "string", "NONE", False, True, True),
     "lastModifiedDate": ("DATATYPE", "dateTime", "NONE", False, True, True),
+    "deletedDate": ("DATATYPE", "dateTime", "NONE", False, True, True),
+    "deletedBy": ("DATATYPE", "string", "NONE", False, True, True),
     "lines": ("COMPOSITION", "OrderLine", "ONE_TO_MANY", False, False, True),
     "itemCount": ("DATATYPE", "int", "NONE", False, True, False),
 }
@@ -98,7 +100,8 @@ def test_built_in_fetch_plans_by_name(client, auth):
     local = client.get("/rest/metadata/entities/Order/fetchPlans/_local", headers=auth).json
     assert local == {"name": "_local", "entity": "Order",
                      "properties": ["id", "version", "number", "date", "status", "amount",
-                                    "createdBy", "createdDate", "lastModifiedBy", "lastModifiedDate"]}
+                                    "createdBy", "createdDate", "lastModifiedBy", "lastModifiedDate",
+                                    "deletedDate", "deletedBy"]}
     instance = client.get("/rest/metadata/entities/OrderLine/fetchPlans/_instance_name", headers=auth).json
     assert instance["properties"] == [{"name": "product", "fetchPlan": {
         "name": "_instance_name", "properties": ["name"]}}]

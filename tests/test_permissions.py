@@ -36,7 +36,9 @@ def test_sales_reader_permissions(client, kind):
     assert attributes["Product:price"] == 1
     assert attributes["User:username"] == 0
     assert specifics == {"rest.enabled": 1, "rest.fileUpload.enabled": 0,
-                         "rest.fileDownload.enabled": 1, "reports.rest.enabled": 1}
+                         "rest.fileDownload.enabled": 1, "reports.rest.enabled": 1,
+                         "rest.deleted.read": 0, "rest.deleted.restore": 0,
+                         "rest.deleted.purge": 0}
     assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader",
                                    "ROW_LEVEL_ROLE_public-tags"]
 

@@ -14,6 +14,7 @@ class Access:
     session: dict             # values for :session$username / :session$userId
     database: object
     sql_cache: dict           # shared per app: SQL text of parameter-free query shapes
+    include_deleted: bool = False   # soft-deleted rows too (``?includeDeleted=true``, by grant)
 
     @property
     def username(self):

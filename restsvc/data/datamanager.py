@@ -11,6 +11,7 @@ from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
 from .filters import Condition, Group, parse_filter
+from . import softdelete
 from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
@@ -190,6 +191,12 @@ class DataManager:
                 if hasattr(meta.model, "check_change"):     # e.g. User
                     meta.model.check_change(access, key, None)
             Writer(access).delete(meta, keys)
+
+    def restore(self, access, meta, entity_id):
+        return softdelete.restore(access, meta, entity_id)
+
+    def purge(self, access, meta, entity_id):
+        softdelete.purge(access, meta, entity_id, Writer(access))
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
         """What create/update answer for the saved operations, one JSON text

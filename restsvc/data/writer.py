@@ -25,7 +25,7 @@ import peewee
 
 from ..errors import ApiError, BadRequest, Conflict, NotFound
 from ..model.fetchplan import ids_only
-from . import history
+from . import history, softdelete
 from .access import require, utc_now
 from .loader import select_rows
 from .query import EntityQuery
@@ -196,9 +196,14 @@ class Writer:
                            f"Entity {operation.meta.name} with id {operation.id} not found")
 
     # -- delete ------------------------------------------------------------
-    def delete(self, meta, ids):
+    def delete(self, meta, ids, purge=False):
         """Delete rows (their compositions and memberships go with them);
-        refuse while other rows refer to them."""
+        refuse while other rows refer to them. A ``soft_delete`` entity's
+        rows are marked instead (data/softdelete.py), unless purged."""
+        if meta.soft_delete and not purge:
+            self.history_of_delete(meta, ids)
+            softdelete.mark(self.access, meta, ids)
+            return
         model = meta.model
         for ref_meta, fk in _referrers(self.access.metadata, meta):
             if fk.model.select().where(fk.in_(ids)).exists():

@@ -69,7 +69,8 @@ class Address:
     country = peewee.ForeignKeyField(Country, null=True, on_delete="RESTRICT")
 
 
-@entity(instance_name="name", validators=(check_birth_date,), audited=True, history=True)
+@entity(instance_name="name", validators=(check_birth_date,), audited=True, history=True,
+        soft_delete=True)
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
     email = peewee.CharField(max_length=200, null=True, index=True)
@@ -92,14 +93,20 @@ PRODUCT_WITH_TAGS = {
 }
 
 
-@entity(instance_name="name", validators=(check_price,), fetch_plans=(PRODUCT_WITH_TAGS,))
+@entity(instance_name="name", validators=(check_price,), fetch_plans=(PRODUCT_WITH_TAGS,),
+        soft_delete=True)
 class Product(Entity):
     name = peewee.CharField(max_length=200, index=True)
-    sku = peewee.CharField(max_length=64, null=True, index=True)
+    sku = peewee.CharField(max_length=64, null=True, index=True)   # unique among live rows: below
     price = peewee.DecimalField(max_digits=12, decimal_places=2)
     # Many-to-many, readable from the other side as Tag.products; restsvc
     # creates the link table (product_tag_through).
     tags = peewee.ManyToManyField(Tag, backref="products")
+
+
+# A partial unique index: a soft-deleted product's SKU may be used again.
+Product.add_index(peewee.ModelIndex(Product, (Product.sku,), unique=True, name="product_sku_live",
+                                    where=Product.deletedDate.is_null()))
 
 
 ORDER_WITH_DETAILS = {
@@ -116,7 +123,7 @@ ORDER_WITH_DETAILS = {
 
 
 @entity(instance_name="number", compositions=("lines",), fetch_plans=(ORDER_WITH_DETAILS,),
-        audited=True, history=True)
+        audited=True, history=True, soft_delete=True)
 class Order(Entity):
     number = peewee.CharField(max_length=32, index=True)
     date = peewee.DateField(index=True)
@@ -134,7 +141,7 @@ class Order(Entity):
 
 
 @entity(instance_name=("product",), validators=(check_quantity, check_price), audited=True,
-        history=True)
+        history=True, soft_delete=True)
 class OrderLine(Entity):
     order = peewee.ForeignKeyField(Order, backref="lines", on_delete="CASCADE")
     product = peewee.ForeignKeyField(Product, on_delete="RESTRICT")

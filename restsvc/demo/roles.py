@@ -53,7 +53,7 @@ AUDITOR = ResourceRole(
     "auditor", "Audit: history and deleted rows",
     entities={**SALES_READER.entities, "HistoryItem": "read"},
     attributes={**SALES_READER.attributes, "HistoryItem": {"*": "view"}},
-    specifics=("rest.enabled",),
+    specifics=("rest.enabled", "rest.deleted.read"),
     scope=("API",),
 )
 

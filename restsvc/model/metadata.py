@@ -158,6 +158,7 @@ class MetaClass:
     is_embedded: bool = False   # an embedded value type (no id): properties only
     audited: bool = False       # audit fields filled by the write path (data/writer.py)
     history: tuple = None       # recorded attributes' names (data/history.py); None: no history
+    soft_delete: bool = False   # DELETE marks the row (data/softdelete.py)
 
     @property
     def database_assigns_id(self):
@@ -197,7 +198,7 @@ class Metadata:
                 raise MetadataError(f"entity name {declared.name!r} is not a valid name")
             meta = MetaClass(declared.name, model, None, declared.instance_name,
                              declared.validators, audited=declared.audited,
-                             history=declared.history)
+                             history=declared.history, soft_delete=declared.soft_delete)
             self.entities[meta.name] = meta
             self._by_model[model] = meta
         for enum_class in extra_enums:

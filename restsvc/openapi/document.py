@@ -31,10 +31,13 @@ from .shapes import entity_typing, generic_typing, query_typing
 
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 SCHEMA_REF = re.compile(r'"#/components/schemas/((?:entity(?:Input|New|Ref)?|enum)_[^"]+)"')
-# The entity operation each write route needs; every other route reads.
 HISTORY = ("GET", f"{E}/<entity_id>/history")
+SOFT_DELETE = {("POST", f"{E}/<entity_id>/restore"), ("POST", f"{E}/<entity_id>/purge")}
+# The entity operation each write route needs; every other route reads.
 WRITES = {("POST", E): "create", ("PUT", E): "update", ("DELETE", E): "delete",
-          ("PUT", f"{E}/<entity_id>"): "update", ("DELETE", f"{E}/<entity_id>"): "delete"}
+          ("PUT", f"{E}/<entity_id>"): "update", ("DELETE", f"{E}/<entity_id>"): "delete",
+          ("POST", f"{E}/<entity_id>/restore"): "update",
+          ("POST", f"{E}/<entity_id>/purge"): "delete"}
 TAGS = [
     ("Authentication", "OAuth 2 tokens: get, revoke, introspect"),
     ("Entities", "Generic access to every entity, under the caller's policies"),
@@ -113,7 +116,8 @@ class DocumentBuilder:
                     operation = WRITES.get(key, "read")
                     for meta in shown.entities:
                         if not shown.can(meta, operation) or (
-                                key == HISTORY and not shown.keeps_history(meta)):
+                                key == HISTORY and not shown.keeps_history(meta)) or (
+                                key in SOFT_DELETE and not meta.soft_delete):
                             continue
                         concrete = route.rule.replace("<entity_name>", meta.name)
                         schemas = {"entityId": id_schema(meta)}

@@ -42,6 +42,7 @@ from ..model.metadata import MetadataError
 
 OPERATIONS = ("create", "read", "update", "delete")
 SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabled",
+             "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge",
              "reports.rest.enabled")
 HIDDEN, VIEW, MODIFY = 0, 1, 2
 _LEVELS = {"view": VIEW, "modify": MODIFY}
