@@ -4,7 +4,7 @@ Every call takes an ``Access`` (the caller's permissions and session) and
 applies entity, attribute and row-level policies; results come back as JSON
 text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
-from ..db import write_transaction
+from ..db import is_sqlite, write_transaction
 from ..errors import BadRequest, NotFound, ValidationFailed
 from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
@@ -164,11 +164,17 @@ class DataManager:
             operations.append(importer.plan(meta, body, prefix, entity_id, creating))
         if importer.violations:
             raise ValidationFailed(importer.violations)
-        if len(operations) == 1 and operations[0].is_one_statement:
+        single = operations[0] if len(operations) == 1 and operations[0].is_one_statement else None
+        if single is not None and single.meta.history is None:
             # No BEGIN/COMMIT around a single statement: SQLite's write lock is
             # then held only while the statement runs, and concurrent writers
             # wait for each other far less.
-            Writer(access).save(operations[0])
+            Writer(access).save(single)
+        elif (single is not None and single.creating and not single.meta.database_assigns_id
+              and not is_sqlite(self.database)):
+            writer = Writer(access, batch=[])   # the INSERT and its history item at once
+            writer.save(single)
+            writer.flush(single)
         else:
             writer = Writer(access)
             with write_transaction(self.database):

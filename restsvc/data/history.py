@@ -152,16 +152,19 @@ def collection_change(name, old_ids, new_ids):
     return {"name": name, "oldValue": old_ids, "newValue": new_ids}
 
 
-def record(access, items):
-    """Insert items ``(meta, entity id, kind, changes)``; one statement."""
+def record(access, items, batch=None):
+    """Insert items ``(meta, entity id, kind, changes)``; one statement
+    (added to ``batch``, statements the writer sends together, for one item)."""
     if not items:
         return
     now, who = utc_now(), access.username
     rows = [{"entityName": meta.name, "entityId": str(entity_id), "kind": kind,
              "username": who, "changedDate": now, "changes": changes}
             for meta, entity_id, kind, changes in items]
-    if len(rows) == 1:
-        _insert_one(access, rows[0])
+    if len(rows) == 1 and batch is not None:
+        batch.append(_insert_one(access, rows[0]))
+    elif len(rows) == 1:
+        access.database.execute_sql(*_insert_one(access, rows[0]))
     else:
         HistoryItem.insert_many(rows).execute()
 
@@ -170,7 +173,8 @@ _COLUMNS = ("id", "version", "entityName", "entityId", "kind", "username", "chan
 
 
 def _insert_one(access, row):
-    """One INSERT with its SQL text built once (it runs under the write lock)."""
+    """SQL and parameters of one INSERT, its text built once (it runs under
+    the write lock)."""
     row = {"id": HistoryItem.id.default(), "version": 1, **row}
     fields = [HistoryItem._meta.fields[name] for name in _COLUMNS]
     params = [field.db_value(row[field.name]) for field in fields]
@@ -178,10 +182,9 @@ def _insert_one(access, row):
     if sql is None:
         sql, built = HistoryItem.insert(**row).sql()
         if list(built) != params:
-            HistoryItem.insert(**row).execute()
-            return
+            return sql, built
         access.sql_cache[("history-insert",)] = sql
-    access.database.execute_sql(sql, params)
+    return sql, params
 
 
 def deleted_items(meta, ids):

@@ -47,7 +47,7 @@ class Operation:
     @property
     def is_one_statement(self):
         """Written by one INSERT or UPDATE, which is atomic on its own."""
-        return (not self.children and not self.members and self.meta.history is None
+        return (not self.children and not self.members
                 and not hasattr(self.meta.model, "after_save"))
 
 

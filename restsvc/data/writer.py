@@ -21,6 +21,8 @@ the rows and their composition children, memberships removed, the statement,
 the hook). A feature that reacts to writes (audit,
 history, events) is a further step here, never a second path.
 """
+import contextlib
+
 import peewee
 
 from ..errors import ApiError, BadRequest, Conflict, NotFound
@@ -32,8 +34,12 @@ from .query import EntityQuery
 
 
 class Writer:
-    def __init__(self, access):
+    def __init__(self, access, batch=None):
         self.access = access
+        # PostgreSQL, one create with history: its INSERT and the item's are
+        # sent together by ``flush`` (statements of one Query message run as
+        # one transaction: no BEGIN and COMMIT round trips).
+        self.batch = batch
 
     # -- save --------------------------------------------------------------
     def save(self, operation, owner_field=None, owner_id=None):
@@ -59,9 +65,16 @@ class Writer:
             for name, value in values.items():
                 setattr(operation.instance, name, value)
 
+    def flush(self, operation):
+        """Send the batched statements at once."""
+        sql = "; ".join(text for text, _ in self.batch)
+        params = [value for _, values in self.batch for value in values]
+        self.batch = None
+        with _failures(operation):
+            self.access.database.execute_sql(sql, params)
+
     def statement(self, operation, owner_field, owner_id):
-        failure = "Entity creation failed" if operation.creating else "Entity update failed"
-        try:
+        with _failures(operation):
             if operation.creating:
                 return self._insert(operation, owner_field, owner_id)
             values = dict(operation.values)
@@ -69,11 +82,6 @@ class Writer:
                 values[owner_field.name] = owner_id
             self._update(operation, values)
             return None
-        except peewee.IntegrityError:
-            raise BadRequest(failure, "The values conflict with stored data "
-                                      "(for example a value that must be unique)") from None
-        except peewee.DataError:
-            raise BadRequest(failure, "A value does not fit its database column") from None
 
     def compositions(self, operation):
         if not operation.children:
@@ -140,7 +148,7 @@ class Writer:
                 changes.append(change)
         if changes or operation.creating:
             kind = "CREATE" if operation.creating else "UPDATE"
-            history.record(self.access, [(meta, operation.id, kind, changes)])
+            history.record(self.access, [(meta, operation.id, kind, changes)], self.batch)
 
     @staticmethod
     def after_save(operation, instance):
@@ -176,7 +184,10 @@ class Writer:
                 params = built
             else:
                 self.access.sql_cache[key] = sql
-        self.access.database.execute_sql(sql, params)
+        if self.batch is not None:
+            self.batch.append((sql, params))
+        else:
+            self.access.database.execute_sql(sql, params)
         operation.id = operation.meta.row_id(instance.id)
         return instance
 
@@ -236,6 +247,19 @@ class Writer:
                 if children:
                     items += history.deleted_items(prop.target, children)
         history.record(self.access, items)
+
+
+@contextlib.contextmanager
+def _failures(operation):
+    """What the database refuses, as the client's error."""
+    failure = "Entity creation failed" if operation.creating else "Entity update failed"
+    try:
+        yield
+    except peewee.IntegrityError:
+        raise BadRequest(failure, "The values conflict with stored data "
+                                  "(for example a value that must be unique)") from None
+    except peewee.DataError:
+        raise BadRequest(failure, "A value does not fit its database column") from None
 
 
 def child_ids(access, prop, parent_id):
