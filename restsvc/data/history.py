@@ -1,7 +1,7 @@
 """The entity log: who changed what, and what it was before.
 
 An entity declared with ``history=True`` (or a list of attribute names) gets
-one ``HistoryItem`` per create, update and delete, written by the write path
+one ``HistoryItem`` per create, update, delete and restore, written by the write path
 (data/writer.py) in the write's own transaction: a write that rolls back
 leaves no item. Values are kept in their JSON form: references by id,
 collections (compositions, many-to-many) by their members' ids; audit fields
@@ -162,9 +162,9 @@ def record(access, items, batch=None):
              "username": who, "changedDate": now, "changes": changes}
             for meta, entity_id, kind, changes in items]
     if len(rows) == 1 and batch is not None:
-        batch.append(_insert_one(access, rows[0]))
+        batch.append(_insert_sql(access, rows[0]))
     elif len(rows) == 1:
-        access.database.execute_sql(*_insert_one(access, rows[0]))
+        access.database.execute_sql(*_insert_sql(access, rows[0]))
     else:
         HistoryItem.insert_many(rows).execute()
 
@@ -172,7 +172,7 @@ def record(access, items, batch=None):
 _COLUMNS = ("id", "version", "entityName", "entityId", "kind", "username", "changedDate", "changes")
 
 
-def _insert_one(access, row):
+def _insert_sql(access, row):
     """SQL and parameters of one INSERT, its text built once (it runs under
     the write lock)."""
     row = {"id": HistoryItem.id.default(), "version": 1, **row}

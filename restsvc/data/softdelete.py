@@ -59,7 +59,7 @@ def _deleted_row(access, meta, entity_id, grant, operation):
     if not access.permissions.specific(grant):
         raise Forbidden("Forbidden", f"This needs the grant {grant}")
     require(access, meta, operation)
-    from .importer import parse_id
+    from .importer import parse_id      # importer -> writer -> this module
     key = parse_id(meta, entity_id)
     if not visible_ids(dataclasses.replace(access, include_deleted=True), meta, [key]):
         raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
