@@ -9,6 +9,7 @@ from .api import all_rules, oauth, signin
 from .api.docs import documents
 from .application import import_application
 from .data.datamanager import DataManager
+from .data.history import HistoryItem
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
 from .data.rowrules import check_declarations
@@ -42,7 +43,7 @@ from .web import Context, Request, add_header, empty_response, error_response, l
 log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
-BUILT_IN_ENTITIES = (User,)
+BUILT_IN_ENTITIES = (User, HistoryItem)
 BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket)
 # Sign-in requests are held by the sign-in limits, not by quotas.
 _UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)

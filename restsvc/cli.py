@@ -76,6 +76,18 @@ def migrate_command(args):
         raise CommandError(str(exc)) from None
 
 
+def history_command(args):
+    from .data.history import prune
+    app = _app(args)
+    retention = app.settings.history_retention
+    if not retention:
+        print("svc.history.retention is not set: history is kept forever, nothing pruned")
+        return 0
+    removed = prune(app.database, retention, args.batch_size)
+    print(f"history items removed: {removed}")
+    return 0
+
+
 def routes(args):
     from .api import all_rules
     from .application import import_application
@@ -222,6 +234,12 @@ def main(argv=None):
     p.add_argument("directory", metavar="DIR", help="the folder to create (new or empty)")
     p.add_argument("--module", help="its Python module's name (default: <DIR's name>_app)")
     p.set_defaults(run=new_command)
+    p = commands.add_parser("history", help="the entity log: prune removes items older than "
+                                            "svc.history.retention")
+    p.add_argument("action", choices=("prune",))
+    p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
+                   help="rows removed per transaction (default: 1000)")
+    p.set_defaults(run=history_command)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
     p.set_defaults(run=hash_secret_command)

@@ -45,6 +45,8 @@ _KEYS = {
     "svc.health.live-path": ("health_live_path", parse.url_path, "/health/live"),
     "svc.health.ready-path": ("health_ready_path", parse.url_path, "/health/ready"),
     "svc.health.timeout": ("health_timeout", parse.duration, 3),
+    # How long the entity log keeps items; 0 (empty): forever (`restsvc history prune`).
+    "svc.history.retention": ("history_retention", parse.optional_duration, 0),
     "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
@@ -110,6 +112,7 @@ class Settings:
     health_live_path: str
     health_ready_path: str
     health_timeout: int
+    history_retention: int
     available_locales: tuple
     messages_dir: str
     default_max_fetch_size: int

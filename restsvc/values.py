@@ -77,6 +77,11 @@ def duration(value):
     return seconds
 
 
+def optional_duration(value):
+    """A duration, or 0 for an empty value (no limit)."""
+    return duration(value) if str(value).strip() else 0
+
+
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|KB|MB|GB|TB)?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {None: 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
 

@@ -46,10 +46,10 @@ def test_composition_children_count_towards_the_limit(small):
 def test_bulk_update_and_delete_are_bounded_too(small):
     c, auth = small
     ids = [demo_id("product", i) for i in range(6)]
-    _assert_too_many(c.put("/rest/entities/Product", json=[{"id": i, "sku": "x"} for i in ids],
+    _assert_too_many(c.put("/rest/entities/Product", json=[{"id": i, "name": "x"} for i in ids],
                            headers=auth), 5)
     _assert_too_many(c.delete("/rest/entities/Product", json=ids, headers=auth), 5)
-    assert c.put("/rest/entities/Product", json=[{"id": i, "sku": "x"} for i in ids[:5]],
+    assert c.put("/rest/entities/Product", json=[{"id": i, "name": "x"} for i in ids[:5]],
                  headers=auth).status_code == 200
 
 

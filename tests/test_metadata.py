@@ -10,6 +10,12 @@ ORDER_PROPERTIES = {
     "customer": ("ASSOCIATION", "Customer", "MANY_TO_ONE", True, False, True),
     "status": ("ENUM", "restsvc.demo.model.OrderStatus", "NONE", False, False, True),
     "amount": ("DATATYPE", "decimal", "NONE", False, False, True),
+    "createdBy": ("DATATYPE", "string", "NONE", False, True, True),
+    "createdDate": ("DATATYPE", "dateTime", "NONE", False, True, True),
+    "lastModifiedBy": ("DATATYPE", "string", "NONE", False, True, True),
+    "lastModifiedDate": ("DATATYPE", "dateTime", "NONE", False, True, True),
+    "deletedDate": ("DATATYPE", "dateTime", "NONE", False, True, True),
+    "deletedBy": ("DATATYPE", "string", "NONE", False, True, True),
     "lines": ("COMPOSITION", "OrderLine", "ONE_TO_MANY", False, False, True),
     "itemCount": ("DATATYPE", "int", "NONE", False, True, False),
 }
@@ -93,7 +99,9 @@ def test_named_fetch_plan_nests_references(client, auth):
 def test_built_in_fetch_plans_by_name(client, auth):
     local = client.get("/rest/metadata/entities/Order/fetchPlans/_local", headers=auth).json
     assert local == {"name": "_local", "entity": "Order",
-                     "properties": ["id", "version", "number", "date", "status", "amount"]}
+                     "properties": ["id", "version", "number", "date", "status", "amount",
+                                    "createdBy", "createdDate", "lastModifiedBy", "lastModifiedDate",
+                                    "deletedDate", "deletedBy"]}
     instance = client.get("/rest/metadata/entities/OrderLine/fetchPlans/_instance_name", headers=auth).json
     assert instance["properties"] == [{"name": "product", "fetchPlan": {
         "name": "_instance_name", "properties": ["name"]}}]
@@ -129,7 +137,7 @@ def test_one_enum_and_unknown_enum(client, auth):
 def test_datatypes_with_their_formats(client, auth):
     body = {d["id"]: d for d in client.get("/rest/metadata/datatypes", headers=auth).json}
     assert {"string", "int", "long", "decimal", "double", "boolean", "uuid", "localDate",
-            "localDateTime", "dateTime", "localTime", "fileRef"} == set(body)
+            "localDateTime", "dateTime", "localTime", "fileRef", "json"} == set(body)
     assert body["string"] == {"id": "string", "name": "string"}
     assert body["decimal"]["decimalSeparator"] == "."
 

@@ -57,7 +57,7 @@ class DocumentClient:
         return self.call(*op, query={"limit": 1})
 
     def load(self, entity, entity_id):
-        op = self.find(entity, lambda p, m, o: m == "get" and "{entityId}" in p)
+        op = self.find(entity, lambda p, m, o: m == "get" and p.endswith("{entityId}"))
         return self.call(*op, path_values={"entityId": entity_id})
 
     def search(self, entity, search_filter):

@@ -36,7 +36,9 @@ def test_sales_reader_permissions(client, kind):
     assert attributes["Product:price"] == 1
     assert attributes["User:username"] == 0
     assert specifics == {"rest.enabled": 1, "rest.fileUpload.enabled": 0,
-                         "rest.fileDownload.enabled": 1, "reports.rest.enabled": 1}
+                         "rest.fileDownload.enabled": 1, "reports.rest.enabled": 1,
+                         "rest.deleted.read": 0, "rest.deleted.restore": 0,
+                         "rest.deleted.purge": 0}
     assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader",
                                    "ROW_LEVEL_ROLE_public-tags"]
 
@@ -44,8 +46,11 @@ def test_sales_reader_permissions(client, kind):
 def test_permissions_list_every_entity_operation_and_attribute(client, auth):
     body = client.get("/rest/permissions", headers=auth).json
     entities, attributes = values(body, "entities"), values(body, "entityAttributes")
-    assert len(entities) == 4 * 7            # User and the six demo entities
-    assert set(entities.values()) == {1}
+    assert len(entities) == 4 * 8            # User, HistoryItem and the six demo entities
+    assert {k: v for k, v in entities.items() if k.startswith("HistoryItem:")} == {
+        "HistoryItem:create": 0, "HistoryItem:read": 1, "HistoryItem:update": 0,
+        "HistoryItem:delete": 0}                # only the write path writes the entity log
+    assert {v for k, v in entities.items() if not k.startswith("HistoryItem:")} == {1}
     assert attributes["Order:amount"] == 2 and attributes["User:email"] == 2
     assert "User:password" not in attributes and "User:roles" not in attributes
     assert set(values(body, "specifics").values()) == {1}

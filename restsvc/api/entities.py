@@ -1,6 +1,7 @@
 """Entities API: generic CRUD and search (reference section 2)."""
 from werkzeug.routing import Rule
 
+from ..data.softdelete import including_deleted
 from ..errors import BadRequest
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
@@ -19,19 +20,33 @@ def _page(ctx):
                 return_count=query_bool(ctx.request, "returnCount"))
 
 
+def _reader(ctx):
+    """The caller; with ``?includeDeleted=true``, also seeing soft-deleted rows (by grant)."""
+    if query_bool(ctx.request, "includeDeleted"):
+        return including_deleted(ctx.access)
+    return ctx.access
+
+
 def list_entities(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _listed(*data.search(ctx.access, meta, plan, **_page(ctx)))
+    return _listed(*data.search(_reader(ctx), meta, plan, **_page(ctx)))
 
 
 def load_entity(ctx, entity_name, entity_id):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return json_response(data.load(ctx.access, meta, entity_id, plan,
+    return json_response(data.load(_reader(ctx), meta, entity_id, plan,
                                    query_bool(ctx.request, "returnNulls")))
+
+
+def entity_history(ctx, entity_name, entity_id):
+    """One entity's HistoryItems, newest first (data/history.py)."""
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    return _listed(*data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))
 
 
 def _url_filter(ctx):
@@ -50,7 +65,7 @@ def search_get(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _listed(*data.search(ctx.access, meta, plan, _url_filter(ctx), **_page(ctx)))
+    return _listed(*data.search(_reader(ctx), meta, plan, _url_filter(ctx), **_page(ctx)))
 
 
 def search_post(ctx, entity_name):
@@ -59,7 +74,7 @@ def search_post(ctx, entity_name):
     body = _search_body(ctx)
     plan = data.plan(meta, body.get("fetchPlan"))
     return _listed(*data.search(
-        ctx.access, meta, plan, body["filter"], sort=_typed(body, "sort", str),
+        _reader(ctx), meta, plan, body["filter"], sort=_typed(body, "sort", str),
         limit=_count(body, "limit"), offset=_count(body, "offset"),
         return_nulls=bool(_typed(body, "returnNulls", bool)),
         return_count=bool(_typed(body, "returnCount", bool))))
@@ -94,12 +109,13 @@ def _count(body, key):
 
 def count_get(ctx, entity_name):
     data = ctx.app.data
-    return json_response(data.count(ctx.access, data.entity(entity_name), _url_filter(ctx)))
+    return json_response(data.count(_reader(ctx), data.entity(entity_name), _url_filter(ctx)))
 
 
 def count_post(ctx, entity_name):
     data = ctx.app.data
-    return json_response(data.count(ctx.access, data.entity(entity_name), _search_body(ctx)["filter"]))
+    return json_response(data.count(_reader(ctx), data.entity(entity_name),
+                                    _search_body(ctx)["filter"]))
 
 
 def _response_plan(ctx, meta):
@@ -150,6 +166,20 @@ def delete(ctx, entity_name, entity_id):
     return empty_response(204)
 
 
+def restore(ctx, entity_name, entity_id):
+    """A soft-deleted entity back among the live ones; answers it (``_base``)."""
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    key = data.restore(ctx.access, meta, entity_id)
+    return json_response(data.load(ctx.access, meta, key, data.plan(meta, None)))
+
+
+def purge(ctx, entity_name, entity_id):
+    data = ctx.app.data
+    data.purge(ctx.access, data.entity(entity_name), entity_id)
+    return empty_response(204)
+
+
 def bulk_delete(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
@@ -180,4 +210,7 @@ rules = [
     Rule(f"{BASE}/<entity_id>", methods=["GET"], endpoint=load_entity),
     Rule(f"{BASE}/<entity_id>", methods=["PUT"], endpoint=update),
     Rule(f"{BASE}/<entity_id>", methods=["DELETE"], endpoint=delete),
+    Rule(f"{BASE}/<entity_id>/history", methods=["GET"], endpoint=entity_history),
+    Rule(f"{BASE}/<entity_id>/restore", methods=["POST"], endpoint=restore),
+    Rule(f"{BASE}/<entity_id>/purge", methods=["POST"], endpoint=purge),
 ]

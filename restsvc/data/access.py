@@ -1,4 +1,5 @@
 """Who is asking, as the data layer sees it: permissions plus session values."""
+import datetime
 from dataclasses import dataclass
 
 from ..errors import Forbidden
@@ -13,6 +14,21 @@ class Access:
     session: dict             # values for :session$username / :session$userId
     database: object
     sql_cache: dict           # shared per app: SQL text of parameter-free query shapes
+    include_deleted: bool = False   # soft-deleted rows too (``?includeDeleted=true``, by grant)
+
+    @property
+    def username(self):
+        """Who writes, as audit fields and history name it: the user, the
+        client id of a client-credentials token, else the service itself."""
+        return self.session.get("username") or SERVICE_NAME
+
+
+SERVICE_NAME = "restsvc"
+
+
+def utc_now():
+    """The clock of audit fields and history: UTC, stored without a zone."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 # The userId of a caller that is not a user (a client-credentials token): an

@@ -61,7 +61,9 @@ def converter(field):
     cached = field.__dict__.get("_restsvc_converter", False)
     if cached is not False:
         return cached
-    if isinstance(field, peewee.ForeignKeyField):
+    if getattr(field, "converts_values", False):     # e.g. data/history.py JsonField
+        result = field.python_value
+    elif isinstance(field, peewee.ForeignKeyField):
         result = converter(field.rel_field)
     elif isinstance(field, EnumField):
         result = _enum(field.enum_class)

@@ -4,13 +4,15 @@ Every call takes an ``Access`` (the caller's permissions and session) and
 applies entity, attribute and row-level policies; results come back as JSON
 text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
-from ..db import write_transaction
+from ..db import is_sqlite, write_transaction
 from ..errors import BadRequest, NotFound, ValidationFailed
 from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
 from .filters import Condition, Group, parse_filter
+from . import softdelete
+from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
 from .query import check_limit, check_sort
@@ -107,6 +109,20 @@ class DataManager:
             else:
                 after = rows[-1]["id"]
 
+    def entity_history(self, access, meta, entity_id, sort=None, **page):
+        """The HistoryItems of one entity (newest first unless ``sort`` says
+        otherwise), as ``search`` answers; the caller needs to read both."""
+        if meta.history is None:
+            raise NotFound("History not found", f"Entity {meta.name} keeps no history")
+        require(access, meta, "read")
+        key = parse_id(meta, entity_id)
+        items = self.entity(HISTORY_ITEM)
+        spec = {"conditions": [
+            {"property": "entityName", "operator": "=", "value": meta.name},
+            {"property": "entityId", "operator": "=", "value": str(key)}]}
+        return self.search(access, items, self.plan(items, None), spec,
+                           sort or "-changedDate,-id", **page)
+
     def count(self, access, meta, filter_spec=None):
         require(access, meta, "read")
         return count_rows(access, meta, self.filter(access, meta, filter_spec))
@@ -148,13 +164,20 @@ class DataManager:
             operations.append(importer.plan(meta, body, prefix, entity_id, creating))
         if importer.violations:
             raise ValidationFailed(importer.violations)
-        if (len(operations) == 1 and operations[0].is_one_statement
-                and not access.permissions.write_checked(meta.name)):
+        single = operations[0] if len(operations) == 1 and operations[0].is_one_statement else None
+        # Row rules on writes need the transaction: a refusal after the
+        # statement rolls it back.
+        alone = single is not None and not access.permissions.write_checked(meta.name)
+        if alone and single.meta.history is None:
             # No BEGIN/COMMIT around a single statement: SQLite's write lock is
             # then held only while the statement runs, and concurrent writers
-            # wait for each other far less. Row rules on writes need the
-            # transaction: a refusal after the statement rolls it back.
-            Writer(access).save(operations[0])
+            # wait for each other far less.
+            Writer(access).save(single)
+        elif (alone and single.creating and not single.meta.database_assigns_id
+              and not is_sqlite(self.database)):
+            writer = Writer(access, batch=[])   # the INSERT and its history item at once
+            writer.save(single)
+            writer.flush(single)
         else:
             writer = Writer(access)
             with write_transaction(self.database):
@@ -177,6 +200,12 @@ class DataManager:
                 if hasattr(meta.model, "check_change"):     # e.g. User
                     meta.model.check_change(access, key, None)
             Writer(access).delete(meta, keys)
+
+    def restore(self, access, meta, entity_id):
+        return softdelete.restore(access, meta, entity_id)
+
+    def purge(self, access, meta, entity_id):
+        softdelete.purge(access, meta, entity_id, Writer(access))
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
         """What create/update answer for the saved operations, one JSON text

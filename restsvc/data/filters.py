@@ -35,6 +35,7 @@ OPERATORS_BY_KIND = {
     "uuid": _BASIC,
     "enum": _BASIC,
     "reference": _BASIC,
+    "json": {"isNull", "notEmpty"},
 }
 
 

@@ -90,11 +90,14 @@ def visible_ids(access, meta, keys):
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
-                key_field=None, keys=None, parent_column=None, budget=None, via=None):
+                key_field=None, keys=None, parent_column=None, budget=None, via=None,
+                with_deleted=False):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
     counted against ``budget`` (a Budget, or None for no bound). ``via``: a
-    many-to-many Link whose table is joined (``key_field`` is one of its columns)."""
+    many-to-many Link whose table is joined (``key_field`` is one of its columns).
+    Soft-deleted rows are left out unless the caller asked for them or
+    ``with_deleted`` (a to-one reference from a live row)."""
     columns, names, converting, signature, transients, embedded = _columns(meta, plan)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
@@ -103,7 +106,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
     keys = list(keys) if keys is not None else None
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
-                             key_field, keys, via)
+                             key_field, keys, via, with_deleted)
     cursor = access.database.execute_sql(sql, params)
     rows = read_rows(cursor, names, converting)
     if embedded:
@@ -114,11 +117,14 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     for row in rows:
         for prop in transients:
             row[prop.name] = prop.getter(row_view(meta, row))
+    present = getattr(meta.model, "present_rows", None)     # e.g. HistoryItem
+    if present is not None:
+        present(rows, access)
     return rows
 
 
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
-               keys, via=None):
+               keys, via=None, with_deleted=False):
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
@@ -130,7 +136,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if offset:
         params.append(offset)
     cache_key = None
-    if not access.permissions.row_restricted(meta.name):
+    if not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule"):
         shape = None
         if where_filter is not None:
             shape, filter_params = filter_shape(access.database, where_filter)
@@ -138,11 +144,12 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
         cache_key = (signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
-                     id(access.permissions) if sort or shape else None)
+                     id(access.permissions) if sort or shape else None,
+                     meta.soft_delete and (with_deleted or access.include_deleted))
         sql = access.sql_cache.get(cache_key)
         if sql is not None:
             return sql, params
-    query = EntityQuery(meta, access)
+    query = EntityQuery(meta, access, with_deleted=with_deleted)
     condition = query.where(where_filter)
     if keys is not None:
         matches = key_field == keys[0] if len(keys) == 1 else key_field.in_(keys)
@@ -224,21 +231,23 @@ def fill_references(access, meta, plan, rows, budget=None):
             _fill_children(access, prop, nested, rows, budget)
         else:
             ids = {row[name] for row in rows if row.get(name) is not None}
-            found = _by_ids(access, target, nested, target.model.id, ids, budget=budget)
+            found = _by_ids(access, target, nested, target.model.id, ids, budget=budget,
+                            with_deleted=True)
             by_id = {row["id"]: row for row in found}
             for row in rows:
                 if row.get(name) is not None:
                     row[name] = by_id.get(row[name])
 
 
-def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None, via=None):
+def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None, via=None,
+            with_deleted=False):
     rows = []
     ids = sorted(ids)
     for start in range(0, len(ids), _CHUNK):
         rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
                                 key_field=key_field, keys=ids[start:start + _CHUNK],
                                 limit=None if budget is None else budget.left + 1,
-                                budget=budget, via=via))
+                                budget=budget, via=via, with_deleted=with_deleted))
     return rows
 
 

@@ -26,8 +26,11 @@ def like_literal(text):
 class EntityQuery:
     """Builds the joins, WHERE and ORDER BY of one query rooted at ``meta``."""
 
-    def __init__(self, meta, access, resolving=(), alias_prefix="j"):
+    def __init__(self, meta, access, resolving=(), alias_prefix="j", with_deleted=False):
         self.meta = meta
+        # Soft-deleted rows of the root too: the caller asked (and may), or a
+        # reference from a live row is loaded (it stays readable by id).
+        self.with_deleted = with_deleted or access.include_deleted
         self.model = meta.model
         self.access = access            # data.access.Access: permissions + session + database
         self._aliases = {}              # join key -> aliased model
@@ -153,7 +156,11 @@ class EntityQuery:
         owners = (back_field.in_(self.visible_ids(owner))
                   for owner, back_field in permissions.row_owners(meta.name)
                   if owner.name not in self._resolving)
-        return _all(list(own) + list(owners))
+        rule = getattr(meta.model, "row_rule", None)      # e.g. HistoryItem
+        live = meta.model.deletedDate.is_null() if meta.soft_delete and not (
+            self.with_deleted and meta is self.meta) else None
+        return _all(list(own) + list(owners) + ([rule(self)] if rule is not None else [])
+                    + [live])
 
     def where(self, filter_tree=None):
         return _all((self.row_condition(self.meta),

@@ -8,40 +8,54 @@ and attribute permissions, row rules on the rows before, values, validators).
 in this order:
 
     rules_before   an update's row rules on the row as it was (rowrules.py)
+    audit          the audit fields of an ``audited`` entity: who and when (UTC)
     statement      INSERT, or UPDATE with the version check (locks the row)
     compositions   owned children: the unlisted ones deleted, the listed saved
     memberships    many-to-many links set to exactly the listed members (links
                    to members the caller cannot see are kept: it cannot name them)
     rules_after    row rules on the row as now stored (a refusal rolls it all back)
+    history        a HistoryItem of an entity with ``history`` (data/history.py):
+                   the row's values before are read ahead of the statement
     after_save     the model's hook, in the same transaction
 
 ``Writer.delete`` does the same for deletes (row rules on the rows as they
-are, references checked, memberships removed, the statement, the hook). A
-feature that reacts to writes (audit, history, events) is a further step
-here, never a second path.
+are, references checked, history of the rows and their composition
+children, memberships removed, the statement, the hook). A feature that
+reacts to writes (audit, history, events) is a further step here, never a
+second path.
 """
+import contextlib
+
 import peewee
 
 from ..errors import ApiError, BadRequest, Conflict, NotFound
 from ..model.fetchplan import ids_only
-from .access import require
+from . import history, softdelete
+from .access import require, utc_now
 from .loader import select_rows
 from .query import EntityQuery
 from .rowrules import check_members, check_rows
 
 
 class Writer:
-    def __init__(self, access):
+    def __init__(self, access, batch=None):
         self.access = access
+        # PostgreSQL, one create with history: its INSERT and the item's are
+        # sent together by ``flush`` (statements of one Query message run as
+        # one transaction: no BEGIN and COMMIT round trips).
+        self.batch = batch
 
     # -- save --------------------------------------------------------------
     def save(self, operation, owner_field=None, owner_id=None):
         """Write one planned operation and what it owns; returns its id."""
         self.rules_before(operation, owner_field)
+        self.audit(operation)
+        before = self.history_before(operation)
         instance = self.statement(operation, owner_field, owner_id)
         self.compositions(operation)
         self.memberships(operation)
         self.rules_after(operation, owner_field)
+        self.history(operation, before)
         self.after_save(operation, instance)
         return operation.id
 
@@ -53,10 +67,28 @@ class Writer:
     def rules_after(self, operation, owner_field):
         check_rows(self.access, operation.meta, "create" if operation.creating else "update",
                    [operation.id], owners=owner_field is None)
+    def audit(self, operation):
+        if not operation.meta.audited:
+            return
+        now = utc_now()
+        values = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
+        if operation.creating:
+            values.update(createdBy=values["lastModifiedBy"], createdDate=now)
+        operation.values.update(values)
+        if operation.instance is not None:
+            for name, value in values.items():
+                setattr(operation.instance, name, value)
+
+    def flush(self, operation):
+        """Send the batched statements at once."""
+        sql = "; ".join(text for text, _ in self.batch)
+        params = [value for _, values in self.batch for value in values]
+        self.batch = None
+        with _failures(operation):
+            self.access.database.execute_sql(sql, params)
 
     def statement(self, operation, owner_field, owner_id):
-        failure = "Entity creation failed" if operation.creating else "Entity update failed"
-        try:
+        with _failures(operation):
             if operation.creating:
                 return self._insert(operation, owner_field, owner_id)
             values = dict(operation.values)
@@ -64,11 +96,6 @@ class Writer:
                 values[owner_field.name] = owner_id
             self._update(operation, values)
             return None
-        except peewee.IntegrityError:
-            raise BadRequest(failure, "The values conflict with stored data "
-                                      "(for example a value that must be unique)") from None
-        except peewee.DataError:
-            raise BadRequest(failure, "A value does not fit its database column") from None
 
     def compositions(self, operation):
         if not operation.children:
@@ -102,6 +129,41 @@ class Writer:
                 link.through.insert_many(
                     [{link.owner_field.name: operation.id, link.member_field.name: member}
                      for member in member_ids]).execute()
+
+    def history_before(self, operation):
+        """What history compares with: the row's recorded values and its
+        collections' member ids, read before anything is written."""
+        meta = operation.meta
+        if meta.history is None or operation.creating:
+            return None
+        values = history.old_values(self.access, meta, operation.id) or {}
+        collections = {}
+        for prop, _ in operation.children:
+            collections[prop.name] = child_ids(self.access, prop, operation.id)
+        for prop, _ in operation.members:
+            link = prop.link
+            collections[prop.name] = {row[0] for row in link.through.select(
+                link.member_field).where(link.owner_field == operation.id).tuples()}
+        return values, collections
+
+    def history(self, operation, before):
+        meta = operation.meta
+        if meta.history is None:
+            return
+        values, old_collections = before or (None, {})
+        changes = history.changes_of(meta, operation.values, values)
+        props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
+        new_ids = dict((prop.name, [child.id for child in children])
+                       for prop, children in operation.children)
+        new_ids.update((prop.name, ids) for prop, ids in operation.members)
+        for prop in history.recorded_collections(meta, props):
+            change = history.collection_change(prop.name, old_collections.get(prop.name, ()),
+                                               new_ids[prop.name])
+            if change is not None:
+                changes.append(change)
+        if changes or operation.creating:
+            kind = "CREATE" if operation.creating else "UPDATE"
+            history.record(self.access, [(meta, operation.id, kind, changes)], self.batch)
 
     @staticmethod
     def after_save(operation, instance):
@@ -137,7 +199,10 @@ class Writer:
                 params = built
             else:
                 self.access.sql_cache[key] = sql
-        self.access.database.execute_sql(sql, params)
+        if self.batch is not None:
+            self.batch.append((sql, params))
+        else:
+            self.access.database.execute_sql(sql, params)
         operation.id = operation.meta.row_id(instance.id)
         return instance
 
@@ -157,17 +222,24 @@ class Writer:
                            f"Entity {operation.meta.name} with id {operation.id} not found")
 
     # -- delete ------------------------------------------------------------
-    def delete(self, meta, ids, with_owner=False):
+    def delete(self, meta, ids, with_owner=False, purge=False):
         """Delete rows (their compositions and memberships go with them);
         refuse while other rows refer to them. ``with_owner``: children
-        removed by their owner's save, which checks the owner's rules."""
+        removed by their owner's save, which checks the owner's rules. A
+        ``soft_delete`` entity's rows are marked instead (data/softdelete.py),
+        unless purged."""
         check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
+        if meta.soft_delete and not purge:
+            self.history_of_delete(meta, ids)
+            softdelete.mark(self.access, meta, ids)
+            return
         model = meta.model
         for ref_meta, fk in _referrers(self.access.metadata, meta):
             if fk.model.select().where(fk.in_(ids)).exists():
                 raise Conflict("Delete policy violation",
                                f"Unable to delete {meta.name} because there are references from "
                                f"{ref_meta.name}")
+        self.history_of_delete(meta, ids)
         for link in meta.links:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
@@ -179,6 +251,33 @@ class Writer:
                            f"Unable to delete {meta.name} because other rows refer to it") from None
         for instance in doomed:
             hook(instance)
+
+
+    def history_of_delete(self, meta, ids):
+        """DELETE items of the rows and of the composition children that go with them."""
+        items = history.deleted_items(meta, ids) if meta.history is not None else []
+        for prop in meta.properties.values():
+            if prop.is_collection and prop.back_field is not None and \
+                    prop.target.history is not None:
+                child = prop.target.model
+                children = [row[0] for row in child.select(child.id).where(
+                    prop.back_field.in_(ids)).tuples()]
+                if children:
+                    items += history.deleted_items(prop.target, children)
+        history.record(self.access, items)
+
+
+@contextlib.contextmanager
+def _failures(operation):
+    """What the database refuses, as the client's error."""
+    failure = "Entity creation failed" if operation.creating else "Entity update failed"
+    try:
+        yield
+    except peewee.IntegrityError:
+        raise BadRequest(failure, "The values conflict with stored data "
+                                  "(for example a value that must be unique)") from None
+    except peewee.DataError:
+        raise BadRequest(failure, "A value does not fit its database column") from None
 
 
 def child_ids(access, prop, parent_id):

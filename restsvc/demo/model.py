@@ -69,13 +69,16 @@ class Address:
     country = peewee.ForeignKeyField(Country, null=True, on_delete="RESTRICT")
 
 
-@entity(instance_name="name", read_only=("createdDate",), validators=(check_birth_date,))
+@entity(instance_name="name", validators=(check_birth_date,), audited=True, history=True,
+        soft_delete=True)
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
     email = peewee.CharField(max_length=200, null=True, index=True)
     grade = EnumField(CustomerGrade, null=True)
     birthDate = peewee.DateField(null=True, index=True)
     photo = FileRefField(null=True)
+    # An audit field (``audited``): declared here to keep its index and the
+    # stored column's default; the write path fills it.
     createdDate = DateTimeField(default=_now, index=True)
     # The id of the User who is this customer, if any: what the own-orders
     # row-level role keys on (an id never changes; a username or email can).
@@ -90,14 +93,20 @@ PRODUCT_WITH_TAGS = {
 }
 
 
-@entity(instance_name="name", validators=(check_price,), fetch_plans=(PRODUCT_WITH_TAGS,))
+@entity(instance_name="name", validators=(check_price,), fetch_plans=(PRODUCT_WITH_TAGS,),
+        soft_delete=True)
 class Product(Entity):
     name = peewee.CharField(max_length=200, index=True)
-    sku = peewee.CharField(max_length=64, null=True, index=True)
+    sku = peewee.CharField(max_length=64, null=True, index=True)   # unique among live rows: below
     price = peewee.DecimalField(max_digits=12, decimal_places=2)
     # Many-to-many, readable from the other side as Tag.products; restsvc
     # creates the link table (product_tag_through).
     tags = peewee.ManyToManyField(Tag, backref="products")
+
+
+# A partial unique index: a soft-deleted product's SKU may be used again.
+Product.add_index(peewee.ModelIndex(Product, (Product.sku,), unique=True, name="product_sku_live",
+                                    where=Product.deletedDate.is_null()))
 
 
 ORDER_WITH_DETAILS = {
@@ -113,7 +122,8 @@ ORDER_WITH_DETAILS = {
 }
 
 
-@entity(instance_name="number", compositions=("lines",), fetch_plans=(ORDER_WITH_DETAILS,))
+@entity(instance_name="number", compositions=("lines",), fetch_plans=(ORDER_WITH_DETAILS,),
+        audited=True, history=True, soft_delete=True)
 class Order(Entity):
     number = peewee.CharField(max_length=32, index=True)
     date = peewee.DateField(index=True)
@@ -130,7 +140,8 @@ class Order(Entity):
         return sum(line.quantity for line in self.lines)
 
 
-@entity(instance_name=("product",), validators=(check_quantity, check_price))
+@entity(instance_name=("product",), validators=(check_quantity, check_price), audited=True,
+        history=True, soft_delete=True)
 class OrderLine(Entity):
     order = peewee.ForeignKeyField(Order, backref="lines", on_delete="CASCADE")
     product = peewee.ForeignKeyField(Product, on_delete="RESTRICT")

@@ -73,5 +73,16 @@ ORDER_CLERK = ResourceRole(
     services=("orderService.createOrder",),
 )
 
-RESOURCE_ROLES = (SALES_READER, ORDER_CLERK)
+
+# Reads what sales readers read (so not Customer.email), the entity log
+# (HistoryItem) and deleted rows; changes nothing.
+AUDITOR = ResourceRole(
+    "auditor", "Audit: history and deleted rows",
+    entities={**SALES_READER.entities, "HistoryItem": "read"},
+    attributes={**SALES_READER.attributes, "HistoryItem": {"*": "view"}},
+    specifics=("rest.enabled", "rest.deleted.read"),
+    scope=("API",),
+)
+
+RESOURCE_ROLES = (SALES_READER, ORDER_CLERK, AUDITOR)
 ROW_LEVEL_ROLES = (OWN_ORDERS, OWN_ORDERS_WRITER, PUBLIC_TAGS)

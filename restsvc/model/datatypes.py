@@ -256,6 +256,11 @@ _LOCAL_TIME = {"type": "string", "pattern": r"^[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9
                "description": "ISO 8601 time without an offset"}
 
 
+def _json_text(value):
+    from ..jsonio import dumps     # jsonio imports this module: imported when first used
+    return dumps(value)
+
+
 DATATYPES = {datatype.name: datatype for datatype in (
     Datatype("string", _identity, _string, "string", _schema("string")),
     Datatype("int", _identity, _integer(32), "number", _schema("integer", "int32"), int),
@@ -275,6 +280,8 @@ DATATYPES = {datatype.name: datatype for datatype in (
              datetime.datetime, format_datetime),
     Datatype("localTime", format_time, _iso(_parse_time), "time", _LOCAL_TIME,
              datetime.time, format_time),
+    # Any JSON value, stored as its text (HistoryItem.changes): written, not filtered by.
+    Datatype("json", _identity, _identity, "json", {}, object, _json_text),
     Datatype("fileRef", _identity, _file_ref, "string",
              {"type": "string", "pattern": FILE_REF.pattern,
               "description": "A file reference: <storage>://<path>?name=<file name>"}),

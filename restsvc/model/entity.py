@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import peewee
 
 from ..db import database_proxy
-from .fields import Embedded
+from .fields import DateTimeField, Embedded
 
 
 _last_id = [0]
@@ -61,10 +61,14 @@ class EntityDeclaration:
     validators: tuple = field(default=())
     secret: tuple = field(default=())
     renames: dict = field(default_factory=dict)
+    audited: bool = False
+    history: tuple = None           # None: no history; () every attribute; else the attributes
+    soft_delete: bool = False
 
 
 def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_plans=(),
-           validators=(), secret=(), renames=None):
+           validators=(), secret=(), renames=None, audited=False, history=False,
+           soft_delete=False):
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -80,6 +84,14 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
                    fetch plans, responses or filters (e.g. a password hash)
     renames        {"newName": "oldName"}: attributes renamed since the database
                    was made; ``restsvc migrate`` renames the column, keeping its values
+    audited        adds the read-only audit fields ``createdBy``, ``createdDate``,
+                   ``lastModifiedBy`` and ``lastModifiedDate`` (nullable columns;
+                   one the model declares itself is kept), filled on every write
+    history        True, or a list of attribute names: every create, update and
+                   delete is recorded as a ``HistoryItem`` (data/history.py)
+    soft_delete    DELETE marks the row (read-only ``deletedDate``, ``deletedBy``)
+                   and every read leaves it out; restore and purge bring it
+                   back or remove it for good (data/softdelete.py)
 
     A model may define ``after_save(self, created)`` and ``after_delete(self)``;
     the data manager calls them inside the transaction of every REST change.
@@ -94,15 +106,21 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
         if not (isinstance(model, type) and issubclass(model, Entity)):
             raise TypeError("@entity decorates subclasses of restsvc.Entity")
         _add_embedded_columns(model)
+        added = _add_audit_fields(model) if audited else ()
+        if soft_delete:
+            added += _add_fields(model, DELETION_FIELDS)
         model._entity = EntityDeclaration(
             name=name or model.__name__,
             instance_name=tuple(instance_name),
-            read_only=tuple(read_only),
+            read_only=tuple(dict.fromkeys((*read_only, *added))),
             compositions=tuple(compositions),
             fetch_plans=tuple(fetch_plans),
             validators=tuple(validators),
             secret=tuple(secret),
             renames=dict(renames or {}),
+            audited=bool(audited),
+            history=None if not history else (() if history is True else tuple(history)),
+            soft_delete=bool(soft_delete),
         )
         return model
     return declare
@@ -119,6 +137,24 @@ def _add_embedded_columns(model):
                 column.backref = "+"
             column.embedded_in = (name, part)
             model._meta.add_field(f"{name}_{part}", column)
+
+
+AUDIT_FIELDS = ("createdBy", "createdDate", "lastModifiedBy", "lastModifiedDate")
+DELETION_FIELDS = ("deletedDate", "deletedBy")
+
+
+def _add_audit_fields(model):
+    return _add_fields(model, AUDIT_FIELDS)
+
+
+def _add_fields(model, names):
+    """Audit or deletion attributes; who as text, when as an instant (UTC)."""
+    for name in names:
+        if name not in model._meta.fields:
+            column = (DateTimeField(null=True) if name.endswith("Date")
+                      else peewee.CharField(max_length=255, null=True))
+            model._meta.add_field(name, column)
+    return names
 
 
 def declaration_of(model):

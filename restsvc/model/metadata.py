@@ -156,6 +156,9 @@ class MetaClass:
     id_kind: str = "uuid"       # uuid (the default), integer (the database assigns it), string
     links: list = field(default_factory=list)      # Link of each many-to-many attribute
     is_embedded: bool = False   # an embedded value type (no id): properties only
+    audited: bool = False       # audit fields filled by the write path (data/writer.py)
+    history: tuple = None       # recorded attributes' names (data/history.py); None: no history
+    soft_delete: bool = False   # DELETE marks the row (data/softdelete.py)
 
     @property
     def database_assigns_id(self):
@@ -194,7 +197,8 @@ class Metadata:
             if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_$]*", declared.name):
                 raise MetadataError(f"entity name {declared.name!r} is not a valid name")
             meta = MetaClass(declared.name, model, None, declared.instance_name,
-                             declared.validators)
+                             declared.validators, audited=declared.audited,
+                             history=declared.history, soft_delete=declared.soft_delete)
             self.entities[meta.name] = meta
             self._by_model[model] = meta
         for enum_class in extra_enums:

@@ -20,6 +20,7 @@ from ..security.gate import REST_ENABLED_PATHS
 from ..security.roles import MODIFY
 from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE
 from .entities import entity_schemas, stub_schemas
+from ..data.history import HISTORY_ITEM
 from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
@@ -30,9 +31,13 @@ from .shapes import entity_typing, generic_typing, query_typing
 
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 SCHEMA_REF = re.compile(r'"#/components/schemas/((?:entity(?:Input|New|Ref)?|enum)_[^"]+)"')
+HISTORY = ("GET", f"{E}/<entity_id>/history")
+SOFT_DELETE = {("POST", f"{E}/<entity_id>/restore"), ("POST", f"{E}/<entity_id>/purge")}
 # The entity operation each write route needs; every other route reads.
 WRITES = {("POST", E): "create", ("PUT", E): "update", ("DELETE", E): "delete",
-          ("PUT", f"{E}/<entity_id>"): "update", ("DELETE", f"{E}/<entity_id>"): "delete"}
+          ("PUT", f"{E}/<entity_id>"): "update", ("DELETE", f"{E}/<entity_id>"): "delete",
+          ("POST", f"{E}/<entity_id>/restore"): "update",
+          ("POST", f"{E}/<entity_id>/purge"): "delete"}
 TAGS = [
     ("Authentication", "OAuth 2 tokens: get, revoke, introspect"),
     ("Entities", "Generic access to every entity, under the caller's policies"),
@@ -110,7 +115,9 @@ class DocumentBuilder:
                 if key in ENTITY_OPERATIONS:
                     operation = WRITES.get(key, "read")
                     for meta in shown.entities:
-                        if not shown.can(meta, operation):
+                        if not shown.can(meta, operation) or (
+                                key == HISTORY and not shown.keeps_history(meta)) or (
+                                key in SOFT_DELETE and not meta.soft_delete):
                             continue
                         concrete = route.rule.replace("<entity_name>", meta.name)
                         schemas = {"entityId": id_schema(meta)}
@@ -209,6 +216,7 @@ class _Shown:
 
     def __init__(self, metadata, permissions):
         self.permissions = permissions
+        self.log = metadata.entity(HISTORY_ITEM)
         if permissions is None:
             self.entities = list(metadata.entities.values())
             self.enums = list(metadata.enums.values())
@@ -218,6 +226,11 @@ class _Shown:
 
     def can(self, meta, operation):
         return self.permissions is None or self.permissions.can(meta.name, operation)
+
+    def keeps_history(self, meta):
+        """Whether the entity's history route is shown: it keeps one, and the
+        caller may read the entity log."""
+        return meta.history is not None and self.log is not None and self.can(self.log, "read")
 
     def properties(self, meta):
         if self.permissions is None:

@@ -126,6 +126,24 @@ def delete_entity(t):
         **failures("BadRequest", "Forbidden", "NotFound", "Conflict")})
 
 
+def entity_history(t):
+    return operation(f"The history of one {t.one}, newest first", t.tag, {
+        **ok("A page of HistoryItems (the entity log)", array({"type": "object"}), headers=TOTAL),
+        **failures("BadRequest", "Forbidden", "NotFound")}, _page(t))
+
+
+def restore_entity(t):
+    return operation(f"Restore one soft-deleted {t.one} (and the children deleted with it)",
+                     t.tag, {**ok("The restored entity", t.entity),
+                             **failures("BadRequest", "Forbidden", "NotFound", "Conflict")})
+
+
+def purge_entity(t):
+    return operation(f"Remove one soft-deleted {t.one} for good", t.tag, {
+        **ok("Purged", status="204"),
+        **failures("BadRequest", "Forbidden", "NotFound", "Conflict")})
+
+
 def _query_options(t):
     return [query("fetchPlan", t.query_fetch_plan, "A fetch plan name (default: the query's)"),
             *[p for p in _page(t) if p["name"] != "sort"]]
@@ -177,6 +195,9 @@ ENTITY_OPERATIONS = {
     ("GET", f"{E}/search/count"): count_get, ("POST", f"{E}/search/count"): count_post,
     ("GET", f"{E}/<entity_id>"): load_entity, ("PUT", f"{E}/<entity_id>"): update_entity,
     ("DELETE", f"{E}/<entity_id>"): delete_entity,
+    ("GET", f"{E}/<entity_id>/history"): entity_history,
+    ("POST", f"{E}/<entity_id>/restore"): restore_entity,
+    ("POST", f"{E}/<entity_id>/purge"): purge_entity,
 }
 QUERY_OPERATIONS = {
     ("GET", f"{Q}/<query_name>"): run_query_get, ("POST", f"{Q}/<query_name>"): run_query_post,

@@ -52,6 +52,7 @@ from ..model.metadata import MetadataError
 
 OPERATIONS = ("create", "read", "update", "delete")
 SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabled",
+             "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge",
              "reports.rest.enabled")
 HIDDEN, VIEW, MODIFY = 0, 1, 2
 _LEVELS = {"view": VIEW, "modify": MODIFY}
@@ -131,6 +132,9 @@ class Permissions:
             self._specifics |= set(role.specifics)
             self._services |= set(role.services)
             self._reports |= set(role.reports)
+        for name, meta in metadata.entities.items():
+            if getattr(meta.model, "is_read_only_entity", False):    # e.g. HistoryItem
+                self._entities[name] &= {"read"}
         if scope is not None:
             self._narrow(set(scope.split()))
         # id and version identify a row: visible whenever the row is.

@@ -1,0 +1,286 @@
+"""The entity log: who changed what, and what it was before.
+
+An entity declared with ``history=True`` (or a list of attribute names) gets
+one ``HistoryItem`` per create, update, delete and restore, written by the write path
+(data/writer.py) in the write's own transaction: a write that rolls back
+leaves no item. Values are kept in their JSON form: references by id,
+collections (compositions, many-to-many) by their members' ids; audit fields
+and the version are not recorded (the item's own ``username`` and
+``changedDate`` say who and when).
+
+Reading goes through the Entities API like any entity, with two rules of its
+own (``row_rule`` and ``present_rows``, asked by data/query.py and
+data/loader.py): an item is visible only when the caller may read its entity
+and, under row-level roles, the entity's row is one the caller sees now; and
+inside ``changes`` an attribute the caller may not view (or a reference to an
+entity it may not read) appears by name only, without ``oldValue`` and
+``newValue``.
+"""
+import datetime
+
+import peewee
+
+from ..db import is_sqlite, write_transaction
+from ..jsonio import dumps, loads
+from ..model.entity import AUDIT_FIELDS, Entity, entity
+from ..model.fields import DateTimeField
+from .access import utc_now
+
+KINDS = ("CREATE", "UPDATE", "DELETE", "RESTORE")
+HISTORY_ITEM = "HistoryItem"
+_NOT_RECORDED = frozenset(("id", "version") + AUDIT_FIELDS)
+
+
+class JsonField(peewee.TextField):
+    """A JSON value stored as text; Python code sees the value."""
+    datatype = "json"
+    converts_values = True      # loaded rows hold the value, not its text (data/columns.py)
+
+    def db_value(self, value):
+        return None if value is None else dumps(value)
+
+    def python_value(self, value):
+        if value is None or not isinstance(value, str):
+            return value
+        return loads(value)
+
+
+@entity(name=HISTORY_ITEM, instance_name=("entityName", "entityId", "kind"),
+        read_only=("entityName", "entityId", "kind", "username", "changedDate", "changes"))
+class HistoryItem(Entity):
+    entityName = peewee.CharField(max_length=255)
+    entityId = peewee.CharField(max_length=255)
+    kind = peewee.CharField(max_length=16, index=True)
+    username = peewee.CharField(max_length=255, index=True)
+    changedDate = DateTimeField(index=True)
+    changes = JsonField(null=True)
+
+    # Written only by the write path: no client creates, changes or deletes one.
+    is_read_only_entity = True
+
+    class Meta:
+        indexes = ((("entityName", "entityId", "changedDate"), False),)
+
+    @classmethod
+    def row_rule(cls, query):
+        return visible_history(query)
+
+    @classmethod
+    def present_rows(cls, rows, access):
+        hide_unreadable(rows, access)
+
+
+# -- recording ---------------------------------------------------------------
+def recorded(meta):
+    """(JSON name, peewee field, property) of each recorded scalar or
+    reference attribute (embedded values by ``address.city``), worked out once."""
+    cached = meta.__dict__.get("_recorded")
+    if cached is None:
+        chosen = meta.history or None
+        cached = []
+        for name, prop in meta.properties.items():
+            if name in _NOT_RECORDED or (chosen and name not in chosen) or not prop.persistent:
+                continue
+            if prop.is_embedded:
+                cached += [(f"{name}.{part_name}", part.field, part)
+                           for part_name, part in prop.target.properties.items()
+                           if part.field is not None]
+            elif prop.field is not None and not prop.is_collection:
+                cached.append((name, prop.field, prop))
+        meta._recorded = cached
+    return cached
+
+
+def recorded_collections(meta, props):
+    chosen = meta.history or None
+    return [prop for prop in props if not chosen or prop.name in chosen]
+
+
+def json_value(prop, value):
+    """A stored value in its JSON form: references by id, enums by name."""
+    if value is None:
+        return None
+    if prop.is_reference:
+        return prop.target.row_id(getattr(value, "id", value))
+    if prop.meta_enum is not None:
+        return value.name if hasattr(value, "name") else value
+    return prop.datatype.to_json(value)
+
+
+def old_values(access, meta, entity_id):
+    """The recorded columns of a row before its UPDATE (PostgreSQL: locked
+    until commit, so concurrent writers record in order), or None."""
+    fields = [field for _, field, _ in recorded(meta)]
+    key = ("history-old", meta.name)
+    sql = access.sql_cache.get(key)
+    model = meta.model
+    params = [model.id.db_value(entity_id)]
+    if sql is None:
+        query = model.select(*fields).where(model.id == entity_id)
+        if access.database.for_update:
+            query = query.for_update()
+        sql, built = query.sql()
+        if list(built) == params:
+            access.sql_cache[key] = sql
+        params = built
+    row = access.database.execute_sql(sql, params).fetchone()
+    if row is None:
+        return None
+    return {field.name: field.python_value(value) for field, value in zip(fields, row)}
+
+
+def changes_of(meta, values, before):
+    """[{name, oldValue, newValue}] for the recorded attributes ``values``
+    sets (peewee field name -> value), against ``before`` (None: creating)."""
+    changes = []
+    for name, field, prop in recorded(meta):
+        if field.name not in values:
+            continue
+        new = json_value(prop, values[field.name])
+        old = json_value(prop, before.get(field.name)) if before else None
+        if before is None and new is None:
+            continue
+        if old != new:
+            changes.append({"name": name, "oldValue": old, "newValue": new})
+    return changes
+
+
+def collection_change(name, old_ids, new_ids):
+    old_ids, new_ids = sorted(map(str, old_ids)), sorted(map(str, new_ids))
+    if old_ids == new_ids:
+        return None
+    return {"name": name, "oldValue": old_ids, "newValue": new_ids}
+
+
+def record(access, items, batch=None):
+    """Insert items ``(meta, entity id, kind, changes)``; one statement
+    (added to ``batch``, statements the writer sends together, for one item)."""
+    if not items:
+        return
+    now, who = utc_now(), access.username
+    rows = [{"entityName": meta.name, "entityId": str(entity_id), "kind": kind,
+             "username": who, "changedDate": now, "changes": changes}
+            for meta, entity_id, kind, changes in items]
+    if len(rows) == 1 and batch is not None:
+        batch.append(_insert_sql(access, rows[0]))
+    elif len(rows) == 1:
+        access.database.execute_sql(*_insert_sql(access, rows[0]))
+    else:
+        HistoryItem.insert_many(rows).execute()
+
+
+_COLUMNS = ("id", "version", "entityName", "entityId", "kind", "username", "changedDate", "changes")
+
+
+def _insert_sql(access, row):
+    """SQL and parameters of one INSERT, its text built once (it runs under
+    the write lock)."""
+    row = {"id": HistoryItem.id.default(), "version": 1, **row}
+    fields = [HistoryItem._meta.fields[name] for name in _COLUMNS]
+    params = [field.db_value(row[field.name]) for field in fields]
+    sql = access.sql_cache.get(("history-insert",))
+    if sql is None:
+        sql, built = HistoryItem.insert(**row).sql()
+        if list(built) != params:
+            return sql, built
+        access.sql_cache[("history-insert",)] = sql
+    return sql, params
+
+
+def deleted_items(meta, ids):
+    """DELETE items of rows about to go, with their last recorded values."""
+    fields = [field for _, field, _ in recorded(meta)]
+    model = meta.model
+    rows = model.select(model.id, *fields).where(model.id.in_(list(ids))).dicts()
+    items = []
+    for row in rows:
+        changes = [{"name": name, "oldValue": json_value(prop, row.get(field.name)),
+                    "newValue": None}
+                   for name, field, prop in recorded(meta) if row.get(field.name) is not None]
+        items.append((meta, meta.row_id(row["id"]), "DELETE", changes))
+    return items
+
+
+# -- reading -----------------------------------------------------------------
+def visible_history(query):
+    """Items of entities the caller may read; under row-level roles only
+    those of rows the caller sees now (a deleted row's items then too are gone
+    from view, as the row is)."""
+    access = query.access
+    permissions = access.permissions
+    model = HistoryItem
+    readable = [meta for meta in access.metadata.entities.values()
+                if meta.history is not None and permissions.can(meta.name, "read")]
+    if not readable:
+        return model.entityName.is_null()       # never true: the column is NOT NULL
+    condition = model.entityName.in_([meta.name for meta in readable])
+    for meta in readable:
+        visible = query.visible_ids(meta)
+        if visible is not None:
+            ids = visible.select(id_text(access.database, meta))
+            condition &= (model.entityName != meta.name) | model.entityId.in_(ids)
+    return condition
+
+
+def id_text(database, meta):
+    """The id column as ``entityId`` holds it (canonical text)."""
+    column = meta.model.id
+    if meta.id_kind != "uuid":
+        return peewee.Cast(column, "VARCHAR(255)") if meta.id_kind == "integer" else column
+    if not is_sqlite(database):
+        return peewee.Cast(column, "text")
+    # SQLite keeps a UUID as its 32 hex digits.
+    parts = [peewee.fn.substr(column, start, length)
+             for start, length in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))]
+    text = parts[0]
+    for part in parts[1:]:
+        text = text.concat("-").concat(part)
+    return text
+
+
+def hide_unreadable(rows, access):
+    """Values of attributes the caller may not view leave ``changes``."""
+    permissions = access.permissions
+    levels_of = {}
+    for row in rows:
+        changes = row.get("changes")
+        name = row.get("entityName")
+        if not changes:
+            continue
+        meta = access.metadata.entity(name) if name else None
+        if meta is None:
+            row["changes"] = [{"name": change["name"]} for change in changes]
+            continue
+        levels = levels_of.get(name)
+        if levels is None:
+            levels = levels_of[name] = permissions.attribute_levels(name)
+        row["changes"] = [change if _shows(meta, change["name"], levels, permissions)
+                          else {"name": change["name"]} for change in changes]
+
+
+def _shows(meta, name, levels, permissions):
+    base = name.partition(".")[0]
+    if levels.get(base, 0) < 1:
+        return False
+    prop = meta.properties.get(base)
+    return prop is None or prop.target is None or prop.is_embedded or permissions.can(
+        prop.target.name, "read")
+
+
+# -- retention ---------------------------------------------------------------
+def prune(database, retention_seconds, batch=1000):
+    """Remove items older than the retention, ``batch`` rows per short
+    transaction (writers wait for one batch at most); the number removed."""
+    if not retention_seconds:
+        return 0
+    cutoff = utc_now() - datetime.timedelta(seconds=retention_seconds)
+    removed = 0
+    while True:
+        with write_transaction(database):
+            doomed = (HistoryItem.select(HistoryItem.id)
+                      .where(HistoryItem.changedDate < cutoff).limit(batch))
+            count = HistoryItem.delete().where(HistoryItem.id.in_(doomed)).execute()
+        removed += count
+        if count < batch:
+            return removed
+
