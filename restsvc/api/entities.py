@@ -1,6 +1,7 @@
 """Entities API: generic CRUD and search (reference section 2)."""
 from werkzeug.routing import Rule
 
+from ..data.etags import tag_version
 from ..errors import BadRequest
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
@@ -30,8 +31,26 @@ def load_entity(ctx, entity_name, entity_id):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return json_response(data.load(ctx.access, meta, entity_id, plan,
-                                   query_bool(ctx.request, "returnNulls")))
+    known = ctx.request.if_none_match
+    body, tag = data.load_tagged(ctx.access, meta, entity_id, plan,
+                                 query_bool(ctx.request, "returnNulls"),
+                                 unchanged=(lambda tag: known.contains_weak(tag[1:-1])) if known
+                                 else None)
+    headers = {"ETag": tag} if tag else None
+    if body is None:
+        return empty_response(304, headers=headers)
+    return json_response(body, headers=headers)
+
+
+def _if_match(ctx):
+    """The versions the ``If-Match`` ETags stand for (strong comparison: weak
+    tags match nothing); None without the header or with ``*``."""
+    if "If-Match" not in ctx.request.headers:
+        return None
+    tags = ctx.request.if_match
+    if tags.star_tag:
+        return None
+    return tuple({version for version in map(tag_version, tags.as_set()) if version is not None})
 
 
 def _url_filter(ctx):
@@ -128,7 +147,8 @@ def update(ctx, entity_name, entity_id):
     meta = data.entity(entity_name)
     body = read_json_body(ctx.request)
     plan = _response_plan(ctx, meta)
-    saved = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False)
+    saved = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False,
+                      if_match=_if_match(ctx))
     return json_response(data.saved_response(ctx.access, meta, saved, plan)[0])
 
 
@@ -146,7 +166,7 @@ def bulk_update(ctx, entity_name):
 
 def delete(ctx, entity_name, entity_id):
     data = ctx.app.data
-    data.delete(ctx.access, data.entity(entity_name), [entity_id])
+    data.delete(ctx.access, data.entity(entity_name), [entity_id], if_match=_if_match(ctx))
     return empty_response(204)
 
 

@@ -5,11 +5,12 @@ applies entity, attribute and row-level policies; results come back as JSON
 text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
 from ..db import write_transaction
-from ..errors import BadRequest, NotFound, ValidationFailed
+from ..errors import BadRequest, NotFound, PreconditionFailed, ValidationFailed
 from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
+from .etags import entity_tag, versioned
 from .filters import Condition, Group, parse_filter
 from .importer import Importer, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
@@ -34,12 +35,14 @@ class DataManager:
         return resolve_request_plan(meta, value, self.settings.inline_fetch_plans, default,
                                     self.settings.max_fetch_plan_depth)
 
-    def _load(self, access, meta, plan, **query):
+    def _load(self, access, meta, plan, tagged=False, **query):
         """Rows to serialize along ``plan`` (None: instance names only), within
         the answer's entity budget; what serializing them would write is
-        counted before anything is written."""
+        counted before anything is written. ``tagged``: with their versions."""
         budget = Budget(self.settings.max_response_entities)
         loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
+        if tagged:
+            loading = versioned(meta, loading)
         rows = select_rows(access, meta, loading, budget=budget, **query)
         if count_objects(meta, rows, plan, access.permissions, budget.limit) > budget.limit:
             raise budget.exceeded()
@@ -47,12 +50,21 @@ class DataManager:
 
     # -- reading -----------------------------------------------------------
     def load(self, access, meta, entity_id, plan, return_nulls=False):
+        return self.load_tagged(access, meta, entity_id, plan, return_nulls)[0]
+
+    def load_tagged(self, access, meta, entity_id, plan, return_nulls=False, unchanged=None):
+        """(JSON text, ETag) of one entity; the ETag is None for an entity
+        without a version. When ``unchanged(etag)`` holds, the body is not
+        written (None): the caller already has it."""
         require(access, meta, "read")
         key = parse_id(meta, entity_id)
-        rows = self._load(access, meta, plan, key_field=meta.model.id, keys=[key])
+        rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key])
         if not rows:
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
-        return write_entity(meta, rows[0], plan, access.permissions, return_nulls)
+        tag = entity_tag(rows[0], plan, access.permissions, access.session, return_nulls)
+        if tag is not None and unchanged is not None and unchanged(tag):
+            return None, tag
+        return write_entity(meta, rows[0], plan, access.permissions, return_nulls), tag
 
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
                return_nulls=False, return_count=False):
@@ -126,12 +138,14 @@ class DataManager:
         if importer.violations:
             raise ValidationFailed(importer.violations)
 
-    def save(self, access, meta, bodies, entity_ids=None, creating=None, bulk=False):
+    def save(self, access, meta, bodies, entity_ids=None, creating=None, bulk=False,
+             if_match=None):
         """Create or update entities in one transaction; returns the operations
         (each with its ``id`` and the ``values`` written).
 
         ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
-        upsert by the body's id (create), False means the rows must exist (update)."""
+        upsert by the body's id (create), False means the rows must exist (update).
+        ``if_match``: the versions an update's ``If-Match`` names (412 otherwise)."""
         limit = self.settings.max_bulk_size
         if len(bodies) > limit:
             raise too_many_entities(limit)
@@ -148,6 +162,10 @@ class DataManager:
             operations.append(importer.plan(meta, body, prefix, entity_id, creating))
         if importer.violations:
             raise ValidationFailed(importer.violations)
+        if if_match is not None:
+            for operation in operations:
+                _check_versioned(meta, operation.id)
+                operation.expected_version = if_match
         if len(operations) == 1 and operations[0].is_one_statement:
             # No BEGIN/COMMIT around a single statement: SQLite's write lock is
             # then held only while the statement runs, and concurrent writers
@@ -160,8 +178,8 @@ class DataManager:
                     writer.save(operation)
         return operations
 
-    def delete(self, access, meta, entity_ids):
-        """Delete rows by id, all or nothing."""
+    def delete(self, access, meta, entity_ids, if_match=None):
+        """Delete rows by id, all or nothing; ``if_match`` as for ``save``."""
         require(access, meta, "delete")
         if len(entity_ids) > self.settings.max_bulk_size:
             raise too_many_entities(self.settings.max_bulk_size)
@@ -174,7 +192,9 @@ class DataManager:
                                    f"Entity {meta.name} with id {entity_id} not found")
                 if hasattr(meta.model, "check_change"):     # e.g. User
                     meta.model.check_change(access, key, None)
-            Writer(access).delete(meta, keys)
+            if if_match is not None:
+                _check_versioned(meta, entity_ids[0])
+            Writer(access).delete(meta, keys, if_match)
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
         """What create/update answer for the saved operations, one JSON text
@@ -202,6 +222,12 @@ def _name_from_values(meta, saved):
     return names and all(
         not meta.properties[name].is_reference and name in op.values
         for op in saved for name in names)
+
+
+def _check_versioned(meta, entity_id):
+    """An entity without a version has no ETag: no If-Match can match it."""
+    if "version" not in meta.properties:
+        raise PreconditionFailed(meta.name, entity_id)
 
 
 def _required_id(meta, body):

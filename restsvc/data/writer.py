@@ -19,7 +19,7 @@ history, events) is a further step here, never a second path.
 """
 import peewee
 
-from ..errors import ApiError, BadRequest, Conflict, NotFound
+from ..errors import ApiError, BadRequest, Conflict, NotFound, PreconditionFailed
 from ..model.fetchplan import ids_only
 from .access import require
 from .loader import select_rows
@@ -129,11 +129,14 @@ class Writer:
     def _update(operation, values):
         model = operation.meta.model
         condition = model.id == operation.id
-        if operation.expected_version is not None:
-            condition &= model.version == operation.expected_version
+        expected = operation.expected_version
+        if expected is not None:
+            condition &= _version_is(model, expected)
         changed = model.update(**values, version=model.version + 1).where(condition).execute()
         if changed == 0:
-            if operation.expected_version is not None:
+            if isinstance(expected, tuple):      # If-Match
+                raise PreconditionFailed(operation.meta.name, operation.id)
+            if expected is not None:
                 raise ApiError("Optimistic lock",
                                f"Object of class [{operation.meta.name}] with identifier "
                                f"[{operation.id}]: optimistic locking failed")
@@ -141,9 +144,10 @@ class Writer:
                            f"Entity {operation.meta.name} with id {operation.id} not found")
 
     # -- delete ------------------------------------------------------------
-    def delete(self, meta, ids):
+    def delete(self, meta, ids, expected_versions=None):
         """Delete rows (their compositions and memberships go with them);
-        refuse while other rows refer to them."""
+        refuse while other rows refer to them. ``expected_versions`` (If-Match):
+        only rows at one of them are deleted, else nothing is."""
         model = meta.model
         for ref_meta, fk in _referrers(self.access.metadata, meta):
             if fk.model.select().where(fk.in_(ids)).exists():
@@ -154,13 +158,24 @@ class Writer:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
         doomed = list(model.select().where(model.id.in_(ids))) if hook else ()
+        condition = model.id.in_(ids)
+        if expected_versions is not None:
+            condition &= _version_is(model, expected_versions)
         try:
-            model.delete().where(model.id.in_(ids)).execute()
+            deleted = model.delete().where(condition).execute()
         except peewee.IntegrityError:
             raise Conflict("Delete policy violation",
                            f"Unable to delete {meta.name} because other rows refer to it") from None
+        if expected_versions is not None and deleted < len(ids):
+            raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
         for instance in doomed:
             hook(instance)
+
+
+def _version_is(model, expected):
+    if isinstance(expected, tuple):
+        return model.version.in_(expected) if expected else peewee.SQL("1 = 0")
+    return model.version == expected
 
 
 def child_ids(access, prop, parent_id):
