@@ -5,9 +5,8 @@ from ..data.etags import tag_version
 from ..errors import BadRequest
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
-from ..web import (MAX_QUERY_BODY, empty_response, json_response, location_url, query_bool,
-                   query_int, read_json_body, whole_number)
-from ..web import list_response as _listed
+from ..web import (MAX_QUERY_BODY, empty_response, json_response, list_response, location_url,
+                   next_page_url, query_bool, query_int, read_json_body, whole_number)
 
 BASE = "/rest/entities/<entity_name>"
 
@@ -15,16 +14,22 @@ BASE = "/rest/entities/<entity_name>"
 def _page(ctx):
     args = ctx.request.args
     return dict(sort=args.get("sort"), limit=query_int(ctx.request, "limit"),
-                offset=query_int(ctx.request, "offset"),
+                offset=query_int(ctx.request, "offset"), after=args.get("after"),
                 return_nulls=query_bool(ctx.request, "returnNulls"),
                 return_count=query_bool(ctx.request, "returnCount"))
+
+
+def _listed(ctx, rows, total, cursor):
+    """A page of a list; its next page's URL continues with ``after``."""
+    return list_response(rows, total,
+                         next_page_url(ctx.request, ctx.app.settings.public_url, cursor))
 
 
 def list_entities(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _listed(*data.search(ctx.access, meta, plan, **_page(ctx)))
+    return _listed(ctx, *data.search(ctx.access, meta, plan, **_page(ctx)))
 
 
 def load_entity(ctx, entity_name, entity_id):
@@ -69,7 +74,7 @@ def search_get(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _listed(*data.search(ctx.access, meta, plan, _url_filter(ctx), **_page(ctx)))
+    return _listed(ctx, *data.search(ctx.access, meta, plan, _url_filter(ctx), **_page(ctx)))
 
 
 def search_post(ctx, entity_name):
@@ -77,9 +82,10 @@ def search_post(ctx, entity_name):
     meta = data.entity(entity_name)
     body = _search_body(ctx)
     plan = data.plan(meta, body.get("fetchPlan"))
-    return _listed(*data.search(
+    return _listed(ctx, *data.search(
         ctx.access, meta, plan, body["filter"], sort=_typed(body, "sort", str),
         limit=_count(body, "limit"), offset=_count(body, "offset"),
+        after=_typed(body, "after", str) or ctx.request.args.get("after"),
         return_nulls=bool(_typed(body, "returnNulls", bool)),
         return_count=bool(_typed(body, "returnCount", bool))))
 

@@ -10,6 +10,7 @@ from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
+from .cursors import Cursors, sort_key
 from .etags import entity_tag, versioned
 from .filters import Condition, Group, parse_filter
 from .importer import Importer, parse_id, too_many_entities
@@ -24,6 +25,7 @@ class DataManager:
         self.metadata = metadata
         self.database = database
         self.sql_cache = {}
+        self.cursors = Cursors(settings.secret_key)
 
     def entity(self, name):
         meta = self.metadata.entity(name)
@@ -35,16 +37,17 @@ class DataManager:
         return resolve_request_plan(meta, value, self.settings.inline_fetch_plans, default,
                                     self.settings.max_fetch_plan_depth)
 
-    def _load(self, access, meta, plan, tagged=False, **query):
+    def _load(self, access, meta, plan, tagged=False, spare=0, **query):
         """Rows to serialize along ``plan`` (None: instance names only), within
         the answer's entity budget; what serializing them would write is
         counted before anything is written. ``tagged``: with their versions."""
-        budget = Budget(self.settings.max_response_entities)
+        budget = Budget(self.settings.max_response_entities, spare)
         loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
         if tagged:
             loading = versioned(meta, loading)
         rows = select_rows(access, meta, loading, budget=budget, **query)
-        if count_objects(meta, rows, plan, access.permissions, budget.limit) > budget.limit:
+        allowed = budget.limit + budget.spare
+        if count_objects(meta, rows, plan, access.permissions, allowed) > allowed:
             raise budget.exceeded()
         return rows
 
@@ -67,21 +70,41 @@ class DataManager:
         return write_entity(meta, rows[0], plan, access.permissions, return_nulls), tag
 
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
-               return_nulls=False, return_count=False):
-        """A page of entities (JSON text) and, when asked, the total count (None otherwise)."""
-        rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset)
+               return_nulls=False, return_count=False, after=None):
+        """A page of entities (JSON text), the total count when asked (None
+        otherwise) and, when ``limit`` was given and more rows follow, the
+        cursor of the next page (None otherwise). ``after``: a cursor from
+        an earlier page of the same entity, sort and filter."""
+        key = None
+        if after is not None:
+            if offset:
+                raise BadRequest("Invalid parameter value",
+                                 "Parameters after and offset cannot be used together")
+            key = self.cursors.key(after, meta, sort, filter_spec)
+        # One row more than asked for: whether a next page exists.
+        rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset, key,
+                                 spare=int(limit is not None))
+        cursor = None
+        if limit is not None and len(rows) > limit:
+            del rows[limit:]
+            last = sort_key(access, meta, sort or "", rows)
+            if last is not None:
+                cursor = self.cursors.token(meta, sort, filter_spec, last)
         total = count_rows(access, meta, tree) if return_count else None
-        return write_entities(meta, rows, plan, access.permissions, return_nulls), total
+        return write_entities(meta, rows, plan, access.permissions, return_nulls), total, cursor
 
-    def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None):
-        """Rows (Python values, not yet serialized) and the parsed filter."""
+    def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
+               after=None, spare=0):
+        """Rows (Python values, not yet serialized) and the parsed filter;
+        ``after``: a sort key (cursors.py); ``spare``: rows loaded beyond ``limit``."""
         require(access, meta, "read")
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)
         check_sort(sort)
         tree = self.filter(access, meta, filter_spec)
         rows = self._load(access, meta, plan, where_filter=tree, sort=sort or "",
-                          limit=limit if limit is not None else maximum, offset=offset)
+                          limit=(limit if limit is not None else maximum) + spare,
+                          offset=offset, after=after, spare=spare)
         return rows, tree
 
     def select_by_id(self, access, meta, plan, entity_id):

@@ -18,7 +18,11 @@ E = "/rest/entities/<entity_name>"
 Q = "/rest/queries/<entity_name>"
 
 TOTAL = {"X-Total-Count": header("The total count of matching entities "
-                                 "(with returnCount=true)", INTEGER, required=False)}
+                                 "(with returnCount=true)", INTEGER, required=False),
+         "Link": header('<url>; rel="next": the next page (with limit, when more rows follow)',
+                        required=False)}
+ETAG = {"ETag": header('"<version>-<digest>": send it in If-None-Match (304) or If-Match '
+                       "(PUT, DELETE: 412 when stale)", required=False)}
 
 
 def _fetch_plan(t, name="fetchPlan"):
@@ -29,6 +33,7 @@ def _page(t):
     return [query("limit", {"type": "integer", "minimum": 0, "maximum": t.max_limit},
                   f"Page size, at most {t.max_limit}"),
             query("offset", {"type": "integer", "minimum": 0}, "Rows to skip"),
+            query("after", STRING, 'The cursor from the Link rel="next" of the page before'),
             query("sort", STRING, "Comma-separated attributes, dotted through references; "
                                   f"- before one sorts descending: -date,customer.name; at most "
                                   f"{MAX_SORT_TERMS} terms"),
@@ -107,7 +112,8 @@ def count_post(t):
 
 def load_entity(t):
     return operation(f"Load one {t.one}", t.tag, {
-        **ok("The entity", t.entity), **failures("BadRequest", "Forbidden", "NotFound")},
+        **ok("The entity", t.entity, headers=ETAG),
+        **failures("BadRequest", "Forbidden", "NotFound")},
         [_fetch_plan(t), flag("returnNulls", "Write null attributes")])
 
 
