@@ -81,11 +81,19 @@ def _decode(value):
 
 
 def sort_key(access, meta, sort, rows):
-    """The sort key of the last of ``rows`` still stored (one query, more only
-    when that row was deleted meanwhile), or None. The values are the
-    database's own (no conversion either way: they compare as stored)."""
+    """The sort key of the last of ``rows``, as the database stores it (no
+    conversion when compared). Taken from the row when it holds every sort
+    column (the id alone, or attributes of the entity's own that the plan
+    loaded); else one query (more only when that row was deleted
+    meanwhile). None when no row is left."""
     query = EntityQuery(meta, access)
     columns = [column for column, _ in query.sort_terms(sort)]
+    names = _own_attributes(meta)
+    last = rows[-1]
+    own = [names.get(id(column)) for column in columns]
+    if all(name in last for name in own):
+        return [None if last[name] is None else column.db_value(last[name])
+                for column, name in zip(columns, own)]
     select = query.apply_joins(meta.model.select(*columns))
     for row in reversed(rows):
         sql, params = select.where(meta.model.id == row["id"]).limit(1).sql()
@@ -93,6 +101,18 @@ def sort_key(access, meta, sort, rows):
         if found is not None:
             return [bytes(value) if isinstance(value, memoryview) else value for value in found]
     return None
+
+
+def _own_attributes(meta):
+    """id() of the entity's own columns (Peewee fields, not their aliases in
+    joins) -> their attribute names."""
+    found = meta.__dict__.get("_cursor_columns")
+    if found is None:
+        found = meta._cursor_columns = {
+            id(prop.field): name for name, prop in meta.properties.items()
+            if prop.field is not None and prop.persistent and not prop.is_reference
+            and not prop.is_embedded and prop.field.model is meta.model}
+    return found
 
 
 def after_key(database, terms, key):
