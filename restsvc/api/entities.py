@@ -7,6 +7,7 @@ from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
 from ..web import (MAX_QUERY_BODY, empty_response, json_response, list_response, location_url,
                    next_page_url, query_bool, query_int, read_json_body, whole_number)
+from .replay import idempotent
 
 BASE = "/rest/entities/<entity_name>"
 
@@ -134,6 +135,7 @@ def _response_plan(ctx, meta):
     return ctx.app.data.plan(meta, value)
 
 
+@idempotent
 def create(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
@@ -148,6 +150,7 @@ def create(ctx, entity_name):
                          headers={"Location": location})
 
 
+@idempotent
 def update(ctx, entity_name, entity_id):
     data = ctx.app.data
     meta = data.entity(entity_name)
@@ -158,6 +161,7 @@ def update(ctx, entity_name, entity_id):
     return json_response(data.saved_response(ctx.access, meta, saved, plan)[0])
 
 
+@idempotent
 def bulk_update(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
