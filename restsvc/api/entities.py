@@ -1,6 +1,7 @@
 """Entities API: generic CRUD and search (reference section 2)."""
 from werkzeug.routing import Rule
 
+from ..data.aggregates import FUNCTIONS, aggregate
 from ..data.etags import tag_version
 from ..errors import BadRequest
 from ..jsonio import loads, raw_array
@@ -63,12 +64,17 @@ def _url_filter(ctx):
     text = ctx.request.args.get("filter")
     if text is None:
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
+    return _json_arg(text, "filter")
+
+
+def _json_arg(text, name):
+    error = "Cannot parse entities filter" if name == "filter" else "Invalid parameter value"
     try:
         return loads(text)
     except NumberOutOfBounds as exc:
-        raise BadRequest("Cannot parse entities filter", str(exc)) from None
+        raise BadRequest(error, str(exc)) from None
     except (ValueError, RecursionError):
-        raise BadRequest("Cannot parse entities filter", "The filter is not valid JSON") from None
+        raise BadRequest(error, f"The {name} is not valid JSON") from None
 
 
 def search_get(ctx, entity_name):
@@ -126,6 +132,28 @@ def count_get(ctx, entity_name):
 def count_post(ctx, entity_name):
     data = ctx.app.data
     return json_response(data.count(ctx.access, data.entity(entity_name), _search_body(ctx)["filter"]))
+
+
+def aggregate_get(ctx, entity_name):
+    args = ctx.request.args
+    spec = {key: args.get(key) for key in ("groupBy", "sort", *FUNCTIONS) if key in args}
+    for key in ("filter", "having"):
+        if args.get(key) is not None:
+            spec[key] = _json_arg(args.get(key), key)
+    spec["count"] = query_bool(ctx.request, "count")
+    if args.get("limit") is not None:
+        spec["limit"] = query_int(ctx.request, "limit")
+    return _aggregated(ctx, entity_name, spec)
+
+
+def aggregate_post(ctx, entity_name):
+    return _aggregated(ctx, entity_name, read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY))
+
+
+def _aggregated(ctx, entity_name, spec):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    return json_response(aggregate(ctx.access, meta, spec, ctx.app.settings.max_fetch_size(meta.name)))
 
 
 def _response_plan(ctx, meta):
@@ -207,6 +235,8 @@ rules = [
     Rule(f"{BASE}/search", methods=["POST"], endpoint=search_post),
     Rule(f"{BASE}/search/count", methods=["GET"], endpoint=count_get),
     Rule(f"{BASE}/search/count", methods=["POST"], endpoint=count_post),
+    Rule(f"{BASE}/aggregate", methods=["GET"], endpoint=aggregate_get),
+    Rule(f"{BASE}/aggregate", methods=["POST"], endpoint=aggregate_post),
     Rule(f"{BASE}/<entity_id>", methods=["GET"], endpoint=load_entity),
     Rule(f"{BASE}/<entity_id>", methods=["PUT"], endpoint=update),
     Rule(f"{BASE}/<entity_id>", methods=["DELETE"], endpoint=delete),
