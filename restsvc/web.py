@@ -222,10 +222,12 @@ def list_response(rows, total=None, next_url=None):
 
 
 def next_page_url(request, public_url, cursor):
-    """The request's URL with ``after`` set to the next page's cursor (None: no next page)."""
+    """The request's URL with ``after`` set to the next page's cursor (None:
+    no next page); an ``offset`` is left out (the cursor continues after it)."""
     if cursor is None:
         return None
-    query = [(name, value) for name, value in request.args.items(multi=True) if name != "after"]
+    query = [(name, value) for name, value in request.args.items(multi=True)
+             if name not in ("after", "offset")]
     query.append(("after", cursor))
     return f"{location_url(request, public_url)}?{urlencode(query)}"
 

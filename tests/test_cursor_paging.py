@@ -170,3 +170,12 @@ def test_after_and_offset_together_are_refused(client, auth):
     first = client.get("/rest/entities/Customer?limit=2", headers=auth)
     response = client.get(_next(first) + "&offset=3", headers=auth)
     assert response.status_code == 400 and "offset" in response.json["details"]
+
+
+def test_a_page_asked_with_offset_links_to_the_rows_after_it(client, auth):
+    expected = _all_ids(client, auth, "Customer", "name")
+    first = client.get("/rest/entities/Customer?sort=name&limit=3&offset=5", headers=auth)
+    assert [row["id"] for row in first.json] == expected[5:8]
+    assert "offset" not in parse_qs(urlsplit(_next(first)).query)
+    rest, _ = _walk(client, auth, _next(first))
+    assert rest == expected[8:]
