@@ -137,4 +137,17 @@ def after_key(database, terms, key):
         if beyond is not None:
             options.append(_all(equal + [beyond]))
         equal.append(same)
-    return _all(options, any_of=True) or peewee.SQL("1 = 0")
+    after = _all(options, any_of=True) or peewee.SQL("1 = 0")
+    return _all((_range_start(terms[0], key[0], sqlite), after))
+
+
+def _range_start(term, value, sqlite):
+    """The first sort column's bound, implied by the keyset condition but
+    written out: an index on that column then starts its range scan there
+    (SQLite does not derive it from the OR)."""
+    column, descending = term
+    if value is None:
+        return None
+    value = peewee.Value(value, unpack=False)
+    bound = column <= value if descending else column >= value
+    return _all((bound, column.is_null()), any_of=True) if (not sqlite) != descending else bound
