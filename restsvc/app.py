@@ -5,7 +5,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
 
 from . import db, schema
-from .api import all_rules, oauth, signin
+from .api import all_rules, oauth, replay, signin
 from .api.docs import documents
 from .application import import_application
 from .data.datamanager import DataManager
@@ -16,6 +16,7 @@ from .data.rowrules import check_declarations
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
 from .files.storage import file_storages
 from .health import Readiness
+from .idempotency import IdempotentRequest, Replays
 from .proxies import TrustedProxies
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
@@ -44,7 +45,7 @@ log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User, HistoryItem)
-BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket)
+BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest)
 # Sign-in requests are held by the sign-in limits, not by quotas.
 _UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
 
@@ -70,6 +71,7 @@ class RestApp:
         self.queries = PredefinedQueries(self.data, queries)
         self.reports = self._load_reports()
         self.tokens = TokenStore(settings.secret_key)
+        self.replays = Replays(settings.idempotency_expiry)
         self.clients = Clients(settings.clients, self.roles)
         self.users = Users(self.roles)
         limiter = FailureLimiter(settings.auth_max_failures, settings.auth_address_max_failures,
@@ -242,7 +244,12 @@ class RestApp:
             # (file upload) counts against its own limit instead.
             if not getattr(endpoint, "streams_body", False):
                 limit_body(request, self.settings.max_request_size)
-            response = endpoint(Context(self, request, principal), **args)
+            context = Context(self, request, principal)
+            if getattr(endpoint, "idempotent", False):
+                response = replay.answer(self.replays, request, principal,
+                                         lambda: endpoint(context, **args))
+            else:
+                response = endpoint(context, **args)
             if quota is not None:
                 for name, value in quota.items():
                     add_header(response, name, value)

@@ -47,6 +47,15 @@ class Conflict(ApiError):
     status = 409
 
 
+class PreconditionFailed(ApiError):
+    status = 412
+
+    def __init__(self, entity_name, entity_id):
+        super().__init__("Precondition Failed",
+                         f"Entity {entity_name} with id {entity_id} has changed since the "
+                         "ETag given in If-Match was made")
+
+
 class PayloadTooLarge(ApiError):
     status = 413
 

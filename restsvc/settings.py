@@ -51,6 +51,7 @@ _KEYS = {
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
     "svc.rest.optimistic-locking-enabled": ("optimistic_locking", parse.boolean, False),
+    "svc.rest.idempotency-expiry": ("idempotency_expiry", parse.duration, 86400),
     "svc.rest.inline-fetch-plan-enabled": ("inline_fetch_plans", parse.boolean, True),
     "svc.rest.response-fetch-plan-enabled": ("response_fetch_plans", parse.boolean, True),
     "svc.rest.inline-enabled-file-extensions": (
@@ -150,6 +151,7 @@ class Settings:
     log_requests: bool
     slow_statement: float
     tracing: bool
+    idempotency_expiry: int = 86400
     entity_max_fetch_size: dict = field(default_factory=dict)
     clients: tuple = ()
     object_storages: tuple = ()

@@ -1,7 +1,7 @@
 """Small HTTP helpers shared by the handlers: JSON in and out, typed query
 values, Content-Disposition, handlers that stream their request body."""
 import unicodedata
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlencode
 
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -210,10 +210,26 @@ def empty_response(status=200, headers=None):
     return Response(status=status, headers=headers)
 
 
-def list_response(rows, total=None):
-    """An entity list; ``X-Total-Count`` when a total was asked for (``returnCount``)."""
-    headers = {"X-Total-Count": str(total)} if total is not None else None
-    return json_response(rows, headers=headers)
+def list_response(rows, total=None, next_url=None):
+    """An entity list; ``X-Total-Count`` when a total was asked for
+    (``returnCount``), ``Link: <...>; rel="next"`` when a next page follows."""
+    headers = {}
+    if total is not None:
+        headers["X-Total-Count"] = str(total)
+    if next_url is not None:
+        headers["Link"] = f'<{next_url}>; rel="next"'
+    return json_response(rows, headers=headers or None)
+
+
+def next_page_url(request, public_url, cursor):
+    """The request's URL with ``after`` set to the next page's cursor (None:
+    no next page); an ``offset`` is left out (the cursor continues after it)."""
+    if cursor is None:
+        return None
+    query = [(name, value) for name, value in request.args.items(multi=True)
+             if name not in ("after", "offset")]
+    query.append(("after", cursor))
+    return f"{location_url(request, public_url)}?{urlencode(query)}"
 
 
 # What a JSON body may cost beyond its bytes: every value, counted (cheaply,

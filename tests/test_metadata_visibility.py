@@ -93,7 +93,8 @@ def test_a_caller_with_almost_no_rights_gets_a_valid_document(client_with_roles)
     validate(document)
     assert {path for path in document["paths"] if path.startswith("/rest/entities/")} == {
         "/rest/entities/Product", "/rest/entities/Product/search",
-        "/rest/entities/Product/search/count", "/rest/entities/Product/{entityId}"}
+        "/rest/entities/Product/search/count", "/rest/entities/Product/aggregate",
+        "/rest/entities/Product/{entityId}"}
     assert not any(path.startswith("/rest/services/") and path.count("/") == 4
                    for path in document["paths"])
 

@@ -151,7 +151,8 @@ def test_entity_operations_carry_their_real_parameters(client, auth):
     _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
     listing = document["paths"]["/rest/entities/Order"]["get"]
     params = {p["name"]: p for p in listing["parameters"]}
-    assert set(params) == {"fetchPlan", "limit", "offset", "sort", "returnNulls", "returnCount"}
+    assert set(params) == {"fetchPlan", "limit", "offset", "after", "sort", "returnNulls",
+                           "returnCount"}
     assert "order-with-details" in params["fetchPlan"]["schema"]["anyOf"][0]["enum"]
     assert params["limit"]["schema"]["maximum"] == 10000
     assert params["returnCount"]["schema"] == {"type": "boolean"}

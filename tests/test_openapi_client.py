@@ -53,7 +53,8 @@ class DocumentClient:
 
     def list(self, entity):
         op = self.find(entity, lambda p, m, o: m == "get" and "{" not in p and not any(
-            prm.get("required") for prm in o.get("parameters", [])))
+            prm.get("required") for prm in o.get("parameters", []))
+            and not p.endswith("/aggregate"))
         return self.call(*op, query={"limit": 1})
 
     def load(self, entity, entity_id):

@@ -1,13 +1,15 @@
 """Entities API: generic CRUD and search (reference section 2)."""
 from werkzeug.routing import Rule
 
+from ..data.aggregates import FUNCTIONS, aggregate
+from ..data.etags import tag_version
 from ..data.softdelete import including_deleted
 from ..errors import BadRequest
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
-from ..web import (MAX_QUERY_BODY, empty_response, json_response, location_url, query_bool,
-                   query_int, read_json_body, whole_number)
-from ..web import list_response as _listed
+from ..web import (MAX_QUERY_BODY, empty_response, json_response, list_response, location_url,
+                   next_page_url, query_bool, query_int, read_json_body, whole_number)
+from .replay import idempotent
 
 BASE = "/rest/entities/<entity_name>"
 
@@ -15,7 +17,7 @@ BASE = "/rest/entities/<entity_name>"
 def _page(ctx):
     args = ctx.request.args
     return dict(sort=args.get("sort"), limit=query_int(ctx.request, "limit"),
-                offset=query_int(ctx.request, "offset"),
+                offset=query_int(ctx.request, "offset"), after=args.get("after"),
                 return_nulls=query_bool(ctx.request, "returnNulls"),
                 return_count=query_bool(ctx.request, "returnCount"))
 
@@ -27,45 +29,74 @@ def _reader(ctx):
     return ctx.access
 
 
+def _listed(ctx, rows, total, cursor):
+    """A page of a list; its next page's URL continues with ``after``."""
+    return list_response(rows, total,
+                         next_page_url(ctx.request, ctx.app.settings.public_url, cursor))
+
+
 def list_entities(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _listed(*data.search(_reader(ctx), meta, plan, **_page(ctx)))
+    return _listed(ctx, *data.search(_reader(ctx), meta, plan, **_page(ctx)))
 
 
 def load_entity(ctx, entity_name, entity_id):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return json_response(data.load(_reader(ctx), meta, entity_id, plan,
-                                   query_bool(ctx.request, "returnNulls")))
+    known = ctx.request.if_none_match
+    body, tag = data.load_tagged(_reader(ctx), meta, entity_id, plan,
+                                 query_bool(ctx.request, "returnNulls"),
+                                 unchanged=(lambda tag: known.contains_weak(tag[1:-1])) if known
+                                 else None)
+    headers = {"ETag": tag} if tag else None
+    if body is None:
+        return empty_response(304, headers=headers)
+    return json_response(body, headers=headers)
+
+
+def _if_match(ctx):
+    """The versions the ``If-Match`` ETags stand for (strong comparison: weak
+    tags match nothing); None without the header or with ``*``."""
+    if "If-Match" not in ctx.request.headers:
+        return None
+    tags = ctx.request.if_match
+    if tags.star_tag:
+        return None
+    return tuple({version for version in map(tag_version, tags.as_set()) if version is not None})
 
 
 def entity_history(ctx, entity_name, entity_id):
     """One entity's HistoryItems, newest first (data/history.py)."""
     data = ctx.app.data
     meta = data.entity(entity_name)
-    return _listed(*data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))
+    return _listed(ctx, *data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))
 
 
 def _url_filter(ctx):
     text = ctx.request.args.get("filter")
     if text is None:
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
+    return _json_arg(text, "filter")
+
+
+def _json_arg(text, name):
+    error = "Cannot parse entities filter" if name == "filter" else "Invalid parameter value"
     try:
         return loads(text)
     except NumberOutOfBounds as exc:
-        raise BadRequest("Cannot parse entities filter", str(exc)) from None
+        raise BadRequest(error, str(exc)) from None
     except (ValueError, RecursionError):
-        raise BadRequest("Cannot parse entities filter", "The filter is not valid JSON") from None
+        raise BadRequest(error, f"The {name} is not valid JSON") from None
 
 
 def search_get(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _listed(*data.search(_reader(ctx), meta, plan, _url_filter(ctx), **_page(ctx)))
+    return _listed(ctx, *data.search(_reader(ctx), meta, plan, _url_filter(ctx), **_page(ctx)))
 
 
 def search_post(ctx, entity_name):
@@ -73,9 +104,10 @@ def search_post(ctx, entity_name):
     meta = data.entity(entity_name)
     body = _search_body(ctx)
     plan = data.plan(meta, body.get("fetchPlan"))
-    return _listed(*data.search(
+    return _listed(ctx, *data.search(
         _reader(ctx), meta, plan, body["filter"], sort=_typed(body, "sort", str),
         limit=_count(body, "limit"), offset=_count(body, "offset"),
+        after=_typed(body, "after", str) or ctx.request.args.get("after"),
         return_nulls=bool(_typed(body, "returnNulls", bool)),
         return_count=bool(_typed(body, "returnCount", bool))))
 
@@ -118,6 +150,28 @@ def count_post(ctx, entity_name):
                                     _search_body(ctx)["filter"]))
 
 
+def aggregate_get(ctx, entity_name):
+    args = ctx.request.args
+    spec = {key: args.get(key) for key in ("groupBy", "sort", *FUNCTIONS) if key in args}
+    for key in ("filter", "having"):
+        if args.get(key) is not None:
+            spec[key] = _json_arg(args.get(key), key)
+    spec["count"] = query_bool(ctx.request, "count")
+    if args.get("limit") is not None:
+        spec["limit"] = query_int(ctx.request, "limit")
+    return _aggregated(ctx, entity_name, spec)
+
+
+def aggregate_post(ctx, entity_name):
+    return _aggregated(ctx, entity_name, read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY))
+
+
+def _aggregated(ctx, entity_name, spec):
+    data = ctx.app.data
+    meta = data.entity(entity_name)
+    return json_response(aggregate(ctx.access, meta, spec, ctx.app.settings.max_fetch_size(meta.name)))
+
+
 def _response_plan(ctx, meta):
     value = ctx.request.args.get("responseFetchPlan") or ctx.request.args.get("responseView")
     if not value or not ctx.app.settings.response_fetch_plans:
@@ -125,6 +179,7 @@ def _response_plan(ctx, meta):
     return ctx.app.data.plan(meta, value)
 
 
+@idempotent
 def create(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
@@ -139,15 +194,18 @@ def create(ctx, entity_name):
                          headers={"Location": location})
 
 
+@idempotent
 def update(ctx, entity_name, entity_id):
     data = ctx.app.data
     meta = data.entity(entity_name)
     body = read_json_body(ctx.request)
     plan = _response_plan(ctx, meta)
-    saved = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False)
+    saved = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False,
+                      if_match=_if_match(ctx))
     return json_response(data.saved_response(ctx.access, meta, saved, plan)[0])
 
 
+@idempotent
 def bulk_update(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
@@ -162,7 +220,7 @@ def bulk_update(ctx, entity_name):
 
 def delete(ctx, entity_name, entity_id):
     data = ctx.app.data
-    data.delete(ctx.access, data.entity(entity_name), [entity_id])
+    data.delete(ctx.access, data.entity(entity_name), [entity_id], if_match=_if_match(ctx))
     return empty_response(204)
 
 
@@ -207,6 +265,8 @@ rules = [
     Rule(f"{BASE}/search", methods=["POST"], endpoint=search_post),
     Rule(f"{BASE}/search/count", methods=["GET"], endpoint=count_get),
     Rule(f"{BASE}/search/count", methods=["POST"], endpoint=count_post),
+    Rule(f"{BASE}/aggregate", methods=["GET"], endpoint=aggregate_get),
+    Rule(f"{BASE}/aggregate", methods=["POST"], endpoint=aggregate_post),
     Rule(f"{BASE}/<entity_id>", methods=["GET"], endpoint=load_entity),
     Rule(f"{BASE}/<entity_id>", methods=["PUT"], endpoint=update),
     Rule(f"{BASE}/<entity_id>", methods=["DELETE"], endpoint=delete),

@@ -4,8 +4,8 @@ from werkzeug.wrappers import Response
 
 from ..data.queries import query_string_values
 from ..errors import BadRequest
-from ..web import (MAX_QUERY_BODY, json_response, list_response, query_bool, query_int,
-                   read_json_body)
+from ..web import (MAX_QUERY_BODY, json_response, list_response, next_page_url, query_bool,
+                   query_int, read_json_body)
 
 BASE = "/rest/queries/<entity_name>"
 
@@ -32,11 +32,13 @@ def _query_and_values(ctx, entity_name, query_name):
 def run_query(ctx, entity_name, query_name):
     query, values = _query_and_values(ctx, entity_name, query_name)
     args = ctx.request.args
-    return list_response(*ctx.app.queries.run(
+    rows, total, cursor = ctx.app.queries.run(
         ctx.access, query, values, fetch_plan=args.get("fetchPlan") or args.get("view"),
         limit=query_int(ctx.request, "limit"), offset=query_int(ctx.request, "offset"),
         return_nulls=query_bool(ctx.request, "returnNulls"),
-        return_count=query_bool(ctx.request, "returnCount")))
+        return_count=query_bool(ctx.request, "returnCount"), after=args.get("after"))
+    return list_response(rows, total, next_page_url(ctx.request, ctx.app.settings.public_url,
+                                                    cursor))
 
 
 def count_query(ctx, entity_name, query_name):

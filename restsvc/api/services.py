@@ -5,6 +5,7 @@ from werkzeug.routing import Rule
 
 from ..errors import BadRequest
 from ..web import MAX_QUERY_BODY, empty_response, json_response, read_json_body, text_response
+from .replay import idempotent
 
 
 def list_services(ctx):
@@ -15,6 +16,7 @@ def get_service(ctx, service_name):
     return json_response(ctx.app.services.describe(ctx.permissions, service_name))
 
 
+@idempotent
 def invoke(ctx, service_name, method_name):
     """GET: parameters in the query string; POST: one JSON object (no body: none).
     The permission check comes before any parameter is read."""

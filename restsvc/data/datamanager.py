@@ -5,11 +5,13 @@ applies entity, attribute and row-level policies; results come back as JSON
 text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
 from ..db import is_sqlite, write_transaction
-from ..errors import BadRequest, NotFound, ValidationFailed
+from ..errors import BadRequest, NotFound, PreconditionFailed, ValidationFailed
 from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
+from .cursors import Cursors, sort_key
+from .etags import entity_tag, versioned
 from .filters import Condition, Group, parse_filter
 from . import softdelete
 from .history import HISTORY_ITEM
@@ -25,6 +27,7 @@ class DataManager:
         self.metadata = metadata
         self.database = database
         self.sql_cache = {}
+        self.cursors = Cursors(settings.secret_key)
 
     def entity(self, name):
         meta = self.metadata.entity(name)
@@ -36,42 +39,74 @@ class DataManager:
         return resolve_request_plan(meta, value, self.settings.inline_fetch_plans, default,
                                     self.settings.max_fetch_plan_depth)
 
-    def _load(self, access, meta, plan, **query):
+    def _load(self, access, meta, plan, tagged=False, spare=0, **query):
         """Rows to serialize along ``plan`` (None: instance names only), within
         the answer's entity budget; what serializing them would write is
-        counted before anything is written."""
-        budget = Budget(self.settings.max_response_entities)
+        counted before anything is written. ``tagged``: with their versions."""
+        budget = Budget(self.settings.max_response_entities, spare)
         loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
+        if tagged:
+            loading = versioned(meta, loading)
         rows = select_rows(access, meta, loading, budget=budget, **query)
-        if count_objects(meta, rows, plan, access.permissions, budget.limit) > budget.limit:
+        allowed = budget.limit + budget.spare
+        if count_objects(meta, rows, plan, access.permissions, allowed) > allowed:
             raise budget.exceeded()
         return rows
 
     # -- reading -----------------------------------------------------------
     def load(self, access, meta, entity_id, plan, return_nulls=False):
+        return self.load_tagged(access, meta, entity_id, plan, return_nulls)[0]
+
+    def load_tagged(self, access, meta, entity_id, plan, return_nulls=False, unchanged=None):
+        """(JSON text, ETag) of one entity; the ETag is None for an entity
+        without a version. When ``unchanged(etag)`` holds, the body is not
+        written (None): the caller already has it."""
         require(access, meta, "read")
         key = parse_id(meta, entity_id)
-        rows = self._load(access, meta, plan, key_field=meta.model.id, keys=[key])
+        rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key])
         if not rows:
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
-        return write_entity(meta, rows[0], plan, access.permissions, return_nulls)
+        tag = entity_tag(rows[0], plan, access.permissions, access.session, return_nulls)
+        if tag is not None and unchanged is not None and unchanged(tag):
+            return None, tag
+        return write_entity(meta, rows[0], plan, access.permissions, return_nulls), tag
 
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
-               return_nulls=False, return_count=False):
-        """A page of entities (JSON text) and, when asked, the total count (None otherwise)."""
-        rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset)
+               return_nulls=False, return_count=False, after=None):
+        """A page of entities (JSON text), the total count when asked (None
+        otherwise) and, when ``limit`` was given and more rows follow, the
+        cursor of the next page (None otherwise). ``after``: a cursor from
+        an earlier page of the same entity, sort and filter."""
+        key = None
+        if after is not None:
+            if offset:
+                raise BadRequest("Invalid parameter value",
+                                 "Parameters after and offset cannot be used together")
+            key = self.cursors.key(after, meta, sort, filter_spec)
+        # One row more than asked for: whether a next page exists.
+        rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset, key,
+                                 spare=int(limit is not None))
+        cursor = None
+        if limit is not None and len(rows) > limit:
+            del rows[limit:]
+            last = sort_key(access, meta, sort or "", rows)
+            if last is not None:
+                cursor = self.cursors.token(meta, sort, filter_spec, last)
         total = count_rows(access, meta, tree) if return_count else None
-        return write_entities(meta, rows, plan, access.permissions, return_nulls), total
+        return write_entities(meta, rows, plan, access.permissions, return_nulls), total, cursor
 
-    def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None):
-        """Rows (Python values, not yet serialized) and the parsed filter."""
+    def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
+               after=None, spare=0):
+        """Rows (Python values, not yet serialized) and the parsed filter;
+        ``after``: a sort key (cursors.py); ``spare``: rows loaded beyond ``limit``."""
         require(access, meta, "read")
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)
         check_sort(sort)
         tree = self.filter(access, meta, filter_spec)
         rows = self._load(access, meta, plan, where_filter=tree, sort=sort or "",
-                          limit=limit if limit is not None else maximum, offset=offset)
+                          limit=(limit if limit is not None else maximum) + spare,
+                          offset=offset, after=after, spare=spare)
         return rows, tree
 
     def select_by_id(self, access, meta, plan, entity_id):
@@ -142,12 +177,14 @@ class DataManager:
         if importer.violations:
             raise ValidationFailed(importer.violations)
 
-    def save(self, access, meta, bodies, entity_ids=None, creating=None, bulk=False):
+    def save(self, access, meta, bodies, entity_ids=None, creating=None, bulk=False,
+             if_match=None):
         """Create or update entities in one transaction; returns the operations
         (each with its ``id`` and the ``values`` written).
 
         ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
-        upsert by the body's id (create), False means the rows must exist (update)."""
+        upsert by the body's id (create), False means the rows must exist (update).
+        ``if_match``: the versions an update's ``If-Match`` names (412 otherwise)."""
         limit = self.settings.max_bulk_size
         if len(bodies) > limit:
             raise too_many_entities(limit)
@@ -164,6 +201,10 @@ class DataManager:
             operations.append(importer.plan(meta, body, prefix, entity_id, creating))
         if importer.violations:
             raise ValidationFailed(importer.violations)
+        if if_match is not None:
+            for operation in operations:
+                _check_versioned(meta, operation.id)
+                operation.expected_version = if_match
         single = operations[0] if len(operations) == 1 and operations[0].is_one_statement else None
         # Row rules on writes need the transaction: a refusal after the
         # statement rolls it back.
@@ -185,8 +226,8 @@ class DataManager:
                     writer.save(operation)
         return operations
 
-    def delete(self, access, meta, entity_ids):
-        """Delete rows by id, all or nothing."""
+    def delete(self, access, meta, entity_ids, if_match=None):
+        """Delete rows by id, all or nothing; ``if_match`` as for ``save``."""
         require(access, meta, "delete")
         if len(entity_ids) > self.settings.max_bulk_size:
             raise too_many_entities(self.settings.max_bulk_size)
@@ -199,7 +240,9 @@ class DataManager:
                                    f"Entity {meta.name} with id {entity_id} not found")
                 if hasattr(meta.model, "check_change"):     # e.g. User
                     meta.model.check_change(access, key, None)
-            Writer(access).delete(meta, keys)
+            if if_match is not None:
+                _check_versioned(meta, entity_ids[0])
+            Writer(access).delete(meta, keys, if_match)
 
     def restore(self, access, meta, entity_id):
         return softdelete.restore(access, meta, entity_id)
@@ -233,6 +276,12 @@ def _name_from_values(meta, saved):
     return names and all(
         not meta.properties[name].is_reference and name in op.values
         for op in saved for name in names)
+
+
+def _check_versioned(meta, entity_id):
+    """An entity without a version has no ETag: no If-Match can match it."""
+    if "version" not in meta.properties:
+        raise PreconditionFailed(meta.name, entity_id)
 
 
 def _required_id(meta, body):

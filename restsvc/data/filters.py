@@ -194,3 +194,10 @@ def _show(value):
 def parse_filter(meta, spec, permissions=None, session=None):
     """Validate a filter; ``permissions`` limits it to attributes the caller sees."""
     return _Parser(meta, permissions, session).root(spec)
+
+
+def parse_path(meta, dotted, permissions=None, session=None):
+    """A dotted attribute path as a filter condition resolves it (to-one
+    references, embedded values and collections crossed; 400 for what the
+    caller cannot see)."""
+    return _Parser(meta, permissions, session).path(dotted)

@@ -39,7 +39,7 @@ class Operation:
     creating: bool
     id: object
     values: dict                        # peewee field name -> Python value
-    expected_version: int = None
+    expected_version: object = None     # a version, or a tuple of them (If-Match)
     children: list = field(default_factory=list)     # (prop, [Operation])
     members: list = field(default_factory=list)      # (many-to-many prop, [member id])
     instance: object = None     # creating: the model instance the validators saw, then inserted

@@ -12,6 +12,7 @@ import peewee
 from ..errors import BadRequest
 from ..model.fetchplan import ids_only
 from .columns import conversions, converter, read_rows
+from .cursors import after_key
 from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
@@ -68,9 +69,13 @@ class Budget:
     Loading counts the rows it reads and asks no query for more than are
     left; the serializer counts the objects it would write before writing."""
 
-    def __init__(self, limit):
+    def __init__(self, limit, spare=0):
+        # ``spare`` rows more may be loaded to see whether a next page
+        # exists; they are dropped before writing, and each holds at least
+        # one entity, so what is written stays within ``limit``.
         self.limit = limit
-        self.left = limit
+        self.spare = spare
+        self.left = limit + spare
 
     def take(self, count):
         self.left -= count
@@ -91,13 +96,14 @@ def visible_ids(access, meta, keys):
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
                 key_field=None, keys=None, parent_column=None, budget=None, via=None,
-                with_deleted=False):
+                with_deleted=False, after=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
     counted against ``budget`` (a Budget, or None for no bound). ``via``: a
     many-to-many Link whose table is joined (``key_field`` is one of its columns).
     Soft-deleted rows are left out unless the caller asked for them or
-    ``with_deleted`` (a to-one reference from a live row)."""
+    ``with_deleted`` (a to-one reference from a live row). ``after``: a sort
+    key (cursors.py); only rows after it in the sort."""
     columns, names, converting, signature, transients, embedded = _columns(meta, plan)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
@@ -106,7 +112,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
     keys = list(keys) if keys is not None else None
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
-                             key_field, keys, via, with_deleted)
+                             key_field, keys, via, with_deleted, after)
     cursor = access.database.execute_sql(sql, params)
     rows = read_rows(cursor, names, converting)
     if embedded:
@@ -124,19 +130,22 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
 
 
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
-               keys, via=None, with_deleted=False):
+               keys, via=None, with_deleted=False, after=None):
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
     and reused with the new parameters. A shape is kept only when its
-    parameters, worked out without Peewee, are exactly the ones Peewee bound."""
+    parameters, worked out without Peewee, are exactly the ones Peewee bound.
+    A page after a cursor is built each time (its key's values are parameters
+    of a shape of their own)."""
     params = list(map(_key_converter(key_field), keys)) if keys is not None else []
     if limit is not None:
         params.append(limit)
     if offset:
         params.append(offset)
     cache_key = None
-    if not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule"):
+    if (after is None and not access.permissions.row_restricted(meta.name)
+            and not hasattr(meta.model, "row_rule")):
         shape = None
         if where_filter is not None:
             shape, filter_params = filter_shape(access.database, where_filter)
@@ -154,7 +163,11 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if keys is not None:
         matches = key_field == keys[0] if len(keys) == 1 else key_field.in_(keys)
         condition = matches if condition is None else condition & matches
-    order = query.order_by(sort) if sort is not None else None    # may add joins
+    terms = query.sort_terms(sort) if sort is not None else None    # may add joins
+    order = [column.desc() if descending else column.asc() for column, descending in terms or ()]
+    if after is not None:
+        keyset = after_key(access.database, terms, after)
+        condition = keyset if condition is None else condition & keyset
     select = query.apply_joins(meta.model.select(*[field for _, field in columns]))
     if via is not None:
         select = select.join_from(meta.model, via.through, on=(via.member_field == meta.model.id))

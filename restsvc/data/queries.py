@@ -161,17 +161,19 @@ class PredefinedQueries:
         return query
 
     def run(self, access, query, raw_values, fetch_plan=None, limit=None, offset=None,
-            return_nulls=False, return_count=False):
-        """A page of results and the total count when asked (None otherwise).
+            return_nulls=False, return_count=False, after=None):
+        """A page of results, the total count when asked (None otherwise) and
+        the next page's cursor (DataManager.search).
         Request limit/offset win over the query's; without both, the maximum
-        fetch size applies (and caps both)."""
+        fetch size applies (and caps both). ``after``: a cursor, as for searches."""
         plan = _named_plan(query.entity, fetch_plan or query.fetch_plan)
         search_filter = query.search_filter(query.bind(raw_values), access)
         return self.data.search(
             access, query.entity, plan, search_filter,
             limit=limit if limit is not None else query.limit,
-            offset=offset if offset is not None else query.offset,
-            return_nulls=return_nulls, return_count=return_count)
+            # A cursor continues where the query's own offset started.
+            offset=offset if offset is not None or after is not None else query.offset,
+            return_nulls=return_nulls, return_count=return_count, after=after)
 
     def count(self, access, query, raw_values):
         return self.data.count(access, query.entity,

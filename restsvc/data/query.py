@@ -167,9 +167,10 @@ class EntityQuery:
                      self.compile(filter_tree) if filter_tree is not None else None))
 
     # -- sort --------------------------------------------------------------
-    def order_by(self, sort):
-        """``name,-date,+customer.name`` -> ORDER BY terms; the id breaks ties.
-        Unknown, hidden and to-many properties are skipped (reference 2.3)."""
+    def sort_terms(self, sort):
+        """``name,-date,+customer.name`` -> (column, descending) pairs of ORDER
+        BY, the id last to break ties (may add joins). Unknown, hidden and
+        to-many properties are skipped (reference 2.3)."""
         terms = []
         for item in (sort or "").split(","):
             item = item.strip()
@@ -180,9 +181,8 @@ class EntityQuery:
             if path is None:
                 continue
             for expanded in self._expand(path, set()):
-                column = self.column(expanded)
-                terms.append(column.desc() if descending else column.asc())
-        terms.append(self.model.id.asc())
+                terms.append((self.column(expanded), descending))
+        terms.append((self.model.id, False))
         return terms
 
     def _sort_path(self, dotted):

@@ -20,6 +20,7 @@ from ..db import write_transaction
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from . import history
 from .access import require, utc_now
+from .etags import version_is
 from .loader import visible_ids
 
 SEE_DELETED, RESTORE, PURGE = "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge"
@@ -33,17 +34,23 @@ def including_deleted(access):
     return dataclasses.replace(access, include_deleted=True)
 
 
-def mark(access, meta, ids, when=None):
-    """Mark live rows deleted, and their soft-deleted composition children."""
+def mark(access, meta, ids, when=None, versions=None):
+    """Mark live rows deleted, and their soft-deleted composition children;
+    how many of ``ids`` were marked. ``versions`` (If-Match): only rows at
+    one of them."""
     when = when or utc_now()
     model = meta.model
-    model.update(deletedDate=when, deletedBy=access.username, version=model.version + 1) \
-        .where(model.id.in_(list(ids)) & model.deletedDate.is_null()).execute()
+    condition = model.id.in_(list(ids)) & model.deletedDate.is_null()
+    if versions is not None:
+        condition &= version_is(model, versions)
+    marked = model.update(deletedDate=when, deletedBy=access.username,
+                          version=model.version + 1).where(condition).execute()
     for prop, child in _owned(meta):
         children = [row[0] for row in child.model.select(child.model.id).where(
             prop.back_field.in_(list(ids)) & child.model.deletedDate.is_null()).tuples()]
         if children:
             mark(access, child, children, when)
+    return marked
 
 
 def _owned(meta):

@@ -28,10 +28,11 @@ import contextlib
 
 import peewee
 
-from ..errors import ApiError, BadRequest, Conflict, NotFound
+from ..errors import ApiError, BadRequest, Conflict, NotFound, PreconditionFailed
 from ..model.fetchplan import ids_only
 from . import history, softdelete
 from .access import require, utc_now
+from .etags import version_is
 from .loader import select_rows
 from .query import EntityQuery
 from .rowrules import check_members, check_rows
@@ -210,11 +211,14 @@ class Writer:
     def _update(operation, values):
         model = operation.meta.model
         condition = model.id == operation.id
-        if operation.expected_version is not None:
-            condition &= model.version == operation.expected_version
+        expected = operation.expected_version
+        if expected is not None:
+            condition &= version_is(model, expected)
         changed = model.update(**values, version=model.version + 1).where(condition).execute()
         if changed == 0:
-            if operation.expected_version is not None:
+            if isinstance(expected, tuple):      # If-Match
+                raise PreconditionFailed(operation.meta.name, operation.id)
+            if expected is not None:
                 raise ApiError("Optimistic lock",
                                f"Object of class [{operation.meta.name}] with identifier "
                                f"[{operation.id}]: optimistic locking failed")
@@ -222,16 +226,19 @@ class Writer:
                            f"Entity {operation.meta.name} with id {operation.id} not found")
 
     # -- delete ------------------------------------------------------------
-    def delete(self, meta, ids, with_owner=False, purge=False):
+    def delete(self, meta, ids, expected_versions=None, with_owner=False, purge=False):
         """Delete rows (their compositions and memberships go with them);
-        refuse while other rows refer to them. ``with_owner``: children
-        removed by their owner's save, which checks the owner's rules. A
-        ``soft_delete`` entity's rows are marked instead (data/softdelete.py),
+        refuse while other rows refer to them. ``expected_versions`` (If-Match):
+        only rows at one of them are deleted, else nothing is. ``with_owner``:
+        children removed by their owner's save, which checks the owner's rules.
+        A ``soft_delete`` entity's rows are marked instead (data/softdelete.py),
         unless purged."""
         check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
         if meta.soft_delete and not purge:
             self.history_of_delete(meta, ids)
-            softdelete.mark(self.access, meta, ids)
+            marked = softdelete.mark(self.access, meta, ids, versions=expected_versions)
+            if expected_versions is not None and marked < len(ids):
+                raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
             return
         model = meta.model
         for ref_meta, fk in _referrers(self.access.metadata, meta):
@@ -244,11 +251,16 @@ class Writer:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
         doomed = list(model.select().where(model.id.in_(ids))) if hook else ()
+        condition = model.id.in_(ids)
+        if expected_versions is not None:
+            condition &= version_is(model, expected_versions)
         try:
-            model.delete().where(model.id.in_(ids)).execute()
+            deleted = model.delete().where(condition).execute()
         except peewee.IntegrityError:
             raise Conflict("Delete policy violation",
                            f"Unable to delete {meta.name} because other rows refer to it") from None
+        if expected_versions is not None and deleted < len(ids):
+            raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
         for instance in doomed:
             hook(instance)
 
@@ -278,6 +290,7 @@ def _failures(operation):
                                   "(for example a value that must be unique)") from None
     except peewee.DataError:
         raise BadRequest(failure, "A value does not fit its database column") from None
+
 
 
 def child_ids(access, prop, parent_id):

@@ -18,7 +18,11 @@ E = "/rest/entities/<entity_name>"
 Q = "/rest/queries/<entity_name>"
 
 TOTAL = {"X-Total-Count": header("The total count of matching entities "
-                                 "(with returnCount=true)", INTEGER, required=False)}
+                                 "(with returnCount=true)", INTEGER, required=False),
+         "Link": header('<url>; rel="next": the next page (with limit, when more rows follow)',
+                        required=False)}
+ETAG = {"ETag": header('"<version>-<digest>": send it in If-None-Match (304) or If-Match '
+                       "(PUT, DELETE: 412 when stale)", required=False)}
 
 
 def _fetch_plan(t, name="fetchPlan"):
@@ -29,6 +33,7 @@ def _page(t):
     return [query("limit", {"type": "integer", "minimum": 0, "maximum": t.max_limit},
                   f"Page size, at most {t.max_limit}"),
             query("offset", {"type": "integer", "minimum": 0}, "Rows to skip"),
+            query("after", STRING, 'The cursor from the Link rel="next" of the page before'),
             query("sort", STRING, "Comma-separated attributes, dotted through references; "
                                   f"- before one sorts descending: -date,customer.name; at most "
                                   f"{MAX_SORT_TERMS} terms"),
@@ -105,9 +110,42 @@ def count_post(t):
                         "required": ["filter"]}))
 
 
+_NAMES = {"type": "array", "items": STRING}
+_AGGREGATES = ("countDistinct", "sum", "avg", "min", "max")
+_AGGREGATE = {"type": "object", "properties": {
+    "group": {"type": "object", "description": "The groupBy items and their values"},
+    "count": INTEGER, **{name: {"type": "object"} for name in _AGGREGATES}}}
+_AGGREGATE_TEXT = ("groupBy: attributes, to-one paths or year(date), month(date), day(date); "
+                   "count; countDistinct, sum, avg, min, max: attributes; having: conditions "
+                   "on count, sum.amount...; sort: -count,grade; limit: groups")
+
+
+def aggregate_get(t):
+    return operation(f"Aggregate {t.label}", t.tag, {
+        **ok("One object per group", array(_AGGREGATE)),
+        **_entity_failures(t, "BadRequest", "Forbidden")},
+        [json_query("filter", ref("filter"), "The search filter as URL-encoded JSON"),
+         query("groupBy", STRING, _AGGREGATE_TEXT), flag("count", "Count the rows of each group"),
+         *[query(name, STRING, "Comma-separated attributes") for name in _AGGREGATES],
+         json_query("having", {"type": "object"}, "Conditions on the aggregates"),
+         query("sort", STRING, "Comma-separated result keys, - for descending"),
+         query("limit", INTEGER, "At most this many groups")])
+
+
+def aggregate_post(t):
+    return operation(f"Aggregate {t.label} (request in the body)", t.tag, {
+        **ok("One object per group", array(_AGGREGATE)),
+        **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge")},
+        body=json_body({"type": "object", "properties": {
+            "filter": ref("filter"), "groupBy": _NAMES, "count": {"type": "boolean"},
+            **{name: _NAMES for name in _AGGREGATES}, "having": {"type": "object"},
+            "sort": STRING, "limit": INTEGER}}, _AGGREGATE_TEXT))
+
+
 def load_entity(t):
     return operation(f"Load one {t.one}", t.tag, {
-        **ok("The entity", t.entity), **failures("BadRequest", "Forbidden", "NotFound")},
+        **ok("The entity", t.entity, headers=ETAG),
+        **failures("BadRequest", "Forbidden", "NotFound")},
         [_fetch_plan(t), flag("returnNulls", "Write null attributes")])
 
 
@@ -193,6 +231,7 @@ ENTITY_OPERATIONS = {
     ("PUT", E): bulk_update, ("DELETE", E): bulk_delete,
     ("GET", f"{E}/search"): search_get, ("POST", f"{E}/search"): search_post,
     ("GET", f"{E}/search/count"): count_get, ("POST", f"{E}/search/count"): count_post,
+    ("GET", f"{E}/aggregate"): aggregate_get, ("POST", f"{E}/aggregate"): aggregate_post,
     ("GET", f"{E}/<entity_id>"): load_entity, ("PUT", f"{E}/<entity_id>"): update_entity,
     ("DELETE", f"{E}/<entity_id>"): delete_entity,
     ("GET", f"{E}/<entity_id>/history"): entity_history,

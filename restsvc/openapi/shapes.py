@@ -36,6 +36,8 @@ class Typing:
             "sort": {"type": "string", "description": "As the sort query parameter"},
             "limit": {"type": "integer", "minimum": 0, "maximum": self.max_limit},
             "offset": {"type": "integer", "minimum": 0},
+            "after": {"type": "string", "description": 'The cursor from the Link rel="next" '
+                                                       "of the page before"},
             "returnNulls": BOOLEAN, "returnCount": BOOLEAN}}
 
 

@@ -1,0 +1,205 @@
+"""Aggregates: counts, sums, averages, minima and maxima per group, in one query.
+
+A request names ``groupBy`` items (attributes, to-one paths, or a date part
+of a date attribute: ``year(date)``, ``month(date)`` = year and month,
+``day(date)``), ``count``, and attributes for ``countDistinct``, ``sum``,
+``avg``, ``min`` and ``max``; ``having`` filters the groups (conditions on
+``count``, ``sum.amount``...), ``sort`` orders them (``-count,grade``) and
+``limit`` bounds how many come back. Every path is resolved as a filter's
+is, under the caller's attribute permissions (a hidden attribute is unknown
+here as there), and the caller's row-level rules apply before aggregating.
+"""
+import decimal
+
+import peewee
+
+from ..db import is_sqlite
+from ..errors import BadRequest
+from .access import require
+from .filters import parse_filter, parse_path, value_kind
+from .query import EntityQuery, _all
+
+FUNCTIONS = ("countDistinct", "sum", "avg", "min", "max")
+_KINDS = {"countDistinct": None, "sum": ("number",), "avg": ("number",),
+          "min": ("number", "date", "time"), "max": ("number", "date", "time")}
+_SQL = {"countDistinct": lambda column: peewee.fn.COUNT(column.distinct()),
+        "sum": peewee.fn.SUM, "avg": peewee.fn.AVG, "min": peewee.fn.MIN, "max": peewee.fn.MAX}
+_PARTS = {"year": ("%Y", "YYYY"), "month": ("%Y-%m", "YYYY-MM"), "day": ("%Y-%m-%d", "YYYY-MM-DD")}
+_COMPARE = {"=": "__eq__", "<>": "__ne__", ">": "__gt__", ">=": "__ge__", "<": "__lt__",
+            "<=": "__le__"}
+MAX_ITEMS = 16
+
+
+def _bad(details):
+    return BadRequest("Invalid aggregate request", details)
+
+
+def names(value, key):
+    """A list of names: a JSON array of strings or one comma-separated string."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [item.strip() for item in value.split(",") if item.strip()]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _bad(f"{key} must be a list of attribute names")
+    if len(value) > MAX_ITEMS:
+        raise _bad(f"{key} may name at most {MAX_ITEMS} items")
+    return value
+
+
+class _Aggregate:
+    def __init__(self, access, meta):
+        self.access = access
+        self.meta = meta
+        self.query = EntityQuery(meta, access)
+        self.results = []       # (key, expression, to_json)
+        self.by_key = {}
+
+    def path(self, dotted):
+        try:
+            path = parse_path(self.meta, dotted, self.access.permissions, self.access.session)
+        except BadRequest as exc:
+            raise _bad(exc.details) from None
+        if any(prop.is_collection for prop in path):
+            raise _bad(f"{dotted} crosses a collection: only to-one paths can be aggregated")
+        return path
+
+    def add(self, key, expression, to_json, grouped=False):
+        if key in self.by_key:
+            raise _bad(f"{key} is asked for twice")
+        self.results.append((key, expression, to_json, grouped))
+        self.by_key[key] = (expression, to_json)
+
+    def group(self, item):
+        part, dotted = None, item
+        if item.endswith(")") and "(" in item:
+            part, dotted = item[:-1].split("(", 1)
+            if part not in _PARTS:
+                raise _bad(f"Unknown date part {part}: year, month or day")
+        path = self.path(dotted)
+        prop = path[-1]
+        column = self.query.column(path)
+        if part is None:
+            self.add(item, column, _converter(prop, column), grouped=True)
+            return
+        if value_kind(prop) != "date":
+            raise _bad(f"{dotted} is not a date: {part}() needs one")
+        sqlite_format, pg_format = _PARTS[part]
+        expression = (peewee.fn.strftime(sqlite_format, column)
+                      if is_sqlite(self.access.database) else peewee.fn.to_char(column, pg_format))
+        self.add(item, expression, int if part == "year" else str, grouped=True)
+
+    def function(self, name, dotted):
+        path = self.path(dotted)
+        prop = path[-1]
+        kinds = _KINDS[name]
+        if kinds is not None and value_kind(prop) not in kinds:
+            raise _bad(f"{name} is not available for {dotted} ({prop.type_name})")
+        column = self.query.column(path)
+        to_json = int if name == "countDistinct" else _converter(prop, column, name)
+        self.add(f"{name}.{dotted}", _SQL[name](column), to_json)
+
+    def having(self, spec, depth=0):
+        if not isinstance(spec, dict) or not isinstance(spec.get("conditions"), list) or depth > 8:
+            raise _bad("having is a group of conditions: {\"conditions\": [...]}")
+        kind = str(spec.get("group", "AND")).upper()
+        parts = []
+        for item in spec["conditions"][:MAX_ITEMS * 4]:
+            if isinstance(item, dict) and "conditions" in item:
+                parts.append(self.having(item, depth + 1))
+                continue
+            if not isinstance(item, dict) or item.get("operator") not in _COMPARE:
+                raise _bad("A having condition has a property, an operator (=, <>, >, >=, <, "
+                           "<=) and a value")
+            found = self.by_key.get(item.get("property"))
+            if found is None:
+                raise _bad(f"having names {item.get('property')}, which is not asked for")
+            expression, _ = found
+            value = item.get("value")
+            if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal, str)):
+                raise _bad("A having value is a number or a text")
+            if isinstance(value, decimal.Decimal) and is_sqlite(self.access.database):
+                value = float(value)
+            parts.append(getattr(expression, _COMPARE[item["operator"]])(peewee.Value(value)))
+        return _all(parts, kind == "OR")
+
+    def order(self, sort):
+        terms = []
+        for item in names(sort, "sort"):
+            key = item.lstrip("+-")
+            found = self.by_key.get(key)
+            if found is None:
+                raise _bad(f"sort names {key}, which is not asked for")
+            terms.append(found[0].desc() if item.startswith("-") else found[0].asc())
+        return terms
+
+
+def aggregate(access, meta, spec, max_groups):
+    """Groups of ``meta`` rows with their aggregates, as JSON-ready dicts:
+    ``{"group": {...}, "count": n, "sum": {"amount": ...}, ...}``."""
+    require(access, meta, "read")
+    if not isinstance(spec, dict):
+        raise _bad("The request must be a JSON object")
+    work = _Aggregate(access, meta)
+    for item in names(spec.get("groupBy"), "groupBy"):
+        work.group(item)
+    if spec.get("count"):
+        work.add("count", peewee.fn.COUNT(peewee.SQL("*")), int)
+    for name in FUNCTIONS:
+        for dotted in names(spec.get(name), name):
+            work.function(name, dotted)
+    if len(work.results) == len([r for r in work.results if r[3]]):
+        raise _bad("Ask for at least one of count, countDistinct, sum, avg, min, max")
+    limit = spec.get("limit", max_groups)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= max_groups:
+        raise _bad(f"limit must be a whole number from 0 to {max_groups}")
+    tree = None
+    if spec.get("filter") is not None:
+        tree = parse_filter(meta, spec["filter"], access.permissions, access.session)
+    condition = work.query.where(tree)
+    having = work.having(spec["having"]) if spec.get("having") is not None else None
+    order = work.order(spec.get("sort"))
+    select = work.query.apply_joins(meta.model.select(*[e for _, e, _, _ in work.results]))
+    if condition is not None:
+        select = select.where(condition)
+    grouped = [expression for _, expression, _, is_group in work.results if is_group]
+    if grouped:
+        select = select.group_by(*grouped)
+    if having is not None:
+        select = select.having(having)
+    select = select.order_by(*(order or grouped)).limit(limit)
+    sql, params = select.sql()
+    rows = access.database.execute_sql(sql, params).fetchall()
+    return [_answer(work.results, row) for row in rows]
+
+
+def _answer(results, row):
+    answer = {}
+    for (key, _, to_json, is_group), value in zip(results, row):
+        value = None if value is None else to_json(value)
+        if is_group:
+            answer.setdefault("group", {})[key] = value
+        elif key == "count":
+            answer["count"] = value
+        else:
+            name, attribute = key.split(".", 1)
+            answer.setdefault(name, {})[attribute] = value
+    return answer
+
+
+def _converter(prop, column, function=None):
+    """A raw database value -> its JSON form (decimals stay exact)."""
+    field = getattr(column, "field", column)     # a join's alias -> its field
+    if prop.is_reference:
+        target = prop.target.properties["id"]
+        return lambda raw: target.json_value(target.field.python_value(raw))
+    if function in ("sum", "avg") and isinstance(field, peewee.DecimalField):
+        places = decimal.Decimal(1).scaleb(-field.decimal_places)
+
+        def exact(raw):
+            number = decimal.Decimal(str(raw))
+            return number.quantize(places) if function == "sum" else number
+        return exact
+    if function == "avg":
+        return float
+    return lambda raw: prop.json_value(field.python_value(raw))

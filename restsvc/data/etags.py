@@ -1,0 +1,77 @@
+"""Entity tags of single-entity answers (conditional requests).
+
+A tag is ``"<version>-<digest>"``: the version the body was read at, in the
+clear so ``If-Match`` can compare versions whatever plan the caller read with,
+and a short digest of what else shaped the body -- the id, the fetch plan, the
+caller's permissions (attribute levels, row-level roles and, with row-level
+roles, the session values they may use) and ``returnNulls``. Two callers who
+see different bodies so never share a tag; the body itself is never hashed.
+Changes of referenced rows do not change the tag (their versions are not
+part of it).
+"""
+import hashlib
+
+import peewee
+
+from ..jsonio import dumps
+
+
+def entity_tag(row, plan, permissions, session, return_nulls):
+    """The strong ETag (quoted) of one entity row, or None without a version."""
+    version = row.get("version")
+    if version is None:
+        return None
+    parts = (str(row["id"]), plan_key(plan), permissions_key(permissions, session),
+             "n" if return_nulls else "")
+    digest = hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=9).hexdigest()
+    return f'"{version}-{digest}"'
+
+
+def tag_version(tag):
+    """The version an ETag (unquoted, as Werkzeug parses it) stands for, or None."""
+    head, dash, _ = tag.partition("-")
+    if not dash or not head.isdigit() or len(head) > 18:
+        return None
+    return int(head)
+
+
+def versioned(meta, loading):
+    """The loading plan with the version at its top, so the tag can be made
+    (the serializer writes only what the request's plan holds)."""
+    if "version" in loading.properties or "version" not in meta.properties:
+        return loading
+    cached = loading.__dict__.get("_versioned")
+    if cached is None:
+        cached = type(loading)(loading.name, loading.entity, {**loading.properties, "version": None})
+        cached._loading = cached
+        loading._versioned = cached
+    return cached
+
+
+def plan_key(plan):
+    """Named plans by entity and name; inline plans by their whole shape."""
+    if plan is None:
+        return "_instance_name"
+    key = plan.__dict__.get("_tag_key")
+    if key is None:
+        key = plan._tag_key = dumps(plan.to_json())
+    return key
+
+
+def permissions_key(permissions, session):
+    key = permissions.memo.get("etag")
+    if key is None:
+        key = permissions.memo["etag"] = hashlib.blake2b(
+            dumps(permissions.to_json()).encode("utf-8") + repr(sorted(permissions.granted)).encode(),
+            digest_size=9).hexdigest()
+    if permissions.row_level_roles:
+        return f"{key}:{session['username']}:{session['userId']}"
+    return key
+
+
+def version_is(model, expected):
+    """The condition a statement adds for an expected version: one version
+    (optimistic locking), or a tuple of them (If-Match; none matches none)."""
+    if isinstance(expected, tuple):
+        return model.version.in_(expected) if expected else peewee.SQL("1 = 0")
+    return model.version == expected

@@ -1,0 +1,149 @@
+"""Idempotency-Key on POST and PUT: replay, 422 for another request, 409 while running."""
+import json
+import time
+
+import pytest
+from werkzeug.test import Client
+
+from conftest import demo_id, get_token
+from restsvc import ResourceRole
+from restsvc.idempotency import caller_of, fingerprint
+
+FULL = ResourceRole("t-full", entities={"*": "*"}, attributes={"*": {"*": "modify"}})
+CUSTOMERS = "/rest/entities/Customer"
+
+
+def _count(client, auth):
+    return client.get(f"{CUSTOMERS}/search/count?filter={{}}", headers=auth).json
+
+
+def _create(client, auth, key, body=None):
+    return client.post(CUSTOMERS, json=body or {"name": "Once Only", "email": "once@x.org"},
+                       headers={**auth, "Idempotency-Key": key})
+
+
+def test_a_repeated_create_is_replayed_without_running_again(client, auth):
+    before = _count(client, auth)
+    first = _create(client, auth, "order-1")
+    again = _create(client, auth, "order-1")
+    assert first.status_code == again.status_code == 201
+    assert again.json == first.json
+    assert again.headers["Location"] == first.headers["Location"]
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first.headers
+    assert _count(client, auth) == before + 1
+
+
+def test_without_a_key_each_create_runs(client, auth):
+    before = _count(client, auth)
+    for _ in range(2):
+        client.post(CUSTOMERS, json={"name": "Twice", "email": "t@x.org"}, headers=auth)
+    assert _count(client, auth) == before + 2
+
+
+def test_a_bulk_create_is_replayed(client, auth):
+    body = [{"name": "Bulk A", "email": "a@x.org"}, {"name": "Bulk B", "email": "b@x.org"}]
+    before = _count(client, auth)
+    first = _create(client, auth, "bulk-1", body)
+    again = _create(client, auth, "bulk-1", body)
+    assert first.status_code == again.status_code == 201 and again.json == first.json
+    assert _count(client, auth) == before + 2
+
+
+def test_the_same_key_with_another_body_is_422(client, auth):
+    assert _create(client, auth, "k").status_code == 201
+    response = _create(client, auth, "k", {"name": "Other", "email": "o@x.org"})
+    assert response.status_code == 422
+    assert response.json["error"] == "Idempotency-Key reused"
+
+
+def test_the_same_key_on_another_path_is_422(client, auth):
+    assert _create(client, auth, "k").status_code == 201
+    response = client.post("/rest/entities/Product", json={"name": "Once Only", "email": "once@x.org"},
+                           headers={**auth, "Idempotency-Key": "k"})
+    assert response.status_code == 422
+
+
+def test_a_repeat_while_the_first_still_runs_is_409(app, client, auth):
+    body = json.dumps({"name": "Slow", "email": "s@x.org"}).encode()
+    principal = app.gate.principal(CUSTOMERS, auth["Authorization"])
+    # What the first request, still running on some instance, has claimed.
+    app.replays.claim(caller_of(principal), "slow", fingerprint("POST", CUSTOMERS, b"", body))
+    before = _count(client, auth)
+    response = client.post(CUSTOMERS, data=body, content_type="application/json",
+                           headers={**auth, "Idempotency-Key": "slow"})
+    assert response.status_code == 409
+    assert response.json["error"] == "Idempotency-Key in use"
+    assert _count(client, auth) == before
+
+
+def test_keys_are_per_caller(client_with_roles):
+    client, tester = client_with_roles(FULL)
+    demo = {"Authorization": f"Bearer {get_token(client)}"}
+    before = _count(client, demo)
+    first = _create(client, tester, "shared")
+    other = _create(client, demo, "shared")
+    assert first.status_code == other.status_code == 201
+    assert "Idempotent-Replayed" not in other.headers
+    assert other.json["id"] != first.json["id"]
+    assert _count(client, demo) == before + 2
+
+
+def test_replay_works_across_two_instances_on_one_database(make_app):
+    one, two = Client(make_app()), Client(make_app())
+    auth = {"Authorization": f"Bearer {get_token(one)}"}
+    before = _count(one, auth)
+    first = _create(one, auth, "two-instances")
+    again = _create(two, auth, "two-instances")
+    assert again.status_code == 201 and again.json == first.json
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert _count(two, auth) == before + 1
+
+
+def test_a_repeated_update_does_not_write_again(client, auth):
+    url = f"{CUSTOMERS}/{demo_id('customer', 1)}"
+    version = client.get(url + "?fetchPlan=_local", headers=auth).json["version"]
+    headers = {**auth, "Idempotency-Key": "put-1"}
+    assert client.put(url, json={"name": "Put Once"}, headers=headers).status_code == 200
+    again = client.put(url, json={"name": "Put Once"}, headers=headers)
+    assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+    assert client.get(url + "?fetchPlan=_local", headers=auth).json["version"] == version + 1
+
+
+def test_an_error_answer_is_replayed_too(client, auth):
+    first = _create(client, auth, "bad", {"email": "no-name@x.org"})
+    again = _create(client, auth, "bad", {"email": "no-name@x.org"})
+    assert first.status_code == again.status_code == 400
+    assert again.json == first.json and again.headers["Idempotent-Replayed"] == "true"
+
+
+def test_a_service_call_is_replayed(client, auth):
+    url = "/rest/services/orderService/calculateTotal"
+    headers = {**auth, "Idempotency-Key": "svc-1"}
+    first = client.post(url, json={"orderId": demo_id("order", 0)}, headers=headers)
+    again = client.post(url, json={"orderId": demo_id("order", 0)}, headers=headers)
+    assert first.status_code == again.status_code == 200
+    assert again.get_data() == first.get_data()
+    assert again.headers["Idempotent-Replayed"] == "true"
+
+
+def test_an_expired_key_runs_again(app, client, auth):
+    before = _count(client, auth)
+    assert _create(client, auth, "old").status_code == 201
+    app.replays.clock = lambda: time.time() + app.settings.idempotency_expiry + 1
+    again = _create(client, auth, "old")
+    assert again.status_code == 201 and "Idempotent-Replayed" not in again.headers
+    assert _count(client, auth) == before + 2
+
+
+def test_the_expiry_is_a_setting(make_app):
+    assert make_app().settings.idempotency_expiry == 24 * 3600
+    assert make_app({"svc.rest.idempotency-expiry": "2h"}).settings.idempotency_expiry == 7200
+
+
+@pytest.mark.parametrize("key", ["x" * 256, "caf\u00e9"])
+def test_an_invalid_key_is_400(client, auth, key):
+    response = client.post(CUSTOMERS, json={"name": "n", "email": "e@x.org"},
+                           headers={**auth, "Idempotency-Key": key.encode("utf-8").decode("latin-1")})
+    assert response.status_code == 400
+    assert response.json["error"] == "Invalid Idempotency-Key"
