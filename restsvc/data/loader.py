@@ -3,15 +3,19 @@
 Rows are plain dicts keyed by attribute name. One query loads the root rows;
 each reference in the plan costs one more query for all rows at once (never
 one per row): a many-to-many association selects its members joined to the
-link table, keyed by the owners' ids. References to entities the caller may not read are left out;
+link table, keyed by the owners' ids, and converts each distinct member once
+(owners that share it share its row). References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
+from itertools import groupby
+from operator import itemgetter
+
 import peewee
 
 from ..errors import BadRequest
 from ..model.fetchplan import ids_only
-from .columns import conversions, converter, read_rows
+from .columns import conversions, convert_rows, converter, read_rows
 from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
@@ -90,12 +94,11 @@ def visible_ids(access, meta, keys):
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
-                key_field=None, keys=None, parent_column=None, budget=None, via=None):
+                key_field=None, keys=None, parent_column=None, budget=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
-    counted against ``budget`` (a Budget, or None for no bound). ``via``: a
-    many-to-many Link whose table is joined (``key_field`` is one of its columns)."""
-    columns, names, converting, signature, transients, embedded = _columns(meta, plan)
+    counted against ``budget`` (a Budget, or None for no bound)."""
+    columns, names, converting, signature, _, _ = _columns(meta, plan)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
@@ -103,13 +106,19 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
     keys = list(keys) if keys is not None else None
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
-                             key_field, keys, via)
-    cursor = access.database.execute_sql(sql, params)
-    rows = read_rows(cursor, names, converting)
-    if embedded:
-        _fold_embedded(rows, embedded)
+                             key_field, keys)
+    rows = read_rows(access.database.execute_sql(sql, params), names, converting)
     if budget is not None:
         budget.take(len(rows))
+    return _complete(access, meta, plan, rows, budget)
+
+
+def _complete(access, meta, plan, rows, budget):
+    """Converted rows -> what the plan asks: embedded values folded, references
+    loaded, transient attributes worked out."""
+    _, _, _, _, transients, embedded = _columns(meta, plan)
+    if embedded:
+        _fold_embedded(rows, embedded)
     fill_references(access, meta, plan, rows, budget)
     for row in rows:
         for prop in transients:
@@ -118,13 +127,19 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
 
 
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
-               keys, via=None):
+               keys, via=None, key_params=None):
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
     and reused with the new parameters. A shape is kept only when its
-    parameters, worked out without Peewee, are exactly the ones Peewee bound."""
-    params = list(map(_key_converter(key_field), keys)) if keys is not None else []
+    parameters, worked out without Peewee, are exactly the ones Peewee bound.
+    ``via``: a many-to-many Link whose table is joined (``key_field`` is its
+    owner column), the rows ordered by owner, then member. ``key_params``:
+    ``keys`` as the database takes them, when the caller has them already."""
+    if keys is None:
+        params = []
+    else:
+        params = key_params or list(map(_key_converter(key_field), keys))
     if limit is not None:
         params.append(limit)
     if offset:
@@ -147,7 +162,10 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if keys is not None:
         matches = key_field == keys[0] if len(keys) == 1 else key_field.in_(keys)
         condition = matches if condition is None else condition & matches
-    order = query.order_by(sort) if sort is not None else None    # may add joins
+    if via is not None:
+        order = [via.owner_field.asc(), via.member_field.asc()]
+    else:
+        order = query.order_by(sort) if sort is not None else None    # may add joins
     select = query.apply_joins(meta.model.select(*[field for _, field in columns]))
     if via is not None:
         select = select.join_from(meta.model, via.through, on=(via.member_field == meta.model.id))
@@ -231,14 +249,14 @@ def fill_references(access, meta, plan, rows, budget=None):
                     row[name] = by_id.get(row[name])
 
 
-def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None, via=None):
+def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None):
     rows = []
     ids = sorted(ids)
     for start in range(0, len(ids), _CHUNK):
         rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
                                 key_field=key_field, keys=ids[start:start + _CHUNK],
                                 limit=None if budget is None else budget.left + 1,
-                                budget=budget, via=via))
+                                budget=budget))
     return rows
 
 
@@ -252,15 +270,44 @@ def _fill_children(access, prop, plan, rows, budget):
 def _fill_members(access, prop, plan, rows, budget):
     """The members the caller's row-level roles let it see, in id order; a
     member of several owners is one row they share (written once per answer)."""
-    owner = prop.link.owner_field
-    members = _by_ids(access, prop.target, plan, owner, {row["id"] for row in rows},
-                      parent_column=owner, budget=budget, via=prop.link)
-    shared, grouped = {}, {}
-    for member in members:
-        parent = member.pop(_PARENT)
-        grouped.setdefault(parent, []).append(shared.setdefault(member["id"], member))
+    ids, grouped, shared = sorted({row["id"] for row in rows}), {}, {}
+    for start in range(0, len(ids), _CHUNK):
+        _select_members(access, prop, plan, ids[start:start + _CHUNK], budget, grouped, shared)
     for row in rows:
         row[prop.name] = grouped.get(row["id"], [])
+
+
+def _select_members(access, prop, plan, owner_ids, budget, grouped, shared):
+    """One statement for the members of ``owner_ids``: link rows (member
+    columns, owner) ordered by owner, then member. Each distinct member is
+    converted and completed once (``shared``: its row by database id); the
+    owners' lists (``grouped``) hold those rows, not one object per link."""
+    meta, owner = prop.target, prop.link.owner_field
+    columns, names, converting, signature, _, _ = _columns(meta, plan)
+    key_params = list(map(_key_converter(owner), owner_ids))
+    sql, params = _statement(
+        access, meta, columns + [(_PARENT, owner)],
+        f"{signature}+{owner.model._meta.table_name}.{owner.name}", None, "",
+        None if budget is None else budget.left + 1, None, owner, owner_ids, prop.link,
+        key_params)
+    links = access.database.execute_sql(sql, params).fetchall()
+    if budget is not None:
+        budget.take(len(links))
+    new = dict(zip(map(itemgetter(0), links), links))       # a member's columns, once
+    if shared:
+        new = {key: values for key, values in new.items() if key not in shared}
+    shared.update(zip(new, _complete(access, meta, plan,
+                                     convert_rows(list(new.values()), names, converting),
+                                     budget)))
+    owner_of, convert = dict(zip(key_params, owner_ids)), converter(owner)
+    for key, members in groupby(links, itemgetter(-1)):
+        owner_id = owner_of.get(key, _ABSENT)
+        if owner_id is _ABSENT:
+            owner_id = key if convert is None else convert(key)
+        grouped[owner_id] = [shared[values[0]] for values in members]
+
+
+_ABSENT = object()
 
 
 def _group(prop, rows, children):
