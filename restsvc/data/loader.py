@@ -3,16 +3,16 @@
 Rows are plain dicts keyed by attribute name. One query loads the root rows;
 each reference in the plan costs one more query for all rows at once (never
 one per row): a many-to-many association selects its members joined to the
-link table, keyed by the owners' ids, and converts each distinct member once
-(owners that share it share its row). References to entities the caller may not read are left out;
+link table, one row per member with its owners aggregated, and converts each
+member once (owners that share it share its row). References to entities the caller may not read are left out;
 referenced rows hidden by row-level roles become null (to-one) or are
 absent (collections).
 """
-from itertools import groupby
-from operator import itemgetter
+import json
 
 import peewee
 
+from ..db import is_sqlite
 from ..errors import BadRequest
 from ..model.fetchplan import ids_only
 from .columns import conversions, convert_rows, converter, read_rows
@@ -134,7 +134,8 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     and reused with the new parameters. A shape is kept only when its
     parameters, worked out without Peewee, are exactly the ones Peewee bound.
     ``via``: a many-to-many Link whose table is joined (``key_field`` is its
-    owner column), the rows ordered by owner, then member. ``key_params``:
+    owner column, the last of ``columns``): one row per member, its owners
+    aggregated into a JSON array in that column. ``key_params``:
     ``keys`` as the database takes them, when the caller has them already."""
     if keys is None:
         params = []
@@ -162,13 +163,15 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if keys is not None:
         matches = key_field == keys[0] if len(keys) == 1 else key_field.in_(keys)
         condition = matches if condition is None else condition & matches
+    order = query.order_by(sort) if sort is not None else None    # may add joins
+    fields = [field for _, field in columns]
     if via is not None:
-        order = [via.owner_field.asc(), via.member_field.asc()]
-    else:
-        order = query.order_by(sort) if sort is not None else None    # may add joins
-    select = query.apply_joins(meta.model.select(*[field for _, field in columns]))
+        aggregate = peewee.fn.json_group_array if is_sqlite(access.database) else peewee.fn.json_agg
+        fields[-1] = aggregate(fields[-1])
+    select = query.apply_joins(meta.model.select(*fields))
     if via is not None:
         select = select.join_from(meta.model, via.through, on=(via.member_field == meta.model.id))
+        select = select.group_by(meta.model.id)
     if condition is not None:
         select = select.where(condition)
     if order:
@@ -278,36 +281,44 @@ def _fill_members(access, prop, plan, rows, budget):
 
 
 def _select_members(access, prop, plan, owner_ids, budget, grouped, shared):
-    """One statement for the members of ``owner_ids``: link rows (member
-    columns, owner) ordered by owner, then member. Each distinct member is
-    converted and completed once (``shared``: its row by database id); the
-    owners' lists (``grouped``) hold those rows, not one object per link."""
+    """One statement for the members of ``owner_ids``: a row per member (its
+    columns, the JSON array of its owners among ``owner_ids``) in id order.
+    Each member is converted and completed once (``shared``: its row by
+    database id); the owners' lists hold that row, not one object per link.
+    The links count against ``budget`` as they are read."""
     meta, owner = prop.target, prop.link.owner_field
     columns, names, converting, signature, _, _ = _columns(meta, plan)
-    key_params = list(map(_key_converter(owner), owner_ids))
+    key_of = _key_converter(owner)
+    key_params = list(map(key_of, owner_ids))
     sql, params = _statement(
         access, meta, columns + [(_PARENT, owner)],
         f"{signature}+{owner.model._meta.table_name}.{owner.name}", None, "",
         None if budget is None else budget.left + 1, None, owner, owner_ids, prop.link,
         key_params)
-    links = access.database.execute_sql(sql, params).fetchall()
+    members, owners, links = [], [], 0
+    for values in access.database.execute_sql(sql, params):
+        keys = values[-1]
+        if isinstance(keys, str):       # SQLite: JSON text; PostgreSQL: a list already
+            keys = json.loads(keys)
+        links += len(keys)
+        if budget is not None and links > budget.left:
+            raise budget.exceeded()
+        members.append(values)
+        owners.append(keys)
     if budget is not None:
-        budget.take(len(links))
-    new = dict(zip(map(itemgetter(0), links), links))       # a member's columns, once
-    if shared:
-        new = {key: values for key, values in new.items() if key not in shared}
-    shared.update(zip(new, _complete(access, meta, plan,
-                                     convert_rows(list(new.values()), names, converting),
-                                     budget)))
-    owner_of, convert = dict(zip(key_params, owner_ids)), converter(owner)
-    for key, members in groupby(links, itemgetter(-1)):
-        owner_id = owner_of.get(key, _ABSENT)
-        if owner_id is _ABSENT:
-            owner_id = key if convert is None else convert(key)
-        grouped[owner_id] = [shared[values[0]] for values in members]
-
-
-_ABSENT = object()
+        budget.take(links)
+    new = [values for values in members if values[0] not in shared]
+    shared.update(zip([values[0] for values in new],
+                      _complete(access, meta, plan, convert_rows(new, names, converting), budget)))
+    lists = {key: [] for key in key_params}
+    for values, keys in zip(members, owners):
+        member = shared[values[0]]
+        for key in keys:
+            found = lists.get(key)
+            if found is None:       # the owner as JSON writes it: a UUID with dashes
+                found = lists[key] = lists[key_of(key)]
+            found.append(member)
+    grouped.update(zip(owner_ids, map(lists.__getitem__, key_params)))
 
 
 def _group(prop, rows, children):
