@@ -4,9 +4,9 @@ Rows are plain dicts keyed by attribute name. One query loads the root rows;
 each reference in the plan costs one more query for all rows at once (never
 one per row): a many-to-many association selects its members joined to the
 link table, one row per member with its owners aggregated, and converts each
-member once (owners that share it share its row). References to entities the caller may not read are left out;
-referenced rows hidden by row-level roles become null (to-one) or are
-absent (collections).
+member once (owners that share it share its row). References to entities the
+caller may not read are left out; referenced rows hidden by row-level roles
+become null (to-one) or are absent (collections).
 """
 import json
 
