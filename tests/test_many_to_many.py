@@ -2,8 +2,9 @@
 import logging
 
 import pytest
+from werkzeug.test import Client
 
-from conftest import demo_id
+from conftest import demo_id, get_token
 from restsvc import ResourceRole
 from restsvc.demo.data import PRODUCT_TAGS, TAGS
 from restsvc.demo.roles import PUBLIC_TAGS
@@ -198,3 +199,18 @@ def test_openapi_describes_the_association(client, auth, kind):
         assert member["properties"]["id"]["pattern"] == "^-?[0-9]{1,19}$"
     else:
         assert tags["items"] == {"$ref": "#/components/schemas/entity_Tag"}
+
+
+def test_members_count_against_the_entities_one_answer_may_hold(make_app):
+    # The demo's products and one entity per link: the most one answer may hold.
+    most = len(PRODUCT_TAGS) + sum(len(tags) for tags in PRODUCT_TAGS)
+    for limit, status in ((most, 200), (most - 1, 400)):
+        c = Client(make_app({"svc.rest.max-response-entities": limit}))
+        response = c.get(f"/rest/entities/Product?fetchPlan={WITH_TAGS}",
+                         headers={"Authorization": f"Bearer {get_token(c)}"})
+        assert response.status_code == status, response.json
+        if status == 400:
+            assert response.json["error"] == "Response too large"
+            assert f"more than {limit} entities" in response.json["details"]
+        else:
+            assert sum(len(product["tags"]) for product in response.json) == most - len(PRODUCT_TAGS)

@@ -94,10 +94,14 @@ def conversions(converters):
 
 
 def read_rows(cursor, names, conversions):
-    """Cursor rows -> dicts keyed by attribute name. Many rows are converted a
-    column at a time (a comprehension per column), a few a row at a time
-    (setting up the comprehensions would cost more)."""
-    rows = cursor.fetchall()
+    """Cursor rows -> dicts keyed by attribute name (see ``convert_rows``)."""
+    return convert_rows(cursor.fetchall(), names, conversions)
+
+
+def convert_rows(rows, names, conversions):
+    """Value tuples -> dicts keyed by attribute name (values past ``names`` are
+    left out). Many rows are converted a column at a time (a comprehension per
+    column), a few a row at a time (setting up the comprehensions would cost more)."""
     if not conversions:
         return [dict(zip(names, values)) for values in rows]
     if len(rows) > 4:

@@ -3,15 +3,19 @@
 Rows are plain dicts keyed by attribute name. One query loads the root rows;
 each reference in the plan costs one more query for all rows at once (never
 one per row): a many-to-many association selects its members joined to the
-link table, keyed by the owners' ids. References to entities the caller may not read are left out;
-referenced rows hidden by row-level roles become null (to-one) or are
-absent (collections).
+link table, one row per member with its owners aggregated, and converts each
+member once (owners that share it share its row). References to entities the
+caller may not read are left out; referenced rows hidden by row-level roles
+become null (to-one) or are absent (collections).
 """
+import json
+
 import peewee
 
+from ..db import is_sqlite
 from ..errors import BadRequest
 from ..model.fetchplan import ids_only
-from .columns import conversions, converter, read_rows
+from .columns import conversions, convert_rows, converter, read_rows
 from .cursors import after_key
 from .query import EntityQuery, filter_shape
 
@@ -95,16 +99,15 @@ def visible_ids(access, meta, keys):
 
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
-                key_field=None, keys=None, parent_column=None, budget=None, via=None,
+                key_field=None, keys=None, parent_column=None, budget=None,
                 with_deleted=False, after=None):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
-    counted against ``budget`` (a Budget, or None for no bound). ``via``: a
-    many-to-many Link whose table is joined (``key_field`` is one of its columns).
+    counted against ``budget`` (a Budget, or None for no bound).
     Soft-deleted rows are left out unless the caller asked for them or
     ``with_deleted`` (a to-one reference from a live row). ``after``: a sort
     key (cursors.py); only rows after it in the sort."""
-    columns, names, converting, signature, transients, embedded = _columns(meta, plan)
+    columns, names, converting, signature, _, _ = _columns(meta, plan)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
@@ -112,13 +115,19 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
     keys = list(keys) if keys is not None else None
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
-                             key_field, keys, via, with_deleted, after)
-    cursor = access.database.execute_sql(sql, params)
-    rows = read_rows(cursor, names, converting)
-    if embedded:
-        _fold_embedded(rows, embedded)
+                             key_field, keys, with_deleted=with_deleted, after=after)
+    rows = read_rows(access.database.execute_sql(sql, params), names, converting)
     if budget is not None:
         budget.take(len(rows))
+    return _complete(access, meta, plan, rows, budget)
+
+
+def _complete(access, meta, plan, rows, budget):
+    """Converted rows -> what the plan asks: embedded values folded, references
+    loaded, transient attributes worked out."""
+    _, _, _, _, transients, embedded = _columns(meta, plan)
+    if embedded:
+        _fold_embedded(rows, embedded)
     fill_references(access, meta, plan, rows, budget)
     for row in rows:
         for prop in transients:
@@ -130,15 +139,22 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
 
 
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
-               keys, via=None, with_deleted=False, after=None):
+               keys, via=None, key_params=None, with_deleted=False, after=None):
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
     and reused with the new parameters. A shape is kept only when its
     parameters, worked out without Peewee, are exactly the ones Peewee bound.
+    ``via``: a many-to-many Link whose table is joined (``key_field`` is its
+    owner column, the last of ``columns``): one row per member, its owners
+    aggregated into a JSON array in that column. ``key_params``:
+    ``keys`` as the database takes them, when the caller has them already.
     A page after a cursor is built each time (its key's values are parameters
     of a shape of their own)."""
-    params = list(map(_key_converter(key_field), keys)) if keys is not None else []
+    if keys is None:
+        params = []
+    else:
+        params = key_params or list(map(_key_converter(key_field), keys))
     if limit is not None:
         params.append(limit)
     if offset:
@@ -168,9 +184,14 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if after is not None:
         keyset = after_key(access.database, terms, after)
         condition = keyset if condition is None else condition & keyset
-    select = query.apply_joins(meta.model.select(*[field for _, field in columns]))
+    fields = [field for _, field in columns]
+    if via is not None:
+        aggregate = peewee.fn.json_group_array if is_sqlite(access.database) else peewee.fn.json_agg
+        fields[-1] = aggregate(fields[-1])
+    select = query.apply_joins(meta.model.select(*fields))
     if via is not None:
         select = select.join_from(meta.model, via.through, on=(via.member_field == meta.model.id))
+        select = select.group_by(meta.model.id)
     if condition is not None:
         select = select.where(condition)
     if order:
@@ -252,7 +273,7 @@ def fill_references(access, meta, plan, rows, budget=None):
                     row[name] = by_id.get(row[name])
 
 
-def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None, via=None,
+def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None,
             with_deleted=False):
     rows = []
     ids = sorted(ids)
@@ -260,7 +281,7 @@ def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None,
         rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
                                 key_field=key_field, keys=ids[start:start + _CHUNK],
                                 limit=None if budget is None else budget.left + 1,
-                                budget=budget, via=via, with_deleted=with_deleted))
+                                budget=budget, with_deleted=with_deleted))
     return rows
 
 
@@ -274,15 +295,52 @@ def _fill_children(access, prop, plan, rows, budget):
 def _fill_members(access, prop, plan, rows, budget):
     """The members the caller's row-level roles let it see, in id order; a
     member of several owners is one row they share (written once per answer)."""
-    owner = prop.link.owner_field
-    members = _by_ids(access, prop.target, plan, owner, {row["id"] for row in rows},
-                      parent_column=owner, budget=budget, via=prop.link)
-    shared, grouped = {}, {}
-    for member in members:
-        parent = member.pop(_PARENT)
-        grouped.setdefault(parent, []).append(shared.setdefault(member["id"], member))
+    ids, grouped, shared = sorted({row["id"] for row in rows}), {}, {}
+    for start in range(0, len(ids), _CHUNK):
+        _select_members(access, prop, plan, ids[start:start + _CHUNK], budget, grouped, shared)
     for row in rows:
         row[prop.name] = grouped.get(row["id"], [])
+
+
+def _select_members(access, prop, plan, owner_ids, budget, grouped, shared):
+    """One statement for the members of ``owner_ids``: a row per member (its
+    columns, the JSON array of its owners among ``owner_ids``) in id order.
+    Each member is converted and completed once (``shared``: its row by
+    database id); the owners' lists hold that row, not one object per link.
+    The links count against ``budget`` as they are read."""
+    meta, owner = prop.target, prop.link.owner_field
+    columns, names, converting, signature, _, _ = _columns(meta, plan)
+    key_of = _key_converter(owner)
+    key_params = list(map(key_of, owner_ids))
+    sql, params = _statement(
+        access, meta, columns + [(_PARENT, owner)],
+        f"{signature}+{owner.model._meta.table_name}.{owner.name}", None, "",
+        None if budget is None else budget.left + 1, None, owner, owner_ids, prop.link,
+        key_params)
+    members, owners, links = [], [], 0
+    for values in access.database.execute_sql(sql, params):
+        keys = values[-1]
+        if isinstance(keys, str):       # SQLite: JSON text; PostgreSQL: a list already
+            keys = json.loads(keys)
+        links += len(keys)
+        if budget is not None and links > budget.left:
+            raise budget.exceeded()
+        members.append(values)
+        owners.append(keys)
+    if budget is not None:
+        budget.take(links)
+    new = [values for values in members if values[0] not in shared]
+    shared.update(zip([values[0] for values in new],
+                      _complete(access, meta, plan, convert_rows(new, names, converting), budget)))
+    lists = {key: [] for key in key_params}
+    for values, keys in zip(members, owners):
+        member = shared[values[0]]
+        for key in keys:
+            found = lists.get(key)
+            if found is None:       # the owner as JSON writes it: a UUID with dashes
+                found = lists[key] = lists[key_of(key)]
+            found.append(member)
+    grouped.update(zip(owner_ids, map(lists.__getitem__, key_params)))
 
 
 def _group(prop, rows, children):
