@@ -61,3 +61,14 @@ def test_audit_fields_are_read_only_in_metadata_and_openapi(client, auth):
     schemas = client.get("/rest/docs/openapiDetailed.json",
                          headers=auth).json["components"]["schemas"]
     assert "createdBy" not in schemas["entityInput_Order"]["properties"]
+
+
+def test_a_restore_is_audited_as_an_update_by_whoever_restores(client, auth):
+    created = client.post("/rest/entities/Customer", headers=auth, json={"name": "Restored"}).json
+    assert client.delete(f"/rest/entities/Customer/{created['id']}", headers=auth).status_code == 204
+    admin = password_grant(client, "admin", "admin-password").json["access_token"]
+    response = client.post(f"/rest/entities/Customer/{created['id']}/restore",
+                           headers=bearer(admin))
+    assert response.status_code == 200, response.json
+    restored = client.get(f"/rest/entities/Customer/{created['id']}", headers=auth).json
+    assert restored["createdBy"] == "demo-client" and restored["lastModifiedBy"] == "admin"

@@ -285,3 +285,19 @@ def test_a_mistaken_write_rule_stops_startup(make_app, writes, message):
         RowLevelRole("t-mistaken", writes=writes),))
     with pytest.raises(SettingsError, match=message):
         make_app(application=application)
+
+
+def test_a_restore_obeys_the_update_rule(client_with_roles):
+    """A restore is an update of the row: a write rule refusing it holds."""
+    restorer = ResourceRole("t-restorer", entities={"Product": "read,update,delete"},
+                            attributes={"Product": {"*": "modify"}},
+                            specifics=("rest.enabled", "rest.deleted.restore"))
+    c, auth = client_with_roles(restorer, row_level=(CHEAP_PRODUCTS,))
+    admin = bearer(get_token(c))
+    for product in (EXPENSIVE, CHEAP):
+        assert c.delete(f"/rest/entities/Product/{product}", headers=admin).status_code == 204
+    response = c.post(f"/rest/entities/Product/{EXPENSIVE}/restore", headers=auth)
+    assert response.status_code == 403 and response.json == _refusal("update", "Product")
+    assert c.get(f"/rest/entities/Product/{EXPENSIVE}", headers=admin).status_code == 404
+    assert c.post(f"/rest/entities/Product/{CHEAP}/restore", headers=auth).status_code == 200
+    assert c.get(f"/rest/entities/Product/{CHEAP}", headers=admin).status_code == 200

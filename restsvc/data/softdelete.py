@@ -22,6 +22,7 @@ from . import history
 from .access import require, utc_now
 from .etags import version_is
 from .loader import visible_ids
+from .rowrules import check_rows
 
 SEE_DELETED, RESTORE, PURGE = "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge"
 
@@ -82,19 +83,27 @@ def restore(access, meta, entity_id):
     or when a live row now holds one of its unique keys."""
     with write_transaction(access.database):
         key, deleted = _deleted_row(access, meta, entity_id, RESTORE, "update")
+        # A restore is an update: the caller's write rules hold on the row as
+        # it was (deleted) and as it is again.
+        check_rows(dataclasses.replace(access, include_deleted=True), meta, "update", [key],
+                   before=True)
         items = []
         try:
-            _unmark(meta, [key], deleted, items)
+            _unmark(access, meta, [key], deleted, items)
         except peewee.IntegrityError:
             raise Conflict("Unique key taken", f"A live {meta.name} now holds a unique value "
                                                f"of {entity_id}; change it first") from None
+        check_rows(access, meta, "update", [key])
         history.record(access, items)
     return key
 
 
-def _unmark(meta, ids, deleted, items):
+def _unmark(access, meta, ids, deleted, items):
     model = meta.model
-    model.update(deletedDate=None, deletedBy=None, version=model.version + 1) \
+    # An update like any other: a new version, and who and when for audited rows.
+    audit = {"lastModifiedBy": access.username, "lastModifiedDate": utc_now()} \
+        if meta.audited else {}
+    model.update(deletedDate=None, deletedBy=None, version=model.version + 1, **audit) \
         .where(model.id.in_(ids) & (model.deletedDate == deleted)).execute()
     if meta.history is not None:
         change = [{"name": "deletedDate", "oldValue": history.json_value(
@@ -104,7 +113,7 @@ def _unmark(meta, ids, deleted, items):
         children = [row[0] for row in child.model.select(child.model.id).where(
             prop.back_field.in_(ids) & (child.model.deletedDate == deleted)).tuples()]
         if children:
-            _unmark(child, [child.row_id(key) for key in children], deleted, items)
+            _unmark(access, child, [child.row_id(key) for key in children], deleted, items)
 
 
 def purge(access, meta, entity_id, writer):
