@@ -10,7 +10,7 @@ tree into SQL. A client filter may only use attributes the caller can see:
 a hidden attribute is reported exactly like an unknown one, so a filter
 cannot tell them apart.
 """
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import BadRequest
 from ..model.datatypes import NumberOutOfBounds, decimal_fits
@@ -42,7 +42,7 @@ OPERATORS_BY_KIND = {
 class Condition(NamedTuple):   # named tuples: built per request, cheaper than dataclasses
     path: tuple          # MetaProperty chain, the last one holds the value
     operator: str
-    value: object        # parsed: a Python value, a list for in/notIn, a bool for isNull/notEmpty
+    value: Any           # parsed: a Python value, a list for in/notIn, a bool for isNull/notEmpty
 
 
 class Group(NamedTuple):

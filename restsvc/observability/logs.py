@@ -201,7 +201,7 @@ def _json_text(value):
     return "null" if value is None else encode_basestring(value)
 
 
-_escaped = {}
+_escaped: dict[str, str] = {}
 
 
 def _known(text):

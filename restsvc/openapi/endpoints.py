@@ -10,7 +10,7 @@ NO_STORE = {"Cache-Control": header("no-store")}
 FORM = "application/x-www-form-urlencoded"
 OCTET_STREAM = "application/octet-stream"
 YAML = "application/yaml"
-CLIENT_AUTH = [{"clientBasic": []}, {}]
+CLIENT_AUTH: list[dict[str, list[str]]] = [{"clientBasic": []}, {}]
 
 
 def _oauth_failures(*statuses):

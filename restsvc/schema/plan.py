@@ -22,7 +22,7 @@ class Step:
     description: str
     sql: tuple
     destructive: bool = False
-    blocked: str = None       # why it cannot run on the rows as they are
+    blocked: str | None = None       # why it cannot run on the rows as they are
     rebuild: bool = False     # a SQLite table rebuild
 
     def text(self):

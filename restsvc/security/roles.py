@@ -46,7 +46,9 @@ queries, reports, file downloads), ``write`` keeps changing (entity create,
 update and delete, attributes at modify, file uploads, service methods,
 which may change data). A token with both keeps all its roles give.
 """
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model.metadata import MetadataError
 
@@ -61,24 +63,33 @@ API = "API"
 SCOPE_OPERATIONS = {"read": {"read"}, "write": {"create", "update", "delete"}}
 
 
+# A row-level write rule: a condition in the search filter format, or a
+# predicate(row, session) -> bool.
+WriteRule = Mapping[str, Any] | Callable[[Any, Mapping[str, str]], bool]
+
+
 @dataclass(frozen=True)
 class ResourceRole:
     code: str
     name: str = ""
-    entities: dict = field(default_factory=dict)     # entity or * -> op, "op,op" or tuple
-    attributes: dict = field(default_factory=dict)   # entity or * -> {attr or *: view|modify}
-    specifics: tuple = ()
-    scope: tuple = ("API", "UI")
-    services: tuple = ()          # service methods: "orderService.calculateTotal", "orderService.*", "*"
-    reports: tuple = ()           # report codes or ids this role may run, or "*"
+    # entity or * -> op, "op,op" or tuple
+    entities: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
+    # entity or * -> {attr or *: view|modify}
+    attributes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    specifics: Sequence[str] = ()
+    scope: Sequence[str] = ("API", "UI")
+    services: Sequence[str] = ()  # service methods: "orderService.calculateTotal", "orderService.*", "*"
+    reports: Sequence[str] = ()   # report codes or ids this role may run, or "*"
 
 
 @dataclass(frozen=True)
 class RowLevelRole:
     code: str
     name: str = ""
-    filters: dict = field(default_factory=dict)      # entity -> search filter JSON
-    writes: dict = field(default_factory=dict)       # entity -> {action: rule or (rules)}
+    filters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # entity -> search filter
+    # entity -> {action: rule or (rules)}; a rule is a search filter or a
+    # predicate(row, session) -> bool
+    writes: Mapping[str, Mapping[str, "WriteRule | Sequence[WriteRule]"]] = field(default_factory=dict)
 
 
 REST_MINIMAL = ResourceRole("rest-minimal", "REST: minimal access", specifics=("rest.enabled",),
