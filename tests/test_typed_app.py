@@ -51,6 +51,9 @@ def test_the_typed_application_serves_its_service_and_endpoint(typed_client, typ
     card = typed_client.get(f"/api/notes/{note['id']}", headers=typed_auth)
     assert card.status_code == 200, card.get_data(as_text=True)
     assert card.get_data(as_text=True) == "Buy cable (typed) [typed, en]\n"
+    # The row rule's predicate lets the note's author delete it.
+    deleted = typed_client.delete(f"/rest/entities/TypedNote/{note['id']}", headers=typed_auth)
+    assert deleted.status_code == 204, deleted.get_data(as_text=True)
 
 
 def test_the_typed_application_errors_and_validators(typed_client, typed_auth):

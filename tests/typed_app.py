@@ -136,7 +136,7 @@ def load_data(database: peewee.Database) -> bool:
     loaded = bool(demo.load_demo_data and demo.load_demo_data(database))
     if not User.select().where(User.username == "typed").exists():
         User.insert(id=uuid.uuid4(), username="typed", password=hash_secret("typed-password"),
-                    roles="rest-minimal,typed-note-writer", locale="en").execute()
+                    roles="rest-minimal,typed-note-writer,typed-own-notes", locale="en").execute()
         loaded = True
     return loaded
 
