@@ -185,13 +185,18 @@ def _write(compiled, row, written):
         elif nested is None:
             append(key + write(value))
         elif nested[1]:
-            texts = []
-            for child in value:     # a many-to-many member may be shared: written once
-                text = written.get((id(nested), id(child)))
-                if text is None:
-                    text = written[(id(nested), id(child))] = _write(nested[0], child, written)
-                texts.append(text)
-            append(f"{key}[{','.join(texts)}]")
+            # Owners with the same many-to-many members share one list, and a
+            # member of several owners is one row: each is written once.
+            text = written.get((id(nested), id(value)))
+            if text is None:
+                texts = []
+                for child in value:
+                    text = written.get((id(nested), id(child)))
+                    if text is None:
+                        text = written[(id(nested), id(child))] = _write(nested[0], child, written)
+                    texts.append(text)
+                text = written[(id(nested), id(value))] = f"[{','.join(texts)}]"
+            append(key + text)
         else:
             text = written.get((id(nested), id(value)))
             if text is None:

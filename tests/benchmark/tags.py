@@ -1,7 +1,7 @@
 """Benchmark (issue 19): a page of 50 products with their tags (many-to-many)
 against the plain product list, in process, same run.
 
-    python tests/benchmark/tags.py [--count 300] [--rounds 5]
+    python tests/benchmark/tags.py [--count 300] [--rounds 5] [--database-url URL]
 
 The demo's 10 products are filled up to 50, product i with i % 6 tags (0-5);
 then ``GET /rest/entities/Product?limit=50`` (``_base``) and the same page
@@ -38,9 +38,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=300, help="requests per round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--database-url", help="default: SQLite in a temporary directory")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
-        app, _, token, _ = prepare(Path(workdir))
+        app, _, token, _ = prepare(Path(workdir), args.database_url)
         add_tagged_products(app)
         plain = f"/rest/entities/Product?limit={PRODUCTS}"
         return compare_operations(app, token, {
