@@ -12,7 +12,7 @@ import peewee
 from ..db import is_sqlite
 from ..errors import BadRequest
 from ..model.fetchplan import ids_only
-from .columns import conversions, convert_rows, converter, read_rows
+from .columns import conversions, converter, read_rows
 from .cursors import after_key
 from .members import fill_members, member_column
 from .query import EntityQuery, filter_shape

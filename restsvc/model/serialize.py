@@ -103,30 +103,37 @@ def _plan_memo(plan, kind, permissions, variant, build):
     return entry[1]
 
 
-def _compiled(meta, plan, permissions, return_nulls):
+def _compiled(meta, plan, permissions, return_nulls, owner=None):
     """What to write for one plan, one set of permissions and one choice of
     nulls, worked out once (nested plans too): the object's opening text, the
     instance-name function and the visible attributes as (name, key text,
     value -> JSON text, or for references None and (nested compiled, is
-    collection))."""
-    return _plan_memo(plan, "_compiled", permissions, return_nulls,
-                      lambda: _compile(meta, plan, permissions, return_nulls))
+    collection)). ``owner``: for an embedded value, (owning entity's name,
+    attribute name), whose permissions on ``address.city`` decide."""
+    return _plan_memo(plan, "_compiled", permissions, (return_nulls, owner),
+                      lambda: _compile(meta, plan, permissions, return_nulls, owner))
 
 
-def _compile(meta, plan, permissions, return_nulls):
-    # An embedded value's attributes are shown with it (the owner's
-    # attribute permission decides); it has no entity name, instance name or id.
-    levels = None if meta.is_embedded else permissions.attribute_levels(meta.name)
+def _compile(meta, plan, permissions, return_nulls, owner=None):
+    # An embedded value has no entity name, instance name or id; its
+    # attributes are shown as the owner's permissions on them say.
+    if meta.is_embedded:
+        levels = permissions.attribute_levels(owner[0])
+        levels = {part: levels.get(f"{owner[1]}.{part}") for part in meta.properties}
+    else:
+        levels = permissions.attribute_levels(meta.name)
     writers = []
     for name, nested in plan.properties.items():
         prop = meta.properties[name]
-        if name == "id" or (levels is not None and not levels.get(name)):
+        if name == "id" or not levels.get(name):
             continue
         if nested is None:
             writers.append((name, f",{quoted(name)}:", _text_writer(prop), None))
         else:
+            inner = (meta.name, name) if prop.is_embedded else None
             writers.append((name, f",{quoted(name)}:", None, (
-                _compiled(prop.target, nested, permissions, return_nulls), prop.is_collection)))
+                _compiled(prop.target, nested, permissions, return_nulls, inner),
+                prop.is_collection)))
     if meta.is_embedded:
         return "{", None, writers, return_nulls
     return (f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), writers,
