@@ -132,3 +132,17 @@ def test_an_unknown_embedded_attribute_is_refused_at_startup(client_with_roles):
                          attributes={"Customer": {"address.town": "view"}})
     with pytest.raises(SettingsError, match="address.town"):
         client_with_roles(wrong)
+
+
+def test_history_shows_only_the_visible_attributes_values(client_with_roles, client, auth):
+    reader = ResourceRole("t-city-history", entities={"Customer": "read", "HistoryItem": "read"},
+                          attributes={"Customer": {"address.city": "view"},
+                                      "HistoryItem": {"*": "view"}})
+    assert client.put(f"/rest/entities/Customer/{ALICE}", headers=auth, json={
+        "address": {"street": "Elsewhere 9", "city": "Potsdam"}}).status_code == 200
+    city, city_auth = client_with_roles(reader)
+    answer = city.get(f"/rest/entities/Customer/{ALICE}/history", headers=city_auth)
+    assert answer.status_code == 200, answer.text
+    changes = {change["name"]: change for change in answer.json[0]["changes"]}
+    assert changes["address.city"]["newValue"] == "Potsdam"
+    assert changes["address.street"] == {"name": "address.street"}
