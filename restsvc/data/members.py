@@ -12,6 +12,8 @@ builds, and the serializer writes, each combination once), and a member of
 several owners is one row they share.
 """
 import json
+from collections import Counter
+from operator import itemgetter
 
 import peewee
 
@@ -22,9 +24,10 @@ from .columns import converter
 def member_column(database, prop):
     """The link keys of one owner row, as JSON text: a scalar subquery
     correlated with the owner's id (SQLite ``json_group_array`` gives ``[]``
-    for none, PostgreSQL ``json_agg`` NULL). The keys come in member order
-    (SQLite reads them from the link table's (owner, member) index), so
-    owners with the same members have the same text."""
+    for none, PostgreSQL ``json_agg`` NULL). PostgreSQL sorts the keys; SQLite
+    reads them in the order of the link table's (owner, member) index where it
+    has one (``fill_members`` sorts them anyway), so owners with the same
+    members have the same text."""
     link = prop.link
     key = "_member_sqlite" if is_sqlite(database) else "_member_pg"
     cached = prop.__dict__.get(key)
@@ -47,23 +50,28 @@ def fill_members(access, prop, plan, rows, budget, load):
     rows by id: row-level rules, soft delete and the budget apply). The links
     shown count against ``budget`` as entities of the answer."""
     name = prop.name
-    texts = list({row[name] for row in rows}.difference((None,)))
+    counts = Counter(map(itemgetter(name), rows))     # owners per distinct link text
+    counts.pop(None, None)
+    texts = list(counts)
     parsed = json.loads(f"[{','.join(texts)}]") if texts else []
+    if is_sqlite(access.database):
+        # In the database's order, as the members' statement sorts them: SQLite
+        # compares integers and text (UUIDs as hex) as Python does; PostgreSQL's
+        # aggregate sorts them itself (text by the column's collation).
+        for keys in parsed:
+            keys.sort()
     convert = converter(prop.link.member_field)       # e.g. SQLite's hex UUIDs -> canonical
     if convert is not None:
         parsed = [[convert(key) for key in keys] for keys in parsed]
     wanted = set().union(*parsed)
     members = load(access, prop.target, plan, prop.target.model.id, wanted, budget=budget) \
         if wanted else []
-    position = {member["id"]: index for index, member in enumerate(members)}
-    lists = {None: []}
+    by_key = {member["id"]: member for member in members}
+    lists, links = {None: []}, 0
     for text, keys in zip(texts, parsed):
-        found = [position[key] for key in keys if key in position]
-        found.sort()                # the members' order: by id, as the database sorts
-        lists[text] = [members[index] for index in found]
-    links = 0
+        shown = lists[text] = [by_key[key] for key in keys if key in by_key]
+        links += len(shown) * counts[text]
     for row in rows:
-        shown = row[name] = lists[row[name]]
-        links += len(shown)
+        row[name] = lists[row[name]]
     if budget is not None and links > len(members):
         budget.take(links - len(members))     # each link is an entity of the answer

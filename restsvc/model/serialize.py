@@ -171,7 +171,10 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
 def _write(compiled, row, written):
     """``written``: the text of referenced rows already written in this answer
     (the loader gives every order of one customer the same row, every product
-    of one tag the same member row: it is written once)."""
+    of one tag the same member row: it is written once), keyed by (plan, row)
+    for to-one references, by row in a dict per plan for collection members,
+    and by list for whole collections (owners with the same many-to-many
+    members share one list)."""
     head, namer, writers, return_nulls = compiled
     if namer is None:       # an embedded value
         parts = ["{"]
@@ -194,15 +197,18 @@ def _write(compiled, row, written):
         elif nested[1]:
             # Owners with the same many-to-many members share one list, and a
             # member of several owners is one row: each is written once.
-            text = written.get((id(nested), id(value)))
+            text = written.get(id(value))     # a list belongs to one attribute of one plan
             if text is None:
+                done = written.get(id(nested))      # this plan's members written so far
+                if done is None:
+                    done = written[id(nested)] = {}
                 texts = []
                 for child in value:
-                    text = written.get((id(nested), id(child)))
+                    text = done.get(id(child))
                     if text is None:
-                        text = written[(id(nested), id(child))] = _write(nested[0], child, written)
+                        text = done[id(child)] = _write(nested[0], child, written)
                     texts.append(text)
-                text = written[(id(nested), id(value))] = f"[{','.join(texts)}]"
+                text = written[id(value)] = f"[{','.join(texts)}]"
             append(key + text)
         else:
             text = written.get((id(nested), id(value)))
