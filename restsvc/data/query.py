@@ -12,6 +12,7 @@ import peewee
 
 from ..db import is_sqlite, lower
 from ..errors import BadRequest
+from ..schema import trigram
 from .filters import Condition, Group, attribute_visible, parse_filter
 
 # LIKE patterns escape their wildcards with "!", so % and _ in values are literal.
@@ -103,7 +104,7 @@ class EntityQuery:
         if op == "notIn":
             return column.not_in(list(value))
         if op in ("contains", "doesNotContain", "startsWith", "endsWith"):
-            return self._text_match(column, op, value)
+            return self._text_match(column, op, value, condition.path[-1].field)
         return {"=": column.__eq__, "<>": column.__ne__, ">": column.__gt__,
                 ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
 
@@ -130,12 +131,15 @@ class EntityQuery:
         members = inner.apply_joins(members).where(_all((owned, visible, matches)))
         return peewee.fn.EXISTS(members)
 
-    def _text_match(self, column, op, value):
+    def _text_match(self, column, op, value, field):
         """The case-insensitive text operators, on the same lower-cased expression
         as the search index (``db.lower``). A ``startsWith`` must stay a prefix
         search the index serves: SQLite applies its LIKE optimization to plain
         columns only, so there it is a range; PostgreSQL derives the range
-        from ``LIKE 'prefix%'`` itself (text_pattern_ops index)."""
+        from ``LIKE 'prefix%'`` itself (text_pattern_ops index). A ``contains``
+        or ``endsWith`` uses the trigram index: PostgreSQL's serves the LIKE
+        itself, SQLite's FTS5 table narrows the rows the LIKE then checks
+        (``schema/trigram.py``)."""
         database = self.access.database
         lowered = lower(database, column)
         if op == "startsWith" and is_sqlite(database):
@@ -144,7 +148,18 @@ class EntityQuery:
             return condition if high is None else condition & (lowered < high)
         like = peewee.NodeList((lowered, peewee.SQL("LIKE"),
                                 lower(database, like_pattern(op, value)), _LIKE_ESCAPE))
-        return ~like if op == "doesNotContain" else like
+        if op == "doesNotContain":
+            return ~like
+        table = trigram.match_table(database, op, field, value)
+        if table is None:
+            return like
+        fts = peewee.Table(table)
+        rowid = peewee.Column(column.source if isinstance(column, peewee.FieldAlias)
+                              else column.model._meta.table, "rowid")
+        narrowed = rowid.in_(fts.select(peewee.SQL("rowid")).where(
+            peewee.NodeList((peewee.Entity(table), peewee.SQL("MATCH"),
+                             trigram.match_query(value)))))
+        return _all((like, narrowed))
 
     def row_condition(self, meta):
         """The caller's row-level conditions for this query's root entity: its
@@ -257,6 +272,8 @@ def filter_shape(database, node):
         params = [bound for bound in prefix_bounds(value.lower()) if bound is not None]
     elif op in _LIKE_PATTERNS:
         params = [like_pattern(op, value)]
+        if trigram.match_table(database, op, field, value) is not None:
+            params.append(trigram.match_query(value))
     else:
         params = [field.db_value(value)]
     names = tuple(prop.name for prop in node.path)

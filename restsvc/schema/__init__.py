@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 
 from ..db import is_sqlite
-from . import history
+from . import history, trigram
 from .apply import MigrationError, apply_steps, backup_sqlite, migration_lock
 from .compare import BREAKS, WARNING, compare
 from .declared import declared_schema
@@ -61,6 +61,16 @@ def check(database, models, lowered=()):
     breaks requests and the command that fixes it; logs the warnings."""
     differences, steps = survey(database, models, lowered)
     _judge(differences, steps)
+    _check_substring(database, lowered)
+
+
+def _check_substring(database, lowered):
+    """Says at start-up when substring filters cannot have their index."""
+    trigram.forget(database)
+    if lowered:
+        support = trigram.support(database)
+        if not support.available:
+            trigram.warn_unsupported(database, support.reason)
 
 
 def _judge(differences, steps):
@@ -89,6 +99,7 @@ def prepare(database, models, lowered=(), lock_timeout=DEFAULT_LOCK_TIMEOUT):
             apply_steps(database, ready, _name("init-schema"))
             differences, steps = survey(database, models, lowered)
     _judge(differences, steps)
+    _check_substring(database, lowered)
 
 
 def migrate(database, models, lowered=(), apply=True, allow_destructive=False, backup=True,
@@ -105,6 +116,7 @@ def migrate(database, models, lowered=(), apply=True, allow_destructive=False, b
         if backup and is_sqlite(database) and any(step.rebuild for step in outcome.steps):
             written = backup_sqlite(database)
         apply_steps(database, outcome.steps, _name("migrate"), written)
+    trigram.forget(database)
     return Outcome(outcome.steps, applied=True, backup=written)
 
 

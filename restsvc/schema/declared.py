@@ -5,7 +5,8 @@ A table's definition is peewee's (columns, primary key, foreign keys), plus a
 database-level DEFAULT for each NOT NULL column with a constant default: an
 instance that does not know the column yet can still insert rows (expand and
 contract, README "Changing the model"). The indexes are the declared ones and
-the derived lower-case ones (``db.lowered_index_sql``).
+the derived lower-case ones (``db.lowered_index_sql``) with their trigram
+indexes for substring search (``trigram.py``).
 """
 import datetime
 import decimal
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import peewee
 
 from ..db import is_sqlite, lowered_index_sql
+from . import trigram
 from .inspect import Column, ForeignKey, Index, Table, normalize_type
 
 
@@ -29,6 +31,7 @@ def declared_schema(database, models, lowered=()):
     by_model = {}
     for model, field in lowered:
         by_model.setdefault(model, []).append(field)
+    support = trigram.support(database) if lowered else None
     schema = {}
     for model in models:
         table = Table(model._meta.table_name)
@@ -45,6 +48,10 @@ def declared_schema(database, models, lowered=()):
         for field in by_model.get(model, ()):
             name, sql = lowered_index_sql(database, model, field)
             table.indexes[name] = Index(name, False, sql)
+            substring = trigram.declared_index(database, model, field, support)
+            if substring is not None:
+                name, sql, create, drop = substring
+                table.indexes[name] = Index(name, False, sql, create, drop)
         schema[table.name] = DeclaredTable(table, model, _renamed_columns(model))
     return schema
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..db import is_sqlite
+from . import trigram
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,11 @@ class Index:
     name: str
     unique: bool
     sql: str                # the definition, to tell which columns it covers
+    create: tuple = ()      # the statements that make it, when not just ``sql``
+    drop: tuple = ()        # the statements that remove it, when not ``DROP INDEX``
+
+    def creating(self):
+        return self.create or (self.sql,)
 
 
 @dataclass(frozen=True)
@@ -64,10 +70,14 @@ def inspect_database(database):
 
 def _inspect_sqlite(database):
     tables = {}
+    # The trigram indexes' FTS5 tables are indexes of the table their triggers are on.
+    hidden, substring = trigram.inspect_sqlite(database)
     names = [row[0] for row in database.execute_sql(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
         "ORDER BY name")]
     for name in names:
+        if name in hidden:
+            continue
         table = tables[name] = Table(name)
         quoted = name.replace('"', '""')
         for _, column, type_, notnull, default, _pk in database.execute_sql(
@@ -77,6 +87,8 @@ def _inspect_sqlite(database):
                 "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
                 "AND sql IS NOT NULL ORDER BY name", (name,)):
             table.indexes[index] = Index(index, sql.upper().startswith("CREATE UNIQUE"), sql)
+        for index, sql, drop in substring.get(name, ()):
+            table.indexes[index] = Index(index, False, sql, drop=drop)
         for row in database.execute_sql(f'PRAGMA foreign_key_list("{quoted}")'):
             table.foreign_keys[row[3]] = ForeignKey(row[3], row[2], row[4])
     return tables

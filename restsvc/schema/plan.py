@@ -41,7 +41,7 @@ def plan(database, declared, actual, differences):
     for model in peewee.sort_models(new):
         wanted = declared[model._meta.table_name]
         steps.append(Step(f"create table {wanted.table.name}", (create_table_sql(
-            database, model),) + tuple(index.sql for index in wanted.table.indexes.values())))
+            database, model),) + _creating(wanted.table.indexes.values())))
     for name, wanted in declared.items():
         if name in actual and by_table.get(name):
             steps += _table_steps(database, wanted, actual[name], by_table[name])
@@ -65,8 +65,9 @@ def _table_steps(database, wanted, table, differences):
         column = d.column
         if d.kind == "renamed_column":
             old = wanted.renames[column]
-            drops = tuple(f"DROP INDEX {_q(index.name)}" for index in table.indexes.values()
-                          if index.name not in wanted.table.indexes and index_covers(index, old))
+            drops = tuple(sql for index in table.indexes.values()
+                          if index.name not in wanted.table.indexes and index_covers(index, old)
+                          for sql in _dropping(index))
             steps.append(Step(_describe(d, wanted), drops + (
                 f"ALTER TABLE {_q(name)} RENAME COLUMN {_q(old)} TO {_q(column)}",)))
         elif d.kind == "missing_column":
@@ -107,15 +108,23 @@ def _index_steps(wanted, table, differences, rebuilt=False):
     for d in differences:
         index = d.detail.split()[1] if d.kind.endswith("_index") else None
         if d.kind == "missing_index" and not rebuilt:
-            steps.append(Step(f"create index {index}", (wanted.table.indexes[index].sql,)))
+            steps.append(Step(f"create index {index}", wanted.table.indexes[index].creating()))
         elif d.kind == "changed_index" and not rebuilt:
-            steps.append(Step(f"recreate index {index}", (
-                f"DROP INDEX {_q(index)}", wanted.table.indexes[index].sql)))
+            steps.append(Step(f"recreate index {index}", _dropping(table.indexes[index])
+                              + wanted.table.indexes[index].creating()))
         elif d.kind == "extra_index" and not rebuilt and not _goes_with_rename(wanted, table,
                                                                               index):
             steps.append(Step(f"drop index {index} (no data is lost)",
-                              (f"DROP INDEX {_q(index)}",), destructive=True))
+                              _dropping(table.indexes[index]), destructive=True))
     return steps
+
+
+def _creating(indexes):
+    return tuple(sql for index in indexes for sql in index.creating())
+
+
+def _dropping(index):
+    return index.drop or (f"DROP INDEX {_q(index.name)}",)
 
 
 def _goes_with_rename(wanted, table, index):
@@ -143,8 +152,8 @@ def _rebuild(database, wanted, table, differences):
            f"INSERT INTO {_q(new)} ({', '.join(targets)}) SELECT {', '.join(sources)} "
            f"FROM {_q(name)}",
            f"DROP TABLE {_q(name)}",
-           f"ALTER TABLE {_q(new)} RENAME TO {_q(name)}") + tuple(
-               index.sql for index in wanted.table.indexes.values())
+           f"ALTER TABLE {_q(new)} RENAME TO {_q(name)}") + _creating(
+               wanted.table.indexes.values())
     return Step(f"rebuild table {name} ({_count(database, name)} rows): {what}", sql,
                 destructive=bool(destructive), blocked="; ".join(b for b in blocked if b) or None,
                 rebuild=True)
