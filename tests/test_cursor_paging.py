@@ -98,6 +98,20 @@ def test_cursor_is_stable_under_concurrent_inserts(client, auth):
     assert "Aaa Before" < last_name < "Zzz After"
 
 
+def test_cursor_is_stable_when_rows_are_deleted_meanwhile(client, auth):
+    """The page's last row itself, and a row of the next page, deleted
+    between the pages: no row repeats, none is skipped."""
+    expected = _all_ids(client, auth, "Customer", "name")
+    first = client.get("/rest/entities/Customer?sort=name&limit=4", headers=auth)
+    seen = [row["id"] for row in first.json]
+    gone = [seen[-1], expected[5]]
+    for customer in gone:
+        assert client.delete(f"/rest/entities/Customer/{customer}",
+                             headers=auth).status_code == 204
+    rest, _ = _walk(client, auth, _next(first))
+    assert seen + rest == [i for i in expected if i != expected[5]]
+
+
 def test_search_get_and_post_page_by_cursor(client, auth):
     search = {"conditions": [{"property": "grade", "operator": "<>", "value": "GOLD"}]}
     url = "/rest/entities/Customer/search?limit=4&sort=-name&filter=" + json.dumps(search)

@@ -131,7 +131,7 @@ def after_key(database, terms, key):
         else:
             value = peewee.Value(value, unpack=False)     # as stored: no conversion
             beyond = column < value if descending else column > value
-            if nulls_last:
+            if nulls_last and _nullable(column):
                 beyond = _all((beyond, column.is_null()), any_of=True)
             same = column == value
         if beyond is not None:
@@ -150,4 +150,15 @@ def _range_start(term, value, sqlite):
         return None
     value = peewee.Value(value, unpack=False)
     bound = column <= value if descending else column >= value
-    return _all((bound, column.is_null()), any_of=True) if (not sqlite) != descending else bound
+    if (not sqlite) != descending and _nullable(column):
+        return _all((bound, column.is_null()), any_of=True)
+    return bound
+
+
+def _nullable(column):
+    """Whether a sort column can hold NULL: a column of a joined entity can
+    (no row joined), as can an optional one; a required one of the root, the
+    id above all, cannot, and its range then stays one an index serves
+    (PostgreSQL does not scan a range under ``OR ... IS NULL``)."""
+    return (isinstance(column, peewee.FieldAlias) or not isinstance(column, peewee.Field)
+            or column.null)
