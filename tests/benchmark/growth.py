@@ -11,7 +11,9 @@ in process (``werkzeug.test.Client``, bearer token checked on every request)
 and prints the median and the spread (10th-90th percentile) of the time per
 request in ms for each operation. SQLite lives in a temporary directory;
 PostgreSQL in a schema of its own in the given database, dropped at the end.
-The target: every operation but ``contains`` under 10 ms.
+The targets: every indexed operation under 10 ms, ``contains`` (on its
+trigram index, issue 24) under 15 ms; the aggregate reads every order and the
+deep ``offset`` page is the comparison for the cursor's, so they have none.
 """
 import argparse
 import io
@@ -30,6 +32,8 @@ from pathlib import Path
 from dataset import REPO
 
 TARGET_MS = 10.0
+CONTAINS_TARGET_MS = 15.0
+PAGE = 10_000           # the deep page, of 50 rows
 NAMESPACE = uuid.UUID("6c1e0b5e-9a8f-4d55-b1f6-0f9a3f1d2c44")
 STATUSES = ("10", "20", "30", "40")
 
@@ -60,11 +64,14 @@ def bulk_load(app, customers, orders):
     """Insert the rows as fast as each database takes them, with the tables'
     secondary indexes dropped; ``init_schema`` creates them again."""
     from restsvc.db import is_sqlite
+    from restsvc.schema.inspect import inspect_database
     database = app.database
+    tables = inspect_database(database)
     for table in ("customer", "order"):
-        for index in database.get_indexes(table):
-            if not index.unique:
-                database.execute_sql(f'DROP INDEX "{index.name}"')
+        for index in tables[table].indexes.values():
+            if not index.unique:        # the trigram ones: their FTS table and triggers too
+                for sql in index.drop or (f'DROP INDEX "{index.name}"',):
+                    database.execute_sql(sql)
     tables = (("customer", CUSTOMER_COLUMNS, customer_rows(customers)),
               ("order", ORDER_COLUMNS, order_rows(orders, customers)))
     with database.atomic():
@@ -101,11 +108,23 @@ def _copy(cursor, table, names, rows, chunk=100_000):
         cursor.copy_expert(f'COPY "{table}" ({names}) FROM STDIN', buffer)
 
 
-def operations(customers, orders):
+def operations(customers, orders, client, headers):
     """(label, path maker) pairs; each maker takes a random generator."""
     def search(entity, condition, extra=""):
         return f"/rest/entities/{entity}/search?filter=" + json.dumps(
             {"conditions": [condition]}) + extra
+
+    deep, page = {}, min(PAGE, max(2, customers // 100))     # a small run: half way
+
+    def by_cursor(pick):
+        """Page ``page`` by the cursor page ``page - 1`` links to (asked once, by offset)."""
+        if "path" not in deep:
+            response = client.get(f"/rest/entities/Customer?limit=50&offset={(page - 2) * 50}",
+                                  headers=headers)
+            link = response.headers.get("Link", "")
+            deep["path"] = link[link.index("<") + 1:link.index(">")] if "<" in link else \
+                f"/missing-link-{response.status_code}"
+        return deep["path"]
 
     def cid(pick):
         return uuid.uuid5(NAMESPACE, f"c{pick.randrange(customers)}")
@@ -127,10 +146,31 @@ def operations(customers, orders):
         ("orders: customer.name = value", lambda p: search("Order", {
             "property": "customer.name", "operator": "=",
             "value": f"Growth Customer {p.randrange(customers):07d}"})),
-        ("name contains, limit 50 (scan)", lambda p: search("Customer", {
+        (f"list 50, page {page:,} by offset",
+         lambda p: f"/rest/entities/Customer?limit=50&offset={(page - 1) * 50}"),
+        (f"list 50, page {page:,} by cursor", by_cursor),
+        ("orders: aggregate by grade, month", lambda p: "/rest/entities/Order/aggregate?"
+         "groupBy=customer.grade,month(date)&count=true&sum=amount"),
+        ("name contains, limit 50", lambda p: search("Customer", {
             "property": "name", "operator": "contains",
             "value": f"{p.randrange(customers):07d}"}, "&limit=50")),
+        ("email contains, limit 50", lambda p: search("Customer", {
+            "property": "email", "operator": "contains",
+            "value": f"R{p.randrange(customers):07d}@"}, "&limit=50")),
+        # Every email holds "@example.com": its trigrams are in every row.
+        ("email contains, + common domain", lambda p: search("Customer", {
+            "property": "email", "operator": "contains",
+            "value": f"R{p.randrange(customers):07d}@EXAMPLE"}, "&limit=50")),
     ]
+
+
+def target(label):
+    """The label's target in ms, or None."""
+    if "contains" in label:
+        return CONTAINS_TARGET_MS
+    if "aggregate" in label or "offset" in label:
+        return None
+    return TARGET_MS
 
 
 def explain(app, token, customers, orders):
@@ -140,16 +180,17 @@ def explain(app, token, customers, orders):
     from restsvc.db import is_sqlite
     database, seen = app.database, []
     execute = database.execute_sql
+    client, headers = Client(app), {"Authorization": f"Bearer {token}"}
 
     def recording(sql, params=None, *args, **kwargs):
         seen.append((sql, params))
         return execute(sql, params, *args, **kwargs)
     database.execute_sql = recording
     try:
-        for label, make in operations(customers, orders):
+        for label, make in operations(customers, orders, client, headers):
+            path = make(random.Random(label))
             seen.clear()
-            Client(app).get(make(random.Random(label)),
-                            headers={"Authorization": f"Bearer {token}"})
+            client.get(path, headers=headers)
             print(f"\n== {label}")
             for sql, params in [(q, p) for q, p in seen if "restsvc_token" not in q]:
                 prefix = "EXPLAIN QUERY PLAN" if is_sqlite(database) else "EXPLAIN ANALYZE"
@@ -164,7 +205,7 @@ def measure(app, token, customers, orders, repeat):
     from werkzeug.test import Client
     client, headers = Client(app), {"Authorization": f"Bearer {token}"}
     results = []
-    for label, make in operations(customers, orders):
+    for label, make in operations(customers, orders, client, headers):
         pick, times, status = random.Random(label), [], None
         for attempt in range(repeat + 3):
             path = make(pick)
@@ -230,10 +271,10 @@ def percentile(values, fraction):
 
 def report(columns):
     labels = [label for label, _, _ in next(iter(columns.values()))]
-    print(f"\n{'in process, ms per request':<34}" + "".join(
+    print(f"\n{'in process, ms per request':<36}" + "".join(
         f"{name + ' median':>20}{'p10-p90':>14}" for name in columns))
     for row, label in enumerate(labels):
-        line = f"{label:<34}"
+        line = f"{label:<36}"
         for results in columns.values():
             _, times, status = results[row]
             if status:
@@ -241,12 +282,13 @@ def report(columns):
                 print(f"  {label}: {status}")
                 continue
             median = statistics.median(times)
-            flag = "*" if median >= TARGET_MS and "scan" not in label else ""
+            flag = "*" if target(label) and median >= target(label) else ""
             line += f"{median:>19.2f}{flag:1}{percentile(times, 0.1):>7.2f}-" \
                     f"{percentile(times, 0.9):<6.2f}"
         print(line)
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    print(f"(* above the {TARGET_MS:.0f} ms target; {os.cpu_count()} CPUs, load average {load})")
+    print(f"(* above the target: {TARGET_MS:.0f} ms, contains {CONTAINS_TARGET_MS:.0f} ms; "
+          f"{os.cpu_count()} CPUs, load average {load})")
 
 
 def main(argv=None):
