@@ -97,7 +97,9 @@ def _postgres_support(database):
     row = database.execute_sql(
         "SELECT (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
         "        ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'), "
-        "(SELECT bool_or(trusted) FROM pg_available_extension_versions WHERE name = 'pg_trgm'), "
+        # "trusted" is PostgreSQL 13's; read as JSON, older servers answer false
+        "(SELECT bool_or(coalesce((to_jsonb(v) ->> 'trusted')::boolean, false)) "
+        " FROM pg_available_extension_versions v WHERE v.name = 'pg_trgm'), "
         "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
         "has_database_privilege(current_database(), 'CREATE') "
         "AND to_regnamespace('public') IS NOT NULL "
