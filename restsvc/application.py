@@ -20,6 +20,7 @@ class Application:
                      be exposed by name in the services file (svc.rest.services-config)
     endpoints        werkzeug Rules of custom endpoints; each endpoint is a handler
                      ``handler(ctx, **url_values) -> Response`` (see restsvc.web.Context)
+    version          the application's version, as GET /rest/version shows it (None: not given)
     """
     entities: tuple
     enums: tuple = ()
@@ -28,6 +29,7 @@ class Application:
     load_demo_data: object = None
     services: tuple = ()
     endpoints: tuple = ()
+    version: str = None
 
 
 def import_application(reference, search_dir=None):

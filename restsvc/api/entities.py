@@ -4,7 +4,7 @@ from werkzeug.routing import Rule
 from ..data.aggregates import FUNCTIONS, aggregate
 from ..data.etags import tag_version
 from ..data.softdelete import including_deleted
-from ..errors import BadRequest
+from ..errors import BadRequest, invalid_parameter_value
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
 from ..web import (MAX_QUERY_BODY, empty_response, json_response, list_response, location_url,
@@ -126,7 +126,7 @@ def _typed(body, key, kind):
     if value is None:
         return None
     if not isinstance(value, kind):
-        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {key}")
+        raise invalid_parameter_value(key)
     return value
 
 
@@ -135,7 +135,7 @@ def _count(body, key):
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
-        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {key}")
+        raise invalid_parameter_value(key)
     return whole_number(key, value)
 
 

@@ -19,7 +19,7 @@ import contextlib
 import sys
 
 from ..db import write_transaction
-from ..errors import NotFound
+from ..errors import entity_not_found
 from ..model.metadata import MetaClass
 from ..model.serialize import serialize
 
@@ -127,7 +127,7 @@ class DataAccess:
         plan = self._data.plan(meta, fetch_plan)
         row = self._data.select_by_id(self.access, meta, plan, entity_id)
         if row is None:
-            raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
+            raise entity_not_found(meta.name, entity_id)
         return Record(meta, plan, row)
 
     def search(self, entity, filter=None, fetch_plan="_base", sort=None, limit=None, offset=None):

@@ -166,6 +166,11 @@ _COMMON = {
     "datatype": _object({"id": STRING, "name": STRING, "format": STRING,
                          "decimalSeparator": STRING, "groupingSeparator": STRING}, ("id", "name")),
     "capabilities": _object({"inlineFetchPlans": BOOLEAN}, ("inlineFetchPlans",)),
+    "version": _object({"restsvc": STRING, "application": {
+        "type": ["string", "null"], "description": "The version the application declares, "
+                                                   "or null"}}, ("restsvc", "application")),
+    "userSession": _object({"username": STRING, "locale": STRING}, ("username", "locale")),
+    "localeInput": _object({"locale": STRING}, ("locale",)),
     "messages": string_map("Captions by key: Entity, Entity.attribute, enum class, enum.CONSTANT."),
     "userInfo": _object({"username": STRING, "locale": STRING,
                          "attributes": {"type": "object",
