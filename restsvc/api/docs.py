@@ -104,6 +104,8 @@ def documents(app, queries):
     """The app's Documents, built from the same route table the router uses."""
     routes = []
     for rule in app.url_map.iter_rules():
+        if getattr(rule.endpoint, "undocumented", False):
+            continue
         methods = [m for m in rule.methods if m != "OPTIONS"]
         summary = (rule.endpoint.__doc__ or "").strip().split("\n")[0]
         handler = f"{rule.endpoint.__module__}.{rule.endpoint.__qualname__}"

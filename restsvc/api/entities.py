@@ -1,4 +1,6 @@
 """Entities API: generic CRUD and search (reference section 2)."""
+from urllib.parse import quote
+
 from werkzeug.routing import Rule
 
 from ..data.aggregates import FUNCTIONS, aggregate
@@ -189,7 +191,9 @@ def create(ctx, entity_name):
     saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
     answer = data.saved_response(ctx.access, meta, saved, plan, query_bool(ctx.request, "returnNulls"))
     collection = location_url(ctx.request, ctx.app.settings.public_url)
-    location = collection if bulk else f"{collection}/{saved[0].id}"
+    # An application's own string id may hold any character: percent-encoded,
+    # so the header stays one valid line (a control character would break it).
+    location = collection if bulk else f"{collection}/{quote(str(saved[0].id), safe='')}"
     return json_response(raw_array(answer) if bulk else answer[0], status=201,
                          headers={"Location": location})
 

@@ -90,7 +90,8 @@ class DataManager:
         cursor = None
         if limit is not None and len(rows) > limit:
             del rows[limit:]
-            last = sort_key(access, meta, sort or "", rows)
+            # limit=0: an empty page, and no cursor (nothing to continue from)
+            last = sort_key(access, meta, sort or "", rows) if rows else None
             if last is not None:
                 cursor = self.cursors.token(meta, sort, filter_spec, last)
         total = count_rows(access, meta, tree) if return_count else None

@@ -89,8 +89,15 @@ class ObjectType:
 
     def json_schema(self):
         return {"type": "object",
-                "properties": {name: kind.json_schema() for name, kind, _ in self.fields},
+                # An optional field may be null: the same as leaving it out.
+                "properties": {name: kind.json_schema() if required
+                               else _or_null(kind.json_schema())
+                               for name, kind, required in self.fields},
                 "required": [name for name, _, required in self.fields if required]}
+
+
+def _or_null(schema):
+    return {"anyOf": [schema, {"type": "null"}]}
 
 
 def field_type(metadata, hint):
