@@ -41,7 +41,8 @@ from .security.users import User, Users
 from .services.config import load_services_config
 from .services.registry import ServiceConfigError, Services, registered_objects
 from .settings import SettingsError
-from .web import Context, Request, add_header, empty_response, error_response, limit_body
+from .web import (Context, Request, add_header, caller_locale, empty_response, error_response,
+                  limit_body)
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -223,6 +224,13 @@ class RestApp:
         response.vary.update(PREFLIGHT_VARY)
         return response
 
+    def _messages_for(self, request):
+        """The message lookup of the caller's language (Accept-Language, the
+        session's locale, the default): bundle key -> template or None."""
+        locale = caller_locale(request, getattr(request, "principal", None),
+                               self.settings.available_locales)
+        return lambda key: self.messages.text(key, locale)
+
     def _match(self, path, method):
         """Werkzeug's matcher, with recent answers kept: a matched path costs a
         dict lookup the next time (bounded, so odd paths cannot grow it).
@@ -261,7 +269,7 @@ class RestApp:
             return response
         except ApiError as exc:
             request.error = exc.error
-            return error_response(exc)
+            return error_response(exc, self._messages_for(request))
         except MethodNotAllowed as exc:
             request.error = "Method not allowed"
             return error_response(ApiError(

@@ -30,6 +30,7 @@ class Application:
                      be exposed by name in the services file (svc.rest.services-config)
     endpoints        werkzeug Rules of custom endpoints; each endpoint is a handler
                      ``handler(ctx, **url_values) -> Response`` (see restsvc.web.Context)
+    version          the application's version, as GET /rest/version shows it (None: not given)
     """
     entities: Sequence[type["Entity"]]
     enums: Sequence[type[Enum]] = ()
@@ -38,6 +39,7 @@ class Application:
     load_demo_data: Callable[["peewee.Database"], object] | None = None
     services: Sequence[object] = ()
     endpoints: Sequence["Rule"] = ()
+    version: str | None = None
 
 
 def import_application(reference: str, search_dir: object = None) -> Application:

@@ -6,6 +6,43 @@ into HTTP. Nothing here knows Werkzeug.
 from typing import Any
 
 
+MESSAGE_PREFIX = "restsvc.message."
+
+
+class Text(str):
+    """A message the message bundles may give in the caller's language: the
+    English text as it always was, plus its key and values. The bundle key
+    ``restsvc.message.<key>`` holds the template of another language, with
+    the same ``{placeholders}``; without one the English text stays."""
+
+    def __new__(cls, key, template, **values):
+        text = super().__new__(cls, template.format(**values) if values else template)
+        text.key, text.values = key, values
+        return text
+
+    def translated(self, lookup):
+        """The text in the language of ``lookup(bundle key) -> template or None``."""
+        template = lookup(MESSAGE_PREFIX + self.key)
+        if template is None:
+            return str(self)
+        try:
+            return template.format(**self.values)
+        except (KeyError, IndexError, ValueError, AttributeError):     # a broken bundle entry
+            return str(self)
+
+
+def localized_body(error, lookup):
+    """``error.body()`` with its ``details`` (or each violation's ``message``)
+    in the language of ``lookup`` where the text is a ``Text``."""
+    body = error.body()
+    if isinstance(body, list):
+        return [{**item, "message": item["message"].translated(lookup)}
+                if isinstance(item.get("message"), Text) else item for item in body]
+    if isinstance(body.get("details"), Text):
+        return {**body, "details": body["details"].translated(lookup)}
+    return body
+
+
 class ApiError(Exception):
     """An error the client is told about: ``{"error": ..., "details": ...}``."""
 
@@ -53,9 +90,31 @@ class PreconditionFailed(ApiError):
     status = 412
 
     def __init__(self, entity_name, entity_id):
-        super().__init__("Precondition Failed",
-                         f"Entity {entity_name} with id {entity_id} has changed since the "
-                         "ETag given in If-Match was made")
+        super().__init__("Precondition Failed", Text(
+            "entityChanged", "Entity {entity} with id {id} has changed since the "
+            "ETag given in If-Match was made", entity=entity_name, id=entity_id))
+
+
+MUST_NOT_BE_NULL = Text("notNull", "must not be null")
+
+
+def invalid_value(type_name, error):
+    return Text("invalidValue", "Invalid {type} value: {error}", type=type_name, error=error)
+
+
+def entity_name_not_found(entity_name):
+    return NotFound("Entity not found", Text("entityNameNotFound", "Entity {entity} not found",
+                                             entity=entity_name))
+
+
+def invalid_parameter_value(name):
+    return BadRequest("Invalid parameter value", Text(
+        "invalidParameterValue", "Invalid value of parameter {name}", name=name))
+
+
+def entity_not_found(entity_name, entity_id):
+    return NotFound("Entity not found", Text("entityNotFound", "Entity {entity} with id {id} "
+                                             "not found", entity=entity_name, id=entity_id))
 
 
 class PayloadTooLarge(ApiError):

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from . import values as parse
+from .paths import SETTINGS as PATH_SETTINGS, Paths, paths_from
 from .settinggroups import (CLIENT_PREFIX, JWT_PREFIX, STORAGE_PREFIX, clients, jwt_issuers,
                             object_storages, parse_value)
 from .values import SettingsError
@@ -157,6 +158,7 @@ class Settings:
     object_storages: tuple = ()
     rate_limits: dict = field(default_factory=dict)     # ("client"|"user", name) -> (rate, burst)
     jwt_issuers: tuple = ()
+    paths: Paths = Paths()      # svc.rest.base-path, svc.rest.*-path, svc.authserver.base-path
 
     @property
     def default_locale(self):
@@ -197,8 +199,11 @@ def build_settings(values, base_dir=".", environ=None):
     client_values = {}
     storage_values = {}
     jwt_values = {}
+    path_values = {}
     for key, value in flat.items():
-        if key in _KEYS:
+        if key in PATH_SETTINGS:
+            path_values[PATH_SETTINGS[key][0]] = parse_value(key, parse.url_path, value)
+        elif key in _KEYS:
             attr, parser, _ = _KEYS[key]
             parsed[attr] = parse_value(key, parser, value)
         elif key.startswith(_ENTITY_FETCH_SIZE) and len(key) > len(_ENTITY_FETCH_SIZE):
@@ -218,6 +223,13 @@ def build_settings(values, base_dir=".", environ=None):
             jwt_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
+    parsed["paths"] = paths_from(path_values)
+    problem = parsed["paths"].check()
+    if problem:
+        raise SettingsError(problem)
+    if "authenticated_url_patterns" not in parsed:
+        # The default protects the REST API wherever svc.rest.base-path puts it.
+        parsed["authenticated_url_patterns"] = (f"{parsed['paths'].base}/**", "/api/**")
     for _key, (attr, _, default) in _KEYS.items():
         parsed.setdefault(attr, default)
     if not parsed["secret_key"]:

@@ -12,7 +12,7 @@ from werkzeug.wrappers import Response
 
 from .data.access import Access, access_for
 from .data.bound import DataAccess
-from .errors import BadRequest, MalformedBody, PayloadTooLarge
+from .errors import BadRequest, MalformedBody, PayloadTooLarge, Text, localized_body
 from .jsonio import dumps_bytes, loads
 from .model.datatypes import DATATYPES, NumberOutOfBounds
 from .services.declare import Caller
@@ -315,10 +315,13 @@ def whole_number(name, value, minimum=0):
     try:
         number = LONG.from_json(value)
     except (ValueError, TypeError):
-        raise BadRequest("Invalid parameter value",
-                         f"Invalid value of parameter {name}: {str(value)[:40]}") from None
+        raise BadRequest("Invalid parameter value", Text(
+            "invalidParameterValueOf", "Invalid value of parameter {name}: {value}",
+            name=name, value=str(value)[:40])) from None
     if number < minimum:
-        raise BadRequest("Invalid parameter value", f"Parameter {name} must be at least {minimum}")
+        raise BadRequest("Invalid parameter value", Text(
+            "parameterMinimum", "Parameter {name} must be at least {minimum}", name=name,
+            minimum=minimum))
     return number
 
 
@@ -328,7 +331,9 @@ def query_bool(request, name, default=False):
         return default
     lowered = value.lower()
     if lowered not in ("true", "false"):
-        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {name}: {value}")
+        raise BadRequest("Invalid parameter value", Text(
+            "invalidParameterValueOf", "Invalid value of parameter {name}: {value}",
+            name=name, value=value))
     return lowered == "true"
 
 
@@ -354,8 +359,19 @@ def content_disposition(disposition, file_name):
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
-def error_response(error):
-    return json_response(error.body(), status=error.status, headers={**NO_STORE, **error.headers})
+def error_response(error, lookup=None):
+    """The error's answer; ``lookup`` (bundle key -> template or None) gives its
+    messages in the caller's language (errors.Text), English without."""
+    body = error.body() if lookup is None else localized_body(error, lookup)
+    return json_response(body, status=error.status, headers={**NO_STORE, **error.headers})
+
+
+def caller_locale(request, principal, available):
+    """``Accept-Language`` when it names an available language, else the
+    caller's own (its session's), else the default."""
+    requested = request.accept_languages.best_match(available)
+    own = getattr(principal, "locale", None)
+    return requested or (own if own in available else None) or available[0]
 
 
 class Context:
@@ -401,9 +417,6 @@ class Context:
     def locale(self) -> str:
         """``Accept-Language`` when it names an available language, else the caller's."""
         if self._locale is None:
-            available = self.app.settings.available_locales
-            requested = self.request.accept_languages.best_match(available)
-            self._locale = requested or (
-                self.principal.locale if self.principal.locale in available else None
-            ) or available[0]
+            self._locale = caller_locale(self.request, self.principal,
+                                         self.app.settings.available_locales)
         return self._locale

@@ -116,3 +116,11 @@ def test_the_aggregate_endpoint_is_in_the_openapi_documents(client, auth):
     assert {"get", "post"} <= set(detailed["paths"]["/rest/entities/Order/aggregate"])
     generic = client.get("/rest/docs/openapi.json", headers=auth).json
     assert any(path.endswith("/aggregate") for path in generic["paths"])
+
+
+@pytest.mark.parametrize("count", [{"x": 1}, "true", 1])
+def test_count_must_be_true_or_false(client, auth, count):
+    response = client.post("/rest/entities/Order/aggregate", json={"count": count}, headers=auth)
+    assert response.status_code == 400
+    assert response.json == {"error": "Invalid aggregate request",
+                             "details": "count must be true or false"}

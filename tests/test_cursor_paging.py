@@ -60,6 +60,16 @@ def test_the_last_page_has_no_link(client, auth):
     assert len(last.json) == 1 and "Link" not in last.headers
 
 
+@pytest.mark.parametrize("query", ["limit=0", "limit=0&sort=name", "limit=0&returnCount=true"])
+def test_limit_zero_is_an_empty_page_without_link(client, auth, query):
+    response = client.get(f"/rest/entities/Customer?{query}", headers=auth)
+    assert response.status_code == 200
+    assert response.json == [] and "Link" not in response.headers
+    queried = client.get(f"/rest/queries/Customer/customersByGrades?grades=GOLD&{query}",
+                         headers=auth)
+    assert queried.status_code == 200 and queried.json == []
+
+
 def test_no_link_without_limit(client, auth):
     assert "Link" not in client.get("/rest/entities/Customer", headers=auth).headers
 

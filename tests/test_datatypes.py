@@ -34,8 +34,10 @@ def test_service_parameters_have_a_json_schema(app):
         "type": "object",
         "properties": {"fromDate": {"type": "string", "format": "date"},
                        "toDate": {"type": "string", "format": "date"},
-                       "statuses": {"type": "array", "maxItems": 1000, "items": {
-                           "type": "string", "enum": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}}},
+                       # optional, so null is the same as leaving it out
+                       "statuses": {"anyOf": [{"type": "array", "maxItems": 1000, "items": {
+                           "type": "string", "enum": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}},
+                           {"type": "null"}]}},
         "required": ["fromDate", "toDate"]}
     (order_id,) = app.services.services["orderService"].methods["calculateTotal"].request_params
     assert order_id.json_schema() == {"type": "string", "format": "uuid"}

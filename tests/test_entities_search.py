@@ -144,6 +144,8 @@ def parse_error(client, auth, conditions, entity="Product"):
     ([cond("name", "in", "Inverter")], "JSON array was expected as a value for condition with operator in"),
     ([cond("price", "=", "cheap")], "Cannot parse property value: cheap"),
     ([{"group": "XOR", "conditions": []}], "Invalid conditions group type: XOR"),
+    # A group names its conditions (also when there are none): not a filter that matches all.
+    ([{"group": "AND"}], "Field 'conditions' is not defined for conditions group"),
 ])
 def test_filter_errors(client, auth, conditions, details):
     assert parse_error(client, auth, conditions) == {"error": "Cannot parse entities filter", "details": details}
@@ -222,3 +224,22 @@ def test_searches_of_one_shape_answer_each_for_its_own_values(client, auth):
         assert names(search(client, auth, "Product", [cond("name", "in", values)])) == expected
     assert names(search(client, auth, "Product", [cond("price", ">", 1299)])) == ["Heat pump"]
     assert len(names(search(client, auth, "Product", [cond("price", ">", 100)]))) == 6
+
+
+@pytest.mark.parametrize("filter_spec", [
+    {"conditions": None},
+    {"conditions": [{"group": "AND", "conditions": None}]},
+])
+def test_conditions_that_are_null_are_malformed(client, auth, filter_spec):
+    response = client.post("/rest/entities/Product/search/count", json={"filter": filter_spec},
+                           headers=auth)
+    assert response.status_code == 400
+    assert response.json == {"error": "Malformed request JSON data structure",
+                             "details": "Field 'conditions' must be a JSON array"}
+
+
+def test_null_parts_of_a_search_body_are_left_out(client, auth):
+    body = {"filter": {"conditions": []}, "fetchPlan": None, "sort": None, "limit": None,
+            "offset": None, "after": None, "returnNulls": None, "returnCount": None}
+    response = client.post("/rest/entities/Product/search", json=body, headers=auth)
+    assert response.status_code == 200 and "X-Total-Count" not in response.headers

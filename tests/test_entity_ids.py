@@ -83,6 +83,10 @@ def test_string_id_is_the_applications_key(client, auth):
     assert created.status_code == 201
     assert created.headers["Location"].endswith("/rest/entities/Country/PL")
     assert client.get("/rest/entities/Country/PL", headers=auth).json["name"] == "Poland"
+    # An id with characters a URL path cannot hold is percent-encoded in Location.
+    odd = client.post("/rest/entities/Country", headers=auth, json={"id": "\x17Q", "name": "Odd"})
+    assert odd.status_code == 201
+    assert odd.headers["Location"].endswith("/rest/entities/Country/%17Q")
     # A POST with an existing id updates it, as for UUIDs.
     assert client.post("/rest/entities/Country", headers=auth,
                        json={"id": "PL", "name": "Polska"}).status_code == 201

@@ -53,6 +53,24 @@ def test_a_structured_parameter_and_result_are_json_objects(client, auth):
     assert sum(s["count"] for s in summary["byStatus"]) == 6
 
 
+def test_orders_without_a_status_are_a_group_of_their_own(client, auth):
+    created = client.post("/rest/entities/Order", headers=auth, json={
+        "number": "NO-STATUS", "date": "2024-01-15", "customer": {"id": CUSTOMER_0},
+        "status": None})
+    assert created.status_code == 201
+    response = client.post("/rest/services/orderService/summarize", headers=auth, json={
+        "criteria": {"fromDate": "2024-01-15", "toDate": "2024-01-15", "statuses": None}})
+    assert response.status_code == 200
+    without = [group for group in response.json["byStatus"] if group.get("status") is None]
+    assert len(without) == 1 and without[0]["count"] == 1
+    # ...which the document allows: a StatusTotal's status is optional.
+    document = client.get("/rest/docs/openapiDetailed.json", headers=auth).json
+    operation = document["paths"]["/rest/services/orderService/summarize"]["post"]
+    result = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    item = result["properties"]["byStatus"]["items"]
+    assert "status" in item["properties"] and "status" not in item["required"]
+
+
 def test_a_method_returning_nothing_answers_204_and_its_write_stays(client, auth):
     client.put(f"/rest/entities/Order/{ORDER_0}", json={"amount": 1}, headers=auth)
     response = client.post("/rest/services/orderService/recalculate", json={"orderId": ORDER_0}, headers=auth)
@@ -103,6 +121,23 @@ def test_errors_use_the_reference_strings(client, auth, path, status, error, det
 def test_an_http_method_the_method_does_not_allow_is_405_with_allow(client, auth):
     response = call(client, auth, "orderService/createOrder")
     assert response.status_code == 405 and response.headers["Allow"] == "POST"
+
+
+@pytest.mark.parametrize("method, path, allow", [
+    ("OPTIONS", "orderService/createOrder", "POST"),
+    ("PUT", "orderService/createOrder", "POST"),
+    ("DELETE", "productPriceService/price", "GET"),
+    ("PATCH", "orderService/summarize", "POST"),
+])
+def test_any_other_http_method_is_405_with_the_methods_own_allow(client, auth, method, path, allow):
+    response = client.open(f"/rest/services/{path}", method=method, headers=auth)
+    assert response.status_code == 405
+    assert response.headers["Allow"] == allow
+
+
+def test_another_http_method_of_an_unknown_method_is_404(client, auth):
+    assert client.open("/rest/services/orderService/nothing", method="OPTIONS",
+                       headers=auth).status_code == 404
 
 
 def test_an_entity_parameter_that_fails_validation_is_400_with_the_array(client, auth):

@@ -1,6 +1,9 @@
 """One module per API area; each exports ``rules`` (werkzeug Rules whose
 endpoint is the handler function). ``app.py`` assembles them, and the
 application's custom endpoints, into one Map."""
+from werkzeug.routing import Rule
+
+from ..paths import DEFAULT_PATHS
 from . import (docs, entities, files, health, messages, metadata, metrics, oauth, queries,
                reports, services, session, signin)
 
@@ -9,9 +12,13 @@ API_MODULES = (oauth, signin, entities, queries, services, files, metadata, mess
 
 
 def all_rules(application, settings=None):
-    """The route table: built-in rules, then the application's endpoints. The
-    health checks are at the paths ``settings`` name (their defaults without)."""
+    """The route table: built-in rules at the paths ``settings`` give them
+    (``svc.rest.*-path``, the health checks'; their defaults without), then
+    the application's endpoints."""
+    paths = settings.paths if settings else DEFAULT_PATHS
     rules = [rule for module in API_MODULES if module is not health for rule in module.rules]
+    if not paths.is_default:
+        rules = [Rule(paths.mount(rule.rule), **rule.get_empty_kwargs()) for rule in rules]
     rules += health.routes(settings.health_live_path, settings.health_ready_path) \
         if settings else health.rules
     if settings and settings.metrics_path:

@@ -104,10 +104,14 @@ def documents(app, queries):
     """The app's Documents, built from the same route table the router uses."""
     routes = []
     for rule in app.url_map.iter_rules():
+        if getattr(rule.endpoint, "undocumented", False):
+            continue
         methods = [m for m in rule.methods if m != "OPTIONS"]
         summary = (rule.endpoint.__doc__ or "").strip().split("\n")[0]
         handler = f"{rule.endpoint.__module__}.{rule.endpoint.__qualname__}"
-        routes.append(Route(rule.rule, tuple(sorted(methods)), summary, handler))
+        builtin = rule.endpoint.__module__.startswith("restsvc.api.")
+        routes.append(Route(rule.rule, tuple(sorted(methods)), summary, handler,
+                            app.settings.paths.unmount(rule.rule) if builtin else ""))
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
                                      app.services))
 
@@ -143,8 +147,8 @@ def detailed_yaml(ctx):
 
 def page(ctx):
     """The detailed document in Swagger UI (try-it-out with a bearer token)."""
-    root = ctx.request.root_path
-    base = html.escape(f"{root}/rest/docs")
+    root, paths = ctx.request.root_path, ctx.app.settings.paths
+    base = html.escape(root + paths.rest("docs"))
     if viewer_dir() is None:
         body = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>API"
                 f"</title></head><body><h1>API documentation</h1><p>The viewer needs the "
@@ -158,7 +162,7 @@ def page(ctx):
                 f"<link rel=\"icon\" type=\"image/png\" href=\"{base}/assets/favicon-32x32.png\">"
                 f"<link rel=\"stylesheet\" href=\"{base}/assets/swagger-ui.css\"></head><body>"
                 f"<div id=\"swagger-ui\" data-url=\"{base}/openapiDetailed.json\" "
-                f"data-token-url=\"{html.escape(root)}/oauth2/token\"></div>"
+                f"data-token-url=\"{html.escape(root + paths.token)}\"></div>"
                 f"<script src=\"{base}/assets/swagger-ui-bundle.js\"></script>"
                 f"<script src=\"{base}/assets/restsvc-init.js\"></script></body></html>")
     return Response(body, content_type="text/html;charset=UTF-8", headers=PAGE_HEADERS)

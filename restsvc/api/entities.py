@@ -1,10 +1,12 @@
 """Entities API: generic CRUD and search (reference section 2)."""
+from urllib.parse import quote
+
 from werkzeug.routing import Rule
 
 from ..data.aggregates import FUNCTIONS, aggregate
 from ..data.etags import tag_version
 from ..data.softdelete import including_deleted
-from ..errors import BadRequest
+from ..errors import BadRequest, invalid_parameter_value
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
 from ..web import (MAX_QUERY_BODY, empty_response, json_response, list_response, location_url,
@@ -126,7 +128,7 @@ def _typed(body, key, kind):
     if value is None:
         return None
     if not isinstance(value, kind):
-        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {key}")
+        raise invalid_parameter_value(key)
     return value
 
 
@@ -135,7 +137,7 @@ def _count(body, key):
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
-        raise BadRequest("Invalid parameter value", f"Invalid value of parameter {key}")
+        raise invalid_parameter_value(key)
     return whole_number(key, value)
 
 
@@ -189,7 +191,9 @@ def create(ctx, entity_name):
     saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
     answer = data.saved_response(ctx.access, meta, saved, plan, query_bool(ctx.request, "returnNulls"))
     collection = location_url(ctx.request, ctx.app.settings.public_url)
-    location = collection if bulk else f"{collection}/{saved[0].id}"
+    # An application's own string id may hold any character: percent-encoded,
+    # so the header stays one valid line (a control character would break it).
+    location = collection if bulk else f"{collection}/{quote(str(saved[0].id), safe='')}"
     return json_response(raw_array(answer) if bulk else answer[0], status=201,
                          headers={"Location": location})
 

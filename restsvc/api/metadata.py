@@ -8,10 +8,12 @@ therefore depend on the caller and are never kept by a cache. A path opened
 without a token on purpose (svc.resource-server.anonymous-url-patterns)
 describes the whole model to a caller without one: the deployment publishes it.
 """
+import importlib.metadata
+
 from werkzeug.routing import Rule
 
 from ..data.access import require
-from ..errors import NotFound
+from ..errors import NotFound, entity_name_not_found
 from ..model.datatypes import DATATYPES, FORMATS
 from ..web import NO_STORE, json_response
 
@@ -19,7 +21,7 @@ from ..web import NO_STORE, json_response
 def find_entity(ctx, entity_name):
     meta = ctx.app.metadata.described(entity_name)     # entities and embedded value types
     if meta is None:
-        raise NotFound("Entity not found", f"Entity {entity_name} not found")
+        raise entity_name_not_found(entity_name)
     return meta
 
 
@@ -45,7 +47,7 @@ def readable_entity(ctx, entity_name):
     if not meta.is_embedded:
         require(ctx.access, meta, "read")
     elif not permissions.reads_value_type(ctx.app.metadata, meta.name):
-        raise NotFound("Entity not found", f"Entity {entity_name} not found")
+        raise entity_name_not_found(entity_name)
     return meta
 
 
@@ -108,6 +110,21 @@ def list_datatypes(ctx):
     return json_response([{"id": name, "name": name, **FORMATS.get(name, {})} for name in DATATYPES])
 
 
+def _package_version():
+    try:
+        return importlib.metadata.version("restsvc")
+    except importlib.metadata.PackageNotFoundError:     # run from a source tree, not installed
+        return "0+unknown"
+
+
+PACKAGE_VERSION = _package_version()
+
+
+def version(ctx):
+    """The versions of restsvc and of the application (null when it declares none)."""
+    return json_response({"restsvc": PACKAGE_VERSION, "application": ctx.app.application.version})
+
+
 def capabilities(ctx):
     """What optional features clients may use (reference 6.8)."""
     return json_response({"inlineFetchPlans": ctx.app.settings.inline_fetch_plans})
@@ -129,4 +146,5 @@ rules = [
     Rule("/rest/metadata/enums/<enum_name>", methods=["GET"], endpoint=get_enum),
     Rule("/rest/metadata/datatypes", methods=["GET"], endpoint=list_datatypes),
     Rule("/rest/capabilities", methods=["GET"], endpoint=capabilities),
+    Rule("/rest/version", methods=["GET"], endpoint=version),
 ]

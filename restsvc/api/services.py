@@ -55,8 +55,19 @@ def _invoke(ctx, method, values, is_text):
         instruments.service_call(method.service, method.name, outcome, started)
 
 
+def other_method(ctx, service_name, method_name):
+    """Any other HTTP method: 405 whose Allow names the methods this service
+    method declares (the router's 405 would name GET and POST for all)."""
+    ctx.app.services.find(ctx.permissions, service_name, method_name, ctx.request.method)
+    raise AssertionError("find answers only GET and POST")     # pragma: no cover
+
+
+other_method.undocumented = True  # type: ignore[attr-defined]  # not an operation: the OpenAPI documents leave it out
+
 rules = [
     Rule("/rest/services", methods=["GET"], endpoint=list_services),
     Rule("/rest/services/<service_name>", methods=["GET"], endpoint=get_service),
     Rule("/rest/services/<service_name>/<method_name>", methods=["GET", "POST"], endpoint=invoke),
+    Rule("/rest/services/<service_name>/<method_name>",
+         methods=["PUT", "PATCH", "DELETE", "OPTIONS"], endpoint=other_method),
 ]

@@ -28,14 +28,15 @@ def _page(ctx, status=200, error=None, request=None, username="", headers=None):
     locale = http.accept_languages.best_match(app.settings.available_locales) \
         or app.settings.default_locale
     nonce = app.authorizer.nonce(http.cookies.get(COOKIE)) if request else None
+    auth = http.root_path + app.settings.paths.auth
     body = app.signin_page.render(
-        locale, http.root_path, error,
+        locale, auth, error,
         app.authorizer.form_token(request, nonce) if request else None,
         client=request.client_id if request else "", username=username)
     response = Response(body, status=status, content_type="text/html;charset=UTF-8",
                         headers={**PAGE_HEADERS, **(headers or {})})
     if nonce:
-        response.set_cookie(COOKIE, nonce, max_age=FORM_TTL, path=f"{http.root_path}/oauth2/authorize",
+        response.set_cookie(COOKIE, nonce, max_age=FORM_TTL, path=f"{auth}/authorize",
                             secure=http.scheme == "https", httponly=True, samesite="Strict")
     return response
 
@@ -89,7 +90,7 @@ def _issuer(ctx):
 
 
 def server_metadata(ctx):
-    return json_response(ctx.app.authserver.metadata(_issuer(ctx)))
+    return json_response(ctx.app.authserver.metadata(_issuer(ctx), ctx.app.settings.paths.auth))
 
 
 rules = [

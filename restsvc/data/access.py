@@ -3,7 +3,7 @@ import datetime
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import Forbidden
+from ..errors import Forbidden, Text
 
 if TYPE_CHECKING:
     import peewee
@@ -53,4 +53,5 @@ def require(access, meta, operation):
     """403 ``Reading forbidden`` etc. unless the caller's roles allow the operation."""
     if not access.permissions.can(meta.name, operation):
         word = _WORDS[operation]
-        raise Forbidden(f"{word} forbidden", f"{word} of the {meta.name} is forbidden")
+        raise Forbidden(f"{word} forbidden", Text(f"forbidden.{operation}", word + " of the "
+                                                  "{entity} is forbidden", entity=meta.name))

@@ -143,7 +143,10 @@ def aggregate(access, meta, spec, max_groups):
     work = _Aggregate(access, meta)
     for item in names(spec.get("groupBy"), "groupBy"):
         work.group(item)
-    if spec.get("count"):
+    count = spec.get("count", False)
+    if count is not None and not isinstance(count, bool):
+        raise _bad("count must be true or false")
+    if count:
         work.add("count", peewee.fn.COUNT(peewee.SQL("*")), int)
     for name in FUNCTIONS:
         for dotted in names(spec.get(name), name):

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from ..db import write_transaction
-from ..errors import NotFound
+from ..errors import entity_not_found
 from ..model.metadata import MetaClass
 from ..model.serialize import serialize
 
@@ -156,7 +156,7 @@ class DataAccess:
         plan = self._data.plan(meta, fetch_plan)
         row = self._data.select_by_id(self.access, meta, plan, entity_id)
         if row is None:
-            raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
+            raise entity_not_found(meta.name, entity_id)
         return Record(meta, plan, row)
 
     @overload

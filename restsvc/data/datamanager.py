@@ -5,7 +5,8 @@ applies entity, attribute and row-level policies; results come back as JSON
 text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
 from ..db import is_sqlite, write_transaction
-from ..errors import BadRequest, NotFound, PreconditionFailed, ValidationFailed
+from ..errors import (BadRequest, NotFound, PreconditionFailed, ValidationFailed,
+                      entity_name_not_found, entity_not_found)
 from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
@@ -32,7 +33,7 @@ class DataManager:
     def entity(self, name):
         meta = self.metadata.entity(name)
         if meta is None:
-            raise NotFound("Entity not found", f"Entity {name} not found")
+            raise entity_name_not_found(name)
         return meta
 
     def plan(self, meta, value, default="_base"):
@@ -65,7 +66,7 @@ class DataManager:
         key = parse_id(meta, entity_id)
         rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key])
         if not rows:
-            raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
+            raise entity_not_found(meta.name, entity_id)
         tag = entity_tag(rows[0], plan, access.permissions, access.session, return_nulls)
         if tag is not None and unchanged is not None and unchanged(tag):
             return None, tag
@@ -89,7 +90,8 @@ class DataManager:
         cursor = None
         if limit is not None and len(rows) > limit:
             del rows[limit:]
-            last = sort_key(access, meta, sort or "", rows)
+            # limit=0: an empty page, and no cursor (nothing to continue from)
+            last = sort_key(access, meta, sort or "", rows) if rows else None
             if last is not None:
                 cursor = self.cursors.token(meta, sort, filter_spec, last)
         total = count_rows(access, meta, tree) if return_count else None
@@ -236,8 +238,7 @@ class DataManager:
             found = visible_ids(access, meta, keys)
             for key, entity_id in zip(keys, entity_ids):
                 if key not in found:
-                    raise NotFound("Entity not found",
-                                   f"Entity {meta.name} with id {entity_id} not found")
+                    raise entity_not_found(meta.name, entity_id)
                 if hasattr(meta.model, "check_change"):     # e.g. User
                     meta.model.check_change(access, key, None)
             if if_match is not None:

@@ -67,12 +67,10 @@ class _Parser:
         if not isinstance(spec, dict):
             raise BadRequest("Malformed request JSON data structure",
                              "The filter must be a JSON object")
-        return Group(False, self.items(spec.get("conditions"), 0))
+        return Group(False, self.items(spec.get("conditions", ()), 0))
 
     def items(self, conditions, depth):
-        if conditions is None:
-            return ()
-        if not isinstance(conditions, list):
+        if not isinstance(conditions, (list, tuple)):
             raise BadRequest("Malformed request JSON data structure",
                              "Field 'conditions' must be a JSON array")
         if depth > MAX_DEPTH:
@@ -92,6 +90,8 @@ class _Parser:
         kind = item.get("group")
         if not isinstance(kind, str) or kind.upper() not in ("AND", "OR"):
             _fail(f"Invalid conditions group type: {_show(kind)}")
+        if "conditions" not in item:
+            _fail("Field 'conditions' is not defined for conditions group")
         return Group(kind.upper() == "OR", self.items(item.get("conditions"), depth + 1))
 
     def condition(self, item):

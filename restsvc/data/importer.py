@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import peewee
 
-from ..errors import BadRequest, NotFound, PayloadTooLarge
+from ..errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
+                      entity_not_found, invalid_value)
 from ..model.datatypes import decimal_fits
 from ..model.valuetypes import MAX_ARRAY_ITEMS
 from ..security.roles import MODIFY
@@ -68,7 +69,8 @@ def parse_id(meta, value):
         return value
     key = id_or_none(meta, value)
     if key is None:
-        raise BadRequest("Invalid entity ID", f"Cannot convert {value} into valid entity ID")
+        raise BadRequest("Invalid entity ID", Text(
+            "invalidEntityId", "Cannot convert {value} into valid entity ID", value=value))
     return key
 
 
@@ -120,17 +122,18 @@ class Importer:
         if creating and entity_id is not None and meta.database_assigns_id:
             # Whether the row is absent or hidden, the answer is the same.
             self.violations.append(_violation(
-                f"{path}id", f"must name a stored {meta.name}: the database assigns new ids",
+                f"{path}id", Text("storedIdOnly", "must name a stored {entity}: the database "
+                                  "assigns new ids", entity=meta.name),
                 INVALID, body.get("id")))
             entity_id = None
         elif (not creating and not existing) or (
                 creating and entity_id is not None and self._stored(meta, entity_id)):
             # A row the caller cannot see is answered as missing, as an update
             # of it is, whether the caller meant to create or to update it.
-            raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
+            raise entity_not_found(meta.name, entity_id)
         require(self.access, meta, "create" if creating else "update")
         if creating and entity_id is None and meta.id_kind == "string":
-            self.violations.append(_violation(f"{path}id", "must not be null", NOT_NULL))
+            self.violations.append(_violation(f"{path}id", MUST_NOT_BE_NULL, NOT_NULL))
         operation = Operation(meta, creating, entity_id, {})
         failure = "Entity creation failed" if creating else "Entity update failed"
         levels = self.access.permissions.attribute_levels(meta.name)
@@ -160,7 +163,7 @@ class Importer:
         if "version" in body and not creating and self.optimistic_locking:
             version = body["version"]
             if isinstance(version, bool) or not isinstance(version, int):
-                self.violations.append(_violation(f"{path}version", "must be a whole number",
+                self.violations.append(_violation(f"{path}version", Text("wholeNumber", "must be a whole number"),
                                                   INVALID, version))
             else:
                 # Bounded like any other integer from input: the column's range.
@@ -173,8 +176,8 @@ class Importer:
         try:
             operation.expected_version = prop.value_type.from_json(version)
         except ValueError as exc:
-            self.violations.append(_violation(f"{path}version", f"Invalid {prop.type_name} value: "
-                                                                f"{exc}", INVALID, version))
+            self.violations.append(_violation(f"{path}version", invalid_value(prop.type_name, exc),
+                                              INVALID, version))
 
     def _exists(self, meta, entity_id):
         """Whether the caller can see the row (asked once per row and plan)."""
@@ -197,22 +200,25 @@ class Importer:
         try:
             parsed = prop.value_type.from_json(value)
         except (ValueError, TypeError, ArithmeticError) as exc:
-            message = (f"An error occurred while parsing enum. Class [{prop.meta_enum.name}]. "
-                       f"Value [{value}]." if prop.meta_enum is not None
-                       else f"Invalid {prop.type_name} value: {exc}")
+            message = (Text("invalidEnumValue", "An error occurred while parsing enum. "
+                            "Class [{enum}]. Value [{value}].", enum=prop.meta_enum.name,
+                            value=value) if prop.meta_enum is not None
+                       else invalid_value(prop.type_name, exc))
             self.violations.append(_violation(where, message, INVALID, value))
             return
         max_length = getattr(prop.field, "max_length", None)
         if isinstance(parsed, str) and max_length and len(parsed) > max_length:
-            self.violations.append(_violation(where, f"size must be between 0 and {max_length}",
+            self.violations.append(_violation(where, Text(
+                "size", "size must be between 0 and {max}", max=max_length),
                                               SIZE, value))
             return
         if isinstance(prop.field, peewee.DecimalField) and not decimal_fits(
                 parsed, prop.field.max_digits, prop.field.decimal_places):
             whole = prop.field.max_digits - prop.field.decimal_places
             self.violations.append(_violation(
-                where, f"numeric value out of bounds (<{whole} digits>.<"
-                       f"{prop.field.decimal_places} digits> expected)", DIGITS, value))
+                where, Text("digits", "numeric value out of bounds (<{whole} digits>.<"
+                                      "{fraction} digits> expected)", whole=whole,
+                            fraction=prop.field.decimal_places), DIGITS, value))
             return
         operation.values[prop.field.name] = parsed
 
@@ -310,7 +316,7 @@ class Importer:
             missing = (key in operation.values and operation.values[key] is None) or (
                 operation.creating and key not in operation.values)
             if missing and not any(v["path"] == f"{path}{name}" for v in self.violations):
-                self.violations.append(_violation(f"{path}{name}", "must not be null", NOT_NULL))
+                self.violations.append(_violation(f"{path}{name}", MUST_NOT_BE_NULL, NOT_NULL))
 
     def _validate(self, operation, path):
         validators = operation.meta.validators

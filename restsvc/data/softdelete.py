@@ -17,7 +17,7 @@ import dataclasses
 import peewee
 
 from ..db import write_transaction
-from ..errors import BadRequest, Conflict, Forbidden, NotFound
+from ..errors import BadRequest, Conflict, Forbidden, entity_not_found
 from . import history
 from .access import require, utc_now
 from .etags import version_is
@@ -70,7 +70,7 @@ def _deleted_row(access, meta, entity_id, grant, operation):
     from .importer import parse_id      # importer -> writer -> this module
     key = parse_id(meta, entity_id)
     if not visible_ids(dataclasses.replace(access, include_deleted=True), meta, [key]):
-        raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
+        raise entity_not_found(meta.name, entity_id)
     model = meta.model
     deleted = model.select(model.deletedDate).where(model.id == key).scalar()
     if deleted is None:

@@ -28,7 +28,8 @@ import contextlib
 
 import peewee
 
-from ..errors import ApiError, BadRequest, Conflict, NotFound, PreconditionFailed
+from ..errors import (ApiError, BadRequest, Conflict, PreconditionFailed, Text,
+                      entity_not_found)
 from ..model.fetchplan import ids_only
 from . import history, softdelete
 from .access import require, utc_now
@@ -219,11 +220,10 @@ class Writer:
             if isinstance(expected, tuple):      # If-Match
                 raise PreconditionFailed(operation.meta.name, operation.id)
             if expected is not None:
-                raise ApiError("Optimistic lock",
-                               f"Object of class [{operation.meta.name}] with identifier "
-                               f"[{operation.id}]: optimistic locking failed")
-            raise NotFound("Entity not found",
-                           f"Entity {operation.meta.name} with id {operation.id} not found")
+                raise ApiError("Optimistic lock", Text(
+                    "optimisticLock", "Object of class [{entity}] with identifier [{id}]: "
+                    "optimistic locking failed", entity=operation.meta.name, id=operation.id))
+            raise entity_not_found(operation.meta.name, operation.id)
 
     # -- delete ------------------------------------------------------------
     def delete(self, meta, ids, expected_versions=None, with_owner=False, purge=False):

@@ -14,4 +14,5 @@ application = Application(
     load_demo_data=load_demo_data,
     services=SERVICES,
     endpoints=ENDPOINTS,
+    version="1.0",
 )

@@ -27,7 +27,7 @@ class OrderCriteria:
 
 @dataclasses.dataclass
 class StatusTotal:
-    status: OrderStatus
+    status: Optional[OrderStatus]       # None: the orders without a status
     count: int
     total: decimal.Decimal
 

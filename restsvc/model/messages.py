@@ -4,6 +4,11 @@
 ``Order``, ``Order.number``, ``restsvc.demo.model.OrderStatus``,
 ``restsvc.demo.model.OrderStatus.PAID``. A key missing in a language falls
 back to the default language, then to a caption made from the name.
+
+Messages of the service itself (validation messages, the details of errors:
+``restsvc.message.<key>``, see ``errors.Text``) come with restsvc in
+``restsvc/messages/<lang>.yaml``; an application's bundle may override them.
+English needs none: it is the text in the code.
 """
 import re
 from pathlib import Path
@@ -21,24 +26,29 @@ def humanize(key):
     return text[:1].upper() + text[1:]
 
 
+BUILT_IN = Path(__file__).resolve().parent.parent / "messages"
+
+
+def _bundle(path):
+    if not path.exists():
+        return {}
+    try:
+        bundle = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"svc.core.messages-dir: {path} is not valid YAML: {exc}") from None
+    if not isinstance(bundle, dict) or not all(isinstance(v, str) for v in bundle.values()):
+        raise SettingsError(f"svc.core.messages-dir: {path} must map keys to strings")
+    return {str(k): v for k, v in bundle.items()}
+
+
 class Messages:
     def __init__(self, directory, locales):
         self.locales = tuple(locales)
         self.default_locale = self.locales[0]
         self.bundles = {}
         for locale in self.locales:
-            path = Path(directory) / f"{locale}.yaml"
-            if not path.exists():
-                self.bundles[locale] = {}
-                continue
-            try:
-                bundle = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            except yaml.YAMLError as exc:
-                raise SettingsError(f"svc.core.messages-dir: {path} is not valid YAML: {exc}") from None
-            if not isinstance(bundle, dict) or not all(
-                    isinstance(v, str) for v in bundle.values()):
-                raise SettingsError(f"svc.core.messages-dir: {path} must map keys to strings")
-            self.bundles[locale] = {str(k): v for k, v in bundle.items()}
+            self.bundles[locale] = {**_bundle(BUILT_IN / f"{locale}.yaml"),
+                                    **_bundle(Path(directory) / f"{locale}.yaml")}
 
     def caption(self, key, locale):
         bundle = self.bundles.get(locale)
@@ -50,6 +60,10 @@ class Messages:
     def captions(self, locale):
         """A one-argument lookup for code that renders many captions."""
         return lambda key: self.caption(key, locale)
+
+    def text(self, key, locale):
+        """The locale's own text for ``key``, or None (no fallback)."""
+        return self.bundles.get(locale, {}).get(key)
 
     def has(self, key, locale):
         return key in self.bundles.get(locale, {})

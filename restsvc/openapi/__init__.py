@@ -56,7 +56,9 @@ class Documents:
     def document(self, kind, root_path="", permissions=None):
         """The tree as served under ``root_path`` (a shallow copy; do not modify)."""
         tree = self.tree(kind, permissions)
-        components = {**tree["components"], "securitySchemes": security_schemes(root_path)}
+        token_path = self._builder.settings.paths.token
+        components = {**tree["components"],
+                      "securitySchemes": security_schemes(root_path, token_path)}
         return {**tree, "servers": [{"url": root_path or "/"}], "components": components}
 
     def render(self, kind, root_path="", as_yaml=False, permissions=None):

@@ -16,7 +16,6 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..security.gate import REST_ENABLED_PATHS
 from ..security.roles import MODIFY
 from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE
 from .entities import entity_schemas, stub_schemas
@@ -56,6 +55,11 @@ class Route:
     methods: tuple    # the methods it answers (HEAD and OPTIONS left out)
     summary: str      # the handler's first docstring line, for routes nobody described
     handler: str = "" # module.function of the handler (routes at configurable paths)
+    canonical: str = ""  # the rule at its default path (svc.rest.*-path), which the tables know
+
+    @property
+    def key(self):
+        return self.canonical or self.rule
 
 
 def camel(name):
@@ -93,7 +97,7 @@ class DocumentBuilder:
         paths = {}
         for route in self.routes:
             for method in _methods(route):
-                build = described(method, route.rule)
+                build = described(method, route.key)
                 if build in ENTITY_OPERATIONS.values() or build in QUERY_OPERATIONS.values():
                     self._add(paths, method, route.rule, build(typing), {})
                 else:
@@ -111,7 +115,7 @@ class DocumentBuilder:
         paths = {}
         for route in self.routes:
             for method in _methods(route):
-                key = (method, route.rule)
+                key = (method, route.key)
                 if key in ENTITY_OPERATIONS:
                     operation = WRITES.get(key, "read")
                     for meta in shown.entities:
@@ -146,15 +150,15 @@ class DocumentBuilder:
 
     def _fixed(self, paths, method, route, path_schemas):
         """A route written as it is (no expansion per entity, query or method)."""
-        reports = report_operation(method, route.rule)
+        reports = report_operation(method, route.key)
         if reports is not None:
             op, schemas = reports
             names = openapi_path(route.rule)[1]
             self._add(paths, method, route.rule, op, {**path_schemas, **dict(zip(names, schemas))})
             return
-        build = described(method, route.rule, route.handler)
+        build = described(method, route.key, route.handler)
         self._add(paths, method, route.rule, build() if build else _undescribed(route),
-                  path_schemas, no_database=(method, route.rule) in NO_DATABASE
+                  path_schemas, no_database=(method, route.key) in NO_DATABASE
                   or (method, route.handler) in NO_DATABASE)
 
     def _service_methods(self, http_method, permissions=None):
@@ -184,7 +188,7 @@ class DocumentBuilder:
             if protected:
                 op["security"] = BEARER
                 responses.update(failures("Unauthorized"))
-                if REST_ENABLED_PATHS.match(sample):
+                if self.gate.rest_enabled.match(sample):
                     responses.setdefault("403", failures("Forbidden")["403"])
             else:
                 op["security"] = []
@@ -204,7 +208,7 @@ class DocumentBuilder:
             "components": {
                 "schemas": dict(sorted(schemas.items())),
                 "responses": response_components(),
-                "securitySchemes": security_schemes(""),
+                "securitySchemes": security_schemes("", self.settings.paths.token),
             },
         }
         # One plain tree: no shared objects (YAML would write them as anchors).
@@ -261,11 +265,11 @@ def _add_referenced_stubs(paths, schemas, metadata):
 BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}, {"clientCredentials": []}, {"password": []}]
 
 
-def security_schemes(root_path):
-    token_url = f"{root_path}/oauth2/token"
+def security_schemes(root_path, token_path):
+    token_url = f"{root_path}{token_path}"
     return {
         "bearerAuth": {"type": "http", "scheme": "bearer",
-                       "description": "An access token from POST /oauth2/token, in the "
+                       "description": f"An access token from POST {token_path}, in the "
                                       "Authorization header (never in the URL)"},
         "clientCredentials": {
             "type": "oauth2", "description": "A token for a registered client: its id and secret",
@@ -306,7 +310,7 @@ def _tags(paths, metadata):
 
 def _methods(route):
     """The route's methods; HEAD (answered for every GET) only where it is described."""
-    return [m for m in route.methods if m != "HEAD" or described(m, route.rule)]
+    return [m for m in route.methods if m != "HEAD" or described(m, route.key)]
 
 
 def _undescribed(route):

@@ -166,6 +166,22 @@ def download(method):
     return build
 
 
+def set_locale():
+    return operation(
+        "Set the locale of the caller's session", SESSION, {
+            **ok("The session with its new locale", ref("userSession"), headers=NO_STORE),
+            **failures("BadRequest", "PayloadTooLarge"),
+            "422": {"description": "Not an available locale, none named, or a token without "
+                                   "a session here (one of an identity provider)",
+                    "content": {JSON: {"schema": ERROR}}}},
+        body={"required": False, "content": {JSON: {"schema": ref("localeInput")}}},
+        description="The locale is the body's, or without a body the language of "
+                    "Accept-Language (among svc.core.available-locales). It holds for the "
+                    "token, its refresh token and the tokens refreshed from it (a client "
+                    "credentials token: that token); captions, messages and validation "
+                    "messages then use it unless a request sends Accept-Language.")
+
+
 def _get(summary, tag, schema, *failure_names, deprecated=False):
     def build():
         op = operation(summary, tag, {**ok(summary, schema), **failures(*failure_names)})
@@ -268,6 +284,12 @@ ENDPOINTS = {
     ("GET", "/rest/messages/enums/<enum_name>"): _get(
         "Captions of one enum", MESSAGES, ref("messages"), "NotFound"),
     ("GET", "/rest/userInfo"): _get("The caller", SESSION, ref("userInfo")),
+    ("GET", "/rest/version"): _get("The versions of restsvc and of the application", METADATA,
+                                   ref("version")),
+    ("GET", "/rest/user-session"): lambda: operation(
+        "The caller's session: its name and locale", SESSION,
+        ok("The session", ref("userSession"), headers=NO_STORE)),
+    ("PUT", "/rest/user-session/locale"): set_locale,
     ("GET", "/rest/permissions"): _get("The caller's effective permissions", SESSION,
                                        ref("permissions")),
     ("GET", "/rest/docs"): docs_page,

@@ -112,8 +112,11 @@ def _writable(properties):
 
 def _input(meta, writable):
     """``writable``: entity name -> the properties the caller may set."""
-    properties = {"id": {**id_schema(meta), "description": "Given on create: the new entity's id "
-                                                      "(an existing id updates that entity)"},
+    given = {**id_schema(meta), "description": "Given on create: the new entity's id (an "
+                                               "existing id updates that entity)"}
+    # null is no id: a new entity whose id the service or the database gives
+    # (an application's own string key has no such default).
+    properties = {"id": given if meta.id_kind == "string" else nullable(given),
                   "version": {"type": "integer", "description": "With optimistic locking: "
                                                                 "the version the update is based on"}}
     for prop in writable.get(meta.name, ()):

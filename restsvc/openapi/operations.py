@@ -77,7 +77,7 @@ def bulk_delete(t):
         **ok("Deleted", status="204"),
         **_entity_failures(t, "BadRequest", "Forbidden", "NotFound", "Conflict",
                            "PayloadTooLarge")},
-        body=json_body(ref("entityIds"), "Ids, or objects with an id; one transaction"))
+        body=json_body(t.entity_ids, "Ids, or objects with an id; one transaction"))
 
 
 def search_get(t):

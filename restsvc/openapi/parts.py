@@ -67,6 +67,9 @@ def query(name, schema, description, required=False):
     param = {"name": name, "in": "query", "schema": schema, "description": description}
     if required:
         param["required"] = True
+    elif schema.get("type") in ("boolean", "integer"):
+        # ``limit=`` or ``returnCount=``: an empty value is the same as none (the default).
+        param["allowEmptyValue"] = True
     return param
 
 

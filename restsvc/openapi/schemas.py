@@ -133,14 +133,19 @@ _COMMON = {
         "property": {"type": "string", "description": "An attribute, dotted through to-one references"},
         "operator": {"type": "string", "enum": OPERATORS},
         "value": _FILTER_VALUE}, ("property", "operator")),
+    # No maxItems inside a group: the limit is on all conditions of a filter
+    # together, and a bound in this recursive place lets a fuzzer build a
+    # group of 501 groups of 501 groups... (schemathesis' negative arrays).
     "conditionGroup": _object({
         "group": {"type": "string", "pattern": "^([Aa][Nn][Dd]|[Oo][Rr])$", "description": "AND or OR"},
-        "conditions": {**array({"anyOf": [ref("condition"), ref("conditionGroup")]}),
-                       "maxItems": MAX_CONDITIONS}}, ("conditions",)),
+        "conditions": array({"anyOf": [ref("condition"), ref("conditionGroup")]})},
+        ("group", "conditions"),
+        f"A group of conditions; they count toward the filter's {MAX_CONDITIONS}."),
     "filter": _object({"conditions": {**array({"anyOf": [ref("condition"), ref("conditionGroup")]}),
                                       "maxItems": MAX_CONDITIONS}},
                       description=f"A search filter: conditions and groups (AND, OR), nested at "
-                                  f"most {MAX_DEPTH} levels deep; all conditions must hold."),
+                                  f"most {MAX_DEPTH} levels deep, at most {MAX_CONDITIONS} "
+                                  f"conditions in all; all conditions must hold."),
     "fetchPlan": _object({
         "name": STRING, "entity": STRING, "extends": STRING,
         "properties": array({"anyOf": [STRING, _object(
@@ -166,6 +171,11 @@ _COMMON = {
     "datatype": _object({"id": STRING, "name": STRING, "format": STRING,
                          "decimalSeparator": STRING, "groupingSeparator": STRING}, ("id", "name")),
     "capabilities": _object({"inlineFetchPlans": BOOLEAN}, ("inlineFetchPlans",)),
+    "version": _object({"restsvc": STRING, "application": {
+        "type": ["string", "null"], "description": "The version the application declares, "
+                                                   "or null"}}, ("restsvc", "application")),
+    "userSession": _object({"username": STRING, "locale": STRING}, ("username", "locale")),
+    "localeInput": _object({"locale": STRING}, ("locale",)),
     "messages": string_map("Captions by key: Entity, Entity.attribute, enum class, enum.CONSTANT."),
     "userInfo": _object({"username": STRING, "locale": STRING,
                          "attributes": {"type": "object",

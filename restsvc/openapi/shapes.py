@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from ..model.fetchplan import BUILT_IN
 from ..model.valuetypes import ArrayType, EntityIdType
-from .schemas import BOOLEAN, STRING, ref
+from .schemas import BOOLEAN, STRING, array, id_schema, nullable, ref, reference_schema_name
 
 
 @dataclass
@@ -28,17 +28,22 @@ class Typing:
     query_body: dict = field(default_factory=lambda: {"type": "object"})
     query_body_required: bool = False
     unknown_query: bool = True
+    # A bulk delete's body: ids, or objects with an id
+    entity_ids: dict = field(default_factory=lambda: ref("entityIds"))
 
     @property
     def search_body(self):
-        return {"type": "object", "required": ["filter"], "properties": {
-            "filter": ref("filter"), "fetchPlan": self.fetch_plan_body,
+        # Every part but the filter may be null: the same as leaving it out.
+        optional = {
+            "fetchPlan": self.fetch_plan_body,
             "sort": {"type": "string", "description": "As the sort query parameter"},
             "limit": {"type": "integer", "minimum": 0, "maximum": self.max_limit},
             "offset": {"type": "integer", "minimum": 0},
             "after": {"type": "string", "description": 'The cursor from the Link rel="next" '
                                                        "of the page before"},
-            "returnNulls": BOOLEAN, "returnCount": BOOLEAN}}
+            "returnNulls": BOOLEAN, "returnCount": BOOLEAN}
+        return {"type": "object", "required": ["filter"], "properties": {
+            "filter": ref("filter"), **{name: nullable(schema) for name, schema in optional.items()}}}
 
 
 _PLAN_TEXT = ("the name of a plan (_local, _base, _instance_name or a named one), or "
@@ -74,7 +79,9 @@ def entity_typing(meta, settings):
         {"$ref": f"#/components/schemas/entityNew_{meta.name}"},
         ref(f"entityInput_{meta.name}"), _with_id(ref(f"entityInput_{meta.name}")),
         plan, plan_body, _PLAN_TEXT if inline else "the name of a plan",
-        settings.max_fetch_size(meta.name), False)
+        settings.max_fetch_size(meta.name), False,
+        entity_ids={**array({"anyOf": [id_schema(meta), ref(reference_schema_name(meta.name))]}),
+                    "description": f"{meta.name} ids, or {meta.name} references"})
 
 
 def query_typing(query, settings):

@@ -243,16 +243,18 @@ class AuthServer:
         body.update(iat=info.issued_at, exp=info.expires_at)
         return body
 
-    def metadata(self, issuer):
-        """RFC 8414 authorization server metadata: exactly what is enabled."""
+    def metadata(self, issuer, auth_path="/oauth2"):
+        """RFC 8414 authorization server metadata: exactly what is enabled
+        (``auth_path``: where the endpoints are, svc.authserver.base-path)."""
+        endpoints = issuer + auth_path
         grants = self.enabled_grants()
         clients = self.clients.all()
         auth_methods = ["client_secret_basic", "client_secret_post"]
         if any(client.is_public for client in clients):
             auth_methods.append("none")
-        body = {"issuer": issuer, "token_endpoint": f"{issuer}/oauth2/token"}
+        body = {"issuer": issuer, "token_endpoint": f"{endpoints}/token"}
         if "authorization_code" in grants:
-            body.update(authorization_endpoint=f"{issuer}/oauth2/authorize",
+            body.update(authorization_endpoint=f"{endpoints}/authorize",
                         response_types_supported=["code"], response_modes_supported=["query"],
                         code_challenge_methods_supported=["S256"],
                         authorization_response_iss_parameter_supported=True)
@@ -260,9 +262,9 @@ class AuthServer:
             body["response_types_supported"] = []
         body.update(grant_types_supported=grants,
                     token_endpoint_auth_methods_supported=auth_methods,
-                    revocation_endpoint=f"{issuer}/oauth2/revoke",
+                    revocation_endpoint=f"{endpoints}/revoke",
                     revocation_endpoint_auth_methods_supported=auth_methods,
-                    introspection_endpoint=f"{issuer}/oauth2/introspect",
+                    introspection_endpoint=f"{endpoints}/introspect",
                     introspection_endpoint_auth_methods_supported=auth_methods)
         scopes = sorted({scope for client in clients for scope in client.scopes})
         if scopes:

@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import Forbidden, Unauthorized
+from ..errors import Forbidden, Text, Unauthorized
+from ..values import SettingsError
 from .tokens import ACCESS
 
 if TYPE_CHECKING:
@@ -61,16 +62,20 @@ def compile_patterns(patterns):
     return re.compile("(?:" + "|".join(f"(?:{ant_to_regex(p)})" for p in patterns) + r")\Z")
 
 
-# The paths that need the specific policy rest.enabled (reference 1.2).
-REST_ENABLED_PATHS = compile_patterns((
-    "/rest/entities/**", "/rest/services/**", "/rest/queries/**", "/rest/messages/**",
-    "/rest/metadata/**", "/rest/files/**", "/rest/userInfo", "/rest/permissions",
-    "/rest/user-session/locale"))
+def rest_enabled_patterns(paths):
+    """The paths that need the specific policy rest.enabled (reference 1.2)."""
+    return compile_patterns((
+        *(f"{paths.rest(part)}/**" for part in ("entities", "services", "queries", "messages",
+                                                 "metadata", "files")),
+        paths.rest("user_info"), paths.rest("permissions"),
+        paths.rest("user_session"), f"{paths.rest('user_session')}/locale"))
 
 
-# The documentation page and its files are open to everyone: they hold no data,
-# and the page is where a person signs in. The documents stay behind the token.
-DOCS_PAGE = ("/rest/docs", "/rest/docs/assets/*")
+def docs_page_patterns(paths):
+    """The documentation page and its files are open to everyone: they hold no
+    data, and the page is where a person signs in. The documents stay behind the token."""
+    docs = paths.rest("docs")
+    return docs, f"{docs}/assets/*"
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,14 @@ class Gate:
         # security/jwtissuers.py, when svc.resource-server.jwt.* names issuers
         self.jwt_issuers = jwt_issuers
         self.authenticated = compile_patterns(settings.authenticated_url_patterns)
-        self.anonymous = compile_patterns((*settings.anonymous_url_patterns, *DOCS_PAGE))
+        self.anonymous = compile_patterns((*settings.anonymous_url_patterns,
+                                           *docs_page_patterns(settings.paths)))
+        self.rest_enabled = rest_enabled_patterns(settings.paths)
+        entities = f"{settings.paths.rest('entities')}/x"
+        if not settings.paths.is_default and not self.is_protected(entities):
+            raise SettingsError(
+                f"svc.rest.base-path: {settings.paths.base} is not protected by "
+                f"svc.resource-server.authenticated-url-patterns (add {settings.paths.base}/**)")
         self.anonymous_principal = Principal(None, "anonymous", False, None,
                                              roles.permissions(()))
         self._recent = {}       # token hash -> (read at, expires at, changes, principal)
@@ -121,9 +133,10 @@ class Gate:
                 raise Unauthorized(self.realm, "invalid_token",
                                    "The access token is invalid, expired or revoked")
             return self.anonymous_principal
-        if protected and REST_ENABLED_PATHS.match(path) \
+        if protected and self.rest_enabled.match(path) \
                 and not principal.permissions.specific("rest.enabled"):
-            raise Forbidden("Forbidden", "User is not allowed to use the REST API")
+            raise Forbidden("Forbidden", Text("restNotAllowed",
+                                                "User is not allowed to use the REST API"))
         return principal
 
     def _token_principal(self, token):

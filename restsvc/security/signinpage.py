@@ -57,17 +57,17 @@ class SignInPage:
                 return self.messages.caption(key, language)
         return TEXTS[key]
 
-    def render(self, locale, root, error=None, form_token=None, client="", username=""):
+    def render(self, locale, auth, error=None, form_token=None, client="", username=""):
         """The page; ``form_token`` None: only the message (an error page)."""
         def text(name):
             return self.text(f"restsvc.signin.{name}", locale)
         values = {
-            "lang": locale, "title": text("title"), "stylesheet": f"{root}/oauth2/signin.css",
+            "lang": locale, "title": text("title"), "stylesheet": f"{auth}/signin.css",
             "client_label": text("client"), "client": client,
             "message": text(f"error.{error}") if error else "",
             "message_hidden": "" if error else "hidden",
             "form_hidden": "" if form_token else "hidden",
-            "action": f"{root}/oauth2/authorize", "request": form_token or "",
+            "action": f"{auth}/authorize", "request": form_token or "",
             "username_label": text("username"), "username": username,
             "password_label": text("password"), "submit_label": text("submit"),
         }

@@ -208,5 +208,22 @@ class TokenStore:
                                    StoredToken.username != username).execute()
         return StoredToken.update(locale=locale).where(StoredToken.user_id == key).execute()
 
+    @staticmethod
+    def set_locale(token_hash, locale):
+        """The locale of an access token's session: the token, the refresh token
+        it came with and the other tokens of that refresh token or sign-in.
+        False when the token is not in the store (a JWT of an identity provider)."""
+        row = StoredToken.select(StoredToken.parent_hash).where(
+            StoredToken.token_hash == token_hash, StoredToken.kind == ACCESS).first()
+        if row is None:
+            return False
+        condition = StoredToken.token_hash == token_hash
+        if row.parent_hash:
+            condition |= (StoredToken.parent_hash == row.parent_hash) | (
+                (StoredToken.token_hash == row.parent_hash) & (StoredToken.kind == REFRESH))
+        TokenStore._changed()
+        StoredToken.update(locale=locale).where(condition).execute()
+        return True
+
     def purge_expired(self):
         return StoredToken.delete().where(StoredToken.expires_at <= int(time.time())).execute()

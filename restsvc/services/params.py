@@ -22,7 +22,7 @@ import typing
 
 from ..data.bound import DataAccess, Record
 from ..data.queries import invalid_parameter
-from ..errors import ValidationFailed
+from ..errors import MUST_NOT_BE_NULL, Text, ValidationFailed, invalid_value
 from ..jsonio import loads
 from ..model.entity import Entity
 from ..model.valuetypes import MAX_ARRAY_ITEMS, ArrayType, python_value_type
@@ -65,14 +65,15 @@ class ObjectType:
 
     def from_json(self, raw, path=""):
         if not isinstance(raw, dict):
-            raise ValidationFailed([_violation(path.rstrip("."), "must be a JSON object", INVALID)])
+            raise ValidationFailed([_violation(path.rstrip("."), Text("jsonObject", "must be a JSON object"),
+                                               INVALID)])
         values, violations = {}, []
         for name, kind, required in self.fields:
             where = f"{path}{name}"
             value = raw.get(name)
             if value is None:
                 if required:
-                    violations.append(_violation(where, "must not be null", NOT_NULL))
+                    violations.append(_violation(where, MUST_NOT_BE_NULL, NOT_NULL))
                 continue
             try:
                 values[name] = (kind.from_json(value, where + ".") if isinstance(kind, ObjectType)
@@ -80,7 +81,7 @@ class ObjectType:
             except ValidationFailed as exc:
                 violations.extend(exc.violations)
             except (ValueError, TypeError, ArithmeticError) as exc:
-                violations.append(_violation(where, f"Invalid {kind.name} value: {exc}", INVALID,
+                violations.append(_violation(where, invalid_value(kind.name, exc), INVALID,
                                              value))
         if violations:
             raise ValidationFailed(violations)
@@ -88,8 +89,15 @@ class ObjectType:
 
     def json_schema(self):
         return {"type": "object",
-                "properties": {name: kind.json_schema() for name, kind, _ in self.fields},
+                # An optional field may be null: the same as leaving it out.
+                "properties": {name: kind.json_schema() if required
+                               else _or_null(kind.json_schema())
+                               for name, kind, required in self.fields},
                 "required": [name for name, _, required in self.fields if required]}
+
+
+def _or_null(schema):
+    return {"anyOf": [schema, {"type": "null"}]}
 
 
 def field_type(metadata, hint):

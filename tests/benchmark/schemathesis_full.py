@@ -6,8 +6,10 @@
 Starts ``restsvc serve`` (the shipped settings; SQLite in a temporary
 directory unless --database names a PostgreSQL URL), takes a full-access
 token, and runs the ``schemathesis run`` command with all its phases and
-checks at their defaults, a fixed seed and ``--max-examples`` examples per
-operation. Prints schemathesis' summary, its peak RSS (the largest resident
+checks at their defaults (except the checks tests/schemathesis.toml turns
+off, each with its reason), a fixed seed and ``--max-examples`` examples per
+operation, in an empty working folder (no replay of an earlier run's crashes
+from a ``.schemathesis`` cache). Prints schemathesis' summary, its peak RSS (the largest resident
 set of the child processes, from the kernel's accounting), the wall time and
 the exit status (0: no failures). ``--memory-cap-gb`` limits schemathesis'
 address space (for looking into a run that grows; the figures in README are
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent.parent
+CONFIG = TESTS / "schemathesis.toml"
 sys.path.insert(0, str(TESTS))
 
 from servers import gunicorn_server  # noqa: E402
@@ -47,12 +50,14 @@ def main():
         directory = Path(directory)
         database = args.database or f"sqlite:///{directory / 'restsvc.db'}"
         with gunicorn_server(directory / "server", database, workers=args.workers) as server:
-            command = [str(schemathesis), "run", f"{server.base_url}/rest/docs/openapiDetailed.json",
+            command = [str(schemathesis), "--config-file", str(CONFIG), "run",
+                       f"{server.base_url}/rest/docs/openapiDetailed.json",
                        "--header", f"Authorization: Bearer {server.token}",
                        "--max-examples", str(args.max_examples), "--seed", str(args.seed),
                        "--no-color"]
             started = time.monotonic()
-            result = subprocess.run(command, preexec_fn=cap, capture_output=True, text=True)
+            result = subprocess.run(command, preexec_fn=cap, capture_output=True, text=True,
+                                    cwd=directory)
             wall = time.monotonic() - started
             # Before the server stops: only schemathesis has been waited for yet.
             peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
