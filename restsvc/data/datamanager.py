@@ -13,7 +13,7 @@ from .access import require
 from .cursors import Cursors, sort_key
 from .etags import entity_tag, versioned
 from .filters import Condition, Group, parse_filter
-from .flatrows import KeyRows, RawRows, write_flat
+from .flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_entity
 from . import softdelete
 from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
@@ -64,12 +64,17 @@ class DataManager:
         written (None): the caller already has it."""
         require(access, meta, "read")
         key = parse_id(meta, entity_id)
-        rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key])
+        rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key],
+                          raw=plan is not None)
         if not rows:
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
-        tag = entity_tag(rows[0], plan, access.permissions, access.session, return_nulls)
+        flat = isinstance(rows, RawRows)
+        tag = entity_tag(tag_row(rows) if flat else rows[0], plan, access.permissions,
+                         access.session, return_nulls)
         if tag is not None and unchanged is not None and unchanged(tag):
             return None, tag
+        if flat:
+            return write_flat_entity(meta, rows, plan, access.permissions, return_nulls), tag
         return write_entity(meta, rows[0], plan, access.permissions, return_nulls), tag
 
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,

@@ -17,7 +17,7 @@ import datetime
 
 import peewee
 
-from ..jsonio import quoted, raw_array, value_text
+from ..jsonio import RawJson, quoted, raw_array, value_text
 from ..model.fields import EnumField
 from ..model.serialize import _plan_memo, _text_writer, instance_namer
 from .columns import _uuid, convert_rows, converter
@@ -83,9 +83,24 @@ def _column(prop):
 
 def write_flat(meta, rows, plan, permissions, return_nulls=False):
     """A JSON array of the entities of ``rows`` (RawRows) along ``plan``."""
-    write = _plan_memo(plan, "_flat_writer", permissions, (return_nulls, id(rows.loading)),
-                       lambda: _compile(meta, plan, rows, permissions, return_nulls))
-    return raw_array(map(write, rows))
+    return raw_array(map(_writer(meta, rows, plan, permissions, return_nulls), rows))
+
+
+def write_flat_entity(meta, rows, plan, permissions, return_nulls=False):
+    """The first entity of ``rows`` (RawRows) along ``plan``, as JSON text."""
+    return RawJson(_writer(meta, rows, plan, permissions, return_nulls)(rows[0]))
+
+
+def tag_row(rows):
+    """What ``etags.entity_tag`` reads of the first row of ``rows``: id and version."""
+    names, values = rows._shape[0], rows[0]
+    return {"id": _uuid(values[0]),
+            "version": values[names.index("version")] if "version" in names else None}
+
+
+def _writer(meta, rows, plan, permissions, return_nulls):
+    return _plan_memo(plan, "_flat_writer", permissions, (return_nulls, id(rows.loading)),
+                      lambda: _compile(meta, plan, rows, permissions, return_nulls))
 
 
 def _compile(meta, plan, rows, permissions, return_nulls):
