@@ -140,7 +140,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
 
     head = f'{{"_entityName":{quoted(meta.name)}'
     no_name = head + (',"_instanceName":null,"id":' if return_nulls else ',"id":')
-    named, write_id = head + ',"_instanceName":', raw_writer(meta.properties["id"])
+    named, write_id = head + ',"_instanceName":', _id_writer(meta.properties["id"])
     plain = _plain_name(meta, permissions, index)
     if plain is not None:
         lines.append(f"    x = v[{plain}]")
@@ -230,6 +230,14 @@ def raw_writer(prop):
     if isinstance(field, peewee.DateField):
         return _date_writer(convert, text)
     return _general(convert, text)
+
+
+def _id_writer(prop):
+    """The id is always written as text (an integer id too), as ``serialize`` does."""
+    convert = converter(prop.field)
+    if convert is _uuid:
+        return _uuid_text
+    return lambda value: quoted(str(value if convert is None else convert(value)))
 
 
 def _uuid_text(value):
