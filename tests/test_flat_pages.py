@@ -25,7 +25,7 @@ def _pairs(text):
     return json.loads(text, object_pairs_hook=list)
 
 
-def _general(client, auth, entity, return_nulls):
+def _general(client, auth, entity, return_nulls, fetch_plan=None):
     """The entity's rows as the general loader and serializer write them:
     {id: JSON text} in id order."""
     from restsvc.data.access import access_for
@@ -34,7 +34,7 @@ def _general(client, auth, entity, return_nulls):
     principal = app.gate.principal(f"/rest/entities/{entity}", auth["Authorization"])
     access = access_for(app, principal)
     meta = app.data.entity(entity)
-    plan = app.data.plan(meta, None)
+    plan = app.data.plan(meta, fetch_plan)
     rows, _ = app.data.select(access, meta, plan, limit=1000)
     return {row["id"]: write_entity(meta, row, plan, access.permissions, return_nulls)
             for row in rows}
@@ -104,3 +104,19 @@ def test_search_and_pages_after_a_cursor_are_flat_too(client, auth):
         assert item["grade"] == "GOLD"
         single = client.get(f"/rest/entities/Customer/{item['id']}", headers=auth)
         assert item == single.json
+
+
+def test_an_inline_flat_plan_writes_what_the_serializer_writes(client, auth):
+    from urllib.parse import quote
+    plan = '{"properties":["name","grade",{"name":"address","fetchPlan":{"properties":["city"]}}]}'
+    expected = _general(client, auth, "Customer", False, plan)
+    for _ in range(2):      # the second time with the writer compiled for the first
+        first = client.get(f"/rest/entities/Customer?limit=100&fetchPlan={quote(plan)}",
+                           headers=auth)
+        assert first.get_data(as_text=True) == f"[{','.join(expected.values())}]"
+    for item in first.json:
+        single = client.get(f"/rest/entities/Customer/{item['id']}?fetchPlan={quote(plan)}",
+                            headers=auth)
+        assert item == single.json
+        assert set(item) <= {"_entityName", "_instanceName", "id", "name", "grade", "address"}
+        assert set(item.get("address") or {}) <= {"city"}

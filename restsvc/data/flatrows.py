@@ -7,7 +7,7 @@ Python objects between the cursor and the answer: each column's database
 value is written as JSON text by one function worked out once per column
 (32 hex digits -> the UUID's text, a stored enum id -> its quoted name, the
 ISO text SQLite stores for a date or date-time -> the answer's form), and a
-row -> JSON writer is compiled once per entity, plan, permissions and
+row -> JSON writer is compiled once per entity, plan shape, permissions and
 ``returnNulls``. The bytes are the same as ``serialize.write_entities`` writes
 from converted rows; permissions decide the same way (hidden attributes and
 instance names built from them are left out), and the row-level roles and
@@ -19,7 +19,7 @@ import peewee
 
 from ..jsonio import RawJson, quoted, raw_array, value_text
 from ..model.fields import EnumField
-from ..model.serialize import _plan_memo, _text_writer, instance_namer
+from ..model.serialize import _text_writer, instance_namer
 from .columns import _uuid, convert_rows, converter
 
 
@@ -99,8 +99,27 @@ def tag_row(rows):
 
 
 def _writer(meta, rows, plan, permissions, return_nulls):
-    return _plan_memo(plan, "_flat_writer", permissions, (return_nulls, id(rows.loading)),
-                      lambda: _compile(meta, plan, rows, permissions, return_nulls))
+    """The row writer, compiled once per entity, plan shape, permissions and
+    ``returnNulls``: an inline plan (a new object per request) of a shape seen
+    before finds it too. An entry holds its entity and permissions, so their
+    ids cannot be reused by others while it exists."""
+    shape = plan.__dict__.get("_flat_shape")
+    if shape is None:
+        shape = plan._flat_shape = tuple(
+            (name, None if nested is None else tuple(nested.properties))
+            for name, nested in plan.properties.items())
+    key = (id(meta), id(permissions), return_nulls, shape, tuple(rows._shape[0]))
+    entry = _WRITERS.get(key)
+    if entry is None or entry[0] is not meta or entry[1] is not permissions:
+        if len(_WRITERS) >= _WRITERS_MAX:
+            _WRITERS.clear()
+        entry = _WRITERS[key] = (meta, permissions,
+                                 _compile(meta, plan, rows, permissions, return_nulls))
+    return entry[2]
+
+
+_WRITERS = {}
+_WRITERS_MAX = 1024
 
 
 def _compile(meta, plan, rows, permissions, return_nulls):
