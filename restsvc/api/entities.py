@@ -48,7 +48,8 @@ def load_entity(ctx, entity_name, entity_id):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    known = ctx.request.if_none_match
+    # Parsed only when sent (Werkzeug builds an empty ETags object otherwise).
+    known = ctx.request.if_none_match if "HTTP_IF_NONE_MATCH" in ctx.request.environ else None
     body, tag = data.load_tagged(_reader(ctx), meta, entity_id, plan,
                                  query_bool(ctx.request, "returnNulls"),
                                  unchanged=(lambda tag: known.contains_weak(tag[1:-1])) if known

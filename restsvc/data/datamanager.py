@@ -14,6 +14,7 @@ from .access import require
 from .cursors import Cursors, sort_key
 from .etags import entity_tag, versioned
 from .filters import Condition, Group, parse_filter
+from .flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_entity
 from . import softdelete
 from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
@@ -64,12 +65,17 @@ class DataManager:
         written (None): the caller already has it."""
         require(access, meta, "read")
         key = parse_id(meta, entity_id)
-        rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key])
+        rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key],
+                          raw=plan is not None)
         if not rows:
             raise entity_not_found(meta.name, entity_id)
-        tag = entity_tag(rows[0], plan, access.permissions, access.session, return_nulls)
+        flat = isinstance(rows, RawRows)
+        tag = entity_tag(tag_row(rows) if flat else rows[0], plan, access.permissions,
+                         access.session, return_nulls)
         if tag is not None and unchanged is not None and unchanged(tag):
             return None, tag
+        if flat:
+            return write_flat_entity(meta, rows, plan, access.permissions, return_nulls), tag
         return write_entity(meta, rows[0], plan, access.permissions, return_nulls), tag
 
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
@@ -86,21 +92,25 @@ class DataManager:
             key = self.cursors.key(after, meta, sort, filter_spec)
         # One row more than asked for: whether a next page exists.
         rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset, key,
-                                 spare=int(limit is not None))
+                                 spare=int(limit is not None), raw=plan is not None)
+        flat = isinstance(rows, RawRows)
         cursor = None
         if limit is not None and len(rows) > limit:
             del rows[limit:]
             # limit=0: an empty page, and no cursor (nothing to continue from)
-            last = sort_key(access, meta, sort or "", rows) if rows else None
+            last = sort_key(access, meta, sort or "", KeyRows(rows) if flat else rows) if rows else None
             if last is not None:
                 cursor = self.cursors.token(meta, sort, filter_spec, last)
         total = count_rows(access, meta, tree) if return_count else None
+        if flat:
+            return write_flat(meta, rows, plan, access.permissions, return_nulls), total, cursor
         return write_entities(meta, rows, plan, access.permissions, return_nulls), total, cursor
 
     def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
-               after=None, spare=0):
+               after=None, spare=0, raw=False):
         """Rows (Python values, not yet serialized) and the parsed filter;
-        ``after``: a sort key (cursors.py); ``spare``: rows loaded beyond ``limit``."""
+        ``after``: a sort key (cursors.py); ``spare``: rows loaded beyond ``limit``;
+        ``raw``: a flat plan's rows as the database gives them (flatrows.RawRows)."""
         require(access, meta, "read")
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)
@@ -108,7 +118,7 @@ class DataManager:
         tree = self.filter(access, meta, filter_spec)
         rows = self._load(access, meta, plan, where_filter=tree, sort=sort or "",
                           limit=(limit if limit is not None else maximum) + spare,
-                          offset=offset, after=after, spare=spare)
+                          offset=offset, after=after, spare=spare, raw=raw)
         return rows, tree
 
     def select_by_id(self, access, meta, plan, entity_id):

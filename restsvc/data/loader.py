@@ -15,6 +15,7 @@ from ..model.fetchplan import ids_only
 from .columns import conversions, converter, read_rows
 from .cursors import after_key
 from .members import fill_members, member_column
+from .flatrows import RawRows, is_flat
 from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
@@ -103,14 +104,15 @@ def visible_ids(access, meta, keys):
 
 def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
                 key_field=None, keys=None, parent_column=None, budget=None,
-                with_deleted=False, after=None):
+                with_deleted=False, after=None, raw=False):
     """Rows of ``meta`` matching the filter tree, the caller's row-level roles
     and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
     counted against ``budget`` (a Budget, or None for no bound).
     Soft-deleted rows are left out unless the caller asked for them or
     ``with_deleted`` (a to-one reference from a live row). ``after``: a sort
-    key (cursors.py); only rows after it in the sort."""
-    columns, names, converting, signature, _, _ = _columns(meta, plan, access.database)
+    key (cursors.py); only rows after it in the sort. ``raw``: a flat plan's
+    rows as the database gives them (flatrows.RawRows)."""
+    columns, names, converting, signature, _, embedded = _columns(meta, plan, access.database)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
@@ -119,10 +121,13 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     keys = list(keys) if keys is not None else None
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
                              key_field, keys, with_deleted=with_deleted, after=after)
-    rows = read_rows(access.database.execute_sql(sql, params), names, converting)
+    cursor = access.database.execute_sql(sql, params)
+    flat = raw and parent_column is None and is_flat(meta, plan)
+    rows = RawRows(cursor.fetchall(), meta, plan, names, converting, embedded) if flat \
+        else read_rows(cursor, names, converting)
     if budget is not None:
         budget.take(len(rows))
-    return _complete(access, meta, plan, rows, budget)
+    return rows if flat else _complete(access, meta, plan, rows, budget)
 
 
 def _complete(access, meta, plan, rows, budget):

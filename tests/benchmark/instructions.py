@@ -63,12 +63,13 @@ def main(argv=None):
     if not shutil.which("valgrind"):
         print("valgrind is not installed: apt-get install -y valgrind", file=sys.stderr)
         return 2
-    from dataset import copy_database, prepare
+    from baseline_data import build
+    from dataset import prepare
     from run import OPERATIONS
     workdir = Path(tempfile.mkdtemp(prefix="restsvc-instructions-"))
     try:
         _, env, token, ids = prepare(workdir)
-        copy_database(workdir / "restsvc.db", workdir / "baseline.db")
+        build(workdir / "restsvc.db", workdir / "baseline.db")
         (workdir / "state.json").write_text(json.dumps({"env": env, "token": token, "ids": ids}))
         print(f"{'instructions per request':<26}{'restsvc':>12}{'baseline':>12}{'ratio':>8}")
         for operation in args.only or OPERATIONS:

@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 
 def free_port():
@@ -72,6 +73,11 @@ class Wrk:
 
     def rate(self, base_url, path, seconds):
         """Requests/sec, or RuntimeError naming what went wrong (also any non-2xx answer)."""
+        return self.run(base_url, path, seconds)[0]
+
+    def run(self, base_url, path, seconds):
+        """(requests/sec, requests answered), or RuntimeError naming what went wrong
+        (also any non-2xx answer)."""
         command = ["wrk", "-t2", "-c16", f"-d{seconds}s",
                    "-H", f"Authorization: Bearer {self.token}"]
         command += ["-s", str(self.scripts[path])] if path in self.scripts else []
@@ -82,11 +88,27 @@ class Wrk:
             raise RuntimeError(f"wrk did not finish within {seconds + 30}s") from None
         output = done.stdout + done.stderr
         rate = re.search(r"Requests/sec:\s*([\d.]+)", output)
+        count = re.search(r"(\d+) requests in", output)
         bad = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", output)
         errors = re.search(r"Socket errors:.*", output)
-        if done.returncode != 0 or not rate:
+        if done.returncode != 0 or not rate or not count:
             raise RuntimeError(f"wrk failed: {output.strip()[-500:]}")
         if bad or errors:
             raise RuntimeError(" ".join(([f"{bad.group(1)} non-2xx responses"] if bad else [])
                                         + ([errors.group(0)] if errors else [])))
-        return float(rate.group(1))
+        return float(rate.group(1)), int(count.group(1))
+
+
+def workers_cpu(proc):
+    """CPU seconds (user + system) used so far by the worker processes of the gunicorn
+    master ``proc``: what serving the requests cost, without the load generator."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    total = 0
+    for pid in children:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:       # a worker that has just been replaced
+            continue
+        total += int(fields[11]) + int(fields[12])      # utime, stime (fields 14 and 15)
+    return total / tick

@@ -1,0 +1,310 @@
+"""Pages of a flat plan written straight from the database's rows.
+
+A plan is flat when every attribute it loads is a column of the entity's own
+table or of an embedded value: no references, collections or transient
+attributes, nothing the model presents after loading. Such a page needs no
+Python objects between the cursor and the answer: each column's database
+value is written as JSON text by one function worked out once per column
+(32 hex digits -> the UUID's text, a stored enum id -> its quoted name, the
+ISO text SQLite stores for a date or date-time -> the answer's form), and a
+row -> JSON writer is compiled once per entity, plan shape, permissions and
+``returnNulls``. The bytes are the same as ``serialize.write_entities`` writes
+from converted rows; permissions decide the same way (hidden attributes and
+instance names built from them are left out), and the row-level roles and
+soft-delete rules were applied by the query as for every other load.
+"""
+import datetime
+
+import peewee
+
+from ..jsonio import RawJson, quoted, raw_array, value_text
+from ..model.fields import EnumField
+from ..model.serialize import _text_writer, instance_namer
+from .columns import _uuid, convert_rows, converter
+
+
+class RawRows(list):
+    """The database's value tuples of a flat plan, in the loader's column order.
+    ``row(i)``: row ``i`` as the loader's dict (for a cursor's sort key)."""
+
+    def __init__(self, values, meta, loading, names, converting, embedded):
+        super().__init__(values)
+        self.meta, self.loading = meta, loading
+        self._shape = (names, converting, embedded)
+
+    def row(self, index):
+        names, converting, embedded = self._shape
+        row, = convert_rows([self[index]], names, converting)
+        for name, parts in embedded:
+            value = {part: row.pop(f"{name}.{part}") for part in parts}
+            row[name] = value if any(item is not None for item in value.values()) else None
+        return row
+
+
+class KeyRows:
+    """What ``cursors.sort_key`` reads of a page (its last row, the rows from the
+    end), each row converted only when asked for."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def __getitem__(self, index):
+        return self._raw.row(index)
+
+    def __reversed__(self):
+        return (self._raw.row(index) for index in range(len(self._raw) - 1, -1, -1))
+
+
+def is_flat(meta, loading):
+    """Whether ``loading`` (a loading plan) is flat (see the module docstring); kept on it."""
+    flat = loading.__dict__.get("_flat")
+    if flat is None:
+        flat = loading._flat = (getattr(meta.model, "present_rows", None) is None
+                                and all(_flat_property(meta, name, nested)
+                                        for name, nested in loading.properties.items()))
+    return flat
+
+
+def _flat_property(meta, name, nested):
+    prop = meta.properties[name]
+    if prop.getter is not None or prop.is_collection or prop.is_reference:
+        return False
+    if prop.is_embedded:
+        return nested is not None and all(
+            part_nested is None and _column(prop.target.properties[part])
+            for part, part_nested in nested.properties.items())
+    return nested is None and _column(prop)
+
+
+def _column(prop):
+    return (prop.field is not None and prop.persistent and not prop.is_collection
+            and not prop.is_reference and prop.getter is None)
+
+
+def write_flat(meta, rows, plan, permissions, return_nulls=False):
+    """A JSON array of the entities of ``rows`` (RawRows) along ``plan``."""
+    return raw_array(map(_writer(meta, rows, plan, permissions, return_nulls), rows))
+
+
+def write_flat_entity(meta, rows, plan, permissions, return_nulls=False):
+    """The first entity of ``rows`` (RawRows) along ``plan``, as JSON text."""
+    return RawJson(_writer(meta, rows, plan, permissions, return_nulls)(rows[0]))
+
+
+def tag_row(rows):
+    """What ``etags.entity_tag`` reads of the first row of ``rows``: id and version."""
+    names, values = rows._shape[0], rows[0]
+    return {"id": _uuid(values[0]),
+            "version": values[names.index("version")] if "version" in names else None}
+
+
+def _writer(meta, rows, plan, permissions, return_nulls):
+    """The row writer, compiled once per entity, plan shape, permissions and
+    ``returnNulls``: an inline plan (a new object per request) of a shape seen
+    before finds it too. An entry holds its entity and permissions, so their
+    ids cannot be reused by others while it exists."""
+    shape = plan.__dict__.get("_flat_shape")
+    if shape is None:
+        shape = plan._flat_shape = tuple(
+            (name, None if nested is None else tuple(nested.properties))
+            for name, nested in plan.properties.items())
+    key = (id(meta), id(permissions), return_nulls, shape, tuple(rows._shape[0]))
+    entry = _WRITERS.get(key)
+    if entry is None or entry[0] is not meta or entry[1] is not permissions:
+        if len(_WRITERS) >= _WRITERS_MAX:
+            _WRITERS.clear()
+        entry = _WRITERS[key] = (meta, permissions,
+                                 _compile(meta, plan, rows, permissions, return_nulls))
+    return entry[2]
+
+
+_WRITERS: dict[tuple, tuple] = {}
+_WRITERS_MAX = 1024
+
+
+def _compile(meta, plan, rows, permissions, return_nulls):
+    """The row writer: Python source generated for this plan and permissions and
+    compiled once, one statement per attribute (no loop over attributes, no
+    per-row lookups). Only names made here appear in the source; every key
+    text and writer is passed in as a constant."""
+    index = {name: position for position, name in enumerate(rows._shape[0])}
+    levels = permissions.attribute_levels(meta.name)
+    constants, lines = {}, []
+
+    def const(value):
+        name = f"c{len(constants)}"
+        constants[name] = value
+        return name
+
+    def attribute(target, key, position, prop):
+        """One attribute appended to ``target``; inside an embedded value with
+        ``returnNulls``, ``p`` says whether one of its attributes is not null."""
+        write, flag = raw_writer(prop), return_nulls and target == "e"
+        lines.append(f"    x = v[{position}]")
+        lines.append("    if x is not None:")
+        if write in _NEVER_NONE:
+            lines.append(f"        {target} += {const(key)} + {const(write)}(x)")
+            if flag:
+                lines.append("        p = True")
+        else:
+            lines.append(f"        t = {const(write)}(x)")
+            lines.append("        if t is not None:")
+            lines.append(f"            {target} += {const(key)} + t")
+            if flag:
+                lines.append("            p = True")
+            if return_nulls:
+                lines.append(f"        else:\n            {target} += {const(key + 'null')}")
+        if return_nulls:
+            lines.append(f"    else:\n        {target} += {const(key + 'null')}")
+
+    head = f'{{"_entityName":{quoted(meta.name)}'
+    no_name = head + (',"_instanceName":null,"id":' if return_nulls else ',"id":')
+    named, write_id = head + ',"_instanceName":', _id_writer(meta.properties["id"])
+    plain = _plain_name(meta, permissions, index)
+    if plain is not None:
+        lines.append(f"    x = v[{plain}]")
+        lines.append(f"    out = ({const(no_name)} if x is None else "
+                     f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + {const(write_id)}(v[0])")
+    else:
+        lines.append(f"    x = {const(_raw_namer(meta, permissions, index))}(v)")
+        lines.append(f"    out = ({const(no_name)} if x is None else "
+                     f"{const(named)} + x + ',\"id\":') + {const(write_id)}(v[0])")
+    for name, nested in plan.properties.items():
+        if name == "id" or not levels.get(name):
+            continue
+        prop, key = meta.properties[name], f",{quoted(name)}:"
+        if nested is None:
+            attribute("out", key, index[name], prop)
+            continue
+        lines.append("    e = ''")        # an embedded value: null when all its parts are
+        if return_nulls:
+            lines.append("    p = False")
+        for part in nested.properties:
+            if not levels.get(f"{name}.{part}"):      # address.city: the owner's permission
+                continue
+            attribute("e", f",{quoted(part)}:", index[f"{name}.{part}"],
+                      prop.target.properties[part])
+        lines.append(f"    if {'p' if return_nulls else 'e'}:\n"
+                     f"        out += {const(key + '{')} + e[1:] + '}}'")
+        if return_nulls:
+            lines.append(f"    else:\n        out += {const(key + 'null')}")
+    lines.append("    return out + '}'")
+    source = "def write(v):\n" + "\n".join(lines) + "\n"
+    namespace = dict(constants)
+    exec(compile(source, f"<row writer {meta.name}>", "exec"), namespace)  # noqa: S102
+    return namespace["write"]
+
+
+def _plain_name(meta, permissions, index):
+    """The column of the instance name when it is one visible text attribute, else None."""
+    if len(meta.instance_name) != 1:
+        return None
+    name, = meta.instance_name
+    prop = meta.properties[name]
+    if converter(prop.field) is not None or not _plain_text(prop) \
+            or instance_namer(meta, permissions)({name: "x"}) != "x":
+        return None
+    return index[name]
+
+
+def _raw_namer(meta, permissions, index):
+    """values -> the instance name as JSON text, or None (none, or a part is hidden)."""
+    namer = instance_namer(meta, permissions)
+    if not meta.instance_name:
+        return lambda values: quoted(namer({"id": _uuid(values[0])}))
+    parts = [(name, index[name], converter(meta.properties[name].field))
+             for name in meta.instance_name]
+
+    def name_of(values):
+        row = {}
+        for name, position, convert in parts:
+            value = values[position]
+            row[name] = value if value is None or convert is None else convert(value)
+        text = namer(row)
+        return None if text is None else quoted(text)
+    return name_of
+
+
+def _plain_text(prop):
+    """A text attribute whose stored value is its JSON value and instance name."""
+    return (isinstance(prop.field, (peewee.CharField, peewee.TextField))
+            and not isinstance(prop.field, EnumField) and prop.meta_enum is None
+            and prop.datatype is not None and prop.datatype.name == "string")
+
+
+def raw_writer(prop):
+    """A database value (not None) of the property's column -> its JSON text, or
+    None where the loader would have made it None (an unknown enum id)."""
+    convert, text = converter(prop.field), _text_writer(prop)
+    field = prop.field
+    if convert is None:
+        return text
+    if isinstance(field, EnumField):      # the stored value, as it is or as text
+        names = {}
+        for member in field.enum_class:
+            names[member.value] = names[str(member.value)] = text(member)
+        return names.get
+    if convert is _uuid:
+        return _uuid_text
+    if isinstance(field, peewee.DateTimeField) and text is not None:
+        return _date_time_writer(convert, text)
+    if isinstance(field, peewee.DateField):
+        return _date_writer(convert, text)
+    return _general(convert, text)
+
+
+def _id_writer(prop):
+    """The id is always written as text (an integer id too), as ``serialize`` does."""
+    convert = converter(prop.field)
+    if convert is _uuid:
+        return _uuid_text
+    return lambda value: quoted(str(value if convert is None else convert(value)))
+
+
+def _uuid_text(value):
+    """Never None (as ``quoted`` and ``value_text``: see _NEVER_NONE)."""
+    if value.__class__ is str and len(value) == 32:
+        return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
+    return quoted(_uuid(value))
+
+
+def _date_writer(convert, text):
+    """SQLite's ``2024-01-31`` is the answer's text; anything else is parsed."""
+    fallback = _general(convert, text)
+    if text(datetime.date(2024, 1, 31)) != '"2024-01-31"':
+        return fallback
+
+    def write(value):
+        if value.__class__ is str and len(value) == 10 and value[4] == "-" == value[7]:
+            return f'"{value}"'
+        return fallback(value)
+    return write
+
+
+def _date_time_writer(convert, text):
+    """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
+    answer's ``2024-01-31T09:00:00[.f]``; anything else is parsed."""
+    fallback = _general(convert, text)
+    if text(datetime.datetime(2024, 1, 31, 9, 0, 0, 500000)) != '"2024-01-31T09:00:00.5"':
+        return fallback
+
+    def write(value):
+        if value.__class__ is str and value[10:11] == " ":
+            if len(value) == 19:
+                return f'"{value[:10]}T{value[11:]}"'
+            if len(value) == 26 and value[19] == ".":
+                fraction = value[20:].rstrip("0")
+                return f'"{value[:10]}T{value[11:19]}.{fraction}"' if fraction \
+                    else f'"{value[:10]}T{value[11:19]}"'
+        return fallback(value)
+    return write
+
+
+def _general(convert, text):
+    def write(value):
+        value = convert(value)
+        return None if value is None else text(value)
+    return write
+
+
+_NEVER_NONE = {quoted, value_text, _uuid_text}

@@ -1,0 +1,124 @@
+"""The baseline's own database (``baseline.py``), filled once from restsvc's.
+
+Same tables, columns and indexes as restsvc's (those the measured operations
+touch, and the token table), but every value stored in the form the answer
+writes: ids as UUID text, enums by name, dates and date-times as the answer's
+ISO text, decimals as their JSON text. The conversions restsvc makes per row
+are made here once, before any measurement.
+"""
+import sqlite3
+import uuid
+from decimal import Decimal
+
+from baseline import unicode_lower
+
+GRADES = {"B": "BRONZE", "S": "SILVER", "G": "GOLD"}
+STATUSES = {"10": "NEW", "20": "PAID", "30": "SHIPPED", "40": "CANCELLED"}
+AUDIT = ('"createdBy" TEXT, "createdDate" TEXT, "lastModifiedBy" TEXT, '
+         '"lastModifiedDate" TEXT, "deletedDate" TEXT, "deletedBy" TEXT')
+SCHEMA = f"""
+CREATE TABLE "customer" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
+  "address_street" TEXT, "address_city" TEXT, "address_postcode" TEXT, "address_country_id" TEXT,
+  "name" TEXT NOT NULL, "email" TEXT, "grade" TEXT, "birthDate" TEXT, "photo" TEXT,
+  "createdDate" TEXT NOT NULL, "userId" TEXT, "createdBy" TEXT, "lastModifiedBy" TEXT,
+  "lastModifiedDate" TEXT, "deletedDate" TEXT, "deletedBy" TEXT);
+CREATE INDEX "customer_address_city" ON "customer" ("address_city");
+CREATE INDEX "customer_address_country_id" ON "customer" ("address_country_id");
+CREATE INDEX "customer_name" ON "customer" ("name");
+CREATE INDEX "customer_email" ON "customer" ("email");
+CREATE INDEX "customer_birthDate" ON "customer" ("birthDate");
+CREATE INDEX "customer_createdDate" ON "customer" ("createdDate");
+CREATE INDEX "customer_userId" ON "customer" ("userId");
+CREATE INDEX "customer_name_lower" ON "customer" (unicode_lower("name"));
+CREATE INDEX "customer_email_lower" ON "customer" (unicode_lower("email"));
+CREATE INDEX "customer_address_city_lower" ON "customer" (unicode_lower("address_city"));
+CREATE TABLE "history_item" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
+  "entityName" TEXT NOT NULL, "entityId" TEXT NOT NULL, "kind" TEXT NOT NULL,
+  "username" TEXT NOT NULL, "changedDate" TEXT NOT NULL, "changes" TEXT);
+CREATE INDEX "history_item_kind" ON "history_item" ("kind");
+CREATE INDEX "history_item_username" ON "history_item" ("username");
+CREATE INDEX "history_item_changedDate" ON "history_item" ("changedDate");
+CREATE INDEX "history_item_entityName_entityId_changedDate"
+  ON "history_item" ("entityName", "entityId", "changedDate");
+CREATE INDEX "history_item_entityName_lower" ON "history_item" (unicode_lower("entityName"));
+CREATE INDEX "history_item_kind_lower" ON "history_item" (unicode_lower("kind"));
+CREATE INDEX "history_item_username_lower" ON "history_item" (unicode_lower("username"));
+CREATE TABLE "order" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
+  "number" TEXT NOT NULL, "date" TEXT NOT NULL, "customer_id" TEXT NOT NULL
+  REFERENCES "customer" ("id") ON DELETE RESTRICT, "status" TEXT, "amount" TEXT, {AUDIT});
+CREATE INDEX "order_number" ON "order" ("number");
+CREATE INDEX "order_date" ON "order" ("date");
+CREATE INDEX "order_customer_id" ON "order" ("customer_id");
+CREATE INDEX "order_status_date" ON "order" ("status", "date");
+CREATE INDEX "order_number_lower" ON "order" (unicode_lower("number"));
+CREATE TABLE "product" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
+  "name" TEXT NOT NULL, "sku" TEXT, "price" TEXT NOT NULL, "deletedDate" TEXT, "deletedBy" TEXT);
+CREATE INDEX "product_name" ON "product" ("name");
+CREATE INDEX "product_sku" ON "product" ("sku");
+CREATE INDEX "product_name_lower" ON "product" (unicode_lower("name"));
+CREATE TABLE "order_line" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
+  "order_id" TEXT NOT NULL REFERENCES "order" ("id") ON DELETE CASCADE,
+  "product_id" TEXT NOT NULL REFERENCES "product" ("id") ON DELETE RESTRICT,
+  "quantity" INTEGER NOT NULL, "price" TEXT, {AUDIT});
+CREATE INDEX "order_line_order_id" ON "order_line" ("order_id");
+CREATE INDEX "order_line_product_id" ON "order_line" ("product_id");
+"""
+# column -> conversion from restsvc's stored form to the answer's
+IDS = ("id", "customer_id", "order_id", "product_id", "userId")
+DATE_TIMES = ("createdDate", "lastModifiedDate", "deletedDate")
+
+
+def _uuid(value):
+    return None if value is None else str(uuid.UUID(value))
+
+
+def _date_time(value):
+    """Stored ``2024-01-01 09:00:00.500000`` -> ``2024-01-01T09:00:00.5`` (restsvc's form)."""
+    if value is None:
+        return None
+    date_time, _, fraction = str(value).replace(" ", "T", 1).partition(".")
+    fraction = fraction.rstrip("0")
+    return f"{date_time}.{fraction}" if fraction else date_time
+
+
+def _money(value):
+    return None if value is None else f"{Decimal(str(value)):.2f}"
+
+
+CONVERT = {**dict.fromkeys(IDS, _uuid), **dict.fromkeys(DATE_TIMES, _date_time),
+           "amount": _money, "price": _money}
+ENUMS = {("customer", "grade"): GRADES, ("order", "status"): STATUSES}
+
+
+def build(source_path, target_path):
+    """``target_path``: a new SQLite database in the baseline's form, with the rows of
+    restsvc's customer, order, order_line, product and restsvc_token tables."""
+    source, target = sqlite3.connect(source_path), sqlite3.connect(target_path)
+    try:
+        target.create_function("unicode_lower", 1, unicode_lower, deterministic=True)
+        target.execute("PRAGMA journal_mode=wal")
+        target.executescript(SCHEMA)
+        token_sql, = source.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'restsvc_token'").fetchone()
+        target.execute(token_sql)
+        target.executemany(f"INSERT INTO restsvc_token VALUES "
+                           f"({', '.join('?' * len(_columns(source, 'restsvc_token')))})",
+                           source.execute("SELECT * FROM restsvc_token"))
+        for table in ("customer", "product", "order", "order_line"):
+            columns = [c for c in _columns(target, table) if c in _columns(source, table)]
+            conversions = [ENUMS[(table, c)].get if (table, c) in ENUMS else CONVERT.get(c)
+                           for c in columns]
+            names = ", ".join(f'"{c}"' for c in columns)
+            rows = [[value if convert is None or value is None else convert(value)
+                     for convert, value in zip(conversions, row)]
+                    for row in source.execute(f'SELECT {names} FROM "{table}"')]
+            target.executemany(f'INSERT INTO "{table}" ({names}) VALUES '
+                               f'({", ".join("?" * len(columns))})', rows)
+        target.commit()
+    finally:
+        source.close()
+        target.close()
+
+
+def _columns(conn, table):
+    return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
