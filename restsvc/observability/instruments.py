@@ -98,7 +98,7 @@ class Instruments:
         del times[:len(statements)]
         with self.registry.lock:
             self.in_flight.series[()] = in_flight
-            for _, seconds, method, route, status, length, bytes_out, client_id, _, _, _, _, \
+            for _, seconds, method, route, status, length, bytes_out, principal, _, _, _, \
                     error in records:
                 route = route or UNMATCHED
                 key = (method, route, classes.get(status, "other"))
@@ -115,8 +115,9 @@ class Instruments:
                         request_bytes[(route,)] = request_bytes.get((route,), 0) + size
                 if bytes_out:
                     response_bytes[(route,)] = response_bytes.get((route,), 0) + bytes_out
-                if clients is not None and client_id is not None:
-                    clients[(client_id,)] = clients.get((client_id,), 0) + 1
+                if clients is not None and principal is not None:
+                    key = (principal.client_id,)
+                    clients[key] = clients.get(key, 0) + 1
                 if error is not None:
                     self._error(status, error)
             if statements:

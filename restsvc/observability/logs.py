@@ -135,14 +135,14 @@ class RequestLog:
         lines = []
         add = lines.append
         json_form = self.json_form
-        for ended, seconds, method, route, status, length, bytes_out, client_id, username, \
-                remote_addr, request_id, trace_id, _ in records:
+        for ended, seconds, method, route, status, length, bytes_out, principal, remote_addr, \
+                request_id, trace_id, _ in records:
             answer = answers.get((method, route, status))
             if answer is None:
                 answer = self._answer(method, route, status)
-            caller = callers.get((remote_addr, client_id, username))
-            if caller is None:
-                caller = self._caller(remote_addr, client_id, username)
+            caller = callers.get((remote_addr, id(principal)))
+            if caller is None or caller[0] is not principal:
+                caller = self._caller(remote_addr, principal)
             wall = ended + offset
             if int(wall) != second:          # lines come many to a second
                 second = int(wall)
@@ -153,9 +153,9 @@ class RequestLog:
                     stamp, (wall - second) * 1000, answer[0], millis, request_id,
                     f'"trace_id": "{trace_id}", ' if trace_id else "", answer[1], millis,
                     int(length) if length and length.isdigit() else 0,
-                    "null" if bytes_out is None else bytes_out, caller[0]))
+                    "null" if bytes_out is None else bytes_out, caller[1]))
             else:
-                add(_PLAIN_LINE % (stamp, (wall - second) * 1000, request_id, caller[1],
+                add(_PLAIN_LINE % (stamp, (wall - second) * 1000, request_id, caller[2],
                                    answer[2], millis, bytes_out or 0))
         stream = sys.stderr
         stream.write("".join(lines))
@@ -173,11 +173,15 @@ class RequestLog:
             f"{method} {route} {status} ")
         return found
 
-    def _caller(self, remote_addr, client_id, username):
-        """(JSON fields, plain text) of who called."""
+    def _caller(self, remote_addr, principal):
+        """(principal, JSON fields, plain text) of who called, kept by the
+        principal's identity (held: its id is not reused while kept)."""
         if len(self._callers) >= 1000:
             self._callers.clear()
-        found = self._callers[(remote_addr, client_id, username)] = (
+        client_id = principal.client_id if principal is not None else None
+        username = principal.username if principal is not None and principal.is_user else None
+        found = self._callers[(remote_addr, id(principal))] = (
+            principal,
             f'"remote_addr": {_json_text(remote_addr)}, "client_id": {_json_text(client_id)}, '
             f'"username": {_json_text(username)}}}\n',
             f"{remote_addr} {client_id or '-'} {username or '-'}")

@@ -29,8 +29,8 @@ from ..web import body_size
 
 # One answered request: (perf_counter at the end, seconds, method, route or
 # None, status, CONTENT_LENGTH text or None, response bytes or None,
-# client id, username or None, remote address, request id, trace id or None,
-# error code or None). ``instruments.Instruments.add_records`` and
+# principal or None, remote address, request id, trace id or None, error
+# code or None). A principal is small and immutable (``security.gate``). ``instruments.Instruments.add_records`` and
 # ``logs.RequestLog.write_records`` read it.
 FLUSH_SECONDS = 0.5
 MAX_RECORDS = 4096       # a request that finds more drains them itself
@@ -91,16 +91,10 @@ class Observer:
         except BaseException:
             self.aborted.append(None)
             raise
-        principal = request.principal
-        if principal is None:
-            client_id = username = None
-        else:
-            client_id = principal.client_id
-            username = principal.username if principal.is_user else None
         records = self.records
         records.append((ended, ended - started, request.method, request.route,
                         response.status_code, environ.get("CONTENT_LENGTH"), body_size(response),
-                        client_id, username, request.remote_addr, _request_id(), trace_id,
+                        request.principal, request.remote_addr, _request_id(), trace_id,
                         request.error))
         if self.logged is not None and tracing is None:
             self._log(request, response, ended - started, environ)
