@@ -7,7 +7,8 @@ run, in process.
 Both apps work on one SQLite database prepared like the benchmark's
 (``dataset.prepare``); each round times every variant with the CPU time of
 this process (the machine's other load does not count), the variants take
-turns (ABBA...), and the figure is the median of the per-round ratios.
+turns (ABBA...), and the figure is the median of the per-round ratios (with
+its quartiles, and the ratio of the totals).
 Request lines go to /dev/null: their formatting and the write are counted,
 a terminal is not. A request leaves records that are added up and written
 in batches (``restsvc/observability/serving.py``): each round ends with the
@@ -87,7 +88,8 @@ def main():
     sys.stderr = open(os.devnull, "w")
     apps = {name: switching(RestApp(replace(base.settings, init_schema=False, **changes)))
             for name, changes in VARIANTS.items()}
-    print(f"{'operation':<10}{'variant':<20}{'CPU µs/request':>16}{'ratio to off':>14}  (rounds)")
+    print(f"{'operation':<10}{'variant':<20}{'CPU µs/request':>16}{'ratio':>8}{'quartiles':>14}"
+          f"{'of totals':>11}  (rounds)")
     worst = 0
     for operation, path in OPERATIONS.items():
         paths = [path.format(id=i) for i in ids[:200]] if "{id}" in path else [path]
@@ -101,7 +103,9 @@ def main():
             ratio = statistics.median(ratios)
             if name != "off":
                 worst = max(worst, ratio)
-            print(f"{operation:<10}{name:<20}{statistics.median(cpu):>16.1f}{ratio:>14.3f}  "
+            low, _, high = statistics.quantiles(ratios, n=4)
+            print(f"{operation:<10}{name:<20}{statistics.median(cpu):>16.1f}{ratio:>8.3f}"
+                  f"{f'{low:.3f}-{high:.3f}':>14}{sum(cpu) / sum(off):>11.3f}  "
                   f"({min(ratios):.3f}-{max(ratios):.3f})")
     print(f"(medians of {args.rounds} rounds; target: at most {TARGET:.2f}x off)")
     return 0 if worst <= TARGET else 1
