@@ -78,6 +78,31 @@ def test_requests_are_counted_by_route_template_method_and_status_class(client, 
     assert sample_value(after["restsvc_http_requests_in_flight"]) == 1   # the scrape itself
 
 
+def test_a_scrape_counts_every_request_of_concurrent_threads_and_their_statements(client, auth):
+    """Requests leave records that are added up in batches, while a thread
+    of the process takes batches too: none is lost or counted twice."""
+    route = "/rest/entities/<entity_name>"
+    before = scrape(client)
+    count = before["restsvc_http_requests"]
+    statements = before["restsvc_db_statement_duration_seconds"]
+
+    def one_request(_):
+        return client.get("/rest/entities/Customer?limit=1", headers=auth).status_code
+    with ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(one_request, range(400))) == {200}
+    after = scrape(client)
+    assert sample_value(after["restsvc_http_requests"], "_total", method="GET", route=route,
+                        status="2xx") - sample_value(count, "_total", method="GET", route=route,
+                                                     status="2xx") == 400
+    duration = after["restsvc_http_request_duration_seconds"]
+    assert sample_value(duration, "_count", method="GET", route=route) \
+        == sample_value(duration, "_bucket", method="GET", route=route, le="+Inf")
+    # Each request ran a statement at least (the page's select).
+    assert sample_value(after["restsvc_db_statement_duration_seconds"], "_count") \
+        - sample_value(statements, "_count") >= 400
+    assert sample_value(after["restsvc_http_requests_in_flight"]) == 1   # the scrape itself
+
+
 def test_tokens_are_counted_by_grant_and_failures_by_reason(client):
     get_token(client)
     refused = client.post("/oauth2/token", data={"grant_type": "client_credentials"},

@@ -1,6 +1,7 @@
 """Request ids and log lines: JSON by a setting, the id on every line."""
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from werkzeug.test import Client
@@ -76,6 +77,29 @@ def test_a_500_body_carries_the_request_id_and_its_log_line_the_traceback(json_l
     assert error["request_id"] == request_id
     assert "RuntimeError: secret internals" in error["traceback"]
     assert [line["status"] for line in lines if line["logger"] == "restsvc.request"] == [500]
+
+
+def test_concurrent_requests_get_one_line_each_with_their_own_id_and_figures(json_logged, capsys):
+    app, client = json_logged
+    token = get_token(client)
+    app.observer.request_log.flush()
+    capsys.readouterr()
+
+    def one_request(number):
+        path = "/rest/entities/Customer?limit=1" if number % 2 else "/rest/entities/Nope"
+        return client.get(path, headers={"Authorization": f"Bearer {token}",
+                                         "X-Request-Id": f"many-{number}"}).status_code
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(one_request, range(200)))
+    app.observer.request_log.flush()
+    lines = [line for line in json_lines(capsys.readouterr().err)
+             if line["logger"] == "restsvc.request"]
+    assert sorted(line["request_id"] for line in lines) == sorted(f"many-{n}" for n in range(200))
+    for line in lines:
+        number = int(line["request_id"].split("-")[1])
+        assert line["status"] == statuses[number] == (200 if number % 2 else 404)
+        assert line["time"].endswith("Z") and line["duration_ms"] >= 0
+        assert line["message"].startswith(f"GET {line['route']} {line['status']} ")
 
 
 class _SlowCursor:

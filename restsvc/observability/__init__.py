@@ -41,7 +41,7 @@ def setup(app):
     if settings.metrics_path:
         pool = app.database if hasattr(app.database, "_in_use") else None
         instruments = Instruments(settings.metrics_client_label, pool)
-    statements.observe(app.database, instruments.statements if instruments else None,
+    statements.observe(app.database, instruments.statement_times if instruments else None,
                        settings.slow_statement, tracing)
     request_log = logs.RequestLog(settings.log_format == "json", direct, trace_id) \
         if settings.log_requests else None

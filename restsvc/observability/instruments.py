@@ -2,12 +2,13 @@
 and the few helpers that record them. Every label value comes from a bounded
 set: route templates, status classes, the grant types and error codes of
 RFC 6749, service methods that exist, ``in``/``out``."""
-import bisect
 import time
+from bisect import bisect_left
 
 from ..health import is_shutting_down
 from .metrics import DURATION_BUCKETS, Registry
 from .multiprocess import WorkerFiles
+from .serving import bytes_in
 
 KNOWN_GRANTS = frozenset(("client_credentials", "password", "refresh_token",
                           "authorization_code"))
@@ -63,12 +64,18 @@ class Instruments:
             "restsvc_file_bytes_total", "File content bytes stored and sent", ("direction",))
         self.draining = registry.gauge(
             "restsvc_draining", "1 while the instance drains before stopping (not ready)")
+        # Filled per statement (``statements``), added up by ``add_records``.
+        self.statement_times = []
+        self.drain = None       # serving.Observer.drain: the requests' records, added up
         self.pool = pool
         self.files = WorkerFiles(registry, self._sample)
         self.files.start()
 
     def _sample(self):
-        """Gauges read when figures are written, not counted per request."""
+        """Before figures are written or read: the records of the requests
+        answered so far, and the gauges sampled, not counted per request."""
+        if self.drain is not None:
+            self.drain()
         if self.pool is not None:
             self.connections.set(len(self.pool._in_use), ("in_use",))
             self.connections.set(len(self.pool._connections), ("idle",))
@@ -79,40 +86,56 @@ class Instruments:
         merged["restsvc_draining"]["series"] = {(): int(is_shutting_down())}
         return merged
 
-    def request_started(self):
-        self.in_flight.inc()
-
-    def request_ended(self, method, route, status, seconds, bytes_in, bytes_out, client_id):
-        """A request's figures, under one hold of the lock (this is per request)."""
-        status_class = STATUS_CLASSES.get(status, "other")
-        index = bisect.bisect_left(DURATION_BUCKETS, seconds)
+    def add_records(self, records, in_flight):
+        """A batch of requests' records (``serving``'s layout), under one hold
+        of the lock; and the statements timed since the last batch."""
         requests, durations = self.requests.series, self.duration.series
+        request_bytes, response_bytes = self.request_bytes.series, self.response_bytes.series
+        clients = self.client_requests.series if self.client_requests is not None else None
+        classes, bounds, width = STATUS_CLASSES, DURATION_BUCKETS, len(DURATION_BUCKETS) + 2
+        times = self.statement_times
+        statements = times[:len(times)]
+        del times[:len(statements)]
         with self.registry.lock:
-            self.in_flight.series[()] -= 1
-            key = (method, route, status_class)
-            requests[key] = requests.get(key, 0) + 1
-            key = (method, route)
-            counts = durations.get(key)
-            if counts is None:
-                counts = durations[key] = [0] * (len(DURATION_BUCKETS) + 2)
-            counts[index] += 1
-            counts[-1] += seconds
-            if bytes_in:
-                series = self.request_bytes.series
-                series[(route,)] = series.get((route,), 0) + bytes_in
-            if bytes_out:
-                series = self.response_bytes.series
-                series[(route,)] = series.get((route,), 0) + bytes_out
-            if self.client_requests is not None and client_id is not None:
-                series = self.client_requests.series
-                series[(client_id,)] = series.get((client_id,), 0) + 1
+            self.in_flight.series[()] = in_flight
+            for _, seconds, method, route, status, length, bytes_out, principal, _, _, _, \
+                    error in records:
+                route = route or UNMATCHED
+                key = (method, route, classes.get(status, "other"))
+                requests[key] = requests.get(key, 0) + 1
+                key = key[:2]
+                counts = durations.get(key)
+                if counts is None:
+                    counts = durations[key] = [0] * width
+                counts[bisect_left(bounds, seconds)] += 1
+                counts[-1] += seconds
+                if length:
+                    size = bytes_in(length)
+                    if size:
+                        request_bytes[(route,)] = request_bytes.get((route,), 0) + size
+                if bytes_out:
+                    response_bytes[(route,)] = response_bytes.get((route,), 0) + bytes_out
+                if clients is not None and principal is not None:
+                    key = (principal.client_id,)
+                    clients[key] = clients.get(key, 0) + 1
+                if error is not None:
+                    self._error(status, error)
+            if statements:
+                counts = self.statements.series.get(())
+                if counts is None:
+                    counts = self.statements.series[()] = [0] * width
+                for seconds in statements:
+                    counts[bisect_left(bounds, seconds)] += 1
+                counts[-1] += sum(statements)
 
-    def error(self, status, error):
+    def _error(self, status, error):
         # Error codes are fixed strings in restsvc; an application's own are
         # capped, so a code built from input cannot grow the series without end.
-        if (str(status), error) not in self.errors.series and len(self.errors.series) >= 200:
-            error = "other"
-        self.errors.inc((str(status), error[:100]))
+        # (Under the registry's lock: ``add_records``.)
+        series, key = self.errors.series, (str(status), error[:100])
+        if key not in series and len(series) >= 200:
+            key = (key[0], "other")
+        series[key] = series.get(key, 0) + 1
 
     def token(self, grant, error=None, limit=None):
         grant = grant if grant in KNOWN_GRANTS else "other"

@@ -6,12 +6,9 @@ traceback included. ``svc.log.requests`` adds one line per request.
 What a request line holds is chosen here, field by field: never a header,
 token, secret, password, query string or body.
 """
-import atexit
 import json
 import logging
-import os
 import sys
-import threading
 import time
 from json.encoder import encode_basestring
 
@@ -98,118 +95,108 @@ class RequestLog:
 
     A line per request must cost little (README "Operating restsvc" has the
     figure): when restsvc's own handler writes the log (``configure``
-    returned True), the line is put together here, in the same form as the
+    returned True), a request leaves only its record (``serving``), and the
+    lines are put together here in batches, in the same form as the
     handler's, and written to its stream in one call -- no LogRecord, no
-    caller lookup, no general formatter. Under a host's own logging setup it
-    goes through ``logging`` like any other line.
-
-    Lines written directly are collected and written in batches, at the
-    latest ``FLUSH_SECONDS`` after they were made (and at exit): one write per
-    request, line-buffered, cost a get request more than everything else
-    observability does. A line can therefore show up to half a second after
-    the log lines written while its request was served."""
-
-    FLUSH_SECONDS = 0.5
-    MAX_PENDING = 512        # lines; more are written at once by the request that adds one
+    caller lookup, no general formatter. A line therefore shows up to
+    ``serving.FLUSH_SECONDS`` after the lines written while its request was
+    served. Under a host's own logging setup, ``write`` sends a request's line
+    through ``logging`` like any other, at once."""
 
     def __init__(self, json_form, direct, trace_id=None):
         self.logger = logging.getLogger(REQUEST_LOGGER)
         self.json_form, self.direct, self.trace_id = json_form, direct, trace_id
-        self._second, self._stamp = None, ""
-        self._pending = []
-        self._lock = threading.Lock()            # the pending lines
-        self._write_lock = threading.Lock()      # one batch written at a time, in order
-        self._flusher_pid = None        # the process whose flusher thread runs (gunicorn forks)
-
-    def _add(self, line):
-        with self._lock:
-            self._pending.append(line)
-            full = len(self._pending) >= self.MAX_PENDING
-        if self._flusher_pid != os.getpid():
-            self._start_flusher()
-        if full:
-            self.flush()
-
-    def _start_flusher(self):
-        with self._write_lock:
-            if self._flusher_pid == os.getpid():
-                return
-            self._flusher_pid = os.getpid()
-            threading.Thread(target=self._flush_periodically, name="restsvc-request-log",
-                             daemon=True).start()
-            atexit.register(self.flush)
-
-    def _flush_periodically(self):
-        while True:
-            time.sleep(self.FLUSH_SECONDS)
-            self.flush()
+        self.drain = None          # serving.Observer.drain
+        self._answers, self._callers = {}, {}
 
     def flush(self):
-        """Write the lines collected so far, in the order they were made."""
-        with self._write_lock:
-            with self._lock:
-                lines, self._pending = self._pending, []
-            if lines:
-                stream = sys.stderr
-                stream.write("".join(lines))
-                stream.flush()
+        """Write the lines of the requests answered so far."""
+        if self.drain is not None:
+            self.drain()
 
     def write(self, request, route, status, seconds, bytes_in, bytes_out):
+        """One request's line through ``logging`` (not ``direct``)."""
         principal = request.principal
         client_id = principal.client_id if principal is not None else None
         username = principal.username if principal is not None and principal.is_user else None
         millis = round(seconds * 1000, 3)
-        # As the server sees it; behind trusted proxies, the client's.
-        remote_addr = request.remote_addr
-        if not self.direct:
-            self.logger.info("%s %s %s %sms", request.method, route, status, millis, extra={
-                "request": {"method": request.method, "route": route, "status": status,
-                            "duration_ms": millis, "bytes_in": bytes_in, "bytes_out": bytes_out,
-                            "remote_addr": remote_addr, "client_id": client_id,
-                            "username": username}})
-            return
-        # A request id is well-formed (no character JSON escapes); a method
-        # and a route template are few: escaped once each.
-        request_id, method, route = requestid.current.get(), _known(request.method), _known(route)
-        if not self.json_form:
-            self._add(
-                f"{self._timestamp()} INFO {REQUEST_LOGGER} [{request_id}] {remote_addr} "
-                f"{client_id or '-'} {username or '-'} {method[1:-1]} {route[1:-1]} {status} "
-                f"{millis}ms {bytes_out or 0}B\n")
-            return
-        trace_id = self.trace_id() if self.trace_id is not None else None
-        self._add(
-            f'{{"time": "{self._timestamp()}", "level": "INFO", "logger": "{REQUEST_LOGGER}", '
-            f'"message": "{method[1:-1]} {route[1:-1]} {status} {millis}ms", '
-            f'"request_id": "{request_id}", '
-            + (f'"trace_id": "{trace_id}", ' if trace_id else "")
-            + f'"method": {method}, "route": {route}, "status": {status}, '
-            f'"duration_ms": {millis}, "bytes_in": {bytes_in}, '
-            f'"bytes_out": {"null" if bytes_out is None else bytes_out}, '
-            f'"remote_addr": {_json_text(remote_addr)}, "client_id": {_json_text(client_id)}, '
-            f'"username": {_json_text(username)}}}\n')
+        self.logger.info("%s %s %s %sms", request.method, route, status, millis, extra={
+            "request": {"method": request.method, "route": route, "status": status,
+                        "duration_ms": millis, "bytes_in": bytes_in, "bytes_out": bytes_out,
+                        "remote_addr": request.remote_addr,   # behind trusted proxies, the client's
+                        "client_id": client_id, "username": username}})
 
-    def _timestamp(self):
-        now = time.time()
-        second = int(now)
-        if second != self._second:
-            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            self._second = second
-        return f"{self._stamp}.{int((now - second) * 1000):03d}Z"
+    def write_records(self, records):
+        """The lines of ``serving``'s records, written in one call. What
+        repeats from line to line (a route's method, template and status; a
+        caller's address, client id and username) is put together once and
+        kept (bounded); a line is then one ``%`` of a template."""
+        offset = time.time() - time.perf_counter()      # the records' clock to the wall's
+        answers, callers, second, stamp = self._answers, self._callers, None, ""
+        lines = []
+        add = lines.append
+        json_form = self.json_form
+        for ended, seconds, method, route, status, length, bytes_out, principal, remote_addr, \
+                request_id, trace_id, _ in records:
+            answer = answers.get((method, route, status))
+            if answer is None:
+                answer = self._answer(method, route, status)
+            caller = callers.get((remote_addr, id(principal)))
+            if caller is None or caller[0] is not principal:
+                caller = self._caller(remote_addr, principal)
+            wall = ended + offset
+            if int(wall) != second:          # lines come many to a second
+                second = int(wall)
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            millis = "%.3f" % (seconds * 1000)
+            if json_form:
+                add(_JSON_LINE % (
+                    stamp, (wall - second) * 1000, answer[0], millis, request_id,
+                    f'"trace_id": "{trace_id}", ' if trace_id else "", answer[1], millis,
+                    int(length) if length and length.isdigit() else 0,
+                    "null" if bytes_out is None else bytes_out, caller[1]))
+            else:
+                add(_PLAIN_LINE % (stamp, (wall - second) * 1000, request_id, caller[2],
+                                   answer[2], millis, bytes_out or 0))
+        stream = sys.stderr
+        stream.write("".join(lines))
+        stream.flush()
+
+    def _answer(self, method, route, status):
+        """(JSON message head, JSON fields, plain text) of a method, route and status."""
+        if len(self._answers) >= 1000:
+            self._answers.clear()
+        key, route = (method, route, status), route or "unmatched"
+        method_json, route_json = encode_basestring(method), encode_basestring(route)
+        found = self._answers[key] = (
+            f"{method_json[1:-1]} {route_json[1:-1]} {status} ",
+            f'"method": {method_json}, "route": {route_json}, "status": {status}, ',
+            f"{method} {route} {status} ")
+        return found
+
+    def _caller(self, remote_addr, principal):
+        """(principal, JSON fields, plain text) of who called, kept by the
+        principal's identity (held: its id is not reused while kept)."""
+        if len(self._callers) >= 1000:
+            self._callers.clear()
+        client_id = principal.client_id if principal is not None else None
+        username = principal.username if principal is not None and principal.is_user else None
+        found = self._callers[(remote_addr, id(principal))] = (
+            principal,
+            f'"remote_addr": {_json_text(remote_addr)}, "client_id": {_json_text(client_id)}, '
+            f'"username": {_json_text(username)}}}\n',
+            f"{remote_addr} {client_id or '-'} {username or '-'}")
+        return found
+
+
+# A request id is well-formed (no character JSON escapes); the durations are
+# milliseconds to the microsecond.
+_JSON_LINE = (
+    '{"time": "%s.%03dZ", "level": "INFO", "logger": "' + REQUEST_LOGGER + '", '
+    '"message": "%s%sms", "request_id": "%s", %s%s"duration_ms": %s, "bytes_in": %d, '
+    '"bytes_out": %s, %s')
+_PLAIN_LINE = "%s.%03dZ INFO " + REQUEST_LOGGER + " [%s] %s %s%sms %sB\n"
 
 
 def _json_text(value):
     return "null" if value is None else encode_basestring(value)
-
-
-_escaped: dict[str, str] = {}
-
-
-def _known(text):
-    """``text`` as a JSON string, kept for the next time (bounded)."""
-    found = _escaped.get(text)
-    if found is None:
-        if len(_escaped) >= 1000:
-            _escaped.clear()
-        found = _escaped[text] = encode_basestring(text)
-    return found

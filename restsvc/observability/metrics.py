@@ -2,7 +2,10 @@
 format written by hand (no dependency: the format is a few lines of text).
 
 Recording is a dict lookup and an addition under a lock: a worker's 16
-threads share the figures, and ``+=`` is not atomic between threads. Labels
+threads share the figures, and ``+=`` is not atomic between threads. The
+figures of every request (requests, durations, bytes, errors, statements)
+are not recorded one by one but added up in batches from the requests'
+records (``serving.py``, ``instruments.Instruments.add_records``). Labels
 are a tuple of values in the order of the metric's label names; every label
 set is bounded by construction (route templates, status classes, grants,
 reasons from fixed lists), never a raw path or a user's input.

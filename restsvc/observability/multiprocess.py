@@ -5,8 +5,9 @@ figures to a file of its own in a directory the master made before forking
 worker instead of its mmap files.
 
 A worker writes its file every ``interval`` seconds from a thread (only when
-something changed), never on a request's way: so a scrape may miss the last
-second of the other workers' requests, and counts catch up at the next one.
+something changed; the requests' pending records added up first), never on a
+request's way: so a scrape may miss the last second of the other workers'
+requests, and counts catch up at the next one; this worker's own are exact.
 A worker that died keeps its counts (its file stays: counters never go back),
 but its gauges (requests in flight, connections in use) no longer count.
 Without the directory (one process, tests, an embedding host) a scrape sees

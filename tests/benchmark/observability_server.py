@@ -2,13 +2,16 @@
 (what bounds req/s at saturation; unlike wall-clock req/s, it does not move
 with the other load of a shared machine).
 
-    python tests/benchmark/observability_server.py [--rounds 5] [--requests 2000]
+    python tests/benchmark/observability_server.py [--rounds 21] [--requests 1000]
         [--without metrics|lines]
 
 Two servers on copies of one database, one worker each: all off, and metrics
 plus JSON request lines on (to a file). Keep-alive requests from this
-process; each round reads the worker's utime+stime from /proc before and
-after; the servers take turns; medians of the per-round ratios.
+process; each round reads the worker's CPU time before and after (the sum of
+its threads' run time in nanoseconds, ``/proc/PID/task/*/schedstat``: the
+request threads and the one that adds records up and writes the lines);
+the servers take turns; the median of the per-round ratios, its quartiles,
+and the ratio of the totals.
 """
 import argparse
 import http.client
@@ -31,10 +34,17 @@ ON = {"svc.metrics.path": "/metrics", "svc.log.format": "json", "svc.log.request
 
 
 def worker_cpu(server):
+    """Seconds of CPU of the worker's threads (gthread's threads live as long
+    as the worker; one that ended would take its time along)."""
     (pid,) = server.worker_pids()
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            continue
+    return total / 1e9
 
 
 def run(server, paths, count):
@@ -53,8 +63,8 @@ def run(server, paths, count):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--without", choices=("metrics", "lines"),
                         help="leave metrics or the request lines off in the 'on' server")
     args = parser.parse_args()
@@ -76,7 +86,8 @@ def main():
             wait_until_ready(server)
         operations = {"get": [f"/rest/entities/Customer/{i}" for i in ids[:200]],
                       "list": ["/rest/entities/Customer?limit=50"]}
-        print(f"{'operation':<10}{'off µs':>10}{'on µs':>10}{'ratio':>8}  per round")
+        print(f"{'operation':<10}{'off µs':>10}{'on µs':>10}{'ratio':>8}{'quartiles':>14}"
+              f"{'of totals':>11}  (rounds)")
         for name, paths in operations.items():
             for server in servers.values():
                 run(server, paths, args.requests // 4)           # warm-up
@@ -86,9 +97,12 @@ def main():
                 for server_name in order:
                     figures[server_name].append(run(servers[server_name], paths, args.requests))
             ratios = [a / b for a, b in zip(figures["on"], figures["off"])]
+            low, _, high = statistics.quantiles(ratios, n=4)
             print(f"{name:<10}{statistics.median(figures['off']):>10.0f}"
-                  f"{statistics.median(figures['on']):>10.0f}{statistics.median(ratios):>8.3f}  "
-                  + " ".join(f"{r:.3f}" for r in ratios))
+                  f"{statistics.median(figures['on']):>10.0f}{statistics.median(ratios):>8.3f}"
+                  f"{f'{low:.3f}-{high:.3f}':>14}"
+                  f"{sum(figures['on']) / sum(figures['off']):>11.3f}  "
+                  f"({min(ratios):.3f}-{max(ratios):.3f})")
     finally:
         for server in servers.values():
             stop(server)
