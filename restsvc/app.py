@@ -13,6 +13,7 @@ from .data.history import HistoryItem
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
 from .data.rowrules import check_declarations
+from .events.outbox import ChangeEvent
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
 from .files.storage import file_storages
 from .health import Readiness
@@ -45,7 +46,8 @@ log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User, HistoryItem)
-BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest)
+BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest,
+                   ChangeEvent)
 # Sign-in requests are held by the sign-in limits, not by quotas.
 _UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
 

@@ -88,6 +88,16 @@ def history_command(args):
     return 0
 
 
+def events_command(args):
+    from .events.outbox import prune
+    if args.batch_size < 1:
+        raise CommandError("events prune: --batch-size must be at least 1")
+    app = _app(args)
+    removed = prune(app.database, app.settings.events_retention, args.batch_size)
+    print(f"events removed: {removed}")
+    return 0
+
+
 def routes(args):
     from .api import all_rules
     from .application import import_application
@@ -240,6 +250,13 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
                    help="rows removed per transaction (default: 1000)")
     p.set_defaults(run=history_command)
+    p = commands.add_parser("events", help="change events: prune removes events older than "
+                                           "svc.events.retention (the delivery worker does "
+                                           "it too)")
+    p.add_argument("action", choices=("prune",))
+    p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
+                   help="rows removed per transaction (default: 1000)")
+    p.set_defaults(run=events_command)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
     p.set_defaults(run=hash_secret_command)

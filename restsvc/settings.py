@@ -47,6 +47,18 @@ _KEYS = {
     "svc.health.timeout": ("health_timeout", parse.duration, 3),
     # How long the entity log keeps items; 0 (empty): forever (`restsvc history prune`).
     "svc.history.retention": ("history_retention", parse.optional_duration, 0),
+    # Change events (restsvc/events/): how long the outbox keeps them, the feed's limits.
+    "svc.events.retention": ("events_retention", parse.duration, 7 * 86400),
+    "svc.events.max-streams-per-worker": ("events_max_streams", parse.positive_int, 8),
+    "svc.events.keepalive": ("events_keepalive", parse.duration, 20),
+    "svc.events.poll-interval": ("events_poll_interval", parse.milliseconds, 0.5),
+    "svc.events.ticket-lifetime": ("events_ticket_lifetime", parse.duration, 60),
+    # Webhooks (restsvc/events/webhooks.py, delivery.py).
+    "svc.webhooks.retry-initial-delay": ("webhooks_retry_initial_delay", parse.duration, 10),
+    "svc.webhooks.retry-period": ("webhooks_retry_period", parse.duration, 86400),
+    "svc.webhooks.timeout": ("webhooks_timeout", parse.duration, 10),
+    "svc.webhooks.allow-private-addresses": ("webhooks_allow_private", parse.boolean, False),
+    "svc.webhooks.deliver-in-serve": ("webhooks_deliver_in_serve", parse.boolean, True),
     "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
@@ -157,6 +169,17 @@ class Settings:
     object_storages: tuple = ()
     rate_limits: dict = field(default_factory=dict)     # ("client"|"user", name) -> (rate, burst)
     jwt_issuers: tuple = ()
+    events_retention: int = 7 * 86400
+    events_max_streams: int = 8
+    events_keepalive: int = 20
+    events_poll_interval: float = 0.5
+    events_ticket_lifetime: int = 60
+    webhooks_retry_initial_delay: int = 10
+    webhooks_retry_period: int = 86400
+    webhooks_timeout: int = 10
+    webhooks_allow_private: bool = False
+    webhooks_deliver_in_serve: bool = True
+    webhooks: tuple = ()        # subscriptions of the settings (settinggroups.webhooks)
 
     @property
     def default_locale(self):
@@ -238,6 +261,8 @@ def build_settings(values, base_dir=".", environ=None):
     if parsed["default_file_storage"] not in names:
         raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "
                             f"not a configured storage ({', '.join(names)})")
+    if parsed["events_poll_interval"] <= 0:
+        raise SettingsError("svc.events.poll-interval: must be more than 0")
     if parsed["health_live_path"] == parsed["health_ready_path"]:
         raise SettingsError("svc.health.ready-path: must differ from svc.health.live-path")
     return Settings(**parsed)

@@ -64,11 +64,12 @@ class EntityDeclaration:
     audited: bool = False
     history: tuple = None           # None: no history; () every attribute; else the attributes
     soft_delete: bool = False
+    events: bool = False            # changes published through the outbox (restsvc/events/)
 
 
 def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_plans=(),
            validators=(), secret=(), renames=None, audited=False, history=False,
-           soft_delete=False):
+           soft_delete=False, events=False):
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -92,6 +93,9 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
     soft_delete    DELETE marks the row (read-only ``deletedDate``, ``deletedBy``)
                    and every read leaves it out; restore and purge bring it
                    back or remove it for good (data/softdelete.py)
+    events         every committed create, update and delete is published: an
+                   event row in the write's transaction (events/outbox.py), read
+                   by the change feed and the webhook deliveries
 
     A model may define ``after_save(self, created)`` and ``after_delete(self)``;
     the data manager calls them inside the transaction of every REST change.
@@ -121,6 +125,7 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
             audited=bool(audited),
             history=None if not history else (() if history is True else tuple(history)),
             soft_delete=bool(soft_delete),
+            events=bool(events),
         )
         return model
     return declare
