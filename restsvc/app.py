@@ -13,6 +13,7 @@ from .data.history import HistoryItem
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
 from .data.rowrules import check_declarations
+from .events.feed import StreamSlots, Tickets
 from .events.outbox import ChangeEvent
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
 from .files.storage import file_storages
@@ -87,6 +88,8 @@ class RestApp:
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.proxies = TrustedProxies(settings.trusted_proxies)
         self.files = file_storages(settings)
+        self.event_streams = StreamSlots(settings.events_max_streams)
+        self.event_tickets = Tickets(settings.secret_key, settings.events_ticket_lifetime)
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)

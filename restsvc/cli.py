@@ -46,6 +46,7 @@ def serve(args):
                 self.cfg.set("control_socket_disable", True)
             self.cfg.set("when_ready", lambda arbiter: defaults.install_drain(arbiter, args.drain))
             self.cfg.set("on_starting", defaults.on_starting)
+            self.cfg.set("post_worker_init", defaults.post_worker_init)
             self.cfg.set("on_exit", defaults.on_exit)
 
         def load(self):

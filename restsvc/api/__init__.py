@@ -1,11 +1,11 @@
 """One module per API area; each exports ``rules`` (werkzeug Rules whose
 endpoint is the handler function). ``app.py`` assembles them, and the
 application's custom endpoints, into one Map."""
-from . import (docs, entities, files, health, messages, metadata, metrics, oauth, queries,
+from . import (docs, entities, events, files, health, messages, metadata, metrics, oauth, queries,
                reports, services, session, signin)
 
 API_MODULES = (oauth, signin, entities, queries, services, files, metadata, messages, session,
-               reports, docs, health)
+               reports, events, docs, health)
 
 
 def all_rules(application, settings=None):

@@ -60,13 +60,17 @@ def compile_patterns(patterns):
 # The paths that need the specific policy rest.enabled (reference 1.2).
 REST_ENABLED_PATHS = compile_patterns((
     "/rest/entities/**", "/rest/services/**", "/rest/queries/**", "/rest/messages/**",
-    "/rest/metadata/**", "/rest/files/**", "/rest/userInfo", "/rest/permissions",
+    "/rest/metadata/**", "/rest/files/**", "/rest/events", "/rest/events/tickets",
+    "/rest/userInfo", "/rest/permissions",
     "/rest/user-session/locale"))
 
 
 # The documentation page and its files are open to everyone: they hold no data,
 # and the page is where a person signs in. The documents stay behind the token.
 DOCS_PAGE = ("/rest/docs", "/rest/docs/assets/*")
+# A change feed opened by a browser with a stream ticket: the handler checks
+# the ticket and the token it names (api/events.py).
+TICKET_STREAM = ("/rest/events/stream",)
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ class Gate:
         # security/jwtissuers.py, when svc.resource-server.jwt.* names issuers
         self.jwt_issuers = jwt_issuers
         self.authenticated = compile_patterns(settings.authenticated_url_patterns)
-        self.anonymous = compile_patterns((*settings.anonymous_url_patterns, *DOCS_PAGE))
+        self.anonymous = compile_patterns((*settings.anonymous_url_patterns, *DOCS_PAGE,
+                                           *TICKET_STREAM))
         self.anonymous_principal = Principal(None, "anonymous", False, None,
                                              roles.permissions(()))
         self._recent = {}       # token hash -> (read at, expires at, changes, principal)
@@ -129,12 +134,28 @@ class Gate:
             return None
         token_hash = self.tokens.hash(token)
         now, changes = time.monotonic(), self.tokens.changes
+        recent = self._recent_principal(token_hash, now, changes)
+        if recent is not None:
+            return recent
+        if is_jwt:
+            return self._jwt_principal(token, token_hash, now, changes)
+        return self._stored_principal(token_hash, now, changes)
+
+    def principal_of_hash(self, token_hash):
+        """The principal of a live access token issued here, by its hash (a
+        change feed's stream ticket names the token so), or None."""
+        now, changes = time.monotonic(), self.tokens.changes
+        return self._recent_principal(token_hash, now, changes) or self._stored_principal(
+            token_hash, now, changes)
+
+    def _recent_principal(self, token_hash, now, changes):
         recent = self._recent.get(token_hash)
         if recent is not None and recent[0] > now - RECHECK_SECONDS and recent[2] == changes \
                 and recent[1] > time.time():
             return recent[3]
-        if is_jwt:
-            return self._jwt_principal(token, token_hash, now, changes)
+        return None
+
+    def _stored_principal(self, token_hash, now, changes):
         info = self.tokens.find_hash(token_hash)
         if info is None or info.kind != ACCESS:
             self._recent.pop(token_hash, None)
