@@ -14,7 +14,9 @@ from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
 from .data.rowrules import check_declarations
 from .events.feed import StreamSlots, Tickets
+from .events.delivery import WebhookDelivery
 from .events.outbox import ChangeEvent
+from .events.webhooks import WebhookSubscription
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
 from .files.storage import file_storages
 from .health import Readiness
@@ -48,7 +50,7 @@ log = logging.getLogger("restsvc")
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User, HistoryItem)
 BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest,
-                   ChangeEvent)
+                   ChangeEvent, WebhookSubscription, WebhookDelivery)
 # Sign-in requests are held by the sign-in limits, not by quotas.
 _UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
 

@@ -1,6 +1,7 @@
-"""``restsvc serve | initdb | demo-data | migrate | routes | bundle | new | hash-secret | user``."""
+"""``restsvc serve | deliver | initdb | demo-data | migrate | routes | bundle | new | history | events | hash-secret | user``."""
 import argparse
 import getpass
+import os
 import sys
 
 from .errors import ApiError
@@ -26,7 +27,14 @@ def serve(args):
     from . import gunicorn_config as defaults
 
     # Schema and demo data are prepared once here, before the workers fork.
-    settings = _app(args).settings
+    app = _app(args)
+    settings = app.settings
+    deliverer = None
+    if settings.webhooks_deliver_in_serve:
+        from .events.webhooks import sync_settings
+        sync_settings(app.database, app.metadata, settings.webhooks,
+                      settings.webhooks_allow_private)
+        deliverer = _start_deliverer(args)
 
     class Server(BaseApplication):
         def load_config(self):
@@ -52,7 +60,12 @@ def serve(args):
         def load(self):
             return _app(args)
 
-    Server().run()
+    try:
+        Server().run()
+    finally:
+        if deliverer is not None:
+            deliverer.terminate()
+            deliverer.wait()
 
 
 def initdb(args):
@@ -97,6 +110,30 @@ def events_command(args):
     removed = prune(app.database, app.settings.events_retention, args.batch_size)
     print(f"events removed: {removed}")
     return 0
+
+
+def deliver_command(args):
+    import signal
+    import threading
+    from .events.delivery import run_worker
+    from .events.webhooks import sync_settings
+    app = _app(args)
+    sync_settings(app.database, app.metadata, app.settings.webhooks,
+                  app.settings.webhooks_allow_private)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    run_worker(app.settings, app.database, stop, args.parent)
+    return 0
+
+
+def _start_deliverer(args):
+    """``restsvc deliver`` beside the server (stopped with it)."""
+    import subprocess
+    command = [sys.executable, "-m", "restsvc.cli"]
+    if args.config:
+        command += ["--config", args.config]
+    return subprocess.Popen(command + ["deliver", "--parent", str(os.getpid())])
 
 
 def routes(args):
@@ -258,6 +295,10 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
                    help="rows removed per transaction (default: 1000)")
     p.set_defaults(run=events_command)
+    p = commands.add_parser("deliver", help="the webhook delivery worker (restsvc serve starts "
+                                            "one unless svc.webhooks.deliver-in-serve is false)")
+    p.add_argument("--parent", type=int, help=argparse.SUPPRESS)    # stop when it is gone
+    p.set_defaults(run=deliver_command)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
     p.set_defaults(run=hash_secret_command)

@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 
 from . import values as parse
-from .settinggroups import (CLIENT_PREFIX, JWT_PREFIX, STORAGE_PREFIX, clients, jwt_issuers,
-                            object_storages, parse_value)
+from .settinggroups import (CLIENT_PREFIX, JWT_PREFIX, STORAGE_PREFIX, WEBHOOK_PREFIX, clients,
+                            jwt_issuers, object_storages, parse_value, webhooks)
 from .values import SettingsError
 
 __all__ = ["SettingsError", "Settings", "build_settings", "load_settings"]
@@ -54,7 +54,8 @@ _KEYS = {
     "svc.events.poll-interval": ("events_poll_interval", parse.milliseconds, 0.5),
     "svc.events.ticket-lifetime": ("events_ticket_lifetime", parse.duration, 60),
     # Webhooks (restsvc/events/webhooks.py, delivery.py).
-    "svc.webhooks.retry-initial-delay": ("webhooks_retry_initial_delay", parse.duration, 10),
+    "svc.webhooks.retry-initial-delay": (
+        "webhooks_retry_initial_delay", parse.milliseconds, 10.0),
     "svc.webhooks.retry-period": ("webhooks_retry_period", parse.duration, 86400),
     "svc.webhooks.timeout": ("webhooks_timeout", parse.duration, 10),
     "svc.webhooks.allow-private-addresses": ("webhooks_allow_private", parse.boolean, False),
@@ -174,7 +175,7 @@ class Settings:
     events_keepalive: int = 20
     events_poll_interval: float = 0.5
     events_ticket_lifetime: int = 60
-    webhooks_retry_initial_delay: int = 10
+    webhooks_retry_initial_delay: float = 10.0
     webhooks_retry_period: int = 86400
     webhooks_timeout: int = 10
     webhooks_allow_private: bool = False
@@ -220,6 +221,7 @@ def build_settings(values, base_dir=".", environ=None):
     client_values = {}
     storage_values = {}
     jwt_values = {}
+    webhook_values = {}
     for key, value in flat.items():
         if key in _KEYS:
             attr, parser, _ = _KEYS[key]
@@ -239,6 +241,8 @@ def build_settings(values, base_dir=".", environ=None):
             parsed.setdefault("rate_limits", {})[(kind, name)] = parse_value(key, parse.rate_limit, value)
         elif key.startswith(JWT_PREFIX):
             jwt_values[key] = value
+        elif key.startswith(WEBHOOK_PREFIX):
+            webhook_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
     for key, (attr, _, default) in _KEYS.items():
@@ -257,12 +261,14 @@ def build_settings(values, base_dir=".", environ=None):
     parsed["clients"] = clients(client_values)
     parsed["object_storages"] = object_storages(storage_values)
     parsed["jwt_issuers"] = jwt_issuers(jwt_values)
+    parsed["webhooks"] = webhooks(webhook_values)
     names = ["fs"] + [storage.name for storage in parsed["object_storages"]]
     if parsed["default_file_storage"] not in names:
         raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "
                             f"not a configured storage ({', '.join(names)})")
-    if parsed["events_poll_interval"] <= 0:
-        raise SettingsError("svc.events.poll-interval: must be more than 0")
+    for key in ("svc.events.poll-interval", "svc.webhooks.retry-initial-delay"):
+        if parsed[_KEYS[key][0]] <= 0:
+            raise SettingsError(f"{key}: must be more than 0")
     if parsed["health_live_path"] == parsed["health_ready_path"]:
         raise SettingsError("svc.health.ready-path: must differ from svc.health.live-path")
     return Settings(**parsed)

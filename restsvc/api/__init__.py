@@ -2,10 +2,10 @@
 endpoint is the handler function). ``app.py`` assembles them, and the
 application's custom endpoints, into one Map."""
 from . import (docs, entities, events, files, health, messages, metadata, metrics, oauth, queries,
-               reports, services, session, signin)
+               reports, services, session, signin, webhooks)
 
 API_MODULES = (oauth, signin, entities, queries, services, files, metadata, messages, session,
-               reports, events, docs, health)
+               reports, events, webhooks, docs, health)
 
 
 def all_rules(application, settings=None):

@@ -44,7 +44,44 @@ def ticket():
         **failures("BadRequest", "Unauthorized", "Forbidden")})
 
 
+_WEBHOOK = {"type": "object", "required": ["id", "url", "entities", "kinds"], "properties": {
+    "id": STRING, "url": STRING, "entities": {"type": "array", "items": STRING},
+    "kinds": {"type": "array", "items": {"type": "string", "enum": ["CREATE", "UPDATE", "DELETE"]}},
+    "createdDate": {"type": "string", "format": "date-time"},
+    "fromSettings": {"type": "boolean"}}}
+_REGISTRATION = {"required": True, "content": {JSON: {"schema": {
+    "type": "object", "required": ["url", "entities", "secret"], "properties": {
+        "url": STRING, "entities": _WEBHOOK["properties"]["entities"],
+        "kinds": _WEBHOOK["properties"]["kinds"],
+        "secret": {"type": "string", "minLength": 16,
+                   "description": "Signs each delivery (Svc-Signature); never answered"}}}}}}
+_DEAD_LETTER = {"type": "object", "properties": {
+    "eventId": INTEGER, "attempts": INTEGER, "lastStatus": {"type": ["integer", "null"]},
+    "lastError": {"type": ["string", "null"]}, "event": {"type": ["object", "null"]}}}
+_W = "/rest/webhooks/<webhook_id>"
+
+
+def _webhook_op(summary, answers, body=None, *fails):
+    return lambda: operation(summary, EVENTS, {**answers, **failures(*fails)}, body=body,
+                             description="Needs the grant rest.webhooks.")
+
+
 EVENT_ENDPOINTS = {
+    ("POST", "/rest/webhooks"): _webhook_op(
+        "Register a webhook", ok("Registered (the secret is not answered)", _WEBHOOK, "201"),
+        _REGISTRATION, "BadRequest"),
+    ("GET", "/rest/webhooks"): _webhook_op(
+        "All webhooks", ok("The webhooks", {"type": "array", "items": _WEBHOOK})),
+    ("GET", _W): _webhook_op("One webhook", ok("The webhook", _WEBHOOK), None, "NotFound"),
+    ("DELETE", _W): _webhook_op("Remove a webhook and its pending deliveries",
+                                {"204": {"description": "Removed"}}, None, "NotFound",
+                                "Conflict"),
+    ("GET", f"{_W}/dead-letters"): _webhook_op(
+        "Deliveries that failed for the whole retry period",
+        ok("The dead letters", {"type": "array", "items": _DEAD_LETTER}), None, "NotFound"),
+    ("POST", f"{_W}/dead-letters/replay"): _webhook_op(
+        "Deliver the dead letters again", ok("How many", {
+            "type": "object", "properties": {"replayed": INTEGER}}), None, "NotFound"),
     ("GET", "/rest/events"): stream,
     ("GET", "/rest/events/stream"): ticket_stream,
     ("POST", "/rest/events/tickets"): ticket,

@@ -61,6 +61,7 @@ def compile_patterns(patterns):
 REST_ENABLED_PATHS = compile_patterns((
     "/rest/entities/**", "/rest/services/**", "/rest/queries/**", "/rest/messages/**",
     "/rest/metadata/**", "/rest/files/**", "/rest/events", "/rest/events/tickets",
+    "/rest/webhooks", "/rest/webhooks/**",
     "/rest/userInfo", "/rest/permissions",
     "/rest/user-session/locale"))
 
