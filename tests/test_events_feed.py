@@ -245,18 +245,20 @@ def test_an_idle_stream_sends_a_keepalive_comment(make_app):
     reader.close()
 
 
-def test_streams_beyond_the_cap_are_503_with_retry_after(make_app):
-    app = make_app({**FAST, "svc.events.max-streams-per-worker": 2})
+def test_streams_beyond_the_cap_are_503_with_retry_after_and_open_ones_are_counted(make_app):
+    app = make_app({**FAST, "svc.events.max-streams-per-worker": 2,
+                    "svc.metrics.path": "/metrics"})
     c = Client(app)
     auth = bearer(get_token(c))
     readers = [_open(c, auth, "Customer") for _ in range(2)]
+    assert app.instruments.event_streams.series[()] == 2
     response = c.get("/rest/events", headers=auth)
     assert response.status_code == 503 and response.headers["Retry-After"] == "5"
     readers[0].close()
     third = _open(c, auth, "Customer")           # a closed stream frees its place
     third.close()
     readers[1].close()
-    assert app.event_streams.open == 0
+    assert app.event_streams.open == 0 and app.instruments.event_streams.series[()] == 0
 
 
 def test_a_browser_opens_the_stream_with_a_ticket(app, client, auth):

@@ -41,7 +41,8 @@ def ticket_stream(ctx):
 def ticket(ctx):
     app, principal = ctx.app, ctx.principal
     _require_rest(principal)
-    if principal.token_hash is None or app.gate.principal_of_hash(principal.token_hash) is None:
+    if not principal.stored or principal.token_hash is None \
+            or app.gate.principal_of_hash(principal.token_hash) is None:
         raise BadRequest("No stream ticket", "Stream tickets are issued for access tokens "
                                              "of this service only")
     return json_response({"ticket": app.event_tickets.issue(principal.token_hash),
@@ -64,6 +65,10 @@ def _open(ctx, principal, recheck):
     response = Response(iter(body), status=200, mimetype="text/event-stream",
                         headers=_STREAM_HEADERS)
     response.call_on_close(app.event_streams.give)
+    instruments = app.instruments
+    if instruments is not None:
+        instruments.event_streams.inc()
+        response.call_on_close(lambda: instruments.event_streams.inc(amount=-1))
     return response
 
 

@@ -83,6 +83,7 @@ class Principal:
     permissions: object    # roles.Permissions
     token_hash: str = None
     user_id: str = None    # the User's id (a string) for user tokens
+    stored: bool = True    # a token of this service (not an identity provider's JWT)
 
 
 class Gate:
@@ -146,8 +147,10 @@ class Gate:
         """The principal of a live access token issued here, by its hash (a
         change feed's stream ticket names the token so), or None."""
         now, changes = time.monotonic(), self.tokens.changes
-        return self._recent_principal(token_hash, now, changes) or self._stored_principal(
-            token_hash, now, changes)
+        recent = self._recent_principal(token_hash, now, changes)
+        if recent is not None and recent.stored:
+            return recent
+        return self._stored_principal(token_hash, now, changes)
 
     def _recent_principal(self, token_hash, now, changes):
         recent = self._recent.get(token_hash)
@@ -191,6 +194,7 @@ class Gate:
         principal = Principal(
             client_id=claims.client_id, username=claims.username, is_user=True,
             locale=claims.locale if claims.locale in self.available_locales else None,
-            permissions=self.roles.permissions(resource, row_level), token_hash=token_hash)
+            permissions=self.roles.permissions(resource, row_level), token_hash=token_hash,
+            stored=False)
         self._remember(token_hash, (now, claims.expires_at, changes, principal))
         return principal
