@@ -64,8 +64,7 @@ def serve(args):
         Server().run()
     finally:
         if deliverer is not None:
-            deliverer.terminate()
-            deliverer.wait()
+            _stop_deliverer(deliverer)
 
 
 def initdb(args):
@@ -128,12 +127,28 @@ def deliver_command(args):
 
 
 def _start_deliverer(args):
-    """``restsvc deliver`` beside the server (stopped with it)."""
-    import subprocess
-    command = [sys.executable, "-m", "restsvc.cli"]
-    if args.config:
-        command += ["--config", args.config]
-    return subprocess.Popen(command + ["deliver", "--parent", str(os.getpid())])
+    """``restsvc deliver`` beside the server, forked before gunicorn starts
+    (it stops with the server, or by itself when the server is gone)."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        code = deliver_command(argparse.Namespace(**{**vars(args), "parent": os.getppid()}))
+    except BaseException:       # noqa: B036  (nothing of the server's may run here)
+        import traceback
+        traceback.print_exc()
+    finally:
+        os._exit(code or 0)
+
+
+def _stop_deliverer(pid):
+    import signal
+    try:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 def routes(args):

@@ -103,3 +103,22 @@ def test_the_drain_on_sigterm_ends_streams_before_the_instance_stops(tmp_path, d
     finally:
         server.process.send_signal(signal.SIGTERM)      # a second SIGTERM skips the drain
         server.process.wait(timeout=60)
+
+
+def test_serve_starts_the_delivery_worker_for_the_settings_subscriptions(tmp_path, database_url):
+    from webhook_support import Receiver, verify
+    receiver = Receiver()
+    secret = "a-webhook-secret-of-some-length"
+    prefix = "svc.webhooks.subscription.crm."
+    server = wait_until_ready(launch(tmp_path, database_url, {
+        **FAST, "svc.webhooks.allow-private-addresses": True, f"{prefix}url": receiver.url,
+        f"{prefix}entities": "Customer", f"{prefix}secret": secret}))
+    try:
+        _rename(server, "Pushed")
+        receiver.wait_for(1)
+        headers, body = receiver.received[0]
+        assert verify(secret, headers["Svc-Signature"], body)
+        assert json.loads(body)["entityId"] == CUSTOMER
+    finally:
+        stop(server)
+        receiver.close()
