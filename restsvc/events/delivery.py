@@ -101,7 +101,11 @@ class Deliverer:
     # -- 1. hand out ---------------------------------------------------------------
     def hand_out(self, now):
         outbox.assign(self.database)
-        for (key,) in WebhookSubscription.select(WebhookSubscription.id).tuples():
+        subscriptions = WebhookSubscription.select(
+            WebhookSubscription.id, WebhookSubscription.after, WebhookSubscription.entities)
+        for key, after, entities in subscriptions.tuples():
+            if not outbox.read(self.database, after, loads(entities), 1):
+                continue        # nothing new: no lock taken
             with write_transaction(self.database):
                 query = WebhookSubscription.select().where(WebhookSubscription.id == key)
                 if not is_sqlite(self.database):
