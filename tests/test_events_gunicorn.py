@@ -111,7 +111,8 @@ def test_serve_starts_the_delivery_worker_for_the_settings_subscriptions(tmp_pat
     secret = "a-webhook-secret-of-some-length"
     prefix = "svc.webhooks.subscription.crm."
     server = wait_until_ready(launch(tmp_path, database_url, {
-        **FAST, "svc.webhooks.allow-private-addresses": True, f"{prefix}url": receiver.url,
+        **FAST, "svc.webhooks.deliver-in-serve": True,
+        "svc.webhooks.allow-private-addresses": True, f"{prefix}url": receiver.url,
         f"{prefix}entities": "Customer", f"{prefix}secret": secret}))
     try:
         _rename(server, "Pushed")
