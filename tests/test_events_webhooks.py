@@ -164,3 +164,44 @@ def test_subscriptions_of_the_settings_are_listed_and_not_deleted_by_the_api(mak
     assert hook["id"] == "settings:orders" and hook["fromSettings"]
     assert hook["kinds"] == ["CREATE", "UPDATE", "DELETE"]
     assert c.delete("/rest/webhooks/settings:orders", headers=auth).status_code == 409
+
+
+def _readme_receiver(secret):
+    """The README's ten-line receiver, run as written (on a free port)."""
+    import re
+    import threading
+    from http.server import HTTPServer
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = re.search(r"\*\*A receiver in ten lines of Python\*\*.*?```python\n(.*?)```", text,
+                     re.S).group(1)
+    lines = code.strip().split("\n")
+    assert len(lines) <= 12 and lines[-1].startswith("HTTPServer(")
+    namespace = {}
+    exec("\n".join(lines[:-1]), namespace)          # all but serve_forever on port 8080
+    namespace["SECRET"] = secret.encode()
+    server = HTTPServer(("127.0.0.1", 0), namespace["Hook"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("receiver_secret, accepted", [(SECRET, True),
+                                                       ("not-the-subscription-secret", False)])
+def test_the_readme_receiver_verifies_the_signature(make_app, receiver_secret, accepted):
+    app = make_app({**QUICK, "svc.webhooks.retry-initial-delay": "1h"})
+    c = Client(app)
+    auth = bearer(get_token(c))
+    server = _readme_receiver(receiver_secret)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        assert _register(c, auth, url).status_code == 201
+        _rename(c, auth, "Verified")
+        _deliverer(app).step()
+        left = list(WebhookDelivery.select())
+        if accepted:
+            assert left == []                       # answered 204: delivered
+        else:
+            assert [(row.lastStatus, row.attempts) for row in left] == [(400, 1)]
+    finally:
+        server.shutdown()
+        server.server_close()
