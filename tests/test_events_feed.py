@@ -175,6 +175,14 @@ def test_an_entity_the_caller_may_not_read_is_403_and_hidden_attributes_are_left
     reader.close()
 
 
+def test_a_caller_that_may_read_no_entity_with_events_is_403(client_with_roles):
+    products = ResourceRole("t-products", entities={"Product": "read"},
+                            attributes={"Product": {"*": "view"}})
+    c, restricted = client_with_roles(products, overrides=FAST)
+    response = c.get("/rest/events", headers=restricted)
+    assert response.status_code == 403 and response.json["error"] == "Reading forbidden"
+
+
 def test_row_level_rules_decide_per_event(client_with_roles):
     gold = RowLevelRole("t-gold-orders", filters={"Order": {"conditions": [
         {"property": "customer.grade", "operator": "=", "value": "GOLD"}]}})

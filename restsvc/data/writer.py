@@ -286,7 +286,9 @@ class Writer:
             target = prop.target
             if prop.is_collection and prop.back_field is not None and target.events:
                 condition = prop.back_field.in_(list(ids))
-                if marking and target.soft_delete:
+                if marking:             # only soft-deleted children go with a marked owner
+                    if not target.soft_delete:
+                        continue
                     condition &= target.model.deletedDate.is_null()
                 children = [row[0] for row in target.model.select(target.model.id)
                             .where(condition).tuples()]

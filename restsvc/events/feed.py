@@ -89,10 +89,14 @@ class Tickets:
 
 def subscribed(metadata, permissions, names):
     """The entities a stream follows: those named (404 unknown, 400 without
-    events, 403 not readable), or all with events the caller may read."""
+    events, 403 not readable), or all with events the caller may read (403
+    when there is none: a stream never reads without naming its entities)."""
     if not names:
-        return [meta for meta in metadata.entities.values()
-                if meta.events and permissions.can(meta.name, "read")]
+        metas = [meta for meta in metadata.entities.values()
+                 if meta.events and permissions.can(meta.name, "read")]
+        if not metas:
+            raise Forbidden("Reading forbidden", "No entity that publishes events may be read")
+        return metas
     metas = []
     for name in dict.fromkeys(names):
         meta = metadata.entity(name)

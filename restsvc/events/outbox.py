@@ -159,10 +159,11 @@ _COLUMNS = ("id", "entity", "entityId", "kind", "changed", "version", "username"
 
 def read(database, after, entities=None, limit=500):
     """Events after id ``after`` in id order, as dicts (``changed`` a list,
-    ``time`` ISO 8601 UTC text), at most ``limit``; only of ``entities`` when given."""
+    ``time`` ISO 8601 UTC text), at most ``limit``; only of ``entities``
+    unless it is None."""
     query = (ChangeEvent.select(*(ChangeEvent._meta.fields[name] for name in _COLUMNS))
              .where(ChangeEvent.id > after).order_by(ChangeEvent.id).limit(limit))
-    if entities:
+    if entities is not None:            # an empty list: none
         query = query.where(ChangeEvent.entity.in_(list(entities)))
     return [as_event(row) for row in query.tuples()]
 
