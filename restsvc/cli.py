@@ -297,19 +297,17 @@ def main(argv=None):
     p.add_argument("directory", metavar="DIR", help="the folder to create (new or empty)")
     p.add_argument("--module", help="its Python module's name (default: <DIR's name>_app)")
     p.set_defaults(run=new_command)
-    p = commands.add_parser("history", help="the entity log: prune removes items older than "
-                                            "svc.history.retention")
-    p.add_argument("action", choices=("prune",))
-    p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
-                   help="rows removed per transaction (default: 1000)")
-    p.set_defaults(run=history_command)
-    p = commands.add_parser("events", help="change events: prune removes events older than "
-                                           "svc.events.retention (the delivery worker does "
-                                           "it too)")
-    p.add_argument("action", choices=("prune",))
-    p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
-                   help="rows removed per transaction (default: 1000)")
-    p.set_defaults(run=events_command)
+    for name, run, help_text in (
+            ("history", history_command,
+             "the entity log: prune removes items older than svc.history.retention"),
+            ("events", events_command,
+             "change events: prune removes events older than svc.events.retention "
+             "(the delivery worker does it too)")):
+        p = commands.add_parser(name, help=help_text)
+        p.add_argument("action", choices=("prune",))
+        p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
+                       help="rows removed per transaction (default: 1000)")
+        p.set_defaults(run=run)
     p = commands.add_parser("deliver", help="the webhook delivery worker (restsvc serve starts "
                                             "one unless svc.webhooks.deliver-in-serve is false)")
     p.add_argument("--parent", type=int, help=argparse.SUPPRESS)    # stop when it is gone
