@@ -1,5 +1,7 @@
 """RestApp: the WSGI callable. Everything is built once, in ``__init__``."""
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
@@ -44,6 +46,9 @@ from .services.config import load_services_config
 from .services.registry import ServiceConfigError, Services, registered_objects
 from .settings import SettingsError
 from .web import Context, Request, add_header, empty_response, error_response, limit_body
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 log = logging.getLogger("restsvc")
 
@@ -189,7 +194,7 @@ class RestApp:
             if not self.database.is_closed():
                 self.database.close()
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: "WSGIEnvironment", start_response: "StartResponse") -> Iterable[bytes]:
         if self.proxies:
             self.proxies.apply(environ)     # the client's address and scheme, if forwarded
         request_id = requestid.request_id(environ)

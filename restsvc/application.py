@@ -1,9 +1,19 @@
 """What an application declares, and how the settings name it."""
 import importlib
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
 
 from .settings import SettingsError
+
+if TYPE_CHECKING:
+    import peewee
+    from werkzeug.routing import Rule
+
+    from .model.entity import Entity
+    from .security.roles import ResourceRole, RowLevelRole
 
 
 @dataclass(frozen=True)
@@ -21,16 +31,16 @@ class Application:
     endpoints        werkzeug Rules of custom endpoints; each endpoint is a handler
                      ``handler(ctx, **url_values) -> Response`` (see restsvc.web.Context)
     """
-    entities: tuple
-    enums: tuple = ()
-    resource_roles: tuple = ()
-    row_level_roles: tuple = ()
-    load_demo_data: object = None
-    services: tuple = ()
-    endpoints: tuple = ()
+    entities: Sequence[type["Entity"]]
+    enums: Sequence[type[Enum]] = ()
+    resource_roles: Sequence["ResourceRole"] = ()
+    row_level_roles: Sequence["RowLevelRole"] = ()
+    load_demo_data: Callable[["peewee.Database"], object] | None = None
+    services: Sequence[object] = ()
+    endpoints: Sequence["Rule"] = ()
 
 
-def import_application(reference, search_dir=None):
+def import_application(reference: str, search_dir: object = None) -> Application:
     """``package.module:attribute`` -> the Application object. A module that is
     not installed is also looked for in ``search_dir`` (the settings file's folder)."""
     module_name, _, attribute = reference.partition(":")

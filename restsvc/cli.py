@@ -1,4 +1,5 @@
-"""``restsvc serve | deliver | initdb | demo-data | migrate | routes | bundle | new | history | events | hash-secret | user``."""
+"""``restsvc serve | deliver | initdb | demo-data | migrate | routes | bundle | new |
+history | events | hash-secret | user``."""
 import argparse
 import getpass
 import os

@@ -47,7 +47,8 @@ def open_database(url, pool_size=20, sqlite_synchronous="full"):
             raise SettingsError("svc.datasource.url: a sqlite URL needs a file path")
         if path != ":memory:" and os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-        database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),), **params)
+        database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),),
+                                         **params)
         # SQLite's LOWER() folds ASCII only; case-insensitive filters need Unicode.
         database.register_function(_unicode_lower, "unicode_lower", 1, deterministic=True)
     elif scheme in ("postgresql", "postgres"):

@@ -3,6 +3,7 @@
 Domain code raises these with plain values; ``web.error_response`` turns them
 into HTTP. Nothing here knows Werkzeug.
 """
+from typing import Any
 
 
 class ApiError(Exception):
@@ -10,7 +11,8 @@ class ApiError(Exception):
 
     status = 400
 
-    def __init__(self, error, details="", status=None, headers=None):
+    def __init__(self, error: str, details: str = "", status: int | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(error)
         self.error = error
         self.details = details
@@ -18,7 +20,7 @@ class ApiError(Exception):
             self.status = status
         self.headers = headers or {}
 
-    def body(self):
+    def body(self) -> Any:
         return {"error": self.error, "details": self.details}
 
 

@@ -51,7 +51,7 @@ limit_request_line = 8190
 control_socket_disable = True
 forwarded_allow_ips = ""
 forwarder_headers = ""
-secure_scheme_headers = {}
+secure_scheme_headers: dict[str, str] = {}
 drain_seconds = float(os.environ.get("RESTSVC_DRAIN_SECONDS", "10"))
 
 

@@ -245,7 +245,7 @@ def build_settings(values, base_dir=".", environ=None):
             webhook_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
-    for key, (attr, _, default) in _KEYS.items():
+    for _key, (attr, _, default) in _KEYS.items():
         parsed.setdefault(attr, default)
     if not parsed["secret_key"]:
         raise SettingsError("svc.secret-key: required (or set RESTSVC_SECRET_KEY)")

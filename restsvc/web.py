@@ -1,6 +1,7 @@
 """Small HTTP helpers shared by the handlers: JSON in and out, typed query
 values, Content-Disposition, handlers that stream their request body."""
 import unicodedata
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlencode
 
 from werkzeug.datastructures import Headers, ImmutableMultiDict
@@ -9,12 +10,17 @@ from werkzeug.utils import cached_property
 from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
-from .data.access import access_for
+from .data.access import Access, access_for
 from .data.bound import DataAccess
 from .errors import BadRequest, MalformedBody, PayloadTooLarge
 from .jsonio import dumps_bytes, loads
 from .model.datatypes import DATATYPES, NumberOutOfBounds
 from .services.declare import Caller
+
+if TYPE_CHECKING:
+    from .app import RestApp
+    from .security.gate import Principal
+    from .security.roles import Permissions
 
 LONG = DATATYPES["long"]
 
@@ -359,19 +365,19 @@ class Context:
 
     __slots__ = ("app", "request", "principal", "_locale", "_access")
 
-    def __init__(self, app, request, principal):
+    def __init__(self, app: "RestApp", request: Request, principal: "Principal") -> None:
         self.app = app
         self.request = request
         self.principal = principal
-        self._locale = None
-        self._access = None
+        self._locale: str | None = None
+        self._access: Access | None = None
 
     @property
-    def permissions(self):
+    def permissions(self) -> "Permissions":
         return self.principal.permissions
 
     @property
-    def caller(self):
+    def caller(self) -> Caller:
         """Who calls, as application code sees it (restsvc.Caller)."""
         permissions = self.principal.permissions
         return Caller(self.principal.username,
@@ -379,20 +385,20 @@ class Context:
                       self.locale, self.principal.is_user, self.principal.client_id)
 
     @property
-    def data(self):
+    def data(self) -> DataAccess:
         """The data manager bound to the caller (restsvc.DataAccess): entity,
         attribute and row-level policies apply to every load and save."""
         return DataAccess(self.app.data, self.access)
 
     @property
-    def access(self):
+    def access(self) -> Access:
         """The caller as the data layer sees it."""
         if self._access is None:
             self._access = access_for(self.app, self.principal)
         return self._access
 
     @property
-    def locale(self):
+    def locale(self) -> str:
         """``Accept-Language`` when it names an available language, else the caller's."""
         if self._locale is None:
             available = self.app.settings.available_locales

@@ -40,7 +40,8 @@ def test_create_update_and_clear_an_embedded_value(client, auth):
         "name": "Neu", "address": {"street": "Ring 1", "city": "Graz", "country": {"id": "AT"}}})
     assert created.status_code == 201
     new_id = created.json["id"]
-    plan = '{"extends":"_base","properties":[{"name":"address","fetchPlan":{"extends":"_base","properties":["country"]}}]}'
+    plan = ('{"extends":"_base","properties":[{"name":"address",'
+            '"fetchPlan":{"extends":"_base","properties":["country"]}}]}')
     address = customer(client, auth, new_id, plan)["address"]
     assert (address["street"], address["city"], address["country"]["id"]) == ("Ring 1", "Graz", "AT")
     assert client.put(f"/rest/entities/Customer/{new_id}", headers=auth,

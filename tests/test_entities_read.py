@@ -83,7 +83,8 @@ def test_transient_attribute_without_what_it_reads_loaded(client, auth):
 
 
 def test_inline_fetch_plan(client, auth):
-    plan = {"entity": "Order", "properties": ["number", {"name": "customer", "fetchPlan": {"properties": ["email"]}}, "bogus"]}
+    plan = {"entity": "Order",
+            "properties": ["number", {"name": "customer", "fetchPlan": {"properties": ["email"]}}, "bogus"]}
     body = client.get(f"/rest/entities/Order/{demo_id('order', 0)}",
                       query_string={"fetchPlan": json.dumps(plan)}, headers=auth).json
     assert body["number"] == "00001" and "date" not in body
@@ -167,7 +168,8 @@ def test_limit_above_the_maximum_is_400(make_app):
     response = c.get("/rest/entities/Customer?limit=6", headers=headers)
     assert response.status_code == 400
     assert response.json == {"error": "The value of limit exceeded",
-                             "details": "The value of the limit exceeds the maximum possible value from application.properties"}
+                             "details": "The value of the limit exceeds the maximum possible value "
+                                        "from application.properties"}
     assert len(c.get("/rest/entities/Customer", headers=headers).json) == 5
     assert len(c.get("/rest/entities/Order?limit=100", headers=headers).json) == 50
 

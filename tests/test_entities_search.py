@@ -150,7 +150,8 @@ def test_filter_errors(client, auth, conditions, details):
 
 
 def test_enum_and_to_many_errors(client, auth):
-    assert parse_error(client, auth, [cond("status", "=", "LOST")], "Order")["details"] == "Cannot parse enum value: LOST"
+    assert parse_error(client, auth, [cond("status", "=", "LOST")], "Order")["details"] \
+        == "Cannot parse enum value: LOST"
     # A collection is crossed by a path (test_filters_collections.py), never compared.
     assert parse_error(client, auth, [cond("lines", "=", 1)], "Order")["details"] == \
         "Property for Order not found: lines"
@@ -206,7 +207,8 @@ def test_very_long_values_deep_nesting_and_huge_lists_are_refused(client, auth):
 
 def test_a_lone_surrogate_in_a_filter_is_a_clean_400(client, auth):
     response = client.get("/rest/entities/Product/search",
-                          query_string={"filter": '{"conditions":[{"property":"name","operator":"=","value":"\\ud800"}]}'},
+                          query_string={"filter": '{"conditions":[{"property":"name",'
+                                                  '"operator":"=","value":"\\ud800"}]}'},
                           headers=auth)
     assert response.status_code == 400
     assert response.json["error"] == "Cannot parse entities filter"

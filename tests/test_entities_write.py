@@ -61,9 +61,11 @@ def test_a_missing_reference_is_400_naming_the_property(client, auth):
 
 def test_reference_and_collection_shapes_are_checked(client, auth):
     response = client.post("/rest/entities/Order", json=new_order(customer=CUSTOMER_0), headers=auth)
-    assert response.json == {"error": "Attribute 'customer' refers to an entity. Property value must be a JSON object literal", "details": ""}
+    assert response.json == {"error": "Attribute 'customer' refers to an entity. "
+                                      "Property value must be a JSON object literal", "details": ""}
     response = client.post("/rest/entities/Order", json=new_order(lines={"quantity": 1}), headers=auth)
-    assert response.json == {"error": "Attribute 'lines' refers to a collection. Property value must be a JSON array literal", "details": ""}
+    assert response.json == {"error": "Attribute 'lines' refers to a collection. "
+                                      "Property value must be a JSON array literal", "details": ""}
 
 
 def test_body_that_is_not_json_is_malformed(client, auth):
@@ -204,7 +206,8 @@ def locking(make_app):
 
 def test_optimistic_locking_refuses_a_stale_version(locking):
     c, auth = locking
-    assert c.put(f"/rest/entities/Customer/{CUSTOMER_0}", json={"name": "v2", "version": 1}, headers=auth).status_code == 200
+    assert c.put(f"/rest/entities/Customer/{CUSTOMER_0}", json={"name": "v2", "version": 1},
+                 headers=auth).status_code == 200
     response = c.put(f"/rest/entities/Customer/{CUSTOMER_0}", json={"name": "stale", "version": 1}, headers=auth)
     assert response.status_code == 400 and response.json["error"] == "Optimistic lock"
     stored = c.get(f"/rest/entities/Customer/{CUSTOMER_0}", headers=auth).json
@@ -306,10 +309,10 @@ def test_concurrent_replacements_of_a_composition_leave_one_of_the_requested_set
         barrier = threading.Barrier(writers)
         results = []
 
-        def replace(n):
-            barrier.wait()
+        def replace(n):     # run by this round's threads only
+            barrier.wait()  # noqa: B023
             line = {"product": {"id": PRODUCT_0}, "quantity": 100 + n}
-            results.append(client.put(path, json={"lines": [line]}, headers=auth).status_code)
+            results.append(client.put(path, json={"lines": [line]}, headers=auth).status_code)  # noqa: B023
         threads = [threading.Thread(target=replace, args=(n,)) for n in range(writers)]
         for thread in threads:
             thread.start()

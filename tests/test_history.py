@@ -148,7 +148,7 @@ def test_nobody_writes_history_items(client, auth):
 def test_history_of_an_unknown_entity_is_404(client, auth):
     response = client.get(f"/rest/entities/Nothing/{CUSTOMER}/history", headers=auth)
     assert response.status_code == 404 and response.json["error"] == "Entity not found"
-    response = client.get(f"/rest/entities/Tag/1/history", headers=auth)    # keeps no history
+    response = client.get("/rest/entities/Tag/1/history", headers=auth)    # keeps no history
     assert response.status_code == 404 and response.json["error"] == "History not found"
 
 

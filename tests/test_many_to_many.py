@@ -52,6 +52,27 @@ def test_the_other_side_reads_the_same_links(client, auth):
     assert sorted(product["id"] for product in eco["products"]) == expected
 
 
+def test_members_in_id_order_shared_lists_and_both_directions_in_one_plan(client, auth):
+    ids = tag_ids(client, auth)
+    chosen = sorted(ids.values(), key=int, reverse=True)[:3]     # given highest id first
+    made = [client.post("/rest/entities/Product", headers=auth, json={
+        "name": f"same tags {n}", "price": 1, "tags": [{"id": t} for t in chosen]}).json["id"]
+        for n in range(3)]
+    plan = ('{"extends":"_local","properties":[{"name":"tags","fetchPlan":{"extends":"_local",'
+            '"properties":[{"name":"products","fetchPlan":"_instance_name"}]}}]}')
+    page = client.post("/rest/entities/Product/search", headers=auth, json={
+        "filter": {"conditions": [{"property": "name", "operator": "startsWith",
+                                   "value": "same tags"}]}, "fetchPlan": plan}).json
+    assert sorted(product["id"] for product in page) == sorted(made)
+    for product in page:
+        # The database's id order, whatever order they were given in.
+        assert [tag["id"] for tag in product["tags"]] == sorted(chosen, key=int)
+        for tag in product["tags"]:        # the other direction, nested: UUID members
+            members = [member["id"] for member in tag["products"]]
+            assert set(made) <= set(members) and members == sorted(members)
+    assert page[0]["tags"] == page[1]["tags"] == page[2]["tags"]
+
+
 def test_a_page_of_products_with_tags_loads_in_a_fixed_number_of_statements(client, auth, caplog):
     ids = list(tag_ids(client, auth).values())
     for number in range(50):

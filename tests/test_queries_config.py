@@ -159,4 +159,5 @@ def test_a_filter_on_an_attribute_hidden_from_the_caller_is_refused(client_with_
     c, auth = client_with_roles(role, overrides={"svc.rest.queries-config": write_queries(tmp_path, body)})
     response = c.get("/rest/queries/Customer/byEmail?name=alice.adler@example.com", headers=auth)
     assert response.status_code == 400
-    assert response.json == {"error": "Cannot parse entities filter", "details": "Property for Customer not found: email"}
+    assert response.json == {"error": "Cannot parse entities filter",
+                             "details": "Property for Customer not found: email"}

@@ -126,7 +126,7 @@ def test_restore_needs_its_grant(client, auth):
     assert client.delete(f"/rest/entities/Order/{ORDER}", headers=auth).status_code == 204
     assert client.post(f"/rest/entities/Order/{ORDER}/restore",
                        headers=_auditor(client)).status_code == 403
-    response = client.post(f"/rest/entities/Tag/1/restore", headers=auth)
+    response = client.post("/rest/entities/Tag/1/restore", headers=auth)
     assert response.status_code == 400 and response.json["error"] == "Soft delete not used"
 
 

@@ -47,7 +47,8 @@ def run_report(ctx, report_id):
                            ctx.app.messages.captions(ctx.locale),
                            instruments.report_rows.inc_by if instruments is not None else None)
     # The output holds the rows the caller may see: never kept for anyone else.
-    headers = {**NO_STORE, "Expires": "Thu, 01 Jan 1970 00:00:00 GMT", "Content-Type": document.content_type, "Content-Disposition":
+    headers = {**NO_STORE, "Expires": "Thu, 01 Jan 1970 00:00:00 GMT",
+               "Content-Type": document.content_type, "Content-Disposition":
                content_disposition("attachment" if attachment else "inline", document.file_name)}
     if document.file is not None:
         headers["Content-Length"] = str(document.size)

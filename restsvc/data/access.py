@@ -1,23 +1,30 @@
 """Who is asking, as the data layer sees it: permissions plus session values."""
 import datetime
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import Forbidden
+
+if TYPE_CHECKING:
+    import peewee
+
+    from ..model.metadata import Metadata
+    from ..security.roles import Permissions
 
 _WORDS = {"read": "Reading", "create": "Creation", "update": "Updating", "delete": "Deletion"}
 
 
 @dataclass(frozen=True)
 class Access:
-    metadata: object
-    permissions: object       # security.roles.Permissions
-    session: dict             # values for :session$username / :session$userId
-    database: object
+    metadata: "Metadata"
+    permissions: "Permissions"
+    session: dict[str, str]   # values for :session$username / :session$userId
+    database: "peewee.Database"
     sql_cache: dict           # shared per app: SQL text of parameter-free query shapes
     include_deleted: bool = False   # soft-deleted rows too (``?includeDeleted=true``, by grant)
 
     @property
-    def username(self):
+    def username(self) -> str:
         """Who writes, as audit fields and history name it: the user, the
         client id of a client-credentials token, else the service itself."""
         return self.session.get("username") or SERVICE_NAME

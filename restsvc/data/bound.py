@@ -17,24 +17,39 @@ result -- leaves it out.
 """
 import contextlib
 import sys
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from ..db import write_transaction
 from ..errors import NotFound
 from ..model.metadata import MetaClass
 from ..model.serialize import serialize
 
+if TYPE_CHECKING:
+    from ..model.entity import Entity
+    from ..security.roles import Permissions
+    from .access import Access
+    from .datamanager import DataManager
 
-class Record(dict):
+E = TypeVar("E", bound="Entity")
+# A fetch plan: a plan's name ("_base", "_local", "order-with-details") or an
+# inline plan in the JSON format ({"properties": [...]}).
+FetchPlan = str | Mapping[str, Any]
+# A search filter of the Entities API ({"conditions": [...]}).
+Filter = Mapping[str, Any]
+
+
+class Record(dict[str, Any]):
     """One loaded entity: a dict of attribute values, readable as attributes too."""
 
     __slots__ = ("meta", "plan")
 
-    def __init__(self, meta, plan, values):
+    def __init__(self, meta: MetaClass, plan: Any, values: Mapping[str, Any]) -> None:
         super().__init__(values)
         self.meta = meta
         self.plan = plan
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             value = self[name]
         except KeyError:
@@ -48,7 +63,8 @@ class Record(dict):
         return Record(prop.target, nested, value)
 
 
-def to_entity_json(record, permissions, skip_denied=True, return_nulls=False):
+def to_entity_json(record: "Record | Entity", permissions: "Permissions", skip_denied: bool = True,
+                   return_nulls: bool = False) -> dict[str, Any]:
     """Entity JSON of a Record along the plan it was loaded with.
     ``skip_denied`` (the default) leaves out every attribute the caller may not read,
     also in nested references; only turn it off for data the caller may see whole."""
@@ -57,6 +73,7 @@ def to_entity_json(record, permissions, skip_denied=True, return_nulls=False):
         if everything is None:
             everything = permissions.memo["everything"] = _Everything(permissions)
         permissions = everything
+    record = cast(Record, record)       # loads typed as the entity are Records at run time
     return serialize(record.meta, record, record.plan, permissions, return_nulls)
 
 
@@ -79,15 +96,20 @@ class _Everything:
 
 
 class DataAccess:
-    """``DataManager`` calls with the caller's ``Access`` filled in."""
+    """``DataManager`` calls with the caller's ``Access`` filled in.
 
-    def __init__(self, data_manager, access):
+    For type checkers, what a call given an entity class loads is an instance
+    of that class (``data.load(Order, ...)`` is an ``Order``: its attributes
+    are checked against the model's fields); at run time it is a ``Record``.
+    Given an entity name, it is a ``Record``."""
+
+    def __init__(self, data_manager: "DataManager", access: "Access") -> None:
         self._data = data_manager
         self.access = access
-        self._unit = None           # None: outside a unit of work; False: no write yet
+        self._unit: Any = None      # None: outside a unit of work; False: no write yet
 
     @contextlib.contextmanager
-    def unit_of_work(self):
+    def unit_of_work(self) -> Iterator["DataAccess"]:
         """Everything written inside is committed together at the end, or
         rolled back when the block raises. The transaction begins at the first
         write (a call that only reads costs no BEGIN/COMMIT), as a write
@@ -110,7 +132,7 @@ class DataAccess:
             self._unit = write_transaction(self.access.database)
             self._unit.__enter__()
 
-    def entity(self, entity):
+    def entity(self, entity: "str | type[Entity] | MetaClass") -> MetaClass:
         """MetaClass of an entity name or a declared model class."""
         if isinstance(entity, str):
             return self._data.entity(entity)
@@ -121,7 +143,14 @@ class DataAccess:
             raise TypeError(f"{getattr(entity, '__name__', type(entity).__name__)} is not a declared entity")
         return meta
 
-    def load(self, entity, entity_id, fetch_plan="_base"):
+    @overload
+    def load(self, entity: type[E], entity_id: object, fetch_plan: FetchPlan = "_base") -> E: ...
+    @overload
+    def load(self, entity: str | MetaClass, entity_id: object,
+             fetch_plan: FetchPlan = "_base") -> Record: ...
+
+    def load(self, entity: "str | type[Entity] | MetaClass", entity_id: object,
+             fetch_plan: FetchPlan = "_base") -> Any:
         """One entity by id; NotFound (404) when it does not exist or the caller cannot see it."""
         meta = self.entity(entity)
         plan = self._data.plan(meta, fetch_plan)
@@ -130,14 +159,33 @@ class DataAccess:
             raise NotFound("Entity not found", f"Entity {meta.name} with id {entity_id} not found")
         return Record(meta, plan, row)
 
-    def search(self, entity, filter=None, fetch_plan="_base", sort=None, limit=None, offset=None):
+    @overload
+    def search(self, entity: type[E], filter: Filter | None = None, fetch_plan: FetchPlan = "_base",
+               sort: str | None = None, limit: int | None = None,
+               offset: int | None = None) -> list[E]: ...
+    @overload
+    def search(self, entity: str | MetaClass, filter: Filter | None = None,
+               fetch_plan: FetchPlan = "_base", sort: str | None = None, limit: int | None = None,
+               offset: int | None = None) -> list[Record]: ...
+
+    def search(self, entity: "str | type[Entity] | MetaClass", filter: Filter | None = None,
+               fetch_plan: FetchPlan = "_base", sort: str | None = None, limit: int | None = None,
+               offset: int | None = None) -> Any:
         """Entities matching a search filter of the Entities API (None: all the caller sees)."""
         return self._records(self.entity(entity), fetch_plan, filter, sort, limit, offset)
 
-    def count(self, entity, filter=None):
+    def count(self, entity: "str | type[Entity] | MetaClass", filter: Filter | None = None) -> int:
         return self._data.count(self.access, self.entity(entity), filter)
 
-    def save(self, entity, body, entity_id=None, fetch_plan="_base"):
+    @overload
+    def save(self, entity: type[E], body: "Mapping[str, Any] | Entity", entity_id: object = None,
+             fetch_plan: FetchPlan = "_base") -> E: ...
+    @overload
+    def save(self, entity: str | MetaClass, body: "Mapping[str, Any] | Entity",
+             entity_id: object = None, fetch_plan: FetchPlan = "_base") -> Record: ...
+
+    def save(self, entity: "str | type[Entity] | MetaClass", body: "Mapping[str, Any] | Entity",
+             entity_id: object = None, fetch_plan: FetchPlan = "_base") -> Any:
         """Create (or, with ``entity_id``, update) from entity JSON as the
         Entities API accepts it, compositions included; the stored entity."""
         meta = self.entity(entity)
@@ -147,11 +195,12 @@ class DataAccess:
                                 creating=False if entity_id is not None else None)
         return self.load(meta, saved[0].id, fetch_plan)
 
-    def delete(self, entity, entity_id):
+    def delete(self, entity: "str | type[Entity] | MetaClass", entity_id: object) -> None:
         self._writing()
         self._data.delete(self.access, self.entity(entity), [entity_id])
 
-    def validate(self, entity, body, path=""):
+    def validate(self, entity: "str | type[Entity] | MetaClass", body: Mapping[str, Any],
+                 path: str = "") -> None:
         self._data.validate(self.access, self.entity(entity), body, path)
 
     def _records(self, meta, fetch_plan, filter_spec, sort=None, limit=None, offset=None):

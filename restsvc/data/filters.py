@@ -10,7 +10,7 @@ tree into SQL. A client filter may only use attributes the caller can see:
 a hidden attribute is reported exactly like an unknown one, so a filter
 cannot tell them apart.
 """
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import BadRequest
 from ..model.datatypes import NumberOutOfBounds, decimal_fits
@@ -42,7 +42,7 @@ OPERATORS_BY_KIND = {
 class Condition(NamedTuple):   # named tuples: built per request, cheaper than dataclasses
     path: tuple          # MetaProperty chain, the last one holds the value
     operator: str
-    value: object        # parsed: a Python value, a list for in/notIn, a bool for isNull/notEmpty
+    value: Any           # parsed: a Python value, a list for in/notIn, a bool for isNull/notEmpty
 
 
 class Group(NamedTuple):
@@ -121,7 +121,7 @@ class _Parser:
         return Condition(path, operator, self.value(prop, value))
 
     def path(self, dotted):
-        meta, chain = self.meta, []
+        meta, chain, owner = self.meta, [], None
         names = dotted.split(".")
         for position, name in enumerate(names):
             prop = meta.property(name) if meta is not None else None
@@ -129,16 +129,16 @@ class _Parser:
             # compared: "lines.product.name" means some line's product's name.
             crossed = prop is not None and prop.is_collection and position < len(names) - 1
             # An embedded value is reached into ("address.city"), not compared;
-            # its attributes are visible with it.
+            # its attributes are visible as the owner's permissions on
+            # "address.city" say.
             inner = prop is not None and prop.is_embedded and position < len(names) - 1
             visible = prop is not None and prop.persistent and (
                 not (prop.is_collection or prop.is_embedded) or crossed or inner) and (
-                self.permissions is None or meta.is_embedded or (
-                    self.permissions.can(meta.name, "read")
-                    and self.permissions.attribute(meta.name, name) > 0))
+                self.permissions is None or attribute_visible(self.permissions, meta, name, owner))
             if not visible:
                 _fail(f"Property for {self.meta.name} not found: {dotted}")
             chain.append(prop)
+            owner = (meta.name, name) if inner else None
             meta = prop.target if position < len(names) - 1 else None
             if position < len(names) - 1 and not (prop.is_reference or prop.is_embedded):
                 _fail(f"Property for {self.meta.name} not found: {dotted}")
@@ -201,3 +201,12 @@ def parse_path(meta, dotted, permissions=None, session=None):
     references, embedded values and collections crossed; 400 for what the
     caller cannot see)."""
     return _Parser(meta, permissions, session).path(dotted)
+
+
+def attribute_visible(permissions, meta, name, owner=None):
+    """Whether the caller may read ``meta.name`` (an attribute of an entity it
+    may read, or of an embedded value: ``owner`` is then the owning entity's
+    name and the embedded attribute's, and ``address.city`` is asked)."""
+    if owner is not None:
+        return permissions.attribute(owner[0], f"{owner[1]}.{name}") > 0
+    return permissions.can(meta.name, "read") and permissions.attribute(meta.name, name) > 0

@@ -260,7 +260,7 @@ def hide_unreadable(rows, access):
 
 def _shows(meta, name, levels, permissions):
     base = name.partition(".")[0]
-    if levels.get(base, 0) < 1:
+    if levels.get(base, 0) < 1 or levels.get(name, 1) < 1:     # address.city: its own level
         return False
     prop = meta.properties.get(base)
     return prop is None or prop.target is None or prop.is_embedded or permissions.can(

@@ -147,7 +147,7 @@ class Importer:
             elif prop.is_reference:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
             elif prop.is_embedded:
-                self._embedded(operation, prop, value, where, failure)
+                self._embedded(operation, prop, value, where, failure, levels)
             else:
                 self._value(operation, prop, value, where)
         clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
@@ -230,9 +230,12 @@ class Importer:
             raise missing
         return target_id
 
-    def _embedded(self, operation, prop, value, where, failure):
-        """An embedded value: the attributes it gives change (null: all of them)."""
-        parts = prop.target.properties
+    def _embedded(self, operation, prop, value, where, failure, levels):
+        """An embedded value: the attributes it gives change (null: all of
+        them); those the caller may not modify (``address.city``) are ignored
+        as any attribute it may not modify."""
+        parts = {name: part for name, part in prop.target.properties.items()
+                 if levels.get(f"{prop.name}.{name}", 0) >= MODIFY}
         if value is None:
             for part in parts.values():
                 operation.values[part.field.name] = None

@@ -38,7 +38,7 @@ class QueryParam:
         return self.value_type.to_json(self.value_type.from_json(raw))
 
 
-def invalid_parameter(name):
+def invalid_parameter(name: str) -> BadRequest:
     """The 400 for a value a parameter cannot take; query functions raise it too."""
     return BadRequest("Invalid parameter value", f"Invalid parameter value for {name}")
 
@@ -87,10 +87,10 @@ class Query:
     name: str
     entity: object               # MetaClass
     fetch_plan: str
-    limit: int = None
-    offset: int = None
+    limit: int | None = None
+    offset: int | None = None
     params: tuple = ()
-    filter: dict = None          # a filter template; None with a function, or for all rows
+    filter: dict | None = None          # a filter template; None with a function, or for all rows
     function: object = None      # fn(params, access) -> filter JSON or None
 
     def descriptor(self):

@@ -12,7 +12,7 @@ import peewee
 
 from ..db import is_sqlite, lower
 from ..errors import BadRequest
-from .filters import Condition, Group, parse_filter
+from .filters import Condition, Group, attribute_visible, parse_filter
 
 # LIKE patterns escape their wildcards with "!", so % and _ in values are literal.
 _LIKE_ESCAPE = peewee.SQL("ESCAPE '!'")
@@ -186,17 +186,17 @@ class EntityQuery:
         return terms
 
     def _sort_path(self, dotted):
-        meta, chain = self.meta, []
+        meta, chain, owner = self.meta, [], None
         permissions = self.access.permissions
         names = dotted.split(".")
         for position, name in enumerate(names):
             prop = meta.property(name) if meta else None
             if (prop is None or not prop.persistent or prop.is_collection
                     or (prop.is_embedded and position == len(names) - 1)
-                    or (not meta.is_embedded and (not permissions.can(meta.name, "read")
-                                                  or permissions.attribute(meta.name, name) == 0))):
+                    or not attribute_visible(permissions, meta, name, owner)):
                 return None
             chain.append(prop)
+            owner = (meta.name, name) if prop.is_embedded else None
             meta = prop.target
         return tuple(chain)
 

@@ -9,8 +9,12 @@ import datetime
 import decimal
 import functools
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
-from restsvc import User, hash_secret
+import peewee
+
+from restsvc import Entity, User, hash_secret
 
 from .model import (Country, Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product,
                     Tag)
@@ -33,7 +37,7 @@ TAGS = [("eco", False), ("bestseller", False), ("new", False), ("outdoor", False
         ("smart", False), ("clearance", True), ("high-margin", True)]
 
 
-def _id(kind, number):
+def _id(kind: str, number: object) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"{kind}-{number}")
 
 
@@ -42,7 +46,7 @@ CITIES = [("Berlin", "10115", "DE"), ("Hamburg", "20095", "DE"), ("Vienna", "101
           ("Utrecht", "3511", "NL")]
 
 
-def _address(i):
+def _address(i: int) -> dict[str, str]:
     """Most customers have an address; every fifth has none."""
     if i % 5 == 4:
         return {}
@@ -51,7 +55,7 @@ def _address(i):
             "address_postcode": postcode, "address_country": country}
 
 
-def demo_rows():
+def demo_rows() -> list[tuple[type[Entity], list[dict[str, Any]]]]:
     grades = list(CustomerGrade)
     customers = [dict(
         id=_id("customer", i), name=f"{FIRST[i]} {LAST[i]}",
@@ -64,9 +68,10 @@ def demo_rows():
     products = [dict(id=_id("product", i), name=name, sku=sku, price=decimal.Decimal(price))
                 for i, (name, sku, price) in enumerate(PRODUCTS)]
     statuses = list(OrderStatus)
-    orders, lines = [], []
+    orders: list[dict[str, Any]] = []
+    lines: list[dict[str, Any]] = []
     for i in range(50):
-        order_lines = []
+        order_lines: list[dict[str, Any]] = []
         for j in range(1 + i % 3):
             product = products[(i * 3 + j * 7) % len(products)]
             order_lines.append(dict(id=_id("line", f"{i}-{j}"), order=_id("order", i),
@@ -89,7 +94,7 @@ def demo_rows():
 PRODUCT_TAGS = [(1, 4), (2,), (1, 2, 6), (), (3,), (2, 5), (1, 3, 5, 7), (5,), (), (2, 3, 5)]
 
 
-def product_tag_rows(tag_ids):
+def product_tag_rows(tag_ids: Sequence[int]) -> list[dict[str, Any]]:
     return [{"product": _id("product", i), "tag": tag_ids[number - 1]}
             for i, numbers in enumerate(PRODUCT_TAGS) for number in numbers]
 
@@ -110,17 +115,17 @@ BRUNO_CUSTOMER = 1
 
 
 @functools.lru_cache(maxsize=None)
-def _password_hash(password):
+def _password_hash(password: str) -> str:
     # Hashing is deliberately slow; a test run reloads the demo data many times.
     return hash_secret(password)
 
 
-def demo_users():
+def demo_users() -> list[dict[str, Any]]:
     return [dict(user, id=_id("user", user["username"]), password=_password_hash(user["password"]))
             for user in DEMO_USERS]
 
 
-def load_demo_data(database):
+def load_demo_data(database: peewee.Database) -> bool:
     """Insert the demo rows when there are no customers yet, and the demo users
     when there are no users yet (idempotent)."""
     loaded = False
@@ -130,7 +135,7 @@ def load_demo_data(database):
                 for start in range(0, len(rows), 100):
                     model.insert_many(rows[start:start + 100]).execute()
             tag_ids = [tag.id for tag in Tag.select(Tag.id).order_by(Tag.id)]
-            Product.tags.get_through_model().insert_many(product_tag_rows(tag_ids)).execute()
+            Product.tags.through_model.insert_many(product_tag_rows(tag_ids)).execute()
             loaded = True
         if not User.select().exists():
             User.insert_many(demo_users()).execute()

@@ -7,12 +7,12 @@ out what the caller may not read (the sales reader does not see emails).
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
-from restsvc import to_entity_json
+from restsvc import Context, to_entity_json
 
 from .model import Customer
 
 
-def customer_card(ctx, customer_id):
+def customer_card(ctx: Context, customer_id: str) -> Response:
     customer = to_entity_json(ctx.data.load(Customer, customer_id, "_local"), ctx.permissions)
     lines = [customer.get("name", "")]
     if "email" in customer:

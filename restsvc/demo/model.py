@@ -1,6 +1,7 @@
 """The demo sales application: customers, products, orders and their lines."""
 import datetime
 import enum
+from collections.abc import Iterable
 
 import peewee
 
@@ -21,25 +22,25 @@ class OrderStatus(enum.Enum):
     CANCELLED = "40"
 
 
-def _now():
+def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def check_birth_date(customer):
+def check_birth_date(customer: "Customer") -> list[tuple[str, str]]:
     """An application validator: returns (attribute path, message) pairs."""
     if customer.birthDate and customer.birthDate > datetime.date.today():
         return [("birthDate", "must not be in the future")]
     return []
 
 
-def check_price(row):
+def check_price(row: "Product | OrderLine") -> list[tuple[str, str]]:
     """A price (of a product or an order line) is never negative; no price is allowed."""
     if row.price is not None and row.price < 0:
         return [("price", "must be greater than or equal to 0")]
     return []
 
 
-def check_quantity(line):
+def check_quantity(line: "OrderLine") -> list[tuple[str, str]]:
     if line.quantity is not None and line.quantity <= 0:
         return [("quantity", "must be greater than 0")]
     return []
@@ -102,6 +103,8 @@ class Product(Entity):
     # Many-to-many, readable from the other side as Tag.products; restsvc
     # creates the link table (product_tag_through).
     tags = peewee.ManyToManyField(Tag, backref="products")
+    # Added by soft_delete; declared (as it adds it) for the partial index below.
+    deletedDate = DateTimeField(null=True)
 
 
 # A partial unique index: a soft-deleted product's SKU may be used again.
@@ -131,11 +134,14 @@ class Order(Entity):
     status = EnumField(OrderStatus, null=True)
     amount = peewee.DecimalField(max_digits=14, decimal_places=2, null=True)
 
+    # The backref of OrderLine.order, declared for type checkers.
+    lines: Iterable["OrderLine"]
+
     class Meta:     # Peewee's multi-column form: orders of one status, by date
         indexes = ((("status", "date"), False),)
 
     @transient("int")
-    def itemCount(self):
+    def itemCount(self) -> int:
         """Total quantity over the order's lines."""
         return sum(line.quantity for line in self.lines)
 

@@ -6,11 +6,13 @@ caller's ``Access`` (``access.session["username"]``), and returns a search
 filter of the entities API, or None for every row.
 """
 import datetime
+from collections.abc import Mapping
+from typing import Any
 
-from restsvc import invalid_parameter
+from restsvc import Access, invalid_parameter
 
 
-def orders_of_month(params, access):
+def orders_of_month(params: Mapping[str, Any], access: Access) -> dict[str, Any]:
     """Orders dated within one calendar month: a range computed from the parameters."""
     year, month = params["year"], params["month"]
     if not 1 <= year <= 9998:

@@ -7,9 +7,10 @@ import dataclasses
 import datetime
 import decimal
 import uuid
-from typing import Optional
+from collections.abc import Sequence
+from typing import Any, Optional, cast
 
-from restsvc import DataAccess, rest_method, rest_service
+from restsvc import DataAccess, Record, rest_method, rest_service
 
 from .model import Order, OrderStatus, Product
 
@@ -40,8 +41,9 @@ class OrderSummary:
     byStatus: list[StatusTotal]
 
 
-def _between(from_date, to_date, statuses=None):
-    conditions = [{"property": "date", "operator": ">=", "value": from_date.isoformat()},
+def _between(from_date: datetime.date, to_date: datetime.date,
+             statuses: Sequence[OrderStatus] | None = None) -> dict[str, Any]:
+    conditions: list[dict[str, Any]] = [{"property": "date", "operator": ">=", "value": from_date.isoformat()},
                   {"property": "date", "operator": "<=", "value": to_date.isoformat()}]
     if statuses:
         conditions.append({"property": "status", "operator": "in",
@@ -65,10 +67,11 @@ class OrderService:
     @rest_method(http_methods=("POST",))
     def createOrder(self, order: Order, data: DataAccess) -> Order:
         """Store an order with its lines; lines without a price take the product's."""
-        for line in order.get("lines") or ():
+        body = cast(Record, order)      # an entity parameter holds entity JSON
+        for line in body.get("lines") or ():
             if isinstance(line, dict) and line.get("price") is None and line.get("product"):
                 line["price"] = data.load(Product, line["product"]["id"], "_local").price
-        saved = data.save(Order, order)
+        saved = data.save(Order, body)
         self.recalculate(saved.id, data)
         return data.load(Order, saved.id, "order-with-details")
 
@@ -77,7 +80,7 @@ class OrderService:
         """Counts and sums by status of the orders in a date range."""
         orders = data.search(Order, _between(criteria.fromDate, criteria.toDate,
                                              criteria.statuses), fetch_plan="_local")
-        by_status = {}
+        by_status: dict[OrderStatus, StatusTotal] = {}
         for order in orders:
             entry = by_status.setdefault(order.status, StatusTotal(order.status, 0,
                                                                     decimal.Decimal("0.00")))

@@ -13,7 +13,9 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import peewee
 
@@ -25,7 +27,7 @@ _last_id = [0]
 _id_lock = threading.Lock()     # threads of one worker must never share an id
 
 
-def new_id():
+def new_id() -> uuid.UUID:
     """A time-ordered UUID (version 7, RFC 9562): rows sort by creation when
     ordered by id (also within one millisecond in one process), and new keys
     land at the end of the primary-key index."""
@@ -43,7 +45,8 @@ def new_id():
 class Entity(peewee.Model):
     """Every entity has a UUID ``id`` and an integer ``version``."""
 
-    id = peewee.UUIDField(primary_key=True, default=new_id)
+    # Any field type: an entity may declare an id of its own (CharField, AutoField).
+    id: "peewee.Field[Any]" = peewee.UUIDField(primary_key=True, default=new_id)
     version = peewee.IntegerField(default=1)
 
     class Meta:
@@ -62,14 +65,22 @@ class EntityDeclaration:
     secret: tuple = field(default=())
     renames: dict = field(default_factory=dict)
     audited: bool = False
-    history: tuple = None           # None: no history; () every attribute; else the attributes
+    history: tuple | None = None           # None: no history; () every attribute; else the attributes
     soft_delete: bool = False
     events: bool = False            # changes published through the outbox (restsvc/events/)
 
 
-def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_plans=(),
-           validators=(), secret=(), renames=None, audited=False, history=False,
-           soft_delete=False, events=False):
+E = TypeVar("E", bound=Entity)
+# validator(instance) -> [(attribute path, message), ...]
+Validator = Callable[[Any], Iterable[tuple[str, str]]]
+
+
+def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
+           read_only: Sequence[str] = (), compositions: Sequence[str] = (),
+           fetch_plans: Sequence[Mapping[str, Any]] = (), validators: Sequence[Validator] = (),
+           secret: Sequence[str] = (), renames: Mapping[str, str] | None = None,
+           audited: bool = False, history: bool | Sequence[str] = False,
+           soft_delete: bool = False, events: bool = False) -> Callable[[type[E]], type[E]]:
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -106,14 +117,14 @@ def entity(name=None, instance_name=(), read_only=(), compositions=(), fetch_pla
     if isinstance(instance_name, str):
         instance_name = (instance_name,)
 
-    def declare(model):
+    def declare(model: type[E]) -> type[E]:
         if not (isinstance(model, type) and issubclass(model, Entity)):
             raise TypeError("@entity decorates subclasses of restsvc.Entity")
         _add_embedded_columns(model)
         added = _add_audit_fields(model) if audited else ()
         if soft_delete:
             added += _add_fields(model, DELETION_FIELDS)
-        model._entity = EntityDeclaration(
+        model._entity = EntityDeclaration(      # type: ignore[attr-defined]
             name=name or model.__name__,
             instance_name=tuple(instance_name),
             read_only=tuple(dict.fromkeys((*read_only, *added))),

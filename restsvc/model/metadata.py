@@ -50,10 +50,10 @@ class MetaProperty:
     owner: "MetaClass"
     field: object = None         # the Peewee field (persistent single-valued properties)
     datatype: object = None      # Datatype for DATATYPE properties
-    meta_enum: MetaEnum = None   # for ENUM properties
-    target: "MetaClass" = None   # for references; the value type's for EMBEDDED
+    meta_enum: MetaEnum | None = None   # for ENUM properties
+    target: "MetaClass | None" = None   # for references; the value type's for EMBEDDED
     back_field: object = None    # child's ForeignKeyField for ONE_TO_MANY compositions
-    link: "Link" = None          # the link table of a MANY_TO_MANY association
+    link: "Link | None" = None          # the link table of a MANY_TO_MANY association
     getter: object = None        # transient attributes
 
     def __post_init__(self):
@@ -157,7 +157,7 @@ class MetaClass:
     links: list = field(default_factory=list)      # Link of each many-to-many attribute
     is_embedded: bool = False   # an embedded value type (no id): properties only
     audited: bool = False       # audit fields filled by the write path (data/writer.py)
-    history: tuple = None       # recorded attributes' names (data/history.py); None: no history
+    history: tuple | None = None       # recorded attributes' names (data/history.py); None: no history
     soft_delete: bool = False   # DELETE marks the row (data/softdelete.py)
     events: bool = False        # changes published through the outbox (events/outbox.py)
 

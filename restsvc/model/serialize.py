@@ -103,30 +103,37 @@ def _plan_memo(plan, kind, permissions, variant, build):
     return entry[1]
 
 
-def _compiled(meta, plan, permissions, return_nulls):
+def _compiled(meta, plan, permissions, return_nulls, owner=None):
     """What to write for one plan, one set of permissions and one choice of
     nulls, worked out once (nested plans too): the object's opening text, the
     instance-name function and the visible attributes as (name, key text,
     value -> JSON text, or for references None and (nested compiled, is
-    collection))."""
-    return _plan_memo(plan, "_compiled", permissions, return_nulls,
-                      lambda: _compile(meta, plan, permissions, return_nulls))
+    collection)). ``owner``: for an embedded value, (owning entity's name,
+    attribute name), whose permissions on ``address.city`` decide."""
+    return _plan_memo(plan, "_compiled", permissions, (return_nulls, owner),
+                      lambda: _compile(meta, plan, permissions, return_nulls, owner))
 
 
-def _compile(meta, plan, permissions, return_nulls):
-    # An embedded value's attributes are shown with it (the owner's
-    # attribute permission decides); it has no entity name, instance name or id.
-    levels = None if meta.is_embedded else permissions.attribute_levels(meta.name)
+def _compile(meta, plan, permissions, return_nulls, owner=None):
+    # An embedded value has no entity name, instance name or id; its
+    # attributes are shown as the owner's permissions on them say.
+    if meta.is_embedded:
+        levels = permissions.attribute_levels(owner[0])
+        levels = {part: levels.get(f"{owner[1]}.{part}") for part in meta.properties}
+    else:
+        levels = permissions.attribute_levels(meta.name)
     writers = []
     for name, nested in plan.properties.items():
         prop = meta.properties[name]
-        if name == "id" or (levels is not None and not levels.get(name)):
+        if name == "id" or not levels.get(name):
             continue
         if nested is None:
             writers.append((name, f",{quoted(name)}:", _text_writer(prop), None))
         else:
+            inner = (meta.name, name) if prop.is_embedded else None
             writers.append((name, f",{quoted(name)}:", None, (
-                _compiled(prop.target, nested, permissions, return_nulls), prop.is_collection)))
+                _compiled(prop.target, nested, permissions, return_nulls, inner),
+                prop.is_collection)))
     if meta.is_embedded:
         return "{", None, writers, return_nulls
     return (f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), writers,
@@ -164,7 +171,10 @@ def serialize(meta, row, plan, permissions, return_nulls=False):
 def _write(compiled, row, written):
     """``written``: the text of referenced rows already written in this answer
     (the loader gives every order of one customer the same row, every product
-    of one tag the same member row: it is written once)."""
+    of one tag the same member row: it is written once), keyed by (plan, row)
+    for to-one references, by row in a dict per plan for collection members,
+    and by list for whole collections (owners with the same many-to-many
+    members share one list)."""
     head, namer, writers, return_nulls = compiled
     if namer is None:       # an embedded value
         parts = ["{"]
@@ -185,13 +195,21 @@ def _write(compiled, row, written):
         elif nested is None:
             append(key + write(value))
         elif nested[1]:
-            texts = []
-            for child in value:     # a many-to-many member may be shared: written once
-                text = written.get((id(nested), id(child)))
-                if text is None:
-                    text = written[(id(nested), id(child))] = _write(nested[0], child, written)
-                texts.append(text)
-            append(f"{key}[{','.join(texts)}]")
+            # Owners with the same many-to-many members share one list, and a
+            # member of several owners is one row: each is written once.
+            text = written.get(id(value))     # a list belongs to one attribute of one plan
+            if text is None:
+                done = written.get(id(nested))      # this plan's members written so far
+                if done is None:
+                    done = written[id(nested)] = {}
+                texts = []
+                for child in value:
+                    text = done.get(id(child))
+                    if text is None:
+                        text = done[id(child)] = _write(nested[0], child, written)
+                    texts.append(text)
+                text = written[id(value)] = f"[{','.join(texts)}]"
+            append(key + text)
         else:
             text = written.get((id(nested), id(value)))
             if text is None:

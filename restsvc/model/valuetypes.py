@@ -88,7 +88,7 @@ class FileRef:
     name: str
     extra: str = ""       # further "&k=v" parameters, kept as given
 
-    def __str__(self):
+    def __str__(self) -> str:
         # quote(safe="") never writes "+", so split_file_ref reads the name back exactly.
         return f"{self.storage}://{self.path}?name={quote(self.name, safe='')}{self.extra}"
 

@@ -70,8 +70,9 @@ class _Stderr(logging.StreamHandler):
 
 
 def configure(settings, trace_id=None):
-    """Whether restsvc's own handler writes the log. Install restsvc's handler on the ``restsvc`` logger, once per process
-    (a later app replaces it). A host that configured logging itself (the
+    """Whether restsvc's own handler writes the log. Install restsvc's handler
+    on the ``restsvc`` logger, once per process (a later app replaces it).
+    A host that configured logging itself (the
     root logger has handlers) keeps its own unless JSON was asked for; the
     filter then goes on its handlers' way through ours only."""
     logger = logging.getLogger("restsvc")
@@ -201,7 +202,7 @@ def _json_text(value):
     return "null" if value is None else encode_basestring(value)
 
 
-_escaped = {}
+_escaped: dict[str, str] = {}
 
 
 def _known(text):

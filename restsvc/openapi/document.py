@@ -259,7 +259,7 @@ def _add_referenced_stubs(paths, schemas, metadata):
 
 # Any of these gives the bearer token an operation needs. One scheme per OAuth
 # flow: the docs page's Authorize dialog then offers each with its own fields.
-BEARER = [{"bearerAuth": []}, {"clientCredentials": []}, {"password": []}]
+BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}, {"clientCredentials": []}, {"password": []}]
 
 
 def security_schemes(root_path):

@@ -1,17 +1,17 @@
 """Operations of the routes whose shape does not depend on the model:
 authentication, files, metadata, messages, user session, documentation."""
 from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
-
-HEALTH = "Health"
 from .events import EVENT_ENDPOINTS
 from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
 from .schemas import STRING, array, binary, ref
+
+HEALTH = "Health"
 
 NO_STORE = {"Cache-Control": header("no-store")}
 FORM = "application/x-www-form-urlencoded"
 OCTET_STREAM = "application/octet-stream"
 YAML = "application/yaml"
-CLIENT_AUTH = [{"clientBasic": []}, {}]
+CLIENT_AUTH: list[dict[str, list[str]]] = [{"clientBasic": []}, {}]
 
 
 def _oauth_failures(*statuses):
@@ -223,7 +223,8 @@ HANDLERS = {
 }
 
 # Answered without the database (unless the gate looks a token up).
-NO_DATABASE = {("GET", "restsvc.api.health.live"), ("GET", "restsvc.api.health.ready"),("GET", "/rest/docs"), ("GET", "/rest/docs/assets/<asset>"),
+NO_DATABASE = {("GET", "restsvc.api.health.live"), ("GET", "restsvc.api.health.ready"),
+               ("GET", "/rest/docs"), ("GET", "/rest/docs/assets/<asset>"),
                ("GET", "/rest/docs/openapi.json"), ("GET", "/rest/docs/openapi.yaml"),
                ("GET", "/rest/docs/openapiDetailed.json"), ("GET", "/rest/docs/openapiDetailed.yaml")}
 

@@ -42,8 +42,8 @@ def entity_schemas(entities, properties, modifiable):
             if prop.meta_enum is not None:
                 schemas[enum_schema_name(prop.meta_enum.name)] = enum_schema(prop.meta_enum)
             elif prop.is_embedded:
-                schemas.update(_value_type_schemas(prop.target))
-                for part in prop.target.properties.values():
+                schemas.update(_value_type_schemas(prop.target, properties, modifiable))
+                for part in properties(prop.target):
                     if part.meta_enum is not None:
                         schemas[enum_schema_name(part.meta_enum.name)] = enum_schema(part.meta_enum)
     return schemas
@@ -145,17 +145,21 @@ def _embedded(prop, written):
     return nullable(ref(f"{kind}_{prop.target.name}"))
 
 
-def _value_type_schemas(value_type):
+def _value_type_schemas(value_type, properties, modifiable):
     """``embedded_<Type>`` (as written) and ``embeddedInput_<Type>``: a plain
     object of the value type's attributes (no _entityName, no id), one named
-    schema each, shared by every entity that embeds the type."""
+    schema each, shared by every entity that embeds the type: the attributes
+    the caller may read (set) where it embeds the type."""
     written, given = {}, {}
-    for part in value_type.properties.values():
+    for part in properties(value_type):
         if part.is_reference:
             written[part.name] = nullable(ref(f"entity_{part.target.name}"))
-            given[part.name] = _by_id(part)
+            if modifiable(part):
+                given[part.name] = _by_id(part)
         else:
-            written[part.name] = given[part.name] = nullable(_value_schema(part))
+            written[part.name] = nullable(_value_schema(part))
+            if modifiable(part):
+                given[part.name] = written[part.name]
     return {f"embedded_{value_type.name}": {"type": "object", "title": value_type.name,
                                             "properties": written},
             f"embeddedInput_{value_type.name}": {"type": "object",

@@ -44,15 +44,15 @@ def ticket():
         **failures("BadRequest", "Unauthorized", "Forbidden")})
 
 
+_ENTITIES = {"type": "array", "items": STRING}
+_KINDS = {"type": "array", "items": {"type": "string", "enum": ["CREATE", "UPDATE", "DELETE"]}}
 _WEBHOOK = {"type": "object", "required": ["id", "url", "entities", "kinds"], "properties": {
-    "id": STRING, "url": STRING, "entities": {"type": "array", "items": STRING},
-    "kinds": {"type": "array", "items": {"type": "string", "enum": ["CREATE", "UPDATE", "DELETE"]}},
+    "id": STRING, "url": STRING, "entities": _ENTITIES, "kinds": _KINDS,
     "createdDate": {"type": "string", "format": "date-time"},
     "fromSettings": {"type": "boolean"}}}
 _REGISTRATION = {"required": True, "content": {JSON: {"schema": {
     "type": "object", "required": ["url", "entities", "secret"], "properties": {
-        "url": STRING, "entities": _WEBHOOK["properties"]["entities"],
-        "kinds": _WEBHOOK["properties"]["kinds"],
+        "url": STRING, "entities": _ENTITIES, "kinds": _KINDS,
         "secret": {"type": "string", "minLength": 16,
                    "description": "Signs each delivery (Svc-Signature); never answered"}}}}}}
 _DEAD_LETTER = {"type": "object", "properties": {

@@ -13,7 +13,7 @@ OUTPUT_TYPES = ("CSV", "XLSX")
 class Group:
     id: str
     title: str
-    code: str = None
+    code: str | None = None
 
     def to_json(self):
         body = {"id": self.id, "title": self.title}
@@ -29,7 +29,7 @@ class Parameter:
     type: str                  # one of PARAMETER_TYPES
     required: bool = False
     hidden: bool = False
-    default: str = None        # text, parsed like a request's value
+    default: str | None = None        # text, parsed like a request's value
     entity: object = None      # MetaClass for ENTITY / ENTITY_LIST
     enum: object = None        # MetaEnum for ENUMERATION
 
@@ -54,7 +54,7 @@ class Parameter:
 class Band:
     name: str
     entity: object = None      # MetaClass: an entity query ...
-    filter: dict = None        # search filter with :alias placeholders
+    filter: dict | None = None        # search filter with :alias placeholders
     sort: str = ""
     function: object = None    # ... or fn(params, data) -> iterable of dicts
 
@@ -62,8 +62,8 @@ class Band:
 @dataclass(frozen=True)
 class Column:
     path: tuple                # attribute names (entity bands) or keys (function bands)
-    caption: str = None        # None: the attribute's localized caption
-    format: str = None         # XLSX number format
+    caption: str | None = None        # None: the attribute's localized caption
+    format: str | None = None         # XLSX number format
 
 
 @dataclass(frozen=True)

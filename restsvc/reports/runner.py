@@ -35,7 +35,7 @@ class OutputColumn:
     values: object               # batch of rows -> list of cell values (None: empty)
     text: object                 # value -> CSV text; guarded_text for text columns
     kind: str = "auto"           # XLSX cell kind
-    number_format: str = None
+    number_format: str | None = None
 
     def texts(self, cells):
         """A batch of this column's values as CSV texts."""
@@ -51,7 +51,7 @@ class Document:
     content_type: str
     chunks: object = None        # CSV: an iterator of bytes
     file: object = None          # XLSX: a temporary file, positioned at 0
-    size: int = None
+    size: int | None = None
 
 
 class Run:

@@ -46,8 +46,8 @@ KINDS = ("string", "number", "boolean", "date", "datetime", "time", "auto")
 class XColumn:
     caption: str
     kind: str = "auto"
-    number_format: str = None    # an Excel number format code; dates get a default one
-    width: float = None          # characters; None: from the header and the first rows
+    number_format: str | None = None    # an Excel number format code; dates get a default one
+    width: float | None = None          # characters; None: from the header and the first rows
 
 
 def _escape(text):

@@ -37,7 +37,7 @@ class SchemaMismatch(Exception):
 class Outcome:
     steps: tuple              # the plan (applied, or pending)
     applied: bool = False
-    backup: str = None        # the SQLite backup written first, if any
+    backup: str | None = None        # the SQLite backup written first, if any
 
     @property
     def destructive(self):

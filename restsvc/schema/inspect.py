@@ -15,7 +15,7 @@ class Column:
     name: str
     type: str               # normalized, e.g. "varchar(200)", "integer"
     null: bool
-    default: str = None     # the database's default expression, if any
+    default: str | None = None     # the database's default expression, if any
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class ForeignKey:
     column: str
     table: str
     to_column: str
-    name: str = None        # the constraint name (PostgreSQL)
+    name: str | None = None        # the constraint name (PostgreSQL)
 
 
 @dataclass

@@ -22,7 +22,7 @@ class Step:
     description: str
     sql: tuple
     destructive: bool = False
-    blocked: str = None       # why it cannot run on the rows as they are
+    blocked: str | None = None       # why it cannot run on the rows as they are
     rebuild: bool = False     # a SQLite table rebuild
 
     def text(self):
@@ -86,7 +86,8 @@ def _table_steps(database, wanted, table, differences):
                 destructive=True, blocked=_nulls(database, name, column)))
         elif d.kind == "extra_column":
             steps.append(Step(f"{_describe(d, wanted)} (its values in "
-                              f"{_count(database, name)} rows are lost)", (f"ALTER TABLE {_q(name)} DROP COLUMN {_q(column)}",),
+                              f"{_count(database, name)} rows are lost)",
+                              (f"ALTER TABLE {_q(name)} DROP COLUMN {_q(column)}",),
                               destructive=True))
         elif d.kind == "foreign_key":
             steps.append(_foreign_key_step(database, fields[column], table))

@@ -71,7 +71,7 @@ def redirect_uri_matches(registered, given):
     if want.scheme != "http" or want.hostname not in LOOPBACK_HOSTS:
         return False
     try:
-        got.port        # ValueError: not a port
+        got.port        # noqa: B018 -- ValueError: not a port
     except ValueError:
         return False
     return (got.scheme == "http" and got.hostname == want.hostname and "@" not in got.netloc

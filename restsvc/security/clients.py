@@ -20,7 +20,7 @@ _PLAIN_PREFIX = "{noop}"
 ITERATIONS = 200_000
 
 
-def hash_secret(secret, iterations=None, salt=None):
+def hash_secret(secret: str, iterations: int | None = None, salt: bytes | None = None) -> str:
     iterations = iterations or ITERATIONS
     salt = salt or secrets.token_bytes(16)
     digest = hashlib.pbkdf2_hmac("sha256", secret.encode("utf-8"), salt, iterations)

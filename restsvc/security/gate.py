@@ -15,9 +15,13 @@ the permissions come from the token's roles, so nothing about them outlives it.
 import re
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import Forbidden, Unauthorized
 from .tokens import ACCESS
+
+if TYPE_CHECKING:
+    from .roles import Permissions
 
 
 def looks_like_jwt(token):
@@ -80,9 +84,9 @@ class Principal:
     username: str          # the user, or the client id for client-credentials tokens
     is_user: bool
     locale: str            # the caller's own locale, None when it has none
-    permissions: object    # roles.Permissions
-    token_hash: str = None
-    user_id: str = None    # the User's id (a string) for user tokens
+    permissions: "Permissions"
+    token_hash: str | None = None
+    user_id: str | None = None    # the User's id (a string) for user tokens
     stored: bool = True    # a token of this service (not an identity provider's JWT)
 
 

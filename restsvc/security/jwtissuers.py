@@ -2,7 +2,8 @@
 (``svc.resource-server.jwt.<name>.*``). Needs the ``jwt`` extra (PyJWT).
 
 The gate takes a token for a JWT only when it looks like one
-(``gate.looks_like_jwt``), so restsvc's own opaque tokens never pay for this. The issuer is picked by the ``iss`` claim; the signature is checked
+(``gate.looks_like_jwt``), so restsvc's own opaque tokens never pay for
+this. The issuer is picked by the ``iss`` claim; the signature is checked
 with the issuer's key chosen by ``kid`` from its JWKS document (fetched on
 first use, refreshed after ``JWKS_MAX_AGE``, and again for an unknown ``kid``
 at most once per ``REFETCH_SECONDS``), with only the issuer's configured

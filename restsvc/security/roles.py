@@ -46,39 +46,52 @@ queries, reports, file downloads), ``write`` keeps changing (entity create,
 update and delete, attributes at modify, file uploads, service methods,
 which may change data). A token with both keeps all its roles give.
 """
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model.metadata import MetadataError
+from .modelmaps import (HIDDEN, attribute_names, embedded_levels, keyed_attributes,
+                        restricted_owners)
 
 OPERATIONS = ("create", "read", "update", "delete")
 SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabled",
              "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge",
              "reports.rest.enabled")
-HIDDEN, VIEW, MODIFY = 0, 1, 2
+VIEW, MODIFY = 1, 2
 _LEVELS = {"view": VIEW, "modify": MODIFY}
 API = "API"
 # scope -> the entity operations it keeps (security/roles.py docstring).
 SCOPE_OPERATIONS = {"read": {"read"}, "write": {"create", "update", "delete"}}
 
 
+# A row-level write rule: a condition in the search filter format, or a
+# predicate(row, session) -> bool.
+WriteRule = Mapping[str, Any] | Callable[[Any, Mapping[str, str]], bool]
+
+
 @dataclass(frozen=True)
 class ResourceRole:
     code: str
     name: str = ""
-    entities: dict = field(default_factory=dict)     # entity or * -> op, "op,op" or tuple
-    attributes: dict = field(default_factory=dict)   # entity or * -> {attr or *: view|modify}
-    specifics: tuple = ()
-    scope: tuple = ("API", "UI")
-    services: tuple = ()          # service methods: "orderService.calculateTotal", "orderService.*", "*"
-    reports: tuple = ()           # report codes or ids this role may run, or "*"
+    # entity or * -> op, "op,op" or tuple
+    entities: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
+    # entity or * -> {attr or *: view|modify}
+    attributes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    specifics: Sequence[str] = ()
+    scope: Sequence[str] = ("API", "UI")
+    services: Sequence[str] = ()  # service methods: "orderService.calculateTotal", "orderService.*", "*"
+    reports: Sequence[str] = ()   # report codes or ids this role may run, or "*"
 
 
 @dataclass(frozen=True)
 class RowLevelRole:
     code: str
     name: str = ""
-    filters: dict = field(default_factory=dict)      # entity -> search filter JSON
-    writes: dict = field(default_factory=dict)       # entity -> {action: rule or (rules)}
+    filters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # entity -> search filter
+    # entity -> {action: rule or (rules)}; a rule is a search filter or a
+    # predicate(row, session) -> bool
+    writes: Mapping[str, Mapping[str, "WriteRule | Sequence[WriteRule]"]] = field(default_factory=dict)
 
 
 REST_MINIMAL = ResourceRole("rest-minimal", "REST: minimal access", specifics=("rest.enabled",),
@@ -113,7 +126,7 @@ class Permissions:
         self.resource_roles = tuple(role.code for role in resource_roles)
         self.row_level_roles = tuple(role.code for role in row_level_roles)
         self._entities = {name: set() for name in metadata.entities}
-        self._attributes = {name: {attr: HIDDEN for attr in meta.properties}
+        self._attributes = {name: dict.fromkeys(attribute_names(meta), HIDDEN)
                             for name, meta in metadata.entities.items()}
         self._specifics = set()
         self._withheld = set()      # specifics a token's scopes take away, even from "*"
@@ -132,6 +145,7 @@ class Permissions:
             self._specifics |= set(role.specifics)
             self._services |= set(role.services)
             self._reports |= set(role.reports)
+        embedded_levels(metadata, self._attributes)
         for name, meta in metadata.entities.items():
             if getattr(meta.model, "is_read_only_entity", False):    # e.g. HistoryItem
                 self._entities[name] &= {"read"}
@@ -146,14 +160,14 @@ class Permissions:
         for role in row_level_roles:
             for entity_name, condition in role.filters.items():
                 self._row_filters.setdefault(entity_name, []).append(condition)
-        self._row_owners = _restricted_owners(metadata, set(self._row_filters))
+        self._row_owners = restricted_owners(metadata, set(self._row_filters))
         self._write_rules = {}      # (entity, action) -> [condition or predicate]
         for role in row_level_roles:
             for entity_name, actions in role.writes.items():
                 for action, rules in actions.items():
                     self._write_rules.setdefault((entity_name, action), []).extend(
                         rules if isinstance(rules, (tuple, list)) else [rules])
-        self._write_owners = _restricted_owners(
+        self._write_owners = restricted_owners(
             metadata, {name for name, action in self._write_rules if action == "update"})
         self._write_checked = {name for name, _ in self._write_rules} | set(self._write_owners)
         # A rule protects the rows it filters, not the rows its condition reads
@@ -166,9 +180,22 @@ class Permissions:
             conditions.setdefault(entity_name, []).extend(r for r in rules if not callable(r))
         for entity_name, specs in self._row_filters.items():
             conditions.setdefault(entity_name, []).extend(specs)
-        for entity_name, attribute in _keyed_attributes(metadata, conditions):
+        for entity_name, attribute in keyed_attributes(metadata, conditions):
             levels = self._attributes[entity_name]
             levels[attribute] = min(levels[attribute], VIEW)
+        # A value type's attributes as the caller sees them anywhere: the
+        # highest level of each over the readable attributes that embed it
+        # (its metadata and OpenAPI schemas; an answer or a write follows the
+        # owner's own ``address.city``).
+        for name, meta in metadata.entities.items():
+            if "read" not in self._entities[name]:
+                continue
+            levels = self._attributes[name]
+            for prop in meta.properties.values():
+                if prop.is_embedded and levels[prop.name]:
+                    parts = self._attributes.setdefault(prop.target.name, {})
+                    for part in prop.target.properties:
+                        parts[part] = max(parts.get(part, HIDDEN), levels[f"{prop.name}.{part}"])
         # What serializers work out once for these permissions (serialize.py).
         self.memo = {}
 
@@ -219,7 +246,8 @@ class Permissions:
         if found is None:
             if meta.is_embedded:      # a value type: its parts, as its readers see them
                 found = tuple(prop for prop in meta.properties.values()
-                              if prop.target is None or self.can(prop.target.name, "read"))
+                              if self.attribute(meta.name, prop.name)
+                              and (prop.target is None or self.can(prop.target.name, "read")))
             elif not self.can(meta.name, "read"):
                 found = ()
             else:
@@ -293,57 +321,6 @@ class Permissions:
             "authorities": [f"ROLE_{code}" for code in self.resource_roles]
                            + [f"ROW_LEVEL_ROLE_{code}" for code in self.row_level_roles],
         }
-
-
-def _restricted_owners(metadata, restricted):
-    """child entity name -> ((owner meta, back field), ...) for the owners that
-    are restricted, directly or through their own owners (a fixpoint, so chains
-    and cycles of compositions both end)."""
-    owners = {}
-    for meta in metadata.entities.values():
-        for prop in meta.properties.values():
-            if prop.is_collection and prop.back_field is not None:
-                owners.setdefault(prop.target.name, []).append((meta, prop.back_field))
-    restricted = set(restricted)
-    changed = True
-    while changed:
-        changed = False
-        for child, pairs in owners.items():
-            if child not in restricted and any(owner.name in restricted for owner, _ in pairs):
-                restricted.add(child)
-                changed = True
-    found = {child: tuple(pair for pair in pairs if pair[0].name in restricted)
-             for child, pairs in owners.items()}
-    return {child: pairs for child, pairs in found.items() if pairs}
-
-
-def _keyed_attributes(metadata, row_filters):
-    """(entity name, attribute) that the row filters' conditions read on other
-    entities than the one they filter: ``customer.userId`` on Order gives
-    ``("Customer", "userId")``."""
-    keyed = set()
-    for entity_name, specs in row_filters.items():
-        for dotted in _filter_properties(specs):
-            meta = metadata.entities[entity_name]
-            for step, name in enumerate(dotted.split(".")):
-                prop = meta.properties.get(name) if meta is not None else None
-                if prop is None:
-                    break           # the filter parser reports it when the rule is used
-                if step:
-                    keyed.add((meta.name, name))
-                meta = prop.target
-    return keyed
-
-
-def _filter_properties(conditions):
-    """Every ``property`` of search filters (lists, groups and conditions)."""
-    if isinstance(conditions, list):
-        for item in conditions:
-            yield from _filter_properties(item)
-    elif isinstance(conditions, dict):
-        if isinstance(conditions.get("property"), str):
-            yield conditions["property"]
-        yield from _filter_properties(conditions.get("conditions"))
 
 
 def _names(known, target):

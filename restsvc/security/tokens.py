@@ -57,12 +57,12 @@ class StoredToken(peewee.Model):
 class Identity:
     """Whom a token speaks for; every token of one sign-in carries the same."""
     client_id: str
-    username: str = None          # None for client-credentials tokens
-    user_id: str = None
-    locale: str = None
+    username: str | None = None          # None for client-credentials tokens
+    user_id: str | None = None
+    locale: str | None = None
     resource_roles: tuple = ()
     row_level_roles: tuple = ()
-    scope: str = None             # granted scopes, space-separated; None: no scopes
+    scope: str | None = None             # granted scopes, space-separated; None: no scopes
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class TokenInfo:
     identity: Identity
     issued_at: int
     expires_at: int
-    parent_hash: str = None
+    parent_hash: str | None = None
 
 
 def user_key(user_id):

@@ -13,6 +13,7 @@ row-level codes share one namespace (the registry refuses duplicates), so one
 list holds both.
 """
 import unicodedata
+from typing import TYPE_CHECKING, Any
 
 import peewee
 
@@ -22,6 +23,9 @@ from . import clients
 from .clients import DECOY, hash_secret, is_hash, verify_at_cost
 from .roles import SYSTEM_FULL_ACCESS
 from .tokens import Identity, TokenStore
+
+if TYPE_CHECKING:
+    from ..data.access import Access
 
 MIN_PASSWORD_LENGTH = 8
 MAX_USERNAME_LENGTH = 200
@@ -74,11 +78,12 @@ class User(Entity):
         table_name = "restsvc_user"
 
     @property
-    def role_codes(self):
+    def role_codes(self) -> tuple[str, ...]:
         return tuple(code for code in (self.roles or "").split(",") if code)
 
     @classmethod
-    def clean(cls, values, creating, user_id):
+    def clean(cls, values: dict[str, Any], creating: bool,
+              user_id: object) -> list[tuple[str, str]]:
         """Called by the importer with what a REST create or update writes,
         before the validators: usernames in their canonical form, and no id
         chosen by the client for a new user (the service assigns them, so the
@@ -94,7 +99,8 @@ class User(Entity):
         return refused
 
     @classmethod
-    def check_change(cls, access, user_id, values):
+    def check_change(cls, access: "Access", user_id: object,
+                     values: dict[str, Any] | None) -> None:
         """Called by the data manager before a REST update (``values``: what it
         writes) or delete (``values`` None) of a user. ``user-management`` must
         not reach above the caller's own roles: no change to a user who holds a
@@ -114,13 +120,13 @@ class User(Entity):
     # Called by the data manager inside the transaction of every REST change, and
     # by the CLI: a disabled or deleted user's tokens die with the change; a
     # renamed user's tokens too (they name the user by its old username).
-    def after_save(self, created):
+    def after_save(self, created: bool) -> None:
         if not self.active:
             TokenStore.revoke_user(self.id)
         elif not created:
             TokenStore.follow_user(self.id, self.username, self.locale)
 
-    def after_delete(self):
+    def after_delete(self) -> None:
         TokenStore.revoke_user(self.id)
 
 
