@@ -15,6 +15,10 @@ from .data.history import HistoryItem
 from .data.queries import PredefinedQueries
 from .data.queryconfig import QueryConfigError, load_queries
 from .data.rowrules import check_declarations
+from .events.feed import StreamSlots, Tickets
+from .events.delivery import WebhookDelivery
+from .events.outbox import ChangeEvent
+from .events.webhooks import WebhookSubscription
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
 from .files.storage import file_storages
 from .health import Readiness
@@ -51,7 +55,8 @@ log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User, HistoryItem)
-BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest)
+BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest,
+                   ChangeEvent, WebhookSubscription, WebhookDelivery)
 # Sign-in requests are held by the sign-in limits, not by quotas.
 _UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
 
@@ -91,6 +96,8 @@ class RestApp:
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         self.proxies = TrustedProxies(settings.trusted_proxies)
         self.files = file_storages(settings)
+        self.event_streams = StreamSlots(settings.events_max_streams)
+        self.event_tickets = Tickets(settings.secret_key, settings.events_ticket_lifetime)
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)

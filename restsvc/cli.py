@@ -1,6 +1,8 @@
-"""``restsvc serve | initdb | demo-data | migrate | routes | bundle | new | hash-secret | user``."""
+"""``restsvc serve | deliver | initdb | demo-data | migrate | routes | bundle | new |
+history | events | hash-secret | user``."""
 import argparse
 import getpass
+import os
 import sys
 
 from .errors import ApiError
@@ -26,7 +28,14 @@ def serve(args):
     from . import gunicorn_config as defaults
 
     # Schema and demo data are prepared once here, before the workers fork.
-    settings = _app(args).settings
+    app = _app(args)
+    settings = app.settings
+    deliverer = None
+    if settings.webhooks_deliver_in_serve:
+        from .events.webhooks import sync_settings
+        sync_settings(app.database, app.metadata, settings.webhooks,
+                      settings.webhooks_allow_private)
+        deliverer = _start_deliverer(args)
 
     class Server(BaseApplication):
         def load_config(self):
@@ -46,12 +55,17 @@ def serve(args):
                 self.cfg.set("control_socket_disable", True)
             self.cfg.set("when_ready", lambda arbiter: defaults.install_drain(arbiter, args.drain))
             self.cfg.set("on_starting", defaults.on_starting)
+            self.cfg.set("post_worker_init", defaults.post_worker_init)
             self.cfg.set("on_exit", defaults.on_exit)
 
         def load(self):
             return _app(args)
 
-    Server().run()
+    try:
+        Server().run()
+    finally:
+        if deliverer is not None:
+            _stop_deliverer(deliverer)
 
 
 def initdb(args):
@@ -86,6 +100,56 @@ def history_command(args):
     removed = prune(app.database, retention, args.batch_size)
     print(f"history items removed: {removed}")
     return 0
+
+
+def events_command(args):
+    from .events.outbox import prune
+    if args.batch_size < 1:
+        raise CommandError("events prune: --batch-size must be at least 1")
+    app = _app(args)
+    removed = prune(app.database, app.settings.events_retention, args.batch_size)
+    print(f"events removed: {removed}")
+    return 0
+
+
+def deliver_command(args):
+    import signal
+    import threading
+    from .events.delivery import run_worker
+    from .events.webhooks import sync_settings
+    app = _app(args)
+    sync_settings(app.database, app.metadata, app.settings.webhooks,
+                  app.settings.webhooks_allow_private)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    run_worker(app.settings, app.database, stop, args.parent)
+    return 0
+
+
+def _start_deliverer(args):
+    """``restsvc deliver`` beside the server, forked before gunicorn starts
+    (it stops with the server, or by itself when the server is gone)."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        code = deliver_command(argparse.Namespace(**{**vars(args), "parent": os.getppid()}))
+    except BaseException:       # noqa: B036  (nothing of the server's may run here)
+        import traceback
+        traceback.print_exc()
+    finally:
+        os._exit(code or 0)
+
+
+def _stop_deliverer(pid):
+    import signal
+    try:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 def routes(args):
@@ -234,12 +298,21 @@ def main(argv=None):
     p.add_argument("directory", metavar="DIR", help="the folder to create (new or empty)")
     p.add_argument("--module", help="its Python module's name (default: <DIR's name>_app)")
     p.set_defaults(run=new_command)
-    p = commands.add_parser("history", help="the entity log: prune removes items older than "
-                                            "svc.history.retention")
-    p.add_argument("action", choices=("prune",))
-    p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
-                   help="rows removed per transaction (default: 1000)")
-    p.set_defaults(run=history_command)
+    for name, run, help_text in (
+            ("history", history_command,
+             "the entity log: prune removes items older than svc.history.retention"),
+            ("events", events_command,
+             "change events: prune removes events older than svc.events.retention "
+             "(the delivery worker does it too)")):
+        p = commands.add_parser(name, help=help_text)
+        p.add_argument("action", choices=("prune",))
+        p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
+                       help="rows removed per transaction (default: 1000)")
+        p.set_defaults(run=run)
+    p = commands.add_parser("deliver", help="the webhook delivery worker (restsvc serve starts "
+                                            "one unless svc.webhooks.deliver-in-serve is false)")
+    p.add_argument("--parent", type=int, help=argparse.SUPPRESS)    # stop when it is gone
+    p.set_defaults(run=deliver_command)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")
     p.add_argument("secret", nargs="?", help="the secret (read from stdin when omitted)")
     p.set_defaults(run=hash_secret_command)

@@ -194,6 +194,20 @@ def write_transaction(database):
     return database.atomic()
 
 
+def delete_in_batches(database, model, key, condition, batch=1000):
+    """Delete the rows matching ``condition``, ``batch`` rows (by ``key``) per
+    short write transaction, so writers wait for one batch at most; the
+    number removed (retention of history and events)."""
+    removed = 0
+    while True:
+        with write_transaction(database):
+            doomed = model.select(key).where(condition).order_by(key).limit(batch)
+            count = model.delete().where(key.in_(doomed)).execute()
+        removed += count
+        if count < batch:
+            return removed
+
+
 def exclusive_setup(database):
     """A transaction that serializes start-up work of concurrent workers."""
     if is_sqlite(database):

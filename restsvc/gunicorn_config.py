@@ -15,6 +15,10 @@ Why these values (README "Running the service", measured there):
   check takes it out before it stops accepting connections; then the usual
   graceful stop finishes the requests in flight (``graceful_timeout``). A
   second SIGTERM skips the rest of the drain.
+- Change feed streams (``GET /rest/events``) hold a thread each, capped by
+  ``svc.events.max-streams-per-worker``; they end when the drain begins
+  (and when a worker is told to stop), so the graceful stop does not wait
+  for them and their clients reconnect elsewhere with their last event id.
 - Forwarded headers: gunicorn believes none. ``forwarded_allow_ips`` is
   ``svc.trusted-proxies`` under ``restsvc serve`` (nobody here, for a
   gunicorn started by hand), and even a trusted proxy cannot set
@@ -71,6 +75,19 @@ def install_drain(arbiter, seconds):
 
 def when_ready(arbiter):
     install_drain(arbiter, drain_seconds)
+
+
+def post_worker_init(worker):
+    """A worker told to stop (SIGTERM: the graceful stop, or a worker being
+    replaced) ends its change feed streams first, so they do not hold the
+    stop until ``graceful_timeout``."""
+    from .events.feed import close_streams
+    stop = worker.handle_exit
+
+    def handle_exit(sig, frame):
+        close_streams()
+        stop(sig, frame)
+    signal.signal(signal.SIGTERM, handle_exit)
 
 
 def on_starting(arbiter):

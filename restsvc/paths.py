@@ -5,8 +5,9 @@ and the authorization server's endpoints (``svc.authserver.base-path``).
 The route tables, handlers and OpenAPI operation tables are written with the
 default paths (``/rest/entities/...``, ``/oauth2/token``); ``Paths.mount``
 moves a default path to the configured one, ``Paths.unmount`` back. The
-version (``/version``) and the Reports API (``/reports``) follow the base
-path; the RFC 8414 metadata stays at ``/.well-known/oauth-authorization-server``.
+version (``/version``), the Reports API (``/reports``), the change feed
+(``/events``) and webhooks (``/webhooks``) follow the base path; the RFC 8414
+metadata stays at ``/.well-known/oauth-authorization-server``.
 """
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -28,7 +29,8 @@ REST_SEGMENTS = {
     "svc.rest.docs-path": ("docs", "/docs"),
 }
 # Under the base path, not configurable (as in the reference).
-FIXED_SEGMENTS = {"version": "/version", "reports": "/reports"}
+FIXED_SEGMENTS = {"version": "/version", "reports": "/reports", "events": "/events",
+                  "webhooks": "/webhooks"}
 SETTINGS = {"svc.rest.base-path": ("base", REST_BASE),
             **REST_SEGMENTS, "svc.authserver.base-path": ("auth", AUTH_BASE)}
 

@@ -46,6 +46,17 @@ _ROLE_MAPPING = "role-mapping."
 SYMMETRIC_ALGORITHMS = ("HS256", "HS384", "HS512")
 
 
+# svc.webhooks.subscription.<name>.<key>: webhook subscriptions of the settings
+# (restsvc/events/webhooks.py), beside those registered through /rest/webhooks.
+WEBHOOK_PREFIX = "svc.webhooks.subscription."
+_WEBHOOK_KEYS = {
+    "url": ("url", parse.text, None),
+    "entities": ("entities", parse.word_list, None),
+    "kinds": ("kinds", parse.word_list, ("CREATE", "UPDATE", "DELETE")),
+    "secret": ("secret", parse.text, None),
+}
+
+
 # svc.file-storage.<name>.<key>: object storages beside the local "fs" one.
 STORAGE_PREFIX = "svc.file-storage."
 _STORAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}\Z")     # a file reference's scheme
@@ -91,6 +102,15 @@ class ClientSettings:
     def is_public(self):
         """No secret: a browser or mobile app, which cannot keep one."""
         return not self.client_secret
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    name: str
+    url: str
+    entities: tuple
+    kinds: tuple
+    secret: str
 
 
 @dataclass(frozen=True)
@@ -155,6 +175,13 @@ def clients(raw):
         if ids.count(client_id) > 1:
             raise SettingsError(f"{CLIENT_PREFIX}*.client-id: {client_id!r} is registered twice")
     return tuple(clients)
+
+
+def webhooks(raw):
+    """Subscriptions of the settings; their URLs, entities and kinds are
+    checked as a registration's are when the application starts."""
+    return tuple(WebhookSettings(**parsed)
+                 for _, parsed in _groups(raw, WEBHOOK_PREFIX, _WEBHOOK_KEYS))
 
 
 def object_storages(raw):

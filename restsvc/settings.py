@@ -12,8 +12,8 @@ import yaml
 
 from . import values as parse
 from .paths import SETTINGS as PATH_SETTINGS, Paths, paths_from
-from .settinggroups import (CLIENT_PREFIX, JWT_PREFIX, STORAGE_PREFIX, clients, jwt_issuers,
-                            object_storages, parse_value)
+from .settinggroups import (CLIENT_PREFIX, JWT_PREFIX, STORAGE_PREFIX, WEBHOOK_PREFIX, clients,
+                            jwt_issuers, object_storages, parse_value, webhooks)
 from .values import SettingsError
 
 __all__ = ["SettingsError", "Settings", "build_settings", "load_settings"]
@@ -48,6 +48,19 @@ _KEYS = {
     "svc.health.timeout": ("health_timeout", parse.duration, 3),
     # How long the entity log keeps items; 0 (empty): forever (`restsvc history prune`).
     "svc.history.retention": ("history_retention", parse.optional_duration, 0),
+    # Change events (restsvc/events/): how long the outbox keeps them, the feed's limits.
+    "svc.events.retention": ("events_retention", parse.duration, 7 * 86400),
+    "svc.events.max-streams-per-worker": ("events_max_streams", parse.positive_int, 8),
+    "svc.events.keepalive": ("events_keepalive", parse.duration, 20),
+    "svc.events.poll-interval": ("events_poll_interval", parse.milliseconds, 0.5),
+    "svc.events.ticket-lifetime": ("events_ticket_lifetime", parse.duration, 60),
+    # Webhooks (restsvc/events/webhooks.py, delivery.py).
+    "svc.webhooks.retry-initial-delay": (
+        "webhooks_retry_initial_delay", parse.milliseconds, 10.0),
+    "svc.webhooks.retry-period": ("webhooks_retry_period", parse.duration, 86400),
+    "svc.webhooks.timeout": ("webhooks_timeout", parse.duration, 10),
+    "svc.webhooks.allow-private-addresses": ("webhooks_allow_private", parse.boolean, False),
+    "svc.webhooks.deliver-in-serve": ("webhooks_deliver_in_serve", parse.boolean, True),
     "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
@@ -159,6 +172,17 @@ class Settings:
     rate_limits: dict = field(default_factory=dict)     # ("client"|"user", name) -> (rate, burst)
     jwt_issuers: tuple = ()
     paths: Paths = Paths()      # svc.rest.base-path, svc.rest.*-path, svc.authserver.base-path
+    events_retention: int = 7 * 86400
+    events_max_streams: int = 8
+    events_keepalive: int = 20
+    events_poll_interval: float = 0.5
+    events_ticket_lifetime: int = 60
+    webhooks_retry_initial_delay: float = 10.0
+    webhooks_retry_period: int = 86400
+    webhooks_timeout: int = 10
+    webhooks_allow_private: bool = False
+    webhooks_deliver_in_serve: bool = True
+    webhooks: tuple = ()        # subscriptions of the settings (settinggroups.webhooks)
 
     @property
     def default_locale(self):
@@ -200,6 +224,7 @@ def build_settings(values, base_dir=".", environ=None):
     storage_values = {}
     jwt_values = {}
     path_values = {}
+    webhook_values = {}
     for key, value in flat.items():
         if key in PATH_SETTINGS:
             path_values[PATH_SETTINGS[key][0]] = parse_value(key, parse.url_path, value)
@@ -221,6 +246,8 @@ def build_settings(values, base_dir=".", environ=None):
             parsed.setdefault("rate_limits", {})[(kind, name)] = parse_value(key, parse.rate_limit, value)
         elif key.startswith(JWT_PREFIX):
             jwt_values[key] = value
+        elif key.startswith(WEBHOOK_PREFIX):
+            webhook_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
     parsed["paths"] = paths_from(path_values)
@@ -246,10 +273,14 @@ def build_settings(values, base_dir=".", environ=None):
     parsed["clients"] = clients(client_values)
     parsed["object_storages"] = object_storages(storage_values)
     parsed["jwt_issuers"] = jwt_issuers(jwt_values)
+    parsed["webhooks"] = webhooks(webhook_values)
     names = ["fs"] + [storage.name for storage in parsed["object_storages"]]
     if parsed["default_file_storage"] not in names:
         raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "
                             f"not a configured storage ({', '.join(names)})")
+    for key in ("svc.events.poll-interval", "svc.webhooks.retry-initial-delay"):
+        if parsed[_KEYS[key][0]] <= 0:
+            raise SettingsError(f"{key}: must be more than 0")
     if parsed["health_live_path"] == parsed["health_ready_path"]:
         raise SettingsError("svc.health.ready-path: must differ from svc.health.live-path")
     return Settings(**parsed)

@@ -59,8 +59,10 @@ class Server:
 
 
 def _write_config(directory, database_url, overrides):
+    # No delivery worker beside the server unless a test asks for one: the
+    # server's children are then its gunicorn workers only (worker_pids).
     values = {"svc.datasource.url": database_url, "svc.data-dir": str(directory),
-              **(overrides or {})}
+              "svc.webhooks.deliver-in-serve": False, **(overrides or {})}
     config = shipped_config()
     _drop_keys(config, values)
     path = directory / "server.yaml"

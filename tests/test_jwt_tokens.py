@@ -217,3 +217,14 @@ def test_bad_issuer_settings_stop_startup(make_app, idp, extra, message):
     from restsvc.settings import SettingsError
     with pytest.raises(SettingsError, match=message):
         make_app(jwt_settings(idp, **extra))
+
+
+def test_a_jwt_gets_no_stream_ticket_but_opens_the_feed_with_its_header(jwt_client, idp):
+    token = idp.token()
+    assert orders(jwt_client, token).status_code == 200       # its principal is now cached
+    answer = jwt_client.post("/rest/events/tickets", headers=bearer(token))
+    assert answer.status_code == 400 and answer.json["error"] == "No stream ticket"
+    stream = jwt_client.get("/rest/events", query_string={"entity": "Order"},
+                            headers=bearer(token), buffered=False)
+    assert stream.status_code == 200 and stream.mimetype == "text/event-stream"
+    stream.close()

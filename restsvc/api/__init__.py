@@ -4,11 +4,11 @@ application's custom endpoints, into one Map."""
 from werkzeug.routing import Rule
 
 from ..paths import DEFAULT_PATHS
-from . import (docs, entities, files, health, messages, metadata, metrics, oauth, queries,
-               reports, services, session, signin)
+from . import (docs, entities, events, files, health, messages, metadata, metrics, oauth, queries,
+               reports, services, session, signin, webhooks)
 
 API_MODULES = (oauth, signin, entities, queries, services, files, metadata, messages, session,
-               reports, docs, health)
+               reports, events, webhooks, docs, health)
 
 
 def all_rules(application, settings=None):

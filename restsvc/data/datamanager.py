@@ -221,14 +221,15 @@ class DataManager:
         # Row rules on writes need the transaction: a refusal after the
         # statement rolls it back.
         alone = single is not None and not access.permissions.write_checked(meta.name)
-        if alone and single.meta.history is None:
+        if alone and single.meta.history is None and not single.meta.events:
             # No BEGIN/COMMIT around a single statement: SQLite's write lock is
             # then held only while the statement runs, and concurrent writers
             # wait for each other far less.
             Writer(access).save(single)
         elif (alone and single.creating and not single.meta.database_assigns_id
               and not is_sqlite(self.database)):
-            writer = Writer(access, batch=[])   # the INSERT and its history item at once
+            # the INSERT and its history item and event at once
+            writer = Writer(access, batch=[])
             writer.save(single)
             writer.flush(single)
         else:

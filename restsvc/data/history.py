@@ -20,7 +20,7 @@ import datetime
 
 import peewee
 
-from ..db import is_sqlite, write_transaction
+from ..db import delete_in_batches, is_sqlite
 from ..jsonio import dumps, loads
 from ..model.entity import AUDIT_FIELDS, Entity, entity
 from ..model.fields import DateTimeField
@@ -274,13 +274,5 @@ def prune(database, retention_seconds, batch=1000):
     if not retention_seconds:
         return 0
     cutoff = utc_now() - datetime.timedelta(seconds=retention_seconds)
-    removed = 0
-    while True:
-        with write_transaction(database):
-            doomed = (HistoryItem.select(HistoryItem.id)
-                      .where(HistoryItem.changedDate < cutoff).limit(batch))
-            count = HistoryItem.delete().where(HistoryItem.id.in_(doomed)).execute()
-        removed += count
-        if count < batch:
-            return removed
-
+    return delete_in_batches(database, HistoryItem, HistoryItem.id,
+                             HistoryItem.changedDate < cutoff, batch)

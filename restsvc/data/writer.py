@@ -16,11 +16,12 @@ in this order:
     rules_after    row rules on the row as now stored (a refusal rolls it all back)
     history        a HistoryItem of an entity with ``history`` (data/history.py):
                    the row's values before are read ahead of the statement
+    events         the outbox row of an entity with ``events`` (events/outbox.py)
     after_save     the model's hook, in the same transaction
 
 ``Writer.delete`` does the same for deletes (row rules on the rows as they
 are, references checked, history of the rows and their composition
-children, memberships removed, the statement, the hook). A feature that
+children, their events, memberships removed, the statement, the hook). A feature that
 reacts to writes (audit, history, events) is a further step here, never a
 second path.
 """
@@ -30,6 +31,7 @@ import peewee
 
 from ..errors import (ApiError, BadRequest, Conflict, PreconditionFailed, Text,
                       entity_not_found)
+from ..events import outbox
 from ..model.fetchplan import ids_only
 from . import history, softdelete
 from .access import require, utc_now
@@ -58,6 +60,7 @@ class Writer:
         self.memberships(operation)
         self.rules_after(operation, owner_field)
         self.history(operation, before)
+        self.events(operation)
         self.after_save(operation, instance)
         return operation.id
 
@@ -167,6 +170,13 @@ class Writer:
             kind = "CREATE" if operation.creating else "UPDATE"
             history.record(self.access, [(meta, operation.id, kind, changes)], self.batch)
 
+    def events(self, operation):
+        meta = operation.meta
+        if meta.events:
+            outbox.record(self.access, meta, [operation.id],
+                          "CREATE" if operation.creating else "UPDATE",
+                          outbox.changed_names(meta, operation), self.batch)
+
     @staticmethod
     def after_save(operation, instance):
         model = operation.meta.model
@@ -236,9 +246,11 @@ class Writer:
         check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
         if meta.soft_delete and not purge:
             self.history_of_delete(meta, ids)
+            published = self.deleted_with(meta, ids, marking=True)
             marked = softdelete.mark(self.access, meta, ids, versions=expected_versions)
             if expected_versions is not None and marked < len(ids):
                 raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
+            self.events_of_delete(published)
             return
         model = meta.model
         for ref_meta, fk in _referrers(self.access.metadata, meta):
@@ -247,6 +259,7 @@ class Writer:
                                f"Unable to delete {meta.name} because there are references from "
                                f"{ref_meta.name}")
         self.history_of_delete(meta, ids)
+        self.events_of_delete(self.deleted_with(meta, ids))
         for link in meta.links:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
@@ -264,6 +277,29 @@ class Writer:
         for instance in doomed:
             hook(instance)
 
+    @staticmethod
+    def deleted_with(meta, ids, marking=False):
+        """[(entity, ids)] of the rows a delete removes (or marks) that publish
+        events: the rows and their composition children."""
+        published = [(meta, list(ids))] if meta.events else []
+        for prop in meta.properties.values():
+            target = prop.target
+            if prop.is_collection and prop.back_field is not None and target.events:
+                condition = prop.back_field.in_(list(ids))
+                if marking:             # only soft-deleted children go with a marked owner
+                    if not target.soft_delete:
+                        continue
+                    condition &= target.model.deletedDate.is_null()
+                children = [row[0] for row in target.model.select(target.model.id)
+                            .where(condition).tuples()]
+                if children:
+                    published.append((target, children))
+        return published
+
+    def events_of_delete(self, published):
+        """DELETE events, from the rows as they are (a marked row: after its marking)."""
+        for meta, ids in published:
+            outbox.record(self.access, meta, ids, "DELETE", [])
 
     def history_of_delete(self, meta, ids):
         """DELETE items of the rows and of the composition children that go with them."""

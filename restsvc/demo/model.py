@@ -71,7 +71,7 @@ class Address:
 
 
 @entity(instance_name="name", validators=(check_birth_date,), audited=True, history=True,
-        soft_delete=True)
+        soft_delete=True, events=True)
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
     email = peewee.CharField(max_length=200, null=True, index=True)
@@ -126,7 +126,7 @@ ORDER_WITH_DETAILS = {
 
 
 @entity(instance_name="number", compositions=("lines",), fetch_plans=(ORDER_WITH_DETAILS,),
-        audited=True, history=True, soft_delete=True)
+        audited=True, history=True, soft_delete=True, events=True)
 class Order(Entity):
     number = peewee.CharField(max_length=32, index=True)
     date = peewee.DateField(index=True)

@@ -67,6 +67,7 @@ class EntityDeclaration:
     audited: bool = False
     history: tuple | None = None           # None: no history; () every attribute; else the attributes
     soft_delete: bool = False
+    events: bool = False            # changes published through the outbox (restsvc/events/)
 
 
 E = TypeVar("E", bound=Entity)
@@ -79,7 +80,7 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
            fetch_plans: Sequence[Mapping[str, Any]] = (), validators: Sequence[Validator] = (),
            secret: Sequence[str] = (), renames: Mapping[str, str] | None = None,
            audited: bool = False, history: bool | Sequence[str] = False,
-           soft_delete: bool = False) -> Callable[[type[E]], type[E]]:
+           soft_delete: bool = False, events: bool = False) -> Callable[[type[E]], type[E]]:
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -103,6 +104,9 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
     soft_delete    DELETE marks the row (read-only ``deletedDate``, ``deletedBy``)
                    and every read leaves it out; restore and purge bring it
                    back or remove it for good (data/softdelete.py)
+    events         every committed create, update and delete is published: an
+                   event row in the write's transaction (events/outbox.py), read
+                   by the change feed and the webhook deliveries
 
     A model may define ``after_save(self, created)`` and ``after_delete(self)``;
     the data manager calls them inside the transaction of every REST change.
@@ -132,6 +136,7 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
             audited=bool(audited),
             history=None if not history else (() if history is True else tuple(history)),
             soft_delete=bool(soft_delete),
+            events=bool(events),
         )
         return model
     return declare

@@ -159,6 +159,7 @@ class MetaClass:
     audited: bool = False       # audit fields filled by the write path (data/writer.py)
     history: tuple | None = None       # recorded attributes' names (data/history.py); None: no history
     soft_delete: bool = False   # DELETE marks the row (data/softdelete.py)
+    events: bool = False        # changes published through the outbox (events/outbox.py)
 
     @property
     def database_assigns_id(self):
@@ -198,7 +199,8 @@ class Metadata:
                 raise MetadataError(f"entity name {declared.name!r} is not a valid name")
             meta = MetaClass(declared.name, model, None, declared.instance_name,
                              declared.validators, audited=declared.audited,
-                             history=declared.history, soft_delete=declared.soft_delete)
+                             history=declared.history, soft_delete=declared.soft_delete,
+                             events=declared.events)
             self.entities[meta.name] = meta
             self._by_model[model] = meta
         for enum_class in extra_enums:

@@ -62,6 +62,8 @@ class Instruments:
             "restsvc_report_rows_total", "Report rows written to CSV and XLSX outputs")
         self.file_bytes = registry.counter(
             "restsvc_file_bytes_total", "File content bytes stored and sent", ("direction",))
+        self.event_streams = registry.gauge(
+            "restsvc_event_streams", "Change feed streams open now (GET /rest/events)")
         self.draining = registry.gauge(
             "restsvc_draining", "1 while the instance drains before stopping (not ready)")
         # Filled per statement (``statements``), added up by ``add_records``.

@@ -43,6 +43,7 @@ TAGS = [
     ("Queries", "Predefined queries"),
     ("Services", "Business services of the application"),
     ("Reports", "Reports available through REST"), ("Files", "Upload and download"),
+    ("Events", "Committed changes: the change feed and webhooks"),
     ("Metadata", "Entities, fetch plans, enums, datatypes"),
     ("Messages", "Localized captions"), ("User session", "The caller and its permissions"),
     ("Documentation", "These documents"), ("Health", "Liveness and readiness of this instance"),

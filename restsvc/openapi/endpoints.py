@@ -1,6 +1,7 @@
 """Operations of the routes whose shape does not depend on the model:
 authentication, files, metadata, messages, user session, documentation."""
 from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
+from .events import EVENT_ENDPOINTS
 from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
 from .schemas import STRING, array, binary, ref
 
@@ -299,3 +300,4 @@ ENDPOINTS = {
     ("GET", "/rest/docs/openapiDetailed.json"): _document("This project's OpenAPI document"),
     ("GET", "/rest/docs/openapiDetailed.yaml"): _document("This project's OpenAPI document"),
 }
+ENDPOINTS.update(EVENT_ENDPOINTS)

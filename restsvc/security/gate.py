@@ -68,7 +68,9 @@ def rest_enabled_patterns(paths):
         *(f"{paths.rest(part)}/**" for part in ("entities", "services", "queries", "messages",
                                                  "metadata", "files")),
         paths.rest("user_info"), paths.rest("permissions"),
-        paths.rest("user_session"), f"{paths.rest('user_session')}/locale"))
+        paths.rest("user_session"), f"{paths.rest('user_session')}/locale",
+        paths.rest("events"), f"{paths.rest('events')}/tickets",
+        paths.rest("webhooks"), f"{paths.rest('webhooks')}/**"))
 
 
 def docs_page_patterns(paths):
@@ -76,6 +78,12 @@ def docs_page_patterns(paths):
     data, and the page is where a person signs in. The documents stay behind the token."""
     docs = paths.rest("docs")
     return docs, f"{docs}/assets/*"
+
+
+def ticket_stream_patterns(paths):
+    """A change feed opened by a browser with a stream ticket: the handler checks
+    the ticket and the token it names (api/events.py)."""
+    return (f"{paths.rest('events')}/stream",)
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,7 @@ class Principal:
     permissions: "Permissions"
     token_hash: str | None = None
     user_id: str | None = None    # the User's id (a string) for user tokens
+    stored: bool = True    # a token of this service (not an identity provider's JWT)
 
 
 class Gate:
@@ -99,7 +108,8 @@ class Gate:
         self.jwt_issuers = jwt_issuers
         self.authenticated = compile_patterns(settings.authenticated_url_patterns)
         self.anonymous = compile_patterns((*settings.anonymous_url_patterns,
-                                           *docs_page_patterns(settings.paths)))
+                                           *docs_page_patterns(settings.paths),
+                                           *ticket_stream_patterns(settings.paths)))
         self.rest_enabled = rest_enabled_patterns(settings.paths)
         entities = f"{settings.paths.rest('entities')}/x"
         if not settings.paths.is_default and not self.is_protected(entities):
@@ -146,12 +156,30 @@ class Gate:
             return None
         token_hash = self.tokens.hash(token)
         now, changes = time.monotonic(), self.tokens.changes
+        recent = self._recent_principal(token_hash, now, changes)
+        if recent is not None:
+            return recent
+        if is_jwt:
+            return self._jwt_principal(token, token_hash, now, changes)
+        return self._stored_principal(token_hash, now, changes)
+
+    def principal_of_hash(self, token_hash):
+        """The principal of a live access token issued here, by its hash (a
+        change feed's stream ticket names the token so), or None."""
+        now, changes = time.monotonic(), self.tokens.changes
+        recent = self._recent_principal(token_hash, now, changes)
+        if recent is not None and recent.stored:
+            return recent
+        return self._stored_principal(token_hash, now, changes)
+
+    def _recent_principal(self, token_hash, now, changes):
         recent = self._recent.get(token_hash)
         if recent is not None and recent[0] > now - RECHECK_SECONDS and recent[2] == changes \
                 and recent[1] > time.time():
             return recent[3]
-        if is_jwt:
-            return self._jwt_principal(token, token_hash, now, changes)
+        return None
+
+    def _stored_principal(self, token_hash, now, changes):
         info = self.tokens.find_hash(token_hash)
         if info is None or info.kind != ACCESS:
             self._recent.pop(token_hash, None)
@@ -186,6 +214,7 @@ class Gate:
         principal = Principal(
             client_id=claims.client_id, username=claims.username, is_user=True,
             locale=claims.locale if claims.locale in self.available_locales else None,
-            permissions=self.roles.permissions(resource, row_level), token_hash=token_hash)
+            permissions=self.roles.permissions(resource, row_level), token_hash=token_hash,
+            stored=False)
         self._remember(token_hash, (now, claims.expires_at, changes, principal))
         return principal

@@ -1,0 +1,79 @@
+"""The change feed over HTTP (restsvc/events/feed.py has the logic).
+
+    GET  /rest/events           the stream, bearer token in the header
+    POST /rest/events/tickets   a short-lived stream ticket for a browser
+    GET  /rest/events/stream    the stream, opened with ``?ticket=`` (EventSource
+                                cannot send headers; the URL never holds a token)
+"""
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
+
+from ..data.access import access_for
+from ..errors import ApiError, BadRequest, Forbidden, Unauthorized
+from ..events.feed import Stream, last_event_id, subscribed
+from ..web import NO_STORE, json_response
+
+_STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+def stream(ctx):
+    gate, path = ctx.app.gate, ctx.request.path
+    authorization = ctx.request.headers.get("Authorization")
+
+    def recheck():
+        try:
+            return gate.principal(path, authorization) is not gate.anonymous_principal
+        except ApiError:
+            return False
+    return _open(ctx, ctx.principal, recheck)
+
+
+def ticket_stream(ctx):
+    app = ctx.app
+    token_hash = app.event_tickets.token_hash(ctx.request.args.get("ticket") or "")
+    principal = app.gate.principal_of_hash(token_hash) if token_hash else None
+    if principal is None:
+        raise Unauthorized(app.settings.realm, "invalid_token",
+                           "The stream ticket is invalid or expired, or its token is")
+    return _open(ctx, principal, lambda: app.gate.principal_of_hash(token_hash) is not None)
+
+
+def ticket(ctx):
+    app, principal = ctx.app, ctx.principal
+    _require_rest(principal)
+    if not principal.stored or principal.token_hash is None \
+            or app.gate.principal_of_hash(principal.token_hash) is None:
+        raise BadRequest("No stream ticket", "Stream tickets are issued for access tokens "
+                                             "of this service only")
+    return json_response({"ticket": app.event_tickets.issue(principal.token_hash),
+                          "expiresIn": app.event_tickets.lifetime}, headers=NO_STORE)
+
+
+def _require_rest(principal):
+    if not principal.permissions.specific("rest.enabled"):
+        raise Forbidden("Forbidden", "User is not allowed to use the REST API")
+
+
+def _open(ctx, principal, recheck):
+    app, request = ctx.app, ctx.request
+    _require_rest(principal)
+    metas = subscribed(app.metadata, principal.permissions, request.args.getlist("entity"))
+    after = last_event_id(request.headers.get("Last-Event-ID")
+                          or request.args.get("lastEventId"))
+    app.event_streams.take()
+    body = Stream(app, access_for(app, principal), metas, recheck, after)
+    response = Response(iter(body), status=200, mimetype="text/event-stream",
+                        headers=_STREAM_HEADERS)
+    response.call_on_close(app.event_streams.give)
+    instruments = app.instruments
+    if instruments is not None:
+        instruments.event_streams.inc()
+        response.call_on_close(lambda: instruments.event_streams.inc(amount=-1))
+    return response
+
+
+rules = [
+    Rule("/rest/events", methods=["GET"], endpoint=stream),
+    Rule("/rest/events/tickets", methods=["POST"], endpoint=ticket),
+    Rule("/rest/events/stream", methods=["GET"], endpoint=ticket_stream),
+]

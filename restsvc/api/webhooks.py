@@ -1,0 +1,83 @@
+"""Webhook subscriptions over HTTP (restsvc/events/webhooks.py, delivery.py),
+under the grant ``rest.webhooks``; a secret is never answered."""
+import time
+
+from werkzeug.routing import Rule
+
+from ..errors import Forbidden
+from ..events import webhooks
+from ..events.delivery import WebhookDelivery
+from ..events.outbox import read
+from ..web import NO_STORE, empty_response, json_response, location_url, read_json_body
+
+_MAX_BODY = 16 << 10
+
+
+def _require_grant(ctx):
+    if not ctx.permissions.specific(webhooks.GRANT):
+        raise Forbidden("Forbidden", f"Webhooks need the grant {webhooks.GRANT}")
+
+
+def register(ctx):
+    _require_grant(ctx)
+    url, entities, kinds, secret = webhooks.checked(
+        ctx.app.metadata, read_json_body(ctx.request, max_bytes=_MAX_BODY),
+        ctx.app.settings.webhooks_allow_private)
+    row = webhooks.create(ctx.app.database, url, entities, kinds, secret)
+    location = location_url(ctx.request, ctx.app.settings.public_url) + "/" + row.id
+    return json_response(webhooks.as_json(row), status=201,
+                         headers={**NO_STORE, "Location": location})
+
+
+def list_all(ctx):
+    _require_grant(ctx)
+    rows = webhooks.WebhookSubscription.select().order_by(webhooks.WebhookSubscription.createdDate)
+    return json_response([webhooks.as_json(row) for row in rows], headers=NO_STORE)
+
+
+def read_one(ctx, webhook_id):
+    _require_grant(ctx)
+    return json_response(webhooks.as_json(webhooks.find(webhook_id)), headers=NO_STORE)
+
+
+def delete(ctx, webhook_id):
+    _require_grant(ctx)
+    webhooks.delete(webhook_id)
+    return empty_response(204)
+
+
+def dead_letters(ctx, webhook_id):
+    _require_grant(ctx)
+    webhooks.find(webhook_id)
+    rows = WebhookDelivery.select().where(
+        (WebhookDelivery.subscription == webhook_id) & (WebhookDelivery.state == "dead")
+    ).order_by(WebhookDelivery.eventId).limit(1000)
+    answer = []
+    for row in rows:
+        events = read(ctx.app.database, row.eventId - 1, limit=1)
+        answer.append({"eventId": row.eventId, "attempts": row.attempts,
+                       "lastStatus": row.lastStatus, "lastError": row.lastError,
+                       "event": events[0] if events and events[0]["id"] == row.eventId
+                       else None})
+    return json_response(answer, headers=NO_STORE)
+
+
+def replay(ctx, webhook_id):
+    _require_grant(ctx)
+    webhooks.find(webhook_id)
+    now = time.time()
+    count = WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now,
+                                   nextAttempt=now, leaseUntil=None).where(
+        (WebhookDelivery.subscription == webhook_id) & (WebhookDelivery.state == "dead")
+    ).execute()
+    return json_response({"replayed": count}, headers=NO_STORE)
+
+
+rules = [
+    Rule("/rest/webhooks", methods=["POST"], endpoint=register),
+    Rule("/rest/webhooks", methods=["GET"], endpoint=list_all),
+    Rule("/rest/webhooks/<webhook_id>", methods=["GET"], endpoint=read_one),
+    Rule("/rest/webhooks/<webhook_id>", methods=["DELETE"], endpoint=delete),
+    Rule("/rest/webhooks/<webhook_id>/dead-letters", methods=["GET"], endpoint=dead_letters),
+    Rule("/rest/webhooks/<webhook_id>/dead-letters/replay", methods=["POST"], endpoint=replay),
+]

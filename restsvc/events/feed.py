@@ -1,0 +1,202 @@
+"""The change feed: committed changes as Server-Sent Events.
+
+``GET /rest/events?entity=Order&entity=Customer`` answers ``text/event-stream``:
+each event is a message with an ``id:`` line (the outbox id) and the event's
+JSON as ``data:``. A stream starts after the newest event at the time it
+opens, or after ``Last-Event-ID`` (the header a reconnecting ``EventSource``
+sends, or the ``lastEventId`` parameter): everything after it that is still
+kept, in id order, once (outbox.py says why ids are read in commit order).
+An id older than what is kept gets ``event: reset`` (the client resynchronises;
+the message's id is where the stream goes on from).
+
+What a caller sees is decided per event, with the permissions of its token:
+entities it may read (asking for another is 403), rows its row-level roles let
+it read now (a row read as it is when the event is read: the change that
+moves a row out of a reader's scope may be shown if read before the next
+change, later ones are not; a row deleted for good can no longer be checked,
+so its DELETE reaches only readers without row-level roles on its entity),
+and of ``changed`` the attributes it may read.
+
+A stream holds one thread of its worker: ``svc.events.max-streams-per-worker``
+caps them (503 with Retry-After beyond). It ends when its token expires or
+is revoked (checked at every poll, the gate's half-second recheck included),
+and when the instance drains or its worker stops, so the client reconnects to
+another instance with its last id. A comment line every
+``svc.events.keepalive`` seconds keeps proxies from cutting an idle stream.
+"""
+import dataclasses
+import threading
+import time
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from .. import db
+from ..data.importer import id_or_none
+from ..data.loader import visible_ids
+from ..errors import ApiError, BadRequest, Forbidden, NotFound
+from ..health import is_shutting_down
+from ..jsonio import dumps
+from . import outbox
+
+BATCH = 200
+RETRY_MILLISECONDS = 2000       # what an EventSource waits before reconnecting
+_closing = threading.Event()    # this worker stops (gunicorn_config.post_worker_init)
+
+
+def close_streams():
+    """End every stream of this process at its next poll."""
+    _closing.set()
+
+
+class StreamSlots:
+    """How many streams this process serves at once, at most."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.open = 0
+        self._lock = threading.Lock()
+
+    def take(self):
+        with self._lock:
+            if self.open >= self.limit:
+                raise ApiError("Too many streams", "This instance serves as many event streams "
+                                                   "as it can; retry shortly", status=503,
+                               headers={"Retry-After": "5"})
+            self.open += 1
+
+    def give(self):
+        with self._lock:
+            self.open -= 1
+
+
+class Tickets:
+    """Short-lived stream tickets for browsers (``EventSource`` sends no
+    headers): signed, naming the token by its hash (never the token itself)."""
+
+    def __init__(self, secret_key, lifetime):
+        self.lifetime = lifetime
+        self._signer = URLSafeTimedSerializer(secret_key, salt="restsvc.events.ticket")
+
+    def issue(self, token_hash):
+        return self._signer.dumps(token_hash)
+
+    def token_hash(self, ticket):
+        try:
+            return self._signer.loads(ticket, max_age=self.lifetime)
+        except BadSignature:        # SignatureExpired included
+            return None
+
+
+def subscribed(metadata, permissions, names):
+    """The entities a stream follows: those named (404 unknown, 400 without
+    events, 403 not readable), or all with events the caller may read (403
+    when there is none: a stream never reads without naming its entities)."""
+    if not names:
+        metas = [meta for meta in metadata.entities.values()
+                 if meta.events and permissions.can(meta.name, "read")]
+        if not metas:
+            raise Forbidden("Reading forbidden", "No entity that publishes events may be read")
+        return metas
+    metas = []
+    for name in dict.fromkeys(names):
+        meta = metadata.entity(name)
+        if meta is None:
+            raise NotFound("Entity not found", f"Entity {name} not found")
+        if not meta.events:
+            raise BadRequest("No events", f"Entity {name} publishes no change events")
+        if not permissions.can(name, "read"):
+            raise Forbidden("Reading forbidden", f"Reading of the {name} is forbidden")
+        metas.append(meta)
+    return metas
+
+
+def last_event_id(value):
+    if value is None or value == "":
+        return None
+    if not value.isdigit() or len(value) > 18:
+        raise BadRequest("Invalid parameter value", "Last-Event-ID must be an event id")
+    return int(value)
+
+
+class Stream:
+    """One caller's stream; iterate it for the response body's chunks."""
+
+    def __init__(self, app, access, metas, recheck, after=None):
+        self.app = app
+        self.access = access
+        self.metas = {meta.name: meta for meta in metas}
+        self.recheck = recheck      # () -> whether the token still holds
+        self.after = after
+        self.settings = app.settings
+        self.reset = self._start(app.database)      # where it begins: when it is opened
+
+    def __iter__(self):
+        database, settings = self.app.database, self.settings
+        try:
+            yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
+            if self.reset is not None:
+                yield self.reset
+            quiet_since = time.monotonic()
+            while not (_closing.is_set() or is_shutting_down()):
+                if not self.recheck():
+                    yield b"event: end\ndata: {\"reason\": \"token expired or revoked\"}\n\n"
+                    return
+                chunk, full = self._poll(database)
+                db.release(database)
+                if chunk:
+                    quiet_since = time.monotonic()
+                    yield chunk
+                elif time.monotonic() - quiet_since >= settings.events_keepalive:
+                    quiet_since = time.monotonic()
+                    yield b": keepalive\n\n"
+                if not full:
+                    _closing.wait(settings.events_poll_interval)
+        finally:
+            db.release(database)
+
+    def _start(self, database):
+        """Where the stream begins; the reset message when the asked id is gone."""
+        if self.after is None:
+            self.after = outbox.position(database)
+            return None
+        outbox.assign(database)
+        oldest, newest = outbox.bounds(database)
+        newest = newest or 0
+        if self.after > newest or (oldest is not None and self.after < oldest - 1):
+            self.after = newest
+            return (f"id: {newest}\nevent: reset\ndata: "
+                    f"{dumps({'reason': 'events after this id are no longer kept'})}\n\n").encode()
+        return None
+
+    def _poll(self, database):
+        """(the messages of the next events the caller may see, whether a whole batch came)."""
+        outbox.assign(database)
+        events = outbox.read(database, self.after, list(self.metas), BATCH)
+        if not events:
+            return b"", False
+        self.after = events[-1]["id"]
+        shown = [self._shown(event) for event in self._readable(events)]
+        return b"".join(f"id: {event['id']}\ndata: {dumps(event)}\n\n".encode()
+                        for event in shown), len(events) == BATCH
+
+    def _readable(self, events):
+        """The events of rows the caller's row-level roles let it read now."""
+        restricted = {}
+        for event in events:
+            name = event["entity"]
+            if self.access.permissions.row_restricted(name):
+                restricted.setdefault(name, []).append(event["entityId"])
+        allowed = {}
+        for name, ids in restricted.items():
+            meta = self.metas[name]
+            keys = [key for key in (id_or_none(meta, value) for value in ids) if key is not None]
+            # A soft-deleted row is judged as it was marked.
+            seeing = dataclasses.replace(self.access, include_deleted=True)
+            allowed[name] = {str(key) for key in visible_ids(seeing, meta, keys)}
+        return [event for event in events
+                if event["entity"] not in allowed or event["entityId"] in allowed[event["entity"]]]
+
+    def _shown(self, event):
+        levels = self.access.permissions.attribute_levels(event["entity"])
+        event["changed"] = [name for name in event["changed"] if levels.get(name, 0) >= 1]
+        return event

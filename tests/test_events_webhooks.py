@@ -1,0 +1,207 @@
+"""Webhooks: registration under the grant, signed deliveries, retries with
+backoff, dead letters and their replay (restsvc/events/webhooks.py, delivery.py)."""
+import json
+
+import pytest
+from werkzeug.test import Client
+
+from conftest import bearer, demo_id, get_token
+from restsvc.events.delivery import Deliverer, WebhookDelivery
+from restsvc.events.webhooks import sync_settings
+from webhook_support import Receiver, verify
+
+CUSTOMER = demo_id("customer", 3)
+SECRET = "a-webhook-secret-of-some-length"
+QUICK = {"svc.webhooks.allow-private-addresses": True,
+         "svc.webhooks.retry-initial-delay": "20ms", "svc.webhooks.timeout": "5s"}
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _register(client, auth, url, **extra):
+    body = {"url": url, "entities": ["Customer"], "kinds": ["UPDATE"], "secret": SECRET, **extra}
+    return client.post("/rest/webhooks", headers=auth, json=body)
+
+
+def _rename(client, auth, name):
+    response = client.put(f"/rest/entities/Customer/{CUSTOMER}", headers=auth,
+                          json={"name": name})
+    assert response.status_code == 200, response.json
+
+
+def test_registration_needs_the_grant_and_never_answers_the_secret(make_app, receiver):
+    app = make_app(QUICK)
+    c = Client(app)
+    auth = bearer(get_token(c))
+    reader = bearer(get_token(c, "reader", "reader-secret"))
+    assert _register(c, reader, receiver.url).status_code == 403
+    created = _register(c, auth, receiver.url)
+    assert created.status_code == 201, created.json
+    hook = created.json
+    assert set(hook) == {"id", "url", "entities", "kinds", "createdDate", "fromSettings"}
+    assert created.headers["Location"].endswith(f"/rest/webhooks/{hook['id']}")
+    for answer in (c.get("/rest/webhooks", headers=auth),
+                   c.get(f"/rest/webhooks/{hook['id']}", headers=auth)):
+        assert answer.status_code == 200 and SECRET not in answer.get_data(as_text=True)
+    assert c.get("/rest/webhooks", headers=reader).status_code == 403
+    assert c.delete(f"/rest/webhooks/{hook['id']}", headers=auth).status_code == 204
+    assert c.get(f"/rest/webhooks/{hook['id']}", headers=auth).status_code == 404
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"url": "ftp://93.184.216.34/x"}, "only http"),
+    ({"entities": ["Product"]}, "publishes events"),
+    ({"entities": ["Nothing"]}, "publishes events"),
+    ({"kinds": ["RESTORE"]}, "kinds"),
+    ({"secret": "short"}, "secret"),
+    ({"url": "http://no-such-host.invalid/x"}, "does not resolve"),
+])
+def test_bad_registrations_are_400(app, client, auth, change, message):
+    body = {"url": "https://93.184.216.34/hook", "entities": ["Customer"], "secret": SECRET,
+            **change}
+    response = client.post("/rest/webhooks", headers=auth, json=body)
+    assert response.status_code == 400 and message in response.json["details"], response.json
+
+
+def test_private_addresses_are_refused_unless_allowed(client, auth, receiver):
+    for url in (receiver.url, "http://10.1.2.3/x", "http://169.254.169.254/latest",
+                "http://[::1]:8080/x"):
+        response = _register(client, auth, url)
+        assert response.status_code == 400, (url, response.json)
+        assert "private" in response.json["details"]
+
+
+def _deliverer(app):
+    return Deliverer(app.settings, app.database)
+
+
+def test_a_receiver_that_fails_three_times_gets_four_signed_deliveries_of_one_event(
+        make_app):
+    app = make_app(QUICK)
+    c = Client(app)
+    auth = bearer(get_token(c))
+    receiver = Receiver(answers=[500, 503, 404])
+    try:
+        assert _register(c, auth, receiver.url).status_code == 201
+        _rename(c, auth, "Hooked")
+        deliverer = _deliverer(app)
+        receiver.wait_for(4, step=deliverer.step)
+        for _ in range(20):
+            deliverer.step()
+        assert len(receiver.received) == 4
+        ids = set(receiver.ids())
+        assert len(ids) == 1
+        bodies = {body for _, body in receiver.received}
+        assert len(bodies) == 1
+        event = json.loads(bodies.pop())
+        assert str(event["id"]) == ids.pop()
+        assert (event["entity"], event["entityId"], event["kind"]) == ("Customer", CUSTOMER,
+                                                                      "UPDATE")
+        for headers, body in receiver.received:
+            assert verify(SECRET, headers["Svc-Signature"], body)
+            assert not verify("another-secret-entirely", headers["Svc-Signature"], body)
+            assert headers["Content-Type"] == "application/json"
+        assert WebhookDelivery.select().count() == 0
+    finally:
+        receiver.close()
+
+
+def test_kinds_and_entities_choose_the_events(make_app, receiver):
+    app = make_app(QUICK)
+    c = Client(app)
+    auth = bearer(get_token(c))
+    assert _register(c, auth, receiver.url, kinds=["DELETE"]).status_code == 201
+    _rename(c, auth, "Not a delete")
+    assert c.put(f"/rest/entities/Order/{demo_id('order', 2)}", headers=auth,
+                 json={"number": "Not a customer"}).status_code == 200
+    deliverer = _deliverer(app)
+    for _ in range(5):
+        deliverer.step()
+    assert receiver.received == []
+
+
+def test_a_delivery_failing_for_the_whole_retry_period_is_a_dead_letter_and_replays(
+        make_app):
+    app = make_app({**QUICK, "svc.webhooks.retry-period": "1s"})
+    c = Client(app)
+    auth = bearer(get_token(c))
+    receiver = Receiver(answers=[500] * 1000)
+    try:
+        hook = _register(c, auth, receiver.url).json
+        _rename(c, auth, "Dead")
+        deliverer = _deliverer(app)
+        path = f"/rest/webhooks/{hook['id']}/dead-letters"
+        while not c.get(path, headers=auth).json:
+            deliverer.step()
+        [dead] = c.get(path, headers=auth).json
+        assert dead["lastStatus"] == 500 and dead["attempts"] == len(receiver.received)
+        assert dead["event"]["id"] == dead["eventId"]
+        tried = len(receiver.received)
+        receiver.answers.clear()
+        replayed = c.post(f"{path}/replay", headers=auth)
+        assert replayed.status_code == 200 and replayed.json == {"replayed": 1}
+        receiver.wait_for(tried + 1, step=deliverer.step)
+        assert c.get(path, headers=auth).json == []
+        assert set(receiver.ids()) == {str(dead["eventId"])}
+    finally:
+        receiver.close()
+
+
+def test_subscriptions_of_the_settings_are_listed_and_not_deleted_by_the_api(make_app,
+                                                                             receiver):
+    prefix = "svc.webhooks.subscription.orders."
+    app = make_app({**QUICK, f"{prefix}url": receiver.url, f"{prefix}entities": "Order",
+                    f"{prefix}secret": SECRET})
+    sync_settings(app.database, app.metadata, app.settings.webhooks, True)
+    c = Client(app)
+    auth = bearer(get_token(c))
+    [hook] = c.get("/rest/webhooks", headers=auth).json
+    assert hook["id"] == "settings:orders" and hook["fromSettings"]
+    assert hook["kinds"] == ["CREATE", "UPDATE", "DELETE"]
+    assert c.delete("/rest/webhooks/settings:orders", headers=auth).status_code == 409
+
+
+def _readme_receiver(secret):
+    """The README's ten-line receiver, run as written (on a free port)."""
+    import re
+    import threading
+    from http.server import HTTPServer
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = re.search(r"\*\*A receiver in ten lines of Python\*\*.*?```python\n(.*?)```", text,
+                     re.S).group(1)
+    lines = code.strip().split("\n")
+    assert len(lines) <= 12 and lines[-1].startswith("HTTPServer(")
+    namespace = {}
+    exec("\n".join(lines[:-1]), namespace)          # all but serve_forever on port 8080
+    namespace["SECRET"] = secret.encode()
+    server = HTTPServer(("127.0.0.1", 0), namespace["Hook"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("receiver_secret, accepted", [(SECRET, True),
+                                                       ("not-the-subscription-secret", False)])
+def test_the_readme_receiver_verifies_the_signature(make_app, receiver_secret, accepted):
+    app = make_app({**QUICK, "svc.webhooks.retry-initial-delay": "1h"})
+    c = Client(app)
+    auth = bearer(get_token(c))
+    server = _readme_receiver(receiver_secret)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        assert _register(c, auth, url).status_code == 201
+        _rename(c, auth, "Verified")
+        _deliverer(app).step()
+        left = list(WebhookDelivery.select())
+        if accepted:
+            assert left == []                       # answered 204: delivered
+        else:
+            assert [(row.lastStatus, row.attempts) for row in left] == [(400, 1)]
+    finally:
+        server.shutdown()
+        server.server_close()
