@@ -245,10 +245,19 @@ class DataManager:
             Writer(access).delete(meta, keys, if_match)
 
     def restore(self, access, meta, entity_id):
-        return softdelete.restore(access, meta, entity_id)
+        """Bring a soft-deleted row back with the children deleted with it;
+        its id. 409 when it is not deleted or a live row took its unique key."""
+        with write_transaction(self.database):
+            key, deleted = softdelete.deleted_row(access, meta, entity_id,
+                                                  softdelete.RESTORE, "update")
+            Writer(access).restore(meta, key, deleted)
+        return key
 
     def purge(self, access, meta, entity_id):
-        softdelete.purge(access, meta, entity_id, Writer(access))
+        """Remove a soft-deleted row for good (409 while other rows refer to it)."""
+        with write_transaction(self.database):
+            key, _ = softdelete.deleted_row(access, meta, entity_id, softdelete.PURGE, "delete")
+            Writer(access).delete(meta, [key], purge=True)
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
         """What create/update answer for the saved operations, one JSON text

@@ -20,11 +20,14 @@ in this order:
 
 ``Writer.delete`` does the same for deletes (row rules on the rows as they
 are, references checked, history of the rows and their composition
-children, memberships removed, the statement, the hook). A feature that
-reacts to writes (audit, history, events) is a further step here, never a
-second path.
+children at every depth, memberships removed, the statement, the hook).
+``Writer.restore`` brings a soft-deleted row back with its children as an
+update: rules_before (on the row as deleted), audit, statement (unmark),
+rules_after, history (RESTORE items). A feature that reacts to writes
+(audit, history, events) is a further step here, never a second path.
 """
 import contextlib
+import dataclasses
 
 import peewee
 
@@ -71,14 +74,19 @@ class Writer:
     def audit(self, operation):
         if not operation.meta.audited:
             return
-        now = utc_now()
-        values = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
-        if operation.creating:
-            values.update(createdBy=values["lastModifiedBy"], createdDate=now)
+        values = self.audit_values(operation.creating)
         operation.values.update(values)
         if operation.instance is not None:
             for name, value in values.items():
                 setattr(operation.instance, name, value)
+
+    def audit_values(self, creating):
+        """Who and when (UTC) for the audit fields of a create or an update."""
+        now = utc_now()
+        values = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
+        if creating:
+            values.update(createdBy=values["lastModifiedBy"], createdDate=now)
+        return values
 
     def flush(self, operation):
         """Send the batched statements at once."""
@@ -234,9 +242,11 @@ class Writer:
         A ``soft_delete`` entity's rows are marked instead (data/softdelete.py),
         unless purged."""
         check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
-        if meta.soft_delete and not purge:
-            self.history_of_delete(meta, ids)
-            marked = softdelete.mark(self.access, meta, ids, versions=expected_versions)
+        soft = meta.soft_delete and not purge
+        rows = composed(meta, ids, soft)
+        self.history_of_delete(rows)
+        if soft:
+            marked = softdelete.mark(self.access, rows, utc_now(), versions=expected_versions)
             if expected_versions is not None and marked < len(ids):
                 raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
             return
@@ -246,7 +256,6 @@ class Writer:
                 raise Conflict("Delete policy violation",
                                f"Unable to delete {meta.name} because there are references from "
                                f"{ref_meta.name}")
-        self.history_of_delete(meta, ids)
         for link in meta.links:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
@@ -264,19 +273,38 @@ class Writer:
         for instance in doomed:
             hook(instance)
 
-
-    def history_of_delete(self, meta, ids):
-        """DELETE items of the rows and of the composition children that go with them."""
-        items = history.deleted_items(meta, ids) if meta.history is not None else []
-        for prop in meta.properties.values():
-            if prop.is_collection and prop.back_field is not None and \
-                    prop.target.history is not None:
-                child = prop.target.model
-                children = [row[0] for row in child.select(child.id).where(
-                    prop.back_field.in_(ids)).tuples()]
-                if children:
-                    items += history.deleted_items(prop.target, children)
+    def history_of_delete(self, rows):
+        """DELETE items of the rows and of the composition children that go
+        with them (``rows`` as ``composed`` finds them)."""
+        items = []
+        for meta, ids in rows:
+            if meta.history is not None:
+                items += history.deleted_items(meta, ids)
         history.record(self.access, items)
+
+    # -- restore -----------------------------------------------------------
+    def restore(self, meta, key, deleted):
+        """Unmark a soft-deleted row and the composition children deleted with
+        it (at the instant ``deleted``, at every depth): an update, in the
+        update's steps. 409 when a live row now holds one of its unique keys."""
+        self.rules_before_restore(meta, key)
+        rows = composed(meta, [key], deleted=deleted)
+        audit = self.audit_values(creating=False)
+        try:
+            softdelete.unmark(rows, deleted, audit)                 # the statement
+        except peewee.IntegrityError:
+            raise Conflict("Unique key taken", f"A live {meta.name} now holds a unique value "
+                                               f"of {key}; change it first") from None
+        check_rows(self.access, meta, "update", [key])              # rules_after
+        self.history_of_restore(rows, deleted)
+
+    def rules_before_restore(self, meta, key):
+        """The caller's write rules on the row as it was (deleted)."""
+        seeing = dataclasses.replace(self.access, include_deleted=True)
+        check_rows(seeing, meta, "update", [key], before=True)
+
+    def history_of_restore(self, rows, deleted):
+        history.record(self.access, softdelete.restore_items(rows, deleted))
 
 
 @contextlib.contextmanager
@@ -298,6 +326,30 @@ def child_ids(access, prop, parent_id):
     rows = select_rows(access, prop.target, ids_only(prop.target), sort=None,
                        key_field=prop.back_field, keys=[parent_id])
     return {row["id"] for row in rows}
+
+
+def composed(meta, ids, soft=False, deleted=None):
+    """[(entity, ids)]: the rows and their composition children at every
+    depth, parents first. ``soft``: what a soft delete marks (live rows, and
+    only children that are soft-deleted too); ``deleted``: what a restore
+    brings back (children of soft-deleted entities marked at that instant);
+    neither: what a delete removes (every child)."""
+    found = [(meta, list(ids))]
+    for prop in meta.properties.values():
+        child = prop.target
+        if not (prop.is_collection and prop.back_field is not None) or \
+                ((soft or deleted is not None) and not child.soft_delete):
+            continue
+        model = child.model
+        condition = prop.back_field.in_(list(ids))
+        if soft:
+            condition &= model.deletedDate.is_null()
+        elif deleted is not None:
+            condition &= model.deletedDate == deleted
+        children = [child.row_id(row[0]) for row in model.select(model.id).where(condition).tuples()]
+        if children:
+            found += composed(child, children, soft, deleted)
+    return found
 
 
 def _referrers(metadata, meta):
