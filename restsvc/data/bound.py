@@ -16,6 +16,7 @@ loaded (services compute with it); ``to_entity_json`` -- and every service
 result -- leaves it out.
 """
 import contextlib
+import dataclasses
 import sys
 
 from ..db import write_transaction
@@ -79,12 +80,57 @@ class _Everything:
 
 
 class DataAccess:
-    """``DataManager`` calls with the caller's ``Access`` filled in."""
+    """``DataManager`` calls with the caller's ``Access`` filled in.
 
-    def __init__(self, data_manager, access):
+    Writes are recorded (audit fields, history, ``deletedBy``) under the
+    caller's name. Two explicit exceptions, for application code only:
+
+        with data.as_service():         # in the service's own name ("orderService")
+            data.save(Order, {...})
+        with data.importing():          # createdBy/createdDate/lastModifiedBy/
+            data.save(Customer, row)    #   lastModifiedDate from the body, where given
+
+    Neither changes what the caller may do: its permissions and row rules
+    still apply to every read and write."""
+
+    def __init__(self, data_manager, access, service=None):
         self._data = data_manager
         self.access = access
+        self.service = service      # the name of the service it was given to, if any
         self._unit = None           # None: outside a unit of work; False: no write yet
+
+    def for_service(self, name):
+        """The same caller's DataAccess, handed to the service ``name``."""
+        return DataAccess(self._data, self.access, name)
+
+    @contextlib.contextmanager
+    def as_service(self, name=None):
+        """Writes inside the block are recorded in the service's own name
+        (``name``, by default the name the service is registered under) instead
+        of the caller's: audit fields, history items' ``username``, ``deletedBy``."""
+        name = name or self.service
+        if not name or not isinstance(name, str):
+            raise ValueError("as_service() needs a name outside a service method")
+        with self._changed(writer=name):
+            yield self
+
+    @contextlib.contextmanager
+    def importing(self):
+        """Inside the block, saves keep the audit fields (``createdBy``,
+        ``createdDate``, ``lastModifiedBy``, ``lastModifiedDate``) a body gives,
+        as imports of rows from elsewhere need; those it leaves out are filled
+        as always. Clients never can: the Entities API ignores them."""
+        with self._changed(keeps_audit=True):
+            yield self
+
+    @contextlib.contextmanager
+    def _changed(self, **values):
+        before = self.access
+        self.access = dataclasses.replace(before, **values)
+        try:
+            yield self
+        finally:
+            self.access = before
 
     @contextlib.contextmanager
     def unit_of_work(self):

@@ -75,6 +75,9 @@ class Writer:
         if not operation.meta.audited:
             return
         values = self.audit_values(operation.creating)
+        if self.access.keeps_audit:     # an import: values it gives stay (DataAccess.importing)
+            values = {name: value for name, value in values.items()
+                      if operation.values.get(name) is None}
         operation.values.update(values)
         if operation.instance is not None:
             for name, value in values.items():
