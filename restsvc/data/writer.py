@@ -59,7 +59,7 @@ class Writer:
         self.compositions(operation)
         self.memberships(operation)
         self.rules_after(operation, owner_field)
-        self.history(operation, before)
+        self.history(operation, before, owner_field, owner_id)
         self.after_save(operation, instance)
         return operation.id
 
@@ -158,12 +158,15 @@ class Writer:
                 link.member_field).where(link.owner_field == operation.id).tuples()}
         return values, collections
 
-    def history(self, operation, before):
+    def history(self, operation, before, owner_field=None, owner_id=None):
         meta = operation.meta
         if meta.history is None:
             return
         values, old_collections = before or (None, {})
-        changes = history.changes_of(meta, operation.values, values)
+        written = operation.values
+        if owner_field is not None and operation.creating:     # a new child names its owner
+            written = {**written, owner_field.name: owner_id}
+        changes = history.changes_of(meta, written, values)
         props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
         new_ids = dict((prop.name, [child.id for child in children])
                        for prop, children in operation.children)
