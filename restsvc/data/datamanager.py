@@ -219,6 +219,9 @@ class DataManager:
             writer = Writer(access, batch=[])   # the INSERT and its history item at once
             writer.save(single)
             writer.flush(single)
+        elif (alone and not single.creating and "version" in single.meta.properties
+              and not is_sqlite(self.database) and Writer(access).update_at_once(single)):
+            pass                                # the UPDATE and its history item at once
         else:
             writer = Writer(access)
             with write_transaction(self.database):

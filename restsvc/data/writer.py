@@ -159,9 +159,16 @@ class Writer:
         return values, collections
 
     def history(self, operation, before, owner_field=None, owner_id=None):
+        item = self.history_item(operation, before, owner_field, owner_id)
+        if item is not None:
+            history.record(self.access, [item], self.batch)
+
+    @staticmethod
+    def history_item(operation, before, owner_field=None, owner_id=None):
+        """The HistoryItem of a save (meta, id, kind, changes), or None."""
         meta = operation.meta
         if meta.history is None:
-            return
+            return None
         values, old_collections = before or (None, {})
         written = operation.values
         if owner_field is not None and operation.creating:     # a new child names its owner
@@ -177,8 +184,37 @@ class Writer:
             if change is not None:
                 changes.append(change)
         if changes or operation.creating:
-            kind = "CREATE" if operation.creating else "UPDATE"
-            history.record(self.access, [(meta, operation.id, kind, changes)], self.batch)
+            return meta, operation.id, "CREATE" if operation.creating else "UPDATE", changes
+        return None
+
+    def update_at_once(self, operation):
+        """PostgreSQL, a lone UPDATE (``Operation.is_one_statement``) of an
+        entity with history and a version: ``save``'s steps with the UPDATE and
+        its history item sent as one statement, no BEGIN/COMMIT round trips.
+        The row's values and version are read first, unlocked, and the UPDATE
+        applies only at that version (every write through here raises it), so
+        the item's old values are those it replaced. False, with nothing
+        written, when the row is missing or changed meanwhile or the expected
+        version differs: ``save`` in a transaction then decides and answers."""
+        meta = operation.meta
+        self.audit(operation)
+        values = history.old_values(self.access, meta, operation.id, lock=False)
+        if values is None:
+            return False
+        version = values["version"]
+        expected = operation.expected_version
+        if expected is not None and version not in (
+                expected if isinstance(expected, tuple) else (expected,)):
+            return False
+        model = meta.model
+        sql, params = model.update(**operation.values, version=model.version + 1).where(
+            (model.id == operation.id) & (model.version == version)).sql()
+        item = self.history_item(operation, (values, {}))
+        if item is not None:
+            sql, params = history.with_item(self.access, sql, params, item)
+        with _failures(operation):
+            changed = self.access.database.execute_sql(sql, params).rowcount
+        return changed == 1
 
     @staticmethod
     def after_save(operation, instance):
