@@ -222,3 +222,22 @@ def test_an_update_at_a_stale_version_records_nothing_and_one_at_the_current_doe
         **auth, "If-Match": f'"{current["version"]}"'}, json={"name": "Late"})
     assert gone.status_code == 412
     assert len(_history(client, auth, "Customer", CUSTOMER)) == 1
+
+
+def test_a_bulk_delete_is_recorded_per_row_and_items_filter_by_who(client, auth):
+    ids = [demo_id("customer", n) for n in (8, 9)]
+    response = client.delete("/rest/entities/Customer", headers=auth,
+                             json=[{"id": key} for key in ids])
+    assert response.status_code == 204, response.get_data(as_text=True)
+    for key in ids:
+        [item] = _history(client, auth, "Customer", key)
+        assert item["kind"] == "DELETE" and item["username"] == "demo-client"
+    query = json.dumps({"conditions": [
+        {"property": "username", "operator": "=", "value": "demo-client"},
+        {"property": "kind", "operator": "=", "value": "DELETE"}]})
+    found = client.get("/rest/entities/HistoryItem/search", headers=auth,
+                       query_string={"filter": query, "sort": "entityId"}).json
+    assert {i["entityId"] for i in found} == set(ids)
+    schemas = client.get("/rest/docs/openapiDetailed.json",
+                         headers=_auditor(client)).json["components"]["schemas"]
+    assert any("HistoryItem" in name for name in schemas)
