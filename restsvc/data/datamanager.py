@@ -214,14 +214,9 @@ class DataManager:
             # then held only while the statement runs, and concurrent writers
             # wait for each other far less.
             Writer(access).save(single)
-        elif (alone and single.creating and not single.meta.database_assigns_id
-              and not is_sqlite(self.database)):
-            writer = Writer(access, batch=[])   # the INSERT and its history item at once
-            writer.save(single)
-            writer.flush(single)
-        elif (alone and not single.creating and "version" in single.meta.properties
-              and not is_sqlite(self.database) and Writer(access).update_at_once(single)):
-            pass                                # the UPDATE and its history item at once
+        elif alone and not is_sqlite(self.database) and _at_once(single) and \
+                Writer(access).save_at_once(single):
+            pass        # its statement and its history item sent as one
         else:
             writer = Writer(access)
             with write_transaction(self.database):
@@ -280,6 +275,15 @@ class DataManager:
         return [write_entity(meta, by_id[key], plan, access.permissions, return_nulls)
                 if key in by_id else RawJson(dumps({"_entityName": meta.name, "id": key}))
                 for key in ids]
+
+
+def _at_once(operation):
+    """Whether ``Writer.save_at_once`` may try a lone write: a create of a row
+    whose id it knows, an update of a versioned row."""
+    meta = operation.meta
+    if operation.creating:
+        return not meta.database_assigns_id
+    return "version" in meta.properties
 
 
 def _name_from_values(meta, saved):

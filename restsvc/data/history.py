@@ -180,21 +180,6 @@ def _rows(access, items):
             for meta, entity_id, kind, changes in items]
 
 
-def with_item(access, update_sql, update_params, item):
-    """(SQL, parameters) of one statement that runs an UPDATE (its text and
-    parameters) and inserts the history ``item`` only when the UPDATE changed
-    a row (PostgreSQL: a data-modifying WITH); its row count says which."""
-    sql, params = _insert_sql(access, _rows(access, [item])[0])
-    key = ("history-with", sql)
-    text = access.sql_cache.get(key)
-    if text is None:
-        columns, _, values = sql.partition(" VALUES ")
-        values = values.partition(" RETURNING ")[0]
-        text = access.sql_cache[key] = (
-            f'{columns} SELECT {values.strip("()")} FROM "updated"')
-    return f'WITH "updated" AS ({update_sql} RETURNING 1) {text}', [*update_params, *params]
-
-
 _COLUMNS = ("id", "version", "entityName", "entityId", "kind", "username", "changedDate", "changes")
 
 

@@ -41,13 +41,17 @@ from .query import EntityQuery
 from .rowrules import check_members, check_rows
 
 
+class _NotAtOnce(Exception):
+    """``save_at_once`` cannot decide alone: the transaction path will."""
+
+
 class Writer:
-    def __init__(self, access, batch=None):
+    def __init__(self, access):
         self.access = access
-        # PostgreSQL, one create with history: its INSERT and the item's are
-        # sent together by ``flush`` (statements of one Query message run as
-        # one transaction: no BEGIN and COMMIT round trips).
-        self.batch = batch
+        # ``save_at_once`` (PostgreSQL): the statements of a lone write, sent
+        # as one by ``flush``; a step that writes too (history) adds its own.
+        self.batch = None
+        self.at_version = None      # the version an UPDATE sent at once applies at
 
     # -- save --------------------------------------------------------------
     def save(self, operation, owner_field=None, owner_id=None):
@@ -91,13 +95,45 @@ class Writer:
             values.update(createdBy=values["lastModifiedBy"], createdDate=now)
         return values
 
+    # -- at once -----------------------------------------------------------
+    def save_at_once(self, operation):
+        """PostgreSQL, a lone create or update (``Operation.is_one_statement``,
+        no row rules on writes) of an entity that records its writes: ``save``'s
+        steps, their statements sent as one (no BEGIN and COMMIT round trips).
+        An update's values and version are read first, unlocked, and it
+        applies only at that version (every write through here raises it), so
+        its history item's old values are those it replaced. False, with
+        nothing written, when the row is missing or changed meanwhile or the
+        expected version differs: ``save`` in a transaction then decides."""
+        self.batch = []
+        try:
+            self.save(operation)
+            return self.flush(operation)
+        except _NotAtOnce:
+            return False
+        finally:
+            self.batch, self.at_version = None, None
+
     def flush(self, operation):
-        """Send the batched statements at once."""
-        sql = "; ".join(text for text, _ in self.batch)
-        params = [value for _, values in self.batch for value in values]
-        self.batch = None
+        """Send the batched statements as one: a create's one after the other
+        (one Query message runs as one transaction), an update's INSERTs as
+        parts of a data-modifying WITH that only insert when the UPDATE changed
+        the row. Whether it did."""
+        batch, self.batch = self.batch, None
+        if operation.creating:
+            sql = "; ".join(text for text, _ in batch)
+        else:
+            (update, _), inserts = batch[0], [text for text, _ in batch[1:]]
+            sql = update
+            if inserts:
+                sql = f'WITH "updated" AS ({update} RETURNING 1)'
+                for number, text in enumerate(inserts[:-1]):
+                    sql += f', "written{number}" AS ({_after_update(self.access, text)})'
+                sql += " " + _after_update(self.access, inserts[-1])
+        params = [value for _, values in batch for value in values]
         with _failures(operation):
-            self.access.database.execute_sql(sql, params)
+            changed = self.access.database.execute_sql(sql, params).rowcount
+        return operation.creating or changed == 1
 
     def statement(self, operation, owner_field, owner_id):
         with _failures(operation):
@@ -148,7 +184,15 @@ class Writer:
         meta = operation.meta
         if meta.history is None or operation.creating:
             return None
-        values = history.old_values(self.access, meta, operation.id) or {}
+        at_once = self.batch is not None
+        values = history.old_values(self.access, meta, operation.id, lock=not at_once)
+        if at_once:
+            expected = operation.expected_version
+            if values is None or (expected is not None and values["version"] not in (
+                    expected if isinstance(expected, tuple) else (expected,))):
+                raise _NotAtOnce()
+            self.at_version = values["version"]
+        values = values or {}
         collections = {}
         for prop, _ in operation.children:
             collections[prop.name] = child_ids(self.access, prop, operation.id)
@@ -186,35 +230,6 @@ class Writer:
         if changes or operation.creating:
             return meta, operation.id, "CREATE" if operation.creating else "UPDATE", changes
         return None
-
-    def update_at_once(self, operation):
-        """PostgreSQL, a lone UPDATE (``Operation.is_one_statement``) of an
-        entity with history and a version: ``save``'s steps with the UPDATE and
-        its history item sent as one statement, no BEGIN/COMMIT round trips.
-        The row's values and version are read first, unlocked, and the UPDATE
-        applies only at that version (every write through here raises it), so
-        the item's old values are those it replaced. False, with nothing
-        written, when the row is missing or changed meanwhile or the expected
-        version differs: ``save`` in a transaction then decides and answers."""
-        meta = operation.meta
-        self.audit(operation)
-        values = history.old_values(self.access, meta, operation.id, lock=False)
-        if values is None:
-            return False
-        version = values["version"]
-        expected = operation.expected_version
-        if expected is not None and version not in (
-                expected if isinstance(expected, tuple) else (expected,)):
-            return False
-        model = meta.model
-        sql, params = model.update(**operation.values, version=model.version + 1).where(
-            (model.id == operation.id) & (model.version == version)).sql()
-        item = self.history_item(operation, (values, {}))
-        if item is not None:
-            sql, params = history.with_item(self.access, sql, params, item)
-        with _failures(operation):
-            changed = self.access.database.execute_sql(sql, params).rowcount
-        return changed == 1
 
     @staticmethod
     def after_save(operation, instance):
@@ -257,11 +272,16 @@ class Writer:
         operation.id = operation.meta.row_id(instance.id)
         return instance
 
-    @staticmethod
-    def _update(operation, values):
+    def _update(self, operation, values):
         model = operation.meta.model
         condition = model.id == operation.id
         expected = operation.expected_version
+        if self.batch is not None:      # sent by ``flush``, at the version read before
+            if self.at_version is None:
+                raise _NotAtOnce()
+            self.batch.append(model.update(**values, version=model.version + 1).where(
+                condition & (model.version == self.at_version)).sql())
+            return
         if expected is not None:
             condition &= version_is(model, expected)
         changed = model.update(**values, version=model.version + 1).where(condition).execute()
@@ -361,6 +381,18 @@ def _failures(operation):
     except peewee.DataError:
         raise BadRequest(failure, "A value does not fit its database column") from None
 
+
+
+def _after_update(access, insert_sql):
+    """An INSERT ... VALUES as INSERT ... SELECT from the WITH's "updated"
+    (one row when the UPDATE changed one, else none); its text made once."""
+    key = ("after-update", insert_sql)
+    text = access.sql_cache.get(key)
+    if text is None:
+        columns, _, values = insert_sql.partition(" VALUES ")
+        values = values.partition(" RETURNING ")[0].strip()
+        text = access.sql_cache[key] = f'{columns} SELECT {values[1:-1]} FROM "updated"'
+    return text
 
 
 def child_ids(access, prop, parent_id):
