@@ -26,7 +26,7 @@ from ..model.valuetypes import MAX_ARRAY_ITEMS
 from ..security.roles import MODIFY
 from .access import require
 from .loader import visible_ids
-from .writer import child_ids
+from .owned import child_ids
 
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
 SIZE = "{jakarta.validation.constraints.Size.message}"

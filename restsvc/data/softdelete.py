@@ -34,7 +34,7 @@ def including_deleted(access):
 
 
 def mark(access, rows, when, versions=None):
-    """Mark live rows deleted, ``rows`` as ``composed`` (data/writer.py) finds
+    """Mark live rows deleted, ``rows`` as ``composed`` (data/owned.py) finds
     them for a soft delete: the rows first, then their soft-deleted composition
     children at every depth; how many of the first rows were marked.
     ``versions`` (If-Match): only first rows at one of them."""

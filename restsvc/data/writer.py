@@ -23,8 +23,11 @@ are, references checked, history of the rows and their composition
 children at every depth, memberships removed, the statement, the hook).
 ``Writer.restore`` brings a soft-deleted row back with its children as an
 update: rules_before (on the row as deleted), audit, statement (unmark),
-rules_after, history (RESTORE items). A feature that reacts to writes
-(audit, history, events) is a further step here, never a second path.
+rules_after, history (RESTORE items). ``Writer.save_at_once`` (PostgreSQL,
+a lone create or update) runs ``save``'s steps with their statements
+collected in ``batch`` and sent as one by ``flush``. A feature that reacts
+to writes (audit, history, events) is a further step here, never a second
+path; a step that writes adds its statement to ``batch`` when there is one.
 """
 import contextlib
 import dataclasses
@@ -32,11 +35,10 @@ import dataclasses
 import peewee
 
 from ..errors import ApiError, BadRequest, Conflict, NotFound, PreconditionFailed
-from ..model.fetchplan import ids_only
 from . import history, softdelete
 from .access import require, utc_now
 from .etags import version_is
-from .loader import select_rows
+from .owned import child_ids, composed, referrers
 from .query import EntityQuery
 from .rowrules import check_members, check_rows
 
@@ -313,7 +315,7 @@ class Writer:
                 raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
             return
         model = meta.model
-        for ref_meta, fk in _referrers(self.access.metadata, meta):
+        for ref_meta, fk in referrers(self.access.metadata, meta):
             if fk.model.select().where(fk.in_(ids)).exists():
                 raise Conflict("Delete policy violation",
                                f"Unable to delete {meta.name} because there are references from "
@@ -393,44 +395,3 @@ def _after_update(access, insert_sql):
         values = values.partition(" RETURNING ")[0].strip()
         text = access.sql_cache[key] = f'{columns} SELECT {values[1:-1]} FROM "updated"'
     return text
-
-
-def child_ids(access, prop, parent_id):
-    """The ids of a composition's stored children the caller can see."""
-    rows = select_rows(access, prop.target, ids_only(prop.target), sort=None,
-                       key_field=prop.back_field, keys=[parent_id])
-    return {row["id"] for row in rows}
-
-
-def composed(meta, ids, soft=False, deleted=None):
-    """[(entity, ids)]: the rows and their composition children at every
-    depth, parents first. ``soft``: what a soft delete marks (live rows, and
-    only children that are soft-deleted too); ``deleted``: what a restore
-    brings back (children of soft-deleted entities marked at that instant);
-    neither: what a delete removes (every child)."""
-    found = [(meta, list(ids))]
-    for prop in meta.properties.values():
-        child = prop.target
-        if not (prop.is_collection and prop.back_field is not None) or \
-                ((soft or deleted is not None) and not child.soft_delete):
-            continue
-        model = child.model
-        condition = prop.back_field.in_(list(ids))
-        if soft:
-            condition &= model.deletedDate.is_null()
-        elif deleted is not None:
-            condition &= model.deletedDate == deleted
-        children = [child.row_id(row[0]) for row in model.select(model.id).where(condition).tuples()]
-        if children:
-            found += composed(child, children, soft, deleted)
-    return found
-
-
-def _referrers(metadata, meta):
-    """(entity, ForeignKeyField) pairs that refer to ``meta``, except the
-    back-references of its own compositions (those children go with it)."""
-    owned = {prop.back_field for prop in meta.properties.values() if prop.back_field is not None}
-    for fk in meta.model._meta.backrefs:
-        referrer = metadata.of_model(fk.model)
-        if fk not in owned and referrer is not None:
-            yield referrer, fk
