@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import uuid
 from contextlib import contextmanager
 
 import pytest
@@ -32,7 +33,9 @@ class Shop:
     def declare(self, body, entities="Author"):
         """A new version of the model; later commands and apps use it."""
         self.version += 1
-        module = f"shop_{os.getpid()}_{id(self)}_{self.version}"
+        # Unique for the run: an id() of an earlier Shop can come back, and
+        # its module, already imported, would be used instead of this one.
+        module = f"shop_{os.getpid()}_{uuid.uuid4().hex}_{self.version}"
         (self.directory / f"{module}.py").write_text(
             HEADER + textwrap.dedent(body) + f"\napplication = Application(entities=({entities},))\n")
         self.config = self.directory / f"restsvc-{self.version}.yaml"

@@ -1,7 +1,14 @@
 """Audit fields: who created and last changed a row, and when (UTC)."""
+import dataclasses
 import datetime
+import uuid
 
-from conftest import bearer, demo_id, password_grant
+import pytest
+from werkzeug.test import Client
+
+from conftest import bearer, demo_id, get_token, password_grant
+from restsvc import DataAccess, rest_method, rest_service
+from restsvc.demo import application as demo
 
 CUSTOMER = demo_id("customer", 3)
 
@@ -72,3 +79,94 @@ def test_a_restore_is_audited_as_an_update_by_whoever_restores(client, auth):
     assert response.status_code == 200, response.json
     restored = client.get(f"/rest/entities/Customer/{created['id']}", headers=auth).json
     assert restored["createdBy"] == "demo-client" and restored["lastModifiedBy"] == "admin"
+
+
+# -- services: the caller's name, the service's own, and imports ----------------
+@rest_service(name="auditTestService")
+class AuditTestService:
+    @rest_method(http_methods=("POST",))
+    def rename(self, customerId: uuid.UUID, name: str, data: DataAccess) -> str:
+        """In the caller's name (the default); audit values in the body are ignored."""
+        data.save("Customer", {"name": name, "lastModifiedBy": "mallory"}, entity_id=customerId)
+        return "ok"
+
+    @rest_method(http_methods=("POST",))
+    def renameInOwnName(self, customerId: uuid.UUID, name: str, data: DataAccess) -> str:
+        with data.as_service():
+            data.save("Customer", {"name": name}, entity_id=customerId)
+        data.save("Customer", {"name": name + " again"}, entity_id=customerId)
+        return "ok"
+
+    @rest_method(http_methods=("POST",))
+    def deleteInOwnName(self, customerId: uuid.UUID, data: DataAccess) -> str:
+        with data.as_service("nightly-cleanup"):
+            data.delete("Customer", customerId)
+        return "ok"
+
+    @rest_method(http_methods=("POST",))
+    def importCustomer(self, name: str, data: DataAccess) -> str:
+        with data.importing():
+            return data.save("Customer", {
+                "name": name, "createdBy": "legacy-erp", "createdDate": "2001-02-03T04:05:06",
+                "lastModifiedBy": "clerk", "lastModifiedDate": "2002-03-04T05:06:07"}).id
+
+
+@pytest.fixture
+def services_client(make_app):
+    c = Client(make_app(application=dataclasses.replace(
+        demo, services=tuple(demo.services) + (AuditTestService(),))))
+    return c, bearer(get_token(c))
+
+
+def _call(c, auth, method, **params):
+    response = c.post(f"/rest/services/auditTestService/{method}", headers=auth, json=params)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_data(as_text=True)
+
+
+def _last_history(c, auth, entity_id):
+    return c.get(f"/rest/entities/Customer/{entity_id}/history", headers=auth).json[0]
+
+
+def test_a_service_write_is_audited_in_the_callers_name_and_ignores_body_values(services_client):
+    c, auth = services_client
+    _call(c, auth, "rename", customerId=CUSTOMER, name="By service")
+    stored = c.get(f"/rest/entities/Customer/{CUSTOMER}", headers=auth).json
+    assert stored["name"] == "By service" and stored["lastModifiedBy"] == "demo-client"
+    assert _last_history(c, auth, CUSTOMER)["username"] == "demo-client"
+
+
+def test_a_service_writes_in_its_own_name_only_inside_as_service(services_client):
+    c, auth = services_client
+    _call(c, auth, "renameInOwnName", customerId=CUSTOMER, name="Own")
+    items = c.get(f"/rest/entities/Customer/{CUSTOMER}/history", headers=auth).json
+    assert [(i["username"], i["changes"][0]["newValue"]) for i in items] == [
+        ("demo-client", "Own again"), ("auditTestService", "Own")]
+    assert c.get(f"/rest/entities/Customer/{CUSTOMER}",
+                 headers=auth).json["lastModifiedBy"] == "demo-client"
+    _call(c, auth, "deleteInOwnName", customerId=CUSTOMER)
+    deleted = c.get(f"/rest/entities/Customer/{CUSTOMER}?includeDeleted=true", headers=auth).json
+    assert deleted["deletedBy"] == "nightly-cleanup"
+    assert _last_history(c, auth, CUSTOMER)["username"] == "nightly-cleanup"
+
+
+def test_an_import_through_a_service_keeps_the_audit_values_it_gives(services_client):
+    c, auth = services_client
+    created = _call(c, auth, "importCustomer", name="Imported")
+    stored = c.get(f"/rest/entities/Customer/{created}", headers=auth).json
+    assert (stored["createdBy"], stored["createdDate"]) == ("legacy-erp", "2001-02-03T04:05:06")
+    assert (stored["lastModifiedBy"], stored["lastModifiedDate"]) == ("clerk",
+                                                                      "2002-03-04T05:06:07")
+    assert _last_history(c, auth, created)["username"] == "demo-client"   # who wrote it here
+
+
+def test_as_service_needs_a_name_outside_a_service(app):
+    from restsvc.data.access import Access
+    from restsvc.data.bound import DataAccess as Bound
+    data = Bound(app.data, Access(app.metadata, None, {}, app.database, {}))
+    with pytest.raises(ValueError):
+        with data.as_service():
+            pass
+    with data.as_service("batch-job"):
+        assert data.access.username == "batch-job"
+    assert data.access.username == "restsvc"

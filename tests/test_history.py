@@ -204,3 +204,40 @@ def test_prune_removes_items_older_than_the_retention(make_app, tmp_path, capsys
     assert main(["--config", str(config), "history", "prune", "--batch-size", "1"]) == 0
     assert "history items removed: 1" in capsys.readouterr().out
     assert [i["changes"][0]["newValue"] for i in _history(c, auth, "Customer", CUSTOMER)] == ["New"]
+
+
+def test_an_update_at_a_stale_version_records_nothing_and_one_at_the_current_does(client, auth):
+    current = client.get(f"/rest/entities/Customer/{CUSTOMER}", headers=auth).json
+    stale = client.put(f"/rest/entities/Customer/{CUSTOMER}", headers=auth,
+                       json={"name": "Stale", "version": current["version"] + 5})
+    assert stale.status_code == 400 and stale.json["error"] == "Optimistic lock"
+    assert _history(client, auth, "Customer", CUSTOMER) == []
+    fresh = client.put(f"/rest/entities/Customer/{CUSTOMER}", headers=auth,
+                       json={"name": "Fresh", "version": current["version"]})
+    assert fresh.status_code == 200, fresh.json
+    [item] = _history(client, auth, "Customer", CUSTOMER)
+    assert _changes(item)["name"] == {"name": "name", "oldValue": current["name"],
+                                      "newValue": "Fresh"}
+    gone = client.put(f"/rest/entities/Customer/{CUSTOMER}", headers={
+        **auth, "If-Match": f'"{current["version"]}"'}, json={"name": "Late"})
+    assert gone.status_code == 412
+    assert len(_history(client, auth, "Customer", CUSTOMER)) == 1
+
+
+def test_a_bulk_delete_is_recorded_per_row_and_items_filter_by_who(client, auth):
+    ids = [demo_id("customer", n) for n in (8, 9)]
+    response = client.delete("/rest/entities/Customer", headers=auth,
+                             json=[{"id": key} for key in ids])
+    assert response.status_code == 204, response.get_data(as_text=True)
+    for key in ids:
+        [item] = _history(client, auth, "Customer", key)
+        assert item["kind"] == "DELETE" and item["username"] == "demo-client"
+    query = json.dumps({"conditions": [
+        {"property": "username", "operator": "=", "value": "demo-client"},
+        {"property": "kind", "operator": "=", "value": "DELETE"}]})
+    found = client.get("/rest/entities/HistoryItem/search", headers=auth,
+                       query_string={"filter": query, "sort": "entityId"}).json
+    assert {i["entityId"] for i in found} == set(ids)
+    schemas = client.get("/rest/docs/openapiDetailed.json",
+                         headers=_auditor(client)).json["components"]["schemas"]
+    assert any("HistoryItem" in name for name in schemas)

@@ -141,3 +141,37 @@ def test_a_deleted_line_leaves_its_orders_collection_and_collection_filters(clie
                                            "value": gone}]})
     assert _ids(client.get("/rest/entities/Order/search", headers=auth,
                            query_string={"filter": crossing})) == set()
+
+
+def test_include_deleted_on_search_and_count_for_the_grant_holder_only(client, auth, reader_auth):
+    assert client.delete(f"/rest/entities/Order/{ORDER}", headers=auth).status_code == 204
+    auditor = _auditor(client)
+    every = json.dumps({"conditions": [{"property": "number", "operator": "notEmpty",
+                                        "value": True}]})
+    live = _ids(client.get("/rest/entities/Order/search", headers=auditor,
+                           query_string={"filter": every}))
+    assert ORDER not in live
+    both = _ids(client.get("/rest/entities/Order/search", headers=auditor,
+                           query_string={"filter": every, "includeDeleted": "true"}))
+    assert both == live | {ORDER}
+    posted = client.post("/rest/entities/Order/search?includeDeleted=true", headers=auditor,
+                         json={"filter": json.loads(every)})
+    assert ORDER in _ids(posted)
+    counted = client.get("/rest/entities/Order/search/count", headers=auditor,
+                         query_string={"filter": every, "includeDeleted": "true"})
+    assert counted.status_code == 200 and counted.json == len(live) + 1
+    for path in ("/rest/entities/Order/search", "/rest/entities/Order/search/count"):
+        response = client.get(path, headers=reader_auth,
+                              query_string={"filter": every, "includeDeleted": "true"})
+        assert response.status_code == 403 and response.json["error"] == "Forbidden"
+
+
+def test_a_service_delete_marks_and_the_auditor_changes_nothing(client, auth):
+    auditor = _auditor(client)
+    customer = _customer_of(client, auth, ORDER)
+    assert client.put(f"/rest/entities/Order/{ORDER}", headers=auditor,
+                      json={"number": "X"}).status_code == 403
+    assert client.delete(f"/rest/entities/Order/{ORDER}", headers=auditor).status_code == 403
+    assert client.delete(f"/rest/entities/Customer/{customer}",
+                         headers=auditor).status_code == 403
+    assert client.get(f"/rest/entities/Order/{ORDER}", headers=auth).status_code == 200

@@ -22,12 +22,19 @@ class Access:
     database: "peewee.Database"
     sql_cache: dict           # shared per app: SQL text of parameter-free query shapes
     include_deleted: bool = False   # soft-deleted rows too (``?includeDeleted=true``, by grant)
+    # Set only by application code through DataAccess (data/bound.py), never
+    # from a request: the name writes are recorded under instead of the
+    # caller's (a service writing in its own name), and whether audit values
+    # given in a body are kept (imports).
+    writer: str | None = None
+    keeps_audit: bool = False
 
     @property
     def username(self) -> str:
-        """Who writes, as audit fields and history name it: the user, the
-        client id of a client-credentials token, else the service itself."""
-        return self.session.get("username") or SERVICE_NAME
+        """Who writes, as audit fields, history and ``deletedBy`` name it: a
+        service writing in its own name, else the user, the client id of a
+        client-credentials token, else restsvc itself (outside requests)."""
+        return self.writer or self.session.get("username") or SERVICE_NAME
 
 
 SERVICE_NAME = "restsvc"

@@ -16,6 +16,7 @@ loaded (services compute with it); ``to_entity_json`` -- and every service
 result -- leaves it out.
 """
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
@@ -101,12 +102,58 @@ class DataAccess:
     For type checkers, what a call given an entity class loads is an instance
     of that class (``data.load(Order, ...)`` is an ``Order``: its attributes
     are checked against the model's fields); at run time it is a ``Record``.
-    Given an entity name, it is a ``Record``."""
+    Given an entity name, it is a ``Record``.
 
-    def __init__(self, data_manager: "DataManager", access: "Access") -> None:
+    Writes are recorded (audit fields, history, ``deletedBy``) under the
+    caller's name. Two explicit exceptions, for application code only:
+
+        with data.as_service():         # in the service's own name ("orderService")
+            data.save(Order, {...})
+        with data.importing():          # createdBy/createdDate/lastModifiedBy/
+            data.save(Customer, row)    #   lastModifiedDate from the body, where given
+
+    Neither changes what the caller may do: its permissions and row rules
+    still apply to every read and write."""
+
+    def __init__(self, data_manager: "DataManager", access: "Access",
+                 service: str | None = None) -> None:
         self._data = data_manager
         self.access = access
+        self.service = service      # the name of the service it was given to, if any
         self._unit: Any = None      # None: outside a unit of work; False: no write yet
+
+    def for_service(self, name: str) -> "DataAccess":
+        """The same caller's DataAccess, handed to the service ``name``."""
+        return DataAccess(self._data, self.access, name)
+
+    @contextlib.contextmanager
+    def as_service(self, name: str | None = None) -> Iterator[None]:
+        """Writes inside the block are recorded in the service's own name
+        (``name``, by default the name the service is registered under) instead
+        of the caller's: audit fields, history items' ``username``, ``deletedBy``."""
+        name = name or self.service
+        if not name or not isinstance(name, str):
+            raise ValueError("as_service() needs a name outside a service method")
+        with self._changed(writer=name):
+            yield self
+
+    @contextlib.contextmanager
+    def importing(self) -> Iterator[None]:
+        """Inside the block, saves keep the audit fields (``createdBy``,
+        ``createdDate``, ``lastModifiedBy``, ``lastModifiedDate``) a body gives,
+        as imports of rows from elsewhere need; those it leaves out are filled
+        as always. Clients never can: the Entities API ignores them."""
+        with self._changed(keeps_audit=True):
+            yield self
+
+    @contextlib.contextmanager
+    def _changed(self, **values):
+        before = self.access
+        self.access = dataclasses.replace(before, **values)
+        try:
+            yield self
+        finally:
+            self.access = before
 
     @contextlib.contextmanager
     def unit_of_work(self) -> Iterator["DataAccess"]:

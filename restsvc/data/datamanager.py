@@ -226,12 +226,9 @@ class DataManager:
             # then held only while the statement runs, and concurrent writers
             # wait for each other far less.
             Writer(access).save(single)
-        elif (alone and single.creating and not single.meta.database_assigns_id
-              and not is_sqlite(self.database)):
-            # the INSERT and its history item and event at once
-            writer = Writer(access, batch=[])
-            writer.save(single)
-            writer.flush(single)
+        elif alone and not is_sqlite(self.database) and _at_once(single) and \
+                Writer(access).save_at_once(single):
+            pass        # its statement, its history item and its event sent as one
         else:
             writer = Writer(access)
             with write_transaction(self.database):
@@ -257,10 +254,19 @@ class DataManager:
             Writer(access).delete(meta, keys, if_match)
 
     def restore(self, access, meta, entity_id):
-        return softdelete.restore(access, meta, entity_id)
+        """Bring a soft-deleted row back with the children deleted with it;
+        its id. 409 when it is not deleted or a live row took its unique key."""
+        with write_transaction(self.database):
+            key, deleted = softdelete.deleted_row(access, meta, entity_id,
+                                                  softdelete.RESTORE, "update")
+            Writer(access).restore(meta, key, deleted)
+        return key
 
     def purge(self, access, meta, entity_id):
-        softdelete.purge(access, meta, entity_id, Writer(access))
+        """Remove a soft-deleted row for good (409 while other rows refer to it)."""
+        with write_transaction(self.database):
+            key, _ = softdelete.deleted_row(access, meta, entity_id, softdelete.PURGE, "delete")
+            Writer(access).delete(meta, [key], purge=True)
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
         """What create/update answer for the saved operations, one JSON text
@@ -280,6 +286,17 @@ class DataManager:
         return [write_entity(meta, by_id[key], plan, access.permissions, return_nulls)
                 if key in by_id else RawJson(dumps({"_entityName": meta.name, "id": key}))
                 for key in ids]
+
+
+def _at_once(operation):
+    """Whether ``Writer.save_at_once`` may try a lone write: a create of a row
+    whose id it knows, an update of a versioned row that publishes no events
+    (an event is read from the row as written: the UPDATE's WITH would show
+    it the row as it was)."""
+    meta = operation.meta
+    if operation.creating:
+        return not meta.database_assigns_id
+    return "version" in meta.properties and not meta.events
 
 
 def _name_from_values(meta, saved):

@@ -50,8 +50,11 @@ class JsonField(peewee.TextField):
 class HistoryItem(Entity):
     entityName = peewee.CharField(max_length=255)
     entityId = peewee.CharField(max_length=255)
-    kind = peewee.CharField(max_length=16, index=True)
-    username = peewee.CharField(max_length=255, index=True)
+    # Indexed for one entity's history (entity, id, when) and by when (lists,
+    # retention): every index is written with each item, under the write's
+    # lock. Who and kind are filtered among those rows (a scan without them).
+    kind = peewee.CharField(max_length=16)
+    username = peewee.CharField(max_length=255)
     changedDate = DateTimeField(index=True)
     changes = JsonField(null=True)
 
@@ -107,17 +110,21 @@ def json_value(prop, value):
     return prop.datatype.to_json(value)
 
 
-def old_values(access, meta, entity_id):
-    """The recorded columns of a row before its UPDATE (PostgreSQL: locked
-    until commit, so concurrent writers record in order), or None."""
-    fields = [field for _, field, _ in recorded(meta)]
-    key = ("history-old", meta.name)
-    sql = access.sql_cache.get(key)
+def old_values(access, meta, entity_id, lock=True):
+    """The recorded columns of a row before its UPDATE, and its version when
+    it has one (PostgreSQL, ``lock``: locked until commit, so concurrent
+    writers record in order), or None."""
     model = meta.model
+    fields = [field for _, field, _ in recorded(meta)]
+    if "version" in meta.properties:
+        fields.append(model.version)
+    lock = lock and access.database.for_update
+    key = ("history-old", meta.name, lock)
+    sql = access.sql_cache.get(key)
     params = [model.id.db_value(entity_id)]
     if sql is None:
         query = model.select(*fields).where(model.id == entity_id)
-        if access.database.for_update:
+        if lock:
             query = query.for_update()
         sql, built = query.sql()
         if list(built) == params:
@@ -157,16 +164,20 @@ def record(access, items, batch=None):
     (added to ``batch``, statements the writer sends together, for one item)."""
     if not items:
         return
-    now, who = utc_now(), access.username
-    rows = [{"entityName": meta.name, "entityId": str(entity_id), "kind": kind,
-             "username": who, "changedDate": now, "changes": changes}
-            for meta, entity_id, kind, changes in items]
+    rows = _rows(access, items)
     if len(rows) == 1 and batch is not None:
         batch.append(_insert_sql(access, rows[0]))
     elif len(rows) == 1:
         access.database.execute_sql(*_insert_sql(access, rows[0]))
     else:
         HistoryItem.insert_many(rows).execute()
+
+
+def _rows(access, items):
+    now, who = utc_now(), access.username
+    return [{"entityName": meta.name, "entityId": str(entity_id), "kind": kind,
+             "username": who, "changedDate": now, "changes": changes}
+            for meta, entity_id, kind, changes in items]
 
 
 _COLUMNS = ("id", "version", "entityName", "entityId", "kind", "username", "changedDate", "changes")

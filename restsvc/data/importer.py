@@ -9,7 +9,8 @@ replaced composition deletes. Concurrent replacements of one collection so
 end with one of the requested sets, never a merge.
 
 Only keys present in the JSON change anything. Read-only attributes and
-attributes the caller may not modify are ignored silently. Composition
+attributes the caller may not modify are ignored silently (the audit
+fields of an import by a service, ``DataAccess.importing``, excepted). Composition
 collections present in the JSON replace the stored children the caller can
 see: listed children are updated or created, the others deleted.
 """
@@ -21,11 +22,12 @@ import peewee
 from ..errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
 from ..model.datatypes import decimal_fits
+from ..model.entity import AUDIT_FIELDS
 from ..model.valuetypes import MAX_ARRAY_ITEMS
 from ..security.roles import MODIFY
 from .access import require
 from .loader import visible_ids
-from .writer import child_ids
+from .owned import child_ids
 
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
 SIZE = "{jakarta.validation.constraints.Size.message}"
@@ -137,8 +139,12 @@ class Importer:
         operation = Operation(meta, creating, entity_id, {})
         failure = "Entity creation failed" if creating else "Entity update failed"
         levels = self.access.permissions.attribute_levels(meta.name)
+        imported = AUDIT_FIELDS if meta.audited and self.access.keeps_audit else ()
         for name, value in body.items():
             prop = meta.properties.get(name)
+            if name in imported:        # an import's own audit values (DataAccess.importing)
+                self._value(operation, prop, value, f"{path}{name}")
+                continue
             if (prop is None or name in ("id", "version") or prop.read_only or not prop.persistent
                     or levels.get(name, 0) < MODIFY or (owner and prop.field is owner)):
                 continue

@@ -3,7 +3,9 @@
 An entity declared with ``soft_delete=True`` has ``deletedDate`` and
 ``deletedBy``. The write path (data/writer.py) marks instead of deleting
 (no reference check: the references stay valid), its soft-deleted
-composition children with it at the same instant; every read leaves marked
+composition children with it at the same instant, and restores (unmarks)
+through the steps of an update; this module holds their statements and the
+look-up of a deleted row; every read leaves marked
 rows out (data/query.py ``row_condition``) except a to-one reference from a
 live row, which stays readable by id. Three grants, specific policies of
 resource roles:
@@ -14,15 +16,12 @@ resource roles:
 """
 import dataclasses
 
-import peewee
 
-from ..db import write_transaction
 from ..errors import BadRequest, Conflict, Forbidden, entity_not_found
 from . import history
-from .access import require, utc_now
+from .access import require
 from .etags import version_is
 from .loader import visible_ids
-from .rowrules import check_rows
 
 SEE_DELETED, RESTORE, PURGE = "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge"
 
@@ -35,33 +34,47 @@ def including_deleted(access):
     return dataclasses.replace(access, include_deleted=True)
 
 
-def mark(access, meta, ids, when=None, versions=None):
-    """Mark live rows deleted, and their soft-deleted composition children;
-    how many of ``ids`` were marked. ``versions`` (If-Match): only rows at
-    one of them."""
-    when = when or utc_now()
-    model = meta.model
-    condition = model.id.in_(list(ids)) & model.deletedDate.is_null()
-    if versions is not None:
-        condition &= version_is(model, versions)
-    marked = model.update(deletedDate=when, deletedBy=access.username,
-                          version=model.version + 1).where(condition).execute()
-    for prop, child in _owned(meta):
-        children = [row[0] for row in child.model.select(child.model.id).where(
-            prop.back_field.in_(list(ids)) & child.model.deletedDate.is_null()).tuples()]
-        if children:
-            mark(access, child, children, when)
+def mark(access, rows, when, versions=None):
+    """Mark live rows deleted, ``rows`` as ``composed`` (data/owned.py) finds
+    them for a soft delete: the rows first, then their soft-deleted composition
+    children at every depth; how many of the first rows were marked.
+    ``versions`` (If-Match): only first rows at one of them."""
+    marked = None
+    for meta, ids in rows:
+        model = meta.model
+        condition = model.id.in_(list(ids)) & model.deletedDate.is_null()
+        if versions is not None and marked is None:
+            condition &= version_is(model, versions)
+        count = model.update(deletedDate=when, deletedBy=access.username,
+                             version=model.version + 1).where(condition).execute()
+        marked = count if marked is None else marked
     return marked
 
 
-def _owned(meta):
-    for prop in meta.properties.values():
-        if prop.is_collection and prop.back_field is not None and prop.target.soft_delete:
-            yield prop, prop.target
+def unmark(rows, deleted, audit):
+    """Unmark rows deleted at the instant ``deleted`` (``rows`` as for
+    ``mark``): a new version, and ``audit`` values for audited entities."""
+    for meta, ids in rows:
+        model = meta.model
+        model.update(deletedDate=None, deletedBy=None, version=model.version + 1,
+                     **(audit if meta.audited else {})) \
+            .where(model.id.in_(list(ids)) & (model.deletedDate == deleted)).execute()
 
 
-def _deleted_row(access, meta, entity_id, grant, operation):
-    """The id and deletion instant of a soft-deleted row the caller may act on."""
+def restore_items(rows, deleted):
+    """RESTORE history items of the rows that keep history."""
+    items = []
+    for meta, ids in rows:
+        if meta.history is not None:
+            change = [{"name": "deletedDate", "oldValue": history.json_value(
+                meta.properties["deletedDate"], deleted), "newValue": None}]
+            items += [(meta, key, "RESTORE", change) for key in ids]
+    return items
+
+
+def deleted_row(access, meta, entity_id, grant, operation):
+    """The id and deletion instant of a soft-deleted row the caller may act on
+    (restore: ``RESTORE``, "update"; purge: ``PURGE``, "delete")."""
     if not meta.soft_delete:
         raise BadRequest("Soft delete not used", f"Entity {meta.name} is deleted for good")
     if not access.permissions.specific(grant):
@@ -76,48 +89,3 @@ def _deleted_row(access, meta, entity_id, grant, operation):
     if deleted is None:
         raise Conflict("Entity not deleted", f"{meta.name} {entity_id} is not deleted")
     return key, deleted
-
-
-def restore(access, meta, entity_id):
-    """Unmark a row and the children deleted with it; 409 when not deleted
-    or when a live row now holds one of its unique keys."""
-    with write_transaction(access.database):
-        key, deleted = _deleted_row(access, meta, entity_id, RESTORE, "update")
-        # A restore is an update: the caller's write rules hold on the row as
-        # it was (deleted) and as it is again.
-        check_rows(dataclasses.replace(access, include_deleted=True), meta, "update", [key],
-                   before=True)
-        items = []
-        try:
-            _unmark(access, meta, [key], deleted, items)
-        except peewee.IntegrityError:
-            raise Conflict("Unique key taken", f"A live {meta.name} now holds a unique value "
-                                               f"of {entity_id}; change it first") from None
-        check_rows(access, meta, "update", [key])
-        history.record(access, items)
-    return key
-
-
-def _unmark(access, meta, ids, deleted, items):
-    model = meta.model
-    # An update like any other: a new version, and who and when for audited rows.
-    audit = {"lastModifiedBy": access.username, "lastModifiedDate": utc_now()} \
-        if meta.audited else {}
-    model.update(deletedDate=None, deletedBy=None, version=model.version + 1, **audit) \
-        .where(model.id.in_(ids) & (model.deletedDate == deleted)).execute()
-    if meta.history is not None:
-        change = [{"name": "deletedDate", "oldValue": history.json_value(
-            meta.properties["deletedDate"], deleted), "newValue": None}]
-        items += [(meta, meta.row_id(key), "RESTORE", change) for key in ids]
-    for prop, child in _owned(meta):
-        children = [row[0] for row in child.model.select(child.model.id).where(
-            prop.back_field.in_(ids) & (child.model.deletedDate == deleted)).tuples()]
-        if children:
-            _unmark(access, child, [child.row_id(key) for key in children], deleted, items)
-
-
-def purge(access, meta, entity_id, writer):
-    """Remove a soft-deleted row for good (409 while other rows refer to it)."""
-    with write_transaction(access.database):
-        key, _ = _deleted_row(access, meta, entity_id, PURGE, "delete")
-        writer.delete(meta, [key], purge=True)

@@ -21,33 +21,42 @@ in this order:
 
 ``Writer.delete`` does the same for deletes (row rules on the rows as they
 are, references checked, history of the rows and their composition
-children, their events, memberships removed, the statement, the hook). A feature that
-reacts to writes (audit, history, events) is a further step here, never a
-second path.
+children at every depth, memberships removed, the statement, the hook).
+``Writer.restore`` brings a soft-deleted row back with its children as an
+update: rules_before (on the row as deleted), audit, statement (unmark),
+rules_after, history (RESTORE items), events (UPDATE). ``Writer.save_at_once`` (PostgreSQL,
+a lone create or update) runs ``save``'s steps with their statements
+collected in ``batch`` and sent as one by ``flush``. A feature that reacts
+to writes (audit, history, events) is a further step here, never a second
+path; a step that writes adds its statement to ``batch`` when there is one.
 """
 import contextlib
+import dataclasses
 
 import peewee
 
 from ..errors import (ApiError, BadRequest, Conflict, PreconditionFailed, Text,
                       entity_not_found)
 from ..events import outbox
-from ..model.fetchplan import ids_only
 from . import history, softdelete
 from .access import require, utc_now
 from .etags import version_is
-from .loader import select_rows
+from .owned import child_ids, composed, referrers
 from .query import EntityQuery
 from .rowrules import check_members, check_rows
 
 
+class _NotAtOnce(Exception):
+    """``save_at_once`` cannot decide alone: the transaction path will."""
+
+
 class Writer:
-    def __init__(self, access, batch=None):
+    def __init__(self, access):
         self.access = access
-        # PostgreSQL, one create with history: its INSERT and the item's are
-        # sent together by ``flush`` (statements of one Query message run as
-        # one transaction: no BEGIN and COMMIT round trips).
-        self.batch = batch
+        # ``save_at_once`` (PostgreSQL): the statements of a lone write, sent
+        # as one by ``flush``; a step that writes too (history) adds its own.
+        self.batch = None
+        self.at_version = None      # the version an UPDATE sent at once applies at
 
     # -- save --------------------------------------------------------------
     def save(self, operation, owner_field=None, owner_id=None):
@@ -59,7 +68,7 @@ class Writer:
         self.compositions(operation)
         self.memberships(operation)
         self.rules_after(operation, owner_field)
-        self.history(operation, before)
+        self.history(operation, before, owner_field, owner_id)
         self.events(operation)
         self.after_save(operation, instance)
         return operation.id
@@ -75,22 +84,62 @@ class Writer:
     def audit(self, operation):
         if not operation.meta.audited:
             return
-        now = utc_now()
-        values = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
-        if operation.creating:
-            values.update(createdBy=values["lastModifiedBy"], createdDate=now)
+        values = self.audit_values(operation.creating)
+        if self.access.keeps_audit:     # an import: values it gives stay (DataAccess.importing)
+            values = {name: value for name, value in values.items()
+                      if operation.values.get(name) is None}
         operation.values.update(values)
         if operation.instance is not None:
             for name, value in values.items():
                 setattr(operation.instance, name, value)
 
+    def audit_values(self, creating):
+        """Who and when (UTC) for the audit fields of a create or an update."""
+        now = utc_now()
+        values = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
+        if creating:
+            values.update(createdBy=values["lastModifiedBy"], createdDate=now)
+        return values
+
+    # -- at once -----------------------------------------------------------
+    def save_at_once(self, operation):
+        """PostgreSQL, a lone create or update (``Operation.is_one_statement``,
+        no row rules on writes) of an entity that records its writes: ``save``'s
+        steps, their statements sent as one (no BEGIN and COMMIT round trips).
+        An update's values and version are read first, unlocked, and it
+        applies only at that version (every write through here raises it), so
+        its history item's old values are those it replaced. False, with
+        nothing written, when the row is missing or changed meanwhile or the
+        expected version differs: ``save`` in a transaction then decides."""
+        self.batch = []
+        try:
+            self.save(operation)
+            return self.flush(operation)
+        except _NotAtOnce:
+            return False
+        finally:
+            self.batch, self.at_version = None, None
+
     def flush(self, operation):
-        """Send the batched statements at once."""
-        sql = "; ".join(text for text, _ in self.batch)
-        params = [value for _, values in self.batch for value in values]
-        self.batch = None
+        """Send the batched statements as one: a create's one after the other
+        (one Query message runs as one transaction), an update's INSERTs as
+        parts of a data-modifying WITH that only insert when the UPDATE changed
+        the row. Whether it did."""
+        batch, self.batch = self.batch, None
+        if operation.creating:
+            sql = "; ".join(text for text, _ in batch)
+        else:
+            (update, _), inserts = batch[0], [text for text, _ in batch[1:]]
+            sql = update
+            if inserts:
+                sql = f'WITH "updated" AS ({update} RETURNING 1)'
+                for number, text in enumerate(inserts[:-1]):
+                    sql += f', "written{number}" AS ({_after_update(self.access, text)})'
+                sql += " " + _after_update(self.access, inserts[-1])
+        params = [value for _, values in batch for value in values]
         with _failures(operation):
-            self.access.database.execute_sql(sql, params)
+            changed = self.access.database.execute_sql(sql, params).rowcount
+        return operation.creating or changed == 1
 
     def statement(self, operation, owner_field, owner_id):
         with _failures(operation):
@@ -141,7 +190,15 @@ class Writer:
         meta = operation.meta
         if meta.history is None or operation.creating:
             return None
-        values = history.old_values(self.access, meta, operation.id) or {}
+        at_once = self.batch is not None
+        values = history.old_values(self.access, meta, operation.id, lock=not at_once)
+        if at_once:
+            expected = operation.expected_version
+            if values is None or (expected is not None and values["version"] not in (
+                    expected if isinstance(expected, tuple) else (expected,))):
+                raise _NotAtOnce()
+            self.at_version = values["version"]
+        values = values or {}
         collections = {}
         for prop, _ in operation.children:
             collections[prop.name] = child_ids(self.access, prop, operation.id)
@@ -151,12 +208,22 @@ class Writer:
                 link.member_field).where(link.owner_field == operation.id).tuples()}
         return values, collections
 
-    def history(self, operation, before):
+    def history(self, operation, before, owner_field=None, owner_id=None):
+        item = self.history_item(operation, before, owner_field, owner_id)
+        if item is not None:
+            history.record(self.access, [item], self.batch)
+
+    @staticmethod
+    def history_item(operation, before, owner_field=None, owner_id=None):
+        """The HistoryItem of a save (meta, id, kind, changes), or None."""
         meta = operation.meta
         if meta.history is None:
-            return
+            return None
         values, old_collections = before or (None, {})
-        changes = history.changes_of(meta, operation.values, values)
+        written = operation.values
+        if owner_field is not None and operation.creating:     # a new child names its owner
+            written = {**written, owner_field.name: owner_id}
+        changes = history.changes_of(meta, written, values)
         props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
         new_ids = dict((prop.name, [child.id for child in children])
                        for prop, children in operation.children)
@@ -167,8 +234,8 @@ class Writer:
             if change is not None:
                 changes.append(change)
         if changes or operation.creating:
-            kind = "CREATE" if operation.creating else "UPDATE"
-            history.record(self.access, [(meta, operation.id, kind, changes)], self.batch)
+            return meta, operation.id, "CREATE" if operation.creating else "UPDATE", changes
+        return None
 
     def events(self, operation):
         meta = operation.meta
@@ -218,11 +285,16 @@ class Writer:
         operation.id = operation.meta.row_id(instance.id)
         return instance
 
-    @staticmethod
-    def _update(operation, values):
+    def _update(self, operation, values):
         model = operation.meta.model
         condition = model.id == operation.id
         expected = operation.expected_version
+        if self.batch is not None:      # sent by ``flush``, at the version read before
+            if self.at_version is None:
+                raise _NotAtOnce()
+            self.batch.append(model.update(**values, version=model.version + 1).where(
+                condition & (model.version == self.at_version)).sql())
+            return
         if expected is not None:
             condition &= version_is(model, expected)
         changed = model.update(**values, version=model.version + 1).where(condition).execute()
@@ -244,22 +316,22 @@ class Writer:
         A ``soft_delete`` entity's rows are marked instead (data/softdelete.py),
         unless purged."""
         check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
-        if meta.soft_delete and not purge:
-            self.history_of_delete(meta, ids)
-            published = self.deleted_with(meta, ids, marking=True)
-            marked = softdelete.mark(self.access, meta, ids, versions=expected_versions)
+        soft = meta.soft_delete and not purge
+        rows = composed(meta, ids, soft)
+        self.history_of_delete(rows)
+        if soft:
+            marked = softdelete.mark(self.access, rows, utc_now(), versions=expected_versions)
             if expected_versions is not None and marked < len(ids):
                 raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
-            self.events_of_delete(published)
+            self.events_of_delete(rows)
             return
         model = meta.model
-        for ref_meta, fk in _referrers(self.access.metadata, meta):
+        for ref_meta, fk in referrers(self.access.metadata, meta):
             if fk.model.select().where(fk.in_(ids)).exists():
                 raise Conflict("Delete policy violation",
                                f"Unable to delete {meta.name} because there are references from "
                                f"{ref_meta.name}")
-        self.history_of_delete(meta, ids)
-        self.events_of_delete(self.deleted_with(meta, ids))
+        self.events_of_delete(rows)
         for link in meta.links:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
@@ -277,42 +349,52 @@ class Writer:
         for instance in doomed:
             hook(instance)
 
-    @staticmethod
-    def deleted_with(meta, ids, marking=False):
-        """[(entity, ids)] of the rows a delete removes (or marks) that publish
-        events: the rows and their composition children."""
-        published = [(meta, list(ids))] if meta.events else []
-        for prop in meta.properties.values():
-            target = prop.target
-            if prop.is_collection and prop.back_field is not None and target.events:
-                condition = prop.back_field.in_(list(ids))
-                if marking:             # only soft-deleted children go with a marked owner
-                    if not target.soft_delete:
-                        continue
-                    condition &= target.model.deletedDate.is_null()
-                children = [row[0] for row in target.model.select(target.model.id)
-                            .where(condition).tuples()]
-                if children:
-                    published.append((target, children))
-        return published
+    def events_of_delete(self, rows):
+        """DELETE events of the rows that publish them (``rows`` as ``composed``
+        finds them), from the rows as they are (a marked row: after its marking)."""
+        for meta, ids in rows:
+            if meta.events and ids:
+                outbox.record(self.access, meta, ids, "DELETE", [])
 
-    def events_of_delete(self, published):
-        """DELETE events, from the rows as they are (a marked row: after its marking)."""
-        for meta, ids in published:
-            outbox.record(self.access, meta, ids, "DELETE", [])
-
-    def history_of_delete(self, meta, ids):
-        """DELETE items of the rows and of the composition children that go with them."""
-        items = history.deleted_items(meta, ids) if meta.history is not None else []
-        for prop in meta.properties.values():
-            if prop.is_collection and prop.back_field is not None and \
-                    prop.target.history is not None:
-                child = prop.target.model
-                children = [row[0] for row in child.select(child.id).where(
-                    prop.back_field.in_(ids)).tuples()]
-                if children:
-                    items += history.deleted_items(prop.target, children)
+    def history_of_delete(self, rows):
+        """DELETE items of the rows and of the composition children that go
+        with them (``rows`` as ``composed`` finds them)."""
+        items = []
+        for meta, ids in rows:
+            if meta.history is not None:
+                items += history.deleted_items(meta, ids)
         history.record(self.access, items)
+
+    # -- restore -----------------------------------------------------------
+    def restore(self, meta, key, deleted):
+        """Unmark a soft-deleted row and the composition children deleted with
+        it (at the instant ``deleted``, at every depth): an update, in the
+        update's steps. 409 when a live row now holds one of its unique keys."""
+        self.rules_before_restore(meta, key)
+        rows = composed(meta, [key], deleted=deleted)
+        audit = self.audit_values(creating=False)
+        try:
+            softdelete.unmark(rows, deleted, audit)                 # the statement
+        except peewee.IntegrityError:
+            raise Conflict("Unique key taken", f"A live {meta.name} now holds a unique value "
+                                               f"of {key}; change it first") from None
+        check_rows(self.access, meta, "update", [key])              # rules_after
+        self.history_of_restore(rows, deleted)
+        self.events_of_restore(rows)
+
+    def rules_before_restore(self, meta, key):
+        """The caller's write rules on the row as it was (deleted)."""
+        seeing = dataclasses.replace(self.access, include_deleted=True)
+        check_rows(seeing, meta, "update", [key], before=True)
+
+    def history_of_restore(self, rows, deleted):
+        history.record(self.access, softdelete.restore_items(rows, deleted))
+
+    def events_of_restore(self, rows):
+        """A restore is an update: UPDATE events naming the unmarked attributes."""
+        for meta, ids in rows:
+            if meta.events and ids:
+                outbox.record(self.access, meta, ids, "UPDATE", ["deletedBy", "deletedDate"])
 
 
 @contextlib.contextmanager
@@ -329,18 +411,13 @@ def _failures(operation):
 
 
 
-def child_ids(access, prop, parent_id):
-    """The ids of a composition's stored children the caller can see."""
-    rows = select_rows(access, prop.target, ids_only(prop.target), sort=None,
-                       key_field=prop.back_field, keys=[parent_id])
-    return {row["id"] for row in rows}
-
-
-def _referrers(metadata, meta):
-    """(entity, ForeignKeyField) pairs that refer to ``meta``, except the
-    back-references of its own compositions (those children go with it)."""
-    owned = {prop.back_field for prop in meta.properties.values() if prop.back_field is not None}
-    for fk in meta.model._meta.backrefs:
-        referrer = metadata.of_model(fk.model)
-        if fk not in owned and referrer is not None:
-            yield referrer, fk
+def _after_update(access, insert_sql):
+    """An INSERT ... VALUES as INSERT ... SELECT from the WITH's "updated"
+    (one row when the UPDATE changed one, else none); its text made once."""
+    key = ("after-update", insert_sql)
+    text = access.sql_cache.get(key)
+    if text is None:
+        columns, _, values = insert_sql.partition(" VALUES ")
+        values = values.partition(" RETURNING ")[0].strip()
+        text = access.sql_cache[key] = f'{columns} SELECT {values[1:-1]} FROM "updated"'
+    return text

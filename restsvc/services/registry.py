@@ -171,6 +171,7 @@ class Services:
         """Bind the parameters and call the method in one unit of work (what it
         writes through ``data`` is rolled back when it raises); the Result to
         answer with. ``caller`` makes the Caller, for methods that declare one."""
+        data = data.for_service(method.service)
         with data.unit_of_work():
             arguments = {}
             for param in method.params:
