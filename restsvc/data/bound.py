@@ -127,7 +127,7 @@ class DataAccess:
         return DataAccess(self._data, self.access, name)
 
     @contextlib.contextmanager
-    def as_service(self, name: str | None = None) -> Iterator[None]:
+    def as_service(self, name: str | None = None) -> Iterator["DataAccess"]:
         """Writes inside the block are recorded in the service's own name
         (``name``, by default the name the service is registered under) instead
         of the caller's: audit fields, history items' ``username``, ``deletedBy``."""
@@ -138,7 +138,7 @@ class DataAccess:
             yield self
 
     @contextlib.contextmanager
-    def importing(self) -> Iterator[None]:
+    def importing(self) -> Iterator["DataAccess"]:
         """Inside the block, saves keep the audit fields (``createdBy``,
         ``createdDate``, ``lastModifiedBy``, ``lastModifiedDate``) a body gives,
         as imports of rows from elsewhere need; those it leaves out are filled
