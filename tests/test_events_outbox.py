@@ -181,3 +181,16 @@ def test_the_prune_command_removes_old_events(app, client, auth, tmp_path, capsy
     assert main(["--config", str(path), "events", "prune", "--batch-size", "1"]) == 0
     assert "events removed: 2" in capsys.readouterr().out
     assert ChangeEvent.select().count() == 1
+
+
+def test_a_lone_create_publishes_its_id_version_and_names(app, client, auth):
+    # A create without children: on PostgreSQL its INSERT and its event go as one statement.
+    start = outbox.position(app.database)
+    response = client.post("/rest/entities/Customer", headers=auth,
+                           json={"name": "Lone Create", "grade": "GOLD"})
+    assert response.status_code == 201, response.json
+    event, = _events(app, start)
+    assert (event["entity"], event["entityId"], event["kind"], event["version"]) == (
+        "Customer", response.json["id"], "CREATE", 1)
+    assert set(event["changed"]) == {"name", "grade"}
+    assert event["username"] == "demo-client"      # the client-credentials token's client

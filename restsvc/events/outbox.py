@@ -116,6 +116,19 @@ def record(access, meta, ids, kind, changed, batch=None):
         access.database.execute_sql(sql, params)
 
 
+def record_created(access, meta, entity_id, version, changed, batch):
+    """A create's event from the values just written (no read of the row),
+    added to ``batch``: the writer sends it with the INSERT as one statement."""
+    from ..data.access import utc_now
+    sql = access.sql_cache.get("event-values")
+    if sql is None:
+        sql = access.sql_cache["event-values"] = ChangeEvent.insert(
+            entity="", entityId="", kind="", changed="", version=0, username="",
+            time=utc_now()).sql()[0]
+    batch.append((sql, [meta.name, str(entity_id), "CREATE", dumps(changed), version,
+                        access.username, ChangeEvent.time.db_value(utc_now())]))
+
+
 def _statement(database, meta, slots, condition):
     from ..data.history import id_text
     model = meta.model
