@@ -241,7 +241,7 @@ class Writer:
         meta = operation.meta
         if not meta.events:
             return
-        if self.batch is not None and operation.creating and instance is not None:
+        if operation.creating and instance is not None:
             outbox.record_created(self.access, meta, operation.id, getattr(instance, "version", None),
                                   outbox.changed_names(meta, operation), self.batch)
         else:

@@ -118,15 +118,20 @@ def record(access, meta, ids, kind, changed, batch=None):
 
 def record_created(access, meta, entity_id, version, changed, batch):
     """A create's event from the values just written (no read of the row),
-    added to ``batch``: the writer sends it with the INSERT as one statement."""
+    added to ``batch`` when given (the writer sends it with the INSERT as one
+    statement), else run."""
     from ..data.access import utc_now
     sql = access.sql_cache.get("event-values")
     if sql is None:
         sql = access.sql_cache["event-values"] = ChangeEvent.insert(
             entity="", entityId="", kind="", changed="", version=0, username="",
             time=utc_now()).sql()[0]
-    batch.append((sql, [meta.name, str(entity_id), "CREATE", dumps(changed), version,
-                        access.username, ChangeEvent.time.db_value(utc_now())]))
+    params = [meta.name, str(entity_id), "CREATE", dumps(changed), version, access.username,
+              ChangeEvent.time.db_value(utc_now())]
+    if batch is None:
+        access.database.execute_sql(sql, params)
+    else:
+        batch.append((sql, params))
 
 
 def _statement(database, meta, slots, condition):
