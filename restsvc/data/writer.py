@@ -24,18 +24,17 @@ are, references checked, history of the rows and their composition
 children at every depth, memberships removed, the statement, the hook).
 ``Writer.restore`` brings a soft-deleted row back with its children as an
 update: rules_before (on the row as deleted), audit, statement (unmark),
-rules_after, history (RESTORE items), events (UPDATE). ``Writer.save_at_once`` (PostgreSQL,
-a lone create or update) runs ``save``'s steps with their statements
+rules_after, history (RESTORE items), events (UPDATE).
+``Writer.save_at_once`` (PostgreSQL, a lone create or update) runs ``save``'s steps with their statements
 collected in ``batch`` and sent as one by ``flush``. A feature that reacts
 to writes (audit, history, events) is a further step here, never a second
 path; a step that writes adds its statement to ``batch`` when there is one.
 """
-import contextlib
 import dataclasses
 
 import peewee
 
-from ..errors import (ApiError, BadRequest, Conflict, PreconditionFailed, Text,
+from ..errors import (ApiError, Conflict, PreconditionFailed, Text,
                       entity_not_found)
 from ..events import outbox
 from . import history, softdelete
@@ -44,6 +43,7 @@ from .etags import version_is
 from .owned import child_ids, composed, referrers
 from .query import EntityQuery
 from .rowrules import check_members, check_rows
+from .sqlwrite import after_update, refusals
 
 
 class _NotAtOnce(Exception):
@@ -134,15 +134,15 @@ class Writer:
             if inserts:
                 sql = f'WITH "updated" AS ({update} RETURNING 1)'
                 for number, text in enumerate(inserts[:-1]):
-                    sql += f', "written{number}" AS ({_after_update(self.access, text)})'
-                sql += " " + _after_update(self.access, inserts[-1])
+                    sql += f', "written{number}" AS ({after_update(self.access, text)})'
+                sql += " " + after_update(self.access, inserts[-1])
         params = [value for _, values in batch for value in values]
-        with _failures(operation):
+        with refusals(operation):
             changed = self.access.database.execute_sql(sql, params).rowcount
         return operation.creating or changed == 1
 
     def statement(self, operation, owner_field, owner_id):
-        with _failures(operation):
+        with refusals(operation):
             if operation.creating:
                 return self._insert(operation, owner_field, owner_id)
             values = dict(operation.values)
@@ -400,29 +400,3 @@ class Writer:
         for meta, ids in rows:
             if meta.events and ids:
                 outbox.record(self.access, meta, ids, "UPDATE", ["deletedBy", "deletedDate"])
-
-
-@contextlib.contextmanager
-def _failures(operation):
-    """What the database refuses, as the client's error."""
-    failure = "Entity creation failed" if operation.creating else "Entity update failed"
-    try:
-        yield
-    except peewee.IntegrityError:
-        raise BadRequest(failure, "The values conflict with stored data "
-                                  "(for example a value that must be unique)") from None
-    except peewee.DataError:
-        raise BadRequest(failure, "A value does not fit its database column") from None
-
-
-
-def _after_update(access, insert_sql):
-    """An INSERT ... VALUES as INSERT ... SELECT from the WITH's "updated"
-    (one row when the UPDATE changed one, else none); its text made once."""
-    key = ("after-update", insert_sql)
-    text = access.sql_cache.get(key)
-    if text is None:
-        columns, _, values = insert_sql.partition(" VALUES ")
-        values = values.partition(" RETURNING ")[0].strip()
-        text = access.sql_cache[key] = f'{columns} SELECT {values[1:-1]} FROM "updated"'
-    return text
