@@ -123,3 +123,16 @@ def test_the_default_patterns_follow_the_base_path(tmp_path):
     settings = make_settings("sqlite:///x.db", tmp_path, {"svc.rest.base-path": "/svc/v2"},
                              base=config)
     assert settings.authenticated_url_patterns == ("/svc/v2/**", "/api/**")
+
+
+def test_the_change_feed_and_webhooks_follow_the_base_path(moved):
+    client, auth = moved
+    ticket = client.post("/svc/v2/events/tickets", headers=auth)
+    assert ticket.status_code == 200, ticket.json
+    assert client.get("/svc/v2/webhooks", headers=auth).status_code == 200
+    assert client.post("/rest/events/tickets", headers=auth).status_code == 404
+    # The ticket stream is the one anonymous path of the feed: a bad ticket is
+    # the handler's 401, not the gate's.
+    refused = client.get("/svc/v2/events/stream?ticket=forged")
+    assert refused.status_code == 401
+    assert "stream ticket" in refused.json["error_description"]
