@@ -1,11 +1,12 @@
 """Clients generated from the documents, as a new user would make them:
-openapi-python-client (PyPI) and openapi-typescript (npm) take the generic
-and the detailed document with no warning and keep every operation; one
+openapi-python-client (PyPI), openapi-typescript and @hey-api/openapi-ts (npm;
+its zod module loads on Node) take the generic and the detailed document with
+no warning and keep every operation; one
 generated Python client, unchanged, creates an order with its lines,
 searches with a filter, uploads a file and downloads an XLSX report.
 
 Both tools are test tools: openapi-python-client comes with the ``test``
-extra, openapi-typescript from npm (``.ci/run`` installs it under
+extra, the npm tools from npm (``.ci/run`` installs them under
 ``.ci/node``); a test whose tool is missing is skipped and says so."""
 import datetime
 import importlib
@@ -95,6 +96,36 @@ def test_openapi_typescript_generates_every_operation_without_a_warning(
     typed = set(re.findall(r'^\s+(?:get|put|post|delete|head): operations\["([^"]+)"\];$',
                            output.read_text(), re.MULTILINE))
     assert typed == operations(document)
+
+
+def hey_api_generator():
+    local = REPO / ".ci" / "node" / "node_modules" / ".bin" / "openapi-ts"
+    if not local.exists() or shutil.which("node") is None:
+        pytest.skip("@hey-api/openapi-ts is not installed (npm install --prefix .ci/node "
+                    "@hey-api/openapi-ts zod typescript@5; .ci/run does it)")
+    return str(local)
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_hey_api_generates_every_operation_without_a_warning_and_its_zod_module_loads(
+        documents, tmp_path, name):
+    tool = hey_api_generator()
+    source, document = documents[name]
+    output = tmp_path / "client"
+    result = subprocess.run([tool, "-i", str(source), "-o", str(output), "-p",
+                             "@hey-api/client-fetch", "zod", "@hey-api/typescript", "@hey-api/sdk"],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0 and not WARNING.search(log), log
+    functions = re.findall(r"^export const (\w+) = ", (output / "sdk.gen.ts").read_text(),
+                           re.MULTILINE)
+    assert len(functions) == len(operations(document))
+    # The zod schemas compile and load on Node (an ECMAScript-invalid pattern would throw).
+    loaded = subprocess.run(["node", str(REPO / "tests" / "js" / "load_zod.mjs"), str(output),
+                             str(REPO / ".ci" / "node" / "node_modules")],
+                            capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert int(loaded.stdout.split()[-1]) > 50
 
 
 @pytest.fixture
