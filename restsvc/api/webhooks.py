@@ -1,13 +1,9 @@
 """Webhook subscriptions over HTTP (restsvc/events/webhooks.py, delivery.py),
 under the grant ``rest.webhooks``; a secret is never answered."""
-import time
-
 from werkzeug.routing import Rule
 
 from ..errors import Forbidden
-from ..events import webhooks
-from ..events.delivery import WebhookDelivery
-from ..events.outbox import read
+from ..events import delivery, webhooks
 from ..web import NO_STORE, empty_response, json_response, location_url, read_json_body
 
 _MAX_BODY = 16 << 10
@@ -31,8 +27,7 @@ def register(ctx):
 
 def list_all(ctx):
     _require_grant(ctx)
-    rows = webhooks.WebhookSubscription.select().order_by(webhooks.WebhookSubscription.createdDate)
-    return json_response([webhooks.as_json(row) for row in rows], headers=NO_STORE)
+    return json_response([webhooks.as_json(row) for row in webhooks.listed()], headers=NO_STORE)
 
 
 def read_one(ctx, webhook_id):
@@ -49,28 +44,13 @@ def delete(ctx, webhook_id):
 def dead_letters(ctx, webhook_id):
     _require_grant(ctx)
     webhooks.find(webhook_id)
-    rows = WebhookDelivery.select().where(
-        (WebhookDelivery.subscription == webhook_id) & (WebhookDelivery.state == "dead")
-    ).order_by(WebhookDelivery.eventId).limit(1000)
-    answer = []
-    for row in rows:
-        events = read(ctx.app.database, row.eventId - 1, limit=1)
-        answer.append({"eventId": row.eventId, "attempts": row.attempts,
-                       "lastStatus": row.lastStatus, "lastError": row.lastError,
-                       "event": events[0] if events and events[0]["id"] == row.eventId
-                       else None})
-    return json_response(answer, headers=NO_STORE)
+    return json_response(delivery.dead_letters(webhook_id), headers=NO_STORE)
 
 
 def replay(ctx, webhook_id):
     _require_grant(ctx)
     webhooks.find(webhook_id)
-    now = time.time()
-    count = WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now,
-                                   nextAttempt=now, leaseUntil=None).where(
-        (WebhookDelivery.subscription == webhook_id) & (WebhookDelivery.state == "dead")
-    ).execute()
-    return json_response({"replayed": count}, headers=NO_STORE)
+    return json_response({"replayed": delivery.replay(webhook_id)}, headers=NO_STORE)
 
 
 rules = [

@@ -149,13 +149,13 @@ class Deliverer:
         if sub is None:
             WebhookDelivery.delete().where(mine).execute()
             return
-        events = outbox.read(self.database, event_id - 1, limit=1)
-        if not events or events[0]["id"] != event_id:
+        event = outbox.read_ids([event_id]).get(event_id)
+        if event is None:
             WebhookDelivery.update(state="dead", leaseUntil=None,
                                    lastError="the event is no longer kept").where(mine).execute()
             return
         release(self.database)      # no connection held while the receiver answers
-        status, error = post(sub.url, sub.secret, events[0], self.settings)
+        status, error = post(sub.url, sub.secret, event, self.settings)
         if status is not None and 200 <= status < 300:
             WebhookDelivery.delete().where(mine).execute()
             return
@@ -166,6 +166,26 @@ class Deliverer:
         WebhookDelivery.update(state="dead" if dead else "pending", nextAttempt=now + delay,
                                leaseUntil=None, lastStatus=status,
                                lastError=(error or "")[:255] or None).where(mine).execute()
+
+
+def dead_letters(subscription, limit=1000):
+    """A subscription's dead letters, oldest event first, each with its event
+    (None once retention has pruned it)."""
+    dead = (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
+    rows = list(WebhookDelivery.select().where(dead).order_by(WebhookDelivery.eventId).limit(limit))
+    events = outbox.read_ids(row.eventId for row in rows)
+    return [{"eventId": row.eventId, "attempts": row.attempts, "lastStatus": row.lastStatus,
+             "lastError": row.lastError, "event": events.get(row.eventId)} for row in rows]
+
+
+def replay(subscription):
+    """A subscription's dead letters due again, their attempts and retry period
+    starting anew; how many."""
+    now = time.time()
+    return WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now, nextAttempt=now,
+                                  leaseUntil=None).where(
+        (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
+    ).execute()
 
 
 def post(url, secret, event, settings):

@@ -179,11 +179,20 @@ def read(database, after, entities=None, limit=500):
     """Events after id ``after`` in id order, as dicts (``changed`` a list,
     ``time`` ISO 8601 UTC text), at most ``limit``; only of ``entities``
     unless it is None."""
-    query = (ChangeEvent.select(*(ChangeEvent._meta.fields[name] for name in _COLUMNS))
-             .where(ChangeEvent.id > after).order_by(ChangeEvent.id).limit(limit))
+    query = _selected().where(ChangeEvent.id > after).order_by(ChangeEvent.id).limit(limit)
     if entities is not None:            # an empty list: none
         query = query.where(ChangeEvent.entity.in_(list(entities)))
     return [as_event(row) for row in query.tuples()]
+
+
+def read_ids(ids):
+    """{id: event} of the events ``ids`` still kept (pruned ones are absent)."""
+    rows = _selected().where(ChangeEvent.id.in_(list(ids))).tuples()
+    return {event["id"]: event for event in map(as_event, rows)}
+
+
+def _selected():
+    return ChangeEvent.select(*(ChangeEvent._meta.fields[name] for name in _COLUMNS))
 
 
 def as_event(row):

@@ -91,6 +91,11 @@ def create(database, url, entities, kinds, secret, key=None):
     return row
 
 
+def listed():
+    """Every subscription, the oldest first."""
+    return list(WebhookSubscription.select().order_by(WebhookSubscription.createdDate))
+
+
 def find(key):
     row = WebhookSubscription.get_or_none(WebhookSubscription.id == key)
     if row is None:
