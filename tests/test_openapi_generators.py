@@ -36,13 +36,20 @@ def python_generator():
     return tool
 
 
-def typescript_generator():
-    local = REPO / ".ci" / "node" / "node_modules" / ".bin" / "openapi-typescript"
-    tool = str(local) if local.exists() else shutil.which("openapi-typescript")
-    if tool is None or shutil.which("node") is None:
-        pytest.skip("openapi-typescript is not installed "
-                    "(npm install --prefix .ci/node openapi-typescript; .ci/run does it)")
-    return tool
+def npm_tool(name, packages):
+    """A generator installed under .ci/node (``.ci/run`` installs them), or skip."""
+    local = REPO / ".ci" / "node" / "node_modules" / ".bin" / name
+    if not local.exists() or shutil.which("node") is None:
+        pytest.skip(f"{name} is not installed (npm install --prefix .ci/node {packages}; "
+                    f".ci/run does it)")
+    return str(local)
+
+
+def run_generator(command, **options):
+    """Run a generator; it must succeed without a warning."""
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, **options)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0 and not WARNING.search(log), log
 
 
 def operations(document):
@@ -86,37 +93,23 @@ def test_openapi_python_client_generates_every_operation_without_a_warning(
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_openapi_typescript_generates_every_operation_without_a_warning(
         documents, tmp_path, name):
-    tool = typescript_generator()
+    tool = npm_tool("openapi-typescript", "openapi-typescript")
     source, document = documents[name]
     output = tmp_path / "schema.ts"
-    result = subprocess.run([tool, str(source), "-o", str(output)],
-                            capture_output=True, text=True, timeout=300)
-    log = result.stdout + result.stderr
-    assert result.returncode == 0 and not WARNING.search(log), log
+    run_generator([tool, str(source), "-o", str(output)])
     typed = set(re.findall(r'^\s+(?:get|put|post|delete|head): operations\["([^"]+)"\];$',
                            output.read_text(), re.MULTILINE))
     assert typed == operations(document)
 
 
-def hey_api_generator():
-    local = REPO / ".ci" / "node" / "node_modules" / ".bin" / "openapi-ts"
-    if not local.exists() or shutil.which("node") is None:
-        pytest.skip("@hey-api/openapi-ts is not installed (npm install --prefix .ci/node "
-                    "@hey-api/openapi-ts zod typescript@5; .ci/run does it)")
-    return str(local)
-
-
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_hey_api_generates_every_operation_without_a_warning_and_its_zod_module_loads(
         documents, tmp_path, name):
-    tool = hey_api_generator()
+    tool = npm_tool("openapi-ts", "@hey-api/openapi-ts zod typescript@5")
     source, document = documents[name]
     output = tmp_path / "client"
-    result = subprocess.run([tool, "-i", str(source), "-o", str(output), "-p",
-                             "@hey-api/client-fetch", "zod", "@hey-api/typescript", "@hey-api/sdk"],
-                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    log = result.stdout + result.stderr
-    assert result.returncode == 0 and not WARNING.search(log), log
+    run_generator([tool, "-i", str(source), "-o", str(output), "-p", "@hey-api/client-fetch",
+                   "zod", "@hey-api/typescript", "@hey-api/sdk"], cwd=tmp_path)
     functions = re.findall(r"^export const (\w+) = ", (output / "sdk.gen.ts").read_text(),
                            re.MULTILINE)
     assert len(functions) == len(operations(document))
