@@ -10,6 +10,7 @@ from . import db, schema
 from .api import all_rules, oauth, replay, signin
 from .api.docs import documents
 from .application import import_application
+from .bodies import limit_body
 from .data.datamanager import DataManager
 from .data.history import HistoryItem
 from .data.queries import PredefinedQueries
@@ -45,8 +46,7 @@ from .security.users import User, Users
 from .services.config import load_services_config
 from .services.registry import ServiceConfigError, Services, registered_objects
 from .settings import SettingsError
-from .web import (Context, Request, add_header, caller_locale, empty_response, error_response,
-                  limit_body)
+from .web import Context, Request, add_header, caller_locale, empty_response, error_response
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment

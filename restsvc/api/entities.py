@@ -3,14 +3,15 @@ from urllib.parse import quote
 
 from werkzeug.routing import Rule
 
+from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..data.aggregates import FUNCTIONS, aggregate
 from ..data.etags import tag_version
 from ..data.softdelete import including_deleted
 from ..errors import BadRequest, invalid_parameter_value
 from ..jsonio import loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
-from ..web import (MAX_QUERY_BODY, empty_response, json_response, list_response, location_url,
-                   next_page_url, query_bool, query_int, read_json_body, whole_number)
+from ..web import (empty_response, json_response, list_response, location_url, next_page_url,
+                   query_bool, query_int, whole_number)
 from .replay import idempotent
 
 BASE = "/rest/entities/<entity_name>"

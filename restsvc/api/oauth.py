@@ -1,8 +1,9 @@
 """The authorization server endpoints under /oauth2."""
 from werkzeug.routing import Rule
 
+from ..bodies import read_form_body
 from ..errors import ApiError, OAuthError
-from ..web import NO_STORE, empty_response, json_response, read_form_body
+from ..web import NO_STORE, empty_response, json_response
 
 MAX_BODY_BYTES = 16 * 1024
 MAX_FIELDS = 100

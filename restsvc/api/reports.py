@@ -9,8 +9,9 @@ from werkzeug.wrappers import Response
 from werkzeug.wsgi import wrap_file
 
 from .. import db
+from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..errors import BadRequest, Forbidden
-from ..web import MAX_QUERY_BODY, NO_STORE, content_disposition, json_response, read_json_body
+from ..web import NO_STORE, content_disposition, json_response
 
 BASE = "/rest/reports"
 

@@ -3,8 +3,9 @@ import time
 
 from werkzeug.routing import Rule
 
+from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..errors import BadRequest
-from ..web import MAX_QUERY_BODY, empty_response, json_response, read_json_body, text_response
+from ..web import empty_response, json_response, text_response
 from .replay import idempotent
 
 

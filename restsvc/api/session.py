@@ -8,8 +8,9 @@ default) and is kept in the token store, so every instance sees a change
 within the gate's recheck time (at once on the instance that made it)."""
 from werkzeug.routing import Rule
 
+from ..bodies import read_json_body
 from ..errors import ApiError
-from ..web import NO_STORE, json_response, read_json_body
+from ..web import NO_STORE, json_response
 
 
 def _session_locale(ctx):

@@ -2,9 +2,10 @@
 under the grant ``rest.webhooks``; a secret is never answered."""
 from werkzeug.routing import Rule
 
+from ..bodies import read_json_body
 from ..errors import Forbidden
 from ..events import delivery, webhooks
-from ..web import NO_STORE, empty_response, json_response, location_url, read_json_body
+from ..web import NO_STORE, empty_response, json_response, location_url
 
 _MAX_BODY = 16 << 10
 
