@@ -12,6 +12,7 @@ import datetime
 import importlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -72,9 +73,14 @@ def documents(client, tmp_path):
 
 
 def generate_python(source, output):
+    # The generator formats its output with ruff from the same environment,
+    # found on PATH: put this interpreter's scripts first even when the
+    # environment is not activated.
+    path = f"{sys.prefix}/bin{os.pathsep}{os.environ.get('PATH', '')}"
     result = subprocess.run([python_generator(), "generate", "--path", str(source),
                              "--output-path", str(output), "--meta", "none"],
-                            capture_output=True, text=True, timeout=300)
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PATH": path})
     return result.returncode, result.stdout + result.stderr
 
 
