@@ -5,6 +5,7 @@ import datetime
 import json
 
 import pytest
+from urllib.parse import quote
 
 from conftest import demo_id
 from restsvc import ResourceRole
@@ -40,10 +41,12 @@ def _general(client, auth, entity, return_nulls, fetch_plan=None):
             for row in rows}
 
 
-def _same_as_general(client, auth, entity, query=""):
+def _same_as_general(client, auth, entity, query="", fetch_plan=None):
     """A page and each single load write what the general path writes, byte for byte."""
-    expected = _general(client, auth, entity, "returnNulls=true" in query)
+    expected = _general(client, auth, entity, "returnNulls=true" in query, fetch_plan)
     assert expected, f"no {entity} rows"
+    if fetch_plan is not None:
+        query += f"&fetchPlan={quote(fetch_plan)}"
     response = client.get(f"/rest/entities/{entity}?limit=1000{query}", headers=auth)
     assert response.status_code == 200, response.get_data(as_text=True)
     assert response.get_data(as_text=True) == f"[{','.join(expected.values())}]"
@@ -107,7 +110,6 @@ def test_search_and_pages_after_a_cursor_are_flat_too(client, auth):
 
 
 def test_an_inline_flat_plan_writes_what_the_serializer_writes(client, auth):
-    from urllib.parse import quote
     plan = '{"properties":["name","grade",{"name":"address","fetchPlan":{"properties":["city"]}}]}'
     expected = _general(client, auth, "Customer", False, plan)
     for _ in range(2):      # the second time with the writer compiled for the first
@@ -120,3 +122,40 @@ def test_an_inline_flat_plan_writes_what_the_serializer_writes(client, auth):
         assert item == single.json
         assert set(item) <= {"_entityName", "_instanceName", "id", "name", "grade", "address"}
         assert set(item.get("address") or {}) <= {"city"}
+
+
+TAGS_HIDDEN = ResourceRole(   # products readable, their tags attribute not
+    "t-flat-notags", entities={"Product": "read", "Tag": "read"},
+    attributes={"Product": {"name": "view", "price": "view"}, "Tag": {"*": "view"}})
+NO_TAG_ENTITY = ResourceRole(  # the attribute visible, the members' entity not readable
+    "t-flat-notagentity", entities={"Product": "read"}, attributes={"Product": {"*": "view"}})
+BOTH_SIDES = ('{"properties":["name",{"name":"products","fetchPlan":{"properties":'
+              '["name",{"name":"tags","fetchPlan":"_instance_name"}]}}]}')
+
+
+@pytest.mark.parametrize("role", [FULL, TAGS_HIDDEN, NO_TAG_ENTITY], ids=["full", "notags", "notagentity"])
+@pytest.mark.parametrize("nulls", ["", "&returnNulls=true"])
+def test_many_to_many_members_are_written_flat_as_the_serializer_writes_them(
+        client_with_roles, role, nulls):
+    """Products with their tags (one and the same set of tags shared by several
+    products, products with none) and tags with their products and theirs
+    again: byte for byte what the general path writes, and flat."""
+    from restsvc.data.flatrows import is_flat
+    from restsvc.data.loader import loading_plan
+    client, auth = client_with_roles(role)
+    app = client.application
+    for entity, plan in (("Product", "product-with-tags"), ("Tag", BOTH_SIDES)):
+        meta = app.data.entity(entity)
+        assert is_flat(meta, loading_plan(app.data.plan(meta, plan)))
+        if role is FULL or entity == "Product":
+            page = _same_as_general(client, auth, entity, nulls, plan)
+    items = [dict(item) for item in page]
+    if role is FULL:
+        assert any(item["products"] and dict(item["products"][0])["tags"] for item in items)
+
+
+def test_a_reader_sees_only_the_members_its_row_rules_let_it_see(client, reader_auth):
+    """sales-reader: internal tags are hidden in a flat page as in a single load."""
+    page = _same_as_general(client, reader_auth, "Product", "", "product-with-tags")
+    names = {dict(tag)["name"] for item in page for tag in dict(item)["tags"]}
+    assert names and not names & {"clearance", "high-margin"}

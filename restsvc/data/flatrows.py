@@ -14,6 +14,9 @@ instance names built from them are left out), and the row-level roles and
 soft-delete rules were applied by the query as for every other load.
 """
 import datetime
+from collections import Counter
+from itertools import repeat
+from operator import itemgetter
 
 import peewee
 
@@ -21,16 +24,21 @@ from ..jsonio import RawJson, quoted, raw_array, value_text
 from ..model.fields import EnumField
 from ..model.serialize import _text_writer, instance_namer
 from .columns import _uuid, convert_rows, converter
+from .members import member_lists
 
 
 class RawRows(list):
     """The database's value tuples of a flat plan, in the loader's column order.
-    ``row(i)``: row ``i`` as the loader's dict (for a cursor's sort key)."""
+    ``row(i)``: row ``i`` as the loader's dict (for a cursor's sort key).
+    ``links``: the plan's many-to-many attributes, each the position of its
+    link text; ``members``: what ``fill_flat_members`` loaded for them."""
 
     def __init__(self, values, meta, loading, names, converting, embedded):
         super().__init__(values)
         self.meta, self.loading = meta, loading
         self._shape = (names, converting, embedded)
+        self.links = _links(meta, loading, names)
+        self.members = {}
 
     def row(self, index):
         names, converting, embedded = self._shape
@@ -67,6 +75,8 @@ def is_flat(meta, loading):
 
 def _flat_property(meta, name, nested):
     prop = meta.properties[name]
+    if prop.link is not None:       # many-to-many: members of a flat plan, written flat too
+        return nested is not None and is_flat(prop.target, nested)
     if prop.getter is not None or prop.is_collection or prop.is_reference:
         return False
     if prop.is_embedded:
@@ -81,14 +91,73 @@ def _column(prop):
             and not prop.is_reference and prop.getter is None)
 
 
+def _links(meta, loading, names):
+    """(name, position of the link text) of the plan's many-to-many attributes."""
+    links = loading.__dict__.get("_flat_links")
+    if links is None:
+        links = loading._flat_links = [(name, names.index(name)) for name in loading.properties
+                                       if meta.properties[name].link is not None]
+    return links
+
+
+def fill_flat_members(access, rows, budget, load):
+    """The members of each many-to-many attribute of a flat page the caller
+    may see (its attribute visible, its entity readable), loaded as a flat
+    page too by ``load`` (the loader's select by id, raw): ``rows.members``."""
+    meta, permissions = rows.meta, access.permissions
+    levels = permissions.attribute_levels(meta.name)
+    for name, position in rows.links:
+        prop = meta.properties[name]
+        if not levels.get(name) or not permissions.can(prop.target.name, "read"):
+            continue
+        counts = Counter(map(itemgetter(position), rows))
+        rows.members[name] = member_lists(access, prop, rows.loading.properties[name], counts,
+                                          budget, load, _member_key(prop.target))
+
+
+def _member_key(meta):
+    """A flat member row -> its id as ``member_lists`` names it (converted)."""
+    convert = converter(meta.model.id)
+    return itemgetter(0) if convert is None else (lambda values: convert(values[0]))
+
+
 def write_flat(meta, rows, plan, permissions, return_nulls=False):
     """A JSON array of the entities of ``rows`` (RawRows) along ``plan``."""
-    return raw_array(map(_writer(meta, rows, plan, permissions, return_nulls), rows))
+    write = _writer(meta, rows, plan, permissions, return_nulls)
+    if not rows.members:
+        return raw_array(map(write, rows))
+    return raw_array(map(write, rows, repeat(_member_texts(rows, plan, permissions, return_nulls))))
 
 
 def write_flat_entity(meta, rows, plan, permissions, return_nulls=False):
     """The first entity of ``rows`` (RawRows) along ``plan``, as JSON text."""
-    return RawJson(_writer(meta, rows, plan, permissions, return_nulls)(rows[0]))
+    write = _writer(meta, rows, plan, permissions, return_nulls)
+    if not rows.members:
+        return RawJson(write(rows[0]))
+    return RawJson(write(rows[0], _member_texts(rows, plan, permissions, return_nulls)))
+
+
+def _member_texts(rows, plan, permissions, return_nulls):
+    """Per many-to-many attribute the row writer writes (in plan order): link
+    text -> the JSON array of its members. Each member and each distinct set
+    of members is written once."""
+    texts = []
+    for name in plan.properties:
+        loaded = rows.members.get(name)
+        if loaded is None:
+            continue
+        lists, members = loaded
+        written = {}
+        if members:
+            target, nested = rows.meta.properties[name].target, plan.properties[name]
+            write = _writer(target, members, nested, permissions, return_nulls)
+            inner = _member_texts(members, nested, permissions, return_nulls) \
+                if members.members else None
+            written = {id(values): write(values) if inner is None else write(values, inner)
+                       for values in members}
+        texts.append({text: f"[{','.join([written[id(values)] for values in shown])}]"
+                      for text, shown in lists.items()})
+    return texts
 
 
 def tag_row(rows):
@@ -169,10 +238,16 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         lines.append(f"    x = {const(_raw_namer(meta, permissions, index))}(v)")
         lines.append(f"    out = ({const(no_name)} if x is None else "
                      f"{const(named)} + x + ',\"id\":') + {const(write_id)}(v[0])")
+    links = 0
     for name, nested in plan.properties.items():
         if name == "id" or not levels.get(name):
             continue
         prop, key = meta.properties[name], f",{quoted(name)}:"
+        if prop.link is not None:       # the members' array, written once per link text
+            if permissions.can(prop.target.name, "read"):
+                lines.append(f"    out += {const(key)} + m[{links}][v[{index[name]}]]")
+                links += 1
+            continue
         if nested is None:
             attribute("out", key, index[name], prop)
             continue
@@ -189,7 +264,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         if return_nulls:
             lines.append(f"    else:\n        out += {const(key + 'null')}")
     lines.append("    return out + '}'")
-    source = "def write(v):\n" + "\n".join(lines) + "\n"
+    source = "def write(v, m=None):\n" + "\n".join(lines) + "\n"
     namespace = dict(constants)
     exec(compile(source, f"<row writer {meta.name}>", "exec"), namespace)  # noqa: S102
     return namespace["write"]

@@ -15,7 +15,7 @@ from ..model.fetchplan import ids_only
 from .columns import conversions, converter, read_rows
 from .cursors import after_key
 from .members import fill_members, member_column
-from .flatrows import RawRows, is_flat
+from .flatrows import RawRows, fill_flat_members, is_flat
 from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
@@ -127,7 +127,11 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         else read_rows(cursor, names, converting)
     if budget is not None:
         budget.take(len(rows))
-    return rows if flat else _complete(access, meta, plan, rows, budget)
+    if flat:
+        if rows.links:
+            fill_flat_members(access, rows, budget, _raw_by_ids)
+        return rows
+    return _complete(access, meta, plan, rows, budget)
 
 
 def _complete(access, meta, plan, rows, budget):
@@ -271,15 +275,23 @@ def fill_references(access, meta, plan, rows, budget=None):
 
 
 def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None,
-            with_deleted=False):
+            with_deleted=False, raw=False):
     rows = []
     ids = sorted(ids)
     for start in range(0, len(ids), _CHUNK):
-        rows.extend(select_rows(access, meta, plan, sort="", parent_column=parent_column,
-                                key_field=key_field, keys=ids[start:start + _CHUNK],
-                                limit=None if budget is None else budget.left + 1,
-                                budget=budget, with_deleted=with_deleted))
+        chunk = select_rows(access, meta, plan, sort="", parent_column=parent_column,
+                            key_field=key_field, keys=ids[start:start + _CHUNK],
+                            limit=None if budget is None else budget.left + 1,
+                            budget=budget, with_deleted=with_deleted, raw=raw)
+        if start:
+            rows.extend(chunk)
+        else:
+            rows = chunk        # a flat plan's RawRows stay RawRows
     return rows
+
+
+def _raw_by_ids(access, meta, plan, key_field, ids, budget=None):
+    return _by_ids(access, meta, plan, key_field, ids, budget=budget, raw=True)
 
 
 def _fill_children(access, prop, plan, rows, budget):

@@ -50,7 +50,17 @@ def fill_members(access, prop, plan, rows, budget, load):
     rows by id: row-level rules, soft delete and the budget apply). The links
     shown count against ``budget`` as entities of the answer."""
     name = prop.name
-    counts = Counter(map(itemgetter(name), rows))     # owners per distinct link text
+    lists, _ = member_lists(access, prop, plan, Counter(map(itemgetter(name), rows)), budget,
+                            load, itemgetter("id"))
+    for row in rows:
+        row[name] = lists[row[name]]
+
+
+def member_lists(access, prop, plan, counts, budget, load, key_of):
+    """Distinct link texts (each with how many owners have it) -> ({text: the
+    visible members in key order, None: []}, the members loaded): ``load``
+    reads the members by id, ``key_of`` gives a loaded member's id as the
+    link keys name it once converted (flat pages load value tuples)."""
     counts.pop(None, None)
     texts = list(counts)
     parsed = json.loads(f"[{','.join(texts)}]") if texts else []
@@ -66,12 +76,11 @@ def fill_members(access, prop, plan, rows, budget, load):
     wanted = set().union(*parsed)
     members = load(access, prop.target, plan, prop.target.model.id, wanted, budget=budget) \
         if wanted else []
-    by_key = {member["id"]: member for member in members}
+    by_key = {key_of(member): member for member in members}
     lists, links = {None: []}, 0
     for text, keys in zip(texts, parsed):
         shown = lists[text] = [by_key[key] for key in keys if key in by_key]
         links += len(shown) * counts[text]
-    for row in rows:
-        row[name] = lists[row[name]]
     if budget is not None and links > len(members):
         budget.take(links - len(members))     # each link is an entity of the answer
+    return lists, members

@@ -8,9 +8,8 @@ then ``GET /rest/entities/Product?limit=50`` (``_base``) and the same page
 with ``fetchPlan=product-with-tags`` take turns. Target: the page with tags
 costs at most 1.3x the plain page (CPU time per request, median of rounds).
 
-Not met. Measured with 7 rounds on the shared 2-core machine (README,
-Benchmark, for the breakdown): SQLite 1.63-1.67x (was 1.83x), PostgreSQL
-1.69-1.86x (was 1.86-1.97x), SQLite with --distinct-sets 1.93x (was 2.11x).
+Not met: SQLite 1.68x, PostgreSQL 1.63x, SQLite with --distinct-sets 1.95x
+(5 rounds; README, Benchmark, for the breakdown).
 """
 import argparse
 import itertools
