@@ -8,9 +8,10 @@ is stored in the form it is written in the answer, so a row goes to JSON
 without a conversion: ids as the UUID text (``0027b4c0-69c3-...``), enums by
 name (``SILVER``), dates and date-times as the ISO text of the answer
 (``2024-02-01T23:31:00``), decimals as their JSON text with the column's scale
-(``248.76``). The tables have the same columns and indexes as restsvc's
-(audit and soft-delete columns, the index on the lower-cased name), the same
-durability (WAL, ``synchronous=FULL``, one fsync per commit).
+(``248.76``). The tables have the same columns as restsvc's (audit and
+soft-delete columns) and restsvc's own indexes, copied from its database
+(plain, lower-cased and trigram); the same durability (WAL,
+``synchronous=FULL``, one fsync per commit).
 
 Per request it does what restsvc must do for the same bytes, and no more:
 
@@ -23,8 +24,12 @@ Per request it does what restsvc must do for the same bytes, and no more:
   the index on ``unicode_lower(name)``, as restsvc's;
 - get: one primary-key read;
 - create (``responseFetchPlan=_base``): the body parsed and checked, one
-  transaction with the customer's INSERT (audit columns filled) and its
-  history item's INSERT (Customer has history), the full entity answered;
+  transaction with the customer's INSERT (audit columns filled), its history
+  item's INSERT (Customer has history) and its change event's INSERT
+  (Customer publishes events), the full entity answered; the same indexes
+  as restsvc's are written, the trigram tables of substring search included
+  (their triggers fire for the customer's name, email and city and the
+  history item's entity name);
 - nested: ``order-with-details``: orders, then their customers, lines and
   products, one query per level, a shared row written once.
 
@@ -67,6 +72,8 @@ INSERT = ("INSERT INTO customer (id, version, name, email, grade, birthDate, cre
           "createdBy, lastModifiedBy, lastModifiedDate) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_HISTORY = ("INSERT INTO history_item (id, version, entityName, entityId, kind, username, "
                   "changedDate, changes) VALUES (?, 1, 'Customer', ?, 'CREATE', ?, ?, ?)")
+INSERT_EVENT = ("INSERT INTO restsvc_event (entity, entityId, kind, changed, version, username, "
+                "time) VALUES ('Customer', ?, 'CREATE', ?, 1, ?, ?)")
 PREFIX = "/rest/entities/Customer"
 ORDERS = "/rest/entities/Order"
 GRADES = ("BRONZE", "SILVER", "GOLD")
@@ -279,14 +286,15 @@ def create_customer(environ, conn, user):
     new_id = str(uuid.uuid4())
     now = _now_text()
     row = (new_id, 1, name, email, grade, birth_date, None, now, None, user, user, now)
-    changes = json.dumps([{"name": key, "oldValue": None, "newValue": value}
-                          for key, value in (("name", name), ("email", email), ("grade", grade),
-                                             ("birthDate", birth_date)) if value is not None],
+    given = [(key, value) for key, value in (("name", name), ("email", email), ("grade", grade),
+                                             ("birthDate", birth_date)) if value is not None]
+    changes = json.dumps([{"name": key, "oldValue": None, "newValue": value} for key, value in given],
                          ensure_ascii=False, separators=(",", ":"))
     conn.execute("BEGIN")
     try:
         conn.execute(INSERT, (new_id, name, email, grade, birth_date, now, user, user, now))
         conn.execute(INSERT_HISTORY, (uuid.uuid4().hex, new_id, user, now, changes))
+        conn.execute(INSERT_EVENT, (new_id, json.dumps([key for key, _ in given]), user, now))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -1,10 +1,13 @@
 """The baseline's own database (``baseline.py``), filled once from restsvc's.
 
-Same tables, columns and indexes as restsvc's (those the measured operations
-touch, and the token table), but every value stored in the form the answer
-writes: ids as UUID text, enums by name, dates and date-times as the answer's
-ISO text, decimals as their JSON text. The conversions restsvc makes per row
-are made here once, before any measurement.
+Same tables and columns as restsvc's (those the measured operations touch,
+the change events' table and the token table), but every value stored in the
+form the answer writes: ids as UUID text, enums by name, dates and date-times
+as the answer's ISO text, decimals as their JSON text. The conversions
+restsvc makes per row are made here once, before any measurement. The
+indexes are restsvc's own, copied from its database as they are: the plain
+ones, those on lower-cased text, and the trigram tables of substring search
+with the triggers that keep them (a create writes them as restsvc's does).
 """
 import sqlite3
 import uuid
@@ -22,46 +25,18 @@ CREATE TABLE "customer" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT N
   "name" TEXT NOT NULL, "email" TEXT, "grade" TEXT, "birthDate" TEXT, "photo" TEXT,
   "createdDate" TEXT NOT NULL, "userId" TEXT, "createdBy" TEXT, "lastModifiedBy" TEXT,
   "lastModifiedDate" TEXT, "deletedDate" TEXT, "deletedBy" TEXT);
-CREATE INDEX "customer_address_city" ON "customer" ("address_city");
-CREATE INDEX "customer_address_country_id" ON "customer" ("address_country_id");
-CREATE INDEX "customer_name" ON "customer" ("name");
-CREATE INDEX "customer_email" ON "customer" ("email");
-CREATE INDEX "customer_birthDate" ON "customer" ("birthDate");
-CREATE INDEX "customer_createdDate" ON "customer" ("createdDate");
-CREATE INDEX "customer_userId" ON "customer" ("userId");
-CREATE INDEX "customer_name_lower" ON "customer" (unicode_lower("name"));
-CREATE INDEX "customer_email_lower" ON "customer" (unicode_lower("email"));
-CREATE INDEX "customer_address_city_lower" ON "customer" (unicode_lower("address_city"));
 CREATE TABLE "history_item" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
   "entityName" TEXT NOT NULL, "entityId" TEXT NOT NULL, "kind" TEXT NOT NULL,
   "username" TEXT NOT NULL, "changedDate" TEXT NOT NULL, "changes" TEXT);
-CREATE INDEX "history_item_kind" ON "history_item" ("kind");
-CREATE INDEX "history_item_username" ON "history_item" ("username");
-CREATE INDEX "history_item_changedDate" ON "history_item" ("changedDate");
-CREATE INDEX "history_item_entityName_entityId_changedDate"
-  ON "history_item" ("entityName", "entityId", "changedDate");
-CREATE INDEX "history_item_entityName_lower" ON "history_item" (unicode_lower("entityName"));
-CREATE INDEX "history_item_kind_lower" ON "history_item" (unicode_lower("kind"));
-CREATE INDEX "history_item_username_lower" ON "history_item" (unicode_lower("username"));
 CREATE TABLE "order" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
   "number" TEXT NOT NULL, "date" TEXT NOT NULL, "customer_id" TEXT NOT NULL
   REFERENCES "customer" ("id") ON DELETE RESTRICT, "status" TEXT, "amount" TEXT, {AUDIT});
-CREATE INDEX "order_number" ON "order" ("number");
-CREATE INDEX "order_date" ON "order" ("date");
-CREATE INDEX "order_customer_id" ON "order" ("customer_id");
-CREATE INDEX "order_status_date" ON "order" ("status", "date");
-CREATE INDEX "order_number_lower" ON "order" (unicode_lower("number"));
 CREATE TABLE "product" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
   "name" TEXT NOT NULL, "sku" TEXT, "price" TEXT NOT NULL, "deletedDate" TEXT, "deletedBy" TEXT);
-CREATE INDEX "product_name" ON "product" ("name");
-CREATE INDEX "product_sku" ON "product" ("sku");
-CREATE INDEX "product_name_lower" ON "product" (unicode_lower("name"));
 CREATE TABLE "order_line" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
   "order_id" TEXT NOT NULL REFERENCES "order" ("id") ON DELETE CASCADE,
   "product_id" TEXT NOT NULL REFERENCES "product" ("id") ON DELETE RESTRICT,
   "quantity" INTEGER NOT NULL, "price" TEXT, {AUDIT});
-CREATE INDEX "order_line_order_id" ON "order_line" ("order_id");
-CREATE INDEX "order_line_product_id" ON "order_line" ("product_id");
 """
 # column -> conversion from restsvc's stored form to the answer's
 IDS = ("id", "customer_id", "order_id", "product_id", "userId")
@@ -98,9 +73,12 @@ def build(source_path, target_path):
         target.create_function("unicode_lower", 1, unicode_lower, deterministic=True)
         target.execute("PRAGMA journal_mode=wal")
         target.executescript(SCHEMA)
-        token_sql, = source.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'restsvc_token'").fetchone()
-        target.execute(token_sql)
+        for table in ("restsvc_token", "restsvc_event"):
+            table_sql, = source.execute(
+                "SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+            target.execute(table_sql)
+        for sql in _indexes(source, TABLES):
+            target.execute(sql)
         target.executemany(f"INSERT INTO restsvc_token VALUES "
                            f"({', '.join('?' * len(_columns(source, 'restsvc_token')))})",
                            source.execute("SELECT * FROM restsvc_token"))
@@ -118,6 +96,28 @@ def build(source_path, target_path):
     finally:
         source.close()
         target.close()
+
+
+TABLES = ("customer", "history_item", "order", "product", "order_line", "restsvc_event")
+
+
+def _indexes(source, tables):
+    """restsvc's indexes of ``tables`` as its database has them: the trigram
+    tables first (not their shadow tables: FTS5 makes those), then the
+    indexes, then the triggers that fill the trigram tables."""
+    rows = source.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
+    trigram = [sql for kind, name, sql in rows
+               if kind == "table" and sql.upper().startswith("CREATE VIRTUAL TABLE")
+               and any(name.startswith(f"{table}_") for table in tables)]
+    indexes = [sql for kind, name, sql in rows if kind == "index" and _on(sql, tables)]
+    triggers = [sql for kind, name, sql in rows if kind == "trigger" and _on(sql, tables)]
+    return trigram + indexes + triggers
+
+
+def _on(sql, tables):
+    """Whether an index or trigger statement is on one of ``tables``."""
+    return any(f' ON "{table}" ' in sql for table in tables)
 
 
 def _columns(conn, table):
