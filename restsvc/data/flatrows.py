@@ -104,15 +104,21 @@ def fill_flat_members(access, rows, budget, load):
     """The members of each many-to-many attribute of a flat page the caller
     may see (its attribute visible, its entity readable), loaded as a flat
     page too by ``load`` (the loader's select by id, raw): ``rows.members``."""
-    meta, permissions = rows.meta, access.permissions
-    levels = permissions.attribute_levels(meta.name)
+    meta = rows.meta
     for name, position in rows.links:
         prop = meta.properties[name]
-        if not levels.get(name) or not permissions.can(prop.target.name, "read"):
+        if not _shows_members(meta, prop, access.permissions):
             continue
         counts = Counter(map(itemgetter(position), rows))
         rows.members[name] = member_lists(access, prop, rows.loading.properties[name], counts,
                                           budget, load, _member_key(prop.target))
+
+
+def _shows_members(meta, prop, permissions):
+    """Whether the caller sees a many-to-many attribute's members at all: the
+    attribute visible and its entity readable (else it is not written)."""
+    return bool(permissions.attribute_levels(meta.name).get(prop.name)) \
+        and permissions.can(prop.target.name, "read")
 
 
 def _member_key(meta):
@@ -138,15 +144,10 @@ def write_flat_entity(meta, rows, plan, permissions, return_nulls=False):
 
 
 def _member_texts(rows, plan, permissions, return_nulls):
-    """Per many-to-many attribute the row writer writes (in plan order): link
-    text -> the JSON array of its members. Each member and each distinct set
-    of members is written once."""
-    texts = []
-    for name in plan.properties:
-        loaded = rows.members.get(name)
-        if loaded is None:
-            continue
-        lists, members = loaded
+    """Per many-to-many attribute shown: link text -> the JSON array of its
+    members. Each member and each distinct set of members is written once."""
+    texts = {}
+    for name, (lists, members) in rows.members.items():
         written = {}
         if members:
             target, nested = rows.meta.properties[name].target, plan.properties[name]
@@ -155,8 +156,8 @@ def _member_texts(rows, plan, permissions, return_nulls):
                 if members.members else None
             written = {id(values): write(values) if inner is None else write(values, inner)
                        for values in members}
-        texts.append({text: f"[{','.join([written[id(values)] for values in shown])}]"
-                      for text, shown in lists.items()})
+        texts[name] = {text: f"[{','.join([written[id(values)] for values in shown])}]"
+                       for text, shown in lists.items()}
     return texts
 
 
@@ -238,15 +239,13 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         lines.append(f"    x = {const(_raw_namer(meta, permissions, index))}(v)")
         lines.append(f"    out = ({const(no_name)} if x is None else "
                      f"{const(named)} + x + ',\"id\":') + {const(write_id)}(v[0])")
-    links = 0
     for name, nested in plan.properties.items():
         if name == "id" or not levels.get(name):
             continue
         prop, key = meta.properties[name], f",{quoted(name)}:"
         if prop.link is not None:       # the members' array, written once per link text
-            if permissions.can(prop.target.name, "read"):
-                lines.append(f"    out += {const(key)} + m[{links}][v[{index[name]}]]")
-                links += 1
+            if _shows_members(meta, prop, permissions):
+                lines.append(f"    out += {const(key)} + m[{const(name)}][v[{index[name]}]]")
             continue
         if nested is None:
             attribute("out", key, index[name], prop)

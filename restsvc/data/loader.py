@@ -7,6 +7,8 @@ rows and its members are loaded by id (members.py). References to entities
 the caller may not read are left out; referenced rows hidden by row-level
 roles become null (to-one) or are absent (collections).
 """
+from functools import partial
+
 import peewee
 
 from ..db import is_sqlite
@@ -129,7 +131,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         budget.take(len(rows))
     if flat:
         if rows.links:
-            fill_flat_members(access, rows, budget, _raw_by_ids)
+            fill_flat_members(access, rows, budget, partial(_by_ids, raw=True))
         return rows
     return _complete(access, meta, plan, rows, budget)
 
@@ -288,10 +290,6 @@ def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None,
         else:
             rows = chunk        # a flat plan's RawRows stay RawRows
     return rows
-
-
-def _raw_by_ids(access, meta, plan, key_field, ids, budget=None):
-    return _by_ids(access, meta, plan, key_field, ids, budget=budget, raw=True)
 
 
 def _fill_children(access, prop, plan, rows, budget):
