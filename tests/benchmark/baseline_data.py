@@ -106,18 +106,13 @@ def _indexes(source, tables):
     tables first (not their shadow tables: FTS5 makes those), then the
     indexes, then the triggers that fill the trigram tables."""
     rows = source.execute(
-        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
-    trigram = [sql for kind, name, sql in rows
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
+    trigram = [sql for kind, name, _, sql in rows
                if kind == "table" and sql.upper().startswith("CREATE VIRTUAL TABLE")
                and any(name.startswith(f"{table}_") for table in tables)]
-    indexes = [sql for kind, name, sql in rows if kind == "index" and _on(sql, tables)]
-    triggers = [sql for kind, name, sql in rows if kind == "trigger" and _on(sql, tables)]
+    indexes = [sql for kind, _, table, sql in rows if kind == "index" and table in tables]
+    triggers = [sql for kind, _, table, sql in rows if kind == "trigger" and table in tables]
     return trigram + indexes + triggers
-
-
-def _on(sql, tables):
-    """Whether an index or trigger statement is on one of ``tables``."""
-    return any(f' ON "{table}" ' in sql for table in tables)
 
 
 def _columns(conn, table):
