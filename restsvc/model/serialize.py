@@ -128,16 +128,96 @@ def _compile(meta, plan, permissions, return_nulls, owner=None):
         if name == "id" or not levels.get(name):
             continue
         if nested is None:
-            writers.append((name, f",{quoted(name)}:", _text_writer(prop), None))
+            writers.append((name, _text_writer(prop), None))
         else:
             inner = (meta.name, name) if prop.is_embedded else None
-            writers.append((name, f",{quoted(name)}:", None, (
+            writers.append((name, None, (
                 _compiled(prop.target, nested, permissions, return_nulls, inner),
                 prop.is_collection)))
-    if meta.is_embedded:
-        return "{", None, writers, return_nulls
-    return (f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), writers,
-            return_nulls)
+    namer = None if meta.is_embedded else instance_namer(meta, permissions)
+    return _generate(meta, namer, writers, return_nulls)
+
+
+def _generate(meta, namer, writers, return_nulls):
+    """The writer of one compiled plan, ``write(row, written) -> JSON text``:
+    Python source generated once, one statement per visible attribute (no
+    loop over attributes, no per-attribute look-ups of how to write it).
+    Only names made here appear in the source; every key text and function is
+    passed in as a constant.
+
+    ``written``: the text of referenced rows already written in this answer
+    (the loader gives every order of one customer the same row, every product
+    of one tag the same member row: it is written once), keyed by (plan, row)
+    for to-one references, by row in a dict per plan for collection members,
+    and by list for whole collections."""
+    constants, lines = {"quoted": quoted, "ABSENT": _ABSENT}, []
+
+    def const(value):
+        name = f"c{len(constants)}"
+        constants[name] = value
+        return name
+
+    if namer is None:       # an embedded value: its attributes, then "{" + ... + "}"
+        lines.append("    out = ''")
+    else:
+        head = f'{{"_entityName":{quoted(meta.name)}'
+        named, unnamed = head + ',"_instanceName":', head + (
+            ',"_instanceName":null,"id":' if return_nulls else ',"id":')
+        lines += ["    i = quoted(str(row['id']))",
+                  f"    x = {const(namer)}(row)",
+                  "    if x is not None:",
+                  f"        out = {const(named)} + quoted(x) + {const(_ID_KEY)} + i",
+                  "    else:",
+                  f"        out = {const(unnamed)} + i"]
+    lines.append("    g = row.get")
+    for name, write, nested in writers:
+        key = f",{quoted(name)}:"
+        lines.append(f"    x = g({const(name)}, ABSENT)")
+        if return_nulls:
+            lines += ["    if x is None:", f"        out += {const(key + 'null')}",
+                      "    elif x is not ABSENT:"]
+        else:
+            lines.append("    if x is not None and x is not ABSENT:")
+        if nested is None:
+            lines.append(f"        out += {const(key)} + {const(write)}(x)")
+        elif nested[1]:     # a collection: the list and each member written once
+            lines.append(f"        out += {const(key)} + {const(_collection_writer(nested[0]))}"
+                         "(x, written)")
+        else:               # a to-one reference or an embedded value, written once per row
+            lines += [f"        k = ({const(nested)}, id(x))",
+                      "        t = written.get(k)",
+                      "        if t is None:",
+                      f"            t = written[k] = {const(nested[0])}(x, written)",
+                      f"        out += {const(key)} + t"]
+    if namer is None:
+        lines.append("    return '{' + out[1:] + '}'")
+    else:
+        lines.append("    return out + '}'")
+    source = "def write(row, written):\n" + "\n".join(lines) + "\n"
+    namespace = dict(constants)
+    exec(compile(source, f"<writer {meta.name}>", "exec"), namespace)  # noqa: S102
+    return namespace["write"]
+
+
+def _collection_writer(write):
+    """(list of rows, written) -> the JSON array, each list and each member row
+    written once per answer: owners with the same many-to-many members share
+    one list, and a member of several owners is one row."""
+    def write_list(rows, written):
+        text = written.get(id(rows))      # a list belongs to one attribute of one plan
+        if text is None:
+            done = written.get(id(write))       # this plan's members written so far
+            if done is None:
+                done = written[id(write)] = {}
+            texts = []
+            for child in rows:
+                text = done.get(id(child))
+                if text is None:
+                    text = done[id(child)] = write(child, written)
+                texts.append(text)
+            text = written[id(rows)] = f"[{','.join(texts)}]"
+        return text
+    return write_list
 
 
 def _compiled_for(meta, plan, permissions, return_nulls):
@@ -146,82 +226,29 @@ def _compiled_for(meta, plan, permissions, return_nulls):
     key = ("names_only", return_nulls)
     compiled = permissions.memo.setdefault(key, {}).get(meta.name)
     if compiled is None:
-        compiled = permissions.memo[key][meta.name] = (
-            f'{{"_entityName":{quoted(meta.name)}', instance_namer(meta, permissions), (),
-            return_nulls)
+        compiled = permissions.memo[key][meta.name] = _generate(
+            meta, instance_namer(meta, permissions), (), return_nulls)
     return compiled
 
 
 def write_entity(meta, row, plan, permissions, return_nulls=False):
     """One entity as JSON text (plan None: ``_entityName``, ``_instanceName`` and ``id``)."""
-    return RawJson(_write(_compiled_for(meta, plan, permissions, return_nulls), row, {}))
+    return RawJson(_compiled_for(meta, plan, permissions, return_nulls)(row, {}))
 
 
 def write_entities(meta, rows, plan, permissions, return_nulls=False):
     """A JSON array of entities."""
-    compiled, written = _compiled_for(meta, plan, permissions, return_nulls), {}
-    return raw_array([_write(compiled, row, written) for row in rows])
+    write, written = _compiled_for(meta, plan, permissions, return_nulls), {}
+    return raw_array([write(row, written) for row in rows])
 
 
 def serialize(meta, row, plan, permissions, return_nulls=False):
     """One entity as a dict (decimals as Decimal), for JSON of the caller's own."""
-    return loads(_write(_compiled_for(meta, plan, permissions, return_nulls), row, {}))
-
-
-def _write(compiled, row, written):
-    """``written``: the text of referenced rows already written in this answer
-    (the loader gives every order of one customer the same row, every product
-    of one tag the same member row: it is written once), keyed by (plan, row)
-    for to-one references, by row in a dict per plan for collection members,
-    and by list for whole collections (owners with the same many-to-many
-    members share one list)."""
-    head, namer, writers, return_nulls = compiled
-    if namer is None:       # an embedded value
-        parts = ["{"]
-    elif (name_text := namer(row)) is not None:
-        parts = [f'{head},"_instanceName":{quoted(name_text)},"id":{quoted(str(row["id"]))}']
-    elif return_nulls:
-        parts = [f'{head},"_instanceName":null,"id":{quoted(str(row["id"]))}']
-    else:
-        parts = [f'{head},"id":{quoted(str(row["id"]))}']
-    append, get = parts.append, row.get
-    for name, key, write, nested in writers:
-        value = get(name, _ABSENT)
-        if value is None:
-            if return_nulls:
-                append(key + "null")
-        elif value is _ABSENT:
-            continue
-        elif nested is None:
-            append(key + write(value))
-        elif nested[1]:
-            # Owners with the same many-to-many members share one list, and a
-            # member of several owners is one row: each is written once.
-            text = written.get(id(value))     # a list belongs to one attribute of one plan
-            if text is None:
-                done = written.get(id(nested))      # this plan's members written so far
-                if done is None:
-                    done = written[id(nested)] = {}
-                texts = []
-                for child in value:
-                    text = done.get(id(child))
-                    if text is None:
-                        text = done[id(child)] = _write(nested[0], child, written)
-                    texts.append(text)
-                text = written[id(value)] = f"[{','.join(texts)}]"
-            append(key + text)
-        else:
-            text = written.get((id(nested), id(value)))
-            if text is None:
-                text = written[(id(nested), id(value))] = _write(nested[0], value, written)
-            append(key + text)
-    append("}")
-    if namer is None and len(parts) > 2:
-        parts[1] = parts[1][1:]             # the first attribute's leading comma
-    return "".join(parts)
+    return loads(_compiled_for(meta, plan, permissions, return_nulls)(row, {}))
 
 
 _ABSENT = object()
+_ID_KEY = ',"id":'
 
 
 def _references(meta, plan, permissions):
