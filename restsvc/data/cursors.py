@@ -25,6 +25,7 @@ from ..errors import BadRequest
 from .query import EntityQuery, _all
 
 MAX_CURSOR = 4096       # characters of a cursor from a request
+_MEMO_MAX = 256         # sorts remembered per entity (bindings) or permissions (columns)
 
 
 def invalid_cursor(details="The cursor is not valid for this request"):
@@ -44,7 +45,7 @@ class Cursors:
         payload = json.dumps([_binding(meta, sort, filter_spec), [_encode(v) for v in key]],
                              separators=(",", ":")).encode("utf-8")
         payload = base64.urlsafe_b64encode(payload).rstrip(b"=")
-        signature = hmac.new(self._key, payload, self._digest).digest()
+        signature = hmac.digest(self._key, payload, self._digest)
         return f"{payload.decode()}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
 
     def key(self, token, meta, sort, filter_spec):
@@ -62,6 +63,18 @@ class Cursors:
 
 
 def _binding(meta, sort, filter_spec):
+    if filter_spec is None:         # the usual page: worked out once per entity and sort
+        unfiltered = meta.__dict__.setdefault("_cursor_bindings", {})
+        binding = unfiltered.get(sort)
+        if binding is None:
+            if len(unfiltered) >= _MEMO_MAX:       # sort texts come from requests
+                unfiltered.clear()
+            binding = unfiltered[sort] = _make_binding(meta, sort, None)
+        return binding
+    return _make_binding(meta, sort, filter_spec)
+
+
+def _make_binding(meta, sort, filter_spec):
     text = json.dumps(filter_spec, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
     return f"{meta.name}:{sort or ''}:{digest}"
@@ -97,14 +110,13 @@ def sort_key(access, meta, sort, rows):
     column (the id alone, or attributes of the entity's own that the plan
     loaded); else one query (more only when that row was deleted
     meanwhile). None when no row is left."""
-    query = EntityQuery(meta, access)
-    columns = [column for column, _ in query.sort_terms(sort)]
-    names = _own_attributes(meta)
+    columns, own = _sort_columns(access, meta, sort)
     last = rows[-1]
-    own = [names.get(id(column)) for column in columns]
     if all(name in last for name in own):
         return [None if last[name] is None else column.db_value(last[name])
                 for column, name in zip(columns, own)]
+    query = EntityQuery(meta, access)
+    columns = [column for column, _ in query.sort_terms(sort)]
     select = query.apply_joins(meta.model.select(*columns))
     for row in reversed(rows):
         sql, params = select.where(meta.model.id == row["id"]).limit(1).sql()
@@ -112,6 +124,21 @@ def sort_key(access, meta, sort, rows):
         if found is not None:
             return [bytes(value) if isinstance(value, memoryview) else value for value in found]
     return None
+
+
+def _sort_columns(access, meta, sort):
+    """(the sort's columns, the attribute name of each or None when it is not
+    one of the entity's own), worked out once per permissions, entity and
+    sort: hidden attributes leave the sort as the caller's permissions say."""
+    memo = access.permissions.memo.setdefault("sort_columns", {})
+    found = memo.get((meta.name, sort))
+    if found is None:
+        names = _own_attributes(meta)
+        columns = [column for column, _ in EntityQuery(meta, access).sort_terms(sort)]
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        found = memo[(meta.name, sort)] = (columns, [names.get(id(column)) for column in columns])
+    return found
 
 
 def _own_attributes(meta):

@@ -23,44 +23,58 @@ import peewee
 from ..jsonio import RawJson, quoted, raw_array, value_text
 from ..model.fields import EnumField
 from ..model.serialize import _text_writer, instance_namer
-from .columns import _uuid, convert_rows, converter
+from .columns import _uuid, converter
 from .members import member_lists
 
 
 class RawRows(list):
     """The database's value tuples of a flat plan, in the loader's column order.
-    ``row(i)``: row ``i`` as the loader's dict (for a cursor's sort key).
     ``links``: the plan's many-to-many attributes, each the position of its
     link text; ``members``: what ``fill_flat_members`` loaded for them."""
 
-    def __init__(self, values, meta, loading, names, converting, embedded):
+    def __init__(self, values, meta, loading, names, converting):
         super().__init__(values)
         self.meta, self.loading = meta, loading
-        self._shape = (names, converting, embedded)
+        self.names, self._converting = names, converting
         self.links = _links(meta, loading, names)
         self.members = {}
 
-    def row(self, index):
-        names, converting, embedded = self._shape
-        row, = convert_rows([self[index]], names, converting)
-        for name, parts in embedded:
-            value = {part: row.pop(f"{name}.{part}") for part in parts}
-            row[name] = value if any(item is not None for item in value.values()) else None
-        return row
-
 
 class KeyRows:
-    """What ``cursors.sort_key`` reads of a page (its last row, the rows from the
-    end), each row converted only when asked for."""
+    """What ``cursors.sort_key`` reads of a page: its last row, the rows from
+    the end; of a row only the columns asked for are converted."""
 
     def __init__(self, raw):
         self._raw = raw
 
     def __getitem__(self, index):
-        return self._raw.row(index)
+        return _KeyRow(self._raw, index)
 
     def __reversed__(self):
-        return (self._raw.row(index) for index in range(len(self._raw) - 1, -1, -1))
+        return (_KeyRow(self._raw, index) for index in range(len(self._raw) - 1, -1, -1))
+
+
+class _KeyRow:
+    def __init__(self, raw, index):
+        self._values, self._columns = raw[index], _key_columns(raw)
+
+    def __contains__(self, name):
+        return name in self._columns
+
+    def __getitem__(self, name):
+        position, convert = self._columns[name]
+        value = self._values[position]
+        return value if value is None or convert is None else convert(value)
+
+
+def _key_columns(raw):
+    """Column name -> (position, converter or None) of a flat plan's rows."""
+    found = raw.loading.__dict__.get("_flat_key_columns")
+    if found is None:
+        convert = dict(raw._converting)
+        found = raw.loading._flat_key_columns = {
+            name: (position, convert.get(position)) for position, name in enumerate(raw.names)}
+    return found
 
 
 def is_flat(meta, loading):
@@ -163,7 +177,7 @@ def _member_texts(rows, plan, permissions, return_nulls):
 
 def tag_row(rows):
     """What ``etags.entity_tag`` reads of the first row of ``rows``: id and version."""
-    names, values = rows._shape[0], rows[0]
+    names, values = rows.names, rows[0]
     return {"id": _uuid(values[0]),
             "version": values[names.index("version")] if "version" in names else None}
 
@@ -178,7 +192,7 @@ def _writer(meta, rows, plan, permissions, return_nulls):
         shape = plan._flat_shape = tuple(
             (name, None if nested is None else tuple(nested.properties))
             for name, nested in plan.properties.items())
-    key = (id(meta), id(permissions), return_nulls, shape, tuple(rows._shape[0]))
+    key = (id(meta), id(permissions), return_nulls, shape, tuple(rows.names))
     entry = _WRITERS.get(key)
     if entry is None or entry[0] is not meta or entry[1] is not permissions:
         if len(_WRITERS) >= _WRITERS_MAX:
@@ -197,7 +211,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
     compiled once, one statement per attribute (no loop over attributes, no
     per-row lookups). Only names made here appear in the source; every key
     text and writer is passed in as a constant."""
-    index = {name: position for position, name in enumerate(rows._shape[0])}
+    index = {name: position for position, name in enumerate(rows.names)}
     levels = permissions.attribute_levels(meta.name)
     constants, lines = {}, []
 

@@ -125,7 +125,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
                              key_field, keys, with_deleted=with_deleted, after=after)
     cursor = access.database.execute_sql(sql, params)
     flat = raw and parent_column is None and is_flat(meta, plan)
-    rows = RawRows(cursor.fetchall(), meta, plan, names, converting, embedded) if flat \
+    rows = RawRows(cursor.fetchall(), meta, plan, names, converting) if flat \
         else read_rows(cursor, names, converting)
     if budget is not None:
         budget.take(len(rows))
