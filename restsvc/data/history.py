@@ -159,6 +159,31 @@ def collection_change(name, old_ids, new_ids):
     return {"name": name, "oldValue": old_ids, "newValue": new_ids}
 
 
+def item_of_save(operation, before, owner_field=None, owner_id=None):
+    """The item of a save (``writer.py``: meta, id, kind, changes), or None;
+    ``before``: ``Writer.history_before``'s values and member ids."""
+    meta = operation.meta
+    if meta.history is None:
+        return None
+    values, old_collections = before or (None, {})
+    written = operation.values
+    if owner_field is not None and operation.creating:     # a new child names its owner
+        written = {**written, owner_field.name: owner_id}
+    changes = changes_of(meta, written, values)
+    props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
+    new_ids = dict((prop.name, [child.id for child in children])
+                   for prop, children in operation.children)
+    new_ids.update((prop.name, ids) for prop, ids in operation.members)
+    for prop in recorded_collections(meta, props):
+        change = collection_change(prop.name, old_collections.get(prop.name, ()),
+                                   new_ids[prop.name])
+        if change is not None:
+            changes.append(change)
+    if changes or operation.creating:
+        return meta, operation.id, "CREATE" if operation.creating else "UPDATE", changes
+    return None
+
+
 def record(access, items, batch=None):
     """Insert items ``(meta, entity id, kind, changes)``; one statement
     (added to ``batch``, statements the writer sends together, for one item)."""

@@ -1,11 +1,12 @@
-"""Two pieces of the write path's SQL (writer.py): what the database refuses
-as the client's error, and an INSERT made part of an UPDATE's data-modifying
-WITH (``Writer.flush``, PostgreSQL)."""
+"""The write path's SQL (writer.py decides which steps run and in what
+order): an INSERT's text kept per column set, the statements of a lone write
+sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
+an UPDATE misses, as the client's error."""
 import contextlib
 
 import peewee
 
-from ..errors import BadRequest
+from ..errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
 
 
 @contextlib.contextmanager
@@ -22,13 +23,60 @@ def refusals(operation):
 
 
 
-def after_update(access, insert_sql):
+def after_update(access, insert_text):
     """An INSERT ... VALUES as INSERT ... SELECT from the WITH's "updated"
     (one row when the UPDATE changed one, else none); its text made once."""
-    key = ("after-update", insert_sql)
+    key = ("after-update", insert_text)
     text = access.sql_cache.get(key)
     if text is None:
-        columns, _, values = insert_sql.partition(" VALUES ")
+        columns, _, values = insert_text.partition(" VALUES ")
         values = values.partition(" RETURNING ")[0].strip()
         text = access.sql_cache[key] = f'{columns} SELECT {values[1:-1]} FROM "updated"'
     return text
+
+
+def insert_sql(access, model, data):
+    """(SQL, parameters) of one row's INSERT (``data``: field name -> value),
+    the text reused per column set: building it costs more than running it,
+    and it runs while SQLite holds its write lock."""
+    fields = [field for field in model._meta.sorted_fields if field.name in data]
+    params = [field.db_value(data[field.name]) for field in fields]
+    key = ("insert", model, tuple(field.name for field in fields))
+    sql = access.sql_cache.get(key)
+    if sql is None:
+        sql, built = model.insert(**data).sql()
+        if list(built) != params:
+            params = built
+        else:
+            access.sql_cache[key] = sql
+    return sql, params
+
+
+def one_statement(access, batch, creating):
+    """(SQL, parameters) sending a lone write's ``batch`` of (SQL, parameters)
+    as one: a create's statements one after the other (one Query message runs
+    as one transaction), an update's INSERTs as parts of a data-modifying WITH
+    that only insert when the UPDATE changed the row."""
+    if creating:
+        sql = "; ".join(text for text, _ in batch)
+    else:
+        (update, _), inserts = batch[0], [text for text, _ in batch[1:]]
+        sql = update
+        if inserts:
+            sql = f'WITH "updated" AS ({update} RETURNING 1)'
+            for number, text in enumerate(inserts[:-1]):
+                sql += f', "written{number}" AS ({after_update(access, text)})'
+            sql += " " + after_update(access, inserts[-1])
+    return sql, [value for _, values in batch for value in values]
+
+
+def update_refused(entity_name, entity_id, expected):
+    """The error of an UPDATE that changed no row: the ``If-Match`` versions
+    (a tuple) or the body's version (optimistic lock) missed, else the row is gone."""
+    if isinstance(expected, tuple):
+        return PreconditionFailed(entity_name, entity_id)
+    if expected is not None:
+        return ApiError("Optimistic lock", Text(
+            "optimisticLock", "Object of class [{entity}] with identifier [{id}]: "
+            "optimistic locking failed", entity=entity_name, id=entity_id))
+    return entity_not_found(entity_name, entity_id)

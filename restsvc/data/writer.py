@@ -34,8 +34,7 @@ import dataclasses
 
 import peewee
 
-from ..errors import (ApiError, Conflict, PreconditionFailed, Text,
-                      entity_not_found)
+from ..errors import Conflict, PreconditionFailed
 from ..events import outbox
 from . import history, softdelete
 from .access import require, utc_now
@@ -43,7 +42,7 @@ from .etags import version_is
 from .owned import child_ids, composed, referrers
 from .query import EntityQuery
 from .rowrules import check_members, check_rows
-from .sqlwrite import after_update, refusals
+from .sqlwrite import insert_sql, one_statement, refusals, update_refused
 
 
 class _NotAtOnce(Exception):
@@ -121,22 +120,10 @@ class Writer:
             self.batch, self.at_version = None, None
 
     def flush(self, operation):
-        """Send the batched statements as one: a create's one after the other
-        (one Query message runs as one transaction), an update's INSERTs as
-        parts of a data-modifying WITH that only insert when the UPDATE changed
-        the row. Whether it did."""
+        """Send the batched statements as one (``sqlwrite.one_statement``);
+        whether the row was written."""
         batch, self.batch = self.batch, None
-        if operation.creating:
-            sql = "; ".join(text for text, _ in batch)
-        else:
-            (update, _), inserts = batch[0], [text for text, _ in batch[1:]]
-            sql = update
-            if inserts:
-                sql = f'WITH "updated" AS ({update} RETURNING 1)'
-                for number, text in enumerate(inserts[:-1]):
-                    sql += f', "written{number}" AS ({after_update(self.access, text)})'
-                sql += " " + after_update(self.access, inserts[-1])
-        params = [value for _, values in batch for value in values]
+        sql, params = one_statement(self.access, batch, operation.creating)
         with refusals(operation):
             changed = self.access.database.execute_sql(sql, params).rowcount
         return operation.creating or changed == 1
@@ -209,33 +196,9 @@ class Writer:
         return values, collections
 
     def history(self, operation, before, owner_field=None, owner_id=None):
-        item = self.history_item(operation, before, owner_field, owner_id)
+        item = history.item_of_save(operation, before, owner_field, owner_id)
         if item is not None:
             history.record(self.access, [item], self.batch)
-
-    @staticmethod
-    def history_item(operation, before, owner_field=None, owner_id=None):
-        """The HistoryItem of a save (meta, id, kind, changes), or None."""
-        meta = operation.meta
-        if meta.history is None:
-            return None
-        values, old_collections = before or (None, {})
-        written = operation.values
-        if owner_field is not None and operation.creating:     # a new child names its owner
-            written = {**written, owner_field.name: owner_id}
-        changes = history.changes_of(meta, written, values)
-        props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
-        new_ids = dict((prop.name, [child.id for child in children])
-                       for prop, children in operation.children)
-        new_ids.update((prop.name, ids) for prop, ids in operation.members)
-        for prop in history.recorded_collections(meta, props):
-            change = history.collection_change(prop.name, old_collections.get(prop.name, ()),
-                                               new_ids[prop.name])
-            if change is not None:
-                changes.append(change)
-        if changes or operation.creating:
-            return meta, operation.id, "CREATE" if operation.creating else "UPDATE", changes
-        return None
 
     def events(self, operation, instance):
         meta = operation.meta
@@ -257,9 +220,8 @@ class Writer:
             hook(instance or model.get_by_id(operation.id), operation.creating)
 
     def _insert(self, operation, owner_field, owner_id):
-        """INSERT with the SQL text reused per column set (building it costs
-        more than running it, and it runs while SQLite holds its write lock).
-        Ids the database assigns come back from Peewee's own INSERT."""
+        """INSERT (``sqlwrite.insert_sql``); ids the database assigns come back
+        from Peewee's own INSERT."""
         model = operation.meta.model
         instance = operation.instance
         if instance is None:
@@ -273,16 +235,7 @@ class Writer:
             operation.id = operation.meta.row_id(model.insert(**data).execute())
             instance.id = operation.id
             return instance
-        fields = [field for field in model._meta.sorted_fields if field.name in data]
-        params = [field.db_value(data[field.name]) for field in fields]
-        key = ("insert", model, tuple(field.name for field in fields))
-        sql = self.access.sql_cache.get(key)
-        if sql is None:
-            sql, built = model.insert(**data).sql()
-            if list(built) != params:
-                params = built
-            else:
-                self.access.sql_cache[key] = sql
+        sql, params = insert_sql(self.access, model, data)
         if self.batch is not None:
             self.batch.append((sql, params))
         else:
@@ -304,13 +257,7 @@ class Writer:
             condition &= version_is(model, expected)
         changed = model.update(**values, version=model.version + 1).where(condition).execute()
         if changed == 0:
-            if isinstance(expected, tuple):      # If-Match
-                raise PreconditionFailed(operation.meta.name, operation.id)
-            if expected is not None:
-                raise ApiError("Optimistic lock", Text(
-                    "optimisticLock", "Object of class [{entity}] with identifier [{id}]: "
-                    "optimistic locking failed", entity=operation.meta.name, id=operation.id))
-            raise entity_not_found(operation.meta.name, operation.id)
+            raise update_refused(operation.meta.name, operation.id, expected)
 
     # -- delete ------------------------------------------------------------
     def delete(self, meta, ids, expected_versions=None, with_owner=False, purge=False):
