@@ -22,7 +22,7 @@ import peewee
 
 from ..jsonio import RawJson, quoted, raw_array, value_text
 from ..model.fields import EnumField
-from ..model.serialize import _text_writer, instance_namer
+from ..model.serialize import Generated, _text_writer, instance_namer
 from .columns import _uuid, converter
 from .members import member_lists
 
@@ -125,7 +125,7 @@ def fill_flat_members(access, rows, budget, load):
             continue
         counts = Counter(map(itemgetter(position), rows))
         rows.members[name] = member_lists(access, prop, rows.loading.properties[name], counts,
-                                          budget, load, _member_key(prop.target))
+                                          budget, load, _row_id(prop.target))
 
 
 def _shows_members(meta, prop, permissions):
@@ -135,8 +135,8 @@ def _shows_members(meta, prop, permissions):
         and permissions.can(prop.target.name, "read")
 
 
-def _member_key(meta):
-    """A flat member row -> its id as ``member_lists`` names it (converted)."""
+def _row_id(meta):
+    """A flat row -> its id, converted as the loader converts it."""
     convert = converter(meta.model.id)
     return itemgetter(0) if convert is None else (lambda values: convert(values[0]))
 
@@ -176,10 +176,10 @@ def _member_texts(rows, plan, permissions, return_nulls):
 
 
 def tag_row(rows):
-    """What ``etags.entity_tag`` reads of the first row of ``rows``: id and version."""
-    names, values = rows.names, rows[0]
-    return {"id": _uuid(values[0]),
-            "version": values[names.index("version")] if "version" in names else None}
+    """What ``etags.entity_tag`` reads of the first row of ``rows``: id and
+    version, converted as the loader converts them."""
+    row = _KeyRow(rows, 0)
+    return {"id": row["id"], "version": row["version"] if "version" in row else None}
 
 
 def _writer(meta, rows, plan, permissions, return_nulls):
@@ -209,16 +209,11 @@ _WRITERS_MAX = 1024
 def _compile(meta, plan, rows, permissions, return_nulls):
     """The row writer: Python source generated for this plan and permissions and
     compiled once, one statement per attribute (no loop over attributes, no
-    per-row lookups). Only names made here appear in the source; every key
-    text and writer is passed in as a constant."""
+    per-row lookups); key texts and writers are its constants (``Generated``)."""
     index = {name: position for position, name in enumerate(rows.names)}
     levels = permissions.attribute_levels(meta.name)
-    constants, lines = {}, []
-
-    def const(value):
-        name = f"c{len(constants)}"
-        constants[name] = value
-        return name
+    source, lines = Generated(), []
+    const = source.const
 
     def attribute(target, key, position, prop):
         """One attribute appended to ``target``; inside an embedded value with
@@ -277,10 +272,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         if return_nulls:
             lines.append(f"    else:\n        out += {const(key + 'null')}")
     lines.append("    return out + '}'")
-    source = "def write(v, m=None):\n" + "\n".join(lines) + "\n"
-    namespace = dict(constants)
-    exec(compile(source, f"<row writer {meta.name}>", "exec"), namespace)  # noqa: S102
-    return namespace["write"]
+    return source.function("v, m=None", lines, f"<row writer {meta.name}>")
 
 
 def _plain_name(meta, permissions, index):
@@ -299,7 +291,8 @@ def _raw_namer(meta, permissions, index):
     """values -> the instance name as JSON text, or None (none, or a part is hidden)."""
     namer = instance_namer(meta, permissions)
     if not meta.instance_name:
-        return lambda values: quoted(namer({"id": _uuid(values[0])}))
+        read_id = _row_id(meta)
+        return lambda values: quoted(namer({"id": read_id(values)}))
     parts = [(name, index[name], converter(meta.properties[name].field))
              for name in meta.instance_name]
 

@@ -138,25 +138,40 @@ def _compile(meta, plan, permissions, return_nulls, owner=None):
     return _generate(meta, namer, writers, return_nulls)
 
 
+class Generated:
+    """The source of one ``write`` function generated at run time (the plans'
+    writers here, the flat pages' row writers in ``data/flatrows.py``): every
+    value its text uses is passed in as a named constant, never written into
+    the text."""
+
+    def __init__(self, **names):
+        self.constants = dict(names)
+
+    def const(self, value):
+        """The name ``value`` has in the source."""
+        name = f"c{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def function(self, parameters, lines, label):
+        namespace = dict(self.constants)
+        text = f"def write({parameters}):\n" + "\n".join(lines) + "\n"
+        exec(compile(text, label, "exec"), namespace)  # noqa: S102
+        return namespace["write"]
+
+
 def _generate(meta, namer, writers, return_nulls):
     """The writer of one compiled plan, ``write(row, written) -> JSON text``:
     Python source generated once, one statement per visible attribute (no
     loop over attributes, no per-attribute look-ups of how to write it).
-    Only names made here appear in the source; every key text and function is
-    passed in as a constant.
 
     ``written``: the text of referenced rows already written in this answer
     (the loader gives every order of one customer the same row, every product
     of one tag the same member row: it is written once), keyed by (plan, row)
     for to-one references, by row in a dict per plan for collection members,
     and by list for whole collections."""
-    constants, lines = {"quoted": quoted, "ABSENT": _ABSENT}, []
-
-    def const(value):
-        name = f"c{len(constants)}"
-        constants[name] = value
-        return name
-
+    source, lines = Generated(quoted=quoted, ABSENT=_ABSENT), []
+    const = source.const
     if namer is None:       # an embedded value: its attributes, then "{" + ... + "}"
         lines.append("    out = ''")
     else:
@@ -193,10 +208,7 @@ def _generate(meta, namer, writers, return_nulls):
         lines.append("    return '{' + out[1:] + '}'")
     else:
         lines.append("    return out + '}'")
-    source = "def write(row, written):\n" + "\n".join(lines) + "\n"
-    namespace = dict(constants)
-    exec(compile(source, f"<writer {meta.name}>", "exec"), namespace)  # noqa: S102
-    return namespace["write"]
+    return source.function("row, written", lines, f"<writer {meta.name}>")
 
 
 def _collection_writer(write):
