@@ -178,8 +178,11 @@ def _member_texts(rows, plan, permissions, return_nulls):
 def tag_row(rows):
     """What ``etags.entity_tag`` reads of the first row of ``rows``: id and
     version, converted as the loader converts them."""
-    row = _KeyRow(rows, 0)
-    return {"id": row["id"], "version": row["version"] if "version" in row else None}
+    columns, values = _key_columns(rows), rows[0]
+    position, convert = columns["id"]
+    key, version = values[position], columns.get("version")
+    return {"id": key if convert is None else convert(key),
+            "version": None if version is None else values[version[0]]}
 
 
 def _writer(meta, rows, plan, permissions, return_nulls):
