@@ -168,3 +168,30 @@ def test_metadata_and_openapi_describe_each_id_kind(client, auth):
     assert schemas["entity_Tag"]["properties"]["id"]["pattern"] == "^-?[0-9]{1,19}$"
     assert schemas["entity_Country"]["properties"]["id"]["maxLength"] == 2
     assert "id" in schemas["entityNew_Country"]["required"]
+
+
+@entity()
+class Licence(Entity):
+    """A string id of 32 hex digits: the length of a UUID stored without
+    dashes, yet an application's own key, written as it was given."""
+    id = peewee.CharField(primary_key=True, max_length=32)
+    holder = peewee.CharField(max_length=50)
+
+
+def test_a_string_id_of_32_hex_digits_is_never_written_as_a_uuid(make_app):
+    app = make_app(application=dataclasses.replace(demo, entities=demo.entities + (Licence,)))
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    key = "0123456789abcdef0123456789abcdef"
+    created = client.post("/rest/entities/Licence", headers=auth, json={"id": key, "holder": "Ann"})
+    assert created.status_code == 201, created.json
+    assert created.json["id"] == key
+    one = client.get(f"/rest/entities/Licence/{key}", headers=auth)
+    # Without an instance name of its own, an entity is named by its id.
+    assert (one.json["id"], one.json["_instanceName"]) == (key, f"Licence-{key}")
+    page = client.get("/rest/entities/Licence", headers=auth).json
+    assert [(row["id"], row["_instanceName"]) for row in page] == [(key, f"Licence-{key}")]
+    # The ETag names the same entity: a conditional load with it is answered 304.
+    again = client.get(f"/rest/entities/Licence/{key}", headers={
+        **auth, "If-None-Match": one.headers["ETag"]})
+    assert again.status_code == 304
