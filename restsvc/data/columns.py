@@ -88,6 +88,28 @@ def converter(field):
     return result
 
 
+def stored(field):
+    """A one-argument function: a Python value -> the column's value as the
+    database takes it (``field.db_value``). Ids are canonical UUID text here
+    (rows and ``parse_id`` make them so): the 32 hex digits Peewee binds are
+    that text without its dashes, with no round trip through ``uuid.UUID``."""
+    cached = field.__dict__.get("_restsvc_stored")
+    if cached is not None:
+        return cached
+    target = field
+    while isinstance(target, peewee.ForeignKeyField):
+        target = target.rel_field
+    if isinstance(target, peewee.UUIDField):
+        def result(value):
+            if isinstance(value, str) and len(value) == 36:
+                return value.replace("-", "").lower()
+            return field.db_value(value)
+    else:
+        result = field.db_value
+    field._restsvc_stored = result
+    return result
+
+
 def conversions(converters):
     """(column index, converter) of the columns that need converting."""
     return [(index, convert) for index, convert in enumerate(converters) if convert is not None]

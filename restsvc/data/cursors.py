@@ -22,6 +22,7 @@ from itsdangerous import BadSignature, URLSafeSerializer
 
 from ..db import is_sqlite
 from ..errors import BadRequest
+from .columns import stored
 from .query import EntityQuery, _all
 
 MAX_CURSOR = 4096       # characters of a cursor from a request
@@ -110,11 +111,11 @@ def sort_key(access, meta, sort, rows):
     column (the id alone, or attributes of the entity's own that the plan
     loaded); else one query (more only when that row was deleted
     meanwhile). None when no row is left."""
-    columns, own = _sort_columns(access, meta, sort)
+    columns, own, storing = _sort_columns(access, meta, sort)
     last = rows[-1]
     if all(name in last for name in own):
-        return [None if last[name] is None else column.db_value(last[name])
-                for column, name in zip(columns, own)]
+        return [None if last[name] is None else store(last[name])
+                for store, name in zip(storing, own)]
     query = EntityQuery(meta, access)
     columns = [column for column, _ in query.sort_terms(sort)]
     select = query.apply_joins(meta.model.select(*columns))
@@ -128,8 +129,9 @@ def sort_key(access, meta, sort, rows):
 
 def _sort_columns(access, meta, sort):
     """(the sort's columns, the attribute name of each or None when it is not
-    one of the entity's own), worked out once per permissions, entity and
-    sort: hidden attributes leave the sort as the caller's permissions say."""
+    one of the entity's own, each column's ``stored`` function), worked out
+    once per permissions, entity and sort: hidden attributes leave the sort
+    as the caller's permissions say."""
     memo = access.permissions.memo.setdefault("sort_columns", {})
     found = memo.get((meta.name, sort))
     if found is None:
@@ -137,7 +139,9 @@ def _sort_columns(access, meta, sort):
         columns = [column for column, _ in EntityQuery(meta, access).sort_terms(sort)]
         if len(memo) >= _MEMO_MAX:
             memo.clear()
-        found = memo[(meta.name, sort)] = (columns, [names.get(id(column)) for column in columns])
+        own = [names.get(id(column)) for column in columns]
+        found = memo[(meta.name, sort)] = (columns, own, [
+            None if name is None else stored(column) for column, name in zip(columns, own)])
     return found
 
 

@@ -9,12 +9,10 @@ roles become null (to-one) or are absent (collections).
 """
 from functools import partial
 
-import peewee
-
 from ..db import is_sqlite
 from ..errors import BadRequest
 from ..model.fetchplan import ids_only
-from .columns import conversions, converter, read_rows
+from .columns import conversions, converter, read_rows, stored
 from .cursors import after_key
 from .members import fill_members, member_column
 from .flatrows import RawRows, fill_flat_members, is_flat
@@ -164,7 +162,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if keys is None:
         params = []
     else:
-        params = list(map(_key_converter(key_field), keys))
+        params = list(map(stored(key_field), keys))
     if limit is not None:
         params.append(limit)
     if offset:
@@ -209,23 +207,6 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
             access.sql_cache.clear()
         access.sql_cache[cache_key] = sql
     return sql, built
-
-
-def _key_converter(field):
-    """Keys as the database takes them. Ids are canonical UUID text here (rows
-    and ``parse_id`` make them so): the 32 hex digits Peewee binds are that
-    text without its dashes, with no round trip through ``uuid.UUID``."""
-    target = field
-    while isinstance(target, peewee.ForeignKeyField):
-        target = target.rel_field
-    if not isinstance(target, peewee.UUIDField):
-        return field.db_value
-
-    def convert(key):
-        if isinstance(key, str) and len(key) == 36:
-            return key.replace("-", "").lower()
-        return field.db_value(key)
-    return convert
 
 
 def _fold_embedded(rows, embedded):
