@@ -136,9 +136,14 @@ def _shows_members(meta, prop, permissions):
 
 
 def _row_id(meta):
-    """A flat row -> its id, converted as the loader converts it."""
-    convert = converter(meta.model.id)
-    return itemgetter(0) if convert is None else (lambda values: convert(values[0]))
+    """A flat row -> its id (the loader's first column), converted as the
+    loader converts it; worked out once per entity."""
+    read = meta.__dict__.get("_flat_row_id")
+    if read is None:
+        convert = converter(meta.model.id)
+        read = meta._flat_row_id = itemgetter(0) if convert is None \
+            else (lambda values: convert(values[0]))
+    return read
 
 
 def write_flat(meta, rows, plan, permissions, return_nulls=False):
@@ -178,10 +183,8 @@ def _member_texts(rows, plan, permissions, return_nulls):
 def tag_row(rows):
     """What ``etags.entity_tag`` reads of the first row of ``rows``: id and
     version, converted as the loader converts them."""
-    columns, values = _key_columns(rows), rows[0]
-    position, convert = columns["id"]
-    key, version = values[position], columns.get("version")
-    return {"id": key if convert is None else convert(key),
+    values, version = rows[0], _key_columns(rows).get("version")
+    return {"id": _row_id(rows.meta)(values),
             "version": None if version is None else values[version[0]]}
 
 
