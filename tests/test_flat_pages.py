@@ -74,6 +74,31 @@ def test_a_page_writes_each_entity_as_its_single_load(client_with_roles, role, n
         assert not keys & {"email", "address", "createdDate"}
 
 
+@pytest.mark.parametrize("role", [FULL, READER], ids=["full", "reader"])
+def test_a_get_tags_what_it_answers_as_the_general_loader_tags_it(client_with_roles, role):
+    """A get of a flat plan (data/byid.py) gives the ETag the general loader's
+    row gives, per plan and returnNulls; a tag it gave answers 304."""
+    from restsvc.data.access import access_for
+    from restsvc.data.etags import entity_tag
+    client, auth = client_with_roles(role)
+    app = client.application
+    access = access_for(app, app.gate.principal("/rest/entities/Customer", auth["Authorization"]))
+    meta = app.data.entity("Customer")
+    for plan_name, nulls in (("_base", False), ("_base", True), ("_instance_name", False)):
+        plan = app.data.plan(meta, plan_name)
+        rows, _ = app.data.select(access, meta, app.data.plan(meta, "_base"), limit=3)
+        for row in rows:
+            query = {"fetchPlan": plan_name, "returnNulls": str(nulls).lower()}
+            got = client.get(f"/rest/entities/Customer/{row['id']}", headers=auth,
+                             query_string=query)
+            assert got.status_code == 200
+            assert got.headers["ETag"] == entity_tag(row, plan, access.permissions,
+                                                     access.session, nulls)
+            again = client.get(f"/rest/entities/Customer/{row['id']}", query_string=query,
+                               headers={**auth, "If-None-Match": got.headers["ETag"]})
+            assert again.status_code == 304 and again.headers["ETag"] == got.headers["ETag"]
+
+
 def test_stored_forms_are_written_as_the_loader_converts_them(client_with_roles):
     """Date-times with and without a fraction (trailing zeros dropped), a
     customer without grade, address or dates: the same as a single load."""

@@ -15,7 +15,7 @@ from .cursors import Cursors, sort_key
 from .etags import entity_tag, versioned
 from .filters import Condition, Group, parse_filter
 from .flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_entity
-from . import softdelete
+from . import byid, softdelete
 from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
@@ -67,6 +67,15 @@ class DataManager:
         written (None): the caller already has it."""
         require(access, meta, "read")
         key = parse_id(meta, entity_id)
+        read = byid.reader(access, meta, plan, key, return_nulls)
+        if read is not None:
+            values = read.load(access, key)
+            if values is None:
+                raise entity_not_found(meta.name, entity_id)
+            tag = read.tag(values, plan, access, return_nulls)
+            if tag is not None and unchanged is not None and unchanged(tag):
+                return None, tag
+            return RawJson(read.write(values)), tag
         rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key],
                           raw=plan is not None)
         if not rows:

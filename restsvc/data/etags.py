@@ -21,7 +21,12 @@ def entity_tag(row, plan, permissions, session, return_nulls):
     version = row.get("version")
     if version is None:
         return None
-    parts = (str(row["id"]), plan_key(plan), permissions_key(permissions, session),
+    return make_tag(row["id"], version, plan, permissions, session, return_nulls)
+
+
+def make_tag(entity_id, version, plan, permissions, session, return_nulls):
+    """The strong ETag (quoted) of the entity ``entity_id`` at ``version``."""
+    parts = (str(entity_id), plan_key(plan), permissions_key(permissions, session),
              "n" if return_nulls else "")
     digest = hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=9).hexdigest()
     return f'"{version}-{digest}"'

@@ -193,12 +193,7 @@ def _writer(meta, rows, plan, permissions, return_nulls):
     ``returnNulls``: an inline plan (a new object per request) of a shape seen
     before finds it too. An entry holds its entity and permissions, so their
     ids cannot be reused by others while it exists."""
-    shape = plan.__dict__.get("_flat_shape")
-    if shape is None:
-        shape = plan._flat_shape = tuple(
-            (name, None if nested is None else tuple(nested.properties))
-            for name, nested in plan.properties.items())
-    key = (id(meta), id(permissions), return_nulls, shape, tuple(rows.names))
+    key = (id(meta), id(permissions), return_nulls, flat_shape(plan), tuple(rows.names))
     entry = _WRITERS.get(key)
     if entry is None or entry[0] is not meta or entry[1] is not permissions:
         if len(_WRITERS) >= _WRITERS_MAX:
@@ -206,6 +201,17 @@ def _writer(meta, rows, plan, permissions, return_nulls):
         entry = _WRITERS[key] = (meta, permissions,
                                  _compile(meta, plan, rows, permissions, return_nulls))
     return entry[2]
+
+
+def flat_shape(plan):
+    """What of a flat plan decides its rows and writer, kept on the plan: an
+    inline plan (a new object per request) of a shape seen before shares them."""
+    shape = plan.__dict__.get("_flat_shape")
+    if shape is None:
+        shape = plan._flat_shape = tuple(
+            (name, None if nested is None else tuple(nested.properties))
+            for name, nested in plan.properties.items())
+    return shape
 
 
 _WRITERS: dict[tuple, tuple] = {}

@@ -150,6 +150,12 @@ def _complete(access, meta, plan, rows, budget):
     return rows
 
 
+def session_free(access, meta):
+    """Whether the statements reading ``meta`` hold nothing of the caller's
+    session (no row-level role or row rule applies): their text can be kept."""
+    return not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule")
+
+
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
                keys, with_deleted=False, after=None):
     """SQL and parameters. Building SQL with Peewee costs more than running a
@@ -168,8 +174,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if offset:
         params.append(offset)
     cache_key = None
-    if (after is None and not access.permissions.row_restricted(meta.name)
-            and not hasattr(meta.model, "row_rule")):
+    if after is None and session_free(access, meta):
         shape = None
         if where_filter is not None:
             shape, filter_params = filter_shape(access.database, where_filter)
