@@ -201,19 +201,17 @@ class RestApp:
         request_id = requestid.request_id(environ)
         context = requestid.current.set(request_id)
         try:
+            request = Request(environ)
             if self.observer is None:
-                _, response = self._answer(environ)
+                response = self._answer(request)
             else:
-                _, response = self.observer.observe(self._answer, environ)
+                response = self.observer.observe(self._answer, request)
             add_header(response, requestid.HEADER, request_id)
             return response(environ, start_response)
         finally:
             requestid.current.reset(context)
 
-    def _answer(self, environ):
-        # Not stored in the environ (Werkzeug's default): that would make a
-        # reference cycle per request, left for the garbage collector.
-        request = Request(environ, populate_request=False)
+    def _answer(self, request):
         if self.cors is not None and self.cors.is_preflight(request.method, request.headers):
             response = self._preflight(request)
         else:
@@ -221,7 +219,7 @@ class RestApp:
             if self.cors is not None:
                 response.headers.update(self.cors.actual(request.headers))
                 response.vary.add("Origin")
-        return request, response
+        return response
 
     def _preflight(self, request):
         """Answered before the gate: a browser sends no token with a preflight."""
@@ -254,7 +252,7 @@ class RestApp:
     def _respond(self, request):
         try:
             principal = request.principal = self.gate.principal(
-                request.path, request.headers.get("Authorization"))
+                request.path, request.environ.get("HTTP_AUTHORIZATION"))
             rule, args = self._match(request.path, request.method)
             request.route, endpoint = rule.rule, rule.endpoint
             quota = None

@@ -14,6 +14,7 @@ Connection handling per request (``release``), chosen per engine:
   every request so idle workers do not hold server connections.
 """
 import logging
+import math
 import os
 import time
 from urllib.parse import urlsplit
@@ -47,7 +48,7 @@ def open_database(url, pool_size=20, sqlite_synchronous="full"):
             raise SettingsError("svc.datasource.url: a sqlite URL needs a file path")
         if path != ":memory:" and os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-        database = peewee.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),),
+        database = _Sqlite(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),),
                                          **params)
         # SQLite's LOWER() folds ASCII only; case-insensitive filters need Unicode.
         database.register_function(_unicode_lower, "unicode_lower", 1, deterministic=True)
@@ -68,7 +69,61 @@ def open_database(url, pool_size=20, sqlite_synchronous="full"):
     return database
 
 
-class _Pool(PooledPostgresqlDatabase):
+class _Statements:
+    """Peewee's ``execute_sql`` less its per-statement overhead (the
+    error-translating context manager on success, the hooks' bookkeeping),
+    which a small query by id feels: the statement runs on the thread's
+    cursor and a driver error becomes Peewee's, as Peewee does it. With
+    Peewee's debug log on or query hooks added, Peewee's own runs it. The
+    statements are timed here when ``observe_statements`` asks for it
+    (observability/statements.py)."""
+
+    _record = None          # seconds -> None (the metrics' list), or None
+    _slow = math.inf        # seconds from which a statement is logged
+
+    def observe_statements(self, record, slow_seconds):
+        self._record, self._slow = record, slow_seconds or math.inf
+
+    def execute_sql(self, sql, params=None):
+        record = self._record
+        if record is None and self._slow == math.inf:
+            return self._run(sql, params)
+        started = _clock()
+        try:
+            return self._run(sql, params)
+        finally:
+            seconds = _clock() - started
+            if record is not None:
+                record(seconds)
+            if seconds >= self._slow:
+                # The statement's text has placeholders, never the values:
+                # Peewee sends those apart, as ``params``.
+                statements_log.warning("slow statement (%.1f ms): %s", seconds * 1000,
+                                       sql[:SHAPE_MAX])
+
+    def _run(self, sql, params):
+        if self.query_hooks or _peewee_log.isEnabledFor(logging.DEBUG):
+            return super().execute_sql(sql, params)
+        try:
+            cursor = self.cursor()
+            cursor.execute(sql, params or ())
+        except Exception:
+            with peewee.__exception_wrapper__:
+                raise
+        return cursor
+
+
+_clock = time.perf_counter
+statements_log = logging.getLogger("restsvc.db")
+_peewee_log = logging.getLogger("peewee")
+SHAPE_MAX = 2000         # characters of a slow statement's text that are logged
+
+
+class _Sqlite(_Statements, peewee.SqliteDatabase):
+    pass
+
+
+class _Pool(_Statements, PooledPostgresqlDatabase):
     """Peewee's pool sends ``SELECT 1`` on every check-out to see that the
     connection still lives: a round trip per request, as much as a small
     query. A connection given back less than ``PING_AFTER`` seconds ago was

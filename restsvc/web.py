@@ -4,8 +4,7 @@ import unicodedata
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
-from werkzeug.datastructures import Headers, ImmutableMultiDict
-from werkzeug.utils import cached_property
+from werkzeug.datastructures import EnvironHeaders, Headers, ImmutableMultiDict
 from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
@@ -41,7 +40,26 @@ class _Parameters(ImmutableMultiDict):
 _NO_PARAMETERS = _Parameters()
 
 
+class _lazy:
+    """An attribute worked out at its first reading, then a plain attribute of
+    the instance (a non-data descriptor; Werkzeug's ``cached_property`` is a
+    data descriptor, so every reading calls it)."""
+
+    def __init__(self, function):
+        self.function, self.name = function, function.__name__
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.function(instance)
+        return value
+
+
 class Request(WerkzeugRequest):
+    """Werkzeug's request, its attributes but the method and the path read
+    from the environ when first asked for (then a plain attribute): Werkzeug's
+    constructor decodes the root path and the server address and wraps the
+    headers for every request, and most requests need only a few of them."""
     parameter_storage_class = _Parameters
     body_limit = None       # bytes, once limit_body has capped the body
     # Set by the app while answering, read by logs and metrics: the matched
@@ -50,7 +68,49 @@ class Request(WerkzeugRequest):
     principal = None
     error = None
 
-    @cached_property
+    def __init__(self, environ, populate_request=False, shallow=False):
+        # No super().__init__() (see the class docstring); never stored in the
+        # environ (Werkzeug's default): that would make a reference cycle per
+        # request, left for the garbage collector. The method and the path
+        # every request needs; the rest is worked out when asked for.
+        self.environ = environ
+        self.shallow = shallow
+        self.method = environ.get("REQUEST_METHOD", "GET").upper()
+        path = environ.get("PATH_INFO") or ""
+        self.path = path if path[:1] == "/" and path[1:2] != "/" and path.isascii() \
+            else "/" + _decoded(path).lstrip("/")
+
+    @_lazy
+    def root_path(self):
+        return _decoded(self.environ.get("SCRIPT_NAME") or "").rstrip("/")
+
+    @_lazy
+    def scheme(self):
+        return self.environ.get("wsgi.url_scheme", "http")
+
+    @_lazy
+    def server(self):
+        name = self.environ.get("SERVER_NAME")
+        if name is None:
+            return None
+        try:
+            return name, int(self.environ.get("SERVER_PORT"))
+        except (TypeError, ValueError):
+            return name, None       # a unix socket
+
+    @_lazy
+    def query_string(self):
+        return self.environ.get("QUERY_STRING", "").encode("latin1")
+
+    @_lazy
+    def headers(self):
+        return EnvironHeaders(self.environ)
+
+    @_lazy
+    def remote_addr(self):
+        return self.environ.get("REMOTE_ADDR")
+
+    @_lazy
     def args(self):
         """What Werkzeug's ``args`` gives (``parse_qsl`` with blank values kept,
         bytes that are not UTF-8 left percent-encoded), parsed in fewer steps;
@@ -59,6 +119,11 @@ class Request(WerkzeugRequest):
         if not query:
             return _NO_PARAMETERS
         return _Parameters(form_pairs(query.encode("latin-1").decode()))
+
+
+def _decoded(text):
+    """A WSGI string (UTF-8 bytes as Latin-1 characters) -> text, as Werkzeug decodes it."""
+    return text if text.isascii() else text.encode("latin1").decode(errors="replace")
 
 
 def location_url(request, public_url=""):
@@ -97,7 +162,7 @@ class _CompleteResponse(Response):
             headers.items() if hasattr(headers, "items") else headers)] if headers else []
         self._header_list += ((_CONTENT_TYPE, content_type), (_CONTENT_LENGTH, str(len(body))))
         self._headers = None
-        self.status = status
+        self._status, self._status_code = _status_line(status)
         self.response = [body]
         self._on_close = []
 
@@ -108,12 +173,22 @@ class _CompleteResponse(Response):
         return self._headers
 
     def __call__(self, environ, start_response):
-        start_response(self.status, self._header_list if self._headers is None
+        start_response(self._status, self._header_list if self._headers is None
                        else self._headers.to_wsgi_list())
         return [] if environ["REQUEST_METHOD"] == "HEAD" else self.response
 
 
 _CONTENT_TYPE, _CONTENT_LENGTH = "Content-Type", "Content-Length"
+_STATUS_LINES: dict[int, tuple[str, int]] = {}
+
+
+def _status_line(code):
+    """(status line, code) as Werkzeug's ``status`` setter makes them, kept per code."""
+    line = _STATUS_LINES.get(code)
+    if line is None:
+        probe = Response(status=code)
+        line = _STATUS_LINES[code] = (probe.status, probe.status_code)
+    return line
 
 
 def add_header(response, name, value):

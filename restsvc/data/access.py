@@ -51,9 +51,22 @@ NO_USER_ID = "00000000-0000-0000-0000-000000000000"
 
 
 def access_for(app, principal):
+    """The caller as the data layer sees it; one Access per principal (the
+    gate keeps a token's principal while it trusts it), not one per request."""
+    memo = app.data.accesses
+    found = memo.get(id(principal))
+    if found is not None and found[0] is principal:
+        return found[1]
     session = {"username": principal.username,
                "userId": str(principal.user_id or NO_USER_ID)}
-    return Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache)
+    access = Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache)
+    if len(memo) >= _ACCESSES_MAX:
+        memo.clear()
+    memo[id(principal)] = (principal, access)     # holds it: its id is not reused meanwhile
+    return access
+
+
+_ACCESSES_MAX = 10_000
 
 
 def require(access, meta, operation):

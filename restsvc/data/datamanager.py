@@ -29,6 +29,7 @@ class DataManager:
         self.metadata = metadata
         self.database = database
         self.sql_cache = {}
+        self.accesses = {}      # access.access_for: principal -> Access
         self.cursors = Cursors(settings.secret_key)
 
     def entity(self, name):
@@ -72,7 +73,7 @@ class DataManager:
             values = read.load(access, key)
             if values is None:
                 raise entity_not_found(meta.name, entity_id)
-            tag = read.tag(values, plan, access, return_nulls)
+            tag = read.tag(values, access)
             if tag is not None and unchanged is not None and unchanged(tag):
                 return None, tag
             return RawJson(read.write(values)), tag

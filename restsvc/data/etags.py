@@ -26,9 +26,19 @@ def entity_tag(row, plan, permissions, session, return_nulls):
 
 def make_tag(entity_id, version, plan, permissions, session, return_nulls):
     """The strong ETag (quoted) of the entity ``entity_id`` at ``version``."""
-    parts = (str(entity_id), plan_key(plan), permissions_key(permissions, session),
-             "n" if return_nulls else "")
-    digest = hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=9).hexdigest()
+    return tag_of(entity_id, version, tag_shape(plan, permissions, session, return_nulls))
+
+
+def tag_shape(plan, permissions, session, return_nulls):
+    """What besides the id shapes the body, as the tag's digest reads it (the
+    same for every entity of one plan, caller and ``returnNulls``)."""
+    return (f"\0{plan_key(plan)}\0{permissions_key(permissions, session)}\0"
+            f"{'n' if return_nulls else ''}")
+
+
+def tag_of(entity_id, version, shape):
+    """The strong ETag (quoted) of ``entity_id`` at ``version``, ``shape`` from ``tag_shape``."""
+    digest = hashlib.blake2b(f"{entity_id}{shape}".encode("utf-8"), digest_size=9).hexdigest()
     return f'"{version}-{digest}"'
 
 

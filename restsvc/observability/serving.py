@@ -70,18 +70,19 @@ class Observer:
         self._start, self._reads, self._ended = count().__next__, 0, 0
         self._lock = threading.Lock()
 
-    def observe(self, answer, environ):
-        """``answer(environ)`` -> (request, response), observed."""
+    def observe(self, answer, request):
+        """``answer(request)`` -> its response, observed."""
         self._start()
         started = _clock()
+        environ = request.environ
         tracing, trace_id = self.tracing, None
         try:
             if tracing is None:
-                request, response = answer(environ)
+                response = answer(request)
                 ended = _clock()
             else:
                 with tracing.server_span(environ) as span:
-                    request, response = answer(environ)
+                    response = answer(request)
                     ended = _clock()
                     tracing.finish(span, request.route or "unmatched", response.status_code)
                     if self.trace_id is not None:
@@ -100,7 +101,7 @@ class Observer:
             self._log(request, response, ended - started, environ)
         if len(records) >= MAX_RECORDS:
             self.drain()
-        return request, response
+        return response
 
     def _log(self, request, response, seconds, environ):
         self.logged.write(request, request.route or "unmatched", response.status_code, seconds,
