@@ -14,7 +14,7 @@ from .access import require
 from .cursors import Cursors, sort_key
 from .etags import entity_tag, versioned
 from .filters import Condition, Group, parse_filter
-from .flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_entity
+from .flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_each
 from . import byid, softdelete
 from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
@@ -87,7 +87,7 @@ class DataManager:
         if tag is not None and unchanged is not None and unchanged(tag):
             return None, tag
         if flat:
-            return write_flat_entity(meta, rows, plan, access.permissions, return_nulls), tag
+            return write_flat_each(meta, rows, plan, access.permissions, return_nulls)[0][1], tag
         return write_entity(meta, rows[0], plan, access.permissions, return_nulls), tag
 
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
@@ -293,10 +293,14 @@ class DataManager:
         ids = [op.id for op in saved]
         by_id = {}
         if readable:
-            by_id = {row["id"]: row for row in self._load(access, meta, plan,
-                                                          key_field=meta.model.id, keys=ids)}
-        return [write_entity(meta, by_id[key], plan, access.permissions, return_nulls)
-                if key in by_id else RawJson(dumps({"_entityName": meta.name, "id": key}))
+            rows = self._load(access, meta, plan, key_field=meta.model.id, keys=ids,
+                              raw=plan is not None)
+            if isinstance(rows, RawRows):
+                by_id = dict(write_flat_each(meta, rows, plan, access.permissions, return_nulls))
+            else:
+                by_id = {row["id"]: write_entity(meta, row, plan, access.permissions, return_nulls)
+                         for row in rows}
+        return [by_id[key] if key in by_id else RawJson(dumps({"_entityName": meta.name, "id": key}))
                 for key in ids]
 
 

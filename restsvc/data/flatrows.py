@@ -154,12 +154,14 @@ def write_flat(meta, rows, plan, permissions, return_nulls=False):
     return raw_array(map(write, rows, repeat(_member_texts(rows, plan, permissions, return_nulls))))
 
 
-def write_flat_entity(meta, rows, plan, permissions, return_nulls=False):
-    """The first entity of ``rows`` (RawRows) along ``plan``, as JSON text."""
-    write = _writer(meta, rows, plan, permissions, return_nulls)
+def write_flat_each(meta, rows, plan, permissions, return_nulls=False):
+    """Each entity of ``rows`` (RawRows) along ``plan``: [(id, JSON text)] in
+    the rows' order, the ids as the loader converts them."""
+    write, row_id = _writer(meta, rows, plan, permissions, return_nulls), _row_id(meta)
     if not rows.members:
-        return RawJson(write(rows[0]))
-    return RawJson(write(rows[0], _member_texts(rows, plan, permissions, return_nulls)))
+        return [(row_id(values), RawJson(write(values))) for values in rows]
+    texts = _member_texts(rows, plan, permissions, return_nulls)
+    return [(row_id(values), RawJson(write(values, texts))) for values in rows]
 
 
 def _member_texts(rows, plan, permissions, return_nulls):

@@ -95,7 +95,7 @@ class Observer:
         records = self.records
         records.append((ended, ended - started, request.method, request.route,
                         response.status_code, environ.get("CONTENT_LENGTH"), body_size(response),
-                        request.principal, request.remote_addr, _request_id(), trace_id,
+                        request.principal, environ.get("REMOTE_ADDR"), _request_id(), trace_id,
                         request.error))
         if self.logged is not None and tracing is None:
             self._log(request, response, ended - started, environ)

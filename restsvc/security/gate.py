@@ -58,8 +58,24 @@ def ant_to_regex(pattern):
 def compile_patterns(patterns):
     if not patterns:
         return None
+    return re.compile(_alternatives(patterns))
+
+
+def _alternatives(patterns):
     # The end anchor holds for every alternative, not only the last one.
-    return re.compile("(?:" + "|".join(f"(?:{ant_to_regex(p)})" for p in patterns) + r")\Z")
+    return "(?:" + "|".join(f"(?:{ant_to_regex(p)})" for p in patterns) + r")\Z"
+
+
+def protection_pattern(authenticated, anonymous):
+    """One expression for ``Gate.is_protected``: its group ``protected``
+    matches a path that needs a token (an authenticated pattern matches, no
+    anonymous one does: the anonymous alternative comes first and wins)."""
+    if not authenticated:
+        return None
+    if not anonymous:
+        return re.compile(f"(?P<protected>{_alternatives(authenticated)})")
+    return re.compile(f"(?P<anonymous>{_alternatives(anonymous)})|"
+                      f"(?P<protected>{_alternatives(authenticated)})")
 
 
 def rest_enabled_patterns(paths):
@@ -106,10 +122,10 @@ class Gate:
         self.available_locales = settings.available_locales
         # security/jwtissuers.py, when svc.resource-server.jwt.* names issuers
         self.jwt_issuers = jwt_issuers
-        self.authenticated = compile_patterns(settings.authenticated_url_patterns)
-        self.anonymous = compile_patterns((*settings.anonymous_url_patterns,
-                                           *docs_page_patterns(settings.paths),
-                                           *ticket_stream_patterns(settings.paths)))
+        self._protection = protection_pattern(
+            settings.authenticated_url_patterns,
+            (*settings.anonymous_url_patterns, *docs_page_patterns(settings.paths),
+             *ticket_stream_patterns(settings.paths)))
         self.rest_enabled = rest_enabled_patterns(settings.paths)
         entities = f"{settings.paths.rest('entities')}/x"
         if not settings.paths.is_default and not self.is_protected(entities):
@@ -121,9 +137,10 @@ class Gate:
         self._recent = {}       # token hash -> (read at, expires at, changes, principal)
 
     def is_protected(self, path):
-        if self.anonymous is not None and self.anonymous.match(path):
+        if self._protection is None:
             return False
-        return self.authenticated is not None and self.authenticated.match(path) is not None
+        found = self._protection.match(path)
+        return found is not None and found.lastgroup == "protected"
 
     def principal(self, path, authorization):
         """The caller of a request, or raise 401/403. Unprotected paths get the
