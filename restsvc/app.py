@@ -94,7 +94,8 @@ class RestApp:
                                       and settings.path(settings.signin_template))
         self.gate = Gate(settings, self.tokens, self.roles, self._jwt_issuers())
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
-        self.proxies = TrustedProxies(settings.trusted_proxies)
+        # None without trusted proxies: nothing to ask per request.
+        self.proxies = TrustedProxies(settings.trusted_proxies) or None
         self.files = file_storages(settings)
         self.event_streams = StreamSlots(settings.events_max_streams)
         self.event_tickets = Tickets(settings.secret_key, settings.events_ticket_lifetime)
@@ -196,7 +197,7 @@ class RestApp:
                 self.database.close()
 
     def __call__(self, environ: "WSGIEnvironment", start_response: "StartResponse") -> Iterable[bytes]:
-        if self.proxies:
+        if self.proxies is not None:
             self.proxies.apply(environ)     # the client's address and scheme, if forwarded
         request_id = requestid.request_id(environ)
         context = requestid.current.set(request_id)

@@ -1,8 +1,9 @@
 """Small HTTP helpers shared by the handlers: JSON in and out, typed query
 values, Content-Disposition, handlers that stream their request body."""
+import re
 import unicodedata
 from typing import TYPE_CHECKING
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, quote_plus
 
 from werkzeug.datastructures import EnvironHeaders, Headers, ImmutableMultiDict
 from werkzeug.wrappers import Request as WerkzeugRequest
@@ -132,11 +133,25 @@ def location_url(request, public_url=""):
     is set. Never built from ``Host`` or forwarded headers, which the client
     (or anyone before the proxy) writes."""
     if public_url:
-        return public_url + quote(request.path, safe=_PATH_SAFE)
-    return quote(request.root_path + request.path, safe=_PATH_SAFE)
+        return public_url + _quoted(request.path, _PATH_SAFE, _PATH_PLAIN)
+    return _quoted(request.root_path + request.path, _PATH_SAFE, _PATH_PLAIN)
 
 
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
+_PATH_PLAIN = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=\-._~]*\Z")
+_QUERY_PLAIN = re.compile(r"[A-Za-z0-9_.\-~]*\Z")      # what quote_plus keeps as it is
+
+
+def _quoted(text, safe, plain):
+    """``quote(text, safe)``; text that has nothing to quote is taken as it is."""
+    return text if plain.match(text) else quote(text, safe=safe)
+
+
+def _query(pairs):
+    """``urlencode(pairs)``, names and values that need no quoting taken as they are."""
+    return "&".join(f"{name if _QUERY_PLAIN.match(name) else quote_plus(name)}="
+                    f"{value if _QUERY_PLAIN.match(value) else quote_plus(value)}"
+                    for name, value in pairs)
 
 
 def base_url(request, public_url=""):
@@ -238,7 +253,7 @@ def next_page_url(request, public_url, cursor):
     query = [(name, value) for name, value in request.args.items(multi=True)
              if name not in ("after", "offset")]
     query.append(("after", cursor))
-    return f"{location_url(request, public_url)}?{urlencode(query)}"
+    return f"{location_url(request, public_url)}?{_query(query)}"
 
 
 # What a JSON body may cost beyond its bytes: every value, counted (cheaply,

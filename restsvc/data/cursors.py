@@ -29,6 +29,9 @@ MAX_CURSOR = 4096       # characters of a cursor from a request
 _MEMO_MAX = 256         # sorts remembered per entity (bindings) or permissions (columns)
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))     # what json.dumps(separators=...) builds per call
+
+
 def invalid_cursor(details="The cursor is not valid for this request"):
     return BadRequest("Invalid cursor", details)
 
@@ -37,14 +40,16 @@ class Cursors:
     def __init__(self, secret_key):
         self._signer = URLSafeSerializer(secret_key, salt="restsvc.cursor")
         signer = self._signer.make_signer()
-        self._key, self._digest = signer.derive_key(), signer.digest_method
+        # By its name: hmac.digest's one-shot C path takes a name, not itsdangerous'
+        # lazy constructor (which would send it down the pure-Python HMAC).
+        self._key, self._digest = signer.derive_key(), signer.digest_method().name
 
     def token(self, meta, sort, filter_spec, key):
         """What ``URLSafeSerializer.dumps`` makes (its JSON, key and HMAC), without
         trying zlib on a payload this small and without deriving the key again
         for every cursor; ``loads`` reads it as its own."""
-        payload = json.dumps([_binding(meta, sort, filter_spec), [_encode(v) for v in key]],
-                             separators=(",", ":")).encode("utf-8")
+        payload = _COMPACT.encode([_binding(meta, sort, filter_spec),
+                                   [_encode(v) for v in key]]).encode("utf-8")
         payload = base64.urlsafe_b64encode(payload).rstrip(b"=")
         signature = hmac.digest(self._key, payload, self._digest)
         return f"{payload.decode()}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
