@@ -25,6 +25,7 @@ from .files.storage import file_storages
 from .health import Readiness
 from .idempotency import IdempotentRequest, Replays
 from .proxies import TrustedProxies
+from .router import Router
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .observability import requestid
@@ -102,9 +103,7 @@ class RestApp:
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)
-        # Bound once: handlers never build URLs from it, matching needs only
-        # the path and the method (binding per request costs more than matching).
-        self._routes = self.url_map.bind("restsvc")
+        self._router = Router(self.url_map)
         self._matched = {}
         observability = setup_observability(self)
         self.observer, self.instruments = observability.observer, observability.instruments
@@ -238,13 +237,14 @@ class RestApp:
         return lambda key: self.messages.text(key, locale)
 
     def _match(self, path, method):
-        """Werkzeug's matcher, with recent answers kept: a matched path costs a
-        dict lookup the next time (bounded, so odd paths cannot grow it).
-        (rule, arguments): the rule's template names the route in logs and metrics."""
+        """The router's match (router.py), with recent answers kept: a matched
+        path costs a dict lookup the next time (bounded, so odd paths cannot
+        grow it). (rule, arguments): the rule's template names the route in
+        logs and metrics."""
         key = (path, method)
         found = self._matched.get(key)
         if found is None:
-            found = self._routes.match(path, method, return_rule=True)
+            found = self._router.match(path, method)
             if len(self._matched) >= 4096:
                 self._matched.clear()
             self._matched[key] = found

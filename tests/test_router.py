@@ -1,0 +1,80 @@
+"""The router (restsvc/router.py) answers every path and method exactly as
+Werkzeug's matcher does: the same rule and arguments, or the same 404 / 405
+with the same allowed methods."""
+import itertools
+
+import pytest
+from werkzeug.exceptions import MethodNotAllowed, NotFound
+from werkzeug.routing import Map, Rule
+
+from restsvc.router import Router
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
+# Values for <name> segments: plain ones, and words other rules have as static text.
+SAMPLES = ("Customer", "search", "count", "history", "42", "a b", "ä€", "openapi.json")
+
+
+def _outcome(match, path, method):
+    try:
+        rule, arguments = match(path, method)
+        return "match", rule, arguments
+    except MethodNotAllowed as exc:
+        return "405", sorted(exc.valid_methods or ())
+    except NotFound:
+        return "404",
+
+
+def _paths(url_map):
+    """Every rule's path with each sample in its arguments, their prefixes and
+    variants with trailing, doubled and missing slashes."""
+    paths = set()
+    for rule in url_map.iter_rules():
+        segments = rule.rule.split("/")
+        choices = [[part] if "<" not in part else
+                   [part.split("<")[0] + sample for sample in SAMPLES] for part in segments]
+        for combination in itertools.islice(itertools.product(*choices), 200):
+            path = "/".join(combination)
+            paths.update({path, path + "/", path.replace("/", "//", 1), path.rsplit("/", 1)[0],
+                          path + "/extra"})
+    return sorted(paths)
+
+
+def _assert_same(url_map):
+    router, adapter = Router(url_map), url_map.bind("restsvc")
+    checked = 0
+    for path in _paths(url_map):
+        for method in METHODS:
+            expected = _outcome(lambda p, m: adapter.match(p, m, return_rule=True), path, method)
+            assert _outcome(router.match, path, method) == expected, (path, method)
+            checked += 1
+    return checked
+
+
+def test_the_router_matches_every_route_of_the_app_as_werkzeug_does(app):
+    assert _assert_same(app.url_map) > 1000
+
+
+def test_rules_the_router_cannot_read_are_left_to_werkzeug():
+    url_map = Map([Rule(rule, endpoint=rule, methods=methods) for rule, methods in (
+        ("/api/<int:number>", ["GET"]),          # a converter: its prefix goes to Werkzeug
+        ("/api/<name>", ["GET", "PUT"]),
+        ("/api/<name>/items", ["POST"]),
+        ("/files/<path:rest>", ["GET"]),
+        ("/docs/openapi.<any(json, yaml):kind>", ["GET"]),
+        ("/docs/<page>", ["GET"]),
+        ("/x/<a>", ["GET"]),                     # one place, two names
+        ("/x/<b>/y", ["DELETE"]),
+        ("/x/search", ["POST"]),                 # static first, then <a> for GET
+    )], strict_slashes=False, merge_slashes=False)
+    assert _assert_same(url_map) > 100
+    router = Router(url_map)
+    assert router.match("/api/7", "GET")[0].rule == "/api/<int:number>"
+    assert router.match("/x/search", "GET") == (url_map.bind("x").match(
+        "/x/search", "GET", return_rule=True))
+
+
+@pytest.mark.parametrize("path", ["/rest/entities/Customer/search", "/rest/entities/Customer/1"])
+def test_a_method_no_static_rule_takes_falls_back_to_the_parameter_rule(app, path):
+    rule, arguments = Router(app.url_map).match(path, "DELETE")
+    assert rule.rule == "/rest/entities/<entity_name>/<entity_id>"
+    assert arguments == {"entity_name": "Customer", "entity_id": path.rsplit("/", 1)[1]}
