@@ -22,13 +22,17 @@ from .columns import converter
 
 
 def member_column(database, prop):
-    """The link keys of one owner row, as JSON text: a scalar subquery
+    """The link keys of one owner row, as JSON text: on the owning side the
+    column the link table's triggers keep (schema/linkkeys.py), in key order,
+    NULL for none; on the inverse side a scalar subquery
     correlated with the owner's id (SQLite ``json_group_array`` gives ``[]``
     for none, PostgreSQL ``json_agg`` NULL). PostgreSQL sorts the keys; SQLite
     reads them in the order of the link table's (owner, member) index where it
     has one (``fill_members`` sorts them anyway), so owners with the same
     members have the same text."""
     link = prop.link
+    if link.keys_field is not None:
+        return link.keys_field
     key = "_member_sqlite" if is_sqlite(database) else "_member_pg"
     cached = prop.__dict__.get(key)
     if cached is None:
@@ -64,7 +68,7 @@ def member_lists(access, prop, plan, counts, budget, load, key_of):
     counts.pop(None, None)
     texts = list(counts)
     parsed = json.loads(f"[{','.join(texts)}]") if texts else []
-    if is_sqlite(access.database):
+    if prop.link.keys_field is None and is_sqlite(access.database):
         # In the database's order, as the members' statement sorts them: SQLite
         # compares integers and text (UUIDs as hex) as Python does; PostgreSQL's
         # aggregate sorts them itself (text by the column's collation).
