@@ -9,6 +9,7 @@ import pytest
 
 from conftest import PG_URL, demo_id
 from restsvc.demo.data import PRODUCT_TAGS
+from schema_support import shop  # noqa: F401  (the fixture)
 
 COLUMN = "tags_link_keys"
 
@@ -210,3 +211,42 @@ def test_the_column_is_no_attribute(client, auth):
     sorted_by = client.get(f"/rest/entities/Product?sort={COLUMN}", headers=auth)
     assert sorted_by.status_code in (200, 400)
     assert COLUMN not in sorted_by.get_data(as_text=True)
+
+
+UUID_MEMBERS = """
+@entity(instance_name="name")
+class Topic(Entity):
+    name = peewee.CharField(max_length=50)
+
+
+@entity(instance_name="name")
+class Essay(Entity):
+    name = peewee.CharField(max_length=50)
+    topics = peewee.ManyToManyField(Topic, backref="essays")
+"""
+
+
+def test_uuid_members_are_stored_and_answered_in_id_order(shop):  # noqa: F811
+    shop.declare(UUID_MEMBERS, entities="Topic, Essay")
+    client, auth = shop.client(shop.app(init_schema=True))
+    topics = [client.post("/rest/entities/Topic", json={"name": f"t{n}"}, headers=auth).json["id"]
+              for n in range(4)]
+    chosen = [topics[3], topics[0], topics[2]]
+    for name in ("one", "two"):
+        assert client.post("/rest/entities/Essay", headers=auth, json={
+            "name": name, "topics": [{"id": topic} for topic in chosen]}).status_code == 201
+    plan = '{"properties":["name",{"name":"topics","fetchPlan":"_instance_name"}]}'
+    page = client.get(f"/rest/entities/Essay?sort=name&fetchPlan={plan}", headers=auth).json
+    assert [[topic["id"] for topic in essay["topics"]] for essay in page] == [sorted(chosen)] * 2
+    single = client.get(f"/rest/entities/Essay/{page[0]['id']}?fetchPlan={plan}", headers=auth)
+    assert single.json["topics"] == page[0]["topics"]
+    stored = {keys for (keys,) in shop.sql("SELECT topics_link_keys FROM essay")}
+    assert len(stored) == 1     # both essays share one text
+    keys = json.loads(stored.pop())
+    assert [str(key).replace("-", "") for key in keys] == [
+        topic.replace("-", "") for topic in sorted(chosen)]
+    shop.sql("DELETE FROM essay_topic_through WHERE topic_id = %s".replace(
+        "%s", "?" if not PG_URL else "%s"), (topics[0].replace("-", "") if not PG_URL else topics[0],))
+    page = client.get(f"/rest/entities/Essay?sort=name&fetchPlan={plan}", headers=auth).json
+    assert [[topic["id"] for topic in essay["topics"]] for essay in page] == [
+        sorted(set(chosen) - {topics[0]})] * 2

@@ -178,8 +178,8 @@ def _member_texts(rows, plan, permissions, return_nulls):
             written = {key: write(values) if inner is None else write(values, inner)
                        for key, values in by_key.items()}
         if complete:
-            arrays = {text: f"[{','.join(map(written.__getitem__, keys[text]))}]"
-                      for text in counts}
+            text_of = written.__getitem__
+            arrays = {text: f"[{','.join(map(text_of, keys[text]))}]" for text in counts}
         else:       # some are hidden (row-level roles) or gone
             arrays = {text: f"[{','.join([written[key] for key in keys[text] if key in written])}]"
                       for text in counts}

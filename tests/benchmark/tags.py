@@ -70,7 +70,8 @@ def instructions(workdir, path, count):
     out = workdir / f"callgrind.{count}.{abs(hash(path))}"
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                     sys.executable, __file__, "--serve", str(workdir), path, str(count)],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True,
+                   env={**os.environ, "PYTHONHASHSEED": "0"})    # the same dicts every run
     return int(re.search(r"^summary:\s*(\d+)", out.read_text(), re.MULTILINE).group(1))
 
 
