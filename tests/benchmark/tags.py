@@ -13,7 +13,7 @@ costs at most 1.3x the plain page (CPU time per request, median of rounds).
 the machine's load.
 
 Instructions: 1.30x (SQLite; 1.51x before the owners' link keys were stored
-on their rows), 1.45x with --distinct-sets (1.81x). CPU time on the shared
+on their rows), 1.43x with --distinct-sets (1.81x). CPU time on the shared
 machine under load: SQLite 1.37x, PostgreSQL 1.48x, distinct sets 1.48x:
 not met in CPU time (README, Benchmark, for the breakdown).
 """
