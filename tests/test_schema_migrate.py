@@ -203,3 +203,118 @@ def test_migrate_waits_at_most_lock_timeout_behind_a_long_transaction(shop, caps
         database.close()
     assert code == 1 and "Traceback" not in output
     assert "locked by another transaction for 1 s" in output
+
+
+# -- the link keys of a many-to-many attribute (schema/linkkeys.py) ----------
+
+GENRES = """
+@entity(instance_name="name")
+class Genre(Entity):
+    id = peewee.AutoField()
+    name = peewee.CharField(max_length=50)
+
+
+@entity(instance_name="name")
+class Author(Entity):
+    name = peewee.CharField(max_length=50)
+    genres = peewee.ManyToManyField(Genre, backref="authors")
+"""
+KEYS = "genres_link_keys"
+
+
+def with_genres(shop):
+    """Authors with genres (Ann: 2 and 1, Bob: 3, Cy: none), made through the API."""
+    shop.declare(GENRES, entities="Genre, Author")
+    client, auth = shop.client(shop.app(init_schema=True))
+    genres = [client.post("/rest/entities/Genre", json={"name": name}, headers=auth).json["id"]
+              for name in ("essay", "novel", "poem")]
+    for name, chosen in (("Ann", [genres[1], genres[0]]), ("Bob", [genres[2]]), ("Cy", [])):
+        assert client.post("/rest/entities/Author", headers=auth, json={
+            "name": name, "genres": [{"id": genre} for genre in chosen]}).status_code == 201
+    return [int(genre) for genre in genres]
+
+
+def stored_genres(shop):
+    """{author name: (the stored keys, the link table's keys)}."""
+    stored = {name: None if keys is None else __import__("json").loads(keys)
+              for name, keys in shop.sql(f"SELECT name, {KEYS} FROM author")}
+    linked = {}
+    for name, genre in shop.sql("SELECT a.name, l.genre_id FROM author a JOIN "
+                                "author_genre_through l ON l.author_id = a.id "
+                                "ORDER BY a.name, l.genre_id"):
+        linked.setdefault(name, []).append(genre)
+    return {name: (keys, linked.get(name)) for name, keys in stored.items()}
+
+
+def drop_link_keys(shop, column=True):
+    """The database as a release without stored link keys left it."""
+    if PG_URL:
+        shop.sql(f"DROP FUNCTION author_{KEYS}_fn() CASCADE")
+    else:
+        for kind in ("ins", "del", "upd"):
+            shop.sql(f"DROP TRIGGER author_{KEYS}_{kind}")
+    if column:
+        shop.sql(f"ALTER TABLE author DROP COLUMN {KEYS}")
+
+
+def test_migrate_adds_the_link_keys_column_and_its_triggers_and_fills_it(shop, capsys):
+    genres = with_genres(shop)
+    drop_link_keys(shop)
+    with pytest.raises(SchemaMismatch, match=f"author.{KEYS}: column missing"):
+        shop.app()
+    code, output = shop.migrate(capsys=capsys)
+    assert code == 0, output
+    assert f"add column author.{KEYS}" in output
+    assert f"create the triggers keeping author.{KEYS} (from author_genre_through)" in output
+    assert stored_genres(shop) == {"Ann": (genres[:2], genres[:2]), "Bob": ([genres[2]],) * 2,
+                                   "Cy": (None, None)}
+    client, auth = shop.client()
+    plan = '{"properties":["name","genres"]}'
+    loaded = client.get(f"/rest/entities/Author?sort=name&fetchPlan={plan}", headers=auth).json
+    assert [[int(g["id"]) for g in a["genres"]] for a in loaded] == [genres[:2], [genres[2]], []]
+    answer = client.put(f"/rest/entities/Author/{loaded[2]['id']}", headers=auth,
+                        json={"genres": [{"id": str(genres[2])}]})
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert stored_genres(shop)["Cy"] == ([genres[2]],) * 2
+
+
+def test_missing_triggers_stop_the_start_and_migrate_makes_them_and_refills(shop, capsys):
+    genres = with_genres(shop)
+    drop_link_keys(shop, column=False)
+    shop.sql(f"DELETE FROM author_genre_through WHERE genre_id = {genres[0]}")     # now stale
+    with pytest.raises(SchemaMismatch, match=f"triggers keeping author.{KEYS} "
+                                             r"\(from author_genre_through\) missing"):
+        shop.app()
+    assert shop.migrate(capsys=capsys)[0] == 0
+    assert stored_genres(shop) == {"Ann": ([genres[1]],) * 2, "Bob": ([genres[2]],) * 2,
+                                   "Cy": (None, None)}
+    shop.app()
+    shop.sql(f"DELETE FROM author_genre_through WHERE genre_id = {genres[2]}")     # kept
+    assert stored_genres(shop)["Bob"] == (None, None)
+
+
+def test_a_table_rebuild_keeps_the_link_keys_and_their_triggers(shop, capsys):
+    genres = with_genres(shop)
+    shop.declare(GENRES.replace("name = peewee.CharField(max_length=50)\n    genres",
+                                "name = peewee.CharField(max_length=50, null=True)\n    genres"),
+                 entities="Genre, Author")
+    code, output = shop.migrate(capsys=capsys)      # SQLite: rebuilds the author table
+    assert code == 0, output
+    assert stored_genres(shop)["Ann"] == (genres[:2], genres[:2])
+    shop.app()
+    shop.sql(f"DELETE FROM author_genre_through WHERE genre_id = {genres[1]}")
+    assert stored_genres(shop)["Ann"] == ([genres[0]],) * 2
+
+
+def test_an_attribute_taken_out_leaves_its_triggers_until_allow_destructive(shop, capsys):
+    with_genres(shop)
+    shop.declare(GENRES.replace('    genres = peewee.ManyToManyField(Genre, backref="authors")\n',
+                                ""), entities="Genre, Author")
+    shop.app()      # an older instance may still write links and read the column
+    code, output = shop.migrate(capsys=capsys)
+    assert code == 2
+    assert f"drop trigger author_{KEYS}_ins" in output
+    code, output = shop.migrate("--allow-destructive", "--no-backup", capsys=capsys)
+    assert code == 0, output
+    assert KEYS not in columns(shop, "author").columns
+    assert not [name for name in columns(shop, "author").triggers if KEYS in name]

@@ -24,7 +24,7 @@ from ..jsonio import RawJson, quoted, raw_array, value_text
 from ..model.fields import EnumField
 from ..model.serialize import Generated, _text_writer, instance_namer
 from .columns import _uuid, converter
-from .members import member_lists
+from .members import load_members
 
 
 class RawRows(list):
@@ -124,8 +124,9 @@ def fill_flat_members(access, rows, budget, load):
         if not _shows_members(meta, prop, access.permissions):
             continue
         counts = Counter(map(itemgetter(position), rows))
-        rows.members[name] = member_lists(access, prop, rows.loading.properties[name], counts,
-                                          budget, load, _row_id(prop.target))
+        rows.members[name] = (counts,) + load_members(
+            access, prop, rows.loading.properties[name], counts, budget, load,
+            _row_id(prop.target))
 
 
 def _shows_members(meta, prop, permissions):
@@ -166,19 +167,26 @@ def write_flat_each(meta, rows, plan, permissions, return_nulls=False):
 
 def _member_texts(rows, plan, permissions, return_nulls):
     """Per many-to-many attribute shown: link text -> the JSON array of its
-    members. Each member and each distinct set of members is written once."""
+    members the caller sees, in key order. Each member and each distinct set
+    of members is written once."""
     texts = {}
-    for name, (lists, members) in rows.members.items():
+    for name, (counts, keys, by_key, members, complete) in rows.members.items():
         written = {}
         if members:
             target, nested = rows.meta.properties[name].target, plan.properties[name]
             write = _writer(target, members, nested, permissions, return_nulls)
             inner = _member_texts(members, nested, permissions, return_nulls) \
                 if members.members else None
-            written = {id(values): write(values) if inner is None else write(values, inner)
-                       for values in members}
-        texts[name] = {text: f"[{','.join([written[id(values)] for values in shown])}]"
-                       for text, shown in lists.items()}
+            written = {key: write(values) if inner is None else write(values, inner)
+                       for key, values in by_key.items()}
+        if complete:
+            text_of = written.__getitem__
+            arrays = {text: f"[{','.join(map(text_of, keys[text]))}]" for text in counts}
+        else:       # some are hidden (row-level roles) or gone
+            arrays = {text: f"[{','.join([written[key] for key in keys[text] if key in written])}]"
+                      for text in counts}
+        arrays[None] = "[]"
+        texts[name] = arrays
     return texts
 
 

@@ -1,19 +1,21 @@
 """Loading the members of many-to-many associations along a fetch plan.
 
 The owners' statement carries, per many-to-many attribute of the plan, one
-more column: the JSON array of the member keys linked to the row (a
-correlated aggregate over the link table, served by its index on the owner
-column; ``member_column``). ``fill_members`` then loads the distinct
-members of the whole page in one statement by id, under the target's
-row-level rules like any referenced row, and gives each owner the list of its
-visible members in id order. Owners with the same links share one list
+more column: the JSON array of the member keys linked to the row
+(``member_column``): on the owning side the column the link table's
+triggers keep on the owner's row (schema/linkkeys.py), on the inverse side a
+correlated aggregate over the link table. ``load_members`` then loads the
+distinct members of the whole page in one statement by id, under the
+target's row-level rules like any referenced row; each owner gets the list of
+its visible members in id order. Owners with the same links share one list
 (the link text is its key: a page of products with a few tag combinations
-builds, and the serializer writes, each combination once), and a member of
-several owners is one row they share.
+builds, and the serializer writes, each combination once), a member of
+several owners is one row they share, and each distinct text is parsed once
+per process (``parsed_keys``).
 """
 import json
 from collections import Counter
-from operator import itemgetter
+from operator import itemgetter, mul
 
 import peewee
 
@@ -22,13 +24,17 @@ from .columns import converter
 
 
 def member_column(database, prop):
-    """The link keys of one owner row, as JSON text: a scalar subquery
+    """The link keys of one owner row, as JSON text: on the owning side the
+    column the link table's triggers keep (schema/linkkeys.py), in key order,
+    NULL for none; on the inverse side a scalar subquery
     correlated with the owner's id (SQLite ``json_group_array`` gives ``[]``
     for none, PostgreSQL ``json_agg`` NULL). PostgreSQL sorts the keys; SQLite
     reads them in the order of the link table's (owner, member) index where it
     has one (``fill_members`` sorts them anyway), so owners with the same
     members have the same text."""
     link = prop.link
+    if link.keys_field is not None:
+        return link.keys_field
     key = "_member_sqlite" if is_sqlite(database) else "_member_pg"
     cached = prop.__dict__.get(key)
     if cached is None:
@@ -58,29 +64,67 @@ def fill_members(access, prop, plan, rows, budget, load):
 
 def member_lists(access, prop, plan, counts, budget, load, key_of):
     """Distinct link texts (each with how many owners have it) -> ({text: the
-    visible members in key order, None: []}, the members loaded): ``load``
-    reads the members by id, ``key_of`` gives a loaded member's id as the
-    link keys name it once converted (flat pages load value tuples)."""
+    visible members in key order, None: []}, the members loaded)."""
+    keys, by_key, members, _ = load_members(access, prop, plan, counts, budget, load, key_of)
+    lists = {None: []}
+    for text in counts:
+        lists[text] = [by_key[key] for key in keys[text] if key in by_key]
+    return lists, members
+
+
+def load_members(access, prop, plan, counts, budget, load, key_of):
+    """The members of the distinct link texts ``counts`` names (each with how
+    many owners have it; None, no links, is dropped from it): ({text: its
+    keys}, {key: member} of the members the caller sees, the members loaded,
+    whether the caller sees every member the texts name).
+    ``load`` reads the members by id, ``key_of`` gives a loaded member's id as
+    the keys name it (flat pages load value tuples). Each link shown is an
+    entity of the answer: the links beyond the members loaded are taken from
+    ``budget``."""
     counts.pop(None, None)
-    texts = list(counts)
-    parsed = json.loads(f"[{','.join(texts)}]") if texts else []
-    if is_sqlite(access.database):
+    keys = parsed_keys(access.database, prop, counts)
+    wanted = set().union(*map(keys.__getitem__, counts))
+    members = load(access, prop.target, plan, prop.target.model.id, wanted, budget=budget) \
+        if wanted else []
+    by_key = {key_of(member): member for member in members}
+    complete = len(by_key) == len(wanted)
+    if budget is not None:
+        if complete:
+            links = sum(map(mul, map(len, map(keys.__getitem__, counts)), counts.values()))
+        else:
+            links = sum(sum(key in by_key for key in keys[text]) * count
+                        for text, count in counts.items())
+        if links > len(members):
+            budget.take(links - len(members))
+    return keys, by_key, members, complete
+
+
+_PARSED_MAX = 4096      # link texts kept per attribute and kind of database
+
+
+def parsed_keys(database, prop, texts):
+    """{link text: its member keys}, for at least ``texts`` (a dict): in the database's
+    order and converted as loaded rows hold ids (SQLite's hex UUIDs ->
+    canonical). A text always means the same keys, so each is parsed once
+    and kept (a page of owners with a few member sets parses nothing)."""
+    sqlite = is_sqlite(database)
+    attribute = "_parsed_sqlite" if sqlite else "_parsed_pg"
+    known = prop.__dict__.get(attribute)
+    if known is None or len(known) > _PARSED_MAX:
+        known = {}      # a new dict: another thread may be reading the old one
+        setattr(prop, attribute, known)
+    if texts.keys() <= known.keys():
+        return known
+    missing = [text for text in texts if text not in known]
+    parsed = json.loads(f"[{','.join(missing)}]")
+    if sqlite and prop.link.keys_field is None:
         # In the database's order, as the members' statement sorts them: SQLite
-        # compares integers and text (UUIDs as hex) as Python does; PostgreSQL's
-        # aggregate sorts them itself (text by the column's collation).
+        # compares integers and text (UUIDs as hex) as Python does. The stored
+        # keys (linkkeys.py) and PostgreSQL's aggregate are sorted already.
         for keys in parsed:
             keys.sort()
     convert = converter(prop.link.member_field)       # e.g. SQLite's hex UUIDs -> canonical
     if convert is not None:
         parsed = [[convert(key) for key in keys] for keys in parsed]
-    wanted = set().union(*parsed)
-    members = load(access, prop.target, plan, prop.target.model.id, wanted, budget=budget) \
-        if wanted else []
-    by_key = {key_of(member): member for member in members}
-    lists, links = {None: []}, 0
-    for text, keys in zip(texts, parsed):
-        shown = lists[text] = [by_key[key] for key in keys if key in by_key]
-        links += len(shown) * counts[text]
-    if budget is not None and links > len(members):
-        budget.take(links - len(members))     # each link is an entity of the answer
-    return lists, members
+    known.update(zip(missing, parsed))
+    return known

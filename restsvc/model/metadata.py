@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import peewee
 
 from ..db import leading_index_fields
+from ..schema.linkkeys import keys_column
 from .datatypes import DATATYPES, datatype_of
 from .entity import Entity, declaration_of
 from .fetchplan import FetchPlanError, build_built_in_plans, build_named_plans
@@ -126,10 +127,25 @@ def _json_converter(prop):
 class Link:
     """The link table of a many-to-many association, seen from one side:
     ``owner_field`` refers to the owning row, ``member_field`` to a member.
-    Both sides of a bidirectional association share the table."""
+    Both sides of a bidirectional association share the table. The side that
+    declares the field (not its backref) has ``keys_field``: the owner's
+    column of the row's link keys (schema/linkkeys.py), no attribute."""
     through: type
     owner_field: object
     member_field: object
+    keys_field: object = None
+
+
+def _keys_field(meta, name, m2m):
+    column = keys_column(m2m)
+    if column is None:
+        return None
+    if any(field.column_name == column for field in meta.model._meta.sorted_fields):
+        raise MetadataError(f"{meta.name}.{name}: the column {column} holds the association's "
+                            "link keys; rename the field that uses it")
+    field = peewee.TextField(null=True)
+    field.bind(meta.model, column, set_attribute=False)     # not one of the model's fields
+    return field
 
 
 def _link(meta, name, m2m):
@@ -141,7 +157,7 @@ def _link(meta, name, m2m):
     if len(keys) != 2 or len(owner) != 1 or len(member) != 1:
         raise MetadataError(f"{meta.name}.{name}: a many-to-many association needs a link "
                             "table with one foreign key to each side (not the same entity)")
-    return Link(through, owner[0], member[0])
+    return Link(through, owner[0], member[0], _keys_field(meta, name, m2m))
 
 
 @dataclass(eq=False)

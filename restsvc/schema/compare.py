@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ..db import is_sqlite
+from .linkkeys import is_ours
 
 BREAKS, WARNING, TOLERATED = "breaks", "warning", "tolerated"
 
@@ -22,7 +23,8 @@ class Difference:
     column: str         # or None
     kind: str           # missing_table, extra_table, missing_column, renamed_column,
                         # extra_column, wider_type, narrower_type, changed_type, nullable,
-                        # required, missing_index, changed_index, extra_index, foreign_key
+                        # required, missing_index, changed_index, extra_index, foreign_key,
+                        # missing_link_keys, extra_link_keys
     detail: str
     severity: str       # BREAKS, WARNING or TOLERATED
 
@@ -42,6 +44,7 @@ def compare(database, declared, actual):
         found += _columns(database, wanted, table)
         found += _indexes(wanted.table, table)
         found += _foreign_keys(wanted.table, table)
+        found += _link_keys(wanted, table, actual)
     for name in sorted(set(actual) - set(declared)):
         found.append(Difference(name, None, "extra_table", "table not in the model", TOLERATED))
     return found
@@ -101,6 +104,26 @@ def _indexes(wanted, table):
     for index in sorted(set(table.indexes) - set(wanted.indexes)):
         found.append(Difference(wanted.name, None, "extra_index",
                                 f"index {index} not in the model", TOLERATED))
+    return found
+
+
+def _link_keys(wanted, table, actual):
+    """The triggers keeping link keys columns (linkkeys.py), on a link table:
+    missing ones break reads (the column would go stale); extra ones are an
+    older model's, which an older instance may still rely on."""
+    found, declared = [], set()
+    for unit in wanted.link_keys:
+        declared.update(unit.triggers)
+        owner = actual.get(unit.owner_table)
+        if owner is None or unit.column not in owner.columns:
+            continue        # the column's own difference says so; migrate fills it
+        if any(name not in table.triggers for name in unit.triggers):
+            found.append(Difference(table.name, None, "missing_link_keys",
+                                    f"triggers keeping {unit.description} missing", BREAKS))
+    for name in sorted(table.triggers):
+        if is_ours(name) and name not in declared:
+            found.append(Difference(table.name, None, "extra_link_keys",
+                                    f"trigger {name} not in the model", TOLERATED))
     return found
 
 

@@ -6,7 +6,10 @@ database-level DEFAULT for each NOT NULL column with a constant default: an
 instance that does not know the column yet can still insert rows (expand and
 contract, README "Changing the model"). The indexes are the declared ones and
 the derived lower-case ones (``db.lowered_index_sql``) with their trigram
-indexes for substring search (``trigram.py``).
+indexes for substring search (``trigram.py``). An owner of many-to-many
+links has a column of their keys per attribute, kept by triggers on the link
+table (``linkkeys.py``): the column is declared with the owner's table, the
+triggers with the link table.
 """
 import datetime
 import decimal
@@ -15,8 +18,10 @@ from dataclasses import dataclass
 import peewee
 
 from ..db import is_sqlite, lowered_index_sql
-from . import trigram
+from . import linkkeys, trigram
 from .inspect import Column, ForeignKey, Index, Table, normalize_type
+
+KEYS_TYPE = "TEXT"      # the type of a link keys column (linkkeys.py)
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,8 @@ class DeclaredTable:
     table: Table            # columns, indexes (name -> Index with its CREATE sql), foreign keys
     model: type
     renames: dict           # new column -> old column, declared with @entity(renames=...)
+    internal: tuple = ()    # columns of no field: the link keys of the table's rows
+    link_keys: tuple = ()   # linkkeys.LinkKeys kept by triggers on this (link) table
 
 
 def declared_schema(database, models, lowered=()):
@@ -32,6 +39,8 @@ def declared_schema(database, models, lowered=()):
     for model, field in lowered:
         by_model.setdefault(model, []).append(field)
     support = trigram.support(database) if lowered else None
+    internal, link_keys = linkkeys.declared(database, models,
+                                            lambda field: datatype_sql(database, field))
     schema = {}
     for model in models:
         table = Table(model._meta.table_name)
@@ -42,6 +51,8 @@ def declared_schema(database, models, lowered=()):
             if isinstance(field, peewee.ForeignKeyField):
                 table.foreign_keys[field.column_name] = ForeignKey(
                     field.column_name, field.rel_model._meta.table_name, field.rel_field.column_name)
+        for column in internal.get(table.name, ()):
+            table.columns[column] = Column(column, normalize_type(KEYS_TYPE), True)
         for index in model._meta.fields_to_index():
             sql = render(database, model._schema._create_index(index, safe=False))
             table.indexes[index._name] = Index(index._name, bool(index._unique), sql)
@@ -52,7 +63,9 @@ def declared_schema(database, models, lowered=()):
             if substring is not None:
                 name, sql, create, drop = substring
                 table.indexes[name] = Index(name, False, sql, create, drop)
-        schema[table.name] = DeclaredTable(table, model, _renamed_columns(model))
+        schema[table.name] = DeclaredTable(table, model, _renamed_columns(model),
+                                           tuple(internal.get(table.name, ())),
+                                           tuple(link_keys.get(table.name, ())))
     return schema
 
 
@@ -81,8 +94,9 @@ def _context(database):
     return database.get_sql_context(scope=peewee.SCOPE_VALUES)    # as peewee's own DDL
 
 
-def create_table_sql(database, model, name=None):
-    """``CREATE TABLE`` of the model (under ``name`` for a rebuild's new table)."""
+def create_table_sql(database, model, name=None, internal=()):
+    """``CREATE TABLE`` of the model (under ``name`` for a rebuild's new table),
+    with the ``internal`` columns (``DeclaredTable.internal``) last."""
     context = _context(database)
     columns, constraints = [], []
     for field in model._meta.sorted_fields:
@@ -93,6 +107,7 @@ def create_table_sql(database, model, name=None):
         columns.append(peewee.NodeList(parts))
         if isinstance(field, peewee.ForeignKeyField) and not field.deferred:
             constraints.append(field.foreign_key_constraint())
+    columns += [peewee.SQL(internal_column_sql(column)) for column in internal]
     meta = model._meta
     if meta.composite_key:
         constraints.insert(0, peewee.NodeList((peewee.SQL("PRIMARY KEY"), peewee.EnclosedNodeList(
@@ -109,6 +124,11 @@ def datatype_sql(database, field):
 
 def foreign_key_sql(database, field):
     return render(database, field.foreign_key_constraint(explicit_name=True))
+
+
+def internal_column_sql(column):
+    """The definition of an internal column (``DeclaredTable.internal``)."""
+    return '"' + column.replace('"', '""') + '" ' + KEYS_TYPE
 
 
 def column_sql(database, field):

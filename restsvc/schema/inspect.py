@@ -39,12 +39,19 @@ class ForeignKey:
     name: str | None = None        # the constraint name (PostgreSQL)
 
 
+@dataclass(frozen=True)
+class Trigger:
+    name: str
+    function: str | None = None     # PostgreSQL: the function it executes
+
+
 @dataclass
 class Table:
     name: str
     columns: dict = field(default_factory=dict)       # name -> Column, in table order
     indexes: dict = field(default_factory=dict)       # name -> Index
     foreign_keys: dict = field(default_factory=dict)  # column -> ForeignKey
+    triggers: dict = field(default_factory=dict)      # name -> Trigger
 
 
 # PostgreSQL's catalog names -> the spelling peewee declares (lower case).
@@ -91,6 +98,10 @@ def _inspect_sqlite(database):
             table.indexes[index] = Index(index, False, sql, drop=drop)
         for row in database.execute_sql(f'PRAGMA foreign_key_list("{quoted}")'):
             table.foreign_keys[row[3]] = ForeignKey(row[3], row[2], row[4])
+    for name, table in database.execute_sql(
+            "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' ORDER BY name"):
+        if table in tables:
+            tables[table].triggers[name] = Trigger(name)
     return tables
 
 
@@ -126,6 +137,13 @@ def _inspect_postgres(database):
             "WHERE k.contype = 'f' AND n.nspname = current_schema() ORDER BY k.conname"):
         if table in tables:
             tables[table].foreign_keys[column] = ForeignKey(column, target, to_column, name)
+    for table, name, function in database.execute_sql(
+            "SELECT c.relname, t.tgname, p.proname FROM pg_trigger t "
+            "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_proc p ON p.oid = t.tgfoid "
+            "WHERE NOT t.tgisinternal AND n.nspname = current_schema() ORDER BY t.tgname"):
+        if table in tables:
+            tables[table].triggers[name] = Trigger(name, function)
     return tables
 
 

@@ -7,13 +7,23 @@ narrowing, making a column required, a changed foreign key, dropping an index)
 need ``--allow-destructive``. A step that cannot run on the data as it is
 (``blocked``) says why. SQLite does what ``ALTER TABLE`` cannot by rebuilding
 the table: new table, copy, drop, rename, indexes.
+
+The triggers keeping link keys columns (linkkeys.py) come last, once their
+tables and columns are there, each with the column's filling; a SQLite
+rebuild of their owner's table removes them first (SQLite refuses to rename
+a table into place while a trigger names a table that is gone) and they are
+made again. Link keys triggers the model no longer declares are removed
+first (destructive: an older instance may still read their column).
 """
+import dataclasses
 from dataclasses import dataclass
 
 import peewee
 
 from ..db import is_sqlite
-from .declared import column_sql, create_table_sql, datatype_sql, foreign_key_sql
+from . import linkkeys
+from .declared import (column_sql, create_table_sql, datatype_sql, foreign_key_sql,
+                       internal_column_sql)
 from .inspect import index_covers
 
 
@@ -36,18 +46,66 @@ def plan(database, declared, actual, differences):
     by_table = {}
     for difference in differences:
         by_table.setdefault(difference.table, []).append(difference)
-    steps = []
+    steps = _extra_link_keys(database, declared, actual)
     new = [d.model for name, d in declared.items() if name not in actual]
     for model in peewee.sort_models(new):
         wanted = declared[model._meta.table_name]
         steps.append(Step(f"create table {wanted.table.name}", (create_table_sql(
-            database, model),) + _creating(wanted.table.indexes.values())))
+            database, model, internal=wanted.internal),) + _creating(
+                wanted.table.indexes.values())))
+    rebuilt = set()
     for name, wanted in declared.items():
         if name in actual and by_table.get(name):
-            steps += _table_steps(database, wanted, actual[name], by_table[name])
+            for step in _table_steps(database, wanted, actual[name], by_table[name]):
+                if step.rebuild:
+                    step = _without_link_keys(step, name, declared)
+                    rebuilt.add(name)
+                steps.append(step)
+    steps += _link_keys_steps(declared, actual, rebuilt)
     for name in sorted(set(actual) - set(declared)):
         steps.append(Step(f"drop table {name} ({_count(database, name)} rows)",
                           (f"DROP TABLE {_q(name)}",), destructive=True))
+    return steps
+
+
+def _units(declared):
+    return [unit for wanted in declared.values() for unit in wanted.link_keys]
+
+
+def _link_keys_steps(declared, actual, rebuilt):
+    """The link keys triggers to make (again), each with its column's filling:
+    missing (a new table or column included), or removed by a rebuild."""
+    steps = []
+    for unit in _units(declared):
+        owner, link = actual.get(unit.owner_table), actual.get(unit.link_table)
+        if (owner is None or link is None or unit.column not in owner.columns
+                or any(name not in link.triggers for name in unit.triggers)
+                or {unit.owner_table, unit.link_table} & rebuilt):
+            steps.append(Step(f"create the triggers keeping {unit.description}, and fill it",
+                              unit.create))
+    return steps
+
+
+def _without_link_keys(step, table, declared):
+    """A SQLite rebuild of ``table`` that first removes the link keys triggers
+    naming it (``_link_keys_steps`` makes them again)."""
+    drops = tuple(sql for unit in _units(declared) if table in (unit.owner_table,
+                                                                 unit.link_table)
+                  for sql in unit.drop)
+    return dataclasses.replace(step, sql=drops + step.sql) if drops else step
+
+
+def _extra_link_keys(database, declared, actual):
+    """Link keys triggers the model does not declare (on any table, one the
+    model no longer has included), removed first."""
+    steps = []
+    for name, table in actual.items():
+        wanted = {trigger for unit in (declared[name].link_keys if name in declared else ())
+                  for trigger in unit.triggers}
+        for trigger in table.triggers.values():
+            if linkkeys.is_ours(trigger.name) and trigger.name not in wanted:
+                steps.append(Step(f"drop trigger {trigger.name} (its column is no longer kept)",
+                                  linkkeys.drop_extra(database, name, trigger), destructive=True))
     return steps
 
 
@@ -70,6 +128,9 @@ def _table_steps(database, wanted, table, differences):
                           for sql in _dropping(index))
             steps.append(Step(_describe(d, wanted), drops + (
                 f"ALTER TABLE {_q(name)} RENAME COLUMN {_q(old)} TO {_q(column)}",)))
+        elif d.kind == "missing_column" and column in wanted.internal:
+            steps.append(Step(_describe(d, wanted), (
+                f"ALTER TABLE {_q(name)} ADD COLUMN {internal_column_sql(column)}",)))
         elif d.kind == "missing_column":
             steps.append(Step(_describe(d, wanted), (
                 f"ALTER TABLE {_q(name)} ADD COLUMN {column_sql(database, fields[column])}",),
@@ -144,11 +205,14 @@ def _rebuild(database, wanted, table, differences):
             sources.append(_q(source))
         else:
             blocked.append(_needs_default(database, wanted, table, column))
+    kept = [_q(column) for column in wanted.internal if column in table.columns]
+    targets += kept
+    sources += kept
     blocked += [_nulls(database, name, d.column) for d in differences if d.kind == "required"]
     destructive = [d for d in differences if d.column and d.kind not in (
         "renamed_column", "missing_column", "narrower_type", "nullable")]
     what = "; ".join(_describe(d, wanted) for d in differences if d.column)
-    sql = (create_table_sql(database, model, new),
+    sql = (create_table_sql(database, model, new, wanted.internal),
            f"INSERT INTO {_q(new)} ({', '.join(targets)}) SELECT {', '.join(sources)} "
            f"FROM {_q(name)}",
            f"DROP TABLE {_q(name)}",
