@@ -6,25 +6,22 @@ attributes, nothing the model presents after loading. Such a page needs no
 Python objects between the cursor and the answer: each column's database
 value is written as JSON text by one function worked out once per column
 (32 hex digits -> the UUID's text, a stored enum id -> its quoted name, the
-ISO text SQLite stores for a date or date-time -> the answer's form), and a
-row -> JSON writer is compiled once per entity, plan shape, permissions and
-``returnNulls``. The bytes are the same as ``serialize.write_entities`` writes
+ISO text SQLite stores for a date or date-time -> the answer's form:
+rawvalues.py), and a row -> JSON writer is compiled once per entity, plan
+shape, permissions and ``returnNulls``. The bytes are the same as ``serialize.write_entities`` writes
 from converted rows; permissions decide the same way (hidden attributes and
 instance names built from them are left out), and the row-level roles and
 soft-delete rules were applied by the query as for every other load.
 """
-import datetime
 from collections import Counter
 from itertools import repeat
 from operator import itemgetter
 
-import peewee
-
-from ..jsonio import RawJson, quoted, raw_array, value_text
-from ..model.fields import EnumField
-from ..model.serialize import Generated, _text_writer, instance_namer
-from .columns import _uuid, converter
+from ..jsonio import RawJson, quoted, raw_array
+from ..model.serialize import Generated, instance_namer
+from .columns import converter, row_id as _row_id     # byid.py's name for it
 from .members import member_lists
+from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer
 
 
 class RawRows(list):
@@ -135,17 +132,6 @@ def _shows_members(meta, prop, permissions):
         and permissions.can(prop.target.name, "read")
 
 
-def _row_id(meta):
-    """A flat row -> its id (the loader's first column), converted as the
-    loader converts it; worked out once per entity."""
-    read = meta.__dict__.get("_flat_row_id")
-    if read is None:
-        convert = converter(meta.model.id)
-        read = meta._flat_row_id = itemgetter(0) if convert is None \
-            else (lambda values: convert(values[0]))
-    return read
-
-
 def write_flat(meta, rows, plan, permissions, return_nulls=False):
     """A JSON array of the entities of ``rows`` (RawRows) along ``plan``."""
     write = _writer(meta, rows, plan, permissions, return_nulls)
@@ -233,7 +219,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         write, flag = raw_writer(prop), return_nulls and target == "e"
         lines.append(f"    x = v[{position}]")
         lines.append("    if x is not None:")
-        if write in _NEVER_NONE:
+        if write in NEVER_NONE:
             lines.append(f"        {target} += {const(key)} + {const(write)}(x)")
             if flag:
                 lines.append("        p = True")
@@ -250,7 +236,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
 
     head = f'{{"_entityName":{quoted(meta.name)}'
     no_name = head + (',"_instanceName":null,"id":' if return_nulls else ',"id":')
-    named, write_id = head + ',"_instanceName":', _id_writer(meta.properties["id"])
+    named, write_id = head + ',"_instanceName":', id_writer(meta.properties["id"])
     plain = _plain_name(meta, permissions, index)
     if plain is not None:
         lines.append(f"    x = v[{plain}]")
@@ -293,7 +279,7 @@ def _plain_name(meta, permissions, index):
         return None
     name, = meta.instance_name
     prop = meta.properties[name]
-    if converter(prop.field) is not None or not _plain_text(prop) \
+    if converter(prop.field) is not None or not plain_text(prop) \
             or instance_namer(meta, permissions)({name: "x"}) != "x":
         return None
     return index[name]
@@ -316,88 +302,3 @@ def _raw_namer(meta, permissions, index):
         text = namer(row)
         return None if text is None else quoted(text)
     return name_of
-
-
-def _plain_text(prop):
-    """A text attribute whose stored value is its JSON value and instance name."""
-    return (isinstance(prop.field, (peewee.CharField, peewee.TextField))
-            and not isinstance(prop.field, EnumField) and prop.meta_enum is None
-            and prop.datatype is not None and prop.datatype.name == "string")
-
-
-def raw_writer(prop):
-    """A database value (not None) of the property's column -> its JSON text, or
-    None where the loader would have made it None (an unknown enum id)."""
-    convert, text = converter(prop.field), _text_writer(prop)
-    field = prop.field
-    if convert is None:
-        return text
-    if isinstance(field, EnumField):      # the stored value, as it is or as text
-        names = {}
-        for member in field.enum_class:
-            names[member.value] = names[str(member.value)] = text(member)
-        return names.get
-    if convert is _uuid:
-        return _uuid_text
-    if isinstance(field, peewee.DateTimeField) and text is not None:
-        return _date_time_writer(convert, text)
-    if isinstance(field, peewee.DateField):
-        return _date_writer(convert, text)
-    return _general(convert, text)
-
-
-def _id_writer(prop):
-    """The id is always written as text (an integer id too), as ``serialize`` does."""
-    convert = converter(prop.field)
-    if convert is _uuid:
-        return _uuid_text
-    return lambda value: quoted(str(value if convert is None else convert(value)))
-
-
-def _uuid_text(value):
-    """Never None (as ``quoted`` and ``value_text``: see _NEVER_NONE)."""
-    if value.__class__ is str and len(value) == 32:
-        return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
-    return quoted(_uuid(value))
-
-
-def _date_writer(convert, text):
-    """SQLite's ``2024-01-31`` is the answer's text; anything else is parsed."""
-    fallback = _general(convert, text)
-    if text(datetime.date(2024, 1, 31)) != '"2024-01-31"':
-        return fallback
-
-    def write(value):
-        if value.__class__ is str and len(value) == 10 and value[4] == "-" == value[7]:
-            return f'"{value}"'
-        return fallback(value)
-    return write
-
-
-def _date_time_writer(convert, text):
-    """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
-    answer's ``2024-01-31T09:00:00[.f]``; anything else is parsed."""
-    fallback = _general(convert, text)
-    if text(datetime.datetime(2024, 1, 31, 9, 0, 0, 500000)) != '"2024-01-31T09:00:00.5"':
-        return fallback
-
-    def write(value):
-        if value.__class__ is str and value[10:11] == " ":
-            if len(value) == 19:
-                return f'"{value[:10]}T{value[11:]}"'
-            if len(value) == 26 and value[19] == ".":
-                fraction = value[20:].rstrip("0")
-                return f'"{value[:10]}T{value[11:19]}.{fraction}"' if fraction \
-                    else f'"{value[:10]}T{value[11:19]}"'
-        return fallback(value)
-    return write
-
-
-def _general(convert, text):
-    def write(value):
-        value = convert(value)
-        return None if value is None else text(value)
-    return write
-
-
-_NEVER_NONE = {quoted, value_text, _uuid_text}
