@@ -20,24 +20,29 @@ def _instance_name_parts(meta, permissions):
     return [meta.properties[name] for name in meta.instance_name]
 
 
-def instance_namer(meta, permissions):
+def instance_namer(meta, permissions, named_references=False):
     """row -> instance name, worked out once per entity and permissions (kept
-    with the permissions, which live as long as their role combination)."""
-    namers = permissions.memo.setdefault("instance_namers", {})
+    with the permissions, which live as long as their role combination).
+    ``named_references``: the row holds a referenced row's instance name
+    where it would hold the row (rows written from the database's values,
+    data/rowwriters.py)."""
+    namers = permissions.memo.setdefault(
+        "instance_namers_named" if named_references else "instance_namers", {})
     namer = namers.get(meta.name)
     if namer is None:
-        namer = namers[meta.name] = _build_namer(meta, permissions)
+        namer = namers[meta.name] = _build_namer(meta, permissions, named_references)
     return namer
 
 
-def _build_namer(meta, permissions):
+def _build_namer(meta, permissions, named_references):
     if not meta.instance_name:
         prefix = f"{meta.name}-"
         return lambda row: prefix + str(row["id"])
     parts = _instance_name_parts(meta, permissions)
     if parts is None:
         return lambda row: None
-    getters = [(prop.name, _reference_namer(prop.target, permissions) if prop.is_reference
+    getters = [(prop.name, (_named if named_references else
+                            _reference_namer(prop.target, permissions)) if prop.is_reference
                 else prop.json_value) for prop in parts]
     if len(getters) == 1:
         (name, convert), = getters
@@ -59,6 +64,10 @@ def _build_namer(meta, permissions):
                     texts.append(str(value))
         return " ".join(texts) if texts else None
     return joined
+
+
+def _named(name):
+    return name
 
 
 def _reference_namer(target, permissions):
