@@ -42,6 +42,8 @@ def raw_writer(prop):
         return _date_time_writer(convert, text)
     if isinstance(field, peewee.DateField):
         return _date_writer(convert, text)
+    if isinstance(field, peewee.DecimalField):
+        return _remembered(_general(convert, text))
     return _general(convert, text)
 
 
@@ -90,6 +92,30 @@ def _date_time_writer(convert, text):
                     else f'"{value[:10]}T{value[11:19]}"'
         return fallback(value)
     return write
+
+
+def _remembered(write):
+    """``write``, keeping the text of each value other than zero by its type
+    (a decimal column holds few distinct values, prices above all, and each
+    costs two roundings); zero is written each time (-0.0 equals 0.0)."""
+    memos = {}
+
+    def remembered(value):
+        if not value:
+            return write(value)
+        memo = memos.get(value.__class__)
+        if memo is None:
+            memo = memos[value.__class__] = {}
+        text = memo.get(value)
+        if text is None:
+            if len(memo) >= _REMEMBERED:
+                memo.clear()
+            text = memo[value] = write(value)
+        return text
+    return remembered
+
+
+_REMEMBERED = 4096      # texts kept per column and type
 
 
 def _general(convert, text):

@@ -11,7 +11,7 @@ A reference the caller does not see (its attribute hidden, its entity not
 readable) is left out as ``serialize`` leaves it out; a referenced row the
 caller cannot see is null, as a missing one.
 """
-from ..jsonio import quoted
+from ..jsonio import quoted, value_text
 from ..model.serialize import Generated, _text_writer, instance_namer
 from .columns import converter, row_id
 from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer
@@ -77,7 +77,12 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         flag = return_nulls and target == "e"
         lines.append(f"    x = v[{position}]")
         lines.append("    if x is not None:")
-        if write in NEVER_NONE:
+        if write is value_text:     # most often an integer: its text without a look-up
+            lines.append(f"        {target} += {const(key)} + "
+                         f"(str(x) if x.__class__ is int else {const(write)}(x))")
+            if flag:
+                lines.append("        p = True")
+        elif write in NEVER_NONE:
             lines.append(f"        {target} += {const(key)} + {const(write)}(x)")
             if flag:
                 lines.append("        p = True")
