@@ -195,13 +195,14 @@ def test_chunked_loads_keep_what_each_chunk_loaded(client, auth, monkeypatch):
         same_as_general(client, auth, "Order", query, WIDE)
 
 
-def test_an_answer_too_large_is_refused_where_the_general_loader_refuses_it(make_app):
+@pytest.mark.parametrize("row_level", [(), (HIDING,)], ids=["all", "hiding"])
+def test_an_answer_too_large_is_refused_where_the_general_loader_refuses_it(client_with_roles,
+                                                                            row_level):
     """svc.rest.max-response-entities counts every row loaded and every object
-    written (a customer of several orders once per order)."""
+    written (a customer of several orders once per order, a hidden one not)."""
     from restsvc.errors import BadRequest
-    app = make_app()
-    client = Client(app)
-    auth = bearer(get_token(client))
+    client, auth = client_with_roles(FULL, row_level=row_level)
+    app = client.application
     access = caller(client, auth, "Order")
     meta, data = app.data.entity("Order"), app.data
     settings = data.settings
@@ -222,7 +223,7 @@ def test_an_answer_too_large_is_refused_where_the_general_loader_refuses_it(make
     while low < high:
         middle = (low + high) // 2
         low, high = (middle + 1, high) if refused(middle, False) else (low, middle)
-    assert low > 22 * 2         # more than the rows: the objects counted
+    assert low > 21 * 2         # more than the orders and customers: the objects counted
     assert refused(low - 1, True) and not refused(low, True)
     data.settings = dataclasses.replace(settings, max_response_entities=low - 1)
     answer = client.get(f"/rest/entities/Order?limit=20&fetchPlan={DETAILS}", headers=auth)

@@ -19,7 +19,7 @@ from . import byid, softdelete
 from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
-from .nestedrows import count_nested
+from .nestedrows import too_many
 from .query import check_limit, check_sort
 from .writer import Writer
 
@@ -54,10 +54,10 @@ class DataManager:
         allowed = budget.limit + budget.spare
         if isinstance(rows, RawRows):
             # A flat page counted its members as it loaded them (members.py).
-            written = count_nested(rows, plan, access.permissions) if rows.nested else 0
+            exceeded = rows.nested and too_many(rows, plan, access.permissions, allowed)
         else:
-            written = count_objects(meta, rows, plan, access.permissions, allowed)
-        if written > allowed:
+            exceeded = count_objects(meta, rows, plan, access.permissions, allowed) > allowed
+        if exceeded:
             raise budget.exceeded()
         return rows
 

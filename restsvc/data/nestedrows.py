@@ -10,8 +10,9 @@ reference's rows by the foreign key, a composition's children by their
 parent's id, in the order the loader gives them. Transient attributes are
 worked out while loading; a getter sees its row as ``loader.row_view`` shows
 it (``RawView``: only what it reads is converted). Writing
-(``nested_texts``) writes each referenced row once per answer and each
-composition's array once per parent; the row writers splice them in.
+(``nested_texts``) writes each referenced row once per answer, as the text
+its foreign key names, and each composition's array once per parent; the
+row writers splice them in.
 """
 from collections import Counter
 from operator import itemgetter
@@ -50,8 +51,12 @@ def fill_nested(access, rows, budget, load):
                if meta.properties[name].getter is not None]
     if getters:
         view = _view_of(rows)
-        rows[:] = [values + tuple(get(seen) for _, get in getters)
-                   for values in rows for seen in (view(rows, values),)]
+        if len(getters) == 1:
+            (_, get), = getters
+            rows[:] = [values + (get(_seen(view, rows, values)),) for values in rows]
+        else:
+            rows[:] = [values + tuple([get(seen) for _, get in getters])
+                       for values in rows for seen in (_seen(view, rows, values),)]
         rows.transients = tuple(name for name, _ in getters)
 
 
@@ -68,9 +73,18 @@ def _targets(access, rows, prop, nested, budget, load):
     target = prop.target
     found = load(access, target, nested, target.model.id, wanted, budget=budget,
                  with_deleted=True)
-    read_id = row_id(target)
-    by_id = {read_id(values): values for values in found}
-    return found, {key: by_id.get(converted) for key, converted in ids.items()}
+    # A row whose id is stored as the key is: its id converts as the key did.
+    # Others (none, unless the keys are stored in other forms) by the converted ids.
+    by_raw, by_id, by_key = {values[0]: values for values in found}, None, {}
+    for key, converted in ids.items():
+        values = by_raw.get(key)
+        if values is None and converted is not None:
+            if by_id is None:
+                read_id = row_id(target)
+                by_id = {read_id(row): row for row in found}
+            values = by_id.get(converted)
+        by_key[key] = values
+    return found, by_key
 
 
 def _children(access, rows, prop, nested, budget, load):
@@ -108,23 +122,22 @@ def nested_texts(rows, plan, permissions, return_nulls, texts_of):
         if nested is None and not named:
             continue
         target = meta.properties[name].target
-        inner = texts_of(loaded, nested, permissions, return_nulls) if loaded else None
+        found = [(key, values) for key, values in by_key.items() if values is not None]
+        inner = texts_of(loaded, nested, permissions, return_nulls) if found else None
         if nested is not None:
-            written = _write_each(target, loaded, nested, permissions, return_nulls, inner)
-            texts[name] = {key: written[id(values)] for key, values in by_key.items()
-                           if values is not None}
+            write = row_writer(target, loaded, nested, permissions, return_nulls) if found else None
+            texts[name] = {key: write(values, inner) for key, values in found}
         if named:
-            name_of = raw_namer(target, permissions, positions(loaded)) if loaded else None
-            texts[(NAMES, name)] = {key: name_of(values, inner) for key, values in by_key.items()
-                                    if values is not None}
+            name_of = raw_namer(target, permissions, positions(loaded)) if found else None
+            texts[(NAMES, name)] = {key: name_of(values, inner) for key, values in found}
     for name, (loaded, groups) in rows.children.items():
         nested = _written(meta, plan, name, permissions)
         if nested is None:
             continue
         target = meta.properties[name].target
-        inner = texts_of(loaded, nested, permissions, return_nulls) if loaded else None
-        written = _write_each(target, loaded, nested, permissions, return_nulls, inner)
-        texts[name] = {key: f"[{','.join([written[id(values)] for values in kids])}]"
+        inner = texts_of(loaded, nested, permissions, return_nulls) if groups else None
+        write = row_writer(target, loaded, nested, permissions, return_nulls) if groups else None
+        texts[name] = {key: f"[{','.join([write(values, inner) for values in kids])}]"
                        for key, kids in groups.items()}
     return texts
 
@@ -137,19 +150,35 @@ def _written(meta, plan, name, permissions):
     return nested
 
 
-def _write_each(meta, rows, plan, permissions, return_nulls, texts):
-    """id(row values) -> the row's JSON text, for each of ``rows``."""
-    if not rows:
-        return {}
-    write = row_writer(meta, rows, plan, permissions, return_nulls)
-    return {id(values): write(values, texts) for values in rows}
+def too_many(rows, plan, permissions, limit):
+    """Whether writing ``rows`` along ``plan`` writes more than ``limit`` JSON
+    objects (``serialize.count_objects`` for raw rows: a referenced row
+    counts once per row that refers to it). They are counted only when a
+    bound worked out per level (how many rows, how many a row refers to at
+    most) is above ``limit``."""
+    refs = _references(rows.meta, plan, permissions)
+    return _bound(rows, refs)[0] > limit and _total(rows, refs) > limit
 
 
-def count_nested(rows, plan, permissions):
-    """How many JSON objects writing ``rows`` along ``plan`` writes
-    (``serialize.count_objects`` for raw rows): a referenced row counts once
-    per row that refers to it."""
-    return _total(rows, _references(rows.meta, plan, permissions))
+def _bound(rows, refs):
+    """(at least as many objects as writing all of ``rows`` writes, at least as
+    many as writing any one of them writes)."""
+    total, most = len(rows), 1
+    for name, _, inner, _ in refs if rows else ():
+        if name in rows.targets:
+            loaded, widest, shared = rows.targets[name][0], 1, True
+        elif name in rows.children:         # each child written under one row
+            loaded, groups = rows.children[name]
+            widest, shared = max(map(len, groups.values()), default=0), False
+        elif name in rows.members:
+            lists, loaded = rows.members[name]
+            widest, shared = max(map(len, lists.values()), default=0), True
+        else:
+            continue
+        below, each = _bound(loaded, inner)
+        total += len(rows) * widest * each if shared else below
+        most += widest * each
+    return total, most
 
 
 def _total(rows, refs):
@@ -219,9 +248,6 @@ class RawView:
     __slots__ = ("_rows", "_values", "_stored")
     _view_meta = None
 
-    def __init__(self, rows, values):
-        self._rows, self._values, self._stored = rows, values, None
-
     def __getattr__(self, name):        # not loaded
         return getattr(self._entity(), name)
 
@@ -230,6 +256,17 @@ class RawView:
             meta = self._view_meta
             self._stored = meta.model.get_by_id(row_id(meta)(self._values))
         return self._stored
+
+
+def _seen(view, rows, values):
+    """A view (of the class ``view``) of one of ``rows``: made without
+    ``__init__``, which costs three times as much."""
+    seen = _new(view)
+    seen._rows, seen._values, seen._stored = rows, values, None
+    return seen
+
+
+_new = object.__new__
 
 
 def _view_of(rows):
@@ -306,7 +343,7 @@ def _reference(name, position):
             return getattr(self._entity(), name)
         key = self._values[position]
         found = None if key is None else loaded[1].get(key)
-        return None if found is None else _view_of(loaded[0])(loaded[0], found)
+        return None if found is None else _seen(_view_of(loaded[0]), loaded[0], found)
     return get
 
 
@@ -320,7 +357,7 @@ def _members(name, position):
         if not shown:
             return []
         view = _view_of(loaded[1])
-        return [view(loaded[1], values) for values in shown]
+        return [_seen(view, loaded[1], values) for values in shown]
     return get
 
 
@@ -334,5 +371,5 @@ def _composition(name):
         if not kids:
             return []
         view = _view_of(loaded[0])
-        return [view(loaded[0], values) for values in kids]
+        return [_seen(view, loaded[0], values) for values in kids]
     return get
