@@ -165,18 +165,13 @@ def _bound(rows, refs):
     many as writing any one of them writes)."""
     total, most = len(rows), 1
     for name, _, inner, _ in refs if rows else ():
-        if name in rows.targets:
-            loaded, widest, shared = rows.targets[name][0], 1, True
-        elif name in rows.children:         # each child written under one row
-            loaded, groups = rows.children[name]
-            widest, shared = max(map(len, groups.values()), default=0), False
-        elif name in rows.members:
-            lists, loaded = rows.members[name]
-            widest, shared = max(map(len, lists.values()), default=0), True
-        else:
+        found = _loaded(rows, name)
+        if found is None:
             continue
+        _, groups, loaded, shared = found
         below, each = _bound(loaded, inner)
-        total += len(rows) * widest * each if shared else below
+        widest = max(map(len, groups.values()), default=0)
+        total += len(rows) * widest * each if shared else below    # a child: under one row
         most += widest * each
     return total, most
 
