@@ -188,6 +188,21 @@ def test_searches_and_their_next_pages_write_what_the_general_loader_writes(clie
         f"[{','.join(general(client, auth, 'Order', True, DETAILS, spec).values())}]"
 
 
+def test_a_page_without_rows_is_empty(client, auth):
+    """Nothing found: an empty array (the rows' writer still knows its
+    transient attributes), and a missing entity's 404."""
+    spec = quote(json.dumps({"conditions": [{"property": "number", "operator": "=",
+                                             "value": "none"}]}))
+    for plan in (DETAILS, WIDE):
+        for nulls in ("false", "true"):
+            found = client.get(f"/rest/entities/Order/search?filter={spec}&returnNulls={nulls}"
+                               f"&fetchPlan={quote(plan)}", headers=auth)
+            assert found.status_code == 200 and found.get_data(as_text=True) == "[]"
+    missing = client.get(f"/rest/entities/Order/{demo_id('order', 999)}?fetchPlan={DETAILS}",
+                         headers=auth)
+    assert missing.status_code == 404
+
+
 def test_chunked_loads_keep_what_each_chunk_loaded(client, auth, monkeypatch):
     """Referenced rows and children loaded a few ids at a time (loader._CHUNK)."""
     monkeypatch.setattr("restsvc.data.loader._CHUNK", 3)

@@ -137,7 +137,7 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         load = partial(_by_ids, raw=NESTED if nested else True)
         if rows.links:
             fill_flat_members(access, rows, budget, load, shows=readable if nested else shows_reference)
-        if nested and rows:
+        if nested:      # no rows: no statements, but the rows' shape (transient attributes)
             fill_nested(access, rows, budget, load)
         return rows
     return _complete(access, meta, plan, rows, budget)
