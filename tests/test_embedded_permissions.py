@@ -50,6 +50,25 @@ def test_an_answer_shows_only_the_granted_attributes(client_with_roles, client, 
     assert (shown["city"], shown["postcode"], shown["country"]["id"]) == ("Berlin", "10115", "DE")
 
 
+def test_a_value_whose_shown_attributes_are_all_null_is_null(client_with_roles):
+    """A street but no city: to a caller who sees only the city the address is
+    null (left out without returnNulls) on flat pages, single loads and the
+    general loader's answers alike, not {} that would tell a hidden attribute is set."""
+    from restsvc.demo.model import Customer
+    city, city_auth = client_with_roles(CITY_ONLY)
+    Customer.update(address_city=None).where(Customer.id == ALICE).execute()
+    for plan in ("_base", FULL_PLAN):       # flat; a reference in the value: the general way
+        for nulls in ("false", "true"):
+            one = city.get(f"/rest/entities/Customer/{ALICE}", headers=city_auth,
+                           query_string={"fetchPlan": plan, "returnNulls": nulls})
+            assert one.status_code == 200, one.text
+            assert ("address" in one.json) == (nulls == "true")
+            assert one.json.get("address") is None
+            listed = city.get("/rest/entities/Customer", headers=city_auth,
+                              query_string={"fetchPlan": plan, "returnNulls": nulls, "limit": 100})
+            assert one.json in listed.json
+
+
 def test_a_write_changes_only_what_the_caller_may_modify(client_with_roles, client, auth):
     city, city_auth = client_with_roles(CITY_ONLY)
     changed = city.put(f"/rest/entities/Customer/{ALICE}", headers=city_auth,

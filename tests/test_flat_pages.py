@@ -2,12 +2,12 @@
 (data/flatrows.py): the bytes must be those the general loader and serializer
 write from converted rows, under every permission, with and without nulls."""
 import datetime
-import json
 
 import pytest
 from urllib.parse import quote
 
 from conftest import demo_id
+from pages_support import general as _general, same_as_general as _same_as_general
 from restsvc import ResourceRole
 
 READER = ResourceRole(
@@ -19,43 +19,6 @@ NO_NAME = ResourceRole(       # the instance name's attribute is hidden: no _ins
     attributes={"Customer": {"grade": "view", "address": "view", "createdDate": "view"},
                 "Product": {"price": "view", "sku": "view"}})
 FULL = ResourceRole("t-flat-full", entities={"*": "*"}, attributes={"*": {"*": "modify"}})
-
-
-def _pairs(text):
-    """JSON with every object as its list of (key, value) pairs: the order counts too."""
-    return json.loads(text, object_pairs_hook=list)
-
-
-def _general(client, auth, entity, return_nulls, fetch_plan=None):
-    """The entity's rows as the general loader and serializer write them:
-    {id: JSON text} in id order."""
-    from restsvc.data.access import access_for
-    from restsvc.model.serialize import write_entity
-    app = client.application
-    principal = app.gate.principal(f"/rest/entities/{entity}", auth["Authorization"])
-    access = access_for(app, principal)
-    meta = app.data.entity(entity)
-    plan = app.data.plan(meta, fetch_plan)
-    rows, _ = app.data.select(access, meta, plan, limit=1000)
-    return {row["id"]: write_entity(meta, row, plan, access.permissions, return_nulls)
-            for row in rows}
-
-
-def _same_as_general(client, auth, entity, query="", fetch_plan=None):
-    """A page and each single load write what the general path writes, byte for byte."""
-    expected = _general(client, auth, entity, "returnNulls=true" in query, fetch_plan)
-    assert expected, f"no {entity} rows"
-    if fetch_plan is not None:
-        query += f"&fetchPlan={quote(fetch_plan)}"
-    response = client.get(f"/rest/entities/{entity}?limit=1000{query}", headers=auth)
-    assert response.status_code == 200, response.get_data(as_text=True)
-    assert response.get_data(as_text=True) == f"[{','.join(expected.values())}]"
-    for entity_id, text in expected.items():
-        single = client.get(f"/rest/entities/{entity}/{entity_id}{query.replace('&', '?', 1)}",
-                            headers=auth)
-        assert single.status_code == 200
-        assert single.get_data(as_text=True) == text
-    return _pairs(response.get_data(as_text=True))
 
 
 @pytest.mark.parametrize("role", [FULL, READER, NO_NAME], ids=["full", "reader", "noname"])

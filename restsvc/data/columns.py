@@ -10,6 +10,7 @@ native objects.
 """
 import datetime
 import decimal
+from operator import itemgetter
 
 import peewee
 
@@ -86,6 +87,17 @@ def converter(field):
         result = field.python_value
     field._restsvc_converter = result
     return result
+
+
+def row_id(meta):
+    """A row of database values (the loader's columns, the id first) -> its id,
+    converted as the loader converts it; worked out once per entity."""
+    read = meta.__dict__.get("_flat_row_id")
+    if read is None:
+        convert = converter(meta.model.id)
+        read = meta._flat_row_id = itemgetter(0) if convert is None \
+            else (lambda values: convert(values[0]))
+    return read
 
 
 def stored(field):

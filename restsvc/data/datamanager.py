@@ -19,6 +19,7 @@ from . import byid, softdelete
 from .history import HISTORY_ITEM
 from .importer import Importer, parse_id, too_many_entities
 from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
+from .nestedrows import too_many
 from .query import check_limit, check_sort
 from .writer import Writer
 
@@ -52,9 +53,12 @@ class DataManager:
             loading = versioned(meta, loading)
         rows = select_rows(access, meta, loading, budget=budget, **query)
         allowed = budget.limit + budget.spare
-        # A flat page counted its members as it loaded them (members.py).
-        if not isinstance(rows, RawRows) and \
-                count_objects(meta, rows, plan, access.permissions, allowed) > allowed:
+        if isinstance(rows, RawRows):
+            # A flat page counted its members as it loaded them (members.py).
+            exceeded = rows.nested and too_many(rows, plan, access.permissions, allowed)
+        else:
+            exceeded = count_objects(meta, rows, plan, access.permissions, allowed) > allowed
+        if exceeded:
             raise budget.exceeded()
         return rows
 
@@ -122,7 +126,7 @@ class DataManager:
                after=None, spare=0, raw=False):
         """Rows (Python values, not yet serialized) and the parsed filter;
         ``after``: a sort key (cursors.py); ``spare``: rows loaded beyond ``limit``;
-        ``raw``: a flat plan's rows as the database gives them (flatrows.RawRows)."""
+        ``raw``: a raw plan's rows as the database gives them (flatrows.RawRows)."""
         require(access, meta, "read")
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)

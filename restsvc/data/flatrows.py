@@ -1,36 +1,41 @@
-"""Pages of a flat plan written straight from the database's rows.
+"""Pages written straight from the database's rows.
 
-A plan is flat when every attribute it loads is a column of the entity's own
-table or of an embedded value: no references, collections or transient
-attributes, nothing the model presents after loading. Such a page needs no
-Python objects between the cursor and the answer: each column's database
-value is written as JSON text by one function worked out once per column
-(32 hex digits -> the UUID's text, a stored enum id -> its quoted name, the
-ISO text SQLite stores for a date or date-time -> the answer's form), and a
-row -> JSON writer is compiled once per entity, plan shape, permissions and
-``returnNulls``. The bytes are the same as ``serialize.write_entities`` writes
-from converted rows; permissions decide the same way (hidden attributes and
-instance names built from them are left out), and the row-level roles and
-soft-delete rules were applied by the query as for every other load.
+A plan is loaded raw when what it loads can be written from the database's
+values without Python objects in between (``raw_kind``): the columns of the
+entity's own table and of its embedded values, the members of many-to-many
+attributes along flat plans, and to-one references, compositions and
+transient attributes (nestedrows.py). Each column's database value is
+written as JSON text by one function worked out once per column
+(rawvalues.py), and a row -> JSON writer is compiled once per entity, plan
+shape, permissions and ``returnNulls`` (rowwriters.py). The bytes are the
+same as ``serialize.write_entities`` writes from converted rows; permissions
+decide the same way (hidden attributes and instance names built from them
+are left out), and the row-level roles and soft-delete rules were applied by
+the query as for every other load.
 """
-import datetime
 from collections import Counter
 from itertools import repeat
 from operator import itemgetter
 
-import peewee
-
-from ..jsonio import RawJson, quoted, raw_array, value_text
-from ..model.fields import EnumField
-from ..model.serialize import Generated, _text_writer, instance_namer
-from .columns import _uuid, converter
+from ..jsonio import RawJson, raw_array
+from .columns import row_id as _row_id     # byid.py's name for it
 from .members import load_members
+from .nestedrows import nested_texts
+from .rowwriters import row_writer as _writer, shows_reference as _shows_members
+from .rowwriters import flat_shape as flat_shape     # byid.py imports it from here
+
+FLAT, MEMBERS, NESTED = "flat", "members", "nested"
 
 
 class RawRows(list):
-    """The database's value tuples of a flat plan, in the loader's column order.
-    ``links``: the plan's many-to-many attributes, each the position of its
-    link text; ``members``: what ``fill_flat_members`` loaded for them."""
+    """The database's value tuples of a raw plan, in the loader's column order,
+    and what was loaded for them. ``links``: the plan's many-to-many
+    attributes, each the position of its link text; ``members``: what
+    ``fill_flat_members`` loaded for them; ``targets``: per to-one reference,
+    (the referenced rows, foreign key -> the row or None); ``children``: per
+    composition, (the children's rows, the parent's id -> its children);
+    ``transients``: the names of the values worked out after loading, each
+    row's last ones (nestedrows.py)."""
 
     def __init__(self, values, meta, loading, names, converting):
         super().__init__(values)
@@ -38,6 +43,40 @@ class RawRows(list):
         self.names, self._converting = names, converting
         self.links = _links(meta, loading, names)
         self.members = {}
+        self.nested = False     # loaded as the loader's general way loads (nestedrows.py)
+        self.targets, self.children = {}, {}
+        self.transients = ()
+        self.view = None        # what transient attributes see of a row (nestedrows.py)
+
+    def extend(self, more):
+        """Another chunk of the same load (loader._by_ids): its rows and what
+        was loaded for them (each of which may be an empty list)."""
+        super().extend(more)
+        for name, theirs in more.members.items():
+            mine = self.members.get(name)
+            self.members[name] = theirs if mine is None else _joined_members(mine, theirs)
+        for loaded, theirs in ((self.targets, more.targets), (self.children, more.children)):
+            for name, (rows, by_key) in theirs.items():
+                mine = loaded.get(name)
+                loaded[name] = (rows, by_key) if mine is None \
+                    else (_joined(mine[0], rows), {**mine[1], **by_key})
+
+
+def _joined_members(mine, theirs):
+    """What ``fill_flat_members`` loaded for two chunks of one load."""
+    counts, keys, by_key, members, complete = mine
+    more_counts, more_keys, more_by_key, more_members, more_complete = theirs
+    return (counts + more_counts, {**keys, **more_keys}, {**by_key, **more_by_key},
+            _joined(members, more_members), complete and more_complete)
+
+
+def _joined(rows, more):
+    """The rows of two chunks of one load."""
+    if not isinstance(rows, RawRows):
+        return more
+    if isinstance(more, RawRows):
+        rows.extend(more)
+    return rows
 
 
 class KeyRows:
@@ -77,27 +116,47 @@ def _key_columns(raw):
     return found
 
 
+def raw_kind(meta, loading):
+    """Whether and how rows of ``loading`` (a loading plan) are loaded raw,
+    kept on it: FLAT (columns of the entity's table and of its embedded
+    values), MEMBERS (those, and many-to-many members along FLAT or MEMBERS
+    plans), NESTED (besides those, to-one references or compositions along
+    raw plans, or transient attributes), or None: the loader's general way
+    (a model that presents its rows, references inside embedded values)."""
+    kind = loading.__dict__.get("_raw_kind", False)
+    if kind is False:
+        kinds = {_property_kind(meta.properties[name], nested)
+                 for name, nested in loading.properties.items()}
+        if None in kinds or getattr(meta.model, "present_rows", None) is not None:
+            kind = None
+        else:
+            kind = NESTED if NESTED in kinds else MEMBERS if MEMBERS in kinds else FLAT
+        loading._raw_kind = kind
+    return kind
+
+
 def is_flat(meta, loading):
-    """Whether ``loading`` (a loading plan) is flat (see the module docstring); kept on it."""
-    flat = loading.__dict__.get("_flat")
-    if flat is None:
-        flat = loading._flat = (getattr(meta.model, "present_rows", None) is None
-                                and all(_flat_property(meta, name, nested)
-                                        for name, nested in loading.properties.items()))
-    return flat
+    """Whether ``loading`` is loaded by one statement (and its members' own):
+    raw, without references, compositions or transient attributes."""
+    return raw_kind(meta, loading) in (FLAT, MEMBERS)
 
 
-def _flat_property(meta, name, nested):
-    prop = meta.properties[name]
-    if prop.link is not None:       # many-to-many: members of a flat plan, written flat too
-        return nested is not None and is_flat(prop.target, nested)
-    if prop.getter is not None or prop.is_collection or prop.is_reference:
-        return False
+def _property_kind(prop, nested):
+    if prop.getter is not None:
+        return NESTED
+    if prop.link is not None:
+        return MEMBERS if nested is not None and is_flat(prop.target, nested) else None
+    if prop.is_reference:
+        to_one = prop.field is not None and not prop.is_collection
+        composition = prop.is_collection and prop.back_field is not None
+        if nested is None or not (to_one or composition):
+            return None
+        return NESTED if raw_kind(prop.target, nested) is not None else None
     if prop.is_embedded:
-        return nested is not None and all(
+        return FLAT if nested is not None and all(
             part_nested is None and _column(prop.target.properties[part])
-            for part, part_nested in nested.properties.items())
-    return nested is None and _column(prop)
+            for part, part_nested in nested.properties.items()) else None
+    return FLAT if nested is None and _column(prop) else None
 
 
 def _column(prop):
@@ -114,14 +173,15 @@ def _links(meta, loading, names):
     return links
 
 
-def fill_flat_members(access, rows, budget, load):
+def fill_flat_members(access, rows, budget, load, shows=_shows_members):
     """The members of each many-to-many attribute of a flat page the caller
-    may see (its attribute visible, its entity readable), loaded as a flat
-    page too by ``load`` (the loader's select by id, raw): ``rows.members``."""
+    may see (its attribute visible, its entity readable; ``shows`` decides),
+    loaded as a flat page too by ``load`` (the loader's select by id, raw):
+    ``rows.members``."""
     meta = rows.meta
     for name, position in rows.links:
         prop = meta.properties[name]
-        if not _shows_members(meta, prop, access.permissions):
+        if not shows(meta, prop, access.permissions):
             continue
         counts = Counter(map(itemgetter(position), rows))
         rows.members[name] = (counts,) + load_members(
@@ -129,40 +189,30 @@ def fill_flat_members(access, rows, budget, load):
             _row_id(prop.target))
 
 
-def _shows_members(meta, prop, permissions):
-    """Whether the caller sees a many-to-many attribute's members at all: the
-    attribute visible and its entity readable (else it is not written)."""
-    return bool(permissions.attribute_levels(meta.name).get(prop.name)) \
-        and permissions.can(prop.target.name, "read")
-
-
-def _row_id(meta):
-    """A flat row -> its id (the loader's first column), converted as the
-    loader converts it; worked out once per entity."""
-    read = meta.__dict__.get("_flat_row_id")
-    if read is None:
-        convert = converter(meta.model.id)
-        read = meta._flat_row_id = itemgetter(0) if convert is None \
-            else (lambda values: convert(values[0]))
-    return read
-
-
 def write_flat(meta, rows, plan, permissions, return_nulls=False):
     """A JSON array of the entities of ``rows`` (RawRows) along ``plan``."""
     write = _writer(meta, rows, plan, permissions, return_nulls)
-    if not rows.members:
+    texts = _texts(rows, plan, permissions, return_nulls)
+    if texts is None:
         return raw_array(map(write, rows))
-    return raw_array(map(write, rows, repeat(_member_texts(rows, plan, permissions, return_nulls))))
+    return raw_array(map(write, rows, repeat(texts)))
 
 
 def write_flat_each(meta, rows, plan, permissions, return_nulls=False):
     """Each entity of ``rows`` (RawRows) along ``plan``: [(id, JSON text)] in
     the rows' order, the ids as the loader converts them."""
     write, row_id = _writer(meta, rows, plan, permissions, return_nulls), _row_id(meta)
-    if not rows.members:
-        return [(row_id(values), RawJson(write(values))) for values in rows]
-    texts = _member_texts(rows, plan, permissions, return_nulls)
+    texts = _texts(rows, plan, permissions, return_nulls)
     return [(row_id(values), RawJson(write(values, texts))) for values in rows]
+
+
+def _texts(rows, plan, permissions, return_nulls):
+    """What the rows' writer splices in (rowwriters.py), or None: nothing."""
+    texts = _member_texts(rows, plan, permissions, return_nulls) \
+        if rows.members and plan is not None else None
+    if rows.nested:
+        return {**(texts or {}), **nested_texts(rows, plan, permissions, return_nulls, _texts)}
+    return texts
 
 
 def _member_texts(rows, plan, permissions, return_nulls):
@@ -196,218 +246,3 @@ def tag_row(rows):
     values, version = rows[0], _key_columns(rows).get("version")
     return {"id": _row_id(rows.meta)(values),
             "version": None if version is None else values[version[0]]}
-
-
-def _writer(meta, rows, plan, permissions, return_nulls):
-    """The row writer, compiled once per entity, plan shape, permissions and
-    ``returnNulls``: an inline plan (a new object per request) of a shape seen
-    before finds it too. An entry holds its entity and permissions, so their
-    ids cannot be reused by others while it exists."""
-    key = (id(meta), id(permissions), return_nulls, flat_shape(plan), tuple(rows.names))
-    entry = _WRITERS.get(key)
-    if entry is None or entry[0] is not meta or entry[1] is not permissions:
-        if len(_WRITERS) >= _WRITERS_MAX:
-            _WRITERS.clear()
-        entry = _WRITERS[key] = (meta, permissions,
-                                 _compile(meta, plan, rows, permissions, return_nulls))
-    return entry[2]
-
-
-def flat_shape(plan):
-    """What of a flat plan decides its rows and writer, kept on the plan: an
-    inline plan (a new object per request) of a shape seen before shares them."""
-    shape = plan.__dict__.get("_flat_shape")
-    if shape is None:
-        shape = plan._flat_shape = tuple(
-            (name, None if nested is None else tuple(nested.properties))
-            for name, nested in plan.properties.items())
-    return shape
-
-
-_WRITERS: dict[tuple, tuple] = {}
-_WRITERS_MAX = 1024
-
-
-def _compile(meta, plan, rows, permissions, return_nulls):
-    """The row writer: Python source generated for this plan and permissions and
-    compiled once, one statement per attribute (no loop over attributes, no
-    per-row lookups); key texts and writers are its constants (``Generated``)."""
-    index = {name: position for position, name in enumerate(rows.names)}
-    levels = permissions.attribute_levels(meta.name)
-    source, lines = Generated(), []
-    const = source.const
-
-    def attribute(target, key, position, prop):
-        """One attribute appended to ``target``; inside an embedded value with
-        ``returnNulls``, ``p`` says whether one of its attributes is not null."""
-        write, flag = raw_writer(prop), return_nulls and target == "e"
-        lines.append(f"    x = v[{position}]")
-        lines.append("    if x is not None:")
-        if write in _NEVER_NONE:
-            lines.append(f"        {target} += {const(key)} + {const(write)}(x)")
-            if flag:
-                lines.append("        p = True")
-        else:
-            lines.append(f"        t = {const(write)}(x)")
-            lines.append("        if t is not None:")
-            lines.append(f"            {target} += {const(key)} + t")
-            if flag:
-                lines.append("            p = True")
-            if return_nulls:
-                lines.append(f"        else:\n            {target} += {const(key + 'null')}")
-        if return_nulls:
-            lines.append(f"    else:\n        {target} += {const(key + 'null')}")
-
-    head = f'{{"_entityName":{quoted(meta.name)}'
-    no_name = head + (',"_instanceName":null,"id":' if return_nulls else ',"id":')
-    named, write_id = head + ',"_instanceName":', _id_writer(meta.properties["id"])
-    plain = _plain_name(meta, permissions, index)
-    if plain is not None:
-        lines.append(f"    x = v[{plain}]")
-        lines.append(f"    out = ({const(no_name)} if x is None else "
-                     f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + {const(write_id)}(v[0])")
-    else:
-        lines.append(f"    x = {const(_raw_namer(meta, permissions, index))}(v)")
-        lines.append(f"    out = ({const(no_name)} if x is None else "
-                     f"{const(named)} + x + ',\"id\":') + {const(write_id)}(v[0])")
-    for name, nested in plan.properties.items():
-        if name == "id" or not levels.get(name):
-            continue
-        prop, key = meta.properties[name], f",{quoted(name)}:"
-        if prop.link is not None:       # the members' array, written once per link text
-            if _shows_members(meta, prop, permissions):
-                lines.append(f"    out += {const(key)} + m[{const(name)}][v[{index[name]}]]")
-            continue
-        if nested is None:
-            attribute("out", key, index[name], prop)
-            continue
-        lines.append("    e = ''")        # an embedded value: null when all its parts are
-        if return_nulls:
-            lines.append("    p = False")
-        for part in nested.properties:
-            if not levels.get(f"{name}.{part}"):      # address.city: the owner's permission
-                continue
-            attribute("e", f",{quoted(part)}:", index[f"{name}.{part}"],
-                      prop.target.properties[part])
-        lines.append(f"    if {'p' if return_nulls else 'e'}:\n"
-                     f"        out += {const(key + '{')} + e[1:] + '}}'")
-        if return_nulls:
-            lines.append(f"    else:\n        out += {const(key + 'null')}")
-    lines.append("    return out + '}'")
-    return source.function("v, m=None", lines, f"<row writer {meta.name}>")
-
-
-def _plain_name(meta, permissions, index):
-    """The column of the instance name when it is one visible text attribute, else None."""
-    if len(meta.instance_name) != 1:
-        return None
-    name, = meta.instance_name
-    prop = meta.properties[name]
-    if converter(prop.field) is not None or not _plain_text(prop) \
-            or instance_namer(meta, permissions)({name: "x"}) != "x":
-        return None
-    return index[name]
-
-
-def _raw_namer(meta, permissions, index):
-    """values -> the instance name as JSON text, or None (none, or a part is hidden)."""
-    namer = instance_namer(meta, permissions)
-    if not meta.instance_name:
-        read_id = _row_id(meta)
-        return lambda values: quoted(namer({"id": read_id(values)}))
-    parts = [(name, index[name], converter(meta.properties[name].field))
-             for name in meta.instance_name]
-
-    def name_of(values):
-        row = {}
-        for name, position, convert in parts:
-            value = values[position]
-            row[name] = value if value is None or convert is None else convert(value)
-        text = namer(row)
-        return None if text is None else quoted(text)
-    return name_of
-
-
-def _plain_text(prop):
-    """A text attribute whose stored value is its JSON value and instance name."""
-    return (isinstance(prop.field, (peewee.CharField, peewee.TextField))
-            and not isinstance(prop.field, EnumField) and prop.meta_enum is None
-            and prop.datatype is not None and prop.datatype.name == "string")
-
-
-def raw_writer(prop):
-    """A database value (not None) of the property's column -> its JSON text, or
-    None where the loader would have made it None (an unknown enum id)."""
-    convert, text = converter(prop.field), _text_writer(prop)
-    field = prop.field
-    if convert is None:
-        return text
-    if isinstance(field, EnumField):      # the stored value, as it is or as text
-        names = {}
-        for member in field.enum_class:
-            names[member.value] = names[str(member.value)] = text(member)
-        return names.get
-    if convert is _uuid:
-        return _uuid_text
-    if isinstance(field, peewee.DateTimeField) and text is not None:
-        return _date_time_writer(convert, text)
-    if isinstance(field, peewee.DateField):
-        return _date_writer(convert, text)
-    return _general(convert, text)
-
-
-def _id_writer(prop):
-    """The id is always written as text (an integer id too), as ``serialize`` does."""
-    convert = converter(prop.field)
-    if convert is _uuid:
-        return _uuid_text
-    return lambda value: quoted(str(value if convert is None else convert(value)))
-
-
-def _uuid_text(value):
-    """Never None (as ``quoted`` and ``value_text``: see _NEVER_NONE)."""
-    if value.__class__ is str and len(value) == 32:
-        return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
-    return quoted(_uuid(value))
-
-
-def _date_writer(convert, text):
-    """SQLite's ``2024-01-31`` is the answer's text; anything else is parsed."""
-    fallback = _general(convert, text)
-    if text(datetime.date(2024, 1, 31)) != '"2024-01-31"':
-        return fallback
-
-    def write(value):
-        if value.__class__ is str and len(value) == 10 and value[4] == "-" == value[7]:
-            return f'"{value}"'
-        return fallback(value)
-    return write
-
-
-def _date_time_writer(convert, text):
-    """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
-    answer's ``2024-01-31T09:00:00[.f]``; anything else is parsed."""
-    fallback = _general(convert, text)
-    if text(datetime.datetime(2024, 1, 31, 9, 0, 0, 500000)) != '"2024-01-31T09:00:00.5"':
-        return fallback
-
-    def write(value):
-        if value.__class__ is str and value[10:11] == " ":
-            if len(value) == 19:
-                return f'"{value[:10]}T{value[11:]}"'
-            if len(value) == 26 and value[19] == ".":
-                fraction = value[20:].rstrip("0")
-                return f'"{value[:10]}T{value[11:19]}.{fraction}"' if fraction \
-                    else f'"{value[:10]}T{value[11:19]}"'
-        return fallback(value)
-    return write
-
-
-def _general(convert, text):
-    def write(value):
-        value = convert(value)
-        return None if value is None else text(value)
-    return write
-
-
-_NEVER_NONE = {quoted, value_text, _uuid_text}

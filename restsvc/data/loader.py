@@ -15,11 +15,12 @@ from ..model.fetchplan import ids_only
 from .columns import conversions, converter, read_rows, stored
 from .cursors import after_key
 from .members import fill_members, member_column
-from .flatrows import RawRows, fill_flat_members, is_flat
+from .flatrows import NESTED, RawRows, fill_flat_members, raw_kind
+from .nestedrows import PARENT as _PARENT, fill_nested, readable
+from .rowwriters import shows_reference
 from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
-_PARENT = "\0parent"  # the owner's id on composition children while loading
 
 
 def loading_plan(plan):
@@ -110,8 +111,9 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     counted against ``budget`` (a Budget, or None for no bound).
     Soft-deleted rows are left out unless the caller asked for them or
     ``with_deleted`` (a to-one reference from a live row). ``after``: a sort
-    key (cursors.py); only rows after it in the sort. ``raw``: a flat plan's
-    rows as the database gives them (flatrows.RawRows)."""
+    key (cursors.py); only rows after it in the sort. ``raw``: the rows of a
+    plan ``flatrows.raw_kind`` covers as the database gives them
+    (flatrows.RawRows), at every level."""
     columns, names, converting, signature, _, embedded = _columns(meta, plan, access.database)
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
@@ -122,14 +124,21 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
     sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
                              key_field, keys, with_deleted=with_deleted, after=after)
     cursor = access.database.execute_sql(sql, params)
-    flat = raw and parent_column is None and is_flat(meta, plan)
-    rows = RawRows(cursor.fetchall(), meta, plan, names, converting) if flat \
+    kind = raw_kind(meta, plan) if raw else None
+    rows = RawRows(cursor.fetchall(), meta, plan, names, converting) if kind \
         else read_rows(cursor, names, converting)
     if budget is not None:
         budget.take(len(rows))
-    if flat:
+    if kind:
+        # Under references, compositions and transient attributes, each level
+        # loads what the general way loads (members too where they are hidden:
+        # transient attributes may read them); a flat page only what it shows.
+        nested = rows.nested = kind == NESTED or raw == NESTED
+        load = partial(_by_ids, raw=NESTED if nested else True)
         if rows.links:
-            fill_flat_members(access, rows, budget, partial(_by_ids, raw=True))
+            fill_flat_members(access, rows, budget, load, shows=readable if nested else shows_reference)
+        if nested:      # no rows: no statements, but the rows' shape (transient attributes)
+            fill_nested(access, rows, budget, load)
         return rows
     return _complete(access, meta, plan, rows, budget)
 
@@ -272,9 +281,9 @@ def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None,
                             limit=None if budget is None else budget.left + 1,
                             budget=budget, with_deleted=with_deleted, raw=raw)
         if start:
-            rows.extend(chunk)
+            rows.extend(chunk)  # RawRows: with what was loaded for the chunk's rows
         else:
-            rows = chunk        # a flat plan's RawRows stay RawRows
+            rows = chunk        # a raw plan's RawRows stay RawRows
     return rows
 
 

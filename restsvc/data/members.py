@@ -66,10 +66,15 @@ def member_lists(access, prop, plan, counts, budget, load, key_of):
     """Distinct link texts (each with how many owners have it) -> ({text: the
     visible members in key order, None: []}, the members loaded)."""
     keys, by_key, members, _ = load_members(access, prop, plan, counts, budget, load, key_of)
+    return shown_lists(counts, keys, by_key), members
+
+
+def shown_lists(counts, keys, by_key):
+    """{link text: the members of it the caller sees, in key order, None: []}."""
     lists = {None: []}
     for text in counts:
         lists[text] = [by_key[key] for key in keys[text] if key in by_key]
-    return lists, members
+    return lists
 
 
 def load_members(access, prop, plan, counts, budget, load, key_of):

@@ -20,24 +20,29 @@ def _instance_name_parts(meta, permissions):
     return [meta.properties[name] for name in meta.instance_name]
 
 
-def instance_namer(meta, permissions):
+def instance_namer(meta, permissions, named_references=False):
     """row -> instance name, worked out once per entity and permissions (kept
-    with the permissions, which live as long as their role combination)."""
-    namers = permissions.memo.setdefault("instance_namers", {})
+    with the permissions, which live as long as their role combination).
+    ``named_references``: the row holds a referenced row's instance name
+    where it would hold the row (rows written from the database's values,
+    data/rowwriters.py)."""
+    namers = permissions.memo.setdefault(
+        "instance_namers_named" if named_references else "instance_namers", {})
     namer = namers.get(meta.name)
     if namer is None:
-        namer = namers[meta.name] = _build_namer(meta, permissions)
+        namer = namers[meta.name] = _build_namer(meta, permissions, named_references)
     return namer
 
 
-def _build_namer(meta, permissions):
+def _build_namer(meta, permissions, named_references):
     if not meta.instance_name:
         prefix = f"{meta.name}-"
         return lambda row: prefix + str(row["id"])
     parts = _instance_name_parts(meta, permissions)
     if parts is None:
         return lambda row: None
-    getters = [(prop.name, _reference_namer(prop.target, permissions) if prop.is_reference
+    getters = [(prop.name, (_named if named_references else
+                            _reference_namer(prop.target, permissions)) if prop.is_reference
                 else prop.json_value) for prop in parts]
     if len(getters) == 1:
         (name, convert), = getters
@@ -59,6 +64,10 @@ def _build_namer(meta, permissions):
                     texts.append(str(value))
         return " ".join(texts) if texts else None
     return joined
+
+
+def _named(name):
+    return name
 
 
 def _reference_namer(target, permissions):
@@ -131,9 +140,9 @@ def _compile(meta, plan, permissions, return_nulls, owner=None):
             writers.append((name, _text_writer(prop), None))
         else:
             inner = (meta.name, name) if prop.is_embedded else None
+            kind = "embedded" if prop.is_embedded else "many" if prop.is_collection else "one"
             writers.append((name, None, (
-                _compiled(prop.target, nested, permissions, return_nulls, inner),
-                prop.is_collection)))
+                _compiled(prop.target, nested, permissions, return_nulls, inner), kind)))
     namer = None if meta.is_embedded else instance_namer(meta, permissions)
     return _generate(meta, namer, writers, return_nulls)
 
@@ -169,11 +178,18 @@ def _generate(meta, namer, writers, return_nulls):
     (the loader gives every order of one customer the same row, every product
     of one tag the same member row: it is written once), keyed by (plan, row)
     for to-one references, by row in a dict per plan for collection members,
-    and by list for whole collections."""
+    and by list for whole collections.
+
+    An embedded value's writer gives None when none of the attributes the
+    caller sees is set: the value is then null, as when all of them are
+    (``{}`` would tell that a hidden attribute is set)."""
     source, lines = Generated(quoted=quoted, ABSENT=_ABSENT), []
     const = source.const
-    if namer is None:       # an embedded value: its attributes, then "{" + ... + "}"
+    embedded = namer is None
+    if embedded:       # an embedded value: its attributes, then "{" + ... + "}"
         lines.append("    out = ''")
+        if return_nulls:
+            lines.append("    p = False")     # whether an attribute is set
     else:
         head = f'{{"_entityName":{quoted(meta.name)}'
         named, unnamed = head + ',"_instanceName":', head + (
@@ -193,19 +209,27 @@ def _generate(meta, namer, writers, return_nulls):
                       "    elif x is not ABSENT:"]
         else:
             lines.append("    if x is not None and x is not ABSENT:")
+        if embedded and return_nulls:
+            lines.append("        p = True")
         if nested is None:
             lines.append(f"        out += {const(key)} + {const(write)}(x)")
-        elif nested[1]:     # a collection: the list and each member written once
+        elif nested[1] == "many":       # the list and each member written once
             lines.append(f"        out += {const(key)} + {const(_collection_writer(nested[0]))}"
                          "(x, written)")
-        else:               # a to-one reference or an embedded value, written once per row
+        elif nested[1] == "embedded":   # a row's own value: nothing to share
+            lines += [f"        t = {const(nested[0])}(x, written)",
+                      "        if t is not None:",
+                      f"            out += {const(key)} + t"]
+            if return_nulls:
+                lines += ["        else:", f"            out += {const(key + 'null')}"]
+        else:               # a to-one reference, written once per row
             lines += [f"        k = ({const(nested)}, id(x))",
                       "        t = written.get(k)",
                       "        if t is None:",
                       f"            t = written[k] = {const(nested[0])}(x, written)",
                       f"        out += {const(key)} + t"]
-    if namer is None:
-        lines.append("    return '{' + out[1:] + '}'")
+    if embedded:
+        lines.append(f"    return '{{' + out[1:] + '}}' if {'p' if return_nulls else 'out'} else None")
     else:
         lines.append("    return out + '}'")
     return source.function("row, written", lines, f"<writer {meta.name}>")

@@ -1,0 +1,129 @@
+"""Database values -> JSON text, without Python objects in between.
+
+Each column's writer is worked out once (``raw_writer``): 32 hex digits ->
+the UUID's text by slicing, a stored enum id -> its quoted name by one look-up,
+the ISO text SQLite stores for a date or date-time -> the answer's form;
+anything else goes through the loader's conversion (``columns.converter``)
+and the serializer's text writer, so the text is the one ``serialize``
+writes from a converted row.
+"""
+import datetime
+
+import peewee
+
+from ..jsonio import quoted, value_text
+from ..model.fields import EnumField
+from ..model.serialize import _text_writer
+from .columns import _uuid, converter
+
+
+def plain_text(prop):
+    """A text attribute whose stored value is its JSON value and instance name."""
+    return (isinstance(prop.field, (peewee.CharField, peewee.TextField))
+            and not isinstance(prop.field, EnumField) and prop.meta_enum is None
+            and prop.datatype is not None and prop.datatype.name == "string")
+
+
+def raw_writer(prop):
+    """A database value (not None) of the property's column -> its JSON text, or
+    None where the loader would have made it None (an unknown enum id)."""
+    convert, text = converter(prop.field), _text_writer(prop)
+    field = prop.field
+    if convert is None:
+        return text
+    if isinstance(field, EnumField):      # the stored value, as it is or as text
+        names = {}
+        for member in field.enum_class:
+            names[member.value] = names[str(member.value)] = text(member)
+        return names.get
+    if convert is _uuid:
+        return _uuid_text
+    if isinstance(field, peewee.DateTimeField) and text is not None:
+        return _date_time_writer(convert, text)
+    if isinstance(field, peewee.DateField):
+        return _date_writer(convert, text)
+    if isinstance(field, peewee.DecimalField):
+        return _remembered(_general(convert, text))
+    return _general(convert, text)
+
+
+def id_writer(prop):
+    """The id is always written as text (an integer id too), as ``serialize`` does."""
+    convert = converter(prop.field)
+    if convert is _uuid:
+        return _uuid_text
+    return lambda value: quoted(str(value if convert is None else convert(value)))
+
+
+def _uuid_text(value):
+    """Never None (as ``quoted`` and ``value_text``: see NEVER_NONE)."""
+    if value.__class__ is str and len(value) == 32:
+        return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
+    return quoted(_uuid(value))
+
+
+def _date_writer(convert, text):
+    """SQLite's ``2024-01-31`` is the answer's text; anything else is parsed."""
+    fallback = _general(convert, text)
+    if text(datetime.date(2024, 1, 31)) != '"2024-01-31"':
+        return fallback
+
+    def write(value):
+        if value.__class__ is str and len(value) == 10 and value[4] == "-" == value[7]:
+            return f'"{value}"'
+        return fallback(value)
+    return write
+
+
+def _date_time_writer(convert, text):
+    """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
+    answer's ``2024-01-31T09:00:00[.f]``; anything else is parsed."""
+    fallback = _general(convert, text)
+    if text(datetime.datetime(2024, 1, 31, 9, 0, 0, 500000)) != '"2024-01-31T09:00:00.5"':
+        return fallback
+
+    def write(value):
+        if value.__class__ is str and value[10:11] == " ":
+            if len(value) == 19:
+                return f'"{value[:10]}T{value[11:]}"'
+            if len(value) == 26 and value[19] == ".":
+                fraction = value[20:].rstrip("0")
+                return f'"{value[:10]}T{value[11:19]}.{fraction}"' if fraction \
+                    else f'"{value[:10]}T{value[11:19]}"'
+        return fallback(value)
+    return write
+
+
+def _remembered(write):
+    """``write``, keeping the text of each value other than zero by its type
+    (a decimal column holds few distinct values, prices above all, and each
+    costs two roundings); zero is written each time (-0.0 equals 0.0)."""
+    memos = {}
+
+    def remembered(value):
+        if not value:
+            return write(value)
+        memo = memos.get(value.__class__)
+        if memo is None:
+            memo = memos[value.__class__] = {}
+        text = memo.get(value)
+        if text is None:
+            if len(memo) >= _REMEMBERED:
+                memo.clear()
+            text = memo[value] = write(value)
+        return text
+    return remembered
+
+
+_REMEMBERED = 4096      # texts kept per column and type
+
+
+def _general(convert, text):
+    def write(value):
+        value = convert(value)
+        return None if value is None else text(value)
+    return write
+
+
+# The writers that never give None (the row writers then need no check).
+NEVER_NONE = {quoted, value_text, _uuid_text}

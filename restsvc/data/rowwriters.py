@@ -1,0 +1,186 @@
+"""Row writers: one row of database values (``flatrows.RawRows``) -> entity JSON.
+
+A writer is Python source generated for one entity, plan shape, caller's
+permissions and ``returnNulls`` and compiled once, one statement per visible
+attribute (no loop over attributes, no per-row look-ups). It writes a
+column's value with the column's raw writer (``rawvalues.py``) and splices
+in what is written once per answer for many rows (``texts``, keyed by what
+the row holds): a to-one reference's row by its foreign key, a composition's
+array by the row's id, a many-to-many attribute's array by its link text.
+A reference the caller does not see (its attribute hidden, its entity not
+readable) is left out as ``serialize`` leaves it out; a referenced row the
+caller cannot see is null, as a missing one.
+"""
+from ..jsonio import quoted, value_text
+from ..model.serialize import Generated, _text_writer, instance_namer
+from .columns import converter, row_id
+from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer
+
+NAMES = "\0names"       # texts[(NAMES, name)]: foreign key -> the referenced row's instance name
+
+_WRITERS: dict[tuple, tuple] = {}
+_WRITERS_MAX = 1024
+
+
+def shows_reference(meta, prop, permissions):
+    """Whether the caller sees what a reference attribute refers to: the
+    attribute visible and its entity readable (else it is not written)."""
+    return bool(permissions.attribute_levels(meta.name).get(prop.name)) \
+        and permissions.can(prop.target.name, "read")
+
+
+def row_writer(meta, rows, plan, permissions, return_nulls):
+    """The row writer, compiled once per entity, plan shape, permissions and
+    ``returnNulls``: an inline plan (a new object per request) of a shape seen
+    before finds it too. An entry holds its entity and permissions, so their
+    ids cannot be reused by others while it exists."""
+    key = (id(meta), id(permissions), return_nulls, flat_shape(plan), tuple(rows.names),
+           rows.transients)
+    entry = _WRITERS.get(key)
+    if entry is None or entry[0] is not meta or entry[1] is not permissions:
+        if len(_WRITERS) >= _WRITERS_MAX:
+            _WRITERS.clear()
+        entry = _WRITERS[key] = (meta, permissions,
+                                 _compile(meta, plan, rows, permissions, return_nulls))
+    return entry[2]
+
+
+def flat_shape(plan):
+    """What of a plan decides one level's rows and writer, kept on the plan:
+    an inline plan (a new object per request) of a shape seen before shares
+    them. A reference's own plan is written by a writer of its own."""
+    shape = plan.__dict__.get("_flat_shape")
+    if shape is None:
+        shape = plan._flat_shape = tuple(
+            (name, None if nested is None else tuple(nested.properties))
+            for name, nested in plan.properties.items())
+    return shape
+
+
+def positions(rows):
+    """Name -> position in a row of ``rows``: the loaded columns, then the
+    transient attributes' values."""
+    return {name: position for position, name in enumerate((*rows.names, *rows.transients))}
+
+
+def _compile(meta, plan, rows, permissions, return_nulls):
+    """The row writer ``write(v, texts)``; key texts and writers are constants
+    of its source (``Generated``)."""
+    index = positions(rows)
+    levels = permissions.attribute_levels(meta.name)
+    source, lines = Generated(), []
+    const = source.const
+
+    def attribute(target, key, position, write):
+        """One attribute appended to ``target``; inside an embedded value with
+        ``returnNulls``, ``p`` says whether one of its attributes is not null."""
+        flag = return_nulls and target == "e"
+        lines.append(f"    x = v[{position}]")
+        lines.append("    if x is not None:")
+        if write is value_text:     # most often an integer: its text without a look-up
+            lines.append(f"        {target} += {const(key)} + "
+                         f"(str(x) if x.__class__ is int else {const(write)}(x))")
+            if flag:
+                lines.append("        p = True")
+        elif write in NEVER_NONE:
+            lines.append(f"        {target} += {const(key)} + {const(write)}(x)")
+            if flag:
+                lines.append("        p = True")
+        else:
+            lines.append(f"        t = {const(write)}(x)")
+            lines.append("        if t is not None:")
+            lines.append(f"            {target} += {const(key)} + t")
+            if flag:
+                lines.append("            p = True")
+            if return_nulls:
+                lines.append(f"        else:\n            {target} += {const(key + 'null')}")
+        if return_nulls:
+            lines.append(f"    else:\n        {target} += {const(key + 'null')}")
+
+    head = f'{{"_entityName":{quoted(meta.name)}'
+    no_name = head + (',"_instanceName":null,"id":' if return_nulls else ',"id":')
+    named, write_id = head + ',"_instanceName":', id_writer(meta.properties["id"])
+    lines.append(f"    x = {_name_expression(meta, permissions, index, const)}")
+    lines.append(f"    out = ({const(no_name)} if x is None else "
+                 f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + {const(write_id)}(v[0])")
+    for name, nested in plan.properties.items():
+        if name == "id" or not levels.get(name):
+            continue
+        prop, key = meta.properties[name], f",{quoted(name)}:"
+        if prop.is_reference:
+            if not shows_reference(meta, prop, permissions):
+                continue
+            if prop.link is not None:       # the members' array, written once per link text
+                lines.append(f"    out += {const(key)} + m[{const(name)}][v[{index[name]}]]")
+            elif prop.is_collection:        # the composition's array, by the row's id
+                lines.append(f"    out += {const(key)} + m[{const(name)}].get(v[0], '[]')")
+            else:                           # the referenced row, by the foreign key
+                lines.append(f"    t = m[{const(name)}].get(v[{index[name]}])")
+                lines.append(f"    if t is not None:\n        out += {const(key)} + t")
+                if return_nulls:
+                    lines.append(f"    else:\n        out += {const(key + 'null')}")
+            continue
+        if prop.getter is not None:         # worked out while loading, a Python value
+            attribute("out", key, index[name], _text_writer(prop))
+            continue
+        if nested is None:
+            attribute("out", key, index[name], raw_writer(prop))
+            continue
+        lines.append("    e = ''")        # an embedded value: null when all its parts are
+        if return_nulls:
+            lines.append("    p = False")
+        for part in nested.properties:
+            if not levels.get(f"{name}.{part}"):      # address.city: the owner's permission
+                continue
+            attribute("e", f",{quoted(part)}:", index[f"{name}.{part}"],
+                      raw_writer(prop.target.properties[part]))
+        lines.append(f"    if {'p' if return_nulls else 'e'}:\n"
+                     f"        out += {const(key + '{')} + e[1:] + '}}'")
+        if return_nulls:
+            lines.append(f"    else:\n        out += {const(key + 'null')}")
+    lines.append("    return out + '}'")
+    return source.function("v, m=None", lines, f"<row writer {meta.name}>")
+
+
+def _name_expression(meta, permissions, index, const):
+    """The source of the row's instance name (a Python text, or None): a
+    visible text column as it is stored, a visible reference's as its row
+    has it, else worked out by ``raw_namer``."""
+    if len(meta.instance_name) == 1:
+        name, = meta.instance_name
+        prop = meta.properties[name]
+        shown = name in index and instance_namer(meta, permissions, True)({name: "x"}) == "x"
+        if shown and prop.field is not None and converter(prop.field) is None \
+                and plain_text(prop):
+            return f"v[{index[name]}]"
+        if shown and prop.is_reference and permissions.can(prop.target.name, "read"):
+            return f"m[{const((NAMES, name))}].get(v[{index[name]}])"
+    return f"{const(raw_namer(meta, permissions, index))}(v, m)"
+
+
+def raw_namer(meta, permissions, index):
+    """(values, texts) -> the instance name (a Python text), or None when the
+    entity has none or a part of it is hidden; a reference's part is the name
+    its row has (``texts``), as ``serialize``'s namer reads it from the row."""
+    if not meta.instance_name:
+        namer, read_id = instance_namer(meta, permissions), row_id(meta)
+        return lambda values, texts=None: namer({"id": read_id(values)})
+    namer = instance_namer(meta, permissions, named_references=True)
+    parts = []
+    for name in meta.instance_name:
+        prop = meta.properties[name]
+        convert = None if prop.field is None or prop.is_reference else converter(prop.field)
+        parts.append((name, index.get(name), convert, (NAMES, name) if prop.is_reference else None))
+
+    def name_of(values, texts=None):
+        row = {}
+        for name, position, convert, names in parts:
+            value = None if position is None else values[position]
+            if value is not None:
+                if names is not None:       # not loaded when its entity is not readable
+                    value = texts[names].get(value) if texts and names in texts else None
+                elif convert is not None:
+                    value = convert(value)
+            row[name] = value
+        return namer(row)
+    return name_of
