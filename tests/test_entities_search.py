@@ -226,6 +226,25 @@ def test_searches_of_one_shape_answer_each_for_its_own_values(client, auth):
     assert len(names(search(client, auth, "Product", [cond("price", ">", 100)]))) == 6
 
 
+def test_a_filter_text_sent_again_is_parsed_for_each_caller(client, auth, alice_auth):
+    """A URL filter's tree is kept per caller: the same text answers each
+    caller with its own session values and its own attribute permissions,
+    whoever sent it first."""
+    first, second = (client.get("/rest/userInfo", headers=h).json["username"] for h in (auth, alice_auth))
+    for name in (first, second):
+        assert client.post("/rest/entities/Customer", json={"name": name}, headers=auth).status_code == 201
+    own = [cond("name", "=", ":session$username")]
+    by_email = [cond("email", "isNull", False), cond("name", "in", [first, second])]
+    for _ in range(2):
+        assert names(search(client, auth, "Customer", own)) == [first]
+        assert names(search(client, alice_auth, "Customer", own)) == [second]
+        assert search(client, alice_auth, "Customer", by_email).status_code == 400
+        assert names(search(client, auth, "Customer", by_email)) == []
+        count = client.get("/rest/entities/Customer/search/count", headers=alice_auth,
+                           query_string={"filter": json.dumps({"conditions": own})})
+        assert count.get_data(as_text=True) == "1"
+
+
 @pytest.mark.parametrize("filter_spec", [
     {"conditions": None},
     {"conditions": [{"group": "AND", "conditions": None}]},

@@ -83,7 +83,7 @@ def _url_filter(ctx):
     text = ctx.request.args.get("filter")
     if text is None:
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
-    return _json_arg(text, "filter")
+    return ctx.app.data.url_filter(text, lambda text: _json_arg(text, "filter"))
 
 
 def _json_arg(text, name):

@@ -1,6 +1,6 @@
 """Who is asking, as the data layer sees it: permissions plus session values."""
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import Forbidden, Text
@@ -28,6 +28,9 @@ class Access:
     # given in a body are kept (imports).
     writer: str | None = None
     keeps_audit: bool = False
+    # What is worked out once per caller and kept (filter trees of URL
+    # filters: DataManager.filter); shared by the copies ``replace`` makes.
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def username(self) -> str:

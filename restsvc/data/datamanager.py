@@ -24,6 +24,10 @@ from .query import check_limit, check_sort
 from .writer import Writer
 
 
+_KEPT_FILTERS = 1000          # URL filters, and trees per caller, kept at most
+_KEPT_FILTER_TEXT = 4000      # characters of a URL filter that is kept
+
+
 class DataManager:
     def __init__(self, settings, metadata, database):
         self.settings = settings
@@ -31,6 +35,8 @@ class DataManager:
         self.database = database
         self.sql_cache = {}
         self.accesses = {}      # access.access_for: principal -> Access
+        self.url_filters = {}   # url_filter: JSON text -> its filter
+        self._shared = {}       # id -> a filter of url_filters
         self.cursors = Cursors(settings.secret_key)
 
     def entity(self, name):
@@ -190,11 +196,36 @@ class DataManager:
         require(access, meta, "read")
         return count_rows(access, meta, self.filter(access, meta, filter_spec))
 
-    @staticmethod
-    def filter(access, meta, filter_spec):
+    def url_filter(self, text, parse):
+        """The filter of a URL's JSON text, ``parse``d once per text: the same
+        object for the same text, which nobody changes, so that the tree each
+        caller parses from it is kept too (``filter``)."""
+        spec = self.url_filters.get(text)
+        if spec is None:
+            spec = parse(text)
+            if isinstance(spec, dict) and len(text) <= _KEPT_FILTER_TEXT:
+                if len(self.url_filters) >= _KEPT_FILTERS:
+                    self.url_filters.clear()
+                    self._shared.clear()
+                self.url_filters[text] = self._shared[id(spec)] = spec
+        return spec
+
+    def filter(self, access, meta, filter_spec):
+        """The parsed tree of a filter (query.py compiles it) for this caller,
+        kept per caller for a filter of ``url_filter``."""
         if filter_spec is None:
             return None
-        return parse_filter(meta, filter_spec, access.permissions, access.session)
+        if self._shared.get(id(filter_spec)) is not filter_spec:
+            return parse_filter(meta, filter_spec, access.permissions, access.session)
+        memo, key = access.memo, (meta.name, id(filter_spec))
+        found = memo.get(key)
+        if found is None or found[0] is not filter_spec:
+            tree = parse_filter(meta, filter_spec, access.permissions, access.session)
+            if len(memo) >= _KEPT_FILTERS:
+                memo.clear()
+            found = memo[key] = (filter_spec, tree)
+            memo[id(tree)] = (tree, None)       # its SQL shape: loader.kept_shape
+        return found[1]
 
     # -- writing -----------------------------------------------------------
     def validate(self, access, meta, body, path=""):

@@ -165,6 +165,17 @@ def session_free(access, meta):
     return not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule")
 
 
+def kept_shape(access, tree):
+    """``filter_shape`` of a tree, worked out once for a tree the caller
+    keeps (DataManager.filter)."""
+    kept = access.memo.get(id(tree))
+    if kept is None or kept[0] is not tree:
+        return filter_shape(access.database, tree)
+    if kept[1] is None:
+        kept = access.memo[id(tree)] = (tree, filter_shape(access.database, tree))
+    return kept[1]
+
+
 def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
                keys, with_deleted=False, after=None):
     """SQL and parameters. Building SQL with Peewee costs more than running a
@@ -186,7 +197,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     if after is None and session_free(access, meta):
         shape = None
         if where_filter is not None:
-            shape, filter_params = filter_shape(access.database, where_filter)
+            shape, filter_params = kept_shape(access, where_filter)
             params = filter_params + params
         cache_key = (signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
