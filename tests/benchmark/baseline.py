@@ -290,7 +290,7 @@ def create_customer(environ, conn, user):
                                              ("birthDate", birth_date)) if value is not None]
     changes = json.dumps([{"name": key, "oldValue": None, "newValue": value} for key, value in given],
                          ensure_ascii=False, separators=(",", ":"))
-    conn.execute("BEGIN")
+    conn.execute("BEGIN IMMEDIATE")     # the write lock first, as restsvc takes it (else SQLITE_BUSY)
     try:
         conn.execute(INSERT, (new_id, name, email, grade, birth_date, now, user, user, now))
         conn.execute(INSERT_HISTORY, (uuid.uuid4().hex, new_id, user, now, changes))
