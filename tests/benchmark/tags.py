@@ -12,10 +12,11 @@ costs at most 1.3x the plain page (CPU time per request, median of rounds).
 (SQLite; N requests after 50, with a fixed hash seed): they do not move with
 the machine's load.
 
-Instructions: 1.30x (SQLite; 1.51x before the owners' link keys were stored
-on their rows), 1.43x with --distinct-sets (1.81x). CPU time on the shared
-machine under load: SQLite 1.37x, PostgreSQL 1.48x, distinct sets 1.48x:
-not met in CPU time (README, Benchmark, for the breakdown).
+Instructions: 1.38x (SQLite: 1.59M -> 2.20M; 1.51x before the owners' link
+keys were stored on their rows, 1.30x before the plain page got a quarter
+cheaper), 1.55x with --distinct-sets. CPU time, quiet: SQLite 1.41x,
+PostgreSQL 1.26x, both with rounds spread over 0.85-1.58: not met (README,
+Benchmark, for the breakdown).
 """
 import argparse
 import itertools
