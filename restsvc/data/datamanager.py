@@ -24,8 +24,9 @@ from .query import check_limit, check_sort
 from .writer import Writer
 
 
-_KEPT_FILTERS = 1000          # URL filters, and trees per caller, kept at most
-_KEPT_FILTER_TEXT = 4000      # characters of a URL filter that is kept
+_KEPT_FILTERS = 1000          # URL filters kept at most
+_KEPT_TREES = 64              # filter trees kept per caller at most
+_KEPT_FILTER_TEXT = 2000      # characters of a URL filter that is kept
 
 
 class DataManager:
@@ -221,7 +222,7 @@ class DataManager:
         found = memo.get(key)
         if found is None or found[0] is not filter_spec:
             tree = parse_filter(meta, filter_spec, access.permissions, access.session)
-            if len(memo) >= _KEPT_FILTERS:
+            if len(memo) >= 2 * _KEPT_TREES:      # each tree: two entries
                 memo.clear()
             found = memo[key] = (filter_spec, tree)
             memo[id(tree)] = (tree, None)       # its SQL shape: loader.kept_shape
