@@ -21,8 +21,14 @@ Per request it does what restsvc must do for the same bytes, and no more:
 - one statement text per operation (``sqlite3`` keeps it prepared);
 - list, search: ``deletedDate IS NULL`` (Customer is soft-deletable), ordered
   by id, ``limit``/``offset``; search is a ``startsWith`` on the name through
-  the index on ``unicode_lower(name)``, as restsvc's;
-- get: one primary-key read;
+  the index on ``unicode_lower(name)``, as restsvc's; one row more than the
+  page is read, and when it is there the answer links the next page
+  (``Link: <...&after=CURSOR>; rel="next"``) with restsvc's cursor: the last
+  id, signed (HMAC-SHA1, itsdangerous' form, with a key derived once);
+- get: one primary-key read, and its ``ETag`` (restsvc's bytes: the version and a
+  BLAKE2b digest of the id and of what shapes the body for this caller, a text
+  restsvc works out once per plan and caller and the harness hands over in the
+  ``bench_setting`` table);
 - create (``responseFetchPlan=_base``): the body parsed and checked, one
   transaction with the customer's INSERT (audit columns filled), its history
   item's INSERT (Customer has history) and its change event's INSERT
@@ -33,14 +39,22 @@ Per request it does what restsvc must do for the same bytes, and no more:
 - nested: ``order-with-details``: orders, then their customers, lines and
   products, one query per level, a shared row written once.
 
-No roles, no metadata, no fetch plans, no row rules: that is the cost restsvc
-is measured against.
+- every answer: ``X-Request-Id`` (the caller's when well-formed, else a
+  prefix and a counter, as restsvc makes it).
+
+So the answers are restsvc's, headers included (``run.py`` checks both before
+it measures). No roles, no metadata, no fetch plans, no row rules, no
+metrics: that is the cost restsvc is measured against.
 """
+import base64
 import datetime
 import hashlib
 import hmac
+import itertools
 import json
 import os
+import re
+import secrets
 import sqlite3
 import threading
 import time
@@ -63,7 +77,7 @@ NUMBERS = {"version", "quantity", "price", "amount"}
 SELECT = (f"SELECT {', '.join(CUSTOMER)}, {', '.join(f'address_{part}' for part in ADDRESS)} "
           "FROM customer")
 LIVE = "deletedDate IS NULL"
-LIST = f"{SELECT} WHERE {LIVE} ORDER BY id LIMIT ? OFFSET ?"
+LIST = f"{SELECT} WHERE {LIVE} ORDER BY id LIMIT ? OFFSET ?"      # a page and one row more
 LOAD = f"{SELECT} WHERE id = ? AND {LIVE}"
 SEARCH = (f"{SELECT} WHERE unicode_lower(name) >= ? AND unicode_lower(name) < ? AND {LIVE} "
           "ORDER BY id LIMIT ?")
@@ -82,6 +96,9 @@ RECHECK_SECONDS = 0.5       # restsvc's gate.RECHECK_SECONDS
 
 _local = threading.local()
 _checked = {}               # token hash -> (read at, expires at, username)
+_REQUEST_IDS = (secrets.token_hex(6), itertools.count(1))     # gunicorn imports this per worker
+_WELL_FORMED_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}\Z")
+_UNFILTERED = hashlib.blake2b(b"null", digest_size=12).hexdigest()
 
 
 def connection():
@@ -96,7 +113,11 @@ def connection():
         # the index on the lower-cased name calls it: an INSERT needs it too
         conn.create_function("unicode_lower", 1, unicode_lower, deterministic=True)
         _local.conn = conn
-        _local.key = os.environ["BASELINE_SECRET_KEY"].encode("utf-8")
+        _local.key = secret = os.environ["BASELINE_SECRET_KEY"].encode("utf-8")
+        # itsdangerous' key for restsvc's cursors (salt "restsvc.cursor", django-concat)
+        _local.cursor_key = hashlib.sha1(b"restsvc.cursor" + b"signer" + secret).digest()
+        _local.tag_shape, = conn.execute(
+            "SELECT value FROM bench_setting WHERE name = 'tag_shape'").fetchone()
     return conn
 
 
@@ -190,15 +211,36 @@ def query_text(environ, name):
     return None
 
 
+def page(environ, rows, limit, filter_spec=None):
+    """The answer of a page read with one row more than ``limit``: the rows,
+    and a link to the next page when that row is there."""
+    if len(rows) <= limit:
+        return "200 OK", customers_json(rows), []
+    del rows[limit:]
+    binding = "Customer::" + (_UNFILTERED if filter_spec is None else hashlib.blake2b(
+        json.dumps(filter_spec, sort_keys=True, separators=(",", ":")).encode(),
+        digest_size=12).hexdigest())
+    payload = base64.urlsafe_b64encode(json.dumps(
+        [binding, [rows[-1][0].replace("-", "")]], separators=(",", ":")).encode()).rstrip(b"=")
+    signature = base64.urlsafe_b64encode(
+        hmac.digest(_local.cursor_key, payload, "sha1")).rstrip(b"=")
+    query = [(name, value) for name, value in urllib.parse.parse_qsl(
+        environ.get("QUERY_STRING", ""), keep_blank_values=True) if name not in ("after", "offset")]
+    query.append(("after", f"{payload.decode()}.{signature.decode()}"))
+    link = f'<{environ.get("PATH_INFO", "")}?{urllib.parse.urlencode(query)}>; rel="next"'
+    return "200 OK", customers_json(rows), [("Link", link)]
+
+
 def list_customers(environ, conn):
     limit, offset = query_int(environ, "limit", 10000), query_int(environ, "offset", 0)
-    return "200 OK", customers_json(conn.execute(LIST, (limit, offset))), []
+    return page(environ, conn.execute(LIST, (limit + 1, offset)).fetchall(), limit)
 
 
 def search_customers(environ, conn):
     """Only ``{"conditions": [{"property": "name", "operator": "startsWith", "value": ...}]}``."""
     try:
-        condition, = json.loads(query_text(environ, "filter"))["conditions"]
+        spec = json.loads(query_text(environ, "filter"))
+        condition, = spec["conditions"]
         if (condition["property"], condition["operator"]) != ("name", "startsWith"):
             raise ValueError
         prefix = condition["value"].lower()
@@ -207,7 +249,8 @@ def search_customers(environ, conn):
                     '{"error":"Cannot parse entities filter","details":""}') from None
     limit = query_int(environ, "limit", 10000)
     following = prefix[:-1] + chr(ord(prefix[-1]) + 1)      # a plain prefix only
-    return "200 OK", customers_json(conn.execute(SEARCH, (prefix, following, limit))), []
+    return page(environ, conn.execute(SEARCH, (prefix, following, limit + 1)).fetchall(), limit,
+                spec)
 
 
 _order = _writer("Order", ORDER)
@@ -259,7 +302,8 @@ def load_customer(environ, conn, raw_id):
         raise Reply("404 Not Found", json.dumps(
             {"error": "Entity not found",
              "details": f"Entity Customer with id {raw_id} not found"}))
-    return "200 OK", customer_json(row), []
+    tag = hashlib.blake2b(f"{key}{_local.tag_shape}".encode("utf-8"), digest_size=9).hexdigest()
+    return "200 OK", customer_json(row), [("ETag", f'"{row[1]}-{tag}"')]
 
 
 def _now_text():
@@ -324,13 +368,22 @@ def route(environ, conn, user):
         {"error": "Method not allowed", "details": f"{method} is not supported here"}))
 
 
+def request_id(environ):
+    given = environ.get("HTTP_X_REQUEST_ID")
+    if given and _WELL_FORMED_ID.match(given):
+        return given
+    prefix, counter = _REQUEST_IDS
+    return f"{prefix}-{next(counter)}"
+
+
 def app(environ, start_response):
+    answer_id = request_id(environ)
     conn = connection()
     try:
         status, body, headers = route(environ, conn, check_token(environ, conn))
     except Reply as reply:
         status, body, headers = reply.status, reply.body, reply.headers
     payload = body.encode("utf-8")
-    start_response(status, [("Content-Type", JSON_TYPE), ("Content-Length", str(len(payload))),
-                            *headers])
+    start_response(status, [*headers, ("Content-Type", JSON_TYPE),
+                            ("Content-Length", str(len(payload))), ("X-Request-Id", answer_id)])
     return [payload]

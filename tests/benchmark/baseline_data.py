@@ -37,6 +37,7 @@ CREATE TABLE "order_line" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT
   "order_id" TEXT NOT NULL REFERENCES "order" ("id") ON DELETE CASCADE,
   "product_id" TEXT NOT NULL REFERENCES "product" ("id") ON DELETE RESTRICT,
   "quantity" INTEGER NOT NULL, "price" TEXT, {AUDIT});
+CREATE TABLE "bench_setting" ("name" TEXT NOT NULL PRIMARY KEY, "value" TEXT NOT NULL);
 """
 # column -> conversion from restsvc's stored form to the answer's
 IDS = ("id", "customer_id", "order_id", "product_id", "userId")
@@ -65,14 +66,16 @@ CONVERT = {**dict.fromkeys(IDS, _uuid), **dict.fromkeys(DATE_TIMES, _date_time),
 ENUMS = {("customer", "grade"): GRADES, ("order", "status"): STATUSES}
 
 
-def build(source_path, target_path):
+def build(source_path, target_path, tag_shape):
     """``target_path``: a new SQLite database in the baseline's form, with the rows of
-    restsvc's customer, order, order_line, product and restsvc_token tables."""
+    restsvc's customer, order, order_line, product and restsvc_token tables, and
+    ``tag_shape`` (``dataset.tag_shape``) for its ETags."""
     source, target = sqlite3.connect(source_path), sqlite3.connect(target_path)
     try:
         target.create_function("unicode_lower", 1, unicode_lower, deterministic=True)
         target.execute("PRAGMA journal_mode=wal")
         target.executescript(SCHEMA)
+        target.execute("INSERT INTO bench_setting VALUES ('tag_shape', ?)", (tag_shape,))
         for table in ("restsvc_token", "restsvc_event"):
             table_sql, = source.execute(
                 "SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()

@@ -51,6 +51,20 @@ def prepare(workdir, database_url=None, secret_key=None):
     return app, env, response.json["access_token"], ids
 
 
+def tag_shape(app, token):
+    """What restsvc's ETag of a Customer read with ``_base`` digests besides the
+    id, for the caller of ``token`` (``data/etags.py``): the baseline writes the
+    same ETags with it."""
+    from restsvc.data.access import access_for
+    from restsvc.data.etags import tag_shape as shape
+    principal = app.gate.principal("/rest/entities/Customer", f"Bearer {token}")
+    access = access_for(app, principal)
+    meta = app.data.entity("Customer")
+    found = shape(app.data.plan(meta, None), access.permissions, access.session, False)
+    app.database.close()
+    return found
+
+
 def share_token(app, token, sqlite_path):
     """The row of ``token`` (issued on ``app``'s database) copied into another
     SQLite database, so the baseline there accepts it too."""

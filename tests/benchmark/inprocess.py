@@ -24,13 +24,20 @@ def _environs(method, paths, token, body):
 
 
 def _start_response(status, headers, exc_info=None):
-    _start_response.status = status
+    _start_response.status, _start_response.headers = status, headers
 
 
 def one_answer(app, method, path, token, body=None):
     """(status line, body bytes) of one request."""
+    status, _, payload = one_response(app, method, path, token, body)
+    return status, payload
+
+
+def one_response(app, method, path, token, body=None):
+    """(status line, header list, body bytes) of one request."""
     body = body.encode("utf-8") if body else None
-    return _answer(app, _environs(method, [path], token, body)[0], body)
+    status, payload = _answer(app, _environs(method, [path], token, body)[0], body)
+    return status, _start_response.headers, payload
 
 
 def _answer(app, environ, body):

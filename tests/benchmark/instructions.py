@@ -64,12 +64,12 @@ def main(argv=None):
         print("valgrind is not installed: apt-get install -y valgrind", file=sys.stderr)
         return 2
     from baseline_data import build
-    from dataset import prepare
+    from dataset import prepare, tag_shape
     from run import OPERATIONS
     workdir = Path(tempfile.mkdtemp(prefix="restsvc-instructions-"))
     try:
-        _, env, token, ids = prepare(workdir)
-        build(workdir / "restsvc.db", workdir / "baseline.db")
+        app, env, token, ids = prepare(workdir)
+        build(workdir / "restsvc.db", workdir / "baseline.db", tag_shape(app, token))
         (workdir / "state.json").write_text(json.dumps({"env": env, "token": token, "ids": ids}))
         print(f"{'instructions per request':<26}{'restsvc':>12}{'baseline':>12}{'ratio':>8}")
         for operation in args.only or OPERATIONS:

@@ -38,8 +38,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from baseline_data import build
-from dataset import REPO, prepare, share_token
-from inprocess import compare, one_answer, summary
+from dataset import REPO, prepare, share_token, tag_shape
+from inprocess import compare, one_response, summary
 from servers import Wrk, one_request, start_server, stop_server, workers_cpu
 
 HERE = Path(__file__).resolve().parent
@@ -116,6 +116,19 @@ def same_bytes(name, ours, theirs):
     return f"restsvc  ...{ours[max(0, at - 60):at + 60]}\n      baseline ...{theirs[max(0, at - 60):at + 60]}"
 
 
+def same_headers(name, ours, theirs):
+    """None, or the headers the two answers do not share. ``X-Request-Id`` is
+    new on every answer and a create's ``Location`` names its new id: those
+    two are compared by presence."""
+    ours, theirs = dict(ours), dict(theirs)
+    fresh = {"X-Request-Id", *(("Location",) if name == "create" else ())}
+    for headers in (ours, theirs):
+        headers.update((header, "(present)") for header in fresh if header in headers)
+    differing = sorted(header for header in {*ours, *theirs} if ours.get(header) != theirs.get(header))
+    return ", ".join(f"{header}: restsvc {ours.get(header)!r}, baseline {theirs.get(header)!r}"
+                     for header in differing) or None
+
+
 def in_process(apps, token, ids, args):
     """Rows (name, restsvc µs per round, baseline µs per round) and notes."""
     rows, notes = [], []
@@ -123,15 +136,18 @@ def in_process(apps, token, ids, args):
         method, path, first = OPERATIONS[name]
         paths = [(first or path).format(id=i) for i in ids] if first else [path]
         body = BODY if method == "POST" else None
-        answers = {app_name: one_answer(app, method, paths[0], token, body)
+        answers = {app_name: one_response(app, method, paths[0], token, body)
                    for app_name, app in apps.items()}
-        bad = [f"{n} answered {st}: {p[:200]!r}" for n, (st, p) in answers.items()
+        bad = [f"{n} answered {st}: {p[:200]!r}" for n, (st, _, p) in answers.items()
                if not st.startswith("2")]
         if bad:
             notes += [f"{name}: {b}" for b in bad]
             continue
-        if difference := same_bytes(name, answers["restsvc"][1], answers["baseline"][1]):
+        (_, ours, body_ours), (_, theirs, body_theirs) = answers["restsvc"], answers["baseline"]
+        if difference := same_bytes(name, body_ours, body_theirs):
             notes.append(f"{name}: the answers differ:\n      {difference}")
+        if difference := same_headers(name, ours, theirs):
+            notes.append(f"{name}: the headers differ: {difference}")
         figures = compare(apps, method, paths, token, body, args.rounds, args.seconds)
         rows.append((name, figures["restsvc"], figures["baseline"]))
     return rows, notes
@@ -296,7 +312,7 @@ def main(argv=None):
             return profile(app, token, ids, args)
         if args.in_process:
             return service_against_load(app, token, ids, args)
-        build(workdir / "restsvc.db", workdir / "baseline.db")
+        build(workdir / "restsvc.db", workdir / "baseline.db", tag_shape(app, token))
         if args.postgres:
             share_token(app, token, workdir / "baseline.db")
         if not args.probe_path:
