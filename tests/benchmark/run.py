@@ -13,8 +13,8 @@ the form the answer writes. Both at the same durability (WAL,
 synchronous=FULL), with the same indexes, with a bearer token from restsvc's
 token endpoint: its HMAC on every request, its row read at most every 0.5 s
 (restsvc's gate rule, in both). First each operation is answered once by both
-apps in process and the bodies are compared byte for byte (a create's new id
-and times aside). Then, per operation:
+apps in process and the bodies and headers are compared byte for byte (a
+create's new id and times, and each answer's ``X-Request-Id``, aside). Then, per operation:
 
 - in process: both WSGI callables called directly, taking turns per round;
   CPU µs per request of this process (and wall µs), median (min-max) over the

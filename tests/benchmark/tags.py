@@ -12,10 +12,11 @@ costs at most 1.3x the plain page (CPU time per request, median of rounds).
 (SQLite; N requests after 50, with a fixed hash seed): they do not move with
 the machine's load.
 
-Instructions: 1.38x (SQLite: 1.59M -> 2.20M; 1.51x before the owners' link
+Instructions: 1.39x (SQLite: 1.58M -> 2.20M; 1.51x before the owners' link
 keys were stored on their rows, 1.30x before the plain page got a quarter
 cheaper), 1.55x with --distinct-sets. CPU time, quiet: SQLite 1.41x,
-PostgreSQL 1.26x, both with rounds spread over 0.85-1.58: not met (README,
+PostgreSQL 1.26x, both with rounds spread over 0.85-1.58, and 1.63x
+(1.51-1.66) on another machine of the same kind: not met (README,
 Benchmark, for the breakdown).
 """
 import argparse
