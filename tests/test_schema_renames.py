@@ -2,12 +2,11 @@
 without asking, by ``restsvc migrate`` and by init-schema alike, and takes the
 attribute's indexes with it: its substring search keeps working and the old
 column's indexes (SQLite: an FTS table and three triggers) are gone."""
-import json
-
 import pytest
 
 from conftest import PG_URL
-from schema_support import columns, shop  # noqa: F401  (the fixture)
+from schema_support import authors_containing, columns
+from schema_support import shop as shop  # noqa: F401  (the fixture)
 
 INDEXED = """
 @entity(instance_name="name")
@@ -30,16 +29,6 @@ def created(shop):
     return shop
 
 
-def containing(shop, value):
-    client, auth = shop.client()
-    query = json.dumps({"conditions": [{"property": "fullName", "operator": "contains",
-                                        "value": value}]})
-    response = client.get("/rest/entities/Author/search", query_string={
-        "filter": query, "sort": "fullName"}, headers=auth)
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return [row["fullName"] for row in response.json]
-
-
 def assert_only_the_new_indexes(shop):
     """The indexes are the model's; nothing of the old column is left (on
     SQLite also no FTS table or trigger outside the inspected indexes)."""
@@ -53,7 +42,7 @@ def assert_only_the_new_indexes(shop):
     client, auth = shop.client()
     assert client.post("/rest/entities/Author", json={"fullName": "Dee Oakland"},
                        headers=auth).status_code == 201
-    assert containing(shop, "OAK") == ["Ann Oakley", "Bob Oakes", "Dee Oakland"]
+    assert authors_containing(shop, "OAK", "fullName") == ["Ann Oakley", "Bob Oakes", "Dee Oakland"]
 
 
 def test_migrate_renames_an_indexed_string_without_asking_and_keeps_its_search(shop, capsys):
