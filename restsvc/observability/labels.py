@@ -8,6 +8,7 @@ HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTI
 OTHER = "other"
 ANONYMOUS = "anonymous"      # the client label of a request without a token
 MAX_CLIENTS = 1000           # distinct client labels kept; later ones fold into OTHER
+MAX_LENGTH = 100             # characters of a label value taken from a token
 
 
 def method_label(method: str) -> str:
@@ -17,10 +18,12 @@ def method_label(method: str) -> str:
 
 def client_label(client_id: str | None, known: dict[tuple[str, ...], int]) -> str:
     """The label of a caller's client: ``anonymous`` without one; a client
-    id while fewer than ``MAX_CLIENTS`` are counted in ``known`` (an identity
-    provider's tokens may name any number of clients), else ``other``."""
+    id (its first ``MAX_LENGTH`` characters) while fewer than ``MAX_CLIENTS``
+    are counted in ``known`` (an identity provider's tokens may name any
+    number of clients), else ``other``."""
     if client_id is None:
         return ANONYMOUS
-    if (client_id,) not in known and len(known) >= MAX_CLIENTS:
+    label = client_id[:MAX_LENGTH]
+    if (label,) not in known and len(known) >= MAX_CLIENTS:
         return OTHER
-    return client_id
+    return label
