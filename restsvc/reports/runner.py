@@ -150,8 +150,8 @@ def may_view(permissions: "Permissions", path: "tuple[MetaProperty, ...]") -> bo
                 or not permissions.attribute(entity, prefix + prop.name):
             return False
         prefix = f"{prefix}{prop.name}." if prop.is_embedded else ""
-    last = path[-1]
-    return not last.is_reference or permissions.can(last.target.name, "read")
+    target = path[-1].target
+    return not path[-1].is_reference or target is not None and permissions.can(target.name, "read")
 
 
 def _walker(names):
