@@ -23,6 +23,7 @@ import peewee
 from playhouse import db_url
 from playhouse.pool import MaxConnectionsExceeded, PooledPostgresqlDatabase
 
+from .privatefiles import ensure_private
 from .settings import SettingsError
 
 log = logging.getLogger("restsvc")
@@ -46,8 +47,12 @@ def open_database(url, pool_size=20, sqlite_synchronous="full"):
         path = params.pop("database")
         if not path:
             raise SettingsError("svc.datasource.url: a sqlite URL needs a file path")
-        if path != ":memory:" and os.path.dirname(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+        if _is_file(path, params):
+            if os.path.dirname(path):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            # It holds password and token hashes: private from its first byte
+            # (SQLite would make it 0644, and its -wal and -shm files alike).
+            ensure_private(path)
         database = _Sqlite(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),),
                                          **params)
         # SQLite's LOWER() folds ASCII only; case-insensitive filters need Unicode.
@@ -67,6 +72,12 @@ def open_database(url, pool_size=20, sqlite_synchronous="full"):
         raise SettingsError(f"svc.datasource.url: unsupported database URL scheme {scheme!r}")
     database_proxy.initialize(database)
     return database
+
+
+def _is_file(path: str, params: dict[str, object]) -> bool:
+    """Whether a SQLite database path names a file on disk (not ``:memory:``
+    nor a ``file:`` URI, which SQLite opens by its own rules)."""
+    return path != ":memory:" and not path.startswith("file:") and not params.get("uri")
 
 
 class _Statements:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from .privatefiles import create_private
 from .security.clients import hash_secret
 
 MODULE = Template('''\
@@ -132,6 +133,7 @@ def create(directory, module=None):
 
 
 def _write(path, text, private):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o644)
+    fd = create_private(path) if private else os.open(
+        path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     with os.fdopen(fd, "w", encoding="utf-8") as file:
         file.write(text)

@@ -2,6 +2,7 @@
 version is a module ``shop_<n>`` written into the test's directory, declaring
 ``Author`` (and more) with restsvc's public API; ``restsvc migrate`` runs
 against a settings file naming it, in-process or as a real subprocess."""
+import json
 import os
 import subprocess
 import sys
@@ -111,3 +112,14 @@ def columns(shop, table):
         return inspect_database(app.database)[table]
     finally:
         app.database.close()
+
+
+def authors_containing(shop, value, attribute="name"):
+    """The Authors whose ``attribute`` contains ``value``, by a search filter."""
+    client, auth = shop.client()
+    query = json.dumps({"conditions": [{"property": attribute, "operator": "contains",
+                                        "value": value}]})
+    response = client.get("/rest/entities/Author/search", query_string={
+        "filter": query, "sort": attribute}, headers=auth)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return [row[attribute] for row in response.json]

@@ -191,3 +191,48 @@ def test_report_rows_are_counted_as_they_are_written(client, auth):
     assert csv.status_code == xlsx.status_code == 200 and written > 0
     metrics = scrape(client)
     assert sample_value(metrics["restsvc_report_rows"], "_total") == 2 * written
+
+
+def test_invented_http_methods_fold_into_one_method_label(client):
+    """Without a token, any method name on any path: the metrics page does
+    not grow by one series per name."""
+    for index in range(30):
+        response = client.open("/health/live", method=f"ZFBBVTYNDQ{index:02d}")
+        assert response.status_code in (400, 405, 501)
+    client.open("/no/such/path", method="PROPFINDX")
+    metrics = scrape(client)
+    methods = {sample.labels["method"] for family in ("restsvc_http_requests",
+                                                      "restsvc_http_request_duration_seconds")
+               for sample in metrics[family].samples}
+    assert not any(method.startswith(("ZFBB", "PROPFINDX")) for method in methods), methods
+    assert sample_value(metrics["restsvc_http_requests"], "_total", method="other",
+                        route="unmatched", status="4xx") == 31
+
+
+def test_client_label_scrapes_with_anonymous_and_authenticated_requests(make_app):
+    from werkzeug.test import Client
+    client = Client(make_app({"svc.metrics.client-label": True}))
+    assert client.get("/health/live").status_code == 200          # a balancer's probe
+    monitor = bearer(get_token(client, "monitor", "monitor-secret"))
+    response = client.get("/metrics", headers=monitor)
+    assert response.status_code == 200, response.data
+    response = client.get("/metrics", headers=monitor)              # the first scrape is counted
+    clients = families(response.get_data(as_text=True))["restsvc_client_requests"]
+    assert sample_value(clients, "_total", client="anonymous") >= 2   # probe, token request
+    assert sample_value(clients, "_total", client="monitor") == 1
+
+
+def test_client_labels_are_capped(make_app, monkeypatch):
+    from werkzeug.test import Client
+
+    from restsvc.observability import labels
+    monkeypatch.setattr(labels, "MAX_CLIENTS", 2)
+    client = Client(make_app({"svc.metrics.client-label": True}))
+    for client_id, secret in (("reader", "reader-secret"), ("auditor", "auditor-secret")):
+        client.get("/rest/userInfo", headers=bearer(get_token(client, client_id, secret)))
+    monitor = bearer(get_token(client, "monitor", "monitor-secret"))
+    client.get("/metrics", headers=monitor)
+    clients = families(client.get("/metrics", headers=monitor).get_data(as_text=True))[
+        "restsvc_client_requests"]
+    labels_seen = {sample.labels["client"] for sample in clients.samples}
+    assert labels_seen == {"anonymous", "reader", "other"}, labels_seen

@@ -11,7 +11,7 @@ import pytest
 from conftest import PG_URL
 from restsvc.db import is_sqlite
 from restsvc.schema import trigram
-from schema_support import shop  # noqa: F401  (the fixture)
+from schema_support import authors_containing, shop  # noqa: F401  (the fixture)
 from test_database import plan_of, statements_of
 
 # Names that make LIKE, FTS5 queries and case folding trip: wildcards and the
@@ -224,16 +224,6 @@ class Author(Entity):
 """
 
 
-def _authors_containing(shop, value):
-    client, auth = shop.client()
-    query = json.dumps({"conditions": [{"property": "name", "operator": "contains",
-                                        "value": value}]})
-    response = client.get("/rest/entities/Author/search", query_string={
-        "filter": query, "sort": "name"}, headers=auth)
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return [row["name"] for row in response.json]
-
-
 def test_migrate_gives_an_existing_database_its_trigram_index(shop, capsys, caplog):
     from schema_support import columns
     shop.declare(INDEXED)
@@ -251,7 +241,7 @@ def test_migrate_gives_an_existing_database_its_trigram_index(shop, capsys, capl
     assert code == 0, output
     assert "create index author_name_trgm" in output
     assert "author_name_trgm" in columns(shop, "author").indexes
-    assert _authors_containing(shop, "OAK") == ["Ann Oakley", "Bob Oakes"]
+    assert authors_containing(shop, "OAK") == ["Ann Oakley", "Bob Oakes"]
     assert shop.migrate(capsys=capsys)[1].startswith("nothing to do")
 
 
@@ -267,8 +257,8 @@ def test_a_table_rebuild_keeps_the_trigram_index_in_step(shop, capsys):
     shop.declare(INDEXED.replace("max_length=50", "max_length=80"))
     code, output = shop.migrate("--no-backup", capsys=capsys)
     assert code == 0, output
-    assert _authors_containing(shop, "oakes") == ["Bob Oakes"]
+    assert authors_containing(shop, "oakes") == ["Bob Oakes"]
     client, auth = shop.client()
     assert client.post("/rest/entities/Author", json={"name": "Dee Oakland"},
                        headers=auth).status_code == 201
-    assert _authors_containing(shop, "OAK") == ["Bob Oakes", "Dee Oakland"]
+    assert authors_containing(shop, "OAK") == ["Bob Oakes", "Dee Oakland"]

@@ -77,3 +77,13 @@ def test_without_tracing_no_span_is_made(client, auth):
     EXPORTER.clear()
     client.get("/rest/entities/Customer?limit=1", headers=auth)
     assert EXPORTER.get_finished_spans() == ()
+
+
+def test_an_invented_http_method_names_no_span_of_its_own(traced):
+    EXPORTER.clear()
+    traced.open("/health/live", method="ZFBBVTYNDQRPSSWE")
+    (server,) = [span for span in EXPORTER.get_finished_spans()
+                 if span.kind == trace.SpanKind.SERVER]
+    assert server.name == "HTTP unmatched"
+    assert server.attributes["http.request.method"] == "_OTHER"
+    assert server.attributes["http.request.method_original"] == "ZFBBVTYNDQRPSSWE"

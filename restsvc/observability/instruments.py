@@ -1,11 +1,13 @@
 """The metrics restsvc keeps, in one place: their names, help texts, labels,
 and the few helpers that record them. Every label value comes from a bounded
-set: route templates, status classes, the grant types and error codes of
-RFC 6749, service methods that exist, ``in``/``out``."""
+set: known HTTP methods (``labels``), route templates, status classes, the
+grant types and error codes of RFC 6749, service methods that exist,
+``in``/``out``, client ids (capped)."""
 import time
 from bisect import bisect_left
 
 from ..health import is_shutting_down
+from .labels import client_label, method_label
 from .metrics import DURATION_BUCKETS, Registry
 from .multiprocess import WorkerFiles
 from .serving import bytes_in
@@ -103,7 +105,7 @@ class Instruments:
             for _, seconds, method, route, status, length, bytes_out, principal, _, _, _, \
                     error in records:
                 route = route or UNMATCHED
-                key = (method, route, classes.get(status, "other"))
+                key = (method_label(method), route, classes.get(status, "other"))
                 requests[key] = requests.get(key, 0) + 1
                 key = key[:2]
                 counts = durations.get(key)
@@ -118,7 +120,7 @@ class Instruments:
                 if bytes_out:
                     response_bytes[(route,)] = response_bytes.get((route,), 0) + bytes_out
                 if clients is not None and principal is not None:
-                    key = (principal.client_id,)
+                    key = (client_label(principal.client_id, clients),)
                     clients[key] = clients.get(key, 0) + 1
                 if error is not None:
                     self._error(status, error)

@@ -115,7 +115,9 @@ def exposition(merged):
         lines.append(f"# HELP {name} {_escape_help(metric['help'])}")
         lines.append(f"# TYPE {name} {metric['kind']}")
         labels = metric["labels"]
-        for values, value in sorted(metric["series"].items()):
+        # Sorted by the values' text: a value of another type (a stray None)
+        # must not make every scrape fail.
+        for values, value in sorted(metric["series"].items(), key=_label_text):
             pairs = [f'{label}="{_escape(v)}"' for label, v in zip(labels, values)]
             if metric["kind"] != HISTOGRAM:
                 lines.append(f"{name}{_braces(pairs)} {_number(value)}")
@@ -129,6 +131,10 @@ def exposition(merged):
             lines.append(f"{name}_sum{_braces(pairs)} {_number(value[-1])}")
             lines.append(f"{name}_count{_braces(pairs)} {cumulative}")
     return "\n".join(lines) + "\n"
+
+
+def _label_text(item: tuple[tuple[object, ...], object]) -> tuple[str, ...]:
+    return tuple(map(str, item[0]))
 
 
 def _braces(pairs):

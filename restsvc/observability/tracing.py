@@ -13,6 +13,7 @@ import functools
 import os
 
 from ..settings import SettingsError
+from .labels import HTTP_METHODS
 
 TRACER = "restsvc"
 
@@ -39,10 +40,17 @@ class Tracing:
             carrier["traceparent"] = environ["HTTP_TRACEPARENT"]
             if "HTTP_TRACESTATE" in environ:
                 carrier["tracestate"] = environ["HTTP_TRACESTATE"]
+        # OpenTelemetry's conventions: an unknown method is "_OTHER" (the span
+        # named "HTTP"), so invented methods do not grow the span names.
         method = environ.get("REQUEST_METHOD", "")
+        if method in HTTP_METHODS:
+            name, attributes = method, {"http.request.method": method}
+        else:
+            name, attributes = "HTTP", {"http.request.method": "_OTHER",
+                                        "http.request.method_original": method[:100]}
         return self.tracer.start_as_current_span(
-            method, context=self.propagator.extract(carrier), kind=self.trace.SpanKind.SERVER,
-            attributes={"http.request.method": method})
+            name, context=self.propagator.extract(carrier), kind=self.trace.SpanKind.SERVER,
+            attributes=attributes)
 
     def finish(self, span, route, status):
         span.update_name(f"{span.name} {route}")

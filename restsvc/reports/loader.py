@@ -209,10 +209,12 @@ class _Reader:
         """The property chain of a dotted path through to-one references."""
         chain = []
         for name in dotted.split("."):
-            prop = meta.property(name) if meta is not None else None
+            if meta is None:       # past an attribute that is neither a reference nor embedded
+                self.fail(field, f"{dotted}: {chain[-1].name} has no attributes; "
+                                 f"nothing can follow it")
+            prop = meta.property(name)
             if prop is None:
-                owner = chain[-1].target.name if chain else meta.name if meta else dotted
-                self.fail(field, f"{owner} has no attribute {name} ({dotted})")
+                self.fail(field, f"{meta.name} has no attribute {name} ({dotted})")
             if prop.is_collection:
                 self.fail(field, f"{dotted}: {name} is a collection; columns go through to-one references")
             chain.append(prop)
@@ -220,6 +222,16 @@ class _Reader:
         if any(p.getter is not None for p in chain[:-1]):
             self.fail(field, f"{dotted}: only the last attribute may be transient")
         return tuple(chain)
+
+    def column_path(self, meta, dotted, field):
+        """``path``, ending at a value a cell can show: an embedded value is
+        shown by its attributes, one column each."""
+        chain = self.path(meta, dotted, field)
+        last = chain[-1]
+        if last.is_embedded:
+            self.fail(field, f"{dotted} is an embedded value; a column names one of its "
+                             f"attributes ({', '.join(f'{dotted}.{n}' for n in last.target.properties)})")
+        return chain
 
     def template(self, item, field, bands, aliases):
         self.mapping(item, field, {"code", "outputType", "default", "fileName", "bands"},
@@ -251,7 +263,7 @@ class _Reader:
             column_field = f"{field}.columns[{i}]"
             self.mapping(spec, column_field, {"property", "caption", "format"}, ("property",))
             dotted = self.text(spec["property"], f"{column_field}.property")
-            path = (self.path(band.entity, dotted, f"{column_field}.property")
+            path = (self.column_path(band.entity, dotted, f"{column_field}.property")
                     if band.entity is not None else tuple(dotted.split(".")))
             columns.append(Column(path, self.text(spec.get("caption"), f"{column_field}.caption"),
                                   self.text(spec.get("format"), f"{column_field}.format")))

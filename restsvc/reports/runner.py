@@ -12,6 +12,7 @@ import itertools
 import operator
 import tempfile
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..data.bound import DataAccess
 from ..model.serialize import instance_namer
@@ -19,6 +20,10 @@ from . import values
 from .cells import guarded_text, guarded_texts
 from .parameters import filter_for, run_error
 from .xlsx import Workbook, XColumn
+
+if TYPE_CHECKING:
+    from ..model.metadata import MetaProperty
+    from ..security.roles import Permissions
 
 BATCH_ROWS = 5000           # rows per database read: fewer queries, still a few MiB
 CONTENT_TYPES = {"CSV": "text/csv;charset=UTF-8",
@@ -115,13 +120,9 @@ class Run:
     def _entity_column(self, column):
         permissions = self.access.permissions
         path = column.path
-        for prop in path:
-            if (not permissions.can(prop.owner.name, "read")
-                    or not permissions.attribute(prop.owner.name, prop.name)):
-                return None
-        last = path[-1]
-        if last.is_reference and not permissions.can(last.target.name, "read"):
+        if not may_view(permissions, path):
             return None
+        last = path[-1]
         caption = column.caption or self.captions(f"{last.owner.name}.{last.name}")
         walk = _walker(tuple(prop.name for prop in path))
         if last.is_reference:
@@ -134,6 +135,23 @@ class Run:
                                 guarded_text, "string")
         return OutputColumn(caption, _values(walk), values.text_form(last), values.cell_kind(last),
                             column.format or values.decimal_format(last))
+
+
+def may_view(permissions: "Permissions", path: "tuple[MetaProperty, ...]") -> bool:
+    """Whether the caller may see the value at the end of ``path``: every
+    entity on it readable, every attribute viewable. An embedded value's
+    attribute is the owning entity's ``address.city`` (as in answers), and a
+    reference at the end needs its target readable (its instance name)."""
+    entity, prefix = None, ""
+    for prop in path:
+        if not prop.owner.is_embedded:
+            entity, prefix = prop.owner.name, ""
+        if not permissions.can(entity, "read") \
+                or not permissions.attribute(entity, prefix + prop.name):
+            return False
+        prefix = f"{prefix}{prop.name}." if prop.is_embedded else ""
+    target = path[-1].target
+    return not path[-1].is_reference or target is not None and permissions.can(target.name, "read")
 
 
 def _walker(names):

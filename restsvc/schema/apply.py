@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import peewee
 
 from ..db import SQLITE_PRAGMAS, is_sqlite
+from ..privatefiles import ensure_private
 from . import history
 
 _LOCK_KEY = 7301984     # the advisory-lock key restsvc's schema work shares
@@ -69,6 +70,8 @@ def backup_sqlite(database):
     """A copy of the database file beside it, ``<file>.backup-<UTC timestamp>``."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = f"{database.database}.backup-{stamp}"
+    # The copy holds what the database holds: as private from its first byte.
+    ensure_private(path)
     # Read through a connection of its own: in WAL mode it sees the last
     # committed state while this process holds the write lock.
     source, target = sqlite3.connect(database.database), sqlite3.connect(path)

@@ -26,6 +26,8 @@ class Index:
     sql: str                # the definition, to tell which columns it covers
     create: tuple = ()      # the statements that make it, when not just ``sql``
     drop: tuple = ()        # the statements that remove it, when not ``DROP INDEX``
+    covers: tuple = ()      # the columns it covers when ``sql`` does not name them (SQLite
+                            # trigram indexes: an FTS table kept by triggers)
 
     def creating(self):
         return self.create or (self.sql,)
@@ -94,8 +96,8 @@ def _inspect_sqlite(database):
                 "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
                 "AND sql IS NOT NULL ORDER BY name", (name,)):
             table.indexes[index] = Index(index, sql.upper().startswith("CREATE UNIQUE"), sql)
-        for index, sql, drop in substring.get(name, ()):
-            table.indexes[index] = Index(index, False, sql, drop=drop)
+        for index, sql, drop, covers in substring.get(name, ()):
+            table.indexes[index] = Index(index, False, sql, drop=drop, covers=covers)
         for row in database.execute_sql(f'PRAGMA foreign_key_list("{quoted}")'):
             table.foreign_keys[row[3]] = ForeignKey(row[3], row[2], row[4])
     for name, table in database.execute_sql(
@@ -149,6 +151,8 @@ def _inspect_postgres(database):
 
 def index_covers(index, column):
     """Whether an index's definition names ``column`` (plain or quoted)."""
+    if column in index.covers:
+        return True
     target = index.sql.split(" ON ", 1)[-1]
     target = target[target.find("("):]
     return re.search(rf'(?<!\w){re.escape(column)}(?!\w)', target) is not None

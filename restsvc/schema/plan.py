@@ -173,10 +173,17 @@ def _index_steps(wanted, table, differences, rebuilt=False):
         elif d.kind == "changed_index" and not rebuilt:
             steps.append(Step(f"recreate index {index}", _dropping(table.indexes[index])
                               + wanted.table.indexes[index].creating()))
-        elif d.kind == "extra_index" and not rebuilt and not _goes_with_rename(wanted, table,
-                                                                              index):
-            steps.append(Step(f"drop index {index} (no data is lost)",
-                              _dropping(table.indexes[index]), destructive=True))
+        elif d.kind == "extra_index" and not rebuilt:
+            old = _renamed_column(wanted, table, index)
+            if old is None:
+                steps.append(Step(f"drop index {index} (no data is lost)",
+                                  _dropping(table.indexes[index]), destructive=True))
+            elif old not in table.columns:
+                # Left behind by a rename made before (a SQLite trigram index
+                # names the old column): a part of the rename.
+                steps.append(Step(f"drop index {index} (left from the rename of "
+                                  f"{wanted.table.name}.{old})", _dropping(table.indexes[index])))
+            # else the rename's own step drops it first
     return steps
 
 
@@ -188,8 +195,11 @@ def _dropping(index):
     return index.drop or (f"DROP INDEX {_q(index.name)}",)
 
 
-def _goes_with_rename(wanted, table, index):
-    return any(index_covers(table.indexes[index], old) for old in wanted.renames.values())
+def _renamed_column(wanted, table, index):
+    """The old name of a declared rename that ``index`` covers, or None: such
+    an index goes with the rename, which applies without asking."""
+    return next((old for old in wanted.renames.values()
+                 if index_covers(table.indexes[index], old)), None)
 
 
 def _rebuild(database, wanted, table, differences):
@@ -212,7 +222,11 @@ def _rebuild(database, wanted, table, differences):
     destructive = [d for d in differences if d.column and d.kind not in (
         "renamed_column", "missing_column", "narrower_type", "nullable")]
     what = "; ".join(_describe(d, wanted) for d in differences if d.column)
-    sql = (create_table_sql(database, model, new, wanted.internal),
+    # Dropping the table drops its triggers; a trigram index the model no
+    # longer declares would leave its FTS table behind, holding the old text.
+    orphaned = tuple(sql for index in table.indexes.values()
+                     if index.name not in wanted.table.indexes for sql in index.drop)
+    sql = orphaned + (create_table_sql(database, model, new, wanted.internal),
            f"INSERT INTO {_q(new)} ({', '.join(targets)}) SELECT {', '.join(sources)} "
            f"FROM {_q(name)}",
            f"DROP TABLE {_q(name)}",

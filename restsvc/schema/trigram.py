@@ -19,6 +19,7 @@ Both are part of the declared schema (``declared.py``): ``restsvc migrate``
 gives an existing database its indexes, a SQLite table rebuild remakes them.
 """
 import logging
+import re
 
 from ..db import is_sqlite
 
@@ -125,23 +126,46 @@ def warn_unsupported(database, reason):
 def inspect_sqlite(database):
     """(names of FTS5 tables and their shadow tables, which are no tables of
     the model; {table: [(name, sql, drop)]} of the complete trigram indexes:
-    the FTS table with its three triggers on one table)."""
+    the FTS table with its three triggers on one table, and the columns it
+    covers: the one its name was made of, and the one its triggers read,
+    which differ once a column was renamed under it)."""
     virtual = {name: sql for name, sql in database.execute_sql(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_trgm' "
         "ESCAPE '\\' AND sql LIKE 'CREATE VIRTUAL TABLE%'")}
     hidden = set(virtual) | {f"{name}_{shadow}" for name in virtual for shadow in _SHADOWS}
-    triggers = {}
-    for name, table in database.execute_sql(
-            "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'"):
-        triggers[name] = table
+    triggers, bodies = {}, {}
+    for name, table, body in database.execute_sql(
+            "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"):
+        triggers[name], bodies[name] = table, body
     found = {}
     for name, sql in virtual.items():
         owners = {triggers.get(f"{name}_{kind}") for kind in _TRIGGERS}
         if len(owners) == 1 and None not in owners:
+            owner = owners.pop()
             drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in _TRIGGERS
                          ) + (f"DROP TABLE IF EXISTS {_q(name)}",)
-            found.setdefault(owners.pop(), []).append((name, sql, drop))
+            covers = _covered(name, owner, bodies[f"{name}_ai"])
+            found.setdefault(owner, []).append((name, sql, drop, covers))
     return hidden, found
+
+
+_READ_COLUMN = re.compile(r'WHEN new\.("(?:[^"]|"")+"|\w+) IS NOT NULL', re.IGNORECASE)
+
+
+def _covered(name, table, insert_trigger):
+    """The columns a trigram index covers: by its name (unless cut to 63
+    characters) and by what its insert trigger reads."""
+    covers = []
+    prefix, suffix = f"{table}_", "_trgm"
+    if len(name) < 63 and name.startswith(prefix) and name.endswith(suffix):
+        covers.append(name[len(prefix):-len(suffix)])
+    read = _READ_COLUMN.search(insert_trigger or "")
+    if read is not None:
+        column = read.group(1)
+        column = column[1:-1].replace('""', '"') if column.startswith('"') else column
+        if column not in covers:
+            covers.append(column)
+    return tuple(covers)
 
 
 _PRESENT = "_restsvc_trigram_tables"
@@ -153,7 +177,7 @@ def present(database):
     known = getattr(database, _PRESENT, None)
     if known is None:
         _, found = inspect_sqlite(database)
-        known = frozenset(name for indexes in found.values() for name, _, _ in indexes)
+        known = frozenset(name for indexes in found.values() for name, *_ in indexes)
         setattr(database, _PRESENT, known)
     return known
 
