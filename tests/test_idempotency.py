@@ -224,3 +224,20 @@ def test_a_replay_shows_no_more_than_the_caller_may_see_now(make_app):
                         headers={**admin, "Idempotency-Key": "seen-2"})
     assert again.headers["Idempotent-Replayed"] == "true" and again.json == first.json
 
+
+
+def test_an_error_after_the_write_is_kept_and_a_retry_does_not_write_again(make_app):
+    client = Client(make_app({"svc.rest.max-response-entities": "3"}))
+    auth = bearer(get_token(client))
+    orders = lambda: client.get("/rest/entities/Order/search/count?filter={}",  # noqa: E731
+                                headers=auth).json
+    body = {"number": "N-1", "date": "2026-01-01", "customer": {"id": demo_id("customer", 0)},
+            "lines": [{"product": {"id": demo_id("product", i)}, "quantity": 1} for i in range(3)]}
+    url = "/rest/entities/Order?responseFetchPlan=order-with-details"
+    before = orders()
+    # Written, then too large to answer along the plan.
+    first = client.post(url, json=body, headers={**auth, "Idempotency-Key": "late"})
+    assert first.status_code == 400 and first.json["error"] == "Response too large"
+    again = client.post(url, json=body, headers={**auth, "Idempotency-Key": "late"})
+    assert again.json == first.json and again.headers["Idempotent-Replayed"] == "true"
+    assert orders() == before + 1

@@ -13,7 +13,7 @@ from ..jsonio import RawJson, loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
 from ..web import (empty_response, json_response, list_response, location_url, next_page_url,
                    query_bool, query_int, whole_number)
-from .replay import idempotent
+from .replay import idempotent, wrote
 
 BASE = "/rest/entities/<entity_name>"
 
@@ -192,6 +192,7 @@ def create(ctx, entity_name):
     plan = _response_plan(ctx, meta)
     bulk = isinstance(body, list)
     saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
+    wrote(ctx.request)
     return_nulls = query_bool(ctx.request, "returnNulls")
     collection = location_url(ctx.request, ctx.app.settings.public_url)
     if bulk:
@@ -220,6 +221,7 @@ def update(ctx, entity_name, entity_id):
     plan = _response_plan(ctx, meta)
     saved = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False,
                       if_match=_if_match(ctx))
+    wrote(ctx.request)
     return _entity_response(data.saved_entity(ctx.access, meta, saved[0], plan))
 
 
@@ -233,6 +235,7 @@ def bulk_update(ctx, entity_name):
         raise BadRequest(message, message)
     plan = _response_plan(ctx, meta)
     saved = data.save(ctx.access, meta, body, creating=False, bulk=True)
+    wrote(ctx.request)
     return json_response(raw_array(data.saved_response(ctx.access, meta, saved, plan)))
 
 

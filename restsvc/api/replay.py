@@ -2,15 +2,18 @@
 marked ``idempotent`` runs through ``answer`` when a POST or PUT carries an
 ``Idempotency-Key``; its answer is kept, and a repeat gets it back with
 ``Idempotent-Replayed: true`` instead of running again. A request refused
-with an error keeps nothing: the key is free for the corrected request."""
+with an error before it wrote keeps nothing: the key is free for the
+corrected request. An error after its writes were committed (``wrote``) is
+its answer, kept like any other: a retry must not write again."""
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from werkzeug.wrappers import Response
 
 from ..data.etags import permissions_key
+from ..errors import ApiError
 from ..idempotency import HEADER, MAX_ANSWER, caller_of, fingerprint, sight
-from ..web import body_size
+from ..web import Request, body_size, error_response
 
 if TYPE_CHECKING:
     from ..idempotency import Replays
@@ -18,12 +21,19 @@ if TYPE_CHECKING:
 
 Handler = TypeVar("Handler", bound=Callable[..., Response])
 REPLAYED = "Idempotent-Replayed"
+_WROTE = "restsvc.idempotency.wrote"
 
 
 def idempotent(handler: Handler) -> Handler:
     """Mark a handler whose POST/PUT answers may be replayed for an Idempotency-Key."""
     handler.idempotent = True  # type: ignore[attr-defined]
     return handler
+
+
+def wrote(request: Request) -> None:
+    """The request's writes are committed: from now on it has run, and an
+    error is its answer under its key (see the module docstring)."""
+    request.environ[_WROTE] = True
 
 
 def answer(replays: "Replays", ctx: "Context", run: Callable[[], Response]) -> Response:
@@ -43,9 +53,16 @@ def answer(replays: "Replays", ctx: "Context", run: Callable[[], Response]) -> R
         return Response(content, status=status, headers=[*headers, (REPLAYED, "true")])
     try:
         response = run()
+    except ApiError as exc:
+        if request.environ.get(_WROTE):
+            kept = error_response(exc)
+            replays.finish(row_id, kept.status_code, kept.headers.to_wsgi_list(), _body(kept))
+        else:
+            # Refused (validation, permissions, conflicts): the one write
+            # path rolled back whatever it had begun, so a retry may run.
+            replays.release(row_id)
+        raise
     except BaseException:
-        # Refused (an ApiError: validation, permissions, conflicts) or failed:
-        # the write path rolled back, so a retry may run again.
         replays.release(row_id)
         raise
     replays.finish(row_id, response.status_code, response.headers.to_wsgi_list(), _body(response))
