@@ -214,7 +214,7 @@ def add_header(response, name, value):
         response.headers.add(name, str(value))
 
 
-def body_size(response: Response) -> int | None:
+def body_size(response):
     """The body's length when it is known without reading it, else None."""
     if isinstance(response, _CompleteResponse):
         return len(response.response[0])

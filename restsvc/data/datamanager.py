@@ -5,7 +5,7 @@ applies entity, attribute and row-level policies; results come back as JSON
 text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..db import is_sqlite, write_transaction
 from ..errors import (BadRequest, NotFound, PreconditionFailed, ValidationFailed,
@@ -107,7 +107,8 @@ class DataManager:
             if tag is not None and unchanged is not None and unchanged(tag):
                 return None, tag
             return RawJson(read.write(values)), tag
-        rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key],
+        model: Any = meta.model        # a Peewee model: its fields are class attributes
+        rows = self._load(access, meta, plan, tagged=True, key_field=model.id, keys=[key],
                           raw=plan is not None)
         if not rows:
             return None
