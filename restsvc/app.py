@@ -265,7 +265,7 @@ class RestApp:
                 limit_body(request, self.settings.max_request_size)
             context = Context(self, request, principal)
             if getattr(endpoint, "idempotent", False):
-                response = replay.answer(self.replays, request, principal,
+                response = replay.answer(self.replays, context,
                                          lambda: endpoint(context, **args))
             else:
                 response = endpoint(context, **args)

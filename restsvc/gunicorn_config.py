@@ -28,15 +28,27 @@ Why these values (README "Running the service", measured there):
   same trusted proxies only (restsvc/proxies.py), so one place decides.
 - ``limit_request_line`` at gunicorn's maximum, 8190 bytes (its default is
   4094): a GET search carries its filter in the URL, and a longer request
-  line is answered 414 by gunicorn itself (documented on those operations;
-  the POST forms take the filter in the body, without that limit).
+  line is answered 414 (documented on those operations; the POST forms take
+  the filter in the body, without that limit). It cannot go higher: 0, the
+  only larger value, lets gunicorn's Python parser read a line of any
+  length into memory. So the bound is gunicorn's, and its answer is made
+  the service's: every request gunicorn refuses itself (414 request line,
+  431 header fields, 400 malformed request) is answered in the error format,
+  ``{"error", "details"}`` as JSON, not gunicorn's HTML page
+  (``write_json_error``, installed in each worker).
 - No control socket: gunicorn 27 puts it at one path per user
   (``$XDG_RUNTIME_DIR/gunicorn.ctl``), which several instances on one machine
   would share; give each instance its own with ``restsvc serve
   --control-socket PATH`` when you use ``gunicornc``.
 """
+import functools
+import json
 import os
 import signal
+from typing import Any
+
+from gunicorn import util
+from gunicorn.http.message import MAX_REQUEST_LINE
 
 from .health import begin_shutdown, is_shutting_down
 from .observability import multiprocess
@@ -47,7 +59,7 @@ threads = 16
 timeout = 60
 graceful_timeout = 30
 keepalive = 5
-limit_request_line = 8190
+limit_request_line = MAX_REQUEST_LINE       # 8190
 control_socket_disable = True
 forwarded_allow_ips = ""
 forwarder_headers = ""
@@ -77,11 +89,33 @@ def when_ready(arbiter):
     install_drain(arbiter, drain_seconds)
 
 
-def post_worker_init(worker):
-    """A worker told to stop (SIGTERM: the graceful stop, or a worker being
+def write_json_error(line_limit: int, sock: Any, status: int, reason: str, message: str) -> None:
+    """gunicorn's ``util.write_error`` in the service's error format: the
+    answer to a request gunicorn refused before the application saw it."""
+    if status == 414:
+        error = "Request line too long"
+        message = (f"The request line is longer than {line_limit} bytes; send a long "
+                   f"filter or parameter list in the body of the operation's POST form")
+    elif status >= 500:
+        error, message = "Server error", ""
+    else:
+        error = reason
+    body = json.dumps({"error": error, "details": message}).encode("ascii")
+    head = (f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/json;charset=UTF-8\r\nCache-Control: no-store\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    util.write_nonblock(sock, head.encode("latin-1") + body)
+
+
+def post_worker_init(worker: Any) -> None:
+    """Requests gunicorn refuses itself are answered in JSON (``write_json_error``).
+    A worker told to stop (SIGTERM: the graceful stop, or a worker being
     replaced) ends its change feed streams first, so they do not hold the
     stop until ``graceful_timeout``."""
     from .events.feed import close_streams
+    configured = worker.cfg.limit_request_line      # gunicorn caps it at its maximum
+    line_limit = configured if 0 < configured < MAX_REQUEST_LINE else MAX_REQUEST_LINE
+    util.write_error = functools.partial(write_json_error, line_limit)
     stop = worker.handle_exit
 
     def handle_exit(sig, frame):

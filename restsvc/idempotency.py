@@ -5,21 +5,30 @@ primary key makes one claim win, on every instance sharing the database);
 the answer then fills the row in. A repeat finds the row: the same request
 (method, path, query and body, compared by a hash) replays the stored answer
 without running; another request under the key is 422; a repeat while the
-first still runs is 409. Callers are users (password, authorization-code
-and external tokens) or clients (client-credentials tokens): keys are per
-caller, so nobody can replay another's answer. Rows live for
-``svc.rest.idempotency-expiry`` (24 h by default); answers of 5xx are not
-kept (nothing was written: a retry runs again), answers longer than
-``MAX_ANSWER`` bytes are kept without their body (a repeat is 409).
+first still runs is 409. Keys are per caller identity (``Principal.identity``:
+this service's user or client, or an identity provider's issuer and
+subject), so nobody can replay another's answer. A replay never shows more
+than the caller may see now: the row keeps a digest of what the first
+caller's permissions let it see, and a repeat whose permissions differ is
+409 instead of a replay. Only answers of requests that ran are kept: one
+refused with an error (validation, permissions, conflicts: the one write path
+rolled back whatever it had begun) frees its key, as do 5xx answers. Rows
+live for ``svc.rest.idempotency-expiry`` (24 h by default); answers longer
+than ``MAX_ANSWER`` bytes are kept without their body (a repeat is 409).
 """
 import hashlib
 import json
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import peewee
 
 from .db import database_proxy
 from .errors import ApiError, BadRequest, Conflict
+
+if TYPE_CHECKING:
+    from .security.gate import Principal
 
 HEADER = "Idempotency-Key"
 MAX_KEY = 255
@@ -31,7 +40,9 @@ _NOT_KEPT = ("Content-Length", "X-Request-Id", "RateLimit-Limit", "RateLimit-Rem
 
 class IdempotentRequest(peewee.Model):
     key = peewee.CharField(primary_key=True, max_length=64)    # hash of caller and key
-    fingerprint = peewee.CharField(max_length=64)              # hash of the request
+    # Two halves of 32 hex digits: the request's digest, then the digest of
+    # what the caller's permissions let it see (``Replays.claim``).
+    fingerprint = peewee.CharField(max_length=64)
     expires = peewee.DoubleField()                              # epoch seconds
     status = peewee.IntegerField(null=True)                     # null while running
     headers = peewee.TextField(null=True)                       # JSON [[name, value], ...]
@@ -46,32 +57,38 @@ class Unprocessable(ApiError):
     status = 422
 
 
-def caller_of(principal):
-    """Whose keys these are: the user, or the client of a client-credentials token."""
-    if principal.is_user and principal.username:
-        return f"user:{principal.username}"
-    if principal.client_id:
-        return f"client:{principal.client_id}"
-    return None
+def caller_of(principal: "Principal") -> str | None:
+    """Whose keys these are (None: the anonymous caller, who has none)."""
+    return principal.identity
 
 
-def fingerprint(method, path, query, body):
+def fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:
+    """The request's digest (32 hex digits): what a repeat must send again."""
     digest = hashlib.sha256()
     for part in (method.encode(), path.encode("utf-8"), query, body):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
-    return digest.hexdigest()
+    return digest.hexdigest()[:32]
+
+
+def sight(permissions_key: str) -> str:
+    """The digest (32 hex digits) of what a caller may see, from the key that
+    tells permissions apart (``data.etags.permissions_key``)."""
+    return hashlib.sha256(permissions_key.encode("utf-8")).hexdigest()[:32]
 
 
 class Replays:
-    def __init__(self, expiry, clock=time.time):
+    def __init__(self, expiry: float, clock: Callable[[], float] = time.time) -> None:
         self.expiry = expiry
         self.clock = clock
         self._claims = 0
 
-    def claim(self, caller, key, print_):
+    def claim(self, caller: str, key: str, print_: str,
+              seen: str) -> tuple[str, tuple[int, list[tuple[str, str]], bytes] | None]:
         """The row id when this request runs now; the stored (status,
-        headers, body) when it is a repeat; 409 or 422 otherwise."""
+        headers, body) when it is a repeat; 409 or 422 otherwise.
+        ``print_``: the request's ``fingerprint``; ``seen``: the ``sight`` of
+        the caller's permissions."""
         if not key or len(key) > MAX_KEY or not key.isprintable() or not key.isascii():
             raise BadRequest("Invalid Idempotency-Key",
                              f"An Idempotency-Key is 1 to {MAX_KEY} printable ASCII characters")
@@ -80,7 +97,7 @@ class Replays:
         self._purge(now)
         for _ in range(2):
             try:
-                IdempotentRequest.insert(key=row_id, fingerprint=print_,
+                IdempotentRequest.insert(key=row_id, fingerprint=print_ + seen,
                                          expires=now + self.expiry).execute()
                 return row_id, None
             except peewee.IntegrityError:
@@ -92,25 +109,33 @@ class Replays:
                 IdempotentRequest.delete().where((IdempotentRequest.key == row_id)
                                                  & (IdempotentRequest.expires <= now)).execute()
                 continue
-            return row_id, self._stored(found, print_)
+            return row_id, self._stored(found, print_, seen)
         raise Conflict("Idempotency-Key in use", "Another request with this Idempotency-Key "
                                                  "is being answered; retry later")
 
     @staticmethod
-    def _stored(found, print_):
-        if found.fingerprint != print_:
+    def _stored(found: IdempotentRequest, print_: str,
+                seen: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        if found.fingerprint[:32] != print_:
             raise Unprocessable("Idempotency-Key reused",
                                 "This Idempotency-Key was used for another request "
                                 "(method, path or body differ)")
         if found.status is None:
             raise Conflict("Idempotency-Key in use", "The first request with this "
                                                      "Idempotency-Key is still being answered")
+        if found.fingerprint[32:] != seen:
+            raise Conflict("Idempotency-Key used", f"The first request with this Idempotency-Key "
+                                                   f"was answered {found.status} for other "
+                                                   f"permissions than the caller has now: the "
+                                                   f"answer is not replayed")
         if found.body is None:
             raise Conflict("Idempotency-Key used", f"The answer to the first request was over "
                                                    f"{MAX_ANSWER} bytes and is not kept")
-        return found.status, json.loads(found.headers), bytes(found.body)
+        headers = [(str(name), str(value)) for name, value in json.loads(found.headers or "[]")]
+        return found.status, headers, bytes(found.body)
 
-    def finish(self, row_id, status, headers, body):
+    def finish(self, row_id: str, status: int, headers: list[tuple[str, str]],
+               body: bytes | None) -> None:
         """Keep the answer (``body`` None: too long); a 5xx frees the key instead."""
         if status >= 500:
             self.release(row_id)
@@ -120,10 +145,10 @@ class Replays:
             IdempotentRequest.key == row_id).execute()
 
     @staticmethod
-    def release(row_id):
+    def release(row_id: str) -> None:
         IdempotentRequest.delete().where(IdempotentRequest.key == row_id).execute()
 
-    def _purge(self, now):
+    def _purge(self, now: float) -> None:
         self._claims += 1
         if self._claims % _PURGE_EVERY == 1:
             IdempotentRequest.delete().where(IdempotentRequest.expires <= now).execute()

@@ -10,11 +10,17 @@ body that ends before its closing boundary, raises, so the storage discards
 what it had written.
 """
 import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import RequestEntityTooLarge
-from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
+from werkzeug.sansio.multipart import (Data, Epilogue, Event, Field, File, MultipartDecoder,
+                                       NeedData)
 
 from .errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Request
 
 CHUNK_SIZE = 256 * 1024
 # What a multipart body may carry beside the file: boundaries, part headers,
@@ -22,45 +28,46 @@ CHUNK_SIZE = 256 * 1024
 MULTIPART_OVERHEAD = 1 << 20
 MAX_PARTS = 64
 UPLOAD_FAILED = "File upload failed"
-# A raw body is the file only when it says it is bytes (or says nothing, which
-# RFC 9110 8.3 reads the same). Any other type is refused: the type a file is
-# served with comes from its name, so an upload's own type would be ignored,
-# and a JSON or form body sent here is a client's mistake, not a file to keep.
-RAW_TYPES = ("application/octet-stream", "")
+# Option B: any other body is the file itself, whatever type it says it is
+# (SPEC: "raw binary with the file's own content type"; the reference takes
+# everything but multipart). The type is not kept: a file is served with the
+# type of its stored name. Multipart types other than form-data are refused:
+# they are framing this service does not read, not a file.
+FORM_DATA = "multipart/form-data"
 
 
 class Upload:
     """``filename``: the multipart part's file name (None for a raw body);
     ``chunks``: an iterator of the content's bytes."""
 
-    def __init__(self, filename, chunks):
+    def __init__(self, filename: str | None, chunks: Iterator[bytes]) -> None:
         self.filename = filename
         self.chunks = chunks
 
 
-def read_upload(request, max_size):
-    if request.mimetype == "multipart/form-data":
+def read_upload(request: "Request", max_size: int) -> Upload:
+    mimetype = request.mimetype
+    if mimetype == FORM_DATA:
         return _multipart_upload(request, max_size)
-    if request.mimetype not in RAW_TYPES:
+    if mimetype.startswith("multipart/"):
         raise UnsupportedMediaType(UPLOAD_FAILED, f"Send the file as the part 'file' of a "
-                                                  f"multipart/form-data body, or as the body "
-                                                  f"with Content-Type application/octet-stream, "
-                                                  f"not {request.mimetype}")
+                                                  f"{FORM_DATA} body, or as the body itself "
+                                                  f"(any other type), not {mimetype}")
     return Upload(None, _body(request, max_size, max_size))
 
 
-def part_file_name(filename):
+def part_file_name(filename: str | None) -> str | None:
     """RFC 7578 4.2: a part's filename is not a path; some clients still send one."""
     return re.split(r"[\\/]", filename)[-1] if filename else None
 
 
-def _too_large(max_size, limit):
+def _too_large(max_size: int, limit: int) -> PayloadTooLarge:
     allowance = f" plus {limit - max_size} bytes of multipart framing" if limit > max_size else ""
     return PayloadTooLarge(UPLOAD_FAILED, f"The upload is larger than the maximum file size of "
                                           f"{max_size} bytes (svc.rest.max-file-size){allowance}")
 
 
-def _body(request, limit, max_size):
+def _body(request: "Request", limit: int, max_size: int) -> Iterator[bytes]:
     """The body's chunks, at most ``limit`` bytes of them; 413 before reading
     anything when the declared length is already too big."""
     if request.content_length is not None and request.content_length > limit:
@@ -68,7 +75,7 @@ def _body(request, limit, max_size):
     return _limited(_body_chunks(request), limit, max_size)
 
 
-def _body_chunks(request):
+def _body_chunks(request: "Request") -> Iterator[bytes]:
     stream = request.stream
     expected = request.content_length
     received = 0
@@ -89,7 +96,7 @@ def _body_chunks(request):
                                         f"of {expected} bytes")
 
 
-def _limited(chunks, limit, max_size):
+def _limited(chunks: Iterator[bytes], limit: int, max_size: int) -> Iterator[bytes]:
     size = 0
     for chunk in chunks:
         size += len(chunk)
@@ -98,11 +105,11 @@ def _limited(chunks, limit, max_size):
         yield chunk
 
 
-def _malformed(reason):
+def _malformed(reason: str) -> BadRequest:
     return BadRequest(UPLOAD_FAILED, f"Malformed multipart/form-data body: {reason}")
 
 
-def _multipart_upload(request, max_size):
+def _multipart_upload(request: "Request", max_size: int) -> Upload:
     # The file part counts against max_size, the whole body (other parts
     # included) against max_size plus the overhead.
     chunks = _body(request, max_size + MULTIPART_OVERHEAD, max_size)
@@ -119,7 +126,7 @@ def _multipart_upload(request, max_size):
     raise BadRequest(UPLOAD_FAILED, "The multipart body has no part named 'file'")
 
 
-def _events(decoder, chunks):
+def _events(decoder: MultipartDecoder, chunks: Iterator[bytes]) -> Iterator[Event]:
     """Decoder events as the body arrives, up to the closing boundary."""
     try:
         for chunk in chunks:
@@ -136,7 +143,7 @@ def _events(decoder, chunks):
                          else str(exc)) from None
 
 
-def _ready_events(decoder):
+def _ready_events(decoder: MultipartDecoder) -> Iterator[Event]:
     while True:
         event = decoder.next_event()
         if isinstance(event, NeedData):
@@ -146,7 +153,7 @@ def _ready_events(decoder):
             return
 
 
-def _part_content(events, max_size):
+def _part_content(events: Iterator[Event], max_size: int) -> Iterator[bytes]:
     size = 0
     for event in events:
         if isinstance(event, Data):

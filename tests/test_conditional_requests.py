@@ -124,3 +124,71 @@ def test_only_one_of_concurrent_writers_with_the_same_etag_wins(app, auth):
     assert codes == [200] + [412] * 5
     winner = next(number for code, number in results if code == 200)
     assert Client(app).get(URL, headers=auth).json["name"] == f"Writer {winner}"
+
+
+CUSTOMERS = "/rest/entities/Customer"
+
+
+@pytest.mark.parametrize("query", ["?responseFetchPlan=_base", "?responseFetchPlan=_local",
+                                   "?responseFetchPlan=_base&returnNulls=true"])
+def test_a_create_answers_the_etag_a_get_along_the_same_plan_answers(client, auth, query):
+    created = client.post(CUSTOMERS + query, json={"name": "Tagged", "email": "t@x.org"},
+                          headers=auth)
+    assert created.status_code == 201 and created.json["version"] == 1
+    read = client.get(created.headers["Location"] + query.replace("responseFetchPlan",
+                                                                   "fetchPlan"), headers=auth)
+    assert created.headers["ETag"] == read.headers["ETag"]
+    assert created.json == read.json
+    again = client.get(created.headers["Location"] + query.replace("responseFetchPlan",
+                                                                    "fetchPlan"),
+                       headers={**auth, "If-None-Match": created.headers["ETag"]})
+    assert again.status_code == 304
+
+
+def test_an_update_answers_the_etag_of_the_new_version(client, auth):
+    stale = _tag(client, auth)
+    updated = client.put(URL + "?responseFetchPlan=_base", json={"name": "Tagged"},
+                         headers={**auth, "If-Match": stale})
+    assert updated.status_code == 200
+    assert updated.headers["ETag"] == _tag(client, auth) != stale
+    # The answer's tag is the precondition of the next update.
+    response = client.put(URL, json={"name": "Next"},
+                          headers={**auth, "If-Match": updated.headers["ETag"]})
+    assert response.status_code == 200
+
+
+def test_a_restore_answers_the_etag_a_get_answers(client, auth):
+    created = client.post(CUSTOMERS, json={"name": "Back", "email": "b@x.org"}, headers=auth)
+    url = created.headers["Location"]
+    assert client.delete(url, headers=auth).status_code == 204
+    restored = client.post(url + "/restore", headers=auth)
+    assert restored.status_code == 200
+    assert restored.headers["ETag"] == _tag_of(client, auth, url)
+
+
+def _tag_of(client, auth, url):
+    response = client.get(url, headers=auth)
+    assert response.status_code == 200
+    return response.headers["ETag"]
+
+
+def test_answers_that_do_not_hold_the_entity_carry_no_etag(client, auth, reader_auth):
+    """The short form (no response plan), arrays (bulk) and service results."""
+    short = client.post(CUSTOMERS, json={"name": "Short", "email": "s@x.org"}, headers=auth)
+    assert set(short.json) == {"_entityName", "_instanceName", "id"} and "ETag" not in short.headers
+    bulk = client.post(CUSTOMERS + "?responseFetchPlan=_base",
+                       json=[{"name": "B1", "email": "b1@x.org"}], headers=auth)
+    assert bulk.status_code == 201 and "ETag" not in bulk.headers
+    updated = client.put(URL, json={"name": "Short"}, headers=auth)
+    assert updated.status_code == 200 and "ETag" not in updated.headers
+
+
+def test_a_create_the_caller_may_not_read_back_carries_no_etag(client_with_roles):
+    from restsvc import ResourceRole
+    writer = ResourceRole("t-create-only", entities={"Customer": "create"},
+                          attributes={"Customer": {"*": "modify"}})
+    client, tester = client_with_roles(writer)
+    created = client.post(CUSTOMERS + "?responseFetchPlan=_base",
+                          json={"name": "Blind", "email": "blind@x.org"}, headers=tester)
+    assert created.status_code == 201, created.json
+    assert set(created.json) == {"_entityName", "id"} and "ETag" not in created.headers

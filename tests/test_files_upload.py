@@ -28,14 +28,36 @@ def test_raw_upload_stores_the_body_and_answers_201_with_the_file_reference(clie
     assert download(client, auth, response.json["fileRef"]).data == b"\x00\x01binary\xff"
 
 
-@pytest.mark.parametrize("content_type", ["application/json", "text/plain",
-                                          "application/x-www-form-urlencoded"])
-def test_raw_body_of_another_type_than_octet_stream_is_415_and_stores_nothing(
-        client, auth, app, content_type):
-    response = upload_raw(client, auth, b'{"a": 1}', "data.json", content_type)
+@pytest.mark.parametrize("content, name, content_type", [
+    (b"%PDF-1.4 report", "report 2026.pdf", "application/pdf"),
+    (b"\x89PNG\r\n\x1a\n", "cat.png", "image/png"),
+    (b'{"a": 1}', "data.json", "application/json"),
+    (b"a=1&b=2", "form.txt", "application/x-www-form-urlencoded"),
+    (b"plain", "notes.txt", "text/plain; charset=utf-8"),
+])
+def test_raw_body_of_the_files_own_type_is_the_file(client, auth, content, name, content_type):
+    response = upload_raw(client, auth, content, name, content_type)
+    assert response.status_code == 201, response.json
+    assert response.json["name"] == name and response.json["size"] == len(content)
+    assert download(client, auth, response.json["fileRef"]).data == content
+
+
+def test_raw_upload_is_served_with_the_type_of_its_name_not_of_the_upload(client, auth):
+    ref = upload_raw(client, auth, b"<script>alert(1)</script>", "page.txt",
+                     "text/html").json["fileRef"]
+    served = download(client, auth, ref)
+    assert served.mimetype == "text/plain"
+    assert served.headers["X-Content-Type-Options"] == "nosniff"
+
+
+@pytest.mark.parametrize("content_type", ["multipart/mixed; boundary=x", "multipart/related"])
+def test_raw_body_of_another_multipart_type_is_415_and_stores_nothing(client, auth, app,
+                                                                        content_type):
+    response = upload_raw(client, auth, b"--x\r\n\r\nbody\r\n--x--\r\n", "data.bin",
+                          content_type)
     assert response.status_code == 415
     assert response.json["error"] == "File upload failed"
-    assert "application/octet-stream" in response.json["details"]
+    assert "multipart/form-data" in response.json["details"]
     assert_nothing_stored(app)
 
 

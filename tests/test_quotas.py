@@ -3,6 +3,7 @@ import pytest
 from werkzeug.test import Client
 
 from conftest import bearer, get_token, password_grant
+from jwt_support import hs256_headers, hs256_settings
 from restsvc.settings import SettingsError
 
 
@@ -74,6 +75,18 @@ def test_a_user_quota_holds_the_user_whichever_client_signs_in(two_instances):
                 for client in (first, second, first)]
     assert statuses == [200, 200, 429]
     assert first.get("/rest/userInfo", headers=bearer(get_token(first))).status_code == 200
+
+
+def test_an_external_user_named_like_a_local_user_has_a_bucket_of_its_own(two_instances):
+    (first, second), clock = two_instances({"svc.rate-limit.user.alice": "2/s",
+                                            **hs256_settings()})
+    local = bearer(password_grant(first).json["access_token"])
+    external = hs256_headers("ext-alice", "alice")
+    assert [first.get("/rest/userInfo", headers=local).status_code for _ in range(3)] == \
+        [200, 200, 429]
+    # The same quota (by its username), counted apart from the local alice's.
+    assert [second.get("/rest/userInfo", headers=external).status_code for _ in range(3)] == \
+        [200, 200, 429]
 
 
 def test_callers_without_a_quota_get_no_rate_limit_headers(client, auth):

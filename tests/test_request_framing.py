@@ -62,3 +62,42 @@ def test_a_chunked_token_request_over_16_kb_is_a_413_oauth_error(server):
                           chunked(form), "application/x-www-form-urlencoded")
     assert status == 413 and answer["error"] == "invalid_request"      # RFC 6749 5.2
     assert "16384 bytes" in answer["error_description"]
+
+
+def _get(server, target, extra=()):
+    """A GET's (status, Content-Type, parsed JSON body) through the server."""
+    lines = [f"GET {target} HTTP/1.1", f"Host: {server.host}",
+             f"Authorization: Bearer {server.token}", *extra, "Connection: close"]
+    data = exchange(server, ("\r\n".join(lines) + "\r\n\r\n").encode())
+    head, _, payload = data.partition(b"\r\n\r\n")
+    headers = dict(line.split(": ", 1) for line in head.decode("latin-1").split("\r\n")[1:])
+    return int(head.split(b" ", 2)[1]), headers.get("Content-Type"), json.loads(payload)
+
+
+def _grades(line_length):
+    """The target of a GET whose request line is ``line_length`` bytes long:
+    a long list of grades (empty pairs, ``&``, fill up the last bytes)."""
+    base = "/rest/queries/Customer/customersByGrades?grades=GOLD"
+    fill = line_length - len(f"GET {base} HTTP/1.1")
+    return base + "&grades=SILVER" * (fill // 14) + "&" * (fill % 14)
+
+
+def test_a_request_line_over_the_limit_is_a_json_414_in_the_error_format(server):
+    status, content_type, body = _get(server, _grades(8191))
+    assert status == 414 and content_type.startswith("application/json")
+    assert body["error"] == "Request line too long" and "8190 bytes" in body["details"]
+
+
+def test_a_request_line_at_the_limit_reaches_the_application(server):
+    status, content_type, body = _get(server, _grades(8190))
+    assert status == 200 and content_type.startswith("application/json")
+    assert isinstance(body, list)
+
+
+def test_other_requests_gunicorn_refuses_are_answered_in_the_error_format(server):
+    status, content_type, body = _get(server, "/rest/userInfo", [f"X-Big: {'b' * 9000}"])
+    assert status == 431 and content_type.startswith("application/json")
+    assert set(body) == {"error", "details"} and body["error"]
+    status, content_type, body = _get(server, "/rest/user Info")
+    assert status == 400 and content_type.startswith("application/json")
+    assert set(body) == {"error", "details"}

@@ -2,17 +2,18 @@
 from urllib.parse import quote
 
 from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
 
 from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..data.aggregates import FUNCTIONS, aggregate
 from ..data.etags import tag_version
 from ..data.softdelete import including_deleted
 from ..errors import BadRequest, invalid_parameter_value
-from ..jsonio import loads, raw_array
+from ..jsonio import RawJson, loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
 from ..web import (empty_response, json_response, list_response, location_url, next_page_url,
                    query_bool, query_int, whole_number)
-from .replay import idempotent
+from .replay import idempotent, wrote
 
 BASE = "/rest/entities/<entity_name>"
 
@@ -191,13 +192,25 @@ def create(ctx, entity_name):
     plan = _response_plan(ctx, meta)
     bulk = isinstance(body, list)
     saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
-    answer = data.saved_response(ctx.access, meta, saved, plan, query_bool(ctx.request, "returnNulls"))
+    wrote(ctx.request)
+    return_nulls = query_bool(ctx.request, "returnNulls")
     collection = location_url(ctx.request, ctx.app.settings.public_url)
+    if bulk:
+        answer = data.saved_response(ctx.access, meta, saved, plan, return_nulls)
+        return json_response(raw_array(answer), status=201, headers={"Location": collection})
     # An application's own string id may hold any character: percent-encoded,
     # so the header stays one valid line (a control character would break it).
-    location = collection if bulk else f"{collection}/{quote(str(saved[0].id), safe='')}"
-    return json_response(raw_array(answer) if bulk else answer[0], status=201,
-                         headers={"Location": location})
+    location = f"{collection}/{quote(str(saved[0].id), safe='')}"
+    return _entity_response(data.saved_entity(ctx.access, meta, saved[0], plan, return_nulls),
+                            status=201, headers={"Location": location})
+
+
+def _entity_response(tagged: "tuple[RawJson | None, str | None]", status: int = 200,
+                     headers: dict[str, str] | None = None) -> Response:
+    """One entity's answer with its ETag, when it has one (as a GET answers it)."""
+    body, tag = tagged
+    return json_response(body, status=status,
+                         headers={**(headers or {}), **({"ETag": tag} if tag else {})})
 
 
 @idempotent
@@ -208,7 +221,8 @@ def update(ctx, entity_name, entity_id):
     plan = _response_plan(ctx, meta)
     saved = data.save(ctx.access, meta, [body], entity_ids=[entity_id], creating=False,
                       if_match=_if_match(ctx))
-    return json_response(data.saved_response(ctx.access, meta, saved, plan)[0])
+    wrote(ctx.request)
+    return _entity_response(data.saved_entity(ctx.access, meta, saved[0], plan))
 
 
 @idempotent
@@ -221,6 +235,7 @@ def bulk_update(ctx, entity_name):
         raise BadRequest(message, message)
     plan = _response_plan(ctx, meta)
     saved = data.save(ctx.access, meta, body, creating=False, bulk=True)
+    wrote(ctx.request)
     return json_response(raw_array(data.saved_response(ctx.access, meta, saved, plan)))
 
 
@@ -235,7 +250,7 @@ def restore(ctx, entity_name, entity_id):
     data = ctx.app.data
     meta = data.entity(entity_name)
     key = data.restore(ctx.access, meta, entity_id)
-    return json_response(data.load(ctx.access, meta, key, data.plan(meta, None)))
+    return _entity_response(data.load_tagged(ctx.access, meta, key, data.plan(meta, None)))
 
 
 def purge(ctx, entity_name, entity_id):

@@ -4,6 +4,9 @@ Every call takes an ``Access`` (the caller's permissions and session) and
 applies entity, attribute and row-level policies; results come back as JSON
 text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from ..db import is_sqlite, write_transaction
 from ..errors import (BadRequest, NotFound, PreconditionFailed, ValidationFailed,
                       entity_name_not_found, entity_not_found)
@@ -22,6 +25,12 @@ from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
 from .nestedrows import too_many
 from .query import check_limit, check_sort
 from .writer import Writer
+
+if TYPE_CHECKING:
+    from ..model.fetchplan import FetchPlan
+    from ..model.metadata import MetaClass
+    from .access import Access
+    from .importer import Operation
 
 
 _KEPT_FILTERS = 1000          # URL filters kept at most
@@ -78,20 +87,31 @@ class DataManager:
         without a version. When ``unchanged(etag)`` holds, the body is not
         written (None): the caller already has it."""
         require(access, meta, "read")
-        key = parse_id(meta, entity_id)
+        found = self._tagged(access, meta, parse_id(meta, entity_id), plan, return_nulls,
+                             unchanged)
+        if found is None:
+            raise entity_not_found(meta.name, entity_id)
+        return found
+
+    def _tagged(self, access: "Access", meta: "MetaClass", key: object, plan: "FetchPlan | None",
+                return_nulls: bool, unchanged: "Callable[[str], bool] | None" = None,
+                ) -> "tuple[RawJson | None, str | None] | None":
+        """``load_tagged``'s answer for a parsed id; None when the caller
+        cannot see the row."""
         read = byid.reader(access, meta, plan, key, return_nulls)
         if read is not None:
             values = read.load(access, key)
             if values is None:
-                raise entity_not_found(meta.name, entity_id)
+                return None
             tag = read.tag(values, access)
             if tag is not None and unchanged is not None and unchanged(tag):
                 return None, tag
             return RawJson(read.write(values)), tag
-        rows = self._load(access, meta, plan, tagged=True, key_field=meta.model.id, keys=[key],
+        model: Any = meta.model        # a Peewee model: its fields are class attributes
+        rows = self._load(access, meta, plan, tagged=True, key_field=model.id, keys=[key],
                           raw=plan is not None)
         if not rows:
-            raise entity_not_found(meta.name, entity_id)
+            return None
         flat = isinstance(rows, RawRows)
         tag = entity_tag(tag_row(rows) if flat else rows[0], plan, access.permissions,
                          access.session, return_nulls)
@@ -315,6 +335,20 @@ class DataManager:
         with write_transaction(self.database):
             key, _ = softdelete.deleted_row(access, meta, entity_id, softdelete.PURGE, "delete")
             Writer(access).delete(meta, [key], purge=True)
+
+    def saved_entity(self, access: "Access", meta: "MetaClass", operation: "Operation",
+                     plan: "FetchPlan | None",
+                     return_nulls: bool = False) -> "tuple[RawJson | None, str | None]":
+        """(JSON text, ETag) of what a create or update of one entity answers.
+        Along a plan it is the entity as a GET along that plan reads it: the
+        same body and the same ETag. Without a plan, or for a row the caller
+        may not read, it is ``saved_response``'s short form, without a tag:
+        it does not hold the entity's representation."""
+        if plan is not None and access.permissions.can(meta.name, "read"):
+            found = self._tagged(access, meta, operation.id, plan, return_nulls)
+            if found is not None:
+                return found
+        return self.saved_response(access, meta, [operation], plan, return_nulls)[0], None
 
     def saved_response(self, access, meta, saved, plan, return_nulls=False):
         """What create/update answer for the saved operations, one JSON text

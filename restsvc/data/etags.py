@@ -10,10 +10,15 @@ Changes of referenced rows do not change the tag (their versions are not
 part of it).
 """
 import hashlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import peewee
 
 from ..jsonio import dumps
+
+if TYPE_CHECKING:
+    from ..security.roles import Permissions
 
 
 def entity_tag(row, plan, permissions, session, return_nulls):
@@ -73,7 +78,7 @@ def plan_key(plan):
     return key
 
 
-def permissions_key(permissions, session):
+def permissions_key(permissions: "Permissions", session: Mapping[str, str]) -> str:
     key = permissions.memo.get("etag")
     if key is None:
         key = permissions.memo["etag"] = hashlib.blake2b(

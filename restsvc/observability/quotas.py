@@ -15,13 +15,18 @@ Why the database and not Redis: it is there already and shared by all
 instances, the cost is one small write per limited request and nothing for
 callers without a quota (README "Per-client rate limits" gives the figures).
 """
+import hashlib
 import math
 import time
+from typing import TYPE_CHECKING
 
 import peewee
 
 from ..db import database_proxy
 from ..errors import ApiError
+
+if TYPE_CHECKING:
+    from ..security.gate import Principal
 
 
 class QuotaBucket(peewee.Model):
@@ -35,6 +40,16 @@ class QuotaBucket(peewee.Model):
 
 class TooManyRequests(ApiError):
     status = 429
+
+
+def _user_bucket(principal: "Principal") -> str:
+    """A user's bucket. An identity provider's user named like a local user
+    gets that name's quota, but a bucket of its own: it cannot use up the
+    local user's requests (the issuer and subject, hashed to fit the key)."""
+    if principal.issuer is None:
+        return f"user:{principal.username}"
+    digest = hashlib.sha256(str(principal.identity).encode("utf-8")).hexdigest()
+    return f"user:jwt:{digest}"
 
 
 class Quotas:
@@ -53,17 +68,17 @@ class Quotas:
                 headers = found
         return headers
 
-    def _quotas(self, principal):
+    def _quotas(self, principal: "Principal") -> list[tuple[str, tuple[float, int]]]:
+        found: list[tuple[str, tuple[float, int]]] = []
         if principal.client_id is None:
-            return ()
-        found = []
+            return found
         limit = self.limits.get(("client", principal.client_id))
         if limit is not None:
             found.append((f"client:{principal.client_id}", limit))
         if principal.is_user:
             limit = self.limits.get(("user", principal.username))
             if limit is not None:
-                found.append((f"user:{principal.username}", limit))
+                found.append((_user_bucket(principal), limit))
         return found
 
     def _take(self, key, rate, burst):

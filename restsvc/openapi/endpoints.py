@@ -120,18 +120,20 @@ def upload():
     body = {"required": True, "content": {
         "multipart/form-data": {"schema": {"type": "object", "properties": {
             "file": binary(OCTET_STREAM)}, "required": ["file"]}},
+        # Option B takes the file in any other type too (application/pdf, image/png,
+        # ...): */* would say so, but client generators refuse it.
         OCTET_STREAM: {"schema": binary(OCTET_STREAM)}}}
     return operation("Upload a file", FILES, {
         **ok("The stored file", ref("fileInfo"), "201",
              {"Location": header("The download URL of the file")}),
         **failures("BadRequest", "Forbidden", "NotFound", "PayloadTooLarge"),
-        "415": {"description": "The body is neither multipart/form-data nor "
-                               "application/octet-stream", "content": {JSON: {"schema": ERROR}}}},
+        "415": {"description": "A multipart body of another type than multipart/form-data",
+                "content": {JSON: {"schema": ERROR}}}},
         [query("name", STRING, "The file name; required when the body is the file itself"),
          query("storageName", STRING, "The file storage (default: the default storage)")],
         body, description="Needs the specific policy rest.fileUpload.enabled. The file is the "
-                          "part file of a multipart/form-data body, or the body itself sent as "
-                          "application/octet-stream (the type a file is served with comes from "
+                          "part file of a multipart/form-data body, or the body itself in any "
+                          "other type, e.g. its own (the type a file is served with comes from "
                           "its name, never from the upload).")
 
 

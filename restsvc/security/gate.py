@@ -12,6 +12,7 @@ whose user is disabled is therefore refused within that time on every
 instance (at once on the instance that revoked it: ``TokenStore.changes``);
 the permissions come from the token's roles, so nothing about them outlives it.
 """
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -112,6 +113,23 @@ class Principal:
     token_hash: str | None = None
     user_id: str | None = None    # the User's id (a string) for user tokens
     stored: bool = True    # a token of this service (not an identity provider's JWT)
+    # An identity provider's JWT: who the caller is there (its iss and sub).
+    # Its username may be anyone's, a local user's too: it names nothing kept here.
+    issuer: str | None = None
+    subject: str | None = None
+
+    @property
+    def identity(self) -> str | None:
+        """Who the caller is, for what is kept per caller (Idempotency-Key
+        answers, quota buckets): this service's user or client, or the
+        issuer's subject; None for the anonymous caller."""
+        if self.issuer is not None:
+            return f"jwt:{json.dumps([self.issuer, self.subject])}"
+        if self.is_user and self.username:
+            return f"user:{self.username}"
+        if self.client_id:
+            return f"client:{self.client_id}"
+        return None
 
 
 class Gate:
@@ -232,6 +250,6 @@ class Gate:
             client_id=claims.client_id, username=claims.username, is_user=True,
             locale=claims.locale if claims.locale in self.available_locales else None,
             permissions=self.roles.permissions(resource, row_level), token_hash=token_hash,
-            stored=False)
+            stored=False, issuer=claims.issuer, subject=claims.subject)
         self._remember(token_hash, (now, claims.expires_at, changes, principal))
         return principal

@@ -92,6 +92,8 @@ class Claims:
     locale: str
     role_codes: tuple
     expires_at: float
+    issuer: str
+    subject: str        # ``sub``; the username claim when the token has none
 
 
 def _path(claims, dotted):
@@ -130,8 +132,10 @@ class Issuer:
                                     for code in s.role_mapping.get(role, ())))
         client = claims.get(s.client_claim) or claims.get("client_id") or s.name
         locale = claims.get("locale")
+        subject = claims.get("sub")
         return Claims(str(client), username, locale if isinstance(locale, str) else None, codes,
-                      float(claims["exp"]))
+                      float(claims["exp"]), s.issuer,
+                      subject if isinstance(subject, str) and subject else username)
 
 
 class JwtIssuers:

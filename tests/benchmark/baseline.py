@@ -32,7 +32,7 @@ Per request it does what restsvc must do for the same bytes, and no more:
 - create (``responseFetchPlan=_base``): the body parsed and checked, one
   transaction with the customer's INSERT (audit columns filled), its history
   item's INSERT (Customer has history) and its change event's INSERT
-  (Customer publishes events), the full entity answered; the same indexes
+  (Customer publishes events), the full entity answered with its ETag; the same indexes
   as restsvc's are written, the trigram tables of substring search included
   (their triggers fire for the customer's name, email and city and the
   history item's entity name);
@@ -302,8 +302,13 @@ def load_customer(environ, conn, raw_id):
         raise Reply("404 Not Found", json.dumps(
             {"error": "Entity not found",
              "details": f"Entity Customer with id {raw_id} not found"}))
+    return "200 OK", customer_json(row), [("ETag", _etag(key, row[1]))]
+
+
+def _etag(key, version):
+    """restsvc's ETag of the customer ``key`` at ``version`` read along ``_base``."""
     tag = hashlib.blake2b(f"{key}{_local.tag_shape}".encode("utf-8"), digest_size=9).hexdigest()
-    return "200 OK", customer_json(row), [("ETag", f'"{row[1]}-{tag}"')]
+    return f'"{version}-{tag}"'
 
 
 def _now_text():
@@ -343,7 +348,8 @@ def create_customer(environ, conn, user):
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return "201 Created", _customer(row, name), [("Location", f"{PREFIX}/{new_id}")]
+    return "201 Created", _customer(row, name), [("Location", f"{PREFIX}/{new_id}"),
+                                                 ("ETag", _etag(new_id, 1))]
 
 
 def route(environ, conn, user):

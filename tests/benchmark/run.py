@@ -118,10 +118,10 @@ def same_bytes(name, ours, theirs):
 
 def same_headers(name, ours, theirs):
     """None, or the headers the two answers do not share. ``X-Request-Id`` is
-    new on every answer and a create's ``Location`` names its new id: those
-    two are compared by presence."""
+    new on every answer, and a create's ``Location`` and ``ETag`` name its new
+    id: those are compared by presence."""
     ours, theirs = dict(ours), dict(theirs)
-    fresh = {"X-Request-Id", *(("Location",) if name == "create" else ())}
+    fresh = {"X-Request-Id", *(("Location", "ETag") if name == "create" else ())}
     for headers in (ours, theirs):
         headers.update((header, "(present)") for header in fresh if header in headers)
     differing = sorted(header for header in {*ours, *theirs} if ours.get(header) != theirs.get(header))
