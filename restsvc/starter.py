@@ -54,7 +54,7 @@ application = Application(
 ''')
 
 SETTINGS = Template('''\
-# Settings of $name, made by `restsvc new` (restsvc/docs/configuration.md "Configuration" has every key).
+# Settings of $name, made by `restsvc new` (restsvc/docs/configuration.md "Every setting").
 # Keep this file private: it holds the secret key.
 svc:
   application: $module:application    # the module beside this file
