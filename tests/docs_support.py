@@ -1,5 +1,6 @@
 """The README and the manual's pages as the tests read them: headings, links,
-and the examples they show."""
+and the examples they show, and how an example is run."""
+import json
 import re
 from pathlib import Path
 
@@ -236,7 +237,8 @@ def matches(shown, actual, variables, key=None):
     if isinstance(shown, dict) and _PREFIX in shown:
         placeholder = shown[_PREFIX]
         if key in GENERATED and isinstance(actual, (str, int)):
-            variables[placeholder] = str(actual)
+            if re.fullmatch(r"[^.]{3,}\.\.\.", placeholder):
+                variables[placeholder] = str(actual)     # "Q6z...": used again below
             return True
         pattern = "".join(".*?" if part == "..." else re.escape(part)
                           for part in re.split(r"(\.\.\.)", placeholder))
@@ -308,3 +310,39 @@ def check_header(name, shown, actual, variables):
         placeholder = re.search(r"[\w+/-]{3,}$", before)
         if placeholder:
             variables[placeholder.group(0) + "..."] = placeholder.group(0) + value
+
+
+# The files the examples upload (-F file=@cat.jpg, --data-binary @report.pdf).
+FILES = {"cat.jpg": (b"\xff\xd8\xff\xe0" + bytes(range(256)) * 336)[:85862], "report.pdf": b"%PDF-1.4\n%%EOF\n"}
+
+
+def run(client, example, variables, tmp_path):
+    method, path, query, headers, body, form, flags = curl_request(example.command, variables)
+    if isinstance(body, tuple):
+        body = FILES[body[1]]
+    if form:
+        for value in form.values():
+            if value.startswith("@"):
+                (tmp_path / value[1:]).write_bytes(FILES[value[1:]])
+        body = {name: ((tmp_path / value[1:]).open("rb"), value[1:]) if value.startswith("@")
+                else value for name, value in form.items()}
+    answer = client.open(path, method=method, query_string=query, headers=headers,
+                         data=body)
+    shown = Shown(example.shown)
+    where = f"{example}: {example.command}\n -> {answer.status_code} {answer.get_data()[:300]!r}"
+    if shown.status:
+        assert answer.status_code == shown.status, where
+    elif shown.json is not None and isinstance(shown.json, dict) and "error" in shown.json:
+        assert answer.status_code >= 400, where
+    else:
+        assert answer.status_code < 400, where
+    for name, value in shown.headers.items():
+        check_header(name, value, answer.headers.get(name), variables)
+    if shown.json is not None:
+        assert matches(shown.json, json.loads(answer.get_data(as_text=True)), variables), where
+    for line in shown.text:
+        assert line in answer.get_data(as_text=True), where
+    if example.capture:
+        name, key = example.capture
+        variables["$" + name] = answer.json[key]
+    return answer
