@@ -54,7 +54,7 @@ def test_the_examples_of_a_page_give_the_answers_it_shows(make_app, tmp_path, pa
 
 def test_the_examples_not_run_are_few_and_say_why():
     marks = {page.name: not_run_marks(page) for page in [README, *PAGES, BENCHMARK]}
-    assert sum(len(reasons) for reasons in marks.values()) <= 12, marks
+    assert sum(len(reasons) for reasons in marks.values()) <= 15, marks
     assert all(len(reason.split()) >= 3 for reasons in marks.values() for reason in reasons)
 
 
