@@ -3,6 +3,9 @@ and the examples they show, and how an example is run."""
 import json
 import re
 from pathlib import Path
+from typing import Any
+
+from werkzeug.test import Client, TestResponse
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -12,29 +15,29 @@ BENCHMARK = ROOT / "tests" / "benchmark" / "README.md"
 TUTORIAL = DOCS / "tutorial.md"
 
 
-def documents():
+def documents() -> list[Path]:
     """Every Markdown document of the project's documentation."""
     return [README, *PAGES, BENCHMARK]
 
 
-def anchor(title):
+def anchor(title: str) -> str:
     """GitHub's anchor of a heading."""
     return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
 
 
-def _prose(text):
+def _prose(text: str) -> str:
     """The text without its code: fenced blocks and indented blocks."""
     text = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
     return re.sub(r"(?:^(?: {4}| {7}).*\n)+", "", text, flags=re.MULTILINE)
 
 
-def headings(text):
+def headings(text: str) -> list[tuple[int, str]]:
     """(level, title) of each heading, in order."""
     return [(len(hashes), title.strip()) for hashes, title in
             re.findall(r"^(#{1,4}) (.+)$", _prose(text), flags=re.MULTILINE)]
 
 
-def links(path):
+def links(path: Path) -> list[tuple[str, str]]:
     """(target, section) of each Markdown link of a document: target is a
     relative path or URL ('' for the same document), section an anchor or ''."""
     text = re.sub(r"`[^`\n]*`", "", _prose(path.read_text(encoding="utf-8")))
@@ -58,19 +61,21 @@ _CAPTURE = re.compile(r"^(\w+)=\$\((.*)\)$", re.DOTALL)
 class Example:
     """One command of a code block and the answer shown after it."""
 
-    def __init__(self, path, line, command, shown, capture=None, section="", settings=None):
+    def __init__(self, path: Path, line: int, command: str | None, shown: list[str],
+                 capture: tuple[str, str] | None = None, section: str = "",
+                 settings: str | None = None) -> None:
         self.path, self.line, self.command, self.shown = path, line, command, shown
         self.settings = settings          # YAML settings shown before the examples
         self.section = section            # the title of the ## section it is in
         self.capture = capture            # (variable, JSON key) of VAR=$(curl ... ["key"])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.path.name}:{self.line}"
 
 
-def _logical_lines(block):
+def _logical_lines(block: str) -> list[tuple[int, str]]:
     """The block's lines with backslash continuations joined, with line numbers."""
-    lines, start = [], None
+    lines: list[tuple[int, str]] = []
     for number, raw in enumerate(block.split("\n")):
         text = raw.strip()
         if lines and lines[-1][1].endswith("\\"):
@@ -78,12 +83,11 @@ def _logical_lines(block):
         elif lines and _open_quote(lines[-1][1]):
             lines[-1] = (lines[-1][0], lines[-1][1] + "\n" + raw.strip())
         else:
-            start = number
-            lines.append((start, text))
+            lines.append((number, text))
     return lines
 
 
-def _open_quote(text):
+def _open_quote(text: str) -> bool:
     """A single-quoted shell word still open at the end of a line."""
     if text.startswith("#"):
         return False
@@ -94,7 +98,7 @@ def _open_quote(text):
     return quoted
 
 
-def examples(path):
+def examples(path: Path) -> list[Example]:
     """The curl examples of a page, in order; blocks marked not run left out."""
     text = path.read_text(encoding="utf-8")
     found = []
@@ -117,7 +121,9 @@ def examples(path):
                 key = None
                 if capture:
                     command, _, pipe = capture.group(2).partition("|")
-                    key = (capture.group(1), re.search(r'\["(\w+)"\]', pipe).group(1))
+                    wanted = re.search(r'\["(\w+)"\]', pipe)
+                    assert wanted, f"{path.name}: {line}: which value does it keep?"
+                    key = (capture.group(1), wanted.group(1))
                     line = command.strip()
                 current = Example(path, first_line + offset, line, [], key,
                                   titles[-1] if titles else "")
@@ -129,7 +135,7 @@ def examples(path):
     return found
 
 
-def not_run_marks(path):
+def not_run_marks(path: Path) -> list[str]:
     """The reasons of the blocks of a page marked not run."""
     return NOT_RUN.findall(path.read_text(encoding="utf-8"))
 
@@ -140,7 +146,7 @@ def not_run_marks(path):
 SERVER = "http://127.0.0.1:8000"
 
 
-def substitute(text, variables):
+def substitute(text: str, variables: dict[str, str]) -> str:
     """$NAME, ${NAME} and learnt placeholders replaced by their values."""
     for name in sorted(variables, key=len, reverse=True):
         value = variables[name]
@@ -151,37 +157,44 @@ def substitute(text, variables):
     return text
 
 
-def curl_request(command, variables):
+def curl_request(command: str, variables: dict[str, str]) -> tuple[
+        str, str, str, dict[str, str], Any, dict[str, str], set[str]]:
     """(method, path, query, headers, body, flags) of a curl command line."""
     import base64
     import shlex
     from urllib.parse import quote_plus
     words = shlex.split(substitute(command, variables), comments=True)
     assert words[0] == "curl"
-    method, url, headers, data, encoded, form, flags = None, None, {}, [], [], {}, set()
-    body = None
-    words = iter(words[1:])
-    for word in words:
+    method: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    data: list[str] = []
+    encoded: list[str] = []
+    form: dict[str, str] = {}
+    flags: set[str] = set()
+    body: Any = None
+    rest = iter(words[1:])
+    for word in rest:
         if word in ("-X", "--request"):
-            method = next(words)
+            method = next(rest)
         elif word in ("-H", "--header"):
-            name, _, value = next(words).partition(":")
+            name, _, value = next(rest).partition(":")
             headers[name.strip()] = value.strip()
         elif word in ("-d", "--data", "--data-raw"):
-            data.append(next(words))
+            data.append(next(rest))
         elif word == "--data-binary":
-            value = next(words)
+            value = next(rest)
             body = ("@", value[1:]) if value.startswith("@") else value
         elif word == "--data-urlencode":
-            name, _, value = next(words).partition("=")
+            name, _, value = next(rest).partition("=")
             encoded.append(f"{name}={quote_plus(value)}" if _ else quote_plus(name))
         elif word == "-F":
-            name, _, value = next(words).partition("=")
+            name, _, value = next(rest).partition("=")
             form[name] = value
         elif word in ("-u", "--user"):
-            headers["Authorization"] = "Basic " + base64.b64encode(next(words).encode()).decode()
+            headers["Authorization"] = "Basic " + base64.b64encode(next(rest).encode()).decode()
         elif word in ("-o", "-D", "--output"):
-            next(words)
+            next(rest)
         elif word == "-G":
             flags.add("G")
         elif word.startswith("-") and not word.startswith("--"):
@@ -189,7 +202,7 @@ def curl_request(command, variables):
         elif word.startswith("--"):
             raise AssertionError(f"curl option the examples runner does not know: {word}")
         elif word == ">":
-            next(words)
+            next(rest)
         else:
             url = word
     assert url and url.startswith(SERVER), f"not a URL of the example server: {url}"
@@ -214,7 +227,7 @@ GENERATED = {"access_token", "refresh_token", "id", "fileRef", "entityId", "ETag
 _PREFIX, _ANY, _MORE = "\0prefix", "\0any", "\0more"
 
 
-def loads_shown(text):
+def loads_shown(text: str) -> Any:
     """A shown JSON answer: "abc..." is a string starting with abc, `...` any
     value, a trailing `, ...` more members."""
     import json
@@ -228,7 +241,7 @@ def loads_shown(text):
     return json.loads(text)
 
 
-def matches(shown, actual, variables, key=None):
+def matches(shown: Any, actual: Any, variables: dict[str, str], key: str | None = None) -> bool:
     """Whether the real answer has what the shown one shows (a subset)."""
     if isinstance(shown, dict) and _ANY in shown:
         return True
@@ -257,13 +270,13 @@ def matches(shown, actual, variables, key=None):
                 and all(matches(s, a, variables, key) for s, a in zip(items, actual)))
     if isinstance(shown, float) or isinstance(actual, float):
         return isinstance(actual, (int, float)) and float(shown) == float(actual)
-    return shown == actual
+    return bool(shown == actual)
 
 
 class Shown:
     """What an example's comment lines show: a status, headers, a body."""
 
-    def __init__(self, lines):
+    def __init__(self, lines: list[str]) -> None:
         self.status, self.headers, self.json, self.text = None, {}, None, []
         lines = [re.sub(r"\s{2,}\(.*\)\s*$", "", line[1:] if line.startswith(" ") else line)
                  for line in lines]
@@ -276,7 +289,7 @@ class Shown:
             lines[0] = lines[0][status.end():].strip() if lines[0][0].isdigit() else ""
         elif not re.match(r"\s*([\[{\d]|[A-Z][\w-]+: )", lines[0]):
             return                                  # a remark, not an answer
-        body = []
+        body: list[str] = []
         for line in lines:
             header = re.match(r"^\s*([A-Z][\w-]+): (.+)$", line)
             if header and not body and self.json is None:
@@ -294,7 +307,8 @@ class Shown:
         assert not body or self.json is not None, f"shown JSON that does not parse: {body}"
 
 
-def check_header(name, shown, actual, variables):
+def check_header(name: str, shown: str, actual: str | None,
+                 variables: dict[str, str]) -> None:
     assert actual is not None, f"no {name} header"
     if name in GENERATED:
         variables[shown] = actual
@@ -316,7 +330,9 @@ def check_header(name, shown, actual, variables):
 FILES = {"cat.jpg": (b"\xff\xd8\xff\xe0" + bytes(range(256)) * 336)[:85862], "report.pdf": b"%PDF-1.4\n%%EOF\n"}
 
 
-def run(client, example, variables, tmp_path):
+def run(client: Client, example: Example, variables: dict[str, str],
+        tmp_path: Path) -> TestResponse:
+    assert example.command is not None
     method, path, query, headers, body, form, flags = curl_request(example.command, variables)
     if isinstance(body, tuple):
         body = FILES[body[1]]
@@ -344,5 +360,5 @@ def run(client, example, variables, tmp_path):
         assert line in answer.get_data(as_text=True), where
     if example.capture:
         name, key = example.capture
-        variables["$" + name] = answer.json[key]
+        variables["$" + name] = json.loads(answer.get_data(as_text=True))[key]
     return answer
