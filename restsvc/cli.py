@@ -272,8 +272,8 @@ def main(argv=None):
     commands.add_parser("initdb", help="create missing tables").set_defaults(run=initdb)
     commands.add_parser("demo-data", help="create tables and load the demo data if empty") \
         .set_defaults(run=demo_data)
-    p = commands.add_parser("migrate", help="bring the database to the model (README "
-                                            "\"Changing the model\")")
+    p = commands.add_parser("migrate", help="bring the database to the model (restsvc/docs/"
+                                            "model.md \"Changing the model\")")
     p.add_argument("--plan", action="store_true", help="print the steps and their SQL; "
                                                       "change nothing")
     p.add_argument("--status", action="store_true", help="applied migrations, pending steps")
@@ -286,15 +286,15 @@ def main(argv=None):
     p.set_defaults(run=migrate_command)
     commands.add_parser("routes", help="print the URL table").set_defaults(run=routes)
     p = commands.add_parser("bundle", help="one file with the application, its settings and "
-                                           "dependencies: python FILE serve (README \"One-file "
-                                           "deployment\")")
+                                           "dependencies: python FILE serve (restsvc/docs/"
+                                           "operations.md \"One-file deployment\")")
     p.add_argument("--output", required=True, metavar="FILE", help="the file to write")
     p.add_argument("--extra", action="append", metavar="NAME",
                    help="also carry an installed restsvc extra: docs, jwt, otel, s3 "
                         "(repeatable; postgres goes along whenever installed)")
     p.set_defaults(run=bundle_command)
     p = commands.add_parser("new", help="start an application of your own in a new folder "
-                                        "(README \"First ten minutes\")")
+                                        "(README.md \"First ten minutes\")")
     p.add_argument("directory", metavar="DIR", help="the folder to create (new or empty)")
     p.add_argument("--module", help="its Python module's name (default: <DIR's name>_app)")
     p.set_defaults(run=new_command)

@@ -4,7 +4,7 @@
 gunicorn started by hand gets the same with
 ``gunicorn -c python:restsvc.gunicorn_config wsgi:app``.
 
-Why these values (README "Running the service", measured there):
+Why these values (restsvc/docs/operations.md "Running in production"):
 - ``gthread`` workers with 16 threads each: a client that sends its body
   slowly ties up one thread, not a whole worker, so others keep being served;
   and the worker's liveness is its main loop's heartbeat, not the duration of

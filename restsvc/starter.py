@@ -23,7 +23,7 @@ MODULE = Template('''\
 
 Serve it:            restsvc --config $config serve
 After a model change: restsvc --config $config migrate --plan, then migrate
-(README "First ten minutes" and "Changing the model").
+(README.md "First ten minutes", restsvc/docs/model.md "Changing the model").
 """
 import peewee
 
@@ -55,7 +55,7 @@ application = Application(
 ''')
 
 SETTINGS = Template('''\
-# Settings of $name, made by `restsvc new` (README "Settings" has every key).
+# Settings of $name, made by `restsvc new` (restsvc/docs/configuration.md "Every setting").
 # Keep this file private: it holds the secret key.
 svc:
   application: $module:application    # the module beside this file

@@ -172,7 +172,7 @@ def _readme_receiver(secret):
     import threading
     from http.server import HTTPServer
     from pathlib import Path
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    text = (Path(__file__).resolve().parent.parent / "restsvc/docs/events.md").read_text()
     code = re.search(r"\*\*A receiver in ten lines of Python\*\*.*?```python\n(.*?)```", text,
                      re.S).group(1)
     lines = code.strip().split("\n")

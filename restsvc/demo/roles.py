@@ -29,7 +29,7 @@ SALES_READER = ResourceRole(
 # A row-level example: a caller sees only the orders of the customer that is
 # the caller's own User. The data layer applies it to every load. It keys on
 # the user's id, which nobody can change, not on the username or email, which
-# user managers can (README, "Which session value to key a rule on"). A
+# user managers can (restsvc/docs/security.md "Which session value to key a rule on"). A
 # holder of this rule only views Customer.userId, whatever its resource roles
 # grant (security/roles.py): set on another customer, it would make that
 # customer's orders the holder's own.

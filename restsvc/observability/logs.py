@@ -93,8 +93,8 @@ def configure(settings, trace_id=None):
 class RequestLog:
     """``svc.log.requests``: one line per request (logger ``restsvc.request``).
 
-    A line per request must cost little (README "Operating restsvc" has the
-    figure): when restsvc's own handler writes the log (``configure``
+    A line per request must cost little (tests/benchmark/README.md
+    "Observability: what it costs" has the figure): when restsvc's own handler writes the log (``configure``
     returned True), a request leaves only its record (``serving``), and the
     lines are put together here in batches, in the same form as the
     handler's, and written to its stream in one call -- no LogRecord, no

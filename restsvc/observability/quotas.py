@@ -13,7 +13,7 @@ nothing, and only then is the row read again (for ``Retry-After``).
 
 Why the database and not Redis: it is there already and shared by all
 instances, the cost is one small write per limited request and nothing for
-callers without a quota (README "Per-client rate limits" gives the figures).
+callers without a quota (restsvc/docs/operations.md "Per-client rate limits").
 """
 import hashlib
 import math

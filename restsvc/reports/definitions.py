@@ -1,6 +1,6 @@
 """What a report is: groups, reports, parameters, bands, templates, columns.
 ``loader.py`` builds them from the YAML files; the format is documented in
-README.md ("Reports")."""
+restsvc/docs/reports.md "Report definitions"."""
 from dataclasses import dataclass
 
 from . import values

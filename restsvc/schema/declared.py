@@ -4,7 +4,7 @@ and the SQL that creates it.
 A table's definition is peewee's (columns, primary key, foreign keys), plus a
 database-level DEFAULT for each NOT NULL column with a constant default: an
 instance that does not know the column yet can still insert rows (expand and
-contract, README "Changing the model"). The indexes are the declared ones and
+contract, restsvc/docs/model.md "Changing the model"). The indexes are the declared ones and
 the derived lower-case ones (``db.lowered_index_sql``) with their trigram
 indexes for substring search (``trigram.py``). An owner of many-to-many
 links has a column of their keys per attribute, kept by triggers on the link

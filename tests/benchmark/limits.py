@@ -1,4 +1,4 @@
-"""What the request limits (README "Limits") cost an attacker and a user:
+"""What the request limits (restsvc/docs/operations.md "Limits") cost an attacker and a user:
 
     python tests/benchmark/limits.py [--lines 30]
 

@@ -1,0 +1,169 @@
+"""What the manual claims about the service, read from the pages and checked
+against the service: every setting in one table with its real default, the
+commands and options it lists, and the headers it says answers carry."""
+import argparse
+import re
+
+import pytest
+from werkzeug.test import Client
+
+from conftest import bearer, get_token
+from docs_support import DOCS, PAGES, README
+from restsvc import cli, settinggroups
+from restsvc.paths import SETTINGS as PATH_SETTINGS
+from restsvc.settings import _KEYS, ENVIRONMENT
+
+CONFIGURATION = DOCS / "configuration.md"
+_GROUPS = {settinggroups.CLIENT_PREFIX: settinggroups._CLIENT_KEYS,
+           settinggroups.JWT_PREFIX: settinggroups._JWT_KEYS,
+           settinggroups.WEBHOOK_PREFIX: settinggroups._WEBHOOK_KEYS,
+           settinggroups.STORAGE_PREFIX: settinggroups._STORAGE_KEYS}
+
+
+def _setting_rows():
+    """{documented key: the default column} of the configuration table."""
+    rows = {}
+    for keys, default in re.findall(r"^\| (`svc\.[^|]+) \| ([^|]*) \|",
+                                     CONFIGURATION.read_text(encoding="utf-8"), re.MULTILINE):
+        names = re.findall(r"`([^`]+)`", keys)
+        first = names[0]
+        for name in names:
+            if name.startswith("."):
+                name = first.rsplit(".", 1)[0] + name
+            elif not name.startswith("svc."):
+                name = first.rsplit(".", 1)[0] + "." + name
+            rows[name] = default.strip()
+    return rows
+
+
+def _known_settings():
+    known = set(_KEYS) | set(PATH_SETTINGS)
+    known |= {f"{prefix}<name>.{key}" for prefix, keys in _GROUPS.items() for key in keys}
+    known |= {"svc.resource-server.jwt.<name>.role-mapping.<role>",
+              "svc.rate-limit.client.<client id>", "svc.rate-limit.user.<username>",
+              "svc.rest.entity-max-fetch-size.<Entity>"}
+    return known
+
+
+def test_the_configuration_table_lists_every_setting_and_no_other():
+    documented = set(_setting_rows())
+    known = _known_settings()
+    assert sorted(known - documented) == [], "settings missing from the configuration table"
+    assert sorted(documented - known) == [], "documented settings restsvc does not know"
+
+
+def test_the_configuration_table_gives_each_setting_its_real_default():
+    rows = _setting_rows()
+    checked = 0
+    for key, (_, parser, default) in _KEYS.items():
+        shown = re.match(r"`([^`]*)`", rows[key])
+        if not shown or "<" in shown.group(1) or shown.group(1).startswith("svc."):
+            continue                      # (required), (none), a default worked out at startup
+        assert parser(shown.group(1)) == default, key
+        checked += 1
+    for prefix, keys in _GROUPS.items():
+        for sub, (_, parser, default) in keys.items():
+            shown = re.match(r"`([^`]*)`", rows[f"{prefix}<name>.{sub}"])
+            if shown:
+                assert parser(shown.group(1)) == default, f"{prefix}<name>.{sub}"
+                checked += 1
+    assert checked >= 50
+
+
+def test_the_environment_variables_named_are_the_ones_read():
+    text = CONFIGURATION.read_text(encoding="utf-8")
+    for variable, key in ENVIRONMENT.items():
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{key}` |"))
+        assert f"`{variable}`" in row, variable
+    named = set(re.findall(r"env `(RESTSVC_\w+)`", text))
+    assert named <= set(ENVIRONMENT)
+
+
+class _Parsed(Exception):
+    def __init__(self, parser):
+        super().__init__()
+        self.parser = parser
+
+
+def _commands(monkeypatch):
+    """restsvc's subcommands and their parsers, as `restsvc` builds them."""
+    def capture(parser, argv=None, namespace=None):
+        raise _Parsed(parser)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", capture)
+    with pytest.raises(_Parsed) as parsed:
+        cli.main([])
+    [commands] = [action for action in parsed.value.parser._actions
+                  if isinstance(getattr(action, "choices", None), dict)]
+    return commands.choices
+
+
+def _options(parser):
+    found = set()
+    for action in parser._actions:
+        found.update(action.option_strings)
+        if isinstance(getattr(action, "choices", None), dict):
+            for sub in action.choices.values():
+                found |= _options(sub)
+    return found
+
+
+def _code(text):
+    """The inline code spans and the code lines of a page."""
+    spans = re.findall(r"`([^`\n]+)`", text)
+    blocks = re.findall(r"^(?: {4}| {7})(.+)$", text, flags=re.MULTILINE)
+    return spans + blocks
+
+
+def test_every_command_the_pages_name_exists_with_its_options(monkeypatch):
+    commands = _commands(monkeypatch)
+    named = []
+    for path in [README, *PAGES]:
+        for code in _code(path.read_text(encoding="utf-8")):
+            named += re.findall(r"(?:^|&& |; |\$ |\$\()restsvc (?:--config \S+ )?([a-z][a-z-]*)"
+                                r"((?: \[?--?[a-z][\w-]*| [A-Z]+| \S+\]?)*)", code)
+    assert len(named) >= 20
+    for command, options in named:
+        assert command in commands, f"restsvc {command}: no such command"
+        for option in re.findall(r"(?<![\w-])--?[a-z][\w-]*", options):
+            assert option in _options(commands[command]), f"restsvc {command} {option}"
+    documented = {command for command, _ in named}
+    assert set(commands) - {"deliver"} <= documented, set(commands) - documented
+
+
+def _claimed_headers(page, phrase):
+    """The `Name: value` headers the paragraph of a page that contains the
+    phrase says an answer carries."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    [paragraph] = [p for p in text.split("\n\n") if phrase in " ".join(p.split())]
+    return dict(re.findall(r"`([A-Z][\w-]+): ([^`]+)`", paragraph))
+
+
+REPORT = "/rest/reports/run/6d7301ac-27fe-4d66-a735-6d90a6196dbf"     # Customers, CSV
+
+
+@pytest.mark.parametrize("page, phrase, headers, request_", [
+    ("reports.md", "The answer is the document itself", ("Cache-Control", "Pragma"),
+     lambda c, auth: c.post(REPORT, headers=auth)),
+    ("api.md", "No error answer may be cached", ("Cache-Control", "Pragma"),
+     lambda c, auth: c.get("/rest/entities/Nope", headers=auth)),
+    ("security.md", "All `/oauth2/*` answers, errors included", ("Cache-Control", "Pragma"),
+     lambda c, auth: c.post("/oauth2/token", data={"grant_type": "client_credentials"})),
+])
+def test_the_headers_a_page_claims_are_the_ones_sent(app, page, phrase, headers, request_):
+    claimed = _claimed_headers(page, phrase)
+    c = Client(app)
+    answer = request_(c, bearer(get_token(c)))
+    for name in headers:
+        assert answer.headers.get(name) == claimed[name], f"{page}: {name}"
+
+
+def test_the_file_download_headers_claimed_are_the_ones_sent(app):
+    claimed = _claimed_headers("files.md", "A download carries")
+    c = Client(app)
+    auth = bearer(get_token(c))
+    ref = c.post("/rest/files?name=a.txt", data=b"hello", headers={
+        **auth, "Content-Type": "application/octet-stream"}).json["fileRef"]
+    answer = c.get("/rest/files", query_string={"fileRef": ref}, headers=auth)
+    assert answer.status_code == 200
+    for name in ("Cache-Control", "X-Content-Type-Options"):
+        assert answer.headers.get(name) == claimed[name], name
