@@ -1,4 +1,5 @@
-"""gunicorn wsgi:app  --  settings from $RESTSVC_CONFIG, default config/restsvc.yaml."""
-from restsvc import create_app
+"""gunicorn wsgi:app inside the checkout; anywhere else: gunicorn restsvc.wsgi:app
+(settings from $RESTSVC_CONFIG, default config/restsvc.yaml)."""
+from restsvc.wsgi import app
 
-app = create_app()
+__all__ = ["app"]

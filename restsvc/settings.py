@@ -5,7 +5,7 @@ nest them or write them dotted; both flatten to the same dotted key. Anything
 unknown or malformed stops startup with a message that names the key.
 """
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -183,6 +183,7 @@ class Settings:
     webhooks_allow_private: bool = False
     webhooks_deliver_in_serve: bool = True
     webhooks: tuple = ()        # subscriptions of the settings (settinggroups.webhooks)
+    source: str = ""            # the settings file's absolute path ("": built in code)
 
     @property
     def default_locale(self):
@@ -306,4 +307,5 @@ def load_settings(path=None, environ=None):
         raise SettingsError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(values, dict):
         raise SettingsError(f"{path}: the top level must be a mapping of settings")
-    return build_settings(values, base_dir=path.parent, environ=environ)
+    settings = build_settings(values, base_dir=path.parent, environ=environ)
+    return replace(settings, source=str(path.resolve()))
