@@ -113,7 +113,7 @@ def documents(app, queries):
         routes.append(Route(rule.rule, tuple(sorted(methods)), summary, handler,
                             app.settings.paths.unmount(rule.rule) if builtin else ""))
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
-                                     app.services))
+                                     app.services, app.application.version))
 
 
 def _answer(ctx, kind, as_yaml):

@@ -54,12 +54,14 @@ class Documents:
         return tree
 
     def document(self, kind, root_path="", permissions=None):
-        """The tree as served under ``root_path`` (a shallow copy; do not modify)."""
+        """The tree as served under ``root_path`` (a shallow copy; do not modify);
+        ``servers`` from svc.rest.docs.servers, else the mount point."""
         tree = self.tree(kind, permissions)
         token_path = self._builder.settings.paths.token
         components = {**tree["components"],
                       "securitySchemes": security_schemes(root_path, token_path)}
-        return {**tree, "servers": [{"url": root_path or "/"}], "components": components}
+        servers = self._builder.settings.api_info.servers or (root_path or "/",)
+        return {**tree, "servers": [{"url": url} for url in servers], "components": components}
 
     def render(self, kind, root_path="", as_yaml=False, permissions=None):
         key = (kind, self._roles(kind, permissions), root_path, as_yaml)

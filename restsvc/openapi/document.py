@@ -31,6 +31,7 @@ from .shapes import entity_typing, generic_typing, query_typing
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 SCHEMA_REF = re.compile(r'"#/components/schemas/((?:entity(?:Input|New|Ref)?|enum)_[^"]+)"')
 HISTORY = ("GET", f"{E}/<entity_id>/history")
+DEFAULT_VERSION = "1.0"     # of an application that declares none
 SOFT_DELETE = {("POST", f"{E}/<entity_id>/restore"), ("POST", f"{E}/<entity_id>/purge")}
 # The entity operation each write route needs; every other route reads.
 WRITES = {("POST", E): "create", ("PUT", E): "update", ("DELETE", E): "delete",
@@ -84,8 +85,10 @@ def described(method, rule, handler=""):
 
 
 class DocumentBuilder:
-    def __init__(self, routes, gate, settings, metadata=None, queries=(), services=None):
+    def __init__(self, routes, gate, settings, metadata=None, queries=(), services=None,
+                 version=None):
         self.routes = routes
+        self.version = version      # the application's (Application.version)
         self.gate = gate
         self.settings = settings
         self.metadata = metadata
@@ -103,8 +106,11 @@ class DocumentBuilder:
                     self._add(paths, method, route.rule, build(typing), {})
                 else:
                     self._fixed(paths, method, route, {})
-        return self._document("restsvc generic REST API", paths, common_schemas(),
-                              "The generic REST API: every application has these endpoints.")
+        named = self.settings.api_info.title
+        return self._document(f"{named}: the generic API" if named else "restsvc generic REST API",
+                              paths, common_schemas(),
+                              "The generic REST API: every application has these endpoints.",
+                              generic=True)
 
     def detailed(self, permissions=None):
         metadata = self.metadata
@@ -196,13 +202,18 @@ class DocumentBuilder:
         op["responses"] = dict(sorted(responses.items()))
         paths.setdefault(path, {})[method.lower()] = op
 
-    def _document(self, title, paths, schemas, description):
+    def _document(self, title, paths, schemas, description, generic=False):
         schemas["serviceDescriptor"] = service_descriptor()
         for name, schema in report_schemas().items():
             schemas.setdefault(name, schema)
+        # svc.rest.docs.*; the version defaults to the application's.
+        info = self.settings.api_info.info(self.settings.api_info.title or title, description,
+                                           self.version or DEFAULT_VERSION)
+        if generic:
+            info.update(title=title, description=description)
         document = {
             "openapi": "3.1.0",
-            "info": {"title": title, "version": "1.0", "description": description},
+            "info": info,
             "servers": [{"url": "/"}],
             "tags": _tags(paths, self.metadata),
             "paths": dict(sorted(paths.items())),
