@@ -109,15 +109,22 @@ def test_new_prints_the_new_folders_absolute_path(tmp_path, capsys, monkeypatch)
     assert f"new application in {(tmp_path / 'mine').resolve()}" in out
 
 
+def application_folder(directory, source):
+    """A settings file and an application module of ``source`` beside it
+    (a module name of its own: tests share one process)."""
+    module = f"app_{uuid.uuid4().hex[:8]}"
+    (directory / f"{module}.py").write_text(source)
+    config = directory / "restsvc.yaml"
+    config.write_text(f"svc:\n  application: {module}:application\n"
+                      f"  secret-key: a-long-enough-secret-key\n  data-dir: {directory}\n")
+    return config
+
+
 def test_routes_refuses_a_model_serve_refuses_with_the_same_message(tmp_path, capsys):
-    module = f"badmodel_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{module}.py").write_text(
+    config = application_folder(tmp_path, (
         "from restsvc import Application, ResourceRole\n"
         "application = Application(entities=(), resource_roles=(ResourceRole(\n"
-        "    'odd', 'Odd', entities={'Nowhere': '*'}),))\n")
-    config = tmp_path / "restsvc.yaml"
-    config.write_text(f"svc:\n  application: {module}:application\n"
-                      f"  secret-key: a-long-enough-secret-key\n  data-dir: {tmp_path}\n")
+        "    'odd', 'Odd', entities={'Nowhere': '*'}),))\n"))
     assert main(["--config", str(config), "initdb"]) == 2
     served = capsys.readouterr().err
     assert main(["--config", str(config), "routes"]) == 2
