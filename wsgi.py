@@ -5,11 +5,11 @@ Settings come from $RESTSVC_CONFIG, default config/restsvc.yaml. Serve with
 
     gunicorn -c python:restsvc.gunicorn_config restsvc.wsgi:app
 
-(``restsvc.wsgi`` works wherever restsvc is installed.) A plain
-``gunicorn wsgi:app`` runs gunicorn's defaults, under which every change-feed
-stream is cut at 30 s with ``WORKER TIMEOUT`` (restsvc/docs/operations.md
+(``restsvc.wsgi`` works wherever restsvc is installed; this module is the same
+app.) A plain ``gunicorn wsgi:app`` runs gunicorn's defaults, under which every
+change-feed stream is cut at 30 s with ``WORKER TIMEOUT`` (restsvc/docs/operations.md
 "Running in production").
 """
-from restsvc import create_app
+from restsvc.wsgi import app
 
-app = create_app()
+__all__ = ["app"]

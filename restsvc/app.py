@@ -9,7 +9,7 @@ from werkzeug.routing import Map
 from . import db, schema
 from .api import all_rules, oauth, replay, signin
 from .api.docs import documents
-from .application import import_application
+from .application import Application, import_application
 from .bodies import limit_body
 from .data.datamanager import DataManager
 from .data.history import HistoryItem
@@ -62,18 +62,23 @@ BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, Ide
 _UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
 
 
+def load_model(application: Application) -> tuple[Metadata, RoleRegistry]:
+    """The application's metadata and roles, checked: what ``serve`` and
+    ``routes`` refuse, they refuse here, with the same message."""
+    try:
+        metadata = Metadata(BUILT_IN_ENTITIES + tuple(application.entities), application.enums)
+        roles = RoleRegistry(metadata, application.resource_roles, application.row_level_roles)
+        check_declarations(metadata, roles)
+    except MetadataError as exc:
+        raise SettingsError(f"svc.application: {exc}") from None
+    return metadata, roles
+
+
 class RestApp:
-    def __init__(self, settings, application=None, check_schema=True):
+    def __init__(self, settings, application=None, check_schema=True, announce=True):
         self.settings = settings
         self.application = application or import_application(settings.application, settings.base_dir)
-        try:
-            self.metadata = Metadata(BUILT_IN_ENTITIES + tuple(self.application.entities),
-                                     self.application.enums)
-            self.roles = RoleRegistry(self.metadata, self.application.resource_roles,
-                                      self.application.row_level_roles)
-            check_declarations(self.metadata, self.roles)
-        except MetadataError as exc:
-            raise SettingsError(f"svc.application: {exc}") from None
+        self.metadata, self.roles = load_model(self.application)
         self.messages = Messages(settings.path(settings.messages_dir), settings.available_locales)
         queries = self._load_queries()
         self.services = self._load_services()
@@ -109,10 +114,19 @@ class RestApp:
         self.observer, self.instruments = observability.observer, observability.instruments
         self.quotas = observability.quotas
         self.documents = documents(self, queries)
+        # The start-up summary: one line per fact (README "Running the service").
+        facts = [f"settings: {settings.source or '(given in code, no file)'}",
+                 f"database: {db.display_url(settings.database_url)}"]
         if settings.init_schema:
-            self.init_schema(demo_data=settings.demo_data)
+            facts += self.init_schema(demo_data=settings.demo_data)
         elif check_schema:
             self.check_schema()
+            facts += ["migrations: none applied (svc.datasource.init-schema is false; the "
+                      "schema was checked: restsvc migrate applies them)",
+                      "demo data: not loaded (svc.datasource.init-schema is false)"]
+        if announce:
+            for fact in facts:
+                log.info("%s", fact)
 
     def _jwt_issuers(self):
         """Resource-server mode for JWTs of configured identity providers, or None."""
@@ -171,12 +185,24 @@ class RestApp:
     def init_schema(self, demo_data=False):
         """Apply what ``restsvc migrate`` would without asking (a new database:
         all of it), then the start-up check; fill an empty database with demo
-        data. Concurrent workers starting together serialize on a lock."""
+        data. Concurrent workers starting together serialize on a lock.
+        The start-up summary's lines of what was done."""
         try:
-            schema.prepare(self.database, self.models, self.metadata.indexed_text_fields())
-            if demo_data and self.application.load_demo_data:
+            outcome = schema.prepare(self.database, self.models,
+                                     self.metadata.indexed_text_fields())
+            facts = [f"migrations: {len(outcome.steps)} steps applied"
+                     if outcome.applied else "migrations: none needed (the database matches "
+                                             "the model)"]
+            if not demo_data:
+                facts.append("demo data: not loaded (svc.demo-data is false)")
+            elif not self.application.load_demo_data:
+                facts.append("demo data: none (the application declares no load_demo_data)")
+            else:
                 with db.exclusive_setup(self.database):
-                    self.application.load_demo_data(self.database)
+                    loaded = self.application.load_demo_data(self.database)
+                facts.append("demo data: not loaded (the database already holds data)"
+                             if loaded is False else "demo data: loaded")
+            return facts
         finally:
             if not self.database.is_closed():
                 self.database.close()

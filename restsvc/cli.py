@@ -9,17 +9,22 @@ from .errors import ApiError
 from .settings import SettingsError, load_settings
 
 
+# What ``restsvc serve`` runs, for a gunicorn started by hand (restsvc/wsgi.py).
+WSGI_COMMAND = "gunicorn -c python:restsvc.gunicorn_config restsvc.wsgi:app"
+
+
 class CommandError(Exception):
     """A command that cannot do what was asked; the message says why."""
 
 
-def _app(args, init_schema=None, check_schema=True):
+def _app(args, init_schema=None, check_schema=True, announce=False):
+    """The app of the settings; only ``serve`` logs the start-up summary."""
     from .app import RestApp
     settings = load_settings(args.config)
     if init_schema is not None:
         from dataclasses import replace
         settings = replace(settings, init_schema=init_schema)
-    return RestApp(settings, check_schema=check_schema)
+    return RestApp(settings, check_schema=check_schema, announce=announce)
 
 
 def serve(args):
@@ -28,7 +33,7 @@ def serve(args):
     from . import gunicorn_config as defaults
 
     # Schema and demo data are prepared once here, before the workers fork.
-    app = _app(args)
+    app = _app(args, announce=True)
     settings = app.settings
     deliverer = None
     if settings.webhooks_deliver_in_serve:
@@ -53,12 +58,13 @@ def serve(args):
                 self.cfg.set("control_socket", args.control_socket)
             else:
                 self.cfg.set("control_socket_disable", True)
-            self.cfg.set("when_ready", lambda arbiter: defaults.install_drain(arbiter, args.drain))
+            self.cfg.set("when_ready", lambda arbiter: defaults.ready(arbiter, args.drain))
             self.cfg.set("on_starting", defaults.on_starting)
             self.cfg.set("post_worker_init", defaults.post_worker_init)
             self.cfg.set("on_exit", defaults.on_exit)
 
         def load(self):
+            # The master said what it prepared (above); workers say nothing again.
             return _app(args)
 
     try:
@@ -154,10 +160,12 @@ def _stop_deliverer(pid):
 
 def routes(args):
     from .api import all_rules
+    from .app import load_model
     from .application import import_application
     settings = load_settings(args.config)
-    for rule in all_rules(import_application(settings.application, settings.base_dir),
-                          settings):
+    application = import_application(settings.application, settings.base_dir)
+    load_model(application)         # a model that serve refuses has no routes either
+    for rule in all_rules(application, settings):
         methods = ",".join(sorted(m for m in rule.methods if m not in ("HEAD", "OPTIONS")))
         handler = rule.endpoint
         print(f"{methods:<18} {rule.rule:<60} {handler.__module__.removeprefix('restsvc.api.')}."
@@ -189,6 +197,7 @@ def new_command(args):
     except (starter.StarterError, OSError) as exc:
         raise CommandError(f"new: {exc}") from None
     config = made.directory / "restsvc.yaml"
+    print(f"new application in {made.directory.resolve()}")
     print(f"created {', '.join(str(path) for path in made.files)}")
     print(f"client id:     {made.client_id}")
     print(f"client secret: {made.client_secret}   (shown this once; restsvc.yaml keeps its hash)")
@@ -250,7 +259,12 @@ def main(argv=None):
                                          "config/restsvc.yaml)")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    p = commands.add_parser("serve", help="run the service under gunicorn")
+    p = commands.add_parser(
+        "serve", help="run the service under gunicorn",
+        description=f"Run the service under gunicorn. The same application under a "
+                    f"gunicorn (or any WSGI server) started by hand, from any folder: "
+                    f"{WSGI_COMMAND} (settings from $RESTSVC_CONFIG, default "
+                    f"config/restsvc.yaml); an embedding host calls restsvc.create_app().")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--workers", type=int, default=defaults.workers)

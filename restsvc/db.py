@@ -36,6 +36,16 @@ SQLITE_PRAGMAS = (
 )
 
 
+def display_url(url: str) -> str:
+    """The database URL as logs may show it: the password replaced by ``***``
+    (anything else of it, the user and host included, is not secret)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
+
+
 def open_database(url, pool_size=20, sqlite_synchronous="full"):
     """``sqlite_synchronous``: ``full`` syncs the WAL at every commit, so a
     change that was answered survives a power loss; ``normal`` syncs only at

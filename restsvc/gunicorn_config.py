@@ -2,7 +2,8 @@
 
 ``restsvc serve`` runs gunicorn with these (its options override them); a
 gunicorn started by hand gets the same with
-``gunicorn -c python:restsvc.gunicorn_config wsgi:app``.
+``gunicorn -c python:restsvc.gunicorn_config restsvc.wsgi:app`` (from any
+folder; settings from ``$RESTSVC_CONFIG``).
 
 Why these values (restsvc/docs/operations.md "Running in production"):
 - ``gthread`` workers with 16 threads each: a client that sends its body
@@ -85,8 +86,19 @@ def install_drain(arbiter, seconds):
     arbiter.handle_term = handle_term
 
 
+def ready(arbiter, drain):
+    """The start-up summary's last lines (where it listens, its workers), then
+    the drain on SIGTERM."""
+    for listener in arbiter.LISTENERS:      # http://host:port, or unix:path
+        arbiter.log.info("listening: %s", listener)
+    cfg = arbiter.cfg
+    arbiter.log.info("workers: %s (%s, %s threads each)", cfg.workers,
+                     cfg.worker_class_str, cfg.threads)
+    install_drain(arbiter, drain)
+
+
 def when_ready(arbiter):
-    install_drain(arbiter, drain_seconds)
+    ready(arbiter, drain_seconds)
 
 
 def write_json_error(line_limit: int, sock: Any, status: int, reason: str, message: str) -> None:

@@ -73,6 +73,85 @@ STORAGE_TYPES = ("s3",)
 MIN_PART_SIZE = 5 << 20        # S3's smallest part but the last
 
 
+# svc.rest.docs.<key>: the API's identity in the OpenAPI documents and on the
+# docs page (svc.rest.docs-path is where the page is).
+DOCS_PREFIX = "svc.rest.docs."
+_DOCS_KEYS = {
+    "title": ("title", parse.text, ""),
+    "description": ("description", parse.text, ""),
+    "version": ("version", parse.text, ""),
+    "contact.name": ("contact_name", parse.text, ""),
+    "contact.url": ("contact_url", parse.web_url, ""),
+    "contact.email": ("contact_email", parse.email, ""),
+    "license.name": ("license_name", parse.text, ""),
+    "license.url": ("license_url", parse.web_url, ""),
+    "license.identifier": ("license_identifier", parse.text, ""),
+    "servers": ("servers", parse.server_url_list, ()),
+}
+_SPDX = re.compile(r"[A-Za-z0-9.+-]{1,64}( (AND|OR|WITH) [A-Za-z0-9.+-]{1,64})*\Z")
+MAX_TITLE = 200
+
+
+@dataclass(frozen=True)
+class ApiInfo:
+    """What the documents say about the API; ``""``: the default (the title
+    restsvc writes, the application's version)."""
+    title: str = ""
+    description: str = ""
+    version: str = ""
+    contact_name: str = ""
+    contact_url: str = ""
+    contact_email: str = ""
+    license_name: str = ""
+    license_url: str = ""
+    license_identifier: str = ""
+    servers: tuple[str, ...] = ()
+
+    def info(self, title: str, description: str, version: str) -> dict[str, object]:
+        """The documents' ``info`` object over these defaults."""
+        info: dict[str, object] = {"title": self.title or title, "version": self.version or version,
+                                   "description": self.description or description}
+        contact = {key: value for key, value in (("name", self.contact_name),
+                                                 ("url", self.contact_url),
+                                                 ("email", self.contact_email)) if value}
+        if contact:
+            info["contact"] = contact
+        if self.license_name:
+            info["license"] = {"name": self.license_name,
+                               **({"identifier": self.license_identifier}
+                                  if self.license_identifier else {}),
+                               **({"url": self.license_url} if self.license_url else {})}
+        return info
+
+
+def api_info(raw: dict[str, object]) -> ApiInfo:
+    parsed: dict[str, object] = {}
+    for key, value in raw.items():
+        sub_key = key[len(DOCS_PREFIX):]
+        if sub_key not in _DOCS_KEYS:
+            raise SettingsError(f"{key}: unknown setting (svc.rest.docs.: "
+                                f"{', '.join(_DOCS_KEYS)})")
+        attr, parser, _ = _DOCS_KEYS[sub_key]
+        parsed[attr] = parse_value(key, parser, value)
+    info = ApiInfo(**parsed)        # type: ignore[arg-type]
+    for name in ("title", "version"):
+        if name in parsed and not str(parsed[name]).strip():
+            raise SettingsError(f"{DOCS_PREFIX}{name}: must not be empty (leave it out for "
+                                f"the default)")
+    if len(info.title) > MAX_TITLE:
+        raise SettingsError(f"{DOCS_PREFIX}title: at most {MAX_TITLE} characters")
+    if (info.license_url or info.license_identifier) and not info.license_name:
+        raise SettingsError(f"{DOCS_PREFIX}license.name: required with license.url or "
+                            f"license.identifier")
+    if info.license_url and info.license_identifier:
+        raise SettingsError(f"{DOCS_PREFIX}license.identifier: give it or license.url, not "
+                            f"both (OpenAPI 3.1)")
+    if info.license_identifier and not _SPDX.match(info.license_identifier):
+        raise SettingsError(f"{DOCS_PREFIX}license.identifier: an SPDX expression such as "
+                            f"Apache-2.0 or MIT")
+    return info
+
+
 @dataclass(frozen=True)
 class ObjectStorageSettings:
     name: str

@@ -5,15 +5,16 @@ nest them or write them dotted; both flatten to the same dotted key. Anything
 unknown or malformed stops startup with a message that names the key.
 """
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
 from . import values as parse
 from .paths import SETTINGS as PATH_SETTINGS, Paths, paths_from
-from .settinggroups import (CLIENT_PREFIX, JWT_PREFIX, STORAGE_PREFIX, WEBHOOK_PREFIX, clients,
-                            jwt_issuers, object_storages, parse_value, webhooks)
+from .settinggroups import (CLIENT_PREFIX, DOCS_PREFIX, JWT_PREFIX, STORAGE_PREFIX,
+                            WEBHOOK_PREFIX, ApiInfo, api_info, clients, jwt_issuers,
+                            object_storages, parse_value, webhooks)
 from .values import SettingsError
 
 __all__ = ["SettingsError", "Settings", "build_settings", "load_settings"]
@@ -183,6 +184,8 @@ class Settings:
     webhooks_allow_private: bool = False
     webhooks_deliver_in_serve: bool = True
     webhooks: tuple = ()        # subscriptions of the settings (settinggroups.webhooks)
+    source: str = ""            # the settings file's absolute path ("": built in code)
+    api_info: ApiInfo = ApiInfo()   # svc.rest.docs.*: the API's identity in the documents
 
     @property
     def default_locale(self):
@@ -225,6 +228,7 @@ def build_settings(values, base_dir=".", environ=None):
     jwt_values = {}
     path_values = {}
     webhook_values = {}
+    docs_values = {}
     for key, value in flat.items():
         if key in PATH_SETTINGS:
             path_values[PATH_SETTINGS[key][0]] = parse_value(key, parse.url_path, value)
@@ -248,6 +252,8 @@ def build_settings(values, base_dir=".", environ=None):
             jwt_values[key] = value
         elif key.startswith(WEBHOOK_PREFIX):
             webhook_values[key] = value
+        elif key.startswith(DOCS_PREFIX):
+            docs_values[key] = value
         else:
             raise SettingsError(f"{key}: unknown setting")
     parsed["paths"] = paths_from(path_values)
@@ -274,6 +280,7 @@ def build_settings(values, base_dir=".", environ=None):
     parsed["object_storages"] = object_storages(storage_values)
     parsed["jwt_issuers"] = jwt_issuers(jwt_values)
     parsed["webhooks"] = webhooks(webhook_values)
+    parsed["api_info"] = api_info(docs_values)
     names = ["fs"] + [storage.name for storage in parsed["object_storages"]]
     if parsed["default_file_storage"] not in names:
         raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "
@@ -306,4 +313,5 @@ def load_settings(path=None, environ=None):
         raise SettingsError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(values, dict):
         raise SettingsError(f"{path}: the top level must be a mapping of settings")
-    return build_settings(values, base_dir=path.parent, environ=environ)
+    settings = build_settings(values, base_dir=path.parent, environ=environ)
+    return replace(settings, source=str(path.resolve()))

@@ -197,3 +197,38 @@ def rate_limit(value):
     if count < 1 or burst < 1:
         raise ValueError("the count and the burst must be at least 1")
     return count / _RATE_UNITS[match.group(2)], burst
+
+
+def web_url(value: object) -> str:
+    """An absolute http(s) URL (a page to link to), or ``""``."""
+    url = text(value).strip()
+    if url:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or " " in url:
+            raise ValueError("must be an absolute http(s) URL such as https://example.com/api")
+    return url
+
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+\Z")
+
+
+def email(value: object) -> str:
+    """An e-mail address, or ``""``."""
+    address = text(value).strip()
+    if address and not _EMAIL.match(address):
+        raise ValueError("must be an e-mail address such as api@example.com")
+    return address
+
+
+def server_url_list(value: object) -> tuple[str, ...]:
+    """Comma-separated (or a YAML list of) absolute http(s) URLs or paths
+    from the root (``/api``); no trailing slash."""
+    urls = []
+    for url in word_list(value):
+        url = url.rstrip("/") or "/"
+        if not url.startswith("/"):
+            web_url(url)
+        elif url.startswith("//"):
+            raise ValueError(f"{url!r}: a server is an absolute URL or a path such as /api")
+        urls.append(url)
+    return tuple(urls)

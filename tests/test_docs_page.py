@@ -185,11 +185,16 @@ def test_headless_chromium_signs_in_then_shows_the_callers_document_with_the_shi
         browser = DevTools(chromium, tmp_path / "profile")
         try:
             browser.open(f"{server.base_url}/rest/docs")
-            # First: how to sign in, and no operations (the document needs a token).
+            # First: the API's title, how to sign in and what needs no token
+            # (never "No operations defined in spec!").
             browser.wait_for("document.querySelector('.btn.authorize') !== null")
-            assert "Authorize" in browser.evaluate("document.body.innerText")
-            assert "clientCredentials" in browser.evaluate("document.body.innerText")
-            assert browser.evaluate(OPERATIONS) == 0
+            browser.wait_for(f"{OPERATIONS} > 0")
+            text = browser.evaluate("document.body.innerText")
+            assert "restsvc project REST API" in text and "Authorize" in text
+            assert "clientCredentials" in text and "No operations defined" not in text
+            first = set(browser.evaluate(
+                "[...document.querySelectorAll('[data-path]')].map(e => e.dataset.path)"))
+            assert "/oauth2/token" in first and "/rest/entities/Order" not in first
             assert browser.evaluate(
                 "document.querySelector('link[rel=icon]').href").endswith("favicon-32x32.png")
             browser.evaluate(SIGN_IN)

@@ -64,7 +64,7 @@ def test_application_endpoints_are_listed_as_the_application_declares_them(clien
     _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
     card = document["paths"]["/api/customers/{customerId}/card"]["get"]
     assert card["tags"] == ["Application"] and "default" in card["responses"]
-    assert card["security"] == [{"bearerAuth": []}, {"clientCredentials": []}, {"password": []}]
+    assert card["security"] == [{"clientCredentials": []}, {"password": []}, {"bearerAuth": []}]
 
 
 @pytest.mark.parametrize("path", DOCS)
@@ -80,7 +80,8 @@ def test_anonymous_patterns_open_the_documents_and_their_operations_say_so(make_
         assert client.get(path).status_code == 200, path
     document = client.get("/rest/docs/openapi.json").json
     docs_get = document["paths"]["/rest/docs/openapi.json"]["get"]
-    assert docs_get["security"] == [] and set(docs_get["responses"]) == {"200"}
+    # No 401 or 503 (it needs no token and no database); 414 as every GET.
+    assert docs_get["security"] == [] and set(docs_get["responses"]) == {"200", "414"}
     entities_get = document["paths"]["/rest/entities/{entityName}"]["get"]
     assert {"bearerAuth": []} in entities_get["security"] and "401" in entities_get["responses"]
 
@@ -156,7 +157,9 @@ def test_entity_operations_carry_their_real_parameters(client, auth):
     params = {p["name"]: p for p in listing["parameters"]}
     assert set(params) == {"fetchPlan", "limit", "offset", "after", "sort", "returnNulls",
                            "returnCount"}
-    assert "order-with-details" in params["fetchPlan"]["schema"]["anyOf"][0]["enum"]
+    assert params["fetchPlan"]["schema"]["anyOf"][0] == {
+        "$ref": "#/components/schemas/fetchPlanName_Order"}
+    assert "order-with-details" in document["components"]["schemas"]["fetchPlanName_Order"]["enum"]
     assert params["limit"]["schema"]["maximum"] == 10000
     assert params["returnCount"]["schema"] == {"type": "boolean"}
     assert "X-Total-Count" in listing["responses"]["200"]["headers"]
@@ -181,7 +184,8 @@ def test_predefined_queries_have_typed_parameters(client, auth):
     grades = document["paths"]["/rest/queries/Customer/customersByGrades"]["post"]
     schema = grades["requestBody"]["content"]["application/json"]["schema"]
     assert schema["properties"]["grades"] == {
-        "type": "array", "items": {"type": "string", "enum": ["BRONZE", "SILVER", "GOLD"]},
+        "type": "array", "items": {
+            "$ref": "#/components/schemas/enum_restsvc.demo.model.CustomerGrade"},
         "maxItems": 1000}
     assert "/rest/queries/Order/ordersOfMonth/count" in document["paths"]
 
@@ -207,7 +211,9 @@ def test_disabled_inline_fetch_plans_leave_only_plan_names(make_app):
     document = app.documents.document("detailed")
     params = document["paths"]["/rest/entities/Customer"]["get"]["parameters"]
     plan = next(p for p in params if p["name"] == "fetchPlan")
-    assert plan["schema"] == {"type": "string", "enum": ["_local", "_instance_name", "_base"]}
+    assert plan["schema"] == {"$ref": "#/components/schemas/fetchPlanName_Customer"}
+    assert document["components"]["schemas"]["fetchPlanName_Customer"]["enum"] == [
+        "_local", "_instance_name", "_base"]
 
 
 def test_service_methods_are_typed_by_their_parameters_and_results(client, auth):
@@ -237,6 +243,7 @@ def test_reports_and_health_checks_are_in_both_documents(client, auth):
         assert run["parameters"][0]["schema"] == {"type": "string", "format": "uuid"}
         assert "reportDetail" in document["components"]["schemas"]
         ready = document["paths"]["/health/ready"]["get"]
-        assert ready["security"] == [] and set(ready["responses"]) == {"200", "503"}
+        assert ready["security"] == [] and set(ready["responses"]) == {"200", "414", "503"}
         assert ready["responses"]["503"]["content"]["application/json"]["schema"][
-            "properties"]["status"]["enum"] == ["UP", "DOWN"]
+            "properties"]["status"] == {"$ref": "#/components/schemas/healthStatus"}
+        assert document["components"]["schemas"]["healthStatus"]["enum"] == ["UP", "DOWN"]

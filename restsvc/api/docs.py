@@ -10,7 +10,7 @@ from werkzeug.utils import send_file
 from werkzeug.wrappers import Response
 
 from ..errors import NotFound
-from ..openapi import DETAILED, GENERIC, Documents, Route
+from ..openapi import DETAILED, GENERIC, PUBLIC, Documents, Route
 from ..openapi.document import DocumentBuilder
 from ..web import NO_STORE
 from .metadata import viewer
@@ -20,28 +20,17 @@ YAML_ALIASES = (YAML_TYPE, "application/x-yaml", "text/yaml")
 # The viewer's files restsvc serves; nothing else of the package is reachable.
 VIEWER_FILES = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript",
                 "favicon-32x32.png": "image/png"}
-# The page opens without a token and first shows only how to sign in (the
-# Authorize dialog: client credentials, password, or a bearer token); once a
-# token is there it loads the detailed document with it, so the page shows
+# The page opens without a token on the public document (PUBLIC_DOCUMENT:
+# the API's title and description, how to sign in, the operations that need
+# no token, and only the sign-in flows the registered clients can use); once
+# a token is there it loads the detailed document with it, so the page shows
 # what the caller's roles allow. The token stays in the page's memory.
+PUBLIC_DOCUMENT = "openapiPublic.json"
 INIT_SCRIPT = b"""window.addEventListener("load", function () {
   var root = document.getElementById("swagger-ui");
   var documentUrl = new URL(root.dataset.url, window.location.href).href;
-  var tokenUrl = new URL(root.dataset.tokenUrl, window.location.href).href;
+  var publicUrl = new URL(root.dataset.publicUrl, window.location.href).href;
   var token = null;
-  var signIn = {
-    openapi: "3.1.0",
-    info: {title: "Sign in", version: "",
-           description: "Press **Authorize** and get a token: with **clientCredentials** " +
-             "(a registered client's id and secret) or with **password** (a user's name and " +
-             "password, and the client's id and secret), or paste a token into " +
-             "**bearerAuth**. The API's document then loads with what your roles allow."},
-    paths: {},
-    components: {securitySchemes: {
-      bearerAuth: {type: "http", scheme: "bearer"},
-      clientCredentials: {type: "oauth2", flows: {clientCredentials: {tokenUrl: tokenUrl, scopes: {}}}},
-      password: {type: "oauth2", flows: {password: {tokenUrl: tokenUrl, scopes: {}}}}}}
-  };
   function signedIn(system, accessToken) {
     if (!accessToken || accessToken === token) { return; }
     token = accessToken;
@@ -68,7 +57,7 @@ INIT_SCRIPT = b"""window.addEventListener("load", function () {
     }}}};
   }
   window.ui = SwaggerUIBundle({
-    spec: signIn, dom_id: "#swagger-ui", deepLinking: true,
+    url: publicUrl, dom_id: "#swagger-ui", deepLinking: true,
     presets: [SwaggerUIBundle.presets.apis], plugins: [LoadAfterSignIn], layout: "BaseLayout",
     validatorUrl: null, displayRequestDuration: true, tryItOutEnabled: false,
     requestInterceptor: function (request) {
@@ -112,8 +101,9 @@ def documents(app, queries):
         builtin = rule.endpoint.__module__.startswith("restsvc.api.")
         routes.append(Route(rule.rule, tuple(sorted(methods)), summary, handler,
                             app.settings.paths.unmount(rule.rule) if builtin else ""))
+    own = [app.metadata.of_model(model).name for model in app.application.entities]
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
-                                     app.services))
+                                     app.services, app.application.version, own))
 
 
 def _answer(ctx, kind, as_yaml):
@@ -162,6 +152,7 @@ def page(ctx):
                 f"<link rel=\"icon\" type=\"image/png\" href=\"{base}/assets/favicon-32x32.png\">"
                 f"<link rel=\"stylesheet\" href=\"{base}/assets/swagger-ui.css\"></head><body>"
                 f"<div id=\"swagger-ui\" data-url=\"{base}/openapiDetailed.json\" "
+                f"data-public-url=\"{base}/assets/{PUBLIC_DOCUMENT}\" "
                 f"data-token-url=\"{html.escape(root + paths.token)}\"></div>"
                 f"<script src=\"{base}/assets/swagger-ui-bundle.js\"></script>"
                 f"<script src=\"{base}/assets/restsvc-init.js\"></script></body></html>")
@@ -173,6 +164,10 @@ def asset(ctx, asset):
     if asset == "restsvc-init.js":
         return Response(INIT_SCRIPT, content_type="text/javascript;charset=UTF-8",
                         headers={"Cache-Control": "no-cache"})
+    if asset == PUBLIC_DOCUMENT:
+        data = ctx.app.documents.render(PUBLIC, ctx.request.root_path)
+        return Response(data, content_type="application/json;charset=UTF-8",
+                        headers={"Cache-Control": "no-cache"})
     directory = viewer_dir()
     if asset not in VIEWER_FILES or directory is None:
         raise NotFound("Not found", f"No documentation file {asset}")
@@ -181,6 +176,8 @@ def asset(ctx, asset):
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
 
+
+asset.undocumented = True  # type: ignore[attr-defined]  # the page's files, not operations
 
 rules = [
     Rule("/rest/docs", methods=["GET"], endpoint=page),

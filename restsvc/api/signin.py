@@ -85,6 +85,9 @@ def stylesheet(ctx):
                     headers={"Cache-Control": "public, max-age=3600"})
 
 
+stylesheet.undocumented = True  # type: ignore[attr-defined]  # the page's file, not an operation
+
+
 def _issuer(ctx):
     return base_url(ctx.request, ctx.app.settings.public_url)
 

@@ -346,6 +346,7 @@ class Metadata:
         unknown = read_only - set(meta.properties)
         if unknown:
             raise MetadataError(f"{meta.name}: read_only names unknown attributes {sorted(unknown)}")
+        _check_renames(meta.name, declared.renames, set(model._meta.fields))
         # Every entity needs a persistent, well-formed id and version.
         if "id" not in meta.properties or "version" not in meta.properties:
             raise MetadataError(f"{meta.name} must inherit id and version from Entity")
@@ -371,3 +372,28 @@ class Metadata:
                 f"{meta.name}.{name}: field type {type(peewee_field).__name__} has no datatype")
         return MetaProperty(name, "DATATYPE", datatype.name, "NONE", mandatory, read_only,
                             True, meta, field=peewee_field, datatype=datatype)
+
+
+def _check_renames(entity: str, renames: dict[str, str], attributes: set[str]) -> None:
+    """``renames={"newName": "oldName"}``: the key is the attribute the model
+    declares now, the value the name the database still has. A rename the
+    wrong way round (or naming neither side) would let ``migrate`` add an
+    empty column beside the old one: refused here, saying which side is which."""
+    for new, old in renames.items():
+        where = f"{entity}: renames={{{new!r}: {old!r}}}"
+        rule = (f"(the key is the new name, an attribute {entity} declares now; the value the "
+                f"old name, which only the database still has)")
+        if new == old:
+            raise MetadataError(f"{where}: the new and the old name are the same")
+        if new in attributes and old not in attributes:
+            continue
+        if old in attributes and new not in attributes:
+            raise MetadataError(f"{where} is the wrong way round {rule}: write "
+                                f"renames={{{old!r}: {new!r}}}")
+        if new in attributes:
+            raise MetadataError(f"{where}: {old!r} is still an attribute of {entity} {rule}")
+        raise MetadataError(f"{where}: {new!r} is not an attribute of {entity} {rule}")
+    olds = list(renames.values())
+    twice = sorted({old for old in olds if olds.count(old) > 1})
+    if twice:
+        raise MetadataError(f"{entity}: renames: {twice[0]!r} is the old name of two attributes")

@@ -134,7 +134,9 @@ class EnumType:
     to_text = to_json
 
     def json_schema(self):
-        return {"type": "string", "enum": [m.name for m in self.meta_enum.enum_class]}
+        # The title names the enum's one schema in an OpenAPI document (enum_<title>).
+        return {"type": "string", "title": self.meta_enum.name,
+                "enum": [m.name for m in self.meta_enum.enum_class]}
 
 
 class EntityIdType:

@@ -6,10 +6,12 @@ import threading
 import yaml
 
 from .document import Route, security_schemes
+from .public import public_document
 
 __all__ = ("Documents", "Route")
 
-GENERIC, DETAILED = "generic", "detailed"
+# PUBLIC: what the docs page shows before one signs in (public.py).
+GENERIC, DETAILED, PUBLIC = "generic", "detailed", "public"
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -35,7 +37,7 @@ class Documents:
 
     @staticmethod
     def _roles(kind, permissions):
-        if kind == GENERIC or permissions is None:
+        if kind != DETAILED or permissions is None:
             return None
         return permissions.resource_roles, permissions.row_level_roles
 
@@ -46,20 +48,27 @@ class Documents:
             with self._lock:
                 tree = self._trees.get(key)
                 if tree is None:
-                    tree = self._builder.generic() if kind == GENERIC \
-                        else self._builder.detailed(permissions)
+                    if kind == GENERIC:
+                        tree = self._builder.generic()
+                    elif kind == PUBLIC:
+                        tree = public_document(self._builder.detailed(), self._builder.grants)
+                    else:
+                        tree = self._builder.detailed(permissions)
                     if len(self._trees) >= self.MAX_TREES:
                         self._trees.clear()
                     self._trees[key] = tree
         return tree
 
     def document(self, kind, root_path="", permissions=None):
-        """The tree as served under ``root_path`` (a shallow copy; do not modify)."""
+        """The tree as served under ``root_path`` (a shallow copy; do not modify);
+        ``servers`` from svc.rest.docs.servers, else the mount point."""
         tree = self.tree(kind, permissions)
         token_path = self._builder.settings.paths.token
         components = {**tree["components"],
-                      "securitySchemes": security_schemes(root_path, token_path)}
-        return {**tree, "servers": [{"url": root_path or "/"}], "components": components}
+                      "securitySchemes": security_schemes(root_path, token_path,
+                                                          self._builder.grants)}
+        servers = self._builder.settings.api_info.servers or (root_path or "/",)
+        return {**tree, "servers": [{"url": url} for url in servers], "components": components}
 
     def render(self, kind, root_path="", as_yaml=False, permissions=None):
         key = (kind, self._roles(kind, permissions), root_path, as_yaml)

@@ -23,7 +23,9 @@ from ..data.history import HISTORY_ITEM
 from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
-from .schemas import STRING, common_schemas, enum_schema, id_schema
+from .enums import name_enums
+from .requestline import bound_gets
+from .schemas import STRING, common_schemas, enum_schema, id_schema, named_enum
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
 from .shapes import entity_typing, generic_typing, query_typing
@@ -31,6 +33,7 @@ from .shapes import entity_typing, generic_typing, query_typing
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 SCHEMA_REF = re.compile(r'"#/components/schemas/((?:entity(?:Input|New|Ref)?|enum)_[^"]+)"')
 HISTORY = ("GET", f"{E}/<entity_id>/history")
+DEFAULT_VERSION = "1.0"     # of an application that declares none
 SOFT_DELETE = {("POST", f"{E}/<entity_id>/restore"), ("POST", f"{E}/<entity_id>/purge")}
 # The entity operation each write route needs; every other route reads.
 WRITES = {("POST", E): "create", ("PUT", E): "update", ("DELETE", E): "delete",
@@ -84,8 +87,18 @@ def described(method, rule, handler=""):
 
 
 class DocumentBuilder:
-    def __init__(self, routes, gate, settings, metadata=None, queries=(), services=None):
+    def __init__(self, routes, gate, settings, metadata=None, queries=(), services=None,
+                 version=None, application_entities=()):
         self.routes = routes
+        self.version = version      # the application's (Application.version)
+        # The application's own entities (their names, in declaration order):
+        # listed before the built-in ones.
+        self.application_entities = tuple(application_entities)
+        # The OAuth flows the registered clients can use: the only ones offered.
+        self.grants = frozenset(grant for client in settings.clients
+                                for grant in client.grant_types)
+        self.bearer = [{name: []} for name in security_schemes("", "", self.grants)
+                       if name != "clientBasic"]
         self.gate = gate
         self.settings = settings
         self.metadata = metadata
@@ -103,15 +116,18 @@ class DocumentBuilder:
                     self._add(paths, method, route.rule, build(typing), {})
                 else:
                     self._fixed(paths, method, route, {})
-        return self._document("restsvc generic REST API", paths, common_schemas(),
-                              "The generic REST API: every application has these endpoints.")
+        named = self.settings.api_info.title
+        return self._document(f"{named}: the generic API" if named else "restsvc generic REST API",
+                              paths, common_schemas(),
+                              "The generic REST API: every application has these endpoints.",
+                              generic=True)
 
     def detailed(self, permissions=None):
         metadata = self.metadata
         shown = _Shown(metadata, permissions)
         path_schemas = {
-            "entityName": {"type": "string", "enum": [meta.name for meta in shown.entities]},
-            "enumName": {"type": "string", "enum": [e.name for e in shown.enums]},
+            "entityName": named_enum("entityName", [meta.name for meta in shown.entities]),
+            "enumName": named_enum("enumName", [e.name for e in shown.enums]),
         }
         paths = {}
         for route in self.routes:
@@ -180,14 +196,12 @@ class DocumentBuilder:
                                  "schema": path_schemas.get(name, STRING)} for name in names] \
                 + op.get("parameters", [])
         responses = dict(op["responses"])
-        if method == "GET" and any(p["in"] == "query" for p in op.get("parameters", ())):
-            responses.update(failures("UriTooLong"))
         protected = self.gate.is_protected(sample)
         if protected or not no_database:
             responses.setdefault("503", failures("ServiceUnavailable")["503"])
         if "security" not in op:
             if protected:
-                op["security"] = BEARER
+                op["security"] = self.bearer
                 responses.update(failures("Unauthorized"))
                 if self.gate.rest_enabled.match(sample):
                     responses.setdefault("403", failures("Forbidden")["403"])
@@ -196,24 +210,32 @@ class DocumentBuilder:
         op["responses"] = dict(sorted(responses.items()))
         paths.setdefault(path, {})[method.lower()] = op
 
-    def _document(self, title, paths, schemas, description):
+    def _document(self, title, paths, schemas, description, generic=False):
         schemas["serviceDescriptor"] = service_descriptor()
         for name, schema in report_schemas().items():
             schemas.setdefault(name, schema)
+        # svc.rest.docs.*; the version defaults to the application's.
+        info = self.settings.api_info.info(self.settings.api_info.title or title, description,
+                                           self.version or DEFAULT_VERSION)
+        if generic:
+            info.update(title=title, description=description)
         document = {
             "openapi": "3.1.0",
-            "info": {"title": title, "version": "1.0", "description": description},
+            "info": info,
             "servers": [{"url": "/"}],
-            "tags": _tags(paths, self.metadata),
+            "tags": _tags(paths, self.metadata, self.application_entities),
             "paths": dict(sorted(paths.items())),
             "components": {
                 "schemas": dict(sorted(schemas.items())),
                 "responses": response_components(),
-                "securitySchemes": security_schemes("", self.settings.paths.token),
+                "securitySchemes": security_schemes("", self.settings.paths.token, self.grants),
             },
         }
         # One plain tree: no shared objects (YAML would write them as anchors).
-        return json.loads(json.dumps(document))
+        document = json.loads(json.dumps(document))
+        name_enums(document, self.metadata.enums if self.metadata is not None else {})
+        bound_gets(document["paths"], document["components"]["schemas"])
+        return document
 
 
 class _Shown:
@@ -261,32 +283,35 @@ def _add_referenced_stubs(paths, schemas, metadata):
             schemas.update(stub_schemas(metadata.entities[target]))
 
 
-# Any of these gives the bearer token an operation needs. One scheme per OAuth
-# flow: the docs page's Authorize dialog then offers each with its own fields.
-BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}, {"clientCredentials": []}, {"password": []}]
-
-
-def security_schemes(root_path, token_path):
+def security_schemes(root_path, token_path, grants):
+    """Any of the first ones gives the bearer token an operation needs: one
+    scheme per OAuth flow a registered client can use (``grants``), so the
+    docs page's Authorize dialog offers each with its own fields, the one most
+    callers use first; then a token pasted as it is; then HTTP Basic for the
+    token endpoints."""
     token_url = f"{root_path}{token_path}"
-    return {
-        "bearerAuth": {"type": "http", "scheme": "bearer",
-                       "description": f"An access token from POST {token_path}, in the "
-                                      "Authorization header (never in the URL)"},
-        "clientCredentials": {
+    schemes = {}
+    if "client_credentials" in grants:
+        schemes["clientCredentials"] = {
             "type": "oauth2", "description": "A token for a registered client: its id and secret",
-            "flows": {"clientCredentials": {"tokenUrl": token_url, "scopes": {}}}},
-        "password": {
+            "flows": {"clientCredentials": {"tokenUrl": token_url, "scopes": {}}}}
+    if "password" in grants:
+        schemes["password"] = {
             "type": "oauth2", "description": "A token for a user: a client's id and secret, "
                                              "and the user's name and password",
-            "flows": {"password": {"tokenUrl": token_url, "scopes": {}}}},
-        "clientBasic": {"type": "http", "scheme": "basic",
-                        "description": "A registered client: its id and secret"},
-    }
+            "flows": {"password": {"tokenUrl": token_url, "scopes": {}}}}
+    schemes["bearerAuth"] = {"type": "http", "scheme": "bearer",
+                             "description": f"An access token from POST {token_path}, in the "
+                                            "Authorization header (never in the URL)"}
+    schemes["clientBasic"] = {"type": "http", "scheme": "basic",
+                              "description": "A registered client: its id and secret"}
+    return schemes
 
 
-def _tags(paths, metadata):
+def _tags(paths, metadata, application_entities=()):
     """The tags the operations use, the known ones first in their order; an
-    entity's tag ("Order") follows Entities, its queries ("Order Queries")
+    entity's tag ("Order") follows Entities (the application's entities in
+    their order, then the built-in ones), its queries ("Order Queries")
     Queries, a service's ("orderService") Services, the application's own last."""
     known = dict(TAGS)
     order = list(known)
@@ -303,10 +328,20 @@ def _tags(paths, metadata):
         if tag == "Application":
             return len(order), 0
         if metadata is not None and tag in metadata.entities:
-            return order.index("Entities"), 1
-        return order.index("Queries" if tag.endswith(" Queries") else "Services"), 1
+            return order.index("Entities"), 1 + _entity_rank(tag, application_entities)
+        if tag.endswith(" Queries"):
+            return order.index("Queries"), 1 + _entity_rank(tag[:-len(" Queries")],
+                                                            application_entities)
+        return order.index("Services"), 1
     return [{"name": tag, **({"description": known[tag]} if tag in known else {})}
             for tag in sorted(used, key=position)]
+
+
+def _entity_rank(name, application_entities):
+    """The application's entities first, in their order; the built-in ones after."""
+    if name in application_entities:
+        return application_entities.index(name)
+    return len(application_entities)
 
 
 def _methods(route):

@@ -3,7 +3,7 @@ authentication, files, metadata, messages, user session, documentation."""
 from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
 from .events import EVENT_ENDPOINTS
 from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
-from .schemas import STRING, array, binary, ref
+from .schemas import STRING, array, binary, named_enum, ref
 
 HEALTH = "Health"
 
@@ -44,9 +44,8 @@ def token():
     op = operation("Get an access token", AUTH, {
         **ok("The token", ref("tokenResponse"), headers=NO_STORE),
         **_oauth_failures("400", "401", "413", "429")},
-        body=_form({"grant_type": {"type": "string",
-                                   "enum": ["client_credentials", "password",
-                                            "authorization_code", "refresh_token"]},
+        body=_form({"grant_type": named_enum("grantType", [
+                        "client_credentials", "password", "authorization_code", "refresh_token"]),
                     "username": {"type": "string", "description": "password grant"},
                     "password": {"type": "string", "description": "password grant"},
                     "code": {"type": "string", "description": "authorization_code grant"},
@@ -72,7 +71,7 @@ def revoke():
         **ok("Revoked, or unknown (the same answer)", headers=NO_STORE),
         **_oauth_failures("400", "401", "413", "429")},
         body=_form({"token": STRING, "token_type_hint": {
-            "type": "string", "enum": ["access_token", "refresh_token"]}, **_client_fields()},
+            **named_enum("tokenTypeHint", ["access_token", "refresh_token"])}, **_client_fields()},
             ("token",)))
     op["security"] = CLIENT_AUTH
     return op
@@ -209,18 +208,9 @@ def docs_page():
         "content": {"text/html": {"schema": {"type": "string"}}}}})
 
 
-def docs_asset():
-    return operation("A file of the documentation page", DOCS, {
-        "200": {"description": "The file", "content": {
-            "text/javascript": {"schema": {"type": "string"}},
-            "text/css": {"schema": {"type": "string"}},
-            "image/png": {"schema": binary("image/png")}}},
-        **failures("NotFound")})
-
-
 def _health(summary, ready):
     status = {"type": "object", "required": ["status"], "properties": {
-        "status": {"type": "string", "enum": ["UP", "DOWN"]},
+        "status": named_enum("healthStatus", ["UP", "DOWN"]),
         "details": {"type": "object", "description": "What is not ready"}}}
     no_store = {"Cache-Control": header("no-store")}
 
@@ -242,7 +232,7 @@ HANDLERS = {
 
 # Answered without the database (unless the gate looks a token up).
 NO_DATABASE = {("GET", "restsvc.api.health.live"), ("GET", "restsvc.api.health.ready"),
-               ("GET", "/rest/docs"), ("GET", "/rest/docs/assets/<asset>"),
+               ("GET", "/rest/docs"),
                ("GET", "/rest/docs/openapi.json"), ("GET", "/rest/docs/openapi.yaml"),
                ("GET", "/rest/docs/openapiDetailed.json"), ("GET", "/rest/docs/openapiDetailed.yaml")}
 
@@ -252,8 +242,6 @@ ENDPOINTS = {
     ("POST", "/oauth2/introspect"): introspect,
     ("GET", "/oauth2/authorize"): authorize,
     ("POST", "/oauth2/authorize"): sign_in,
-    ("GET", "/oauth2/signin.css"): lambda: operation("The sign-in page's stylesheet", AUTH,
-                                                     ok("CSS", STRING, media="text/css")),
     ("GET", "/.well-known/oauth-authorization-server"): _get(
         "Authorization server metadata (RFC 8414)", AUTH, {"type": "object"}),
     ("GET", "/rest/queries/<entity_name>"): _get(
@@ -296,7 +284,6 @@ ENDPOINTS = {
     ("GET", "/rest/permissions"): _get("The caller's effective permissions", SESSION,
                                        ref("permissions")),
     ("GET", "/rest/docs"): docs_page,
-    ("GET", "/rest/docs/assets/<asset>"): docs_asset,
     ("GET", "/rest/docs/openapi.json"): _document("The generic OpenAPI document"),
     ("GET", "/rest/docs/openapi.yaml"): _document("The generic OpenAPI document"),
     ("GET", "/rest/docs/openapiDetailed.json"): _document("This project's OpenAPI document"),

@@ -1,6 +1,6 @@
 """Operations of the change feed (and the webhooks, when present)."""
 from .parts import JSON, failures, header, ok, operation, query
-from .schemas import INTEGER, STRING
+from .schemas import INTEGER, STRING, named_enum
 
 EVENTS = "Events"
 SSE = "text/event-stream"
@@ -45,7 +45,7 @@ def ticket():
 
 
 _ENTITIES = {"type": "array", "items": STRING}
-_KINDS = {"type": "array", "items": {"type": "string", "enum": ["CREATE", "UPDATE", "DELETE"]}}
+_KINDS = {"type": "array", "items": named_enum("eventKind", ["CREATE", "UPDATE", "DELETE"])}
 _WEBHOOK = {"type": "object", "required": ["id", "url", "entities", "kinds"], "properties": {
     "id": STRING, "url": STRING, "entities": _ENTITIES, "kinds": _KINDS,
     "createdDate": {"type": "string", "format": "date-time"},

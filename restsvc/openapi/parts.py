@@ -16,11 +16,11 @@ RESPONSES = {
     "PayloadTooLarge": ("The request body (or the number of entities in it) is larger than "
                         "the service accepts", ERROR),
     "ServiceUnavailable": ("The database is busy or cannot be reached; try again later", ERROR),
-    # Written by gunicorn before the service sees the request (its own short
-    # text body): a request line longer than 8190 bytes; any GET with query
-    # parameters (a filter, an inline plan, arrays) can reach it.
-    "UriTooLong": ("The URL is longer than the server accepts (8190 bytes in the request "
-                   "line); send the parameters in the body of the POST form", None),
+    # Answered before the service sees the request: a request line longer
+    # than 8,190 bytes (requestline.py); every GET documents it.
+    "UriTooLong": ("The request line (method, path and query string) is longer than the "
+                   "server accepts, 8,190 bytes; send long parameters in the body of the "
+                   "POST form", ERROR),
 }
 
 

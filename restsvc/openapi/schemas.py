@@ -6,6 +6,7 @@ client generated from the documents works and a fuzzer finds nothing.
 """
 from ..data.filters import MAX_CONDITIONS, MAX_DEPTH, OPERATORS_BY_KIND
 from ..model.datatypes import DATATYPES
+from ..model.valuetypes import EnumType
 
 OPERATORS = sorted(set().union(*OPERATORS_BY_KIND.values()))
 
@@ -16,7 +17,7 @@ def ref(name):
 
 def nullable(schema):
     """The schema or JSON null (a value the API omits unless ``returnNulls``)."""
-    if "$ref" in schema:
+    if "$ref" in schema or ("enum" in schema and "title" in schema):    # a named one
         return {"anyOf": [schema, {"type": "null"}]}
     kinds = schema.get("type")
     if isinstance(kinds, str):
@@ -33,8 +34,14 @@ def enum_schema_name(name):
 
 
 def enum_schema(meta_enum):
-    return {"type": "string", "title": meta_enum.name,
-            "enum": list(meta_enum.enum_class.__members__)}
+    """An application's enum: its constant names (model/valuetypes.py, their one home)."""
+    return EnumType(meta_enum).json_schema()
+
+
+def named_enum(title, values, kind="string"):
+    """One of restsvc's own enums; ``title`` is the name of its one schema
+    (enums.py puts it in the components and refers to it where it is used)."""
+    return {"type": kind, "title": title, "enum": list(values)}
 
 
 def reference_schema_name(entity_name):
@@ -86,6 +93,8 @@ def _object(properties, required=(), description=None, closed=False):
 
 
 STRING = {"type": "string"}
+TOKEN_TYPE = named_enum("tokenType", ["Bearer"])
+PERMISSION = named_enum("permission", [0, 1], "integer")      # 1: granted
 INTEGER = {"type": "integer"}
 BOOLEAN = {"type": "boolean"}
 
@@ -104,18 +113,18 @@ _COMMON = {
     "authError": _object({"error": STRING, "error_description": STRING},
                          ("error", "error_description"),
                          "A missing, invalid, expired or revoked bearer token (RFC 6750)."),
-    "oauthError": _object({"error": {"type": "string", "enum": [
+    "oauthError": _object({"error": named_enum("oauthErrorCode", [
         "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
-        "unsupported_grant_type", "invalid_scope", "temporarily_unavailable"]},
+        "unsupported_grant_type", "invalid_scope", "temporarily_unavailable"]),
         "error_description": STRING}, ("error",), "An OAuth 2 error (RFC 6749 section 5.2)."),
     "tokenResponse": _object({
         "access_token": STRING, "refresh_token": STRING,
-        "token_type": {"type": "string", "enum": ["Bearer"]},
+        "token_type": TOKEN_TYPE,
         "expires_in": {"type": "integer", "minimum": 0}},
         ("access_token", "token_type", "expires_in"), "An access token (RFC 6749 section 5.1)."),
     "introspection": _object({
         "active": BOOLEAN, "client_id": STRING, "username": STRING, "sub": STRING,
-        "token_type": {"type": "string", "enum": ["Bearer"]}, "iat": INTEGER, "exp": INTEGER},
+        "token_type": TOKEN_TYPE, "iat": INTEGER, "exp": INTEGER},
         ("active",), "Token introspection (RFC 7662); only active is present for an inactive token."),
     "entity": {
         "type": "object", "description": "An entity as the API writes it; the other keys are "
@@ -131,7 +140,7 @@ _COMMON = {
                   "description": "Ids, or objects with an id."},
     "condition": _object({
         "property": {"type": "string", "description": "An attribute, dotted through to-one references"},
-        "operator": {"type": "string", "enum": OPERATORS},
+        "operator": named_enum("filterOperator", OPERATORS),
         "value": _FILTER_VALUE}, ("property", "operator")),
     # No maxItems inside a group: the limit is on all conditions of a filter
     # together, and a bound in this recursive place lets a fuzzer build a
@@ -156,11 +165,11 @@ _COMMON = {
         "properties": array(ref("propertyMetadata"))}, ("entityName", "ancestor", "properties")),
     "propertyMetadata": _object({
         "name": STRING,
-        "attributeType": {"type": "string", "enum": ["DATATYPE", "ENUM", "ASSOCIATION", "COMPOSITION",
-                                                   "EMBEDDED"]},
+        "attributeType": named_enum("attributeType", ["DATATYPE", "ENUM", "ASSOCIATION",
+                                                      "COMPOSITION", "EMBEDDED"]),
         "type": STRING,
-        "cardinality": {"type": "string", "enum": ["NONE", "MANY_TO_ONE", "ONE_TO_MANY",
-                                                   "ONE_TO_ONE", "MANY_TO_MANY"]},
+        "cardinality": named_enum("cardinality", ["NONE", "MANY_TO_ONE", "ONE_TO_MANY",
+                                                  "ONE_TO_ONE", "MANY_TO_MANY"]),
         "mandatory": BOOLEAN, "readOnly": BOOLEAN, "description": STRING,
         "persistent": BOOLEAN, "transient": BOOLEAN},
         ("name", "attributeType", "type", "cardinality", "mandatory", "readOnly", "description",
@@ -182,12 +191,13 @@ _COMMON = {
                                         "description": "The user's attributes; empty for a client."}},
                         ("username", "locale", "attributes")),
     "permissions": _object({
-        "entities": array(_object({"target": STRING, "value": {"type": "integer", "enum": [0, 1]}},
+        "entities": array(_object({"target": STRING, "value": PERMISSION},
                                   ("target", "value"))),
         "entityAttributes": array(_object({"target": STRING,
-                                           "value": {"type": "integer", "enum": [0, 1, 2]}},
+                                           "value": named_enum("attributePermission",
+                                                               [0, 1, 2], "integer")},
                                           ("target", "value"))),
-        "specifics": array(_object({"target": STRING, "value": {"type": "integer", "enum": [0, 1]}},
+        "specifics": array(_object({"target": STRING, "value": PERMISSION},
                                    ("target", "value"))),
         "authorities": array(STRING)}, ("entities", "entityAttributes", "specifics", "authorities")),
     "fileInfo": _object({"fileRef": STRING, "name": STRING, "size": {"type": "integer", "minimum": 0}},

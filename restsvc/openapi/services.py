@@ -5,7 +5,7 @@ import typing
 
 from ..services.params import list_item, optional_of
 from .parts import JSON, failures, json_body, ok, operation
-from .schemas import array, json_text, ref
+from .schemas import array, json_text, named_enum, ref
 
 SERVICES = "Services"
 TEXT = "text/plain"
@@ -18,7 +18,7 @@ def service_descriptor():
         "methods": array({"type": "object", "required": ["name", "httpMethod", "params"],
                           "properties": {
                               "name": {"type": "string"},
-                              "httpMethod": {"type": "string", "enum": ["GET", "POST"]},
+                              "httpMethod": named_enum("httpMethod", ["GET", "POST"]),
                               "params": array({"type": "object", "required": ["name", "type", "required"],
                                                "properties": {"name": {"type": "string"},
                                                               "type": {"type": "string"},

@@ -4,7 +4,8 @@ from dataclasses import dataclass, field
 
 from ..model.fetchplan import BUILT_IN
 from ..model.valuetypes import ArrayType, EntityIdType
-from .schemas import BOOLEAN, STRING, array, id_schema, nullable, ref, reference_schema_name
+from .schemas import (BOOLEAN, STRING, array, id_schema, named_enum, nullable, ref,
+                      reference_schema_name)
 
 
 @dataclass
@@ -69,7 +70,7 @@ def generic_typing(settings):
 
 def entity_typing(meta, settings):
     names = list(meta.fetch_plans)
-    by_name = {"type": "string", "enum": names}
+    by_name = named_enum(f"fetchPlanName_{meta.name}", names)
     inline = settings.inline_fetch_plans
     plan = {"anyOf": [by_name, {"type": "string", "contentMediaType": "application/json",
                                 "contentSchema": ref("fetchPlan")}]} if inline else by_name
@@ -89,8 +90,10 @@ def query_typing(query, settings):
     typing = entity_typing(meta, settings)
     typing.query_tag = f"{meta.name} Queries"
     typing.query_label = f"the query {query.name}"
-    typing.query_fetch_plan = {"type": "string", "enum": [
-        name for name in meta.fetch_plans if not name.startswith("_") or name in BUILT_IN]}
+    names = [name for name in meta.fetch_plans if not name.startswith("_") or name in BUILT_IN]
+    # One schema for one set of names: the entity's own when they are all of its plans.
+    typing.query_fetch_plan = named_enum(f"fetchPlanName_{meta.name}" if names == list(
+        meta.fetch_plans) else f"queryFetchPlanName_{meta.name}", names)
     typing.query_parameters = [
         {"name": p.name, "in": "query", "required": True, "schema": param_schema(p, False),
          **({"style": "form", "explode": True} if p.is_array else {})} for p in query.params]

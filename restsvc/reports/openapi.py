@@ -24,7 +24,17 @@ _ID = {"type": "string", "format": "uuid"}
 _FORBIDDEN = _error("the caller lacks the specific policy reports.rest.enabled")
 _UNAUTHORIZED = {"description": "no valid bearer token"}
 
+# Each enum is one named schema (as in the project documents: openapi/enums.py).
+ENUMS = {"reportOutputType": list(OUTPUT_TYPES), "reportParameterType": list(PARAMETER_TYPES),
+         "documentFormat": ["json", "yaml"]}
+
+
+def _named(name):
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 SCHEMAS = {
+    **{name: {"type": "string", "title": name, "enum": values} for name, values in ENUMS.items()},
     "error": {"type": "object", "required": ["error", "details"],
               "properties": {"error": {"type": "string"}, "details": {"type": "string"}}},
     "reportBrief": {
@@ -35,13 +45,13 @@ SCHEMAS = {
     "reportTemplate": {
         "type": "object", "required": ["code", "outputType", "default"],
         "properties": {"code": {"type": "string"},
-                       "outputType": {"type": "string", "enum": list(OUTPUT_TYPES)},
+                       "outputType": _named("reportOutputType"),
                        "default": {"type": "boolean"}}},
     "inputParameter": {
         "type": "object", "required": ["name", "alias", "type", "required", "hidden"],
         "properties": {"name": {"type": "string", "description": "caption"},
                        "alias": {"type": "string", "description": "the name a run body uses"},
-                       "type": {"type": "string", "enum": list(PARAMETER_TYPES)},
+                       "type": _named("reportParameterType"),
                        "required": {"type": "boolean"}, "hidden": {"type": "boolean"},
                        "entityMetaClass": {"type": "string"},
                        "enumerationClass": {"type": "string"},
@@ -125,7 +135,7 @@ def reports_openapi(server_url=BASE):
             "/docs/openapi.{format}": {"get": {
                 **get, "operationId": "reportsOpenApi", "summary": "This description",
                 "parameters": [{"name": "format", "in": "path", "required": True,
-                                "schema": {"type": "string", "enum": ["json", "yaml"]}}],
+                                "schema": _named("documentFormat")}],
                 "responses": {"200": {"description": "OpenAPI 3.1", "content": {
                     "application/json": {"schema": {"type": "object"}},
                     "application/yaml": {"schema": {"type": "object"}}}},

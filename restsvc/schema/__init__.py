@@ -91,15 +91,17 @@ def _judge(differences, steps):
 def prepare(database, models, lowered=(), lock_timeout=DEFAULT_LOCK_TIMEOUT):
     """``init-schema``: under the lock, apply what plain ``migrate`` would
     (creating a new database in one step), never a destructive or blocked step;
-    then the start-up check."""
+    then the start-up check. The Outcome holds the steps applied (none: the
+    database already matched)."""
     with migration_lock(database, lock_timeout):
         differences, steps = survey(database, models, lowered)
-        ready = [step for step in steps if not step.destructive and not step.blocked]
+        ready = tuple(step for step in steps if not step.destructive and not step.blocked)
         if ready:
             apply_steps(database, ready, _name("init-schema"))
             differences, steps = survey(database, models, lowered)
     _judge(differences, steps)
     _check_substring(database, lowered)
+    return Outcome(ready, applied=bool(ready))
 
 
 def migrate(database, models, lowered=(), apply=True, allow_destructive=False, backup=True,
