@@ -114,7 +114,7 @@ class RestApp:
         self.observer, self.instruments = observability.observer, observability.instruments
         self.quotas = observability.quotas
         self.documents = documents(self, queries)
-        # The start-up summary: one line per fact (README "Running the service").
+        # The start-up summary: one line per fact (restsvc/docs/operations.md "Running in production").
         facts = [f"settings: {settings.source or '(given in code, no file)'}",
                  f"database: {db.display_url(settings.database_url)}"]
         if settings.init_schema:
