@@ -4,7 +4,7 @@ from werkzeug.routing import Rule
 
 from ..bodies import read_json_body
 from ..errors import Forbidden
-from ..events import delivery, webhooks
+from ..events import delivery, visibility, webhooks
 from ..web import NO_STORE, empty_response, json_response, location_url
 
 _MAX_BODY = 16 << 10
@@ -20,6 +20,7 @@ def register(ctx):
     url, entities, kinds, secret = webhooks.checked(
         ctx.app.metadata, read_json_body(ctx.request, max_bytes=_MAX_BODY),
         ctx.app.settings.webhooks_allow_private)
+    visibility.check_subscription(ctx.permissions, ctx.app.metadata, entities, kinds)
     row = webhooks.create(ctx.app.database, url, entities, kinds, secret)
     location = location_url(ctx.request, ctx.app.settings.public_url) + "/" + row.id
     return json_response(webhooks.as_json(row), status=201,
