@@ -171,3 +171,22 @@ def test_the_auditor_sees_who_deleted_and_changed_a_row_but_not_hidden_values(cl
     for name in ("createdBy", "lastModifiedBy", "lastModifiedDate", "deletedBy", "deletedDate"):
         assert levels[f"Customer:{name}"] == 1
     assert levels["Customer:email"] == 0
+
+
+def test_history_shows_no_value_of_an_embedded_reference_to_an_entity_the_caller_may_not_read(
+        client_with_roles):
+    history_reader = ResourceRole("t-history-no-countries",
+                                  entities={"Customer": "read", "HistoryItem": "read"},
+                                  attributes={"Customer": {"*": "view"},
+                                              "HistoryItem": {"*": "view"}})
+    c, restricted = client_with_roles(history_reader)
+    full = bearer(get_token(c))
+    for country in ("FR", "AT"):
+        assert c.put(f"/rest/entities/Customer/{CUSTOMER}", headers=full, json={
+            "address": {"city": f"City {country}", "country": {"id": country}}}).status_code == 200
+    response = c.get(f"/rest/entities/Customer/{CUSTOMER}/history", headers=restricted)
+    assert response.status_code == 200, response.json
+    changes = {change["name"]: change for change in response.json[0]["changes"]}
+    assert changes["address.country"] == {"name": "address.country"}
+    assert changes["address.city"]["newValue"] == "City AT"
+    assert '"FR"' not in response.get_data(as_text=True)

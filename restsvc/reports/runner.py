@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 
 from ..data.bound import DataAccess
+from ..data.filters import attribute_visible
 from ..model.serialize import instance_namer
 from . import values
 from .cells import guarded_text, guarded_texts
@@ -115,13 +116,12 @@ class Run:
     def _entity_column(self, column):
         permissions = self.access.permissions
         path = column.path
-        for prop in path:
-            if (not permissions.can(prop.owner.name, "read")
-                    or not permissions.attribute(prop.owner.name, prop.name)):
+        owner = None
+        for prop in path:        # the rule filters and sorts follow: data/filters.py
+            if not attribute_visible(permissions, prop.owner, prop.name, owner):
                 return None
+            owner = (prop.owner.name, prop.name) if prop.is_embedded else None
         last = path[-1]
-        if last.is_reference and not permissions.can(last.target.name, "read"):
-            return None
         caption = column.caption or self.captions(f"{last.owner.name}.{last.name}")
         walk = _walker(tuple(prop.name for prop in path))
         if last.is_reference:
