@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import bearer, demo_id, get_token
-from restsvc import ResourceRole
+from restsvc import ResourceRole, RowLevelRole
 from test_events_feed import FAST, _open
 
 CUSTOMER = demo_id("customer", 3)
@@ -138,21 +138,36 @@ def test_the_feed_names_the_writer_only_to_callers_that_may_see_who_wrote_the_ro
     auditor.close()
 
 
-@pytest.mark.parametrize("role", [
-    ResourceRole("t-hooks-orders", entities={"Order": "read"}, attributes={"Order": {"*": "view"}},
-                 specifics=("rest.webhooks",)),
-    ResourceRole("t-hooks-names", entities={"Customer": "read"},
-                 attributes={"Customer": {"name": "view"}}, specifics=("rest.webhooks",)),
+_HOOKS_GOLD = RowLevelRole("t-hooks-gold-rows", filters={
+    "Customer": {"conditions": [{"property": "grade", "operator": "=", "value": "GOLD"}]}})
+
+
+@pytest.mark.parametrize("role, row_level", [
+    (ResourceRole("t-hooks-orders", entities={"Order": "read"},
+                  attributes={"Order": {"*": "view"}}, specifics=("rest.webhooks",)), ()),
+    (ResourceRole("t-hooks-names", entities={"Customer": "read"},
+                  attributes={"Customer": {"name": "view"}}, specifics=("rest.webhooks",)), ()),
+    (ResourceRole("t-hooks-gold", entities={"Customer": "read"},
+                  attributes={"Customer": {"*": "view"}}, specifics=("rest.webhooks",)),
+     (_HOOKS_GOLD,)),
 ])
-def test_a_webhook_needs_everything_its_events_show_to_be_readable_by_who_registers_it(
-        client_with_roles, role):
-    c, auth = client_with_roles(role, overrides={"svc.webhooks.allow-private-addresses": True})
-    response = c.post("/rest/webhooks", headers=auth, json={
-        "url": "http://127.0.0.1:9/hook", "entities": ["Customer"], "kinds": ["UPDATE"],
-        "secret": WEBHOOK_SECRET})
+def test_a_webhook_is_only_for_callers_that_may_read_everything_its_events_show(
+        client_with_roles, role, row_level):
+    c, auth = client_with_roles(role, row_level=row_level,
+                                overrides={"svc.webhooks.allow-private-addresses": True})
+    body = {"url": "http://127.0.0.1:9/hook", "entities": ["Customer"], "kinds": ["UPDATE"],
+            "secret": WEBHOOK_SECRET}
+    response = c.post("/rest/webhooks", headers=auth, json=body)
     assert response.status_code == 403, response.json
     assert response.json["error"] == "Reading forbidden"
-    assert c.get("/rest/webhooks", headers=bearer(get_token(c))).json == []
+    full = bearer(get_token(c))
+    assert c.get("/rest/webhooks", headers=full).json == []
+    hook = c.post("/rest/webhooks", headers=full, json=body).json["id"]
+    assert [h["id"] for h in c.get("/rest/webhooks", headers=full).json] == [hook]
+    assert c.get("/rest/webhooks", headers=auth).json == []
+    for path in (f"/rest/webhooks/{hook}", f"/rest/webhooks/{hook}/dead-letters"):
+        assert c.get(path, headers=auth).status_code == 403, path
+        assert c.get(path, headers=full).status_code == 200, path
 
 
 def test_the_auditor_sees_who_deleted_and_changed_a_row_but_not_hidden_values(client, auth):
@@ -190,3 +205,17 @@ def test_history_shows_no_value_of_an_embedded_reference_to_an_entity_the_caller
     assert changes["address.country"] == {"name": "address.country"}
     assert changes["address.city"]["newValue"] == "City AT"
     assert '"FR"' not in response.get_data(as_text=True)
+
+
+def test_a_predefined_query_on_a_reference_the_caller_may_not_read_is_refused(client_with_roles):
+    c, orders_only = client_with_roles(ORDERS_ONLY)
+    customer = demo_id("customer", 2)
+    for response in (c.get(f"/rest/queries/Order/ordersOfCustomer?customer={customer}",
+                           headers=orders_only),
+                     c.get(f"/rest/queries/Order/ordersOfCustomer/count?customer={customer}",
+                           headers=orders_only)):
+        assert response.status_code == 400, response.get_data(as_text=True)
+        assert response.json["details"] == "Property for Order not found: customer"
+    full = bearer(get_token(c))
+    assert c.get(f"/rest/queries/Order/ordersOfCustomer?customer={customer}",
+                 headers=full).json

@@ -8,8 +8,8 @@ view the attribute that records that writer on the row (``createdBy`` for a
 CREATE, ``lastModifiedBy`` for an UPDATE, ``deletedBy`` for a DELETE that
 marks the row) or may read the entity's history (``HistoryItem``, whose items
 name every writer). A webhook delivers events to a URL, with no caller to
-judge them by, so registering one asks for all of that up front
-(``check_subscription``).
+judge them by, so registering one, listing it or reading its dead letters
+asks for all of that up front (``subscription_refusal``).
 """
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -48,21 +48,35 @@ def named_attributes(meta: Any) -> list[str]:
             if name not in NOT_LISTED and prop.persistent]
 
 
-def check_subscription(permissions: Any, metadata: Any, entities: Iterable[str],
-                       kinds: Iterable[str]) -> None:
-    """403 unless the caller may read each entity, view every attribute its
-    events may name and see the writer of each kind: a webhook's deliveries
-    are not narrowed per caller, so it may only be asked for by one who
-    would see all of them through the Entities API."""
+def subscription_refusal(permissions: Any, metadata: Any, entities: Iterable[str],
+                         kinds: Iterable[str]) -> str | None:
+    """Why the caller may not see (register, list, read the dead letters of) a
+    subscription to ``entities``' events of ``kinds``, or None when it may: a
+    webhook's deliveries are not narrowed per caller, so only one who would
+    see all of them through the Entities API may ask for them. That is: read
+    each entity, with no row-level rule hiding rows of it, view every
+    attribute its events may name and see the writer of each kind."""
+    kinds = list(kinds)
     for name in entities:
         meta = metadata.entity(name)
-        if not permissions.can(name, "read"):
-            raise Forbidden("Reading forbidden", f"Reading of the {name} is forbidden")
+        if meta is None or not permissions.can(name, "read"):
+            return f"Reading of the {name} is forbidden"
+        if permissions.row_restricted(name):
+            return (f"Row-level rules limit the rows of {name} the caller may read; "
+                    f"a webhook's events are not narrowed by them")
         hidden = [attribute for attribute in named_attributes(meta)
                   if permissions.attribute(name, attribute) < 1]
         hidden += [WRITER_OF.get(kind, kind) for kind in kinds
                    if not writer_visible(permissions, meta, kind)]
         if hidden:
-            raise Forbidden("Reading forbidden",
-                            f"Events of {name} would show what the caller may not view: "
-                            f"{', '.join(dict.fromkeys(hidden))}")
+            return (f"Events of {name} would show what the caller may not view: "
+                    f"{', '.join(dict.fromkeys(hidden))}")
+    return None
+
+
+def check_subscription(permissions: Any, metadata: Any, entities: Iterable[str],
+                       kinds: Iterable[str]) -> None:
+    """403 unless the caller may see the subscription (``subscription_refusal``)."""
+    refusal = subscription_refusal(permissions, metadata, entities, kinds)
+    if refusal is not None:
+        raise Forbidden("Reading forbidden", refusal)
