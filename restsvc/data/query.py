@@ -224,8 +224,7 @@ class EntityQuery:
             return [path]
         target = prop.target
         permissions = self.access.permissions
-        names = [n for n in target.instance_name
-                 if permissions.can(target.name, "read") and permissions.attribute(target.name, n)]
+        names = [n for n in target.instance_name if attribute_visible(permissions, target, n)]
         if not names or target in seen:
             return [path]
         expanded = []
