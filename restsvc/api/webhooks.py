@@ -4,7 +4,7 @@ from werkzeug.routing import Rule
 
 from ..bodies import read_json_body
 from ..errors import Forbidden
-from ..events import delivery, webhooks
+from ..events import delivery, visibility, webhooks
 from ..web import NO_STORE, empty_response, json_response, location_url
 
 _MAX_BODY = 16 << 10
@@ -20,20 +20,32 @@ def register(ctx):
     url, entities, kinds, secret = webhooks.checked(
         ctx.app.metadata, read_json_body(ctx.request, max_bytes=_MAX_BODY),
         ctx.app.settings.webhooks_allow_private)
+    visibility.check_subscription(ctx.permissions, ctx.app.metadata, entities, kinds)
     row = webhooks.create(ctx.app.database, url, entities, kinds, secret)
     location = location_url(ctx.request, ctx.app.settings.public_url) + "/" + row.id
     return json_response(webhooks.as_json(row), status=201,
                          headers={**NO_STORE, "Location": location})
 
 
+def _seen(ctx, row):
+    """The subscription as the caller may see it (403 when it may not)."""
+    shown = webhooks.as_json(row)
+    visibility.check_subscription(ctx.permissions, ctx.app.metadata, shown["entities"],
+                                  shown["kinds"])
+    return shown
+
+
 def list_all(ctx):
     _require_grant(ctx)
-    return json_response([webhooks.as_json(row) for row in webhooks.listed()], headers=NO_STORE)
+    shown = (webhooks.as_json(row) for row in webhooks.listed())
+    return json_response([hook for hook in shown if visibility.subscription_refusal(
+        ctx.permissions, ctx.app.metadata, hook["entities"], hook["kinds"]) is None],
+        headers=NO_STORE)
 
 
 def read_one(ctx, webhook_id):
     _require_grant(ctx)
-    return json_response(webhooks.as_json(webhooks.find(webhook_id)), headers=NO_STORE)
+    return json_response(_seen(ctx, webhooks.find(webhook_id)), headers=NO_STORE)
 
 
 def delete(ctx, webhook_id):
@@ -44,7 +56,7 @@ def delete(ctx, webhook_id):
 
 def dead_letters(ctx, webhook_id):
     _require_grant(ctx)
-    webhooks.find(webhook_id)
+    _seen(ctx, webhooks.find(webhook_id))
     return json_response(delivery.dead_letters(webhook_id), headers=NO_STORE)
 
 

@@ -6,8 +6,10 @@ of a date attribute: ``year(date)``, ``month(date)`` = year and month,
 ``avg``, ``min`` and ``max``; ``having`` filters the groups (conditions on
 ``count``, ``sum.amount``...), ``sort`` orders them (``-count,grade``) and
 ``limit`` bounds how many come back. Every path is resolved as a filter's
-is, under the caller's attribute permissions (a hidden attribute is unknown
-here as there), and the caller's row-level rules apply before aggregating.
+is, under the caller's attribute permissions (a hidden attribute, or a
+reference to an entity the caller may not read, is unknown here as there;
+a JSON value, which may hold values hidden from the caller, is refused),
+and the caller's row-level rules apply before aggregating.
 """
 import decimal
 
@@ -16,7 +18,7 @@ import peewee
 from ..db import is_sqlite
 from ..errors import BadRequest
 from .access import require
-from .filters import parse_filter, parse_path, value_kind
+from .filters import compares_values, parse_filter, parse_path, value_kind
 from .query import EntityQuery, _all
 
 FUNCTIONS = ("countDistinct", "sum", "avg", "min", "max")
@@ -62,6 +64,9 @@ class _Aggregate:
             raise _bad(exc.details) from None
         if any(prop.is_collection for prop in path):
             raise _bad(f"{dotted} crosses a collection: only to-one paths can be aggregated")
+        if not compares_values(path[-1]):
+            raise _bad(f"{dotted} is a JSON value: it can be filtered by isNull and notEmpty "
+                       f"only, not grouped or aggregated")
         return path
 
     def add(self, key, expression, to_json, grouped=False):

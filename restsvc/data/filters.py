@@ -203,10 +203,30 @@ def parse_path(meta, dotted, permissions=None, session=None):
     return _Parser(meta, permissions, session).path(dotted)
 
 
-def attribute_visible(permissions, meta, name, owner=None):
+def attribute_visible(permissions: Any, meta: Any, name: str,
+                      owner: tuple[str, str] | None = None) -> bool:
     """Whether the caller may read ``meta.name`` (an attribute of an entity it
     may read, or of an embedded value: ``owner`` is then the owning entity's
-    name and the embedded attribute's, and ``address.city`` is asked)."""
+    name and the embedded attribute's, and ``address.city`` is asked).
+
+    The one rule every way of reading by an attribute asks (filters, sort,
+    cursors, aggregates): what the Entities API leaves out of an answer
+    cannot be compared, ordered or grouped either. A reference to (or a
+    collection of) an entity the caller may not read is left out of answers,
+    so it is not visible here either, whatever the attribute's own level."""
+    prop = meta.property(name)
+    target = None if prop is None or prop.is_embedded else prop.target
+    if target is not None and not permissions.can(target.name, "read"):
+        return False
     if owner is not None:
         return permissions.attribute(owner[0], f"{owner[1]}.{name}") > 0
     return permissions.can(meta.name, "read") and permissions.attribute(meta.name, name) > 0
+
+
+def compares_values(prop: Any) -> bool:
+    """Whether SQL may order, group or count distinct ``prop``'s stored values.
+    Not a JSON value: its stored text may hold values the caller may not see
+    (``HistoryItem.changes`` holds other entities' attribute values, masked
+    only as rows are read), and a filter compares it for presence only
+    (``isNull``, ``notEmpty``)."""
+    return value_kind(prop) != "json"

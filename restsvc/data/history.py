@@ -25,6 +25,7 @@ from ..jsonio import dumps, loads
 from ..model.entity import AUDIT_FIELDS, Entity, entity
 from ..model.fields import DateTimeField
 from .access import utc_now
+from .filters import attribute_visible
 
 KINDS = ("CREATE", "UPDATE", "DELETE", "RESTORE")
 HISTORY_ITEM = "HistoryItem"
@@ -275,32 +276,27 @@ def id_text(database, meta):
 
 
 def hide_unreadable(rows, access):
-    """Values of attributes the caller may not view leave ``changes``."""
+    """Values of attributes the caller may not view leave ``changes``: the
+    rule filters, sorts and answers follow (``filters.attribute_visible``)."""
     permissions = access.permissions
-    levels_of = {}
     for row in rows:
         changes = row.get("changes")
         name = row.get("entityName")
         if not changes:
             continue
         meta = access.metadata.entity(name) if name else None
-        if meta is None:
-            row["changes"] = [{"name": change["name"]} for change in changes]
-            continue
-        levels = levels_of.get(name)
-        if levels is None:
-            levels = levels_of[name] = permissions.attribute_levels(name)
-        row["changes"] = [change if _shows(meta, change["name"], levels, permissions)
+        row["changes"] = [change if meta is not None and _shows(meta, change["name"], permissions)
                           else {"name": change["name"]} for change in changes]
 
 
-def _shows(meta, name, levels, permissions):
-    base = name.partition(".")[0]
-    if levels.get(base, 0) < 1 or levels.get(name, 1) < 1:     # address.city: its own level
+def _shows(meta, name, permissions):
+    base, _, part = name.partition(".")        # address.city: its own level
+    if not attribute_visible(permissions, meta, base):
         return False
-    prop = meta.properties.get(base)
-    return prop is None or prop.target is None or prop.is_embedded or permissions.can(
-        prop.target.name, "read")
+    if not part:
+        return True
+    prop = meta.properties[base]
+    return prop.is_embedded and attribute_visible(permissions, prop.target, part, (meta.name, base))
 
 
 # -- retention ---------------------------------------------------------------

@@ -13,7 +13,7 @@ import peewee
 from ..db import is_sqlite, lower
 from ..errors import BadRequest
 from ..schema import trigram
-from .filters import Condition, Group, attribute_visible, parse_filter
+from .filters import Condition, Group, attribute_visible, compares_values, parse_filter
 
 # LIKE patterns escape their wildcards with "!", so % and _ in values are literal.
 _LIKE_ESCAPE = peewee.SQL("ESCAPE '!'")
@@ -185,7 +185,8 @@ class EntityQuery:
     def sort_terms(self, sort):
         """``name,-date,+customer.name`` -> (column, descending) pairs of ORDER
         BY, the id last to break ties (may add joins). Unknown, hidden and
-        to-many properties are skipped (reference 2.3)."""
+        to-many properties are skipped (reference 2.3), and so are JSON
+        values (``filters.compares_values``)."""
         terms = []
         for item in (sort or "").split(","):
             item = item.strip()
@@ -208,7 +209,8 @@ class EntityQuery:
             prop = meta.property(name) if meta else None
             if (prop is None or not prop.persistent or prop.is_collection
                     or (prop.is_embedded and position == len(names) - 1)
-                    or not attribute_visible(permissions, meta, name, owner)):
+                    or not attribute_visible(permissions, meta, name, owner)
+                    or (position == len(names) - 1 and not compares_values(prop))):
                 return None
             chain.append(prop)
             owner = (meta.name, name) if prop.is_embedded else None
@@ -222,8 +224,7 @@ class EntityQuery:
             return [path]
         target = prop.target
         permissions = self.access.permissions
-        names = [n for n in target.instance_name
-                 if permissions.can(target.name, "read") and permissions.attribute(target.name, n)]
+        names = [n for n in target.instance_name if attribute_visible(permissions, target, n)]
         if not names or target in seen:
             return [path]
         expanded = []

@@ -74,12 +74,18 @@ ORDER_CLERK = ResourceRole(
 )
 
 
-# Reads what sales readers read (so not Customer.email), the entity log
-# (HistoryItem) and deleted rows; changes nothing.
+# Reads what sales readers read (so not Customer.email), and what an audit
+# needs besides: who created, changed and deleted each row and when (the
+# audit and deletion fields sales readers do not see on Customer), the
+# entity log (HistoryItem) and deleted rows; changes nothing.
+_WHO_AND_WHEN = ("createdBy", "lastModifiedBy", "lastModifiedDate", "deletedBy", "deletedDate")
 AUDITOR = ResourceRole(
     "auditor", "Audit: history and deleted rows",
     entities={**SALES_READER.entities, "HistoryItem": "read"},
-    attributes={**SALES_READER.attributes, "HistoryItem": {"*": "view"}},
+    attributes={**SALES_READER.attributes,
+                "Customer": {**SALES_READER.attributes["Customer"],
+                             **dict.fromkeys(_WHO_AND_WHEN, "view")},
+                "HistoryItem": {"*": "view"}},
     specifics=("rest.enabled", "rest.deleted.read"),
     scope=("API",),
 )

@@ -15,7 +15,9 @@ it read now (a row read as it is when the event is read: the change that
 moves a row out of a reader's scope may be shown if read before the next
 change, later ones are not; a row deleted for good can no longer be checked,
 so its DELETE reaches only readers without row-level roles on its entity),
-and of ``changed`` the attributes it may read.
+and of the event what the Entities API would show it (visibility.py: of
+``changed`` the attributes it may view, ``username`` only when it may see
+who wrote the row).
 
 A stream holds one thread of its worker: ``svc.events.max-streams-per-worker``
 caps them (503 with Retry-After beyond). It ends when its token expires or
@@ -36,7 +38,7 @@ from ..data.loader import visible_ids
 from ..errors import ApiError, BadRequest, Forbidden, NotFound
 from ..health import is_shutting_down
 from ..jsonio import dumps
-from . import outbox
+from . import outbox, visibility
 
 BATCH = 200
 RETRY_MILLISECONDS = 2000       # what an EventSource waits before reconnecting
@@ -197,6 +199,4 @@ class Stream:
                 if event["entity"] not in allowed or event["entityId"] in allowed[event["entity"]]]
 
     def _shown(self, event):
-        levels = self.access.permissions.attribute_levels(event["entity"])
-        event["changed"] = [name for name in event["changed"] if levels.get(name, 0) >= 1]
-        return event
+        return visibility.shown(self.access.permissions, self.metas[event["entity"]], event)

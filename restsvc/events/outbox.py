@@ -41,7 +41,7 @@ from ..model.fields import DateTimeField
 KINDS = ("CREATE", "UPDATE", "DELETE")
 TABLE = "restsvc_event"
 _SEQUENCER_LOCK = 7301985       # advisory-lock key (db.py's set-up lock is 7301984)
-_NOT_LISTED = frozenset(("id", "version") + AUDIT_FIELDS + DELETION_FIELDS)
+NOT_LISTED = frozenset(("id", "version") + AUDIT_FIELDS + DELETION_FIELDS)
 
 
 class ChangeEvent(peewee.Model):
@@ -76,7 +76,7 @@ def _field_names(meta):
     if cached is None:
         cached = {}
         for name, prop in meta.properties.items():
-            if name in _NOT_LISTED or not prop.persistent:
+            if name in NOT_LISTED or not prop.persistent:
                 continue
             if prop.is_embedded:
                 cached.update((part.field.name, name) for part in prop.target.properties.values()

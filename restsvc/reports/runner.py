@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..data.bound import DataAccess
+from ..data.filters import attribute_visible
 from ..model.serialize import instance_namer
 from . import values
 from .cells import guarded_text, guarded_texts
@@ -138,20 +139,16 @@ class Run:
 
 
 def may_view(permissions: "Permissions", path: "tuple[MetaProperty, ...]") -> bool:
-    """Whether the caller may see the value at the end of ``path``: every
-    entity on it readable, every attribute viewable. An embedded value's
-    attribute is the owning entity's ``address.city`` (as in answers), and a
-    reference at the end needs its target readable (its instance name)."""
-    entity, prefix = None, ""
+    """Whether the caller may see the value at the end of ``path``: the rule
+    filters and sorts follow (``data/filters.attribute_visible``) at every
+    step. An embedded value's attribute is the owning entity's
+    ``address.city`` (as in answers); a reference needs its target readable."""
+    owner = None
     for prop in path:
-        if not prop.owner.is_embedded:
-            entity, prefix = prop.owner.name, ""
-        if not permissions.can(entity, "read") \
-                or not permissions.attribute(entity, prefix + prop.name):
+        if not attribute_visible(permissions, prop.owner, prop.name, owner):
             return False
-        prefix = f"{prefix}{prop.name}." if prop.is_embedded else ""
-    target = path[-1].target
-    return not path[-1].is_reference or target is not None and permissions.can(target.name, "read")
+        owner = (prop.owner.name, prop.name) if prop.is_embedded else None
+    return True
 
 
 def _walker(names):
