@@ -50,8 +50,13 @@ def ticket(ctx):
 
 
 def _require_rest(principal):
-    if not principal.permissions.specific("rest.enabled"):
+    """The feed and its tickets read: a token needs ``rest.enabled`` and, with
+    scopes, the scope read (security/scopes.py)."""
+    permissions = principal.permissions
+    if not permissions.specific("rest.enabled"):
         raise Forbidden("Forbidden", "User is not allowed to use the REST API")
+    if not permissions.specific("rest.events.read"):
+        raise Forbidden("Forbidden", "The change feed needs the scope read")
 
 
 def _open(ctx, principal, recheck):

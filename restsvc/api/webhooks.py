@@ -5,18 +5,25 @@ from werkzeug.routing import Rule
 from ..bodies import read_json_body
 from ..errors import Forbidden
 from ..events import delivery, webhooks
+from ..security.scopes import ACTIONS
 from ..web import NO_STORE, empty_response, json_response, location_url
 
 _MAX_BODY = 16 << 10
+REGISTER, READ = "rest.webhooks.register", "rest.webhooks.read"
+DELETE, REPLAY = "rest.webhooks.delete", "rest.webhooks.replay"
 
 
-def _require_grant(ctx):
-    if not ctx.permissions.specific(webhooks.GRANT):
-        raise Forbidden("Forbidden", f"Webhooks need the grant {webhooks.GRANT}")
+def _require_grant(ctx, action):
+    """403 unless the caller's roles give ``rest.webhooks`` and its token's
+    scopes keep ``action`` (security/scopes.py)."""
+    if not ctx.permissions.specific(action):
+        needs = " and ".join(sorted(ACTIONS[action].needs))
+        raise Forbidden("Forbidden", f"This needs the grant {webhooks.GRANT} and, for a "
+                                     f"token with scopes, the scope {needs}")
 
 
 def register(ctx):
-    _require_grant(ctx)
+    _require_grant(ctx, REGISTER)
     url, entities, kinds, secret = webhooks.checked(
         ctx.app.metadata, read_json_body(ctx.request, max_bytes=_MAX_BODY),
         ctx.app.settings.webhooks_allow_private)
@@ -27,29 +34,29 @@ def register(ctx):
 
 
 def list_all(ctx):
-    _require_grant(ctx)
+    _require_grant(ctx, READ)
     return json_response([webhooks.as_json(row) for row in webhooks.listed()], headers=NO_STORE)
 
 
 def read_one(ctx, webhook_id):
-    _require_grant(ctx)
+    _require_grant(ctx, READ)
     return json_response(webhooks.as_json(webhooks.find(webhook_id)), headers=NO_STORE)
 
 
 def delete(ctx, webhook_id):
-    _require_grant(ctx)
+    _require_grant(ctx, DELETE)
     webhooks.delete(webhook_id)
     return empty_response(204)
 
 
 def dead_letters(ctx, webhook_id):
-    _require_grant(ctx)
+    _require_grant(ctx, READ)
     webhooks.find(webhook_id)
     return json_response(delivery.dead_letters(webhook_id), headers=NO_STORE)
 
 
 def replay(ctx, webhook_id):
-    _require_grant(ctx)
+    _require_grant(ctx, REPLAY)
     webhooks.find(webhook_id)
     return json_response({"replayed": delivery.replay(webhook_id)}, headers=NO_STORE)
 
