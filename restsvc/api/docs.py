@@ -111,7 +111,8 @@ def documents(app, queries):
         handler = f"{rule.endpoint.__module__}.{rule.endpoint.__qualname__}"
         builtin = rule.endpoint.__module__.startswith("restsvc.api.")
         routes.append(Route(rule.rule, tuple(sorted(methods)), summary, handler,
-                            app.settings.paths.unmount(rule.rule) if builtin else ""))
+                            app.settings.paths.unmount(rule.rule) if builtin else "",
+                            getattr(rule.endpoint, "scope_action", "")))
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
                                      app.services))
 

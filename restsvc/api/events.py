@@ -11,11 +11,13 @@ from werkzeug.wrappers import Response
 from ..data.access import access_for
 from ..errors import ApiError, BadRequest, Forbidden, Unauthorized
 from ..events.feed import Stream, last_event_id, subscribed
+from ..security.scopes import checks
 from ..web import NO_STORE, json_response
 
 _STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
+@checks("rest.events.read")
 def stream(ctx):
     gate, path = ctx.app.gate, ctx.request.path
     authorization = ctx.request.headers.get("Authorization")
@@ -28,6 +30,7 @@ def stream(ctx):
     return _open(ctx, ctx.principal, recheck)
 
 
+@checks("rest.events.read")
 def ticket_stream(ctx):
     app = ctx.app
     token_hash = app.event_tickets.token_hash(ctx.request.args.get("ticket") or "")
@@ -38,6 +41,7 @@ def ticket_stream(ctx):
     return _open(ctx, principal, lambda: app.gate.principal_of_hash(token_hash) is not None)
 
 
+@checks("rest.events.read")
 def ticket(ctx):
     app, principal = ctx.app, ctx.principal
     _require_rest(principal)

@@ -8,12 +8,14 @@ from werkzeug.routing import Rule
 
 from ..errors import Forbidden, Unauthorized
 from ..observability.metrics import exposition
+from ..security.scopes import checks
 from ..security.roles import METRICS_READER
 from ..web import NO_STORE, text_response
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+@checks("metrics.read")
 def scrape(ctx):
     principal = ctx.principal
     if principal.client_id is None:

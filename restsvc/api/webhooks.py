@@ -5,7 +5,7 @@ from werkzeug.routing import Rule
 from ..bodies import read_json_body
 from ..errors import Forbidden
 from ..events import delivery, webhooks
-from ..security.scopes import ACTIONS
+from ..security.scopes import ACTIONS, checks
 from ..web import NO_STORE, empty_response, json_response, location_url
 
 _MAX_BODY = 16 << 10
@@ -22,6 +22,7 @@ def _require_grant(ctx, action):
                                      f"token with scopes, the scope {needs}")
 
 
+@checks(REGISTER)
 def register(ctx):
     _require_grant(ctx, REGISTER)
     url, entities, kinds, secret = webhooks.checked(
@@ -33,28 +34,33 @@ def register(ctx):
                          headers={**NO_STORE, "Location": location})
 
 
+@checks(READ)
 def list_all(ctx):
     _require_grant(ctx, READ)
     return json_response([webhooks.as_json(row) for row in webhooks.listed()], headers=NO_STORE)
 
 
+@checks(READ)
 def read_one(ctx, webhook_id):
     _require_grant(ctx, READ)
     return json_response(webhooks.as_json(webhooks.find(webhook_id)), headers=NO_STORE)
 
 
+@checks(DELETE)
 def delete(ctx, webhook_id):
     _require_grant(ctx, DELETE)
     webhooks.delete(webhook_id)
     return empty_response(204)
 
 
+@checks(READ)
 def dead_letters(ctx, webhook_id):
     _require_grant(ctx, READ)
     webhooks.find(webhook_id)
     return json_response(delivery.dead_letters(webhook_id), headers=NO_STORE)
 
 
+@checks(REPLAY)
 def replay(ctx, webhook_id):
     _require_grant(ctx, REPLAY)
     webhooks.find(webhook_id)

@@ -223,6 +223,11 @@ class Permissions:
             return grant[5:] in self.resource_roles
         return "*" in self._specifics or grant in self._specifics
 
+    def scope_keeps(self, action):
+        """Whether the token's scopes keep ``action`` (ACTIONS), whatever its
+        roles give: what the documents filtered per caller leave out."""
+        return ACTIONS[action].needs <= self._scopes
+
     def can(self, entity_name, operation):
         return operation in self._entities.get(entity_name, ())
 

@@ -12,8 +12,9 @@ it once, so every endpoint, ``/rest/permissions`` and the documents filtered
 per caller follow it. A grant kind missing from the table is a startup error
 (``needs`` raises KeyError), never a silent "allowed".
 """
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..settinggroups import KNOWN_SCOPES
 
@@ -75,3 +76,18 @@ def granted_scopes(scope: str | None) -> frozenset[str]:
 def keeps(scopes: frozenset[str], kind: str) -> bool:
     """Whether a token with ``scopes`` keeps the grant kind ``kind`` (NEEDS)."""
     return NEEDS[kind] <= scopes
+
+
+Handler = TypeVar("Handler", bound=Callable[..., object])
+
+
+def checks(action: str) -> Callable[[Handler], Handler]:
+    """Mark a handler that checks ``action`` (ACTIONS): the detailed OpenAPI
+    document of a token whose scopes do not keep it leaves its operation out."""
+    if action not in ACTIONS:
+        raise KeyError(f"no action {action!r} in security/scopes.py ACTIONS")
+
+    def mark(handler: Handler) -> Handler:
+        setattr(handler, "scope_action", action)  # noqa: B010 -- a function's attribute
+        return handler
+    return mark
