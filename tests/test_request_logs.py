@@ -179,10 +179,15 @@ def test_plain_log_messages_escape_control_characters(plain_logged, capsys):
     app, _ = plain_logged
     capsys.readouterr()
     try:
-        raise RuntimeError("boom")
+        try:
+            raise ValueError("first\nFORGED by the context")
+        except ValueError:
+            raise RuntimeError("boom\nFORGED by the message")  # noqa: B904 -- the context shown
     except RuntimeError:
         logging.getLogger("restsvc.test").exception("on %s", "/rest/x\nFORGED line\u2028too")
     err = capsys.readouterr().err
     assert "/rest/x\\x0aFORGED line\\u2028too" in err
+    assert "RuntimeError: boom\\x0aFORGED by the message" in err
+    assert "ValueError: first\\x0aFORGED by the context" in err
     assert not [line for line in err.splitlines() if line.startswith("FORGED")]
     assert "Traceback (most recent call last):\n" in err      # a traceback keeps its lines

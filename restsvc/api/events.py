@@ -11,6 +11,7 @@ from werkzeug.wrappers import Response
 from ..data.access import access_for
 from ..errors import ApiError, BadRequest, Forbidden, Unauthorized
 from ..events.feed import Stream, last_event_id, subscribed
+from ..security.gate import Principal
 from ..security.scopes import checks
 from ..web import NO_STORE, json_response
 
@@ -53,7 +54,7 @@ def ticket(ctx):
                           "expiresIn": app.event_tickets.lifetime}, headers=NO_STORE)
 
 
-def _require_rest(principal):
+def _require_rest(principal: Principal) -> None:
     """The feed and its tickets read: a token needs ``rest.enabled`` and, with
     scopes, the scope read (security/scopes.py)."""
     permissions = principal.permissions

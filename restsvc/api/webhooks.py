@@ -6,14 +6,14 @@ from ..bodies import read_json_body
 from ..errors import Forbidden
 from ..events import delivery, webhooks
 from ..security.scopes import ACTIONS, checks
-from ..web import NO_STORE, empty_response, json_response, location_url
+from ..web import NO_STORE, Context, empty_response, json_response, location_url
 
 _MAX_BODY = 16 << 10
 REGISTER, READ = "rest.webhooks.register", "rest.webhooks.read"
 DELETE, REPLAY = "rest.webhooks.delete", "rest.webhooks.replay"
 
 
-def _require_grant(ctx, action):
+def _require_grant(ctx: Context, action: str) -> None:
     """403 unless the caller's roles give ``rest.webhooks`` and its token's
     scopes keep ``action`` (security/scopes.py)."""
     if not ctx.permissions.specific(action):

@@ -13,7 +13,9 @@ import json
 import logging
 import sys
 import time
+import traceback
 from json.encoder import encode_basestring
+from typing import Any
 
 from . import requestid
 
@@ -31,10 +33,21 @@ def escape_controls(text: str) -> str:
 
 
 class PlainFormatter(logging.Formatter):
-    """The plain form; the message part escaped (a traceback keeps its lines)."""
+    """The plain form; the message escaped, and in a traceback (which keeps
+    its lines) the exceptions' own texts, which may quote what a caller sent."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         return escape_controls(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        text = super().formatException(ei)
+        exc, seen = ei[1], set()
+        while exc is not None and id(exc) not in seen:      # the chain, as the traceback shows it
+            seen.add(id(exc))
+            said = "".join(traceback.format_exception_only(type(exc), exc)).rstrip("\n")
+            text = text.replace(said, escape_controls(said))
+            exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+        return text
 
 
 class RequestIdFilter(logging.Filter):

@@ -63,7 +63,7 @@ class AuthorizationRequest:
     code_challenge: str
 
 
-def redirect_uri_matches(registered, given):
+def redirect_uri_matches(registered: str, given: str) -> bool:
     """Exact match, except that a loopback IP literal matches at any port
     (RFC 8252 7.3); ``localhost`` is a name, not a loopback literal. Only a
     URI that is exactly what its parsed form says matches (no control

@@ -199,7 +199,7 @@ class Permissions:
         # What serializers work out once for these permissions (serialize.py).
         self.memo = {}
 
-    def _narrow(self, scopes):
+    def _narrow(self, scopes: frozenset[str]) -> None:
         """Take away what the token's scopes do not keep (security/scopes.py)."""
         kept = {op for op in OPERATIONS if keeps(scopes, f"entity.{op}")}
         for ops in self._entities.values():
@@ -214,7 +214,7 @@ class Permissions:
         if not keeps(scopes, "report.run"):
             self._reports = set()
 
-    def _holds(self, grant):
+    def _holds(self, grant: str | None) -> bool:
         """Whether the roles give ``grant``: a specific policy, ``role:<code>``
         (a role held by name, never implied by wildcards) or None (always)."""
         if grant is None:
@@ -223,7 +223,7 @@ class Permissions:
             return grant[5:] in self.resource_roles
         return "*" in self._specifics or grant in self._specifics
 
-    def scope_keeps(self, action):
+    def scope_keeps(self, action: str) -> bool:
         """Whether the token's scopes keep ``action`` (ACTIONS), whatever its
         roles give: what the documents filtered per caller leave out."""
         return ACTIONS[action].needs <= self._scopes
@@ -238,7 +238,7 @@ class Permissions:
     def attribute_levels(self, entity_name):
         return self._attributes.get(entity_name, {})
 
-    def specific(self, name):
+    def specific(self, name: str) -> bool:
         """Whether the caller may do the action ``name`` (security/scopes.py
         ACTIONS). A specific policy the table does not know (an application's
         own) may read or write, so a token keeps it only with every scope."""
