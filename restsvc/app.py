@@ -29,6 +29,7 @@ from .router import Router
 from .model.messages import Messages
 from .model.metadata import Metadata, MetadataError
 from .observability import requestid
+from .observability.logs import escape_controls
 from .observability import setup as setup_observability
 from .observability.quotas import QuotaBucket
 from .reports.loader import ReportConfigError, load_reports
@@ -312,13 +313,18 @@ class RestApp:
             return error_response(ApiError(exc.name, exc.description or "", status=exc.code))
         except Exception as exc:
             if db.is_unavailable(exc, self.database):
-                log.warning("database unavailable on %s %s: %s", request.method, request.path, exc)
+                log.warning("database unavailable on %s %s: %s", *_logged(request), exc)
                 request.error = DATABASE_UNAVAILABLE.error
                 return error_response(DATABASE_UNAVAILABLE)
-            log.exception("unhandled error on %s %s", request.method, request.path)
+            log.exception("unhandled error on %s %s", *_logged(request))
             request.error = "Server error"
             # The id is what the caller can quote; the log line has the traceback.
             return error_response(ApiError(
                 "Server error", f"Request id {requestid.current.get()}", status=500))
         finally:
             db.release(self.database)
+
+
+def _logged(request: Request) -> tuple[str, str]:
+    """The method and path as a log line shows them, under a host's formatter too."""
+    return escape_controls(request.method), escape_controls(request.path)

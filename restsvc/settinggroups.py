@@ -23,7 +23,7 @@ _CLIENT_KEYS = {
 # What a client without a secret (a browser or mobile app) may use.
 PUBLIC_CLIENT_GRANTS = ("authorization_code", "refresh_token")
 # The scopes a client may be registered with; each narrows its tokens' roles
-# (roles.py SCOPE_OPERATIONS).
+# (security/scopes.py: what each keeps).
 KNOWN_SCOPES = ("read", "write")
 
 

@@ -147,12 +147,25 @@ def network_list(value):
     return items
 
 
+# What urlsplit strips or a header cannot hold: never part of a URI (RFC 3986).
+_NOT_IN_URI = re.compile(r"[\x00-\x20\x7f-\x9f]")
+
+
+def is_plain_uri(uri: str) -> bool:
+    """Whether ``uri`` is exactly the URI ``urlsplit`` reads from it: no control
+    character or space, nothing the parser drops, so the value compared is
+    the value redirected to."""
+    return not _NOT_IN_URI.search(uri) \
+        and urllib.parse.urlunsplit(urllib.parse.urlsplit(uri)) == uri
+
+
 def redirect_uri_list(value):
     """Absolute http(s) URIs without a fragment (RFC 6749 3.1.2), comma-separated."""
     uris = word_list(value)
     for uri in uris:
         parts = urllib.parse.urlsplit(uri)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment \
+                or not is_plain_uri(uri):
             raise ValueError(f"{uri!r} is not an absolute http(s) URI without a fragment")
     return uris
 

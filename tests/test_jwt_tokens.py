@@ -228,3 +228,28 @@ def test_a_jwt_gets_no_stream_ticket_but_opens_the_feed_with_its_header(jwt_clie
                             headers=bearer(token), buffered=False)
     assert stream.status_code == 200 and stream.mimetype == "text/event-stream"
     stream.close()
+
+
+@pytest.mark.parametrize("name", ["erin\nGET /rest/entities/User 200", "er\u200bin", "erin\x00",
+                                  "\u2028erin", "", "x" * 201])
+def test_a_jwt_username_no_local_user_could_have_is_an_invalid_token(jwt_client, idp, name):
+    assert_invalid_token(orders(jwt_client, idp.token(preferred_username=name)))
+
+
+def test_a_jwt_username_is_put_in_the_canonical_form_of_local_ones(jwt_client, idp):
+    token = idp.token(preferred_username="  \uff45rin   smith ")      # fullwidth e, runs of spaces
+    info = jwt_client.get("/rest/userInfo", headers=bearer(token))
+    assert info.status_code == 200 and info.json["username"] == "erin smith"
+
+
+def test_a_jwt_client_claim_cannot_forge_a_plain_log_line(make_app, idp, capsys, monkeypatch):
+    import logging
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])     # restsvc's own plain handler
+    app = make_app({**jwt_settings(idp, **{"client-claim": "azp"}), "svc.log.requests": True})
+    client = Client(app)
+    forged = "FORGED 1970-01-01 INFO restsvc.request [x] GET /admin 200"
+    assert orders(client, idp.token(azp=f"spa\n{forged}")).status_code == 200
+    app.observer.request_log.flush()
+    err = capsys.readouterr().err
+    assert "spa\\x0aFORGED" in err
+    assert not [line for line in err.splitlines() if line.startswith("FORGED")]

@@ -1,5 +1,6 @@
 """Request ids and log lines: JSON by a setting, the id on every line."""
 import json
+import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -152,3 +153,41 @@ def test_gunicorn_writes_one_json_line_per_request_with_its_id(tmp_path, databas
             time.sleep(0.1)
     assert len(lines) == 1 and lines[0]["route"] == "/rest/entities/<entity_name>"
     assert lines[0]["remote_addr"] == "127.0.0.1"
+
+
+@pytest.fixture
+def plain_logged(make_app, monkeypatch):
+    """restsvc's own plain handler, as in production (pytest's root handler
+    would otherwise make it leave the log to the host's)."""
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    app = make_app({"svc.log.format": "plain", "svc.log.requests": True})
+    return app, Client(app)
+
+
+def test_plain_request_lines_escape_control_characters_of_what_callers_send(plain_logged, capsys):
+    app, client = plain_logged
+    app.observer.request_log.flush()
+    capsys.readouterr()
+    client.open("/health/live", method="GET\nFORGED\x1b")
+    app.observer.request_log.flush()
+    err = capsys.readouterr().err
+    assert "GET\\x0aFORGED\\x1b" in err
+    assert not [line for line in err.splitlines() if line.startswith("FORGED")]
+
+
+def test_plain_log_messages_escape_control_characters(plain_logged, capsys):
+    app, _ = plain_logged
+    capsys.readouterr()
+    try:
+        try:
+            raise ValueError("first\nFORGED by the context")
+        except ValueError:
+            raise RuntimeError("boom\nFORGED by the message")  # noqa: B904 -- the context shown
+    except RuntimeError:
+        logging.getLogger("restsvc.test").exception("on %s", "/rest/x\nFORGED line\u2028too")
+    err = capsys.readouterr().err
+    assert "/rest/x\\x0aFORGED line\\u2028too" in err
+    assert "RuntimeError: boom\\x0aFORGED by the message" in err
+    assert "ValueError: first\\x0aFORGED by the context" in err
+    assert not [line for line in err.splitlines() if line.startswith("FORGED")]
+    assert "Traceback (most recent call last):\n" in err      # a traceback keeps its lines

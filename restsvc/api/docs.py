@@ -100,7 +100,8 @@ def documents(app, queries):
         handler = f"{rule.endpoint.__module__}.{rule.endpoint.__qualname__}"
         builtin = rule.endpoint.__module__.startswith("restsvc.api.")
         routes.append(Route(rule.rule, tuple(sorted(methods)), summary, handler,
-                            app.settings.paths.unmount(rule.rule) if builtin else ""))
+                            app.settings.paths.unmount(rule.rule) if builtin else "",
+                            getattr(rule.endpoint, "scope_action", "")))
     own = [app.metadata.of_model(model).name for model in app.application.entities]
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
                                      app.services, app.application.version, own))

@@ -11,11 +11,14 @@ from werkzeug.wrappers import Response
 from ..data.access import access_for
 from ..errors import ApiError, BadRequest, Forbidden, Unauthorized
 from ..events.feed import Stream, last_event_id, subscribed
+from ..security.gate import Principal
+from ..security.scopes import checks
 from ..web import NO_STORE, json_response
 
 _STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
+@checks("rest.events.read")
 def stream(ctx):
     gate, path = ctx.app.gate, ctx.request.path
     authorization = ctx.request.headers.get("Authorization")
@@ -28,6 +31,7 @@ def stream(ctx):
     return _open(ctx, ctx.principal, recheck)
 
 
+@checks("rest.events.read")
 def ticket_stream(ctx):
     app = ctx.app
     token_hash = app.event_tickets.token_hash(ctx.request.args.get("ticket") or "")
@@ -38,6 +42,7 @@ def ticket_stream(ctx):
     return _open(ctx, principal, lambda: app.gate.principal_of_hash(token_hash) is not None)
 
 
+@checks("rest.events.read")
 def ticket(ctx):
     app, principal = ctx.app, ctx.principal
     _require_rest(principal)
@@ -49,9 +54,14 @@ def ticket(ctx):
                           "expiresIn": app.event_tickets.lifetime}, headers=NO_STORE)
 
 
-def _require_rest(principal):
-    if not principal.permissions.specific("rest.enabled"):
+def _require_rest(principal: Principal) -> None:
+    """The feed and its tickets read: a token needs ``rest.enabled`` and, with
+    scopes, the scope read (security/scopes.py)."""
+    permissions = principal.permissions
+    if not permissions.specific("rest.enabled"):
         raise Forbidden("Forbidden", "User is not allowed to use the REST API")
+    if not permissions.specific("rest.events.read"):
+        raise Forbidden("Forbidden", "The change feed needs the scope read")
 
 
 def _open(ctx, principal, recheck):

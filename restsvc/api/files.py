@@ -11,6 +11,7 @@ from werkzeug.wsgi import wrap_file
 from ..errors import ApiError, BadRequest, Forbidden
 from ..files.refs import check_file_name
 from ..files.storage import extension, file_not_found
+from ..security.scopes import checks
 from ..uploads import CHUNK_SIZE, UPLOAD_FAILED, read_upload
 from ..web import content_disposition, json_response, location_url, query_bool, streams_body
 
@@ -21,6 +22,7 @@ ACTIVE_TYPES = frozenset(("text/html", "application/xhtml+xml", "image/svg+xml",
                           "application/xml"))
 
 
+@checks("rest.fileUpload.enabled")
 @streams_body
 def upload(ctx):
     if not ctx.permissions.specific("rest.fileUpload.enabled"):
@@ -41,6 +43,7 @@ def upload(ctx):
                          headers={"Location": location})
 
 
+@checks("rest.fileDownload.enabled")
 def download(ctx):
     if not ctx.permissions.specific("rest.fileDownload.enabled"):
         raise Forbidden("File download failed", "File download is not permitted")

@@ -8,19 +8,22 @@ from werkzeug.routing import Rule
 
 from ..errors import Forbidden, Unauthorized
 from ..observability.metrics import exposition
+from ..security.scopes import checks
 from ..security.roles import METRICS_READER
 from ..web import NO_STORE, text_response
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+@checks("metrics.read")
 def scrape(ctx):
     principal = ctx.principal
     if principal.client_id is None:
         raise Unauthorized(ctx.app.settings.realm, "invalid_token",
                            "Full authentication is required: send Authorization: Bearer <token>")
-    if METRICS_READER.code not in principal.permissions.resource_roles:
-        raise Forbidden("Forbidden", f"The metrics need the {METRICS_READER.code} role")
+    if not principal.permissions.specific("metrics.read"):
+        raise Forbidden("Forbidden", f"The metrics need the {METRICS_READER.code} role "
+                                     "(and, for a token with scopes, the scope read)")
     return text_response(exposition(ctx.app.instruments.collect()), headers=NO_STORE,
                          content_type=CONTENT_TYPE)
 

@@ -11,6 +11,7 @@ from werkzeug.wsgi import wrap_file
 from .. import db
 from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..errors import BadRequest, Forbidden
+from ..security.scopes import checks
 from ..web import NO_STORE, content_disposition, json_response
 
 BASE = "/rest/reports"
@@ -22,18 +23,22 @@ def _reports(ctx):
     return ctx.app.reports
 
 
+@checks("reports.rest.enabled")
 def list_reports(ctx):
     return json_response([r.brief() for r in _reports(ctx).visible(ctx.permissions)])
 
 
+@checks("reports.rest.enabled")
 def get_report(ctx, report_id):
     return json_response(_reports(ctx).find(ctx.permissions, report_id).detail())
 
 
+@checks("reports.rest.enabled")
 def get_group(ctx, group_id):
     return json_response(_reports(ctx).group(ctx.permissions, group_id).to_json())
 
 
+@checks("reports.rest.enabled")
 def run_report(ctx, report_id):
     reports = _reports(ctx)
     report = reports.find(ctx.permissions, report_id)
@@ -70,6 +75,7 @@ def _releasing(chunks, database):
         db.release(database)
 
 
+@checks("reports.rest.enabled")
 def openapi(ctx, extension):
     """JSON, or YAML for the .yaml path or ``Accept: application/yaml``."""
     document = _reports(ctx).openapi

@@ -5,18 +5,26 @@ from werkzeug.routing import Rule
 from ..bodies import read_json_body
 from ..errors import Forbidden
 from ..events import delivery, visibility, webhooks
-from ..web import NO_STORE, empty_response, json_response, location_url
+from ..security.scopes import ACTIONS, checks
+from ..web import NO_STORE, Context, empty_response, json_response, location_url
 
 _MAX_BODY = 16 << 10
+REGISTER, READ = "rest.webhooks.register", "rest.webhooks.read"
+DELETE, REPLAY = "rest.webhooks.delete", "rest.webhooks.replay"
 
 
-def _require_grant(ctx):
-    if not ctx.permissions.specific(webhooks.GRANT):
-        raise Forbidden("Forbidden", f"Webhooks need the grant {webhooks.GRANT}")
+def _require_grant(ctx: Context, action: str) -> None:
+    """403 unless the caller's roles give ``rest.webhooks`` and its token's
+    scopes keep ``action`` (security/scopes.py)."""
+    if not ctx.permissions.specific(action):
+        needs = " and ".join(sorted(ACTIONS[action].needs))
+        raise Forbidden("Forbidden", f"This needs the grant {webhooks.GRANT} and, for a "
+                                     f"token with scopes, the scope {needs}")
 
 
+@checks(REGISTER)
 def register(ctx):
-    _require_grant(ctx)
+    _require_grant(ctx, REGISTER)
     url, entities, kinds, secret = webhooks.checked(
         ctx.app.metadata, read_json_body(ctx.request, max_bytes=_MAX_BODY),
         ctx.app.settings.webhooks_allow_private)
@@ -35,33 +43,38 @@ def _seen(ctx, row):
     return shown
 
 
+@checks(READ)
 def list_all(ctx):
-    _require_grant(ctx)
+    _require_grant(ctx, READ)
     shown = (webhooks.as_json(row) for row in webhooks.listed())
     return json_response([hook for hook in shown if visibility.subscription_refusal(
         ctx.permissions, ctx.app.metadata, hook["entities"], hook["kinds"]) is None],
         headers=NO_STORE)
 
 
+@checks(READ)
 def read_one(ctx, webhook_id):
-    _require_grant(ctx)
+    _require_grant(ctx, READ)
     return json_response(_seen(ctx, webhooks.find(webhook_id)), headers=NO_STORE)
 
 
+@checks(DELETE)
 def delete(ctx, webhook_id):
-    _require_grant(ctx)
+    _require_grant(ctx, DELETE)
     webhooks.delete(webhook_id)
     return empty_response(204)
 
 
+@checks(READ)
 def dead_letters(ctx, webhook_id):
-    _require_grant(ctx)
+    _require_grant(ctx, READ)
     _seen(ctx, webhooks.find(webhook_id))
     return json_response(delivery.dead_letters(webhook_id), headers=NO_STORE)
 
 
+@checks(REPLAY)
 def replay(ctx, webhook_id):
-    _require_grant(ctx)
+    _require_grant(ctx, REPLAY)
     webhooks.find(webhook_id)
     return json_response({"replayed": delivery.replay(webhook_id)}, headers=NO_STORE)
 

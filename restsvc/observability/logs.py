@@ -4,19 +4,50 @@ served carries its request id (and trace id when tracing is on), a 500's
 traceback included. ``svc.log.requests`` adds one line per request.
 
 What a request line holds is chosen here, field by field: never a header,
-token, secret, password, query string or body.
+token, secret, password, query string or body. A plain line is one line
+whatever a caller put in a name, a path or a method: control characters
+(C0, DEL, C1) and Unicode line breaks are written as escapes (``\\x0a``), in
+every message of restsvc's plain handler and in the request lines.
 """
 import json
 import logging
 import sys
 import time
+import traceback
 from json.encoder import encode_basestring
+from typing import Any
 
 from . import requestid
 
 REQUEST_LOGGER = "restsvc.request"
 _HANDLER_MARK = "_restsvc_handler"
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+_ESCAPES = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))} \
+    | {0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with its control characters and line breaks as escapes: what
+    a caller sends cannot start a log line of its own."""
+    return text.translate(_ESCAPES)
+
+
+class PlainFormatter(logging.Formatter):
+    """The plain form; the message escaped, and in a traceback (which keeps
+    its lines) the exceptions' own texts, which may quote what a caller sent."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        text = super().formatException(ei)
+        exc, seen = ei[1], set()
+        while exc is not None and id(exc) not in seen:      # the chain, as the traceback shows it
+            seen.add(id(exc))
+            said = "".join(traceback.format_exception_only(type(exc), exc)).rstrip("\n")
+            text = text.replace(said, escape_controls(said))
+            exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+        return text
 
 
 class RequestIdFilter(logging.Filter):
@@ -83,7 +114,7 @@ def configure(settings, trace_id=None):
     setattr(handler, _HANDLER_MARK, True)
     handler.addFilter(RequestIdFilter(trace_id))
     handler.setFormatter(JsonFormatter() if settings.log_format == "json"
-                         else logging.Formatter(PLAIN_FORMAT))
+                         else PlainFormatter(PLAIN_FORMAT))
     logger.addHandler(handler)
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.INFO)
@@ -120,7 +151,8 @@ class RequestLog:
         client_id = principal.client_id if principal is not None else None
         username = principal.username if principal is not None and principal.is_user else None
         millis = round(seconds * 1000, 3)
-        self.logger.info("%s %s %s %sms", request.method, route, status, millis, extra={
+        method = escape_controls(request.method)    # the host's formatter may not escape
+        self.logger.info("%s %s %s %sms", method, route, status, millis, extra={
             "request": {"method": request.method, "route": route, "status": status,
                         "duration_ms": millis, "bytes_in": bytes_in, "bytes_out": bytes_out,
                         "remote_addr": request.remote_addr,   # behind trusted proxies, the client's
@@ -171,7 +203,7 @@ class RequestLog:
         found = self._answers[key] = (
             f"{method_json[1:-1]} {route_json[1:-1]} {status} ",
             f'"method": {method_json}, "route": {route_json}, "status": {status}, ',
-            f"{method} {route} {status} ")
+            f"{escape_controls(method)} {escape_controls(route)} {status} ")
         return found
 
     def _caller(self, remote_addr, principal):
@@ -185,7 +217,7 @@ class RequestLog:
             principal,
             f'"remote_addr": {_json_text(remote_addr)}, "client_id": {_json_text(client_id)}, '
             f'"username": {_json_text(username)}}}\n',
-            f"{remote_addr} {client_id or '-'} {username or '-'}")
+            escape_controls(f"{remote_addr} {client_id or '-'} {username or '-'}"))
         return found
 
 

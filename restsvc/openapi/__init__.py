@@ -20,7 +20,7 @@ class Documents:
 
     The generic document is the same for everyone; the detailed one shows what
     the caller's permissions allow, so it is built once per combination of
-    roles (resource and row-level role codes). Trees are built on first use,
+    roles (resource and row-level role codes) and token scopes. Trees are built on first use,
     bytes kept per tree, mount point (``root_path``, the WSGI SCRIPT_NAME,
     which sets ``servers`` and the token URL) and format. Both caches are
     bounded: past their size they start again, so odd role combinations
@@ -39,7 +39,7 @@ class Documents:
     def _roles(kind, permissions):
         if kind != DETAILED or permissions is None:
             return None
-        return permissions.resource_roles, permissions.row_level_roles
+        return permissions.resource_roles, permissions.row_level_roles, permissions.scope
 
     def tree(self, kind, permissions=None):
         key = (kind, self._roles(kind, permissions))

@@ -7,10 +7,11 @@ the predefined queries. Which operations need a token, and which need the
 ``rest.enabled`` policy, comes from the gate's own patterns.
 
 The detailed document is written for one caller's permissions (``Documents``
-keeps one per combination of roles): entities it may not read, attributes it
+keeps one per combination of roles and scopes): entities it may not read, attributes it
 may not read, entity operations it may not do, queries of entities it may not
-read and service methods it may not call are left out, as the metadata API
-and ``/rest/services`` leave them out. Without permissions it shows everything.
+read, service methods it may not call and routes whose checks (files,
+webhooks, feed, reports) its token's scopes do not keep are left out, as the
+metadata API and ``/rest/services`` leave them out. Without permissions it shows everything.
 """
 import json
 import re
@@ -60,6 +61,7 @@ class Route:
     summary: str      # the handler's first docstring line, for routes nobody described
     handler: str = "" # module.function of the handler (routes at configurable paths)
     canonical: str = ""  # the rule at its default path (svc.rest.*-path), which the tables know
+    action: str = ""  # the action its handler checks (security/scopes.py checks), if any
 
     @property
     def key(self):
@@ -156,7 +158,7 @@ class DocumentBuilder:
                             .replace("<query_name>", query.name)
                         self._add(paths, method, concrete, QUERY_OPERATIONS[key](
                             query_typing(query, self.settings)), {})
-                else:
+                elif shown.keeps(route):
                     self._fixed(paths, method, route, path_schemas)
         schemas = common_schemas()
         schemas.update(entity_schemas(shown.entities, shown.properties, shown.modifiable))
@@ -253,6 +255,12 @@ class _Shown:
 
     def can(self, meta, operation):
         return self.permissions is None or self.permissions.can(meta.name, operation)
+
+    def keeps(self, route):
+        """Whether a route of its own is shown: a token's scopes keep what its
+        handler checks (security/scopes.py)."""
+        return self.permissions is None or not route.action \
+            or self.permissions.scope_keeps(route.action)
 
     def keeps_history(self, meta):
         """Whether the entity's history route is shown: it keeps one, and the

@@ -21,6 +21,7 @@ from urllib.parse import urlencode, urlsplit
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from ..errors import OAuthError
+from ..values import is_plain_uri
 from .authcodes import CHALLENGE
 from .authserver import granted_scope
 from .users import lookup_name
@@ -62,9 +63,13 @@ class AuthorizationRequest:
     code_challenge: str
 
 
-def redirect_uri_matches(registered, given):
+def redirect_uri_matches(registered: str, given: str) -> bool:
     """Exact match, except that a loopback IP literal matches at any port
-    (RFC 8252 7.3); ``localhost`` is a name, not a loopback literal."""
+    (RFC 8252 7.3); ``localhost`` is a name, not a loopback literal. Only a
+    URI that is exactly what its parsed form says matches (no control
+    characters or spaces, which the parser would drop and the redirect keep)."""
+    if not is_plain_uri(given):
+        return False
     if given == registered:
         return True
     want, got = urlsplit(registered), urlsplit(given)

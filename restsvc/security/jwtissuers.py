@@ -9,8 +9,10 @@ first use, refreshed after ``JWKS_MAX_AGE``, and again for an unknown ``kid``
 at most once per ``REFETCH_SECONDS``), with only the issuer's configured
 algorithms: ``none`` never, symmetric ones only with a configured secret.
 ``exp``, ``nbf``, ``iss`` and ``aud`` are checked with ``LEEWAY`` seconds of
-clock skew. Claims become the principal: the username claim names the user,
-the roles claim's values map to role codes; unmapped roles grant nothing.
+clock skew. Claims become the principal: the username claim names the user
+(in the canonical form of a local username, security/users.py; a name no
+local user could have, with control or invisible characters, makes the token
+invalid), the roles claim's values map to role codes; unmapped roles grant nothing.
 """
 import json
 import logging
@@ -20,6 +22,8 @@ import urllib.request
 from dataclasses import dataclass
 
 import jwt
+
+from .users import canonical_username
 
 log = logging.getLogger("restsvc.jwt")
 
@@ -122,8 +126,9 @@ class Issuer:
         claims = jwt.decode(token, key, algorithms=[algorithm], audience=list(s.audiences),
                             issuer=s.issuer, leeway=LEEWAY,
                             options={"require": ["exp", "iss", "aud"]})
-        username = claims.get(s.username_claim)
-        if not isinstance(username, str) or not username:
+        try:    # the canonical form and checks of a local username
+            username = canonical_username(claims.get(s.username_claim))
+        except ValueError:
             return None
         roles = _path(claims, s.roles_claim) or ()
         if isinstance(roles, str):

@@ -41,18 +41,16 @@ on the child itself. ``row_owners`` names the owners whose visibility a
 child's rows depend on; the data layer builds the condition from it once.
 
 A token's scopes (clients registered with ``scopes``) narrow what its roles
-give, never widen it: ``read`` keeps reading (entities, attributes at view,
-queries, reports, file downloads), ``write`` keeps changing (entity create,
-update and delete, attributes at modify, file uploads, service methods,
-which may change data). A token with both keeps all its roles give.
+give, never widen it, by the one table of security/scopes.py: ``read`` keeps
+what only reads, ``write`` what only changes, what does both needs both.
 """
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.metadata import MetadataError
-from .modelmaps import (HIDDEN, attribute_names, embedded_levels, keyed_attributes,
-                        restricted_owners)
+from .modelmaps import HIDDEN, attribute_names, embedded_levels, keyed_attributes, restricted_owners
+from .scopes import ACTIONS, ALL_SCOPES, granted_scopes, keeps
 
 OPERATIONS = ("create", "read", "update", "delete")
 SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabled",
@@ -61,8 +59,6 @@ SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabl
 VIEW, MODIFY = 1, 2
 _LEVELS = {"view": VIEW, "modify": MODIFY}
 API = "API"
-# scope -> the entity operations it keeps (security/roles.py docstring).
-SCOPE_OPERATIONS = {"read": {"read"}, "write": {"create", "update", "delete"}}
 
 
 # A row-level write rule: a condition in the search filter format, or a
@@ -129,7 +125,6 @@ class Permissions:
         self._attributes = {name: dict.fromkeys(attribute_names(meta), HIDDEN)
                             for name, meta in metadata.entities.items()}
         self._specifics = set()
-        self._withheld = set()      # specifics a token's scopes take away, even from "*"
         self._services = set()
         self._reports = set()
         for role in resource_roles:
@@ -149,8 +144,13 @@ class Permissions:
         for name, meta in metadata.entities.items():
             if getattr(meta.model, "is_read_only_entity", False):    # e.g. HistoryItem
                 self._entities[name] &= {"read"}
+        self.scope = scope
+        self._scopes = granted_scopes(scope)
         if scope is not None:
-            self._narrow(set(scope.split()))
+            self._narrow(self._scopes)
+        # The actions of specific policies (security/scopes.py) these roles and scopes allow.
+        self._allowed = frozenset(name for name, action in ACTIONS.items()
+                                  if self._holds(action.grant) and action.needs <= self._scopes)
         # id and version identify a row: visible whenever the row is.
         for name, levels in self._attributes.items():
             if "read" in self._entities[name]:
@@ -199,20 +199,34 @@ class Permissions:
         # What serializers work out once for these permissions (serialize.py).
         self.memo = {}
 
-    def _narrow(self, scopes):
-        kept = set().union(*(SCOPE_OPERATIONS[scope] for scope in scopes if scope in
-                             SCOPE_OPERATIONS))
+    def _narrow(self, scopes: frozenset[str]) -> None:
+        """Take away what the token's scopes do not keep (security/scopes.py)."""
+        kept = {op for op in OPERATIONS if keeps(scopes, f"entity.{op}")}
         for ops in self._entities.values():
             ops &= kept
-        if "write" not in scopes:
-            for levels in self._attributes.values():
-                for attr, level in levels.items():
-                    levels[attr] = min(level, VIEW)
-            self._withheld.add("rest.fileUpload.enabled")
+        top = MODIFY if keeps(scopes, "attribute.modify") else HIDDEN
+        view = VIEW if keeps(scopes, "attribute.view") else HIDDEN
+        for levels in self._attributes.values():
+            for attr, level in levels.items():
+                levels[attr] = top if level >= MODIFY and top else min(level, view)
+        if not keeps(scopes, "service.call"):
             self._services = set()
-        if "read" not in scopes:
-            self._withheld.add("rest.fileDownload.enabled")
+        if not keeps(scopes, "report.run"):
             self._reports = set()
+
+    def _holds(self, grant: str | None) -> bool:
+        """Whether the roles give ``grant``: a specific policy, ``role:<code>``
+        (a role held by name, never implied by wildcards) or None (always)."""
+        if grant is None:
+            return True
+        if grant.startswith("role:"):
+            return grant[5:] in self.resource_roles
+        return "*" in self._specifics or grant in self._specifics
+
+    def scope_keeps(self, action: str) -> bool:
+        """Whether the token's scopes keep ``action`` (ACTIONS), whatever its
+        roles give: what the documents filtered per caller leave out."""
+        return ACTIONS[action].needs <= self._scopes
 
     def can(self, entity_name, operation):
         return operation in self._entities.get(entity_name, ())
@@ -224,8 +238,13 @@ class Permissions:
     def attribute_levels(self, entity_name):
         return self._attributes.get(entity_name, {})
 
-    def specific(self, name):
-        return ("*" in self._specifics or name in self._specifics) and name not in self._withheld
+    def specific(self, name: str) -> bool:
+        """Whether the caller may do the action ``name`` (security/scopes.py
+        ACTIONS). A specific policy the table does not know (an application's
+        own) may read or write, so a token keeps it only with every scope."""
+        if name in ACTIONS:
+            return name in self._allowed
+        return self._holds(name) and self._scopes == ALL_SCOPES
 
     def can_call(self, service, method):
         """Whether a service method is granted (patterns ``*``, ``svc.*``, ``svc.method``)."""
