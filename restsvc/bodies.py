@@ -91,11 +91,18 @@ MIN_JSON_VALUES = 8192
 MAX_QUERY_BODY = 1 << 20
 
 
-def read_json_body(request, error="Malformed request JSON data structure", max_bytes=None):
+_REQUIRED = object()
+
+
+def read_json_body(request, error="Malformed request JSON data structure", max_bytes=None,
+                   if_empty=_REQUIRED):
     """The request body as JSON; any content type is accepted, as the reference
     does. ``max_bytes`` caps it below svc.rest.max-request-size; either way a
-    body of more values than its size allows is refused before it is parsed."""
+    body of more values than its size allows is refused before it is parsed.
+    ``if_empty``: the value of an empty (or blank) body, else it is malformed."""
     raw = _read_body(request, max_bytes)
+    if if_empty is not _REQUIRED and not raw.strip():
+        return if_empty
     values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
     if values > MIN_JSON_VALUES and values > len(raw) // BYTES_PER_JSON_VALUE:
         raise PayloadTooLarge("Request body too large",
