@@ -38,8 +38,9 @@ def raw_writer(prop):
         return names.get
     if convert is _uuid:
         return _uuid_text
-    if isinstance(field, peewee.DateTimeField) and text is not None:
-        return _date_time_writer(convert, text)
+    if isinstance(field, peewee.DateTimeField) and prop.datatype is not None \
+            and prop.datatype.fraction_digits is not None:
+        return _date_time_writer(convert, text, prop.datatype.fraction_digits)
     if isinstance(field, peewee.DateField):
         return _date_writer(convert, text)
     if isinstance(field, peewee.DecimalField):
@@ -75,22 +76,27 @@ def _date_writer(convert, text):
     return write
 
 
-def _date_time_writer(convert, text):
+def _date_time_writer(convert, text, digits):
     """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
-    answer's ``2024-01-31T09:00:00[.f]``; anything else is parsed."""
+    answer's ``2024-01-31T09:00:00[.f]``, at most ``digits`` digits of the
+    fraction (the datatype's); anything else is parsed. Used only when it
+    writes a sample as the datatype's own text does."""
     fallback = _general(convert, text)
-    if text(datetime.datetime(2024, 1, 31, 9, 0, 0, 500000)) != '"2024-01-31T09:00:00.5"':
-        return fallback
+    end = 20 + digits
 
     def write(value):
         if value.__class__ is str and value[10:11] == " ":
             if len(value) == 19:
                 return f'"{value[:10]}T{value[11:]}"'
             if len(value) == 26 and value[19] == ".":
-                fraction = value[20:].rstrip("0")
+                fraction = value[20:end].rstrip("0")
                 return f'"{value[:10]}T{value[11:19]}.{fraction}"' if fraction \
                     else f'"{value[:10]}T{value[11:19]}"'
         return fallback(value)
+    samples = [datetime.datetime(2024, 1, 31, 9, 0, 0, micro)
+               for micro in (0, 500000, 123456, 120000, 400)]
+    if any(write(str(sample)) != fallback(sample) for sample in samples):
+        return fallback
     return write
 
 

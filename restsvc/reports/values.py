@@ -1,7 +1,7 @@
 """Report values by datatype: the one place the reports use the datatype
 home (``restsvc.model.datatypes`` and ``valuetypes``): parameter types, the
 text form of CSV cells and the cell kind of XLSX columns."""
-from ..model.datatypes import DATATYPES
+from ..model.datatypes import DATATYPES, column_text
 from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
 from .cells import guarded_text
 
@@ -47,12 +47,7 @@ def text_form(prop):
     (decimals with their column's scale); text values pass the formula guard."""
     if prop.datatype.kind == "string":
         return guarded_text     # the stored text itself
-    if prop.datatype.kind in ("date", "time"):
-        return prop.json_value  # ISO text, which is their text form
-    to_text, convert = prop.datatype.to_text, prop.json_value
-    if convert is not prop.datatype.to_json:        # a decimal column's scale
-        return lambda value: to_text(convert(value))
-    return to_text
+    return column_text(prop.datatype, prop.field)
 
 
 def python_text(value):
