@@ -67,3 +67,14 @@ def test_a_date_time_is_written_to_the_millisecond_a_local_one_to_the_microsecon
                        400: ("2024-01-02T03:04:05", "2024-01-02T03:04:05.0004")}
     assert DATATYPES["dateTime"].to_text(datetime.datetime(2024, 1, 2, 3, 4, 5, 907980)) \
         == "2024-01-02T03:04:05.907"
+
+
+def test_times_restsvc_stamps_itself_are_utc_to_three_digits_with_z():
+    """Events' ``time`` and webhooks' ``createdDate``: one form, whatever the
+    value's zone (a naive value is UTC, as the database keeps instants)."""
+    from restsvc.model.datatypes import format_utc_instant
+    plus_four = datetime.timezone(datetime.timedelta(hours=4))
+    assert format_utc_instant(datetime.datetime(2026, 11, 28, 20, 12, 46, 34567)) \
+        == "2026-11-28T20:12:46.034Z"
+    assert format_utc_instant(datetime.datetime(2026, 11, 29, 0, 12, 46, tzinfo=plus_four)) \
+        == "2026-11-28T20:12:46.000Z"

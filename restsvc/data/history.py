@@ -17,6 +17,7 @@ entity it may not read) appears by name only, without ``oldValue`` and
 ``newValue``.
 """
 import datetime
+from typing import Any
 
 import peewee
 
@@ -99,7 +100,7 @@ def recorded_collections(meta, props):
     return [prop for prop in props if not chosen or prop.name in chosen]
 
 
-def json_value(prop, value):
+def json_value(prop: Any, value: Any) -> Any:
     """A stored value in its JSON form, as the entity's own answers write it
     (``prop.json_value``: a decimal at its column's scale, a ``dateTime`` to
     the millisecond): references by id, enums by name."""

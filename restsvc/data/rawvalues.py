@@ -8,6 +8,8 @@ and the serializer's text writer, so the text is the one ``serialize``
 writes from a converted row.
 """
 import datetime
+from collections.abc import Callable
+from typing import Any
 
 import peewee
 
@@ -76,7 +78,8 @@ def _date_writer(convert, text):
     return write
 
 
-def _date_time_writer(convert, text, digits):
+def _date_time_writer(convert: Callable[[Any], Any], text: Callable[[Any], str | None],
+                      digits: int) -> Callable[[Any], str | None]:
     """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
     answer's ``2024-01-31T09:00:00[.f]``, at most ``digits`` digits of the
     fraction (the datatype's); anything else is parsed. Used only when it
@@ -84,7 +87,7 @@ def _date_time_writer(convert, text, digits):
     fallback = _general(convert, text)
     end = 20 + digits
 
-    def write(value):
+    def write(value: Any) -> str | None:
         if value.__class__ is str and value[10:11] == " ":
             if len(value) == 19:
                 return f'"{value[:10]}T{value[11:]}"'
@@ -124,8 +127,9 @@ def _remembered(write):
 _REMEMBERED = 4096      # texts kept per column and type
 
 
-def _general(convert, text):
-    def write(value):
+def _general(convert: Callable[[Any], Any], text: Callable[[Any], str | None]
+             ) -> Callable[[Any], str | None]:
+    def write(value: Any) -> str | None:
         value = convert(value)
         return None if value is None else text(value)
     return write

@@ -351,13 +351,13 @@ def column_text(datatype: Datatype, field: object) -> Callable[[Any], str]:
     return scaled
 
 
-def text_of(prop, value):
+def text_of(prop: Any, value: Any) -> str:
     """An attribute value in its text form (a CSV cell, a text/plain body):
     enums by constant name, references by id, None as the empty string."""
     if value is None:
         return ""
     if prop.meta_enum is not None:
-        return value.name
+        return str(value.name)
     if prop.is_reference:
         return str(value["id"] if isinstance(value, dict) else value)
     return column_text(prop.datatype, prop.field)(value)

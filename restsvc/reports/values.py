@@ -1,6 +1,9 @@
 """Report values by datatype: the one place the reports use the datatype
 home (``restsvc.model.datatypes`` and ``valuetypes``): parameter types, the
 text form of CSV cells and the cell kind of XLSX columns."""
+from collections.abc import Callable
+from typing import Any
+
 from ..model.datatypes import DATATYPES, column_text
 from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
 from .cells import guarded_text
@@ -42,7 +45,7 @@ def decimal_format(prop):
     return "0." + "0" * places if places else "0"
 
 
-def text_form(prop):
+def text_form(prop: Any) -> Callable[[Any], str]:
     """value -> CSV text for a datatype property: the datatype's text form
     (decimals with their column's scale); text values pass the formula guard."""
     if prop.datatype.kind == "string":
