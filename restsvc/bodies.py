@@ -1,6 +1,7 @@
 """Request bodies read whole: JSON and form bodies, bounded by cost before
 they are parsed (size, announced or not; values per byte; form fields), and
 a server's framing errors answered 400."""
+from typing import Any
 from urllib.parse import unquote
 
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -91,11 +92,18 @@ MIN_JSON_VALUES = 8192
 MAX_QUERY_BODY = 1 << 20
 
 
-def read_json_body(request, error="Malformed request JSON data structure", max_bytes=None):
+_REQUIRED = object()
+
+
+def read_json_body(request: Any, error: str = "Malformed request JSON data structure",
+                   max_bytes: int | None = None, if_empty: Any = _REQUIRED) -> Any:
     """The request body as JSON; any content type is accepted, as the reference
     does. ``max_bytes`` caps it below svc.rest.max-request-size; either way a
-    body of more values than its size allows is refused before it is parsed."""
+    body of more values than its size allows is refused before it is parsed.
+    ``if_empty``: the value of an empty (or blank) body, else it is malformed."""
     raw = _read_body(request, max_bytes)
+    if if_empty is not _REQUIRED and not raw.strip():
+        return if_empty
     values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
     if values > MIN_JSON_VALUES and values > len(raw) // BYTES_PER_JSON_VALUE:
         raise PayloadTooLarge("Request body too large",

@@ -124,3 +124,16 @@ def test_count_must_be_true_or_false(client, auth, count):
     assert response.status_code == 400
     assert response.json == {"error": "Invalid aggregate request",
                              "details": "count must be true or false"}
+
+
+def test_min_and_max_of_a_date_time_are_written_as_the_entity_writes_it(client, auth):
+    """A dateTime aggregate is the attribute's own form: to the millisecond."""
+    import datetime
+
+    from restsvc.demo.model import Customer
+    moment = datetime.datetime(2030, 1, 2, 3, 4, 5, 907980)
+    customer = client.post("/rest/entities/Customer", headers=auth, json={"name": "Late"}).json["id"]
+    Customer.update(createdDate=moment).where(Customer.id == customer).execute()
+    [answer] = _exact(client.get("/rest/entities/Customer/aggregate?max=createdDate", headers=auth))
+    written = client.get(f"/rest/entities/Customer/{customer}", headers=auth).json["createdDate"]
+    assert answer["max"]["createdDate"] == written == "2030-01-02T03:04:05.907"

@@ -30,6 +30,8 @@ def test_create_fills_created_and_last_modified_from_the_caller_and_the_clock(cl
     stored = client.get(f"/rest/entities/Customer/{response.json['id']}", headers=auth).json
     assert stored["createdBy"] == stored["lastModifiedBy"] == "demo-client"
     assert stored["createdDate"] == stored["lastModifiedDate"]
+    # Written to the millisecond: the clock read before, cut likewise.
+    before = before.replace(microsecond=before.microsecond // 1000 * 1000)
     assert before <= _when(stored["createdDate"]) <= _now()
 
 
@@ -47,13 +49,18 @@ def test_update_changes_last_modified_and_keeps_created(client, auth):
     assert _when(second["lastModifiedDate"]) >= _when(first["lastModifiedDate"])
 
 
-def test_lines_saved_with_their_order_are_audited(client, auth):
-    product = demo_id("product", 1)
+def _order_with_a_line(client, auth, number):
+    """An order created with one line, answered with its details."""
     created = client.post("/rest/entities/Order?responseFetchPlan=order-with-details",
                           headers=auth, json={
-                              "number": "A-3", "date": "2024-05-01", "customer": {"id": CUSTOMER},
-                              "lines": [{"product": {"id": product}, "quantity": 2}]})
+                              "number": number, "date": "2024-05-01", "customer": {"id": CUSTOMER},
+                              "lines": [{"product": {"id": demo_id("product", 1)}, "quantity": 2}]})
     assert created.status_code == 201, created.json
+    return created
+
+
+def test_lines_saved_with_their_order_are_audited(client, auth):
+    created = _order_with_a_line(client, auth, "A-3")
     order = client.get(f"/rest/entities/Order/{created.json['id']}?fetchPlan=order-with-details",
                        headers=auth).json
     assert order["lines"][0]["createdBy"] == "demo-client"
@@ -170,3 +177,46 @@ def test_as_service_needs_a_name_outside_a_service(app):
     with data.as_service("batch-job"):
         assert data.access.username == "batch-job"
     assert data.access.username == "restsvc"
+
+
+MOMENT = datetime.datetime(2026, 11, 28, 20, 10, 12, 907980)    # the clock, to the microsecond
+WRITTEN = "2026-11-28T20:10:12.907"                             # a dateTime: to the millisecond
+
+
+def _audit_dates(entity):
+    """The audit dates the test's clock wrote (a demo customer's createdDate is older)."""
+    names = ("lastModifiedDate",) if entity["_entityName"] == "Customer" else (
+        "createdDate", "lastModifiedDate")
+    return {entity.get(name) for name in names}
+
+
+def test_audit_fields_are_written_to_the_millisecond_by_every_answer(client, auth, monkeypatch):
+    """Create and update answers, get, list, search, a nested reference and
+    an order's nested lines, history's changedDate: one form (reference 1.4)."""
+    import restsvc.data.history
+    import restsvc.data.writer
+    for module in (restsvc.data.writer, restsvc.data.history):
+        monkeypatch.setattr(module, "utc_now", lambda: MOMENT)
+    created = _order_with_a_line(client, auth, "A-9")
+    order_id = created.json["id"]
+    updated = client.put(f"/rest/entities/Order/{order_id}?responseFetchPlan=_base",
+                         headers=auth, json={"number": "A-10"})
+    client.put(f"/rest/entities/Customer/{CUSTOMER}", headers=auth, json={"email": "a@b.example"})
+    by_number = '{"conditions":[{"property":"number","operator":"=","value":"A-10"}]}'
+    answers = {
+        "create": [created.json, created.json["lines"][0]],
+        "update": [updated.json],
+        "get": [client.get(f"/rest/entities/Order/{order_id}", headers=auth).json],
+        "nested": [client.get(f"/rest/entities/Order/{order_id}?fetchPlan=order-with-details",
+                              headers=auth).json["lines"][0]],
+        "list": [row for row in client.get("/rest/entities/Order?limit=1000", headers=auth).json
+                 if row["id"] == order_id],
+        "search": client.get(f"/rest/entities/Order/search?filter={by_number}", headers=auth).json,
+        "reference": [client.get(f"/rest/entities/Order/{order_id}?fetchPlan=order-with-details",
+                                 headers=auth).json["customer"]],
+    }
+    for path, entities in answers.items():
+        assert entities and all(_audit_dates(entity) == {WRITTEN} for entity in entities), \
+            (path, entities)
+    history = client.get(f"/rest/entities/Order/{order_id}/history", headers=auth).json
+    assert {item["changedDate"] for item in history} == {WRITTEN}

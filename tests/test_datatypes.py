@@ -8,7 +8,9 @@ from restsvc.model.datatypes import DATATYPES, text_of
 
 def test_text_forms_are_plain(app):
     order = app.metadata.entity("Order")
-    assert text_of(order.property("amount"), decimal.Decimal("1E+2")) == "100"
+    assert DATATYPES["decimal"].to_text(decimal.Decimal("1E+2")) == "100"     # no exponent
+    assert text_of(order.property("amount"), decimal.Decimal("1E+2")) == "100.00"   # its scale
+    assert text_of(order.property("amount"), decimal.Decimal("13.5")) == "13.50"
     assert text_of(order.property("amount"), decimal.Decimal("12.50")) == "12.50"
     assert text_of(order.property("date"), datetime.date(2024, 2, 29)) == "2024-02-29"
     status = order.property("status")
@@ -51,3 +53,28 @@ def test_service_results_have_a_kind_and_a_json_schema(app):
         "type": "object", "description": "Order entity JSON"}})
     assert methods["summarize"].result[1]["required"] == ["fromDate", "toDate", "count", "total",
                                                           "byStatus"]
+
+
+def test_a_date_time_is_written_to_the_millisecond_a_local_one_to_the_microsecond():
+    """Reference 1.4: a dateTime at millisecond precision at most, the
+    fraction cut (never later than stored) and its trailing zeros stripped."""
+    written = {micro: (DATATYPES["dateTime"].to_json(datetime.datetime(2024, 1, 2, 3, 4, 5, micro)),
+                       DATATYPES["localDateTime"].to_json(datetime.datetime(2024, 1, 2, 3, 4, 5, micro)))
+               for micro in (0, 500000, 907980, 400)}
+    assert written == {0: ("2024-01-02T03:04:05", "2024-01-02T03:04:05"),
+                       500000: ("2024-01-02T03:04:05.5", "2024-01-02T03:04:05.5"),
+                       907980: ("2024-01-02T03:04:05.907", "2024-01-02T03:04:05.90798"),
+                       400: ("2024-01-02T03:04:05", "2024-01-02T03:04:05.0004")}
+    assert DATATYPES["dateTime"].to_text(datetime.datetime(2024, 1, 2, 3, 4, 5, 907980)) \
+        == "2024-01-02T03:04:05.907"
+
+
+def test_times_restsvc_stamps_itself_are_utc_to_three_digits_with_z():
+    """Events' ``time`` and webhooks' ``createdDate``: one form, whatever the
+    value's zone (a naive value is UTC, as the database keeps instants)."""
+    from restsvc.model.datatypes import format_utc_instant
+    plus_four = datetime.timezone(datetime.timedelta(hours=4))
+    assert format_utc_instant(datetime.datetime(2026, 11, 28, 20, 12, 46, 34567)) \
+        == "2026-11-28T20:12:46.034Z"
+    assert format_utc_instant(datetime.datetime(2026, 11, 29, 0, 12, 46, tzinfo=plus_four)) \
+        == "2026-11-28T20:12:46.000Z"

@@ -262,3 +262,27 @@ def test_null_parts_of_a_search_body_are_left_out(client, auth):
             "offset": None, "after": None, "returnNulls": None, "returnCount": None}
     response = client.post("/rest/entities/Product/search", json=body, headers=auth)
     assert response.status_code == 200 and "X-Total-Count" not in response.headers
+
+
+def test_count_without_a_filter_counts_every_entity_the_caller_sees(client, auth, reader_auth):
+    """GET without ``filter``, POST without a body or with ``{}``: all rows the
+    caller may read (row rules apply: the reader does not see internal tags)."""
+    totals = []
+    for headers in (auth, reader_auth):
+        listed = client.get("/rest/entities/Tag", query_string={"returnCount": "true", "limit": 1},
+                            headers=headers)
+        total = int(listed.headers["X-Total-Count"])
+        totals.append(total)
+        answers = [client.get("/rest/entities/Tag/search/count", headers=headers),
+                   client.post("/rest/entities/Tag/search/count", headers=headers),
+                   client.post("/rest/entities/Tag/search/count", data=" ", headers=headers),
+                   client.post("/rest/entities/Tag/search/count", json={}, headers=headers)]
+        assert [(a.status_code, a.json) for a in answers] == [(200, total)] * 4
+    assert 0 < totals[1] < totals[0]
+
+
+def test_count_body_that_is_not_an_object_is_still_malformed(client, auth):
+    for data in ("[]", "not json", "null"):
+        response = client.post("/rest/entities/Tag/search/count", data=data, headers=auth)
+        assert response.status_code == 400, data
+        assert response.json["error"] == "Malformed request JSON data structure"

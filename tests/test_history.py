@@ -1,6 +1,7 @@
 """Entity history (the entity log): HistoryItem, /history, retention."""
 import dataclasses
 import datetime
+import decimal
 import json
 
 import yaml
@@ -241,3 +242,49 @@ def test_a_bulk_delete_is_recorded_per_row_and_items_filter_by_who(client, auth)
     schemas = client.get("/rest/docs/openapiDetailed.json",
                          headers=_auditor(client)).json["components"]["schemas"]
     assert any("HistoryItem" in name for name in schemas)
+
+
+def _exact(response):
+    """A JSON answer with its numbers as written (13.50 stays 13.50)."""
+    assert response.status_code in (200, 201), response.get_data(as_text=True)
+    return json.loads(response.get_data(as_text=True), parse_float=decimal.Decimal)
+
+
+def _price_change(client, auth, line_id, kind):
+    items = _exact(client.get(f"/rest/entities/OrderLine/{line_id}/history", headers=auth))
+    [item] = [item for item in items if item["kind"] == kind]
+    [change] = [change for change in item["changes"] if change["name"] == "price"]
+    return [str(change.get(key)) for key in ("oldValue", "newValue")]
+
+
+def test_history_writes_decimals_at_their_scale_as_the_entity_does(client, auth):
+    """13.5 sent, 249 stored by SQLite for 249.00: history writes 13.50 and
+    249.00, as the entity's own answers do (reference 1.4)."""
+    created = _exact(client.post("/rest/entities/OrderLine?responseFetchPlan=_base", headers=auth, json={
+        "order": {"id": ORDER}, "product": {"id": PRODUCT}, "quantity": 1, "price": 13.5}))
+    line = created["id"]
+    assert str(created["price"]) == "13.50"
+    assert _price_change(client, auth, line, "CREATE") == ["None", "13.50"]
+    updated = _exact(client.put(f"/rest/entities/OrderLine/{line}?responseFetchPlan=_base",
+                                headers=auth, json={"price": 249}))
+    assert str(updated["price"]) == "249.00"
+    assert _price_change(client, auth, line, "UPDATE") == ["13.50", "249.00"]
+    assert client.delete(f"/rest/entities/OrderLine/{line}", headers=auth).status_code == 204
+    auditor = _auditor(client)
+    assert _price_change(client, auditor, line, "DELETE") == ["249.00", "None"]
+
+
+def test_history_writes_a_date_time_to_the_millisecond_as_the_entity_does(client, auth):
+    """A RESTORE item's deletedDate (a dateTime) is the entity's own form of it."""
+    from restsvc.demo.model import Customer
+    customer = client.post("/rest/entities/Customer", headers=auth, json={"name": "Gone"}).json["id"]
+    assert client.delete(f"/rest/entities/Customer/{customer}", headers=auth).status_code == 204
+    Customer.update(deletedDate=datetime.datetime(2026, 11, 28, 20, 10, 12, 907980)).where(
+        Customer.id == customer).execute()
+    deleted = client.get(f"/rest/entities/Customer/{customer}?includeDeleted=true",
+                         headers=auth).json["deletedDate"]
+    assert deleted == "2026-11-28T20:10:12.907"
+    assert client.post(f"/rest/entities/Customer/{customer}/restore", headers=auth).status_code == 200
+    [restored] = [item for item in _history(client, auth, "Customer", customer)
+                  if item["kind"] == "RESTORE"]
+    assert _changes(restored)["deletedDate"]["oldValue"] == deleted

@@ -54,7 +54,7 @@ class DocumentClient:
     def list(self, entity):
         op = self.find(entity, lambda p, m, o: m == "get" and "{" not in p and not any(
             prm.get("required") for prm in o.get("parameters", []))
-            and not p.endswith("/aggregate"))
+            and "X-Total-Count" in o["responses"]["200"].get("headers", {}))
         return self.call(*op, query={"limit": 1})
 
     def load(self, entity, entity_id):

@@ -32,6 +32,13 @@ def customers(client, auth):
     return sorted(rows, key=lambda r: (r["name"], r["id"]))
 
 
+def test_a_csv_cell_of_a_date_time_is_its_text_form_to_the_millisecond(client, auth):
+    from restsvc.demo.model import Customer
+    Customer.update(createdDate=datetime.datetime(2024, 1, 2, 3, 4, 5, 907980)).execute()
+    rows = csv_rows(run(client, auth, CUSTOMERS))
+    assert {row[4] for row in rows[1:]} == {"2024-01-02T03:04:05.907"}
+
+
 def test_customers_csv_matches_the_entities(client, auth):
     rows = csv_rows(run(client, auth, CUSTOMERS))
     assert rows[0] == ["Name", "Email", "Grade", "Birth date", "Created"]

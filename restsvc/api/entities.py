@@ -1,4 +1,5 @@
 """Entities API: generic CRUD and search (reference section 2)."""
+from typing import Any
 from urllib.parse import quote
 
 from werkzeug.routing import Rule
@@ -80,9 +81,12 @@ def entity_history(ctx, entity_name, entity_id):
     return _listed(ctx, *data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))
 
 
-def _url_filter(ctx):
+def _url_filter(ctx: Any, required: bool = True) -> Any:
+    """The ``filter`` query parameter; without one, 400 when ``required``, else None."""
     text = ctx.request.args.get("filter")
     if text is None:
+        if not required:
+            return None
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
     return ctx.app.data.url_filter(text, lambda text: _json_arg(text, "filter"))
 
@@ -117,11 +121,14 @@ def search_post(ctx, entity_name):
         return_count=bool(_typed(body, "returnCount", bool))))
 
 
-def _search_body(ctx):
-    body = read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY)
+def _search_body(ctx: Any, required: bool = True) -> dict[str, Any]:
+    """The JSON object of a search body; without a ``filter``, 400 when
+    ``required`` (an empty body then is ``{}``)."""
+    body = read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY) if required \
+        else read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY, if_empty={})
     if not isinstance(body, dict):
         raise BadRequest("Malformed request JSON data structure", "The body must be a JSON object")
-    if body.get("filter") is None:
+    if required and body.get("filter") is None:
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
     return body
 
@@ -144,15 +151,18 @@ def _count(body, key):
     return whole_number(key, value)
 
 
-def count_get(ctx, entity_name):
-    data = ctx.app.data
-    return json_response(data.count(_reader(ctx), data.entity(entity_name), _url_filter(ctx)))
-
-
-def count_post(ctx, entity_name):
+def count_get(ctx: Any, entity_name: str) -> Any:
+    """Without a filter: every row the caller may see."""
     data = ctx.app.data
     return json_response(data.count(_reader(ctx), data.entity(entity_name),
-                                    _search_body(ctx)["filter"]))
+                                    _url_filter(ctx, required=False)))
+
+
+def count_post(ctx: Any, entity_name: str) -> Any:
+    """Without a filter (an empty body, ``{}``): every row the caller may see."""
+    data = ctx.app.data
+    return json_response(data.count(_reader(ctx), data.entity(entity_name),
+                                    _search_body(ctx, required=False).get("filter")))
 
 
 def aggregate_get(ctx, entity_name):

@@ -17,6 +17,7 @@ entity it may not read) appears by name only, without ``oldValue`` and
 ``newValue``.
 """
 import datetime
+from typing import Any
 
 import peewee
 
@@ -100,15 +101,17 @@ def recorded_collections(meta, props):
     return [prop for prop in props if not chosen or prop.name in chosen]
 
 
-def json_value(prop, value):
-    """A stored value in its JSON form: references by id, enums by name."""
+def json_value(prop: Any, value: Any) -> Any:
+    """A stored value in its JSON form, as the entity's own answers write it
+    (``prop.json_value``: a decimal at its column's scale, a ``dateTime`` to
+    the millisecond): references by id, enums by name."""
     if value is None:
         return None
     if prop.is_reference:
         return prop.target.row_id(getattr(value, "id", value))
     if prop.meta_enum is not None:
         return value.name if hasattr(value, "name") else value
-    return prop.datatype.to_json(value)
+    return prop.json_value(value)
 
 
 def old_values(access, meta, entity_id, lock=True):

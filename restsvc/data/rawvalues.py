@@ -8,6 +8,8 @@ and the serializer's text writer, so the text is the one ``serialize``
 writes from a converted row.
 """
 import datetime
+from collections.abc import Callable
+from typing import Any
 
 import peewee
 
@@ -38,8 +40,9 @@ def raw_writer(prop):
         return names.get
     if convert is _uuid:
         return _uuid_text
-    if isinstance(field, peewee.DateTimeField) and text is not None:
-        return _date_time_writer(convert, text)
+    if isinstance(field, peewee.DateTimeField) and prop.datatype is not None \
+            and prop.datatype.fraction_digits is not None:
+        return _date_time_writer(convert, text, prop.datatype.fraction_digits)
     if isinstance(field, peewee.DateField):
         return _date_writer(convert, text)
     if isinstance(field, peewee.DecimalField):
@@ -75,22 +78,28 @@ def _date_writer(convert, text):
     return write
 
 
-def _date_time_writer(convert, text):
+def _date_time_writer(convert: Callable[[Any], Any], text: Callable[[Any], str | None],
+                      digits: int) -> Callable[[Any], str | None]:
     """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
-    answer's ``2024-01-31T09:00:00[.f]``; anything else is parsed."""
+    answer's ``2024-01-31T09:00:00[.f]``, at most ``digits`` digits of the
+    fraction (the datatype's); anything else is parsed. Used only when it
+    writes a sample as the datatype's own text does."""
     fallback = _general(convert, text)
-    if text(datetime.datetime(2024, 1, 31, 9, 0, 0, 500000)) != '"2024-01-31T09:00:00.5"':
-        return fallback
+    end = 20 + digits
 
-    def write(value):
+    def write(value: Any) -> str | None:
         if value.__class__ is str and value[10:11] == " ":
             if len(value) == 19:
                 return f'"{value[:10]}T{value[11:]}"'
             if len(value) == 26 and value[19] == ".":
-                fraction = value[20:].rstrip("0")
+                fraction = value[20:end].rstrip("0")
                 return f'"{value[:10]}T{value[11:19]}.{fraction}"' if fraction \
                     else f'"{value[:10]}T{value[11:19]}"'
         return fallback(value)
+    samples = [datetime.datetime(2024, 1, 31, 9, 0, 0, micro)
+               for micro in (0, 500000, 123456, 120000, 400)]
+    if any(write(str(sample)) != fallback(sample) for sample in samples):
+        return fallback
     return write
 
 
@@ -118,8 +127,9 @@ def _remembered(write):
 _REMEMBERED = 4096      # texts kept per column and type
 
 
-def _general(convert, text):
-    def write(value):
+def _general(convert: Callable[[Any], Any], text: Callable[[Any], str | None]
+             ) -> Callable[[Any], str | None]:
+    def write(value: Any) -> str | None:
         value = convert(value)
         return None if value is None else text(value)
     return write

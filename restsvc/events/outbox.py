@@ -35,6 +35,7 @@ import peewee
 
 from ..db import database_proxy, delete_in_batches, is_sqlite, write_transaction
 from ..jsonio import dumps, loads
+from ..model.datatypes import format_utc_instant
 from ..model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ..model.fields import DateTimeField
 
@@ -201,7 +202,7 @@ def as_event(row):
     when = event["time"]
     if isinstance(when, str):
         when = datetime.datetime.fromisoformat(when)
-    event["time"] = when.isoformat(timespec="milliseconds") + "Z"
+    event["time"] = format_utc_instant(when)
     return event
 
 

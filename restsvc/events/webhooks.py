@@ -27,6 +27,7 @@ import peewee
 from ..db import database_proxy
 from ..errors import BadRequest, Conflict, NotFound
 from ..jsonio import dumps, loads
+from ..model.datatypes import format_utc_instant
 from ..model.fields import DateTimeField
 from .outbox import KINDS, position
 
@@ -52,8 +53,8 @@ class WebhookSubscription(peewee.Model):
 def as_json(row):
     """What the API shows of a subscription: never its secret."""
     return {"id": row.id, "url": row.url, "entities": loads(row.entities),
-            "kinds": loads(row.kinds), "createdDate": row.createdDate.isoformat(
-                timespec="milliseconds") + "Z", "fromSettings": row.id.startswith(SETTINGS_PREFIX)}
+            "kinds": loads(row.kinds), "createdDate": format_utc_instant(row.createdDate),
+            "fromSettings": row.id.startswith(SETTINGS_PREFIX)}
 
 
 # -- registration ----------------------------------------------------------------

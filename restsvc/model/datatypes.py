@@ -10,7 +10,14 @@ Every datatype (``DATATYPES[name]``) knows
 - its JSON Schema: ``json_schema`` (a dict, e.g. ``{"type": "string",
   "format": "date"}``) for generated API documents;
 - ``kind``: what the filter operators are chosen by (reference 2.4), and
-  ``python_type``: the Python class of its values (service type hints).
+  ``python_type``: the Python class of its values (service type hints);
+- for date-times and times, ``fraction_digits``: how many digits of a second
+  its forms write at most (reference 1.4: a ``dateTime`` to the millisecond).
+
+``column_json(datatype, field)`` is the JSON form of one column's values
+(a decimal at the column's scale): what every answer, history item, report
+and aggregate writes. ``format_utc_instant`` is the one form of the times
+restsvc itself stamps on what it sends (events, webhooks, log lines).
 
 The parsers raise ValueError with a short reason. ``text_of(prop, value)``
 formats any attribute value (datatype, enum) in its text form.
@@ -21,7 +28,9 @@ import datetime
 import decimal
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote_plus
 
 import peewee
@@ -40,6 +49,7 @@ class Datatype:
     python_type: type = str
     to_text: object = str
     from_text: object = None
+    fraction_digits: int | None = None
 
     def __post_init__(self):
         if self.from_text is None:
@@ -186,15 +196,37 @@ def _iso(parser):
     return parse
 
 
-def format_time(value):
-    """ISO time: seconds always, the fraction only when non-zero, trailing zeros stripped."""
-    text = value.isoformat()
-    return text.rstrip("0") if value.microsecond else text
+def _iso_text(digits: int) -> Callable[[Any], str]:
+    """A date-time's or time's ISO text: seconds always, at most ``digits``
+    digits of the fraction (cut, not rounded: a stored instant is never written
+    later than it was), printed only when non-zero, trailing zeros stripped."""
+    unit = 10 ** (6 - digits)
+
+    def write(value: Any) -> str:
+        micro = value.microsecond
+        if not micro:
+            return str(value.isoformat())
+        cut = micro - micro % unit
+        if not cut:
+            return str(value.replace(microsecond=0).isoformat())
+        return str(value.replace(microsecond=cut).isoformat()).rstrip("0")
+    return write
 
 
-def format_datetime(value):
-    text = value.isoformat()
-    return text.rstrip("0") if value.microsecond else text
+MICRO_DIGITS, MILLI_DIGITS = 6, 3
+format_time = _iso_text(MICRO_DIGITS)
+format_datetime = _iso_text(MICRO_DIGITS)       # localDateTime
+format_instant = _iso_text(MILLI_DIGITS)        # dateTime (reference 1.4)
+
+
+def format_utc_instant(value: datetime.datetime) -> str:
+    """The times restsvc stamps itself (an event's ``time``, a webhook's
+    ``createdDate``; log lines write the same form): UTC, always three digits
+    of milliseconds and ``Z``, e.g. ``2026-11-28T20:12:46.034Z``. A naive
+    value is taken as UTC (the database keeps instants so)."""
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return value.isoformat(timespec="milliseconds") + "Z"
 
 
 def _parse_datetime(text):
@@ -273,13 +305,16 @@ DATATYPES = {datatype.name: datatype for datatype in (
     Datatype("localDate", datetime.date.isoformat, _iso(datetime.date.fromisoformat), "date",
              _schema("string", "date"), datetime.date, datetime.date.isoformat),
     Datatype("localDateTime", format_datetime, _iso(_parse_datetime), "date",
-             _LOCAL_DATE_TIME, datetime.datetime, format_datetime),
-    Datatype("dateTime", format_datetime, _iso(_parse_datetime), "date",
-             {**_LOCAL_DATE_TIME, "description": "ISO 8601 date and time in UTC without an "
-                                                 "offset (requests may give one)"},
-             datetime.datetime, format_datetime),
+             _LOCAL_DATE_TIME, datetime.datetime, format_datetime,
+             fraction_digits=MICRO_DIGITS),
+    Datatype("dateTime", format_instant, _iso(_parse_datetime), "date",
+             {**_LOCAL_DATE_TIME,
+              "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,3})?$",
+              "description": "ISO 8601 date and time in UTC without an offset, to the "
+                             "millisecond (requests may give one)"},
+             datetime.datetime, format_instant, fraction_digits=MILLI_DIGITS),
     Datatype("localTime", format_time, _iso(_parse_time), "time", _LOCAL_TIME,
-             datetime.time, format_time),
+             datetime.time, format_time, fraction_digits=MICRO_DIGITS),
     # Any JSON value, stored as its text (HistoryItem.changes): written, not filtered by.
     Datatype("json", _identity, _identity, "json", {}, object, _json_text),
     Datatype("fileRef", _identity, _file_ref, "string",
@@ -288,16 +323,44 @@ DATATYPES = {datatype.name: datatype for datatype in (
 )}
 
 
-def text_of(prop, value):
+def column_json(datatype: Datatype, field: object) -> Callable[[Any], Any]:
+    """value -> JSON value of one column's values: the datatype's JSON form,
+    a decimal at the column's scale (SQLite hands back 649 for a stored
+    649.00, a client may send 13.5 for 13.50: the column's scale is the truth)."""
+    places = getattr(field, "decimal_places", None)
+    if datatype.name == "decimal" and places is not None:
+        exponent = decimal.Decimal(1).scaleb(-places)
+
+        def scaled(value: decimal.Decimal) -> decimal.Decimal:
+            return value.quantize(exponent)
+        return scaled
+    to_json: Callable[[Any], Any] = datatype.to_json    # type: ignore[assignment]
+    return to_json
+
+
+def column_text(datatype: Datatype, field: object) -> Callable[[Any], str]:
+    """value -> text form of one column's values (a CSV cell): the datatype's
+    text form of ``column_json``'s value (a decimal at the column's scale)."""
+    to_text: Callable[[Any], str] = datatype.to_text     # type: ignore[assignment]
+    to_json = column_json(datatype, field)
+    if to_json is datatype.to_json:
+        return to_text
+
+    def scaled(value: Any) -> str:
+        return to_text(to_json(value))
+    return scaled
+
+
+def text_of(prop: Any, value: Any) -> str:
     """An attribute value in its text form (a CSV cell, a text/plain body):
     enums by constant name, references by id, None as the empty string."""
     if value is None:
         return ""
     if prop.meta_enum is not None:
-        return value.name
+        return str(value.name)
     if prop.is_reference:
         return str(value["id"] if isinstance(value, dict) else value)
-    return prop.datatype.to_text(value)
+    return column_text(prop.datatype, prop.field)(value)
 
 
 # What ``GET /metadata/datatypes`` reports beside id and name (reference 6.4):

@@ -1,5 +1,4 @@
 """Metadata: MetaClass, MetaProperty and MetaEnum, derived once from the models."""
-import decimal
 import functools
 import re
 from dataclasses import dataclass, field
@@ -8,7 +7,7 @@ import peewee
 
 from ..db import leading_index_fields
 from ..schema.linkkeys import keys_column
-from .datatypes import DATATYPES, datatype_of
+from .datatypes import DATATYPES, column_json, datatype_of
 from .entity import Entity, declaration_of
 from .fetchplan import FetchPlanError, build_built_in_plans, build_named_plans
 from .fields import EnumField, transient
@@ -115,12 +114,7 @@ def _json_converter(prop):
         return lambda member: member.name
     if prop.datatype is None:
         return None
-    places = getattr(prop.field, "decimal_places", None)
-    if prop.datatype.name == "decimal" and places is not None:
-        # SQLite hands back 649 for a stored 649.00; the column's scale is the truth.
-        exponent = decimal.Decimal(1).scaleb(-places)
-        return lambda value: value.quantize(exponent)
-    return prop.datatype.to_json
+    return column_json(prop.datatype, prop.field)
 
 
 @dataclass(eq=False)

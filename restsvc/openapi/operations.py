@@ -99,15 +99,17 @@ def count_get(t):
     return operation(f"Count matching {t.label}", t.tag, {
         **ok("The count", {"type": "integer", "minimum": 0}),
         **_entity_failures(t, "BadRequest", "Forbidden")},
-        [json_query("filter", ref("filter"), "The search filter as URL-encoded JSON", True)])
+        [json_query("filter", ref("filter"), "The search filter as URL-encoded JSON; "
+                    "without one, every entity the caller may see is counted")])
 
 
 def count_post(t):
     return operation(f"Count matching {t.label} (filter in the body)", t.tag, {
         **ok("The count", {"type": "integer", "minimum": 0}),
         **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge")},
-        body=json_body({"type": "object", "properties": {"filter": ref("filter")},
-                        "required": ["filter"]}))
+        body=json_body({"type": "object", "properties": {"filter": ref("filter")}},
+                       "Without a filter (or without a body) every entity the caller may "
+                       "see is counted", required=False))
 
 
 _NAMES = {"type": "array", "items": STRING}

@@ -1,7 +1,10 @@
 """Report values by datatype: the one place the reports use the datatype
 home (``restsvc.model.datatypes`` and ``valuetypes``): parameter types, the
 text form of CSV cells and the cell kind of XLSX columns."""
-from ..model.datatypes import DATATYPES
+from collections.abc import Callable
+from typing import Any
+
+from ..model.datatypes import DATATYPES, column_text
 from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
 from .cells import guarded_text
 
@@ -42,17 +45,12 @@ def decimal_format(prop):
     return "0." + "0" * places if places else "0"
 
 
-def text_form(prop):
+def text_form(prop: Any) -> Callable[[Any], str]:
     """value -> CSV text for a datatype property: the datatype's text form
     (decimals with their column's scale); text values pass the formula guard."""
     if prop.datatype.kind == "string":
         return guarded_text     # the stored text itself
-    if prop.datatype.kind in ("date", "time"):
-        return prop.json_value  # ISO text, which is their text form
-    to_text, convert = prop.datatype.to_text, prop.json_value
-    if convert is not prop.datatype.to_json:        # a decimal column's scale
-        return lambda value: to_text(convert(value))
-    return to_text
+    return column_text(prop.datatype, prop.field)
 
 
 def python_text(value):
