@@ -61,6 +61,7 @@ _KEYS = {
     "svc.webhooks.timeout": ("webhooks_timeout", parse.duration, 10),
     "svc.webhooks.allow-private-addresses": ("webhooks_allow_private", parse.boolean, False),
     "svc.webhooks.deliver-in-serve": ("webhooks_deliver_in_serve", parse.boolean, True),
+    "svc.webhooks.max-parallel-deliveries": ("webhooks_max_parallel", parse.positive_int, 8),
     "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
@@ -182,6 +183,7 @@ class Settings:
     webhooks_timeout: int = 10
     webhooks_allow_private: bool = False
     webhooks_deliver_in_serve: bool = True
+    webhooks_max_parallel: int = 8
     webhooks: tuple = ()        # subscriptions of the settings (settinggroups.webhooks)
 
     @property
