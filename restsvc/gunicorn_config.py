@@ -19,6 +19,10 @@ Why these values (README "Running the service", measured there):
   ``svc.events.max-streams-per-worker``; they end when the drain begins
   (and when a worker is told to stop), so the graceful stop does not wait
   for them and their clients reconnect elsewhere with their last event id.
+- The webhook delivery worker (``restsvc serve``; ``supervise``): a child of
+  the master, started when it is ready, started again when it dies, stopped
+  once when the master exits; the workers gunicorn forks and replaces never
+  touch it (events/supervisor.py).
 - Forwarded headers: gunicorn believes none. ``forwarded_allow_ips`` is
   ``svc.trusted-proxies`` under ``restsvc serve`` (nobody here, for a
   gunicorn started by hand), and even a trusted proxy cannot set
@@ -75,6 +79,20 @@ def install_drain(arbiter, seconds):
 
 def when_ready(arbiter):
     install_drain(arbiter, drain_seconds)
+
+
+def supervise(arbiter, supervisor):
+    """Run ``supervisor``'s delivery worker beside the master: started now,
+    looked after at every turn of the master's loop (gunicorn calls
+    ``manage_workers`` at least once a second and after a child exits)."""
+    supervisor.log = arbiter.log
+    manage = arbiter.manage_workers
+
+    def manage_workers():
+        manage()
+        supervisor.check(arbiter.LISTENERS)
+    arbiter.manage_workers = manage_workers
+    supervisor.check(arbiter.LISTENERS)
 
 
 def post_worker_init(worker):
