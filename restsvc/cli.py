@@ -127,8 +127,9 @@ def events_command(args):
 
 
 def deliver_command(args):
-    from .events.delivery import run_process
+    from .events.delivery import block_stop_signals, run_process
     from .events.webhooks import sync_settings
+    block_stop_signals()        # before the application starts threads: they inherit it
     app = _app(args)
     sync_settings(app.database, app.metadata, app.settings.webhooks,
                   app.settings.webhooks_allow_private)

@@ -277,16 +277,25 @@ def replay(subscription: str) -> int:
     ).execute())
 
 
+def block_stop_signals() -> None:
+    """Block SIGTERM, SIGINT and SIGQUIT in this thread and every thread it
+    starts from now on: call it before the process starts any (run_process
+    takes them with ``sigtimedwait``; a thread that has them unblocked would
+    die of them by default)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
 def run_process(settings: Any, database: peewee.Database, parent: int | None = None) -> int:
     """``restsvc deliver`` as a process: passes on a thread until SIGTERM,
     SIGINT or SIGQUIT (or, given ``parent``, until that process is gone);
     then it stops once, letting the attempts in flight end.
 
-    Those signals are blocked and taken here with ``sigtimedwait``: no Python
-    signal handler runs, so none can interrupt code that holds a lock (an
-    Event's, a logging handler's) and wait for it forever, however many
-    SIGTERMs come. The exit code is 1 when the worker thread ended by itself."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)     # inherited by every thread
+    Those signals are blocked (``block_stop_signals``, before the process
+    started any thread) and taken here with ``sigtimedwait``: no Python signal
+    handler runs, so none can interrupt code that holds a lock (an Event's, a
+    logging handler's) and wait for it forever, however many SIGTERMs come.
+    The exit code is 1 when the worker thread ended by itself."""
+    block_stop_signals()
     stop = threading.Event()
     worker = threading.Thread(target=Deliverer(settings, database).run, args=(stop,),
                               name="webhook-delivery")
