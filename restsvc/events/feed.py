@@ -18,7 +18,11 @@ so its DELETE reaches only readers without row-level roles on its entity),
 and of ``changed`` the attributes it may read.
 
 A stream holds one thread of its worker: ``svc.events.max-streams-per-worker``
-caps them (503 with Retry-After beyond). It ends when its token expires or
+caps them (503 with Retry-After beyond), and one caller (a user, or the client
+of a client-credentials token) holds at most
+``svc.events.max-stream-share-per-caller`` of them (half by default, at least
+one; 429 with Retry-After beyond), so one caller cannot take every place of
+an instance. It ends when its token expires or
 is revoked (checked at every poll, the gate's half-second recheck included),
 and when the instance drains or its worker stops, so the client reconnects to
 another instance with its last id. A comment line every
@@ -49,24 +53,40 @@ def close_streams():
 
 
 class StreamSlots:
-    """How many streams this process serves at once, at most."""
+    """How many streams this process serves at once, at most, and at most how
+    many of them one caller holds."""
 
-    def __init__(self, limit):
+    def __init__(self, limit: int, share: float = 1.0) -> None:
         self.limit = limit
+        self.per_caller = max(1, int(limit * share))
         self.open = 0
+        self._callers: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def take(self):
+    def take(self, caller: str | None = None) -> None:
         with self._lock:
             if self.open >= self.limit:
                 raise ApiError("Too many streams", "This instance serves as many event streams "
                                                    "as it can; retry shortly", status=503,
                                headers={"Retry-After": "5"})
+            if caller is not None and self._callers.get(caller, 0) >= self.per_caller:
+                raise ApiError("Too many streams", f"This caller holds {self.per_caller} event "
+                                                   f"streams of this instance, as many as one "
+                                                   f"caller may; close one or retry shortly",
+                               status=429, headers={"Retry-After": "5"})
             self.open += 1
+            if caller is not None:
+                self._callers[caller] = self._callers.get(caller, 0) + 1
 
-    def give(self):
+    def give(self, caller: str | None = None) -> None:
         with self._lock:
             self.open -= 1
+            if caller is not None:
+                left = self._callers.get(caller, 0) - 1
+                if left > 0:
+                    self._callers[caller] = left
+                else:
+                    self._callers.pop(caller, None)
 
 
 class Tickets:
