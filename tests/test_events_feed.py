@@ -1,6 +1,7 @@
 """The change feed: GET /rest/events (Server-Sent Events), through werkzeug's
 Client, reading the stream chunk by chunk (restsvc/events/feed.py)."""
 import json
+import threading
 
 import pytest
 from werkzeug.test import Client
@@ -241,8 +242,25 @@ def test_a_worker_that_stops_ends_its_streams(client, auth):
         while reader.next() is not None:
             pass
     finally:
-        feed._closing.clear()
+        feed._close_requested = False
     assert reader.ended
+
+
+def test_closing_the_streams_takes_no_lock_a_second_sigterm_could_find_held():
+    """close_streams runs in a SIGTERM handler; another SIGTERM can interrupt
+    it anywhere, and that handler must not wait for the first one's lock."""
+    def interrupted_handler():
+        with feed._closing._cond:         # the first handler, interrupted inside set()
+            feed.close_streams()          # the second one
+    runner = threading.Thread(target=interrupted_handler, daemon=True)
+    try:
+        runner.start()
+        runner.join(2)
+        assert not runner.is_alive(), "close_streams waited for a lock its caller held"
+    finally:
+        feed._close_requested = False
+        if not runner.is_alive():       # else its lock stays held: leave the Event alone
+            feed._closing.clear()
 
 
 def test_an_idle_stream_sends_a_keepalive_comment(make_app):

@@ -44,12 +44,17 @@ from . import outbox
 
 BATCH = 200
 RETRY_MILLISECONDS = 2000       # what an EventSource waits before reconnecting
-_closing = threading.Event()    # this worker stops (gunicorn_config.post_worker_init)
+_closing = threading.Event()    # wakes waiting streams early (tests, never a signal handler)
+_close_requested = False        # this worker stops (close_streams)
 
 
-def close_streams():
-    """End every stream of this process at its next poll."""
-    _closing.set()
+def close_streams() -> None:
+    """End every stream of this process at its next poll. Called from a
+    signal handler (gunicorn_config.post_worker_init), so it only sets a
+    flag: a lock taken here (an Event's) could be held already by the same
+    handler interrupted by a second SIGTERM, and wait for itself forever."""
+    global _close_requested
+    _close_requested = True
 
 
 class StreamSlots:
@@ -157,7 +162,7 @@ class Stream:
             if self.reset is not None:
                 yield self.reset
             quiet_since = time.monotonic()
-            while not (_closing.is_set() or is_shutting_down()):
+            while not (_close_requested or _closing.is_set() or is_shutting_down()):
                 if not self.recheck():
                     yield b"event: end\ndata: {\"reason\": \"token expired or revoked\"}\n\n"
                     return
