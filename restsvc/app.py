@@ -104,7 +104,7 @@ class RestApp:
         # None without trusted proxies: nothing to ask per request.
         self.proxies = TrustedProxies(settings.trusted_proxies) or None
         self.files = file_storages(settings)
-        self.event_streams = StreamSlots(settings.events_max_streams)
+        self.event_streams = StreamSlots(settings.events_max_streams, settings.events_caller_share)
         self.event_tickets = Tickets(settings.secret_key, settings.events_ticket_lifetime)
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],

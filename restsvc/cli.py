@@ -2,7 +2,6 @@
 history | events | hash-secret | user``."""
 import argparse
 import getpass
-import os
 import sys
 
 from .errors import ApiError
@@ -28,6 +27,8 @@ def _app(args, init_schema=None, check_schema=True, announce=False):
 
 
 def serve(args):
+    import logging
+
     from gunicorn.app.base import BaseApplication
 
     from . import gunicorn_config as defaults
@@ -35,12 +36,25 @@ def serve(args):
     # Schema and demo data are prepared once here, before the workers fork.
     app = _app(args, announce=True)
     settings = app.settings
-    deliverer = None
+    supervisor = None
     if settings.webhooks_deliver_in_serve:
+        from .events.supervisor import DeliverySupervisor
         from .events.webhooks import sync_settings
         sync_settings(app.database, app.metadata, settings.webhooks,
                       settings.webhooks_allow_private)
-        deliverer = _start_deliverer(args)
+        supervisor = DeliverySupervisor(
+            lambda master: deliver_command(argparse.Namespace(**{**vars(args), "parent": master})),
+            grace=settings.webhooks_timeout + 5, log=logging.getLogger("restsvc"))
+
+    def when_ready(arbiter):
+        defaults.ready(arbiter, args.drain)
+        if supervisor is not None:
+            defaults.supervise(arbiter, supervisor)
+
+    def on_exit(arbiter):
+        if supervisor is not None:
+            supervisor.stop()
+        defaults.on_exit(arbiter)
 
     class Server(BaseApplication):
         def load_config(self):
@@ -58,10 +72,10 @@ def serve(args):
                 self.cfg.set("control_socket", args.control_socket)
             else:
                 self.cfg.set("control_socket_disable", True)
-            self.cfg.set("when_ready", lambda arbiter: defaults.ready(arbiter, args.drain))
+            self.cfg.set("when_ready", when_ready)
             self.cfg.set("on_starting", defaults.on_starting)
             self.cfg.set("post_worker_init", defaults.post_worker_init)
-            self.cfg.set("on_exit", defaults.on_exit)
+            self.cfg.set("on_exit", on_exit)
 
         def load(self):
             # The master said what it prepared (above); workers say nothing again.
@@ -70,8 +84,8 @@ def serve(args):
     try:
         Server().run()
     finally:
-        if deliverer is not None:
-            _stop_deliverer(deliverer)
+        if supervisor is not None:      # the master only (a worker unwinds through here too)
+            supervisor.stop()
 
 
 def initdb(args):
@@ -119,43 +133,13 @@ def events_command(args):
 
 
 def deliver_command(args):
-    import signal
-    import threading
-    from .events.delivery import run_worker
+    from .events.delivery import block_stop_signals, run_process
     from .events.webhooks import sync_settings
+    block_stop_signals()        # before the application starts threads: they inherit it
     app = _app(args)
     sync_settings(app.database, app.metadata, app.settings.webhooks,
                   app.settings.webhooks_allow_private)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    run_worker(app.settings, app.database, stop, args.parent)
-    return 0
-
-
-def _start_deliverer(args):
-    """``restsvc deliver`` beside the server, forked before gunicorn starts
-    (it stops with the server, or by itself when the server is gone)."""
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 1
-    try:
-        code = deliver_command(argparse.Namespace(**{**vars(args), "parent": os.getppid()}))
-    except BaseException:       # noqa: B036  (nothing of the server's may run here)
-        import traceback
-        traceback.print_exc()
-    finally:
-        os._exit(code or 0)
-
-
-def _stop_deliverer(pid):
-    import signal
-    try:
-        os.kill(pid, signal.SIGTERM)
-        os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
-        pass
+    return run_process(app.settings, app.database, args.parent)
 
 
 def routes(args):

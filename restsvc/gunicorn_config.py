@@ -20,6 +20,14 @@ Why these values (restsvc/docs/operations.md "Running in production"):
   ``svc.events.max-streams-per-worker``; they end when the drain begins
   (and when a worker is told to stop), so the graceful stop does not wait
   for them and their clients reconnect elsewhere with their last event id.
+- The webhook delivery worker (``restsvc serve``; ``supervise``): a child of
+  the master, started when it is ready, started again when it dies, stopped
+  once when the master exits; the workers gunicorn forks and replaces never
+  touch it (events/supervisor.py).
+- The webhook delivery worker (``restsvc serve``; ``supervise``): a child of
+  the master, started when it is ready, started again when it dies, stopped
+  once when the master exits; the workers gunicorn forks and replaces never
+  touch it (events/supervisor.py).
 - Forwarded headers: gunicorn believes none. ``forwarded_allow_ips`` is
   ``svc.trusted-proxies`` under ``restsvc serve`` (nobody here, for a
   gunicorn started by hand), and even a trusted proxy cannot set
@@ -99,6 +107,20 @@ def ready(arbiter, drain):
 
 def when_ready(arbiter):
     ready(arbiter, drain_seconds)
+
+
+def supervise(arbiter, supervisor):
+    """Run ``supervisor``'s delivery worker beside the master: started now,
+    looked after at every turn of the master's loop (gunicorn calls
+    ``manage_workers`` at least once a second and after a child exits)."""
+    supervisor.log = arbiter.log
+    manage = arbiter.manage_workers
+
+    def manage_workers():
+        manage()
+        supervisor.check(arbiter.LISTENERS)
+    arbiter.manage_workers = manage_workers
+    supervisor.check(arbiter.LISTENERS)
 
 
 def write_json_error(line_limit: int, sock: Any, status: int, reason: str, message: str) -> None:

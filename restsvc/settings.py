@@ -52,6 +52,7 @@ _KEYS = {
     # Change events (restsvc/events/): how long the outbox keeps them, the feed's limits.
     "svc.events.retention": ("events_retention", parse.duration, 7 * 86400),
     "svc.events.max-streams-per-worker": ("events_max_streams", parse.positive_int, 8),
+    "svc.events.max-stream-share-per-caller": ("events_caller_share", parse.share, 0.5),
     "svc.events.keepalive": ("events_keepalive", parse.duration, 20),
     "svc.events.poll-interval": ("events_poll_interval", parse.milliseconds, 0.5),
     "svc.events.ticket-lifetime": ("events_ticket_lifetime", parse.duration, 60),
@@ -62,6 +63,7 @@ _KEYS = {
     "svc.webhooks.timeout": ("webhooks_timeout", parse.duration, 10),
     "svc.webhooks.allow-private-addresses": ("webhooks_allow_private", parse.boolean, False),
     "svc.webhooks.deliver-in-serve": ("webhooks_deliver_in_serve", parse.boolean, True),
+    "svc.webhooks.max-parallel-deliveries": ("webhooks_max_parallel", parse.positive_int, 8),
     "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
@@ -175,6 +177,7 @@ class Settings:
     paths: Paths = Paths()      # svc.rest.base-path, svc.rest.*-path, svc.authserver.base-path
     events_retention: int = 7 * 86400
     events_max_streams: int = 8
+    events_caller_share: float = 0.5
     events_keepalive: int = 20
     events_poll_interval: float = 0.5
     events_ticket_lifetime: int = 60
@@ -183,6 +186,7 @@ class Settings:
     webhooks_timeout: int = 10
     webhooks_allow_private: bool = False
     webhooks_deliver_in_serve: bool = True
+    webhooks_max_parallel: int = 8
     webhooks: tuple = ()        # subscriptions of the settings (settinggroups.webhooks)
     source: str = ""            # the settings file's absolute path ("": built in code)
     api_info: ApiInfo = ApiInfo()   # svc.rest.docs.*: the API's identity in the documents

@@ -195,6 +195,18 @@ def milliseconds(value):
     return number / 1000 if match.group(2) == "ms" else float(number * _DURATION_UNITS[match.group(2)])
 
 
+def share(value: object) -> float:
+    """``50%`` or ``0.5`` -> 0.5: a part of a whole, more than 0 and at most all of it."""
+    text = str(value).strip()
+    try:
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise ValueError("expected a share such as 50% or 0.5") from None
+    if not 0 < number <= 1:
+        raise ValueError("must be more than 0 and at most 100%")
+    return number
+
+
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(s|second|m|min|minute|h|hour)\s*(?:burst\s+(\d+))?\s*$")
 _RATE_UNITS = {"s": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
 

@@ -1,6 +1,7 @@
 """The change feed: GET /rest/events (Server-Sent Events), through werkzeug's
 Client, reading the stream chunk by chunk (restsvc/events/feed.py)."""
 import json
+import threading
 
 import pytest
 from werkzeug.test import Client
@@ -9,6 +10,7 @@ from conftest import bearer, demo_id, get_token
 from restsvc import ResourceRole, RowLevelRole
 from restsvc.events import feed, outbox
 from restsvc.events.outbox import ChangeEvent
+from restsvc.settings import SettingsError
 
 CUSTOMER = demo_id("customer", 3)
 ORDER = demo_id("order", 2)             # customer 2 is GOLD
@@ -240,8 +242,25 @@ def test_a_worker_that_stops_ends_its_streams(client, auth):
         while reader.next() is not None:
             pass
     finally:
-        feed._closing.clear()
+        feed._close_requested = False
     assert reader.ended
+
+
+def test_closing_the_streams_takes_no_lock_a_second_sigterm_could_find_held():
+    """close_streams runs in a SIGTERM handler; another SIGTERM can interrupt
+    it anywhere, and that handler must not wait for the first one's lock."""
+    def interrupted_handler():
+        with feed._closing._cond:         # the first handler, interrupted inside set()
+            feed.close_streams()          # the second one
+    runner = threading.Thread(target=interrupted_handler, daemon=True)
+    try:
+        runner.start()
+        runner.join(2)
+        assert not runner.is_alive(), "close_streams waited for a lock its caller held"
+    finally:
+        feed._close_requested = False
+        if not runner.is_alive():       # else its lock stays held: leave the Event alone
+            feed._closing.clear()
 
 
 def test_an_idle_stream_sends_a_keepalive_comment(make_app):
@@ -255,6 +274,7 @@ def test_an_idle_stream_sends_a_keepalive_comment(make_app):
 
 def test_streams_beyond_the_cap_are_503_with_retry_after_and_open_ones_are_counted(make_app):
     app = make_app({**FAST, "svc.events.max-streams-per-worker": 2,
+                    "svc.events.max-stream-share-per-caller": "100%",
                     "svc.metrics.path": "/metrics"})
     c = Client(app)
     auth = bearer(get_token(c))
@@ -267,6 +287,55 @@ def test_streams_beyond_the_cap_are_503_with_retry_after_and_open_ones_are_count
     third.close()
     readers[1].close()
     assert app.event_streams.open == 0 and app.instruments.event_streams.series[()] == 0
+
+
+def test_one_caller_holds_at_most_half_of_the_streams_and_others_still_get_theirs(make_app):
+    app = make_app({**FAST, "svc.events.max-streams-per-worker": 4})
+    c = Client(app)
+    greedy = bearer(get_token(c))
+    other_token_same_caller = bearer(get_token(c))
+    readers = [_open(c, greedy, "Customer") for _ in range(2)]
+    for auth in (greedy, other_token_same_caller):
+        response = c.get("/rest/events", headers=auth)
+        assert response.status_code == 429 and response.headers["Retry-After"] == "5"
+        assert "as many as one caller may" in response.json["details"]
+    other = bearer(get_token(c, "reader", "reader-secret"))
+    others = [_open(c, other, "Customer") for _ in range(2)]
+    readers[0].close()
+    readers[0] = _open(c, greedy, "Customer")   # a closed stream gives the caller its place back
+    for reader in readers + others:
+        reader.close()
+    assert app.event_streams.open == 0
+
+
+def test_the_share_of_one_caller_is_a_setting(make_app):
+    app = make_app({**FAST, "svc.events.max-streams-per-worker": 3,
+                    "svc.events.max-stream-share-per-caller": "0.34"})
+    c = Client(app)
+    auth = bearer(get_token(c))
+    reader = _open(c, auth, "Customer")
+    assert c.get("/rest/events", headers=auth).status_code == 429
+    reader.close()
+
+
+@pytest.mark.parametrize("share", ["0", "0%", "101%", "1.5", "half"])
+def test_a_share_outside_0_to_100_percent_stops_startup(make_app, share):
+    with pytest.raises(SettingsError, match=r"max-stream-share-per-caller: invalid value .*(share|more than 0)"):
+        make_app({"svc.events.max-stream-share-per-caller": share})
+
+
+def test_a_stream_that_fails_to_open_gives_its_place_back(make_app, monkeypatch):
+    app = make_app({**FAST, "svc.events.max-streams-per-worker": 1})
+    c = Client(app)
+    auth = bearer(get_token(c))
+
+    def broken(database):
+        raise RuntimeError("the outbox is unreadable")
+    monkeypatch.setattr(outbox, "position", broken)
+    assert c.get("/rest/events", headers=auth).status_code == 500
+    monkeypatch.undo()
+    assert app.event_streams.open == 0
+    _open(c, auth, "Customer").close()
 
 
 def test_a_browser_opens_the_stream_with_a_ticket(app, client, auth):

@@ -1,8 +1,11 @@
 """The change feed under a real gunicorn: streaming through a socket, a
 restart in between (resume loses and repeats nothing), the drain on SIGTERM
-ending streams cleanly."""
+ending streams cleanly; the webhook delivery worker beside the master."""
 import json
+import os
+import re
 import signal
+import time
 
 from conftest import demo_id
 from servers import launch, stop, wait_until_ready
@@ -122,4 +125,99 @@ def test_serve_starts_the_delivery_worker_for_the_settings_subscriptions(tmp_pat
         assert json.loads(body)["entityId"] == CUSTOMER
     finally:
         stop(server)
+        receiver.close()
+
+
+def _delivering(tmp_path, database_url, receiver, workers=1):
+    prefix = "svc.webhooks.subscription.crm."
+    return wait_until_ready(launch(tmp_path, database_url, {
+        **FAST, "svc.webhooks.deliver-in-serve": True, "svc.webhooks.timeout": "2s",
+        "svc.webhooks.allow-private-addresses": True, f"{prefix}url": receiver.url,
+        f"{prefix}entities": "Customer", f"{prefix}secret": "a-webhook-secret-of-some-length"},
+        workers=workers))
+
+
+def _until(predicate, seconds=30, what="the condition"):
+    deadline = time.monotonic() + seconds
+    while not (found := predicate()):
+        assert time.monotonic() < deadline, f"{what} did not come"
+        time.sleep(0.1)
+    return found
+
+
+def _delivery_pids(server):
+    """The delivery workers the master started, in order (from its log)."""
+    return [int(pid) for pid in
+            re.findall(r"webhook delivery worker started \(pid (\d+)\)", server.log())]
+
+
+def _is_running(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\nState:\tZ" not in f.read()
+    except FileNotFoundError:
+        return False
+
+
+def _pushed(server, receiver, count):
+    _rename(server, f"Pushed {count}")
+    receiver.wait_for(count, seconds=30)
+
+
+def test_delivery_goes_on_when_a_worker_exits_and_when_the_master_reloads(tmp_path,
+                                                                          database_url):
+    from webhook_support import Receiver
+    receiver = Receiver()
+    server = _delivering(tmp_path, database_url, receiver, workers=2)
+    try:
+        [delivery] = _until(lambda: _delivery_pids(server), what="the delivery worker")
+        _pushed(server, receiver, 1)
+        workers = [pid for pid in server.worker_pids() if pid != delivery]
+        os.kill(workers[0], signal.SIGTERM)             # a worker exits; gunicorn replaces it
+        _until(lambda: workers[0] not in server.worker_pids(), what="the worker's exit")
+        _pushed(server, receiver, 2)
+        server.process.send_signal(signal.SIGHUP)       # every worker is replaced
+        _until(lambda: not set(workers[1:]) & set(server.worker_pids()), what="the reload")
+        _until(lambda: len(server.worker_pids()) == 3, what="the new workers")
+        _pushed(server, receiver, 3)
+        assert _delivery_pids(server) == [delivery] and _is_running(delivery)
+    finally:
+        stop(server)
+        receiver.close()
+
+
+def test_a_delivery_worker_that_dies_is_started_again(tmp_path, database_url):
+    from webhook_support import Receiver
+    receiver = Receiver()
+    server = _delivering(tmp_path, database_url, receiver)
+    try:
+        [first] = _until(lambda: _delivery_pids(server), what="the delivery worker")
+        os.kill(first, signal.SIGKILL)
+        [_, second] = _until(lambda: _delivery_pids(server)[1:] and _delivery_pids(server),
+                             what="a new delivery worker")
+        assert second != first and _is_running(second)
+        _pushed(server, receiver, 1)
+    finally:
+        stop(server)
+        receiver.close()
+
+
+def test_sigterm_stops_serve_and_its_delivery_worker_at_once(tmp_path, database_url):
+    from webhook_support import Receiver
+    receiver = Receiver()
+    server = _delivering(tmp_path, database_url, receiver, workers=2)
+    try:
+        [delivery] = _until(lambda: _delivery_pids(server), what="the delivery worker")
+        _pushed(server, receiver, 1)
+        started = time.monotonic()
+        for _ in range(3):                              # impatient: SIGTERM again and again
+            server.process.send_signal(signal.SIGTERM)
+            time.sleep(0.05)
+        server.process.wait(timeout=15)
+        assert time.monotonic() - started < 10
+        _until(lambda: not _is_running(delivery), seconds=5, what="the delivery worker's end")
+        assert server.log().count("webhook delivery worker (pid") == 1      # stopped once
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
         receiver.close()

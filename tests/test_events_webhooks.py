@@ -1,14 +1,18 @@
 """Webhooks: registration under the grant, signed deliveries, retries with
 backoff, dead letters and their replay (restsvc/events/webhooks.py, delivery.py)."""
 import json
+import threading
+import time
+from contextlib import contextmanager
 
 import pytest
 from werkzeug.test import Client
 
 from conftest import bearer, demo_id, get_token
 from restsvc.events.delivery import Deliverer, WebhookDelivery
-from restsvc.events.webhooks import sync_settings
-from webhook_support import Receiver, verify
+from restsvc.events import webhooks
+from restsvc.events.webhooks import WebhookSubscription, sync_settings
+from webhook_support import Receiver, Trickler, verify
 
 CUSTOMER = demo_id("customer", 3)
 SECRET = "a-webhook-secret-of-some-length"
@@ -60,6 +64,11 @@ def test_registration_needs_the_grant_and_never_answers_the_secret(make_app, rec
     ({"kinds": ["RESTORE"]}, "kinds"),
     ({"secret": "short"}, "secret"),
     ({"url": "http://no-such-host.invalid/x"}, "does not resolve"),
+    ({"url": "https://user:pass@93.184.216.34/x"}, "no user name or password"),
+    ({"url": "https://93.184.216.34:99999/x"}, "not a valid URL"),
+    ({"url": "https://exa mple.com/x"}, "not a valid host name"),
+    ({"url": "https://[::1/x"}, "not a valid URL"),
+    ({"url": "https://93.184.216.34/" + "é" * 700}, "at most 2048"),
 ])
 def test_bad_registrations_are_400(app, client, auth, change, message):
     body = {"url": "https://93.184.216.34/hook", "entities": ["Customer"], "secret": SECRET,
@@ -205,3 +214,126 @@ def test_the_readme_receiver_verifies_the_signature(make_app, receiver_secret, a
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def _running(app):
+    """The delivery worker's loop on a thread, as ``restsvc deliver`` runs it."""
+    stop = threading.Event()
+    worker = threading.Thread(target=Deliverer(app.settings, app.database).run, args=(stop,),
+                              daemon=True)
+    worker.start()
+    try:
+        yield worker
+    finally:
+        stop.set()
+        worker.join(30)
+
+
+def _hooked_app(make_app, **settings):
+    app = make_app({**QUICK, "svc.webhooks.timeout": "1s", "svc.events.poll-interval": "20ms",
+                    **settings})
+    c = Client(app)
+    return app, c, bearer(get_token(c))
+
+
+def test_a_slow_receiver_holds_up_no_other_subscription(make_app, receiver):
+    app, c, auth = _hooked_app(make_app)
+    slow = Trickler()
+    try:
+        slow_hook = _register(c, auth, slow.url).json        # its deliveries come first
+        assert _register(c, auth, receiver.url).status_code == 201
+        for n in range(3):
+            _rename(c, auth, f"Busy {n}")
+        started = time.monotonic()
+        with _running(app):
+            receiver.wait_for(3, seconds=30)
+            assert time.monotonic() - started < 4, "the fast receiver waited for the slow one"
+        [first] = (WebhookDelivery.select().where(WebhookDelivery.subscription == slow_hook["id"])
+                   .order_by(WebhookDelivery.eventId).limit(1))
+        assert first.attempts >= 1 and first.lastError.startswith("TimeoutError"), first.lastError
+    finally:
+        slow.close()
+
+
+def test_the_timeout_bounds_a_whole_attempt_not_each_read(make_app):
+    app, c, auth = _hooked_app(make_app)
+    slow = Trickler(interval=0.1)
+    try:
+        assert _register(c, auth, slow.url).status_code == 201
+        _rename(c, auth, "Slow")
+        started = time.monotonic()
+        _deliverer(app).step()          # returns when the attempt has ended
+        assert time.monotonic() - started < 2.5
+        [row] = WebhookDelivery.select()
+        assert (row.attempts, row.lastStatus) == (1, None)
+        assert row.lastError.startswith("TimeoutError")
+    finally:
+        slow.close()
+
+
+def test_a_url_with_a_non_ascii_path_is_stored_percent_encoded_and_delivered(make_app,
+                                                                              receiver):
+    app, c, auth = _hooked_app(make_app)
+    base = receiver.url.split("/hook")[0]
+    created = _register(c, auth, f"{base}/caf\u00e9 au lait?city=Z\u00fcrich#part")
+    assert created.status_code == 201, created.json
+    assert created.json["url"] == f"{base}/caf%C3%A9%20au%20lait?city=Z%C3%BCrich"
+    _rename(c, auth, "Accented")
+    _deliverer(app).step()
+    assert receiver.paths == ["/caf%C3%A9%20au%20lait?city=Z%C3%BCrich"]
+    assert WebhookDelivery.select().count() == 0
+
+
+def test_a_stored_url_with_a_non_ascii_path_is_still_delivered(make_app, receiver):
+    """A subscription registered before URLs were normalised."""
+    app, c, auth = _hooked_app(make_app)
+    hook = _register(c, auth, receiver.url).json
+    base = receiver.url.split("/hook")[0]
+    WebhookSubscription.update(url=f"{base}/caf\u00e9").where(
+        WebhookSubscription.id == hook["id"]).execute()
+    _rename(c, auth, "Old registration")
+    _deliverer(app).step()
+    assert receiver.paths == ["/caf%C3%A9"]
+
+
+def test_an_error_inside_one_delivery_is_its_failure_and_the_worker_goes_on(
+        make_app, receiver, monkeypatch):
+    app, c, auth = _hooked_app(make_app, **{"svc.webhooks.retry-period": "1s"})
+    broken_secret = "a-secret-that-breaks-the-signing"
+    original = webhooks.signature
+
+    def signature(secret, body, timestamp):
+        if secret == broken_secret:
+            raise RuntimeError("signing broke")
+        return original(secret, body, timestamp)
+    monkeypatch.setattr(webhooks, "signature", signature)
+    broken = _register(c, auth, receiver.url, secret=broken_secret).json
+    assert _register(c, auth, receiver.url).status_code == 201
+    with _running(app) as worker:
+        _rename(c, auth, "First")
+        receiver.wait_for(1)
+        path = f"/rest/webhooks/{broken['id']}/dead-letters"
+        deadline = time.monotonic() + 20
+        while not c.get(path, headers=auth).json:
+            assert time.monotonic() < deadline and worker.is_alive()
+            time.sleep(0.05)
+        _rename(c, auth, "Second")
+        receiver.wait_for(2)
+        assert worker.is_alive()
+    [dead] = c.get(path, headers=auth).json
+    assert dead["attempts"] > 1 and dead["lastError"] == "RuntimeError: signing broke"
+
+
+def test_a_subscription_row_that_cannot_be_read_stops_no_other(make_app, receiver):
+    app, c, auth = _hooked_app(make_app)
+    bad = _register(c, auth, receiver.url).json
+    assert _register(c, auth, receiver.url).status_code == 201
+    WebhookSubscription.update(entities="not json").where(
+        WebhookSubscription.id == bad["id"]).execute()
+    _rename(c, auth, "Still delivered")
+    with _running(app) as worker:
+        receiver.wait_for(1)
+        time.sleep(0.2)
+        assert worker.is_alive()
+    assert len(receiver.received) == 1

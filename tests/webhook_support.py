@@ -24,6 +24,7 @@ class Receiver:
         self.answers = list(answers)
         self.hold = hold
         self.received = []          # (headers dict, body bytes)
+        self.paths = []             # the request target of each
         self.lock = threading.Lock()
         receiver = self
 
@@ -32,6 +33,7 @@ class Receiver:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 with receiver.lock:
                     receiver.received.append((dict(self.headers), body))
+                    receiver.paths.append(self.path)
                     first = len(receiver.received) == 1
                     status = receiver.answers.pop(0) if receiver.answers else 200
                 if first and receiver.hold is not None:
@@ -69,5 +71,46 @@ class Receiver:
     def close(self):
         if self.hold is not None:
             self.hold.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Trickler:
+    """A receiver that answers one byte every ``interval`` seconds, for
+    ``seconds`` at most: each read comes well inside any per-read timeout."""
+
+    def __init__(self, interval=0.2, seconds=20):
+        self.requests = 0
+        self.closed = threading.Event()
+        trickler = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                trickler.requests += 1
+                answer = b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 10_000
+                deadline = time.monotonic() + seconds
+                try:
+                    for byte in answer:
+                        if time.monotonic() > deadline or trickler.closed.wait(interval):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                except OSError:
+                    return
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}/slow"
+
+    def close(self):
+        self.closed.set()
         self.server.shutdown()
         self.server.server_close()

@@ -11,6 +11,7 @@ from werkzeug.wrappers import Response
 from ..data.access import access_for
 from ..errors import ApiError, BadRequest, Forbidden, Unauthorized
 from ..events.feed import Stream, last_event_id, subscribed
+from ..idempotency import caller_of
 from ..security.gate import Principal
 from ..security.scopes import checks
 from ..web import NO_STORE, json_response
@@ -70,11 +71,16 @@ def _open(ctx, principal, recheck):
     metas = subscribed(app.metadata, principal.permissions, request.args.getlist("entity"))
     after = last_event_id(request.headers.get("Last-Event-ID")
                           or request.args.get("lastEventId"))
-    app.event_streams.take()
-    body = Stream(app, access_for(app, principal), metas, recheck, after)
+    caller = caller_of(principal)
+    app.event_streams.take(caller)
+    try:
+        body = Stream(app, access_for(app, principal), metas, recheck, after)
+    except BaseException:
+        app.event_streams.give(caller)      # the place is not held by a stream that never opened
+        raise
     response = Response(iter(body), status=200, mimetype="text/event-stream",
                         headers=_STREAM_HEADERS)
-    response.call_on_close(app.event_streams.give)
+    response.call_on_close(lambda: app.event_streams.give(caller))
     instruments = app.instruments
     if instruments is not None:
         instruments.event_streams.inc()

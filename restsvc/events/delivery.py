@@ -1,5 +1,6 @@
-"""Webhook delivery: ``restsvc deliver`` (started by ``restsvc serve`` unless
-``svc.webhooks.deliver-in-serve: false``).
+"""Webhook delivery: ``restsvc deliver`` (started by the gunicorn master of
+``restsvc serve`` unless ``svc.webhooks.deliver-in-serve: false``; see
+supervisor.py).
 
 Each pass of the worker:
 
@@ -8,45 +9,57 @@ Each pass of the worker:
    next subscription meanwhile; SQLite: the write lock), the events after the
    subscription's ``after`` that it wants become delivery rows and ``after``
    moves on -- each event is handed out once per subscription;
-2. claims due deliveries: one statement marks them leased for twice the
-   timeout and counts the attempt (PostgreSQL ``FOR UPDATE SKIP LOCKED``, so
-   two instances never claim one row; SQLite: the write lock);
-3. POSTs each: the event's JSON, ``Svc-Event-Id``, ``Svc-Signature``
-   (webhooks.py). A 2xx answer ends the delivery (its row goes); anything
-   else is retried after ``retry-initial-delay`` x 2^(attempt-1), half of it
-   random (jitter), until ``retry-period`` has passed since the first attempt;
-   then the row is a dead letter (``GET /rest/webhooks/<id>/dead-letters``,
-   replayed by ``POST .../dead-letters/replay``).
+2. claims due deliveries, as many as it has free places
+   (``svc.webhooks.max-parallel-deliveries``), at most one per subscription
+   and none of a subscription with an attempt in flight here: each is marked
+   leased for twice the timeout and its attempt counted (PostgreSQL ``FOR
+   UPDATE SKIP LOCKED``, so two instances never claim one row; SQLite: the
+   write lock);
+3. POSTs each on a thread of its own (sender.py: the event's JSON,
+   ``Svc-Event-Id``, ``Svc-Signature``; the whole attempt bounded by
+   ``svc.webhooks.timeout``), so a slow receiver holds one place and never
+   the deliveries of other subscriptions. A 2xx answer ends the delivery
+   (its row goes); anything else -- an error answer, no answer in time, an
+   address refused, any exception of the attempt -- is that delivery's
+   failure: retried after ``retry-initial-delay`` x 2^(attempt-1), half of it
+   random (jitter), until ``retry-period`` has passed since the first
+   attempt; then the row is a dead letter (``GET
+   /rest/webhooks/<id>/dead-letters``, replayed by ``POST
+   .../dead-letters/replay``). An error of a pass itself (the database away,
+   a subscription row that cannot be read) is logged and the next pass
+   tries again: the worker does not die of it.
 
 A worker killed mid-delivery leaves its rows leased; when the lease runs out
 another pass claims them again. Delivery is therefore at least once: a
 receiver de-duplicates by ``Svc-Event-Id``.
-
-The connection goes to the address that was checked (webhooks.check_address),
-not to a second lookup; redirects are not followed; at most ``MAX_ANSWER``
-bytes of an answer are read.
 """
-import http.client
+from __future__ import annotations
+
 import logging
 import os
 import random
-import socket
-import ssl
+import signal
 import threading
 import time
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable
+from typing import Any, cast
 
 import peewee
 
 from ..db import database_proxy, is_sqlite, release, write_transaction
-from ..errors import BadRequest
-from ..jsonio import dumps, loads
-from . import outbox, webhooks
+from ..jsonio import loads
+from . import outbox, sender
 from .webhooks import WebhookSubscription
 
 log = logging.getLogger("restsvc")
-MAX_ANSWER = 64 << 10
-BATCH = 20
 PRUNE_EVERY = 3600
+# Signals that stop ``restsvc deliver``: never handled by Python code (see run_process).
+STOP_SIGNALS = frozenset((signal.SIGTERM, signal.SIGINT, signal.SIGQUIT))
+
+_SKIP_LOCKED: Any = "FOR UPDATE SKIP LOCKED"    # peewee takes the clause (its stubs say bool)
+Claimed = tuple[int, str, int, int, float]     # seq, subscription, eventId, attempts, firstAttempt
 
 
 class WebhookDelivery(peewee.Model):
@@ -68,82 +81,140 @@ class WebhookDelivery(peewee.Model):
 
 
 class Deliverer:
-    def __init__(self, settings, database):
+    def __init__(self, settings: Any, database: peewee.Database) -> None:
         self.settings = settings
         self.database = database
+        self.places = settings.webhooks_max_parallel
         self._pruned = 0.0
+        self._lock = threading.Lock()
+        self._busy: dict[str, Future[None]] = {}    # subscription -> its attempt in flight
+        self._pool = ThreadPoolExecutor(self.places, thread_name_prefix="webhook-delivery")
 
-    def run(self, stop):
-        """Pass after pass until ``stop`` (a threading.Event) is set."""
-        while not stop.is_set():
-            try:
-                busy = self.step()
-            except peewee.OperationalError as exc:      # the database is away: try again
-                log.warning("webhook delivery: %s", exc)
-                busy = False
-            finally:
-                release(self.database)
-            if not busy:
-                stop.wait(self.settings.events_poll_interval)
+    def run(self, stop: threading.Event) -> None:
+        """Pass after pass until ``stop`` is set; then the attempts in flight
+        end (each within the timeout) and the threads go."""
+        try:
+            while not stop.is_set():
+                try:
+                    started = self.step(wait=False)
+                except peewee.OperationalError as exc:      # the database is away: try again
+                    log.warning("webhook delivery: %s", exc)
+                    started = False
+                except Exception:       # noqa: BLE001  (a pass's error is never the worker's end)
+                    log.exception("webhook delivery: a pass failed; the next one tries again")
+                    started = False
+                finally:
+                    release(self.database)
+                if not started:
+                    stop.wait(self.settings.events_poll_interval)
+        finally:
+            self.close()
 
-    def step(self, now=None):
-        """One pass; whether it delivered anything."""
+    def step(self, now: float | None = None, wait: bool = True) -> bool:
+        """One pass; whether it started any delivery. ``wait``: return once
+        those attempts have ended (tests step the worker this way)."""
         now = time.time() if now is None else now
         if now - self._pruned > PRUNE_EVERY:
             self._pruned = now
             outbox.prune(self.database, self.settings.events_retention)
         self.hand_out(now)
-        claimed = self.claim(now)
-        for delivery in claimed:
-            self.deliver(*delivery)
-        return bool(claimed)
+        started = [self._start(row) for row in self.claim(now)]
+        if wait and started:
+            futures.wait(started)
+        return bool(started)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
     # -- 1. hand out ---------------------------------------------------------------
-    def hand_out(self, now):
+    def hand_out(self, now: float) -> None:
         outbox.assign(self.database)
         subscriptions = WebhookSubscription.select(
             WebhookSubscription.id, WebhookSubscription.after, WebhookSubscription.entities)
-        for key, after, entities in subscriptions.tuples():
-            if not outbox.read(self.database, after, loads(entities), 1):
-                continue        # nothing new: no lock taken
-            with write_transaction(self.database):
-                query = WebhookSubscription.select().where(WebhookSubscription.id == key)
-                if not is_sqlite(self.database):
-                    query = query.for_update("FOR UPDATE SKIP LOCKED")
-                sub = query.first()
-                if sub is None:
-                    continue
-                events = outbox.read(self.database, sub.after, loads(sub.entities), 500)
-                if not events:
-                    continue
-                kinds = set(loads(sub.kinds))
-                rows = [{"subscription": key, "eventId": event["id"], "firstAttempt": now,
-                         "nextAttempt": now} for event in events if event["kind"] in kinds]
-                if rows:
-                    WebhookDelivery.insert_many(rows).execute()
-                WebhookSubscription.update(after=events[-1]["id"]).where(
-                    WebhookSubscription.id == key).execute()
+        for key, after, entities in cast(Iterable[tuple[str, int, str]], subscriptions.tuples()):
+            try:
+                self._hand_out_one(key, after, entities, now)
+            except peewee.OperationalError:
+                raise
+            except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
+                log.exception("webhook delivery: events of subscription %s not handed out", key)
+
+    def _hand_out_one(self, key: str, after: int, entities: str, now: float) -> None:
+        if not outbox.read(self.database, after, loads(entities), 1):
+            return      # nothing new: no lock taken
+        with write_transaction(self.database):
+            query = WebhookSubscription.select().where(WebhookSubscription.id == key)
+            if not is_sqlite(self.database):
+                query = query.for_update(_SKIP_LOCKED)
+            sub = query.first()
+            if sub is None:
+                return
+            events = outbox.read(self.database, sub.after, loads(sub.entities), 500)
+            if not events:
+                return
+            kinds = set(loads(sub.kinds))
+            rows = [{"subscription": key, "eventId": event["id"], "firstAttempt": now,
+                     "nextAttempt": now} for event in events if event["kind"] in kinds]
+            if rows:
+                WebhookDelivery.insert_many(rows).execute()
+            WebhookSubscription.update(after=events[-1]["id"]).where(
+                WebhookSubscription.id == key).execute()
 
     # -- 2. claim ------------------------------------------------------------------
-    def claim(self, now):
-        due = WebhookDelivery.select(WebhookDelivery.seq).where(
-            (WebhookDelivery.state == "pending") & (WebhookDelivery.nextAttempt <= now)).limit(1)
-        if due.first() is None:        # the common case, without the write lock
+    def claim(self, now: float) -> list[Claimed]:
+        """Due deliveries now leased here: one per subscription, as many as
+        there are free places, none of a subscription with an attempt in flight."""
+        with self._lock:
+            busy = [key for key, future in self._busy.items() if not future.done()]
+        free = self.places - len(busy)
+        if free <= 0:
             return []
-        skip = "" if is_sqlite(self.database) else " FOR UPDATE SKIP LOCKED"
-        p = self.database.param
-        sql = (f'UPDATE {WebhookDelivery._meta.table_name} SET "leaseUntil" = {p}, '
-               f'attempts = attempts + 1 WHERE seq IN (SELECT seq FROM '
-               f'{WebhookDelivery._meta.table_name} WHERE state = \'pending\' AND '
-               f'"nextAttempt" <= {p} AND ("leaseUntil" IS NULL OR "leaseUntil" < {p}) '
-               f'ORDER BY "nextAttempt" LIMIT {BATCH}{skip}) '
-               f'RETURNING seq, subscription, "eventId", attempts, "firstAttempt"')
+        due = ((WebhookDelivery.state == "pending") & (WebhookDelivery.nextAttempt <= now)
+               & (WebhookDelivery.leaseUntil.is_null() | (WebhookDelivery.leaseUntil < now)))
+        if busy:
+            due &= WebhookDelivery.subscription.not_in(busy)
+        query = (WebhookDelivery.select(WebhookDelivery.subscription).where(due)
+                 .group_by(WebhookDelivery.subscription)
+                 .order_by(peewee.fn.MIN(WebhookDelivery.nextAttempt)).limit(free))
+        keys = [key for key, in cast(Iterable[tuple[str]], query.tuples())]
+        if not keys:        # the common case, without the write lock
+            return []
         lease = now + 2 * self.settings.webhooks_timeout + 1
+        sql = _claim_sql(self.database)
         with write_transaction(self.database):
-            return self.database.execute_sql(sql, (lease, now, now)).fetchall()
+            return [cast(Claimed, tuple(row)) for key in keys
+                    for row in self.database.execute_sql(sql, (lease, key, now, now)).fetchall()]
 
     # -- 3. deliver ----------------------------------------------------------------
-    def deliver(self, seq, key, event_id, attempts, first):
+    def _start(self, row: Claimed) -> Future[None]:
+        future = self._pool.submit(self._attempt, row)
+        with self._lock:
+            self._busy[row[1]] = future
+        future.add_done_callback(lambda done: self._forget(row[1], done))
+        return future
+
+    def _forget(self, key: str, future: Future[None]) -> None:
+        with self._lock:
+            if self._busy.get(key) is future:
+                del self._busy[key]
+
+    def _attempt(self, row: Claimed) -> None:
+        """One delivery on a thread of the pool: whatever goes wrong is its failure."""
+        seq, key, event_id, attempts, first = row
+        try:
+            self.deliver(seq, key, event_id, attempts, first)
+        except Exception as exc:        # noqa: BLE001  (the delivery's failure, not the worker's)
+            log.warning("webhook delivery %s of event %s to %s failed", seq, event_id, key,
+                        exc_info=True)
+            try:
+                self._failed(seq, attempts, first, None, f"{type(exc).__name__}: {exc}")
+            except Exception:       # noqa: BLE001  (its lease runs out; it is claimed again)
+                log.warning("webhook delivery %s: the failure is not recorded", seq,
+                            exc_info=True)
+        finally:
+            release(self.database)
+
+    def deliver(self, seq: int, key: str, event_id: int, attempts: int, first: float) -> None:
         mine = WebhookDelivery.seq == seq
         sub = WebhookSubscription.get_or_none(WebhookSubscription.id == key)
         if sub is None:
@@ -155,20 +226,38 @@ class Deliverer:
                                    lastError="the event is no longer kept").where(mine).execute()
             return
         release(self.database)      # no connection held while the receiver answers
-        status, error = post(sub.url, sub.secret, event, self.settings)
+        status, error = sender.post(sub.url, sub.secret, event, self.settings.webhooks_timeout,
+                                    self.settings.webhooks_allow_private)
         if status is not None and 200 <= status < 300:
             WebhookDelivery.delete().where(mine).execute()
             return
+        self._failed(seq, attempts, first, status, error)
+
+    def _failed(self, seq: int, attempts: int, first: float, status: int | None,
+                error: str | None) -> None:
+        """Retry later with backoff and jitter, or a dead letter once the retry period is over."""
         delay = self.settings.webhooks_retry_initial_delay * 2 ** min(attempts - 1, 30)
         delay = delay / 2 + random.uniform(0, delay / 2)
         now = time.time()
         dead = now + delay > first + self.settings.webhooks_retry_period
         WebhookDelivery.update(state="dead" if dead else "pending", nextAttempt=now + delay,
                                leaseUntil=None, lastStatus=status,
-                               lastError=(error or "")[:255] or None).where(mine).execute()
+                               lastError=(error or "")[:255] or None).where(
+            WebhookDelivery.seq == seq).execute()
 
 
-def dead_letters(subscription, limit=1000):
+def _claim_sql(database: peewee.Database) -> str:
+    """Lease the next due delivery of one subscription; its row (Claimed)."""
+    skip = "" if is_sqlite(database) else " FOR UPDATE SKIP LOCKED"
+    p, table = database.param, WebhookDelivery._meta.table_name
+    return (f'UPDATE {table} SET "leaseUntil" = {p}, attempts = attempts + 1 '
+            f'WHERE seq IN (SELECT seq FROM {table} WHERE subscription = {p} AND '
+            f'state = \'pending\' AND "nextAttempt" <= {p} AND '
+            f'("leaseUntil" IS NULL OR "leaseUntil" < {p}) ORDER BY "nextAttempt", seq '
+            f'LIMIT 1{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt"')
+
+
+def dead_letters(subscription: str, limit: int = 1000) -> list[dict[str, Any]]:
     """A subscription's dead letters, oldest event first, each with its event
     (None once retention has pruned it)."""
     dead = (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
@@ -178,70 +267,47 @@ def dead_letters(subscription, limit=1000):
              "lastError": row.lastError, "event": events.get(row.eventId)} for row in rows]
 
 
-def replay(subscription):
+def replay(subscription: str) -> int:
     """A subscription's dead letters due again, their attempts and retry period
     starting anew; how many."""
     now = time.time()
-    return WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now, nextAttempt=now,
-                                  leaseUntil=None).where(
+    return int(WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now,
+                                      nextAttempt=now, leaseUntil=None).where(
         (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
-    ).execute()
+    ).execute())
 
 
-def post(url, secret, event, settings):
-    """(status or None, what went wrong or None) of one delivery."""
-    body = dumps(event).encode()
-    try:
-        scheme, host, port, address = webhooks.check_address(
-            url, settings.webhooks_allow_private)
-    except BadRequest as exc:
-        return None, exc.details
-    split = url.split("/", 3)
-    path = "/" + (split[3] if len(split) > 3 else "")
-    connection = (_Https if scheme == "https" else _Http)(host, port, address,
-                                                          settings.webhooks_timeout)
-    headers = {"Content-Type": "application/json", "User-Agent": "restsvc-webhooks",
-               "Svc-Event-Id": str(event["id"]),
-               "Svc-Signature": webhooks.signature(secret, body, time.time())}
-    try:
-        connection.request("POST", path.split("#")[0], body, headers)
-        answer = connection.getresponse()
-        answer.read(MAX_ANSWER)
-        return answer.status, None if answer.status < 300 else f"answered {answer.status}"
-    except (OSError, http.client.HTTPException) as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    finally:
-        connection.close()
+def block_stop_signals() -> None:
+    """Block SIGTERM, SIGINT and SIGQUIT in this thread and every thread it
+    starts from now on: call it before the process starts any (run_process
+    takes them with ``sigtimedwait``; a thread that has them unblocked would
+    die of them by default)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
 
-class _Http(http.client.HTTPConnection):
-    """Connects to the address that was checked, whatever the name resolves to now."""
+def run_process(settings: Any, database: peewee.Database, parent: int | None = None) -> int:
+    """``restsvc deliver`` as a process: passes on a thread until SIGTERM,
+    SIGINT or SIGQUIT (or, given ``parent``, until that process is gone);
+    then it stops once, letting the attempts in flight end.
 
-    def __init__(self, host, port, address, timeout):
-        super().__init__(host, port, timeout=timeout)
-        self.address = address
-
-    def connect(self):
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
-
-
-class _Https(http.client.HTTPSConnection):
-    def __init__(self, host, port, address, timeout):
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self.address = address
-
-    def connect(self):
-        sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
-
-
-def run_worker(settings, database, stop=None, parent=None):
-    """Passes until ``stop`` is set (or, given ``parent``, that process is gone)."""
-    stop = stop or threading.Event()
-    if parent is not None:
-        def watch():
-            while not stop.wait(1):
-                if os.getppid() != parent:
-                    stop.set()
-        threading.Thread(target=watch, daemon=True).start()
-    Deliverer(settings, database).run(stop)
+    Those signals are blocked (``block_stop_signals``, before the process
+    started any thread) and taken here with ``sigtimedwait``: no Python signal
+    handler runs, so none can interrupt code that holds a lock (an Event's, a
+    logging handler's) and wait for it forever, however many SIGTERMs come.
+    The exit code is 1 when the worker thread ended by itself."""
+    block_stop_signals()
+    stop = threading.Event()
+    worker = threading.Thread(target=Deliverer(settings, database).run, args=(stop,),
+                              name="webhook-delivery")
+    worker.start()
+    while worker.is_alive():
+        if signal.sigtimedwait(STOP_SIGNALS, 1.0) is not None:
+            break
+        if parent is not None and os.getppid() != parent:
+            log.warning("webhook delivery: the server is gone; stopping")
+            break
+    else:
+        return 1
+    stop.set()
+    worker.join()
+    return 0

@@ -20,7 +20,11 @@ and of the event what the Entities API would show it (visibility.py: of
 who wrote the row).
 
 A stream holds one thread of its worker: ``svc.events.max-streams-per-worker``
-caps them (503 with Retry-After beyond). It ends when its token expires or
+caps them (503 with Retry-After beyond), and one caller (a user, or the client
+of a client-credentials token) holds at most
+``svc.events.max-stream-share-per-caller`` of them (half by default, at least
+one; 429 with Retry-After beyond), so one caller cannot take every place of
+an instance. It ends when its token expires or
 is revoked (checked at every poll, the gate's half-second recheck included),
 and when the instance drains or its worker stops, so the client reconnects to
 another instance with its last id. A comment line every
@@ -42,33 +46,54 @@ from . import outbox, visibility
 
 BATCH = 200
 RETRY_MILLISECONDS = 2000       # what an EventSource waits before reconnecting
-_closing = threading.Event()    # this worker stops (gunicorn_config.post_worker_init)
+_closing = threading.Event()    # wakes waiting streams early (tests, never a signal handler)
+_close_requested = False        # this worker stops (close_streams)
 
 
-def close_streams():
-    """End every stream of this process at its next poll."""
-    _closing.set()
+def close_streams() -> None:
+    """End every stream of this process at its next poll. Called from a
+    signal handler (gunicorn_config.post_worker_init), so it only sets a
+    flag: a lock taken here (an Event's) could be held already by the same
+    handler interrupted by a second SIGTERM, and wait for itself forever."""
+    global _close_requested
+    _close_requested = True
 
 
 class StreamSlots:
-    """How many streams this process serves at once, at most."""
+    """How many streams this process serves at once, at most, and at most how
+    many of them one caller holds."""
 
-    def __init__(self, limit):
+    def __init__(self, limit: int, share: float = 1.0) -> None:
         self.limit = limit
+        self.per_caller = max(1, int(limit * share))
         self.open = 0
+        self._callers: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def take(self):
+    def take(self, caller: str | None = None) -> None:
         with self._lock:
             if self.open >= self.limit:
                 raise ApiError("Too many streams", "This instance serves as many event streams "
                                                    "as it can; retry shortly", status=503,
                                headers={"Retry-After": "5"})
+            if caller is not None and self._callers.get(caller, 0) >= self.per_caller:
+                raise ApiError("Too many streams", f"This caller holds {self.per_caller} event "
+                                                   f"streams of this instance, as many as one "
+                                                   f"caller may; close one or retry shortly",
+                               status=429, headers={"Retry-After": "5"})
             self.open += 1
+            if caller is not None:
+                self._callers[caller] = self._callers.get(caller, 0) + 1
 
-    def give(self):
+    def give(self, caller: str | None = None) -> None:
         with self._lock:
             self.open -= 1
+            if caller is not None:
+                left = self._callers.get(caller, 0) - 1
+                if left > 0:
+                    self._callers[caller] = left
+                else:
+                    self._callers.pop(caller, None)
 
 
 class Tickets:
@@ -139,7 +164,7 @@ class Stream:
             if self.reset is not None:
                 yield self.reset
             quiet_since = time.monotonic()
-            while not (_closing.is_set() or is_shutting_down()):
+            while not (_close_requested or _closing.is_set() or is_shutting_down()):
                 if not self.recheck():
                     yield b"event: end\ndata: {\"reason\": \"token expired or revoked\"}\n\n"
                     return

@@ -10,7 +10,10 @@ The signature: ``Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
 "<t>.<raw body>" with the secret>`` (Stripe's and GitHub's scheme: the time
 inside the signed text lets a receiver refuse old replays).
 
-Only ``http(s)`` URLs; loopback, link-local, private, multicast and other
+A URL is normalised when it is registered (``normalised_url``): the host
+IDNA-encoded, non-ASCII and other characters a request line cannot carry
+percent-encoded, the fragment dropped; a user name or password, a bad port
+or host name is refused (400). Only ``http(s)`` URLs; loopback, link-local, private, multicast and other
 non-public addresses are refused at registration (400) and again at every
 delivery (a name can resolve elsewhere later), unless
 ``svc.webhooks.allow-private-addresses``.
@@ -18,9 +21,10 @@ delivery (a name can resolve elsewhere later), unless
 import hashlib
 import hmac
 import ipaddress
+import re
 import socket
 import uuid
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import peewee
 
@@ -34,6 +38,11 @@ from .outbox import KINDS, position
 GRANT = "rest.webhooks"
 SETTINGS_PREFIX = "settings:"       # the id of a subscription of the settings
 MIN_SECRET = 16
+MAX_URL = 2048
+# What a path or query keeps as written (RFC 3986 pchar, "%" of escapes already there).
+_URL_SAFE = "/%:@!$&'()*+,;=-._~"
+_HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_ONLY_HTTP = "url: only http and https URLs"
 
 
 class WebhookSubscription(peewee.Model):
@@ -64,8 +73,9 @@ def checked(metadata, body, allow_private):
         raise BadRequest("Invalid webhook", "The body must be a JSON object")
     url, entities = body.get("url"), body.get("entities")
     kinds, secret = body.get("kinds", list(KINDS)), body.get("secret")
-    if not isinstance(url, str) or len(url) > 2048:
+    if not isinstance(url, str) or len(url) > MAX_URL:
         raise BadRequest("Invalid webhook", "url: an http or https URL is required")
+    url = normalised_url(url)
     if not isinstance(entities, list) or not entities or \
             not all(isinstance(name, str) for name in entities):
         raise BadRequest("Invalid webhook", "entities: a list of entity names is required")
@@ -139,26 +149,68 @@ def sync_settings(database, metadata, subscriptions, allow_private):
 
 
 # -- delivery --------------------------------------------------------------------
-def signature(secret, body, timestamp):
+def signature(secret: str, body: bytes, timestamp: float) -> str:
     """The ``Svc-Signature`` header's value for a body sent at ``timestamp``."""
     signed = f"{int(timestamp)}.".encode() + body
     digest = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
     return f"t={int(timestamp)},v1={digest}"
 
 
-def check_address(url, allow_private):
+def normalised_url(url: str) -> str:
+    """``url`` as it is stored and sent: scheme in lower case, host
+    IDNA-encoded, path and query percent-encoded where a request line needs
+    it (non-ASCII, spaces, controls), no fragment. 400 when it cannot be sent
+    (not http(s), a user name or password, a bad port or host name, too long)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise BadRequest("Invalid webhook", "url: not a valid URL (host or port)") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise BadRequest("Invalid webhook", _ONLY_HTTP)
+    if parts.username is not None or parts.password is not None:
+        raise BadRequest("Invalid webhook", "url: no user name or password in the URL "
+                                            "(they would never be sent)")
+    host = _host_text(parts.hostname)
+    netloc = host if port is None else f"{host}:{port}"
+    normal = urlunsplit((scheme, netloc, quote(parts.path, safe=_URL_SAFE),
+                         quote(parts.query, safe=_URL_SAFE + "?"), ""))
+    if len(normal) > MAX_URL:
+        raise BadRequest("Invalid webhook", f"url: at most {MAX_URL} characters, "
+                                            f"percent-encoded")
+    return normal
+
+
+def _host_text(hostname: str) -> str:
+    """A host as a URL writes it: an IP literal (IPv6 in brackets) or an ASCII name."""
+    if ":" in hostname:
+        try:
+            return f"[{ipaddress.IPv6Address(hostname.split('%')[0])}]"
+        except ValueError:
+            raise BadRequest("Invalid webhook", "url: not a valid IPv6 address") from None
+    try:
+        name = hostname.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise BadRequest("Invalid webhook", "url: not a valid host name") from None
+    if not _HOST_NAME.fullmatch(name):
+        raise BadRequest("Invalid webhook", "url: not a valid host name")
+    return name
+
+
+def check_address(url: str, allow_private: bool) -> tuple[str, str, int, str]:
     """(scheme, host, port, the address to connect to) of a URL that may be
     called; 400 when the scheme is not http(s), the host does not resolve, or
     it resolves to a non-public address (unless ``allow_private``)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadRequest("Invalid webhook", "url: only http and https URLs")
+        raise BadRequest("Invalid webhook", _ONLY_HTTP)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
     except (OSError, ValueError, UnicodeError):
         raise BadRequest("Invalid webhook", "url: the host does not resolve") from None
-    addresses = [info[4][0] for info in infos]
+    addresses = [str(info[4][0]) for info in infos]
     if not allow_private:
         for address in addresses:
             ip = ipaddress.ip_address(address.split("%")[0])
