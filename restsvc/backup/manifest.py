@@ -13,6 +13,7 @@ import tarfile
 from dataclasses import dataclass
 from typing import Any
 
+from ..files.storage import is_plain_path
 from .archive import BackupError, Member
 
 NAME = "manifest.json"
@@ -98,6 +99,9 @@ def _parse(data: Any) -> Manifest:
     tables = tuple(TablePart(str(t["name"]), int(t["rows"]), tuple(map(str, t["columns"])),
                              str(t["member"])) for t in data["tables"])
     files = tuple(str(path) for path in data["files"]["paths"])
+    for path in files:
+        if not is_plain_path(path):
+            raise BackupError(f"the archive's file path {path!r} is not a plain path")
     for name in [t.member for t in tables if t.member] + [file_member(p) for p in files]:
         if name not in members:
             raise ValueError(f"{name} has no checksum")
