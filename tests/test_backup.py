@@ -11,15 +11,18 @@ import sys
 import tarfile
 import threading
 import time
-from contextlib import contextmanager
 
 import pytest
+import yaml
 from werkzeug.test import Client
 
-from conftest import PG_URL, REPO, get_token, http, make_settings, postgres_schema
+from conftest import REPO, get_token, http, make_settings
 from files_support import download, upload_raw
 from restsvc.app import RestApp
 from restsvc.cli import main
+from restsvc.settings import load_settings
+from schema_support import database_url as empty_database_url
+from schema_support import shop  # noqa: F401  (the fixture)
 from servers import _write_config
 
 
@@ -70,19 +73,10 @@ def _close(app):
     getattr(app.database, "close_all", app.database.close)()
 
 
-@contextmanager
-def _target_url(directory):
-    if PG_URL:
-        with postgres_schema("restsvc_restore") as url:
-            yield url
-    else:
-        yield f"sqlite:///{directory}/restsvc.db"
-
-
 @pytest.fixture
 def target(tmp_path):
     directory = _folder(tmp_path / "target")
-    with _target_url(directory) as url:
+    with empty_database_url(directory) as url:
         yield Target(directory, url)
 
 
@@ -292,3 +286,44 @@ def test_restore_refuses_a_file_that_is_not_a_backup(tmp_path, target, capsys):
     code, text = run_cli(capsys, target.config, "restore", str(tmp_path / "missing.tar"))
     assert code == 1 and "cannot read" in text, text
     assert target.tables() == []
+
+
+# --- an older schema ----------------------------------------------------------
+
+AUTHOR = """
+@entity(instance_name="name")
+class Author(Entity):
+    name = peewee.CharField(max_length=50)
+"""
+
+
+def test_restore_of_a_backup_older_than_the_model_migrates_it(
+        shop, tmp_path, target, capsys):  # noqa: F811  (shop: the fixture imported above)
+    shop.declare(AUTHOR)
+    client, auth = shop.client(shop.app(init_schema=True))
+    for name in ("Ann", "Bob"):
+        assert client.post("/rest/entities/Author", json={"name": name},
+                           headers=auth).status_code == 201
+    archive = backup(capsys, shop.config, tmp_path / "v1.tar")
+    shop.declare(AUTHOR + "    country = peewee.CharField(null=True)\n")
+    config = yaml.safe_load(shop.config.read_text())
+    config["svc"]["datasource"]["url"] = target.url
+    config["svc"]["data-dir"] = str(target.directory)
+    restore_config = target.directory / "shop.yaml"
+    restore_config.write_text(yaml.safe_dump(config))
+
+    code, text = run_cli(capsys, restore_config, "restore", str(archive))
+    assert code == 0, text
+    code, text = run_cli(capsys, restore_config, "migrate", "--status")
+    assert code == 0 and text.strip().endswith("up to date"), text
+    app = RestApp(load_settings(restore_config))      # the start-up check passes
+    try:
+        client = Client(app)
+        token = client.post("/oauth2/token", data={"grant_type": "client_credentials"},
+                            headers={"Authorization": "Basic dDpz"}).json["access_token"]
+        response = client.get("/rest/entities/Author?sort=name",
+                              headers={"Authorization": f"Bearer {token}"})
+        assert [(a["name"], a.get("country")) for a in response.json] == [
+            ("Ann", None), ("Bob", None)]
+    finally:
+        _close(app)
