@@ -327,3 +327,19 @@ def test_restore_of_a_backup_older_than_the_model_migrates_it(
             ("Ann", None), ("Bob", None)]
     finally:
         _close(app)
+
+
+def test_restore_refuses_a_backup_of_the_other_database_engine(app, database_url, tmp_path,
+                                                               target, capsys):
+    archive = backup(capsys, source_config(tmp_path, database_url), tmp_path / "b.tar")
+
+    def other_engine(member, content):
+        if member != "manifest.json":
+            return content
+        manifest = json.loads(content)
+        manifest["engine"] = "sqlite" if manifest["engine"] == "postgresql" else "postgresql"
+        return json.dumps(manifest).encode()
+    bad = _rewrite(archive, tmp_path / "other.tar", other_engine)
+    code, text = run_cli(capsys, target.config, "restore", str(bad))
+    assert code == 1 and "database; svc.datasource.url names a" in text, text
+    assert target.tables() == []

@@ -99,13 +99,22 @@ def private_output(path: str) -> Iterator[IO[bytes]]:
             yield stream
             stream.flush()
             os.fsync(stream.fileno())
-        try:
-            os.link(temp, path)     # fails rather than replace a file made meanwhile
-        except FileExistsError:
-            raise BackupError(f"{path} was created by someone else meanwhile; "
-                              f"nothing was written") from None
+        _publish(temp, path)
     finally:
-        os.unlink(temp)
+        if os.path.lexists(temp):
+            os.unlink(temp)
+
+
+def _publish(temp: str, path: str) -> None:
+    try:
+        os.link(temp, path)     # fails rather than replace a file made meanwhile
+    except FileExistsError:
+        raise BackupError(f"{path} was created by someone else meanwhile; "
+                          f"nothing was written") from None
+    except OSError:             # a file system without hard links
+        if os.path.lexists(path):
+            raise BackupError(f"{path} exists already; nothing was written") from None
+        os.rename(temp, path)
 
 
 def private_temp_file(directory: str, prefix: str) -> tuple[int, str]:

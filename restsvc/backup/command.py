@@ -60,6 +60,9 @@ def backup(app: Any, output: str, out: Out) -> int:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
             _close(database)
+    for storage in app.settings.object_storages:
+        out(f"note: the object storage {storage.name!r} is not part of the backup: back its "
+            f"bucket up with the object store's own tools")
     size = os.path.getsize(output)
     out(f"backup written: {output} ({size / 1e6:.1f} MB; {len(tables)} tables, "
         f"{sum(t.rows for t in tables)} rows, {len(stored)} files)")

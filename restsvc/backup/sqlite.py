@@ -22,8 +22,7 @@ def snapshot(path: str, directory: str) -> str:
         raise BackupError(f"the database {path} does not exist")
     fd, copy = private_temp_file(directory, "database-")
     os.close(fd)
-    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    target = sqlite3.connect(copy)
+    source, target = sqlite3.connect(path), sqlite3.connect(copy)
     try:
         source.execute("PRAGMA busy_timeout = 30000")
         source.backup(target)           # pages=-1: all of it in one step, one snapshot
