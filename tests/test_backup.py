@@ -16,7 +16,7 @@ import pytest
 import yaml
 from werkzeug.test import Client
 
-from conftest import REPO, get_token, http, make_settings
+from conftest import PG_URL, REPO, get_token, http, make_settings
 from files_support import download, upload_raw
 from restsvc.app import RestApp
 from restsvc.cli import main
@@ -343,3 +343,19 @@ def test_restore_refuses_a_backup_of_the_other_database_engine(app, database_url
     code, text = run_cli(capsys, target.config, "restore", str(bad))
     assert code == 1 and "database; svc.datasource.url names a" in text, text
     assert target.tables() == []
+
+
+@pytest.mark.skipif(bool(PG_URL), reason="SQLite's table rebuild writes a copy first")
+def test_the_copy_migrate_writes_before_a_table_rebuild_is_owner_only(
+        shop, capsys):  # noqa: F811  (shop: the fixture imported above)
+    shop.declare(AUTHOR)
+    shop.app(init_schema=True)
+    shop.declare(AUTHOR.replace("max_length=50", "max_length=80"))
+    previous = os.umask(0)
+    try:
+        code, output = shop.migrate(capsys=capsys)
+    finally:
+        os.umask(previous)
+    assert code == 0, output
+    copy = output.split("backup written first: ")[1].split()[0]
+    assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600

@@ -7,6 +7,7 @@ waits at most ``lock_timeout`` seconds (also for the table locks DDL needs
 behind a long transaction) and then fails with a clear message.
 """
 import datetime
+import os
 import sqlite3
 from contextlib import contextmanager
 
@@ -69,6 +70,10 @@ def backup_sqlite(database):
     """A copy of the database file beside it, ``<file>.backup-<UTC timestamp>``."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = f"{database.database}.backup-{stamp}"
+    # Owner-only, as the database's every row (password and token hashes) is in it.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.fchmod(fd, 0o600)
+    os.close(fd)
     # Read through a connection of its own: in WAL mode it sees the last
     # committed state while this process holds the write lock.
     source, target = sqlite3.connect(database.database), sqlite3.connect(path)
