@@ -36,6 +36,7 @@ def backup(app: Any, output: str, out: Out) -> int:
     """``app``: a RestApp built without the start-up check."""
     database, root = app.database, os.path.abspath(app.settings.file_storage_dir)
     engine = "sqlite" if is_sqlite(database) else "postgresql"
+    _yield_to_the_service()
     with private_output(output) as stream:
         scratch = tempfile.mkdtemp(prefix=".restsvc-backup-",
                                    dir=os.path.dirname(os.path.abspath(output)))
@@ -67,6 +68,18 @@ def backup(app: Any, output: str, out: Out) -> int:
     out(f"backup written: {output} ({size / 1e6:.1f} MB; {len(tables)} tables, "
         f"{sum(t.rows for t in tables)} rows, {len(stored)} files)")
     return 0
+
+
+def _yield_to_the_service() -> None:
+    """The backup runs beside the service on the same machine: at a lower CPU
+    priority, so the service's requests come first (the backup takes longer)."""
+    try:
+        os.nice(NICENESS)
+    except OSError:
+        pass
+
+
+NICENESS = 10
 
 
 def restore(app: Any, path: str, out: Out) -> int:

@@ -7,7 +7,8 @@ A restore creates the schema of the running model with restsvc's own
 migration steps (the same ``restsvc migrate`` runs on a new database), then
 COPYs each table's rows in (parents before children, so every foreign key
 holds; the link-key triggers are off meanwhile: the keys columns come from
-the backup as they were), sets every serial column's sequence past its
+the backup as they were; the secondary indexes are dropped first and built
+again over all rows afterwards), sets every serial column's sequence past its
 largest value, and keeps the backup's schema history followed by the record
 of the restore itself. All of it is one transaction: it happens whole or not
 at all. A backup taken before a migration restores into the newer model (its
@@ -107,14 +108,31 @@ def restore(database: Any, tar: tarfile.TarFile, manifest: Manifest) -> None:
     ordered = _parents_first([t.name for t in manifest.tables], parents)
     by_name = {t.name: t for t in manifest.tables}
     cursor = database.cursor()
+    indexes = _secondary_indexes(cursor, ordered)
     for name in ordered:
         cursor.execute(f"ALTER TABLE {quote(name)} DISABLE TRIGGER USER")
+    for index, _ in indexes:        # built once over all rows: much faster than row by row
+        cursor.execute(f"DROP INDEX {quote(index)}")
     cursor.execute(f"DELETE FROM {HISTORY_TABLE}")   # the backup's history comes instead
     for name in ordered:
         _copy_in(cursor, tar, manifest, by_name[name])
+    for _, definition in indexes:
+        cursor.execute(definition)
     for name in ordered:
         cursor.execute(f"ALTER TABLE {quote(name)} ENABLE TRIGGER USER")
     _advance_sequences(cursor)
+
+
+def _secondary_indexes(cursor: Any, tables: Sequence[str]) -> list[tuple[str, str]]:
+    """(name, CREATE INDEX statement) of the tables' indexes that no
+    constraint owns (primary keys stay: the foreign keys need them)."""
+    cursor.execute(
+        "SELECT i.relname, pg_get_indexdef(x.indexrelid) FROM pg_index x "
+        "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid "
+        "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = current_schema() "
+        "AND t.relname = ANY(%s) AND NOT EXISTS (SELECT 1 FROM pg_constraint c "
+        "WHERE c.conindid = x.indexrelid) ORDER BY i.relname", (list(tables),))
+    return [(name, definition) for name, definition in cursor.fetchall()]
 
 
 def _copy_in(cursor: Any, tar: tarfile.TarFile, manifest: Manifest, table: TablePart) -> None:
