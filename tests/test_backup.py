@@ -359,3 +359,33 @@ def test_the_copy_migrate_writes_before_a_table_rebuild_is_owner_only(
     assert code == 0, output
     copy = output.split("backup written first: ")[1].split()[0]
     assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
+
+
+def test_backup_of_a_database_that_does_not_answer_says_so(tmp_path, capsys):
+    config = _write_config(_folder(tmp_path / "down"),
+                           "postgresql://postgres@127.0.0.1:1/restsvc", {})
+    code, text = run_cli(capsys, config, "backup", "--output", str(tmp_path / "b.tar"))
+    assert code == 1 and text.startswith("restsvc: backup: database error:"), text
+    assert "Traceback" not in text and not (tmp_path / "b.tar").exists()
+
+
+def test_restore_of_rows_the_database_refuses_writes_nothing(app, database_url, tmp_path, target,
+                                                            capsys):
+    archive = backup(capsys, source_config(tmp_path, database_url), tmp_path / "b.tar")
+    garbage = b"not\ta row of\tthis table\n" * 100
+    members = {"database/restsvc.sqlite", "database/customer.copy"}
+
+    def refused(member, content):     # damaged before the checksums were taken
+        if member in members:
+            return garbage
+        if member != "manifest.json":
+            return content
+        manifest = json.loads(content)
+        for name in members & set(manifest["members"]):
+            manifest["members"][name] = {"sha256": hashlib.sha256(garbage).hexdigest(),
+                                         "size": len(garbage)}
+        return json.dumps(manifest).encode()
+    bad = _rewrite(archive, tmp_path / "refused.tar", refused)
+    code, text = run_cli(capsys, target.config, "restore", str(bad))
+    assert code == 1 and "nothing was restored" in text and "Traceback" not in text, text
+    assert target.tables() == [] and target.stored() == []

@@ -11,10 +11,14 @@ import argparse
 import datetime
 import os
 import shutil
+import sqlite3
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import peewee
 
 from ..db import is_sqlite
 from ..schema import DEFAULT_LOCK_TIMEOUT, survey
@@ -34,6 +38,11 @@ def default_output() -> str:
 
 def backup(app: Any, output: str, out: Out) -> int:
     """``app``: a RestApp built without the start-up check."""
+    with _database_errors("nothing was written"):
+        return _backup(app, output, out)
+
+
+def _backup(app: Any, output: str, out: Out) -> int:
     database, root = app.database, os.path.abspath(app.settings.file_storage_dir)
     engine = "sqlite" if is_sqlite(database) else "postgresql"
     _yield_to_the_service()
@@ -84,6 +93,32 @@ NICENESS = 10
 
 def restore(app: Any, path: str, out: Out) -> int:
     """``app``: a RestApp built without the start-up check or schema set-up."""
+    with _database_errors("nothing was restored"):
+        return _restore(app, path, out)
+
+
+@contextmanager
+def _database_errors(after: str) -> Iterator[None]:
+    """The database's refusals and unreachability as a BackupError with its reason."""
+    try:
+        yield
+    except _DRIVER_ERRORS as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise BackupError(f"database error: {reason}; {after}") from None
+
+
+def _driver_errors() -> tuple[type[Exception], ...]:
+    try:
+        import psycopg2     # the optional PostgreSQL driver: its COPY errors come unwrapped
+    except ImportError:
+        return peewee.PeeweeException, sqlite3.Error
+    return peewee.PeeweeException, sqlite3.Error, psycopg2.Error
+
+
+_DRIVER_ERRORS = _driver_errors()
+
+
+def _restore(app: Any, path: str, out: Out) -> int:
     database, root = app.database, os.path.abspath(app.settings.file_storage_dir)
     engine = "sqlite" if is_sqlite(database) else "postgresql"
     try:
@@ -114,9 +149,12 @@ def restore(app: Any, path: str, out: Out) -> int:
     out(f"restored {path} (written {found.created_at} by restsvc "
         f"{found.restsvc_version}): {len(found.tables)} tables, "
         f"{sum(t.rows for t in found.tables)} rows, {len(found.files)} files")
-    return migrate_command.run(app, argparse.Namespace(
-        status=False, plan=False, allow_destructive=False, no_backup=False,
-        lock_timeout=DEFAULT_LOCK_TIMEOUT), out)
+    try:
+        return migrate_command.run(app, argparse.Namespace(
+            status=False, plan=False, allow_destructive=False, no_backup=False,
+            lock_timeout=DEFAULT_LOCK_TIMEOUT), out)
+    except migrate_command.CommandFailed as exc:
+        raise BackupError(f"the backup is restored, but {exc}") from None
 
 
 def _check_empty(database: Any, root: str) -> None:
