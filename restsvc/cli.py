@@ -1,5 +1,5 @@
-"""``restsvc serve | deliver | initdb | demo-data | migrate | routes | bundle | new |
-history | events | hash-secret | user``."""
+"""``restsvc serve | deliver | initdb | demo-data | migrate | backup | restore | routes |
+bundle | new | history | events | hash-secret | user``."""
 import argparse
 import getpass
 import sys
@@ -108,6 +108,18 @@ def migrate_command(args):
         return command.run(_app(args, init_schema=False, check_schema=False), args, print)
     except command.CommandFailed as exc:
         raise CommandError(str(exc)) from None
+
+
+def backup_command(args):
+    from . import backup
+    from .backup import command
+    app = _app(args, init_schema=False, check_schema=False)
+    try:
+        if args.command == "backup":
+            return command.backup(app, args.output or command.default_output(), print)
+        return command.restore(app, args.file, print)
+    except (backup.BackupError, OSError) as exc:
+        raise CommandError(f"{args.command}: {exc}") from None
 
 
 def history_command(args):
@@ -282,6 +294,14 @@ def main(argv=None):
     p.add_argument("--no-backup", action="store_true",
                    help="SQLite: no backup copy before a table rebuild")
     p.set_defaults(run=migrate_command)
+    p = commands.add_parser("backup", help="an online backup of the database and the fs file "
+                                           "storage into one owner-only file")
+    p.add_argument("--output", metavar="FILE", help="the archive to write (.tar, or .tar.gz "
+                   "compressed; default: restsvc-backup-<UTC time>.tar)")
+    p.set_defaults(run=backup_command)
+    p = commands.add_parser("restore", help="a backup into an empty database and file storage")
+    p.add_argument("file", metavar="FILE", help="the archive restsvc backup wrote")
+    p.set_defaults(run=backup_command)
     commands.add_parser("routes", help="print the URL table").set_defaults(run=routes)
     p = commands.add_parser("bundle", help="one file with the application, its settings and "
                                            "dependencies: python FILE serve (restsvc/docs/"
