@@ -7,7 +7,6 @@ waits at most ``lock_timeout`` seconds (also for the table locks DDL needs
 behind a long transaction) and then fails with a clear message.
 """
 import datetime
-import os
 import sqlite3
 from contextlib import contextmanager
 
