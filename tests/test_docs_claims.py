@@ -3,6 +3,7 @@ against the service: every setting in one table with its real default, the
 commands and options it lists, and the headers it says answers carry."""
 import argparse
 import re
+from typing import Any
 
 import pytest
 from werkzeug.test import Client
@@ -10,6 +11,7 @@ from werkzeug.test import Client
 from conftest import bearer, get_token
 from docs_support import DOCS, PAGES, README
 from restsvc import cli, settinggroups
+from restsvc.app import RestApp
 from restsvc.openapi.document import DEFAULT_VERSION
 from restsvc.paths import SETTINGS as PATH_SETTINGS
 from restsvc.settings import _KEYS, ENVIRONMENT
@@ -21,9 +23,9 @@ _GROUPS = {settinggroups.CLIENT_PREFIX: settinggroups._CLIENT_KEYS,
            settinggroups.STORAGE_PREFIX: settinggroups._STORAGE_KEYS}
 
 
-def _setting_rows():
+def _setting_rows() -> dict[str, str]:
     """{documented key: the default column} of the configuration table."""
-    rows = {}
+    rows: dict[str, str] = {}
     for keys, default in re.findall(r"^\| (`svc\.[^|]+) \| ([^|]*) \|",
                                      CONFIGURATION.read_text(encoding="utf-8"), re.MULTILINE):
         names = re.findall(r"`([^`]+)`", keys)
@@ -72,12 +74,12 @@ def test_the_configuration_table_gives_each_setting_its_real_default():
     assert checked >= 50
 
 
-def test_the_api_identity_defaults_are_what_the_documents_say(app):
+def test_the_api_identity_defaults_are_what_the_documents_say(app: RestApp) -> None:
     rows = _setting_rows()
     c = Client(app)
     auth = bearer(get_token(c))
-    detailed = c.get("/rest/docs/openapiDetailed.json", headers=auth).json
-    generic = c.get("/rest/docs/openapi.json", headers=auth).json
+    detailed: Any = c.get("/rest/docs/openapiDetailed.json", headers=auth).json
+    generic: Any = c.get("/rest/docs/openapi.json", headers=auth).json
     title = re.fullmatch(r"`\"([^`]+)\"`", rows["svc.rest.docs.title"])
     assert title and detailed["info"]["title"] == title.group(1)
     assert detailed["info"]["version"] == app.application.version
