@@ -3,6 +3,7 @@ against the service: every setting in one table with its real default, the
 commands and options it lists, and the headers it says answers carry."""
 import argparse
 import re
+from typing import Any
 
 import pytest
 from werkzeug.test import Client
@@ -10,6 +11,8 @@ from werkzeug.test import Client
 from conftest import bearer, get_token
 from docs_support import DOCS, PAGES, README
 from restsvc import cli, settinggroups
+from restsvc.app import RestApp
+from restsvc.openapi.document import DEFAULT_VERSION
 from restsvc.paths import SETTINGS as PATH_SETTINGS
 from restsvc.settings import _KEYS, ENVIRONMENT
 
@@ -20,9 +23,9 @@ _GROUPS = {settinggroups.CLIENT_PREFIX: settinggroups._CLIENT_KEYS,
            settinggroups.STORAGE_PREFIX: settinggroups._STORAGE_KEYS}
 
 
-def _setting_rows():
+def _setting_rows() -> dict[str, str]:
     """{documented key: the default column} of the configuration table."""
-    rows = {}
+    rows: dict[str, str] = {}
     for keys, default in re.findall(r"^\| (`svc\.[^|]+) \| ([^|]*) \|",
                                      CONFIGURATION.read_text(encoding="utf-8"), re.MULTILINE):
         names = re.findall(r"`([^`]+)`", keys)
@@ -39,6 +42,7 @@ def _setting_rows():
 def _known_settings():
     known = set(_KEYS) | set(PATH_SETTINGS)
     known |= {f"{prefix}<name>.{key}" for prefix, keys in _GROUPS.items() for key in keys}
+    known |= {settinggroups.DOCS_PREFIX + key for key in settinggroups._DOCS_KEYS}
     known |= {"svc.resource-server.jwt.<name>.role-mapping.<role>",
               "svc.rate-limit.client.<client id>", "svc.rate-limit.user.<username>",
               "svc.rest.entity-max-fetch-size.<Entity>"}
@@ -68,6 +72,23 @@ def test_the_configuration_table_gives_each_setting_its_real_default():
                 assert parser(shown.group(1)) == default, f"{prefix}<name>.{sub}"
                 checked += 1
     assert checked >= 50
+
+
+def test_the_api_identity_defaults_are_what_the_documents_say(app: RestApp) -> None:
+    rows = _setting_rows()
+    c = Client(app)
+    auth = bearer(get_token(c))
+    detailed: Any = c.get("/rest/docs/openapiDetailed.json", headers=auth).json
+    generic: Any = c.get("/rest/docs/openapi.json", headers=auth).json
+    title = re.fullmatch(r"`\"([^`]+)\"`", rows["svc.rest.docs.title"])
+    assert title and detailed["info"]["title"] == title.group(1)
+    assert detailed["info"]["version"] == app.application.version
+    assert f"`{DEFAULT_VERSION}`" in rows["svc.rest.docs.version"]     # an application without one
+    assert "mount point" in rows["svc.rest.docs.servers"]
+    assert detailed["servers"] == generic["servers"] == [{"url": "/"}]
+    for key in ("contact.name", "license.name", "license.url"):
+        assert rows[f"svc.rest.docs.{key}"] == "(none)"
+        assert key.split(".")[0] not in detailed["info"]
 
 
 def test_the_environment_variables_named_are_the_ones_read():
