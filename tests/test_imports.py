@@ -260,3 +260,11 @@ def test_cli_imports_a_file(database_url, tmp_path, capsys, client, auth):
     data.write_text("name,grade\nBad Cli,NOPE\n")
     assert cli(["--config", str(path), "import", "Customer", str(data)]) == 1
     assert json.loads(capsys.readouterr().err)["details"][0]["line"] == 2
+
+
+def test_openapi_describes_the_import_to_callers_who_may_create(client, auth, reader_auth):
+    paths = client.get("/rest/docs/openapiDetailed.json", headers=auth).json["paths"]
+    body = paths["/rest/entities/Customer/import"]["post"]["requestBody"]["content"]
+    assert set(body) == {"text/csv", "application/x-ndjson"}
+    shown = client.get("/rest/docs/openapiDetailed.json", headers=reader_auth).json["paths"]
+    assert "/rest/entities/Customer/import" not in shown
