@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import write_transaction
+from ..db import is_sqlite, write_transaction
 from ..errors import ApiError, BadRequest, ImportRefused, Text, ValidationFailed
 from .access import require
 from .importer import Importer, id_or_none
@@ -121,9 +121,13 @@ def _write(access: "Access", meta: "MetaClass", body: dict[str, Any], options: I
         operation = importer.plan(meta, body, "", entity_id, creating)
         if importer.violations:
             raise ValidationFailed(importer.violations)
-        if writing:
-            with access.database.atomic():      # a savepoint: a refused row leaves the others
+        if writing and (options.partial or not is_sqlite(access.database)):
+            # A savepoint: a refused row leaves the others (PostgreSQL also
+            # needs it to go on checking rows after a refused statement).
+            with access.database.atomic():
                 Writer(access).save(operation)
+        elif writing:       # all or nothing on SQLite: a refusal ends the writing anyway
+            Writer(access).save(operation)
         return [], operation.creating
     except ValidationFailed as exc:
         return exc.violations, False
