@@ -161,6 +161,7 @@ def test_missing_reference_is_a_row_error(client, auth):
 def test_reader_cannot_import(client, auth, reader_auth):
     response = post(client, reader_auth, "name\nSneaky\n")
     assert response.status_code == 403
+    assert post(client, reader_auth, "x", headers={"Content-Type": "image/png"}).status_code == 403
     assert customers_named(client, auth, "Sneaky") == {}
 
 
@@ -241,6 +242,7 @@ def test_reported_errors_are_bounded(make_app):
 
 @pytest.mark.parametrize("query, headers, status", [
     ("", {"Content-Type": "application/json"}, 415),
+    ("?mode=upsert", {"Content-Type": "text/plain"}, 415),
     ("?mode=merge", CSV, 400),
 ])
 def test_bad_request_options_are_refused(client, auth, query, headers, status):

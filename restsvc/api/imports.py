@@ -4,23 +4,14 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
-from ..data.imports import ImportOptions, import_rows
-from ..errors import PayloadTooLarge, UnsupportedMediaType
+from ..data.imports import IMPORT_FAILED, ImportOptions, import_rows
+from ..errors import PayloadTooLarge
 from ..uploads import body_chunks
 from ..web import json_response, query_bool, streams_body
 
-IMPORT_FAILED = "Import failed"
-# Body types -> format; a type parameter (charset) is ignored: the body is UTF-8.
-FORMAT_OF = {"text/csv": "csv", "application/x-ndjson": "ndjson",
+# Body types -> format (none: CSV); a parameter (charset) is ignored: the body is UTF-8.
+FORMAT_OF = {"": "csv", "text/csv": "csv", "application/x-ndjson": "ndjson",
              "application/ndjson": "ndjson", "application/jsonl": "ndjson"}
-
-
-def body_format(mimetype: str) -> str:
-    fmt = FORMAT_OF.get(mimetype)
-    if fmt is None:
-        raise UnsupportedMediaType(IMPORT_FAILED, "Send the rows as text/csv or "
-                                                  "application/x-ndjson")
-    return fmt
 
 
 @streams_body
@@ -28,7 +19,7 @@ def import_entities(ctx: Any, entity_name: str) -> Response:
     settings = ctx.app.settings
     meta = ctx.app.data.entity(entity_name)
     request = ctx.request
-    options = ImportOptions(body_format(request.mimetype), request.args.get("mode", "create"),
+    options = ImportOptions(FORMAT_OF.get(request.mimetype, ""), request.args.get("mode", "create"),
                             query_bool(request, "partial"), query_bool(request, "dryRun"),
                             settings.import_max_errors)
     limit = settings.import_max_size

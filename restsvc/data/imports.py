@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..db import is_sqlite, write_transaction
-from ..errors import ApiError, BadRequest, ImportRefused, Text, ValidationFailed
+from ..errors import (ApiError, BadRequest, ImportRefused, Text, UnsupportedMediaType,
+                      ValidationFailed)
 from .access import require
 from .importer import Importer, id_or_none
 from .loader import visible_ids
-from .rowsource import Row, rows, violation
+from .rowsource import FORMATS, Row, rows, violation
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from .access import Access
 
 MODES = ("create", "upsert", "upsertByKey")
+IMPORT_FAILED = "Import failed"
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class _RolledBack(Exception):
 
 
 def check_options(meta: "MetaClass", options: ImportOptions) -> None:
+    if options.fmt not in FORMATS:
+        raise UnsupportedMediaType(IMPORT_FAILED, "Send the rows as text/csv or "
+                                                  "application/x-ndjson")
     if options.mode not in MODES:
         raise BadRequest("Invalid parameter value", Text(
             "invalidImportMode", "mode must be one of {modes}", modes=", ".join(MODES)))
@@ -69,12 +74,12 @@ def import_rows(access: "Access", meta: "MetaClass", chunks: Iterable[bytes],
                 options: ImportOptions, max_entities: int) -> ImportReport:
     """Import the body's rows; ImportRefused (400) when a row is bad and not
     ``partial``; the report (counts, bad rows) otherwise."""
-    check_options(meta, options)
     if options.mode == "create":
         require(access, meta, "create")
     elif not (access.permissions.can(meta.name, "create")
               or access.permissions.can(meta.name, "update")):
         require(access, meta, "update")
+    check_options(meta, options)
     report = ImportReport()
     try:
         with write_transaction(access.database):
