@@ -1,10 +1,10 @@
-"""``restsvc serve | deliver | initdb | demo-data | migrate | backup | restore | routes |
-bundle | new | history | events | hash-secret | user``."""
+"""``restsvc serve | deliver | initdb | demo-data | migrate | backup | restore | import |
+routes | bundle | new | history | events | hash-secret | user``."""
 import argparse
 import getpass
 import sys
 
-from .errors import ApiError
+from .errors import ApiError, ImportRefused
 from .settings import SettingsError, load_settings
 
 
@@ -152,6 +152,32 @@ def deliver_command(args):
     sync_settings(app.database, app.metadata, app.settings.webhooks,
                   app.settings.webhooks_allow_private)
     return run_process(app.settings, app.database, args.parent)
+
+
+def import_command(args):
+    """Import a CSV or NDJSON file as the service itself (full access)."""
+    import json
+    from .data.access import NO_USER_ID, SERVICE_NAME, Access
+    from .data.imports import ImportOptions, import_rows
+    app = _app(args)
+    fmt = args.format or ("csv" if args.file.lower().endswith(".csv") else "ndjson")
+    access = Access(app.metadata, app.roles.permissions(("system-full-access",)),
+                    {"username": SERVICE_NAME, "userId": NO_USER_ID}, app.database,
+                    app.data.sql_cache)
+    options = ImportOptions(fmt, args.mode, args.partial, args.dry_run,
+                            app.settings.import_max_errors)
+    try:
+        with open(args.file, "rb") as file:
+            report = import_rows(access, app.data.entity(args.entity),
+                                 iter(lambda: file.read(1 << 16), b""), options,
+                                 app.settings.max_bulk_size)
+    except OSError as exc:
+        raise CommandError(f"import: cannot read {args.file}: {exc.strerror}") from None
+    except ImportRefused as exc:
+        print(json.dumps(exc.body(), indent=2), file=sys.stderr)
+        return 1
+    print(json.dumps(report.body(options), indent=2))
+    return 0
 
 
 def routes(args):
@@ -303,6 +329,17 @@ def main(argv=None):
     p.add_argument("file", metavar="FILE", help="the archive restsvc backup wrote")
     p.set_defaults(run=backup_command)
     commands.add_parser("routes", help="print the URL table").set_defaults(run=routes)
+    p = commands.add_parser("import", help="import a CSV or NDJSON file of one entity "
+                                           "(all rows or none; the manual's \"Import\")")
+    p.add_argument("entity", metavar="ENTITY")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--format", choices=("csv", "ndjson"),
+                   help="default: csv for a FILE ending in .csv, else ndjson")
+    p.add_argument("--mode", default="create", choices=("create", "upsert", "upsertByKey"),
+                   help="create rows, upsert by id, or upsert by the natural key")
+    p.add_argument("--partial", action="store_true", help="keep the good rows")
+    p.add_argument("--dry-run", action="store_true", help="check every row, write nothing")
+    p.set_defaults(run=import_command)
     p = commands.add_parser("bundle", help="one file with the application, its settings and "
                                            "dependencies: python FILE serve (restsvc/docs/"
                                            "operations.md \"One-file deployment\")")

@@ -142,6 +142,21 @@ class ValidationFailed(ApiError):
         return self.violations
 
 
+class ImportRefused(ApiError):
+    """400 of an import that wrote nothing: ``details`` lists the bad rows,
+    each ``{"line", "errors"}`` with errors in the validation array form."""
+
+    status = 400
+
+    def __init__(self, rows, truncated=False):
+        super().__init__("Import failed")
+        self.rows = rows
+        self.truncated = truncated
+
+    def body(self):
+        return {"error": self.error, "details": self.rows, "errorsTruncated": self.truncated}
+
+
 class OAuthError(ApiError):
     """RFC 6749 section 5.2 error object, used by the /oauth2 endpoints."""
 

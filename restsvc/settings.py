@@ -80,6 +80,8 @@ _KEYS = {
     "svc.rest.max-fetch-plan-depth": ("max_fetch_plan_depth", parse.positive_int, 6),
     "svc.rest.max-response-entities": ("max_response_entities", parse.positive_int, 100_000),
     "svc.rest.max-bulk-size": ("max_bulk_size", parse.positive_int, 1000),
+    "svc.rest.import-max-size": ("import_max_size", parse.size, 100 << 20),
+    "svc.rest.import-max-errors": ("import_max_errors", parse.positive_int, 100),
     "svc.reports.dir": ("reports_dir", parse.text, "reports"),
     "svc.reports.max-rows": ("reports_max_rows", parse.positive_int, 1_000_000),
     "svc.resource-server.authenticated-url-patterns": (
@@ -145,6 +147,8 @@ class Settings:
     max_fetch_plan_depth: int
     max_response_entities: int
     max_bulk_size: int
+    import_max_size: int
+    import_max_errors: int
     reports_dir: str
     reports_max_rows: int
     authenticated_url_patterns: tuple

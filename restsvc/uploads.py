@@ -70,12 +70,21 @@ def _too_large(max_size: int, limit: int) -> PayloadTooLarge:
 def _body(request: "Request", limit: int, max_size: int) -> Iterator[bytes]:
     """The body's chunks, at most ``limit`` bytes of them; 413 before reading
     anything when the declared length is already too big."""
+    return body_chunks(request, limit, _too_large(max_size, limit), UPLOAD_FAILED)
+
+
+def body_chunks(request: "Request", limit: int, too_large: PayloadTooLarge,
+                failure: str) -> Iterator[bytes]:
+    """A streamed body's chunks, at most ``limit`` bytes of them (counted on
+    what arrives), ``too_large`` above; 413 before reading anything when the
+    declared length is already too big. A body that breaks off is a 400
+    ``failure``."""
     if request.content_length is not None and request.content_length > limit:
-        raise _too_large(max_size, limit)
-    return _limited(_body_chunks(request), limit, max_size)
+        raise too_large
+    return _limited(_body_chunks(request, failure), limit, too_large)
 
 
-def _body_chunks(request: "Request") -> Iterator[bytes]:
+def _body_chunks(request: "Request", failure: str) -> Iterator[bytes]:
     stream = request.stream
     expected = request.content_length
     received = 0
@@ -85,23 +94,23 @@ def _body_chunks(request: "Request") -> Iterator[bytes]:
         except Exception:
             # Werkzeug's ClientDisconnected, a socket error, or the server's own
             # error on a broken chunked body: whatever it is, the body is incomplete.
-            raise BadRequest(UPLOAD_FAILED, "The upload was interrupted: the request body "
-                                            f"broke off after {received} bytes") from None
+            raise BadRequest(failure, "The upload was interrupted: the request body "
+                                      f"broke off after {received} bytes") from None
         if not chunk:
             break
         received += len(chunk)
         yield chunk
     if expected is not None and received < expected:
-        raise BadRequest(UPLOAD_FAILED, f"The upload was interrupted: received {received} "
-                                        f"of {expected} bytes")
+        raise BadRequest(failure, f"The upload was interrupted: received {received} "
+                                  f"of {expected} bytes")
 
 
-def _limited(chunks: Iterator[bytes], limit: int, max_size: int) -> Iterator[bytes]:
+def _limited(chunks: Iterator[bytes], limit: int, too_large: PayloadTooLarge) -> Iterator[bytes]:
     size = 0
     for chunk in chunks:
         size += len(chunk)
         if size > limit:
-            raise _too_large(max_size, limit)
+            raise too_large
         yield chunk
 
 

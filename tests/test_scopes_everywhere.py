@@ -46,6 +46,8 @@ ROUTES = {
     "entities.entity_history": ("read", ("GET", f"/rest/entities/Customer/{CUSTOMER}/history")),
     "entities.restore": ("write", ("POST", f"/rest/entities/Customer/{CUSTOMER}/restore")),
     "entities.purge": ("write", ("POST", f"/rest/entities/Customer/{CUSTOMER}/purge")),
+    "imports.import_entities": ("write", ("POST", "/rest/entities/Customer/import",
+                                          b"name\nImported\n")),
     "queries.list_queries": ("neither", None),
     "queries.run_query": ("read", ("GET", "/rest/queries/Customer/customersByName?name=a")),
     "queries.count_query": ("read", ("GET", "/rest/queries/Customer/customersByName/count"

@@ -4,10 +4,10 @@ application's custom endpoints, into one Map."""
 from werkzeug.routing import Rule
 
 from ..paths import DEFAULT_PATHS
-from . import (docs, entities, events, files, health, messages, metadata, metrics, oauth, queries,
-               reports, services, session, signin, webhooks)
+from . import (docs, entities, events, files, health, imports, messages, metadata, metrics, oauth,
+               queries, reports, services, session, signin, webhooks)
 
-API_MODULES = (oauth, signin, entities, queries, services, files, metadata, messages, session,
+API_MODULES = (oauth, signin, entities, imports, queries, services, files, metadata, messages, session,
                reports, events, webhooks, docs, health)
 
 

@@ -53,7 +53,7 @@ class Country(Entity):
     name = peewee.CharField(max_length=100, index=True)
 
 
-@entity(instance_name="name")
+@entity(instance_name="name", natural_key="name")
 class Tag(Entity):
     """An integer id the database assigns (JSON writes it as a string, "42")."""
     id = peewee.AutoField()
@@ -71,7 +71,7 @@ class Address:
 
 
 @entity(instance_name="name", validators=(check_birth_date,), audited=True, history=True,
-        soft_delete=True, events=True)
+        soft_delete=True, events=True, natural_key="email")
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
     email = peewee.CharField(max_length=200, null=True, index=True)
@@ -95,7 +95,7 @@ PRODUCT_WITH_TAGS = {
 
 
 @entity(instance_name="name", validators=(check_price,), fetch_plans=(PRODUCT_WITH_TAGS,),
-        soft_delete=True)
+        soft_delete=True, natural_key="sku")
 class Product(Entity):
     name = peewee.CharField(max_length=200, index=True)
     sku = peewee.CharField(max_length=64, null=True, index=True)   # unique among live rows: below

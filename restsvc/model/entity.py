@@ -68,6 +68,7 @@ class EntityDeclaration:
     history: tuple | None = None           # None: no history; () every attribute; else the attributes
     soft_delete: bool = False
     events: bool = False            # changes published through the outbox (restsvc/events/)
+    natural_key: str | None = None  # an attribute that names a row (imports, references)
 
 
 E = TypeVar("E", bound=Entity)
@@ -80,7 +81,8 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
            fetch_plans: Sequence[Mapping[str, Any]] = (), validators: Sequence[Validator] = (),
            secret: Sequence[str] = (), renames: Mapping[str, str] | None = None,
            audited: bool = False, history: bool | Sequence[str] = False,
-           soft_delete: bool = False, events: bool = False) -> Callable[[type[E]], type[E]]:
+           soft_delete: bool = False, events: bool = False,
+           natural_key: str | None = None) -> Callable[[type[E]], type[E]]:
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -107,6 +109,10 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
     events         every committed create, update and delete is published: an
                    event row in the write's transaction (events/outbox.py), read
                    by the change feed and the webhook deliveries
+    natural_key    a scalar attribute whose value names one live row (declare it
+                   unique, e.g. with a unique index): imports upsert by it
+                   (``?mode=upsertByKey``) and references may name a row by it
+                   (``customer.email`` in a CSV column, ``{"email": ...}`` in JSON)
 
     A model may define ``after_save(self, created)`` and ``after_delete(self)``;
     the data manager calls them inside the transaction of every REST change.
@@ -137,6 +143,7 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
             history=None if not history else (() if history is True else tuple(history)),
             soft_delete=bool(soft_delete),
             events=bool(events),
+            natural_key=natural_key,
         )
         return model
     return declare

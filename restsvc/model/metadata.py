@@ -170,6 +170,7 @@ class MetaClass:
     history: tuple | None = None       # recorded attributes' names (data/history.py); None: no history
     soft_delete: bool = False   # DELETE marks the row (data/softdelete.py)
     events: bool = False        # changes published through the outbox (events/outbox.py)
+    natural_key: str | None = None  # the attribute that names a row (data/imports.py)
 
     @property
     def database_assigns_id(self):
@@ -210,7 +211,7 @@ class Metadata:
             meta = MetaClass(declared.name, model, None, declared.instance_name,
                              declared.validators, audited=declared.audited,
                              history=declared.history, soft_delete=declared.soft_delete,
-                             events=declared.events)
+                             events=declared.events, natural_key=declared.natural_key)
             self.entities[meta.name] = meta
             self._by_model[model] = meta
         for enum_class in extra_enums:
@@ -331,6 +332,11 @@ class Metadata:
                 meta.properties[attr_name] = MetaProperty(
                     attr_name, "DATATYPE", datatype.name, "NONE", False, True, False, meta,
                     datatype=datatype, getter=attr.getter)
+        key = meta.properties.get(meta.natural_key) if meta.natural_key else None
+        if meta.natural_key and (key is None or key.datatype is None or not key.persistent
+                                 or key.field is None or key.getter is not None):
+            raise MetadataError(f"{meta.name}: natural_key {meta.natural_key!r} is not a "
+                                "stored attribute of a datatype")
         for name in meta.instance_name:
             if name not in meta.properties:
                 raise MetadataError(f"{meta.name}: instance name attribute {name!r} does not exist")

@@ -6,9 +6,10 @@ the generic document passes the generic shapes, the detailed one those of
 one entity or one query, so both documents describe every operation once.
 401 and the ``rest.enabled`` 403 are added by the document from the gate.
 """
+from ..data.imports import MODES
 from ..data.query import MAX_SORT_TERMS
 from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
-from .schemas import INTEGER, STRING, array, ref
+from .schemas import INTEGER, STRING, array, named_enum, ref
 
 ENTITIES, QUERIES, FILES = "Entities", "Queries", "Files"
 AUTH, METADATA, MESSAGES, SESSION, DOCS = (
@@ -184,6 +185,36 @@ def purge_entity(t):
         **failures("BadRequest", "Forbidden", "NotFound", "Conflict")})
 
 
+_IMPORT_REPORT = {"type": "object", "properties": {
+    "created": INTEGER, "updated": INTEGER, "failed": INTEGER, "dryRun": {"type": "boolean"},
+    "errors": array({"type": "object", "properties": {
+        "line": INTEGER, "errors": ref("validationErrors")}}),
+    "errorsTruncated": {"type": "boolean"}}}
+
+
+def import_entities(t):
+    return operation(f"Import {t.label} from CSV or NDJSON", t.tag, {
+        **ok("What was written (with partial=true: and the bad rows, by line)", _IMPORT_REPORT),
+        **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge"),
+        "415": {"description": "A body of another type than text/csv or application/x-ndjson",
+                "content": {JSON: {"schema": ref("error")}}}},
+        [query("mode", named_enum("importMode", MODES),
+               "create: new rows; upsert: update the row of the id, create the others; "
+               "upsertByKey: the same by the entity's natural key"),
+         flag("partial", "Keep the good rows and report the bad ones (default: all or none)"),
+         flag("dryRun", "Check every row, write nothing")],
+        {"required": True, "description": "CSV: a header row of attribute names (id, version, "
+                                          "customer.id or customer.<naturalKey>, address.city, "
+                                          "tags[0].id), one entity per row, text forms, empty "
+                                          "cell = null. NDJSON: one entity's JSON per line. "
+                                          "At most svc.rest.import-max-size bytes.",
+         "content": {"text/csv": {"schema": STRING},
+                     "application/x-ndjson": {"schema": STRING}}},
+        description="All rows are written in one transaction through the same checks as "
+                    "create and update; a refused import (400) lists each bad row's line "
+                    "(the CSV header is line 1) and its errors, and writes nothing.")
+
+
 def _query_options(t):
     return [query("fetchPlan", t.query_fetch_plan, "A fetch plan name (default: the query's)"),
             *[p for p in _page(t) if p["name"] != "sort"]]
@@ -239,6 +270,7 @@ ENTITY_OPERATIONS = {
     ("GET", f"{E}/<entity_id>/history"): entity_history,
     ("POST", f"{E}/<entity_id>/restore"): restore_entity,
     ("POST", f"{E}/<entity_id>/purge"): purge_entity,
+    ("POST", f"{E}/import"): import_entities,
 }
 QUERY_OPERATIONS = {
     ("GET", f"{Q}/<query_name>"): run_query_get, ("POST", f"{Q}/<query_name>"): run_query_post,

@@ -1,0 +1,35 @@
+"""Import API: ``POST /rest/entities/<entity>/import`` with a CSV or NDJSON body."""
+from typing import Any
+
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
+
+from ..data.imports import IMPORT_FAILED, ImportOptions, import_rows
+from ..errors import PayloadTooLarge
+from ..uploads import body_chunks
+from ..web import json_response, query_bool, streams_body
+
+# Body types -> format (none: CSV); a parameter (charset) is ignored: the body is UTF-8.
+FORMAT_OF = {"": "csv", "text/csv": "csv", "application/x-ndjson": "ndjson",
+             "application/ndjson": "ndjson", "application/jsonl": "ndjson"}
+
+
+@streams_body
+def import_entities(ctx: Any, entity_name: str) -> Response:
+    settings = ctx.app.settings
+    meta = ctx.app.data.entity(entity_name)
+    request = ctx.request
+    options = ImportOptions(FORMAT_OF.get(request.mimetype, ""), request.args.get("mode", "create"),
+                            query_bool(request, "partial"), query_bool(request, "dryRun"),
+                            settings.import_max_errors)
+    limit = settings.import_max_size
+    too_large = PayloadTooLarge(IMPORT_FAILED, f"An import body may have at most {limit} bytes "
+                                               "(svc.rest.import-max-size)")
+    report = import_rows(ctx.access, meta, body_chunks(request, limit, too_large, IMPORT_FAILED),
+                         options, settings.max_bulk_size)
+    return json_response(report.body(options))
+
+
+rules = [
+    Rule("/rest/entities/<entity_name>/import", methods=["POST"], endpoint=import_entities),
+]
