@@ -38,7 +38,9 @@ def test_service_parameters_have_a_json_schema(app):
                        "toDate": {"type": "string", "format": "date"},
                        # optional, so null is the same as leaving it out
                        "statuses": {"anyOf": [{"type": "array", "maxItems": 1000, "items": {
-                           "type": "string", "enum": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}},
+                           "type": "string", "title": "restsvc.demo.model.OrderStatus",
+                           # the title names the one enum schema the documents refer to
+                           "enum": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}},
                            {"type": "null"}]}},
         "required": ["fromDate", "toDate"]}
     (order_id,) = app.services.services["orderService"].methods["calculateTotal"].request_params
