@@ -111,7 +111,7 @@ class Run:
     # -- columns -------------------------------------------------------------
     def columns(self, template_band):
         if template_band.band.entity is None:
-            return [OutputColumn(c.caption or c.path[-1], _values(_walker(c.path)),
+            return [OutputColumn(c.caption or c.path[-1], column_values(walker(c.path)),
                                  values.python_text, "auto", c.format)
                     for c in template_band.columns]
         built = (self._entity_column(c) for c in template_band.columns)
@@ -124,16 +124,16 @@ class Run:
             return None
         last = path[-1]
         caption = column.caption or self.captions(f"{last.owner.name}.{last.name}")
-        walk = _walker(tuple(prop.name for prop in path))
+        walk = walker(tuple(prop.name for prop in path))
         if last.is_reference:
-            return OutputColumn(caption, _values(walk, instance_namer(last.target, permissions)),
+            return OutputColumn(caption, column_values(walk, instance_namer(last.target, permissions)),
                                 guarded_text, "string")
         if last.meta_enum is not None:
             captions = {m: self.captions(f"{last.meta_enum.name}.{m.name}")
                         for m in last.meta_enum.enum_class}
             return OutputColumn(caption, lambda batch: list(map(captions.get, map(walk, batch))),
                                 guarded_text, "string")
-        return OutputColumn(caption, _values(walk), values.text_form(last), values.cell_kind(last),
+        return OutputColumn(caption, column_values(walk), values.text_form(last), values.cell_kind(last),
                             column.format or values.decimal_format(last))
 
 
@@ -154,7 +154,7 @@ def may_view(permissions: "Permissions", path: "tuple[MetaProperty, ...]") -> bo
     return not path[-1].is_reference or target is not None and permissions.can(target.name, "read")
 
 
-def _walker(names):
+def walker(names):
     """row -> the value at a key path through nested dicts (None when absent)."""
     if len(names) == 1:
         return operator.methodcaller("get", names[0])
@@ -174,7 +174,7 @@ def _walker(names):
     return walk
 
 
-def _values(walk, convert=None):
+def column_values(walk, convert=None):
     """batch -> the column's values: ``walk`` of each row, then ``convert``
     of the values that are not None."""
     if convert is None:
