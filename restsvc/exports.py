@@ -12,14 +12,16 @@ attributes the JSON answer has for this caller, in the plan's order after
 values only in the JSON forms.
 """
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from .data.export import Export, entity_texts, json_arrays
 from .data.rowwriters import shows_reference
 from .model.datatypes import DATATYPES
+from .model.serialize import Generated
 from .reports.cells import guarded_text
-from .reports.runner import OutputColumn, column_values, csv_chunks, walker
+from .reports.runner import csv_lines
 
 if TYPE_CHECKING:
     from .data.access import Access
@@ -47,9 +49,7 @@ def export_chunks(data: "DataManager", access: "Access", export: Export,
                 for texts in entity_texts(data, access, export))
     if form == JSON_ARRAY:
         return _json_array(json_arrays(data, access, export))
-    columns = csv_columns(export.meta, export.plan, access.permissions)
-    return csv_chunks(columns, (_CELLS.decode(text)
-                                for text in json_arrays(data, access, export)))
+    return _csv(data, access, export)
 
 
 def _json_array(arrays: Iterator[str]) -> Iterator[bytes]:
@@ -61,11 +61,60 @@ def _json_array(arrays: Iterator[str]) -> Iterator[bytes]:
     yield b"[]" if separator == "[" else b"]"
 
 
-def csv_columns(meta: "MetaClass", plan: "FetchPlan",
-                permissions: "Permissions") -> list[OutputColumn]:
-    """A column per attribute the JSON answer along ``plan`` has for the caller."""
-    return [OutputColumn(".".join(path), column_values(walker(path)), text)
-            for path, text in _paths(meta, plan, permissions, ())]
+def _csv(data: "DataManager", access: "Access", export: Export) -> Iterator[bytes]:
+    """Each chunk's JSON array read back into rows of cells. A cell's value is
+    the JSON value; only booleans and values without a datatype need a text
+    form of their own, and text is guarded only in a chunk whose JSON text
+    holds a string the guard would change (one search of the chunk's text)."""
+    paths = list(_paths(export.meta, export.plan, access.permissions, ()))
+    row_of = _row_reader([path for path, _ in paths])
+    guarded = [index for index, (_, text) in enumerate(paths) if text is guarded_text]
+    converted = [(index, text) for index, (_, text) in enumerate(paths)
+                 if text is not guarded_text and text is not str]
+
+    def rows() -> Iterator[list[list[Any]]]:
+        for array in json_arrays(data, access, export):
+            batch = [row_of(entity) for entity in _CELLS.decode(array)]
+            for index, text in converted:
+                for row in batch:
+                    if row[index] is not None:
+                        row[index] = text(row[index])
+            if guarded and _may_need_guard(array):
+                for row in batch:
+                    for index in guarded:
+                        if row[index] is not None:
+                            row[index] = guarded_text(row[index])
+            yield batch
+    return csv_lines([".".join(path) for path, _ in paths], rows())
+
+
+# Where a string value of JSON text may start as a formula or hold a
+# character the guard removes (json escapes controls, \b and \f; lone
+# surrogates and U+FFFE/U+FFFF are written as they are). False alarms only
+# cost the per-cell path.
+_GUARD_ALARMS = ('"=', '"+', '"-', '"@', '"\\t', '"\\r', "\\u000", "\\u001", "\\b", "\\f")
+_UNWRITABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _may_need_guard(text: str) -> bool:
+    """Substring tests and one character class: far faster over a long text
+    than one expression with alternatives (as reports/cells.py finds)."""
+    return any(alarm in text for alarm in _GUARD_ALARMS) or \
+        not text.isascii() and _UNWRITABLE.search(text) is not None
+
+
+def _row_reader(paths: list[tuple[str, ...]]) -> Callable[[dict[str, Any]], list[Any]]:
+    """entity (parsed JSON) -> the list of its values at ``paths`` (None where
+    absent), generated once per export: one call per row."""
+    source = Generated(empty={})
+    cells = []
+    for path in paths:
+        expression = f"e.get({source.const(path[0])})"
+        for name in path[1:]:
+            expression = f"({expression} or empty).get({source.const(name)})"
+        cells.append(expression)
+    return cast(Callable[[dict[str, Any]], list[Any]],
+                source.function("e", [f"    return [{', '.join(cells)}]"], "<export row reader>"))
 
 
 def _paths(meta: "MetaClass", plan: "FetchPlan", permissions: "Permissions",

@@ -200,11 +200,20 @@ def _batched(rows):
 def csv_chunks(columns, batches):
     """The CSV document a batch at a time: a header of captions, then one
     line per row, as UTF-8 bytes."""
+    return csv_lines([c.caption for c in columns],
+                     (zip(*[column.texts(column.values(batch)) for column in columns])
+                      for batch in batches))
+
+
+def csv_lines(header, row_batches):
+    """RFC 4180 CSV as UTF-8 bytes, a batch of rows (sequences of cell texts,
+    None for empty) at a time: the header (guarded) on line 1, CRLF line ends,
+    cells quoted when they hold a comma, quote or line break."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow([guarded_text(c.caption) for c in columns])
-    for batch in batches:
-        writer.writerows(zip(*[column.texts(column.values(batch)) for column in columns]))
+    writer.writerow([guarded_text(caption) for caption in header])
+    for rows in row_batches:
+        writer.writerows(rows)
         yield buffer.getvalue().encode("utf-8")
         buffer.seek(0)
         buffer.truncate()
