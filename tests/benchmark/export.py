@@ -92,8 +92,7 @@ def main():
         url = f"sqlite:///{directory}/bench.db"
         if args.database_url:
             conftest.PG_URL = args.database_url
-            url = stack.enter_context(contextlib.contextmanager(conftest.postgres_schema)(
-                "bench_export"))
+            url = stack.enter_context(conftest.postgres_schema("bench_export"))
         RestApp(conftest.make_settings(url, directory, {"svc.demo-data": True})).database.close()
         started = time.monotonic()
         fill_customers(url, args.rows)
