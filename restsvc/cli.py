@@ -1,5 +1,5 @@
 """``restsvc serve | deliver | initdb | demo-data | migrate | backup | restore | import |
-routes | bundle | new | history | events | hash-secret | user``."""
+export | routes | bundle | new | history | events | hash-secret | user``."""
 import argparse
 import getpass
 import sys
@@ -177,6 +177,37 @@ def import_command(args):
         print(json.dumps(exc.body(), indent=2), file=sys.stderr)
         return 1
     print(json.dumps(report.body(options), indent=2))
+    return 0
+
+
+def export_command(args):
+    """Every row of an entity (matching ``--filter``) to stdout, as the
+    Entities API exports it, with the permissions of ``--role`` (default:
+    system-full-access)."""
+    from .data.access import NO_USER_ID, SERVICE_NAME, Access
+    from .data.export import Export
+    from .exports import export_chunks
+    from .jsonio import loads
+    app = _app(args)
+    data = app.data
+    meta = data.entity(args.entity)
+    try:
+        spec = None if args.filter is None else loads(args.filter)
+    except ValueError as exc:
+        raise CommandError(f"export: --filter is not valid JSON: {exc}") from None
+    resource, row_level = app.roles.split(args.role or ["system-full-access"])
+    unknown = set(args.role or ()) - set(resource) - set(row_level)
+    if unknown:
+        raise CommandError(f"export: unknown role {', '.join(sorted(unknown))}")
+    access = Access(app.metadata, app.roles.permissions(resource, row_level),
+                    {"username": SERVICE_NAME, "userId": NO_USER_ID}, app.database,
+                    data.sql_cache)
+    export = Export(meta, data.plan(meta, args.fetch_plan), spec, args.sort or "",
+                    return_nulls=args.return_nulls)
+    out = sys.stdout.buffer
+    for chunk in export_chunks(data, access, export, args.format):
+        out.write(chunk)
+    out.flush()
     return 0
 
 
@@ -364,6 +395,18 @@ def main(argv=None):
         p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
                        help="rows removed per transaction (default: 1000)")
         p.set_defaults(run=run)
+    p = commands.add_parser("export", help="every row of an entity as CSV, NDJSON or a JSON "
+                                           "array to stdout (README \"Data in and out\")")
+    p.add_argument("entity", metavar="ENTITY")
+    p.add_argument("--filter", metavar="JSON", help="a search filter, as /search takes it")
+    p.add_argument("--format", choices=("csv", "ndjson", "json"), default="csv")
+    p.add_argument("--fetch-plan", metavar="PLAN", help="a fetch plan (default: _base)")
+    p.add_argument("--sort", metavar="SORT", help="as the sort parameter of lists")
+    p.add_argument("--return-nulls", action="store_true", help="null attributes too (JSON forms)")
+    p.add_argument("--role", action="append", metavar="CODE",
+                   help="read with this role's permissions (repeatable; default: "
+                        "system-full-access)")
+    p.set_defaults(run=export_command)
     p = commands.add_parser("deliver", help="the webhook delivery worker (restsvc serve starts "
                                             "one unless svc.webhooks.deliver-in-serve is false)")
     p.add_argument("--parent", type=int, help=argparse.SUPPRESS)    # stop when it is gone

@@ -9,6 +9,7 @@ from werkzeug.datastructures import EnvironHeaders, Headers, ImmutableMultiDict
 from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
+from . import db
 from .data.access import Access, access_for
 from .data.bound import DataAccess
 from .bodies import form_pairs
@@ -313,6 +314,17 @@ def content_disposition(disposition, file_name):
     fallback = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in letters)
     return (f'{disposition}; filename="{fallback}"; '
             f"filename*=UTF-8''{quote(file_name, safe='')}")
+
+
+def releasing(chunks, database):
+    """A streamed body is read from the database while the response is sent,
+    after the request itself has ended: give the connection back when it
+    ends, also when the client goes away."""
+    try:
+        yield from chunks
+    finally:
+        chunks.close()
+        db.release(database)
 
 
 # Never kept by a cache: OAuth answers (RFC 6749 5.1, 5.2) and every error.

@@ -14,6 +14,7 @@ from ..jsonio import RawJson, loads, raw_array
 from ..model.datatypes import NumberOutOfBounds
 from ..web import (empty_response, json_response, list_response, location_url, next_page_url,
                    query_bool, query_int, whole_number)
+from .export import export_form, export_response
 from .replay import idempotent, wrote
 
 BASE = "/rest/entities/<entity_name>"
@@ -40,11 +41,18 @@ def _listed(ctx, rows, total, cursor):
                          next_page_url(ctx.request, ctx.app.settings.public_url, cursor))
 
 
+def _answer(ctx, meta, plan, filter_spec, page):
+    """The page of a list or search, or every row as an export when asked (api/export.py)."""
+    form = export_form(ctx.request)
+    if form is not None:
+        return export_response(ctx, form, _reader(ctx), meta, plan, filter_spec, **page)
+    return _listed(ctx, *ctx.app.data.search(_reader(ctx), meta, plan, filter_spec, **page))
+
+
 def list_entities(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
-    plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _listed(ctx, *data.search(_reader(ctx), meta, plan, **_page(ctx)))
+    return _answer(ctx, meta, data.plan(meta, ctx.request.args.get("fetchPlan")), None, _page(ctx))
 
 
 def load_entity(ctx, entity_name, entity_id):
@@ -105,7 +113,7 @@ def search_get(ctx, entity_name):
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _listed(ctx, *data.search(_reader(ctx), meta, plan, _url_filter(ctx), **_page(ctx)))
+    return _answer(ctx, meta, plan, _url_filter(ctx), _page(ctx))
 
 
 def search_post(ctx, entity_name):
@@ -113,9 +121,8 @@ def search_post(ctx, entity_name):
     meta = data.entity(entity_name)
     body = _search_body(ctx)
     plan = data.plan(meta, body.get("fetchPlan"))
-    return _listed(ctx, *data.search(
-        _reader(ctx), meta, plan, body["filter"], sort=_typed(body, "sort", str),
-        limit=_count(body, "limit"), offset=_count(body, "offset"),
+    return _answer(ctx, meta, plan, body["filter"], dict(
+        sort=_typed(body, "sort", str), limit=_count(body, "limit"), offset=_count(body, "offset"),
         after=_typed(body, "after", str) or ctx.request.args.get("after"),
         return_nulls=bool(_typed(body, "returnNulls", bool)),
         return_count=bool(_typed(body, "returnCount", bool))))

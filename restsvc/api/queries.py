@@ -6,6 +6,7 @@ from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..data.queries import query_string_values
 from ..errors import BadRequest
 from ..web import json_response, list_response, next_page_url, query_bool, query_int
+from .export import export_form, export_response
 
 BASE = "/rest/queries/<entity_name>"
 
@@ -32,6 +33,14 @@ def _query_and_values(ctx, entity_name, query_name):
 def run_query(ctx, entity_name, query_name):
     query, values = _query_and_values(ctx, entity_name, query_name)
     args = ctx.request.args
+    form = export_form(ctx.request)
+    if form is not None:        # every row, as api/export.py streams them
+        after = args.get("after")
+        plan, spec, limit, offset = ctx.app.queries.search_of(
+            ctx.access, query, values, args.get("fetchPlan") or args.get("view"),
+            query_int(ctx.request, "limit"), query_int(ctx.request, "offset"), after)
+        return export_response(ctx, form, ctx.access, query.entity, plan, spec, None, limit,
+                               offset, after, query_bool(ctx.request, "returnNulls"))
     rows, total, cursor = ctx.app.queries.run(
         ctx.access, query, values, fetch_plan=args.get("fetchPlan") or args.get("view"),
         limit=query_int(ctx.request, "limit"), offset=query_int(ctx.request, "offset"),

@@ -8,11 +8,10 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 from werkzeug.wsgi import wrap_file
 
-from .. import db
 from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..errors import BadRequest, Forbidden
 from ..security.scopes import checks
-from ..web import NO_STORE, content_disposition, json_response
+from ..web import NO_STORE, content_disposition, json_response, releasing
 
 BASE = "/rest/reports"
 
@@ -60,19 +59,8 @@ def run_report(ctx, report_id):
         headers["Content-Length"] = str(document.size)
         content = wrap_file(ctx.request.environ, document.file)
     else:
-        content = _releasing(document.chunks, ctx.app.database)
+        content = releasing(document.chunks, ctx.app.database)
     return Response(content, headers=headers, direct_passthrough=True)
-
-
-def _releasing(chunks, database):
-    """CSV chunks are read from the database while the response is sent, after
-    the request itself has ended: give the connection back when they end,
-    also when the client goes away."""
-    try:
-        yield from chunks
-    finally:
-        chunks.close()
-        db.release(database)
 
 
 @checks("reports.rest.enabled")

@@ -127,12 +127,7 @@ class DataManager:
         otherwise) and, when ``limit`` was given and more rows follow, the
         cursor of the next page (None otherwise). ``after``: a cursor from
         an earlier page of the same entity, sort and filter."""
-        key = None
-        if after is not None:
-            if offset:
-                raise BadRequest("Invalid parameter value",
-                                 "Parameters after and offset cannot be used together")
-            key = self.cursors.key(after, meta, sort, filter_spec)
+        key = self.after_key(after, offset, meta, sort, filter_spec)
         # One row more than asked for: whether a next page exists.
         rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset, key,
                                  spare=int(limit is not None), raw=plan is not None)
@@ -148,6 +143,15 @@ class DataManager:
         if flat:
             return write_flat(meta, rows, plan, access.permissions, return_nulls), total, cursor
         return write_entities(meta, rows, plan, access.permissions, return_nulls), total, cursor
+
+    def after_key(self, after, offset, meta, sort, filter_spec):
+        """The sort key of a cursor from a request (None without one)."""
+        if after is None:
+            return None
+        if offset:
+            raise BadRequest("Invalid parameter value",
+                             "Parameters after and offset cannot be used together")
+        return self.cursors.key(after, meta, sort, filter_spec)
 
     def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
                after=None, spare=0, raw=False):

@@ -21,6 +21,7 @@ from .rowwriters import shows_reference
 from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
+RESPONSE_TOO_LARGE = "Response too large"    # the error of an answer beyond its entity budget
 
 
 def loading_plan(plan):
@@ -92,7 +93,7 @@ class Budget:
             raise self.exceeded()
 
     def exceeded(self):
-        return BadRequest("Response too large",
+        return BadRequest(RESPONSE_TOO_LARGE,
                           f"The answer would hold more than {self.limit} entities "
                           "(svc.rest.max-response-entities); ask for fewer rows or a "
                           "smaller fetch plan")

@@ -166,14 +166,21 @@ class PredefinedQueries:
         the next page's cursor (DataManager.search).
         Request limit/offset win over the query's; without both, the maximum
         fetch size applies (and caps both). ``after``: a cursor, as for searches."""
+        plan, search_filter, limit, offset = self.search_of(access, query, raw_values, fetch_plan,
+                                                            limit, offset, after)
+        return self.data.search(access, query.entity, plan, search_filter, limit=limit,
+                                offset=offset, return_nulls=return_nulls,
+                                return_count=return_count, after=after)
+
+    def search_of(self, access, query, raw_values, fetch_plan=None, limit=None, offset=None,
+                  after=None):
+        """(plan, filter, limit, offset) of a run: what ``run`` searches, and
+        what an export of the query reads (api/export.py)."""
         plan = _named_plan(query.entity, fetch_plan or query.fetch_plan)
         search_filter = query.search_filter(query.bind(raw_values), access)
-        return self.data.search(
-            access, query.entity, plan, search_filter,
-            limit=limit if limit is not None else query.limit,
-            # A cursor continues where the query's own offset started.
-            offset=offset if offset is not None or after is not None else query.offset,
-            return_nulls=return_nulls, return_count=return_count, after=after)
+        # A cursor continues where the query's own offset started.
+        return (plan, search_filter, limit if limit is not None else query.limit,
+                offset if offset is not None or after is not None else query.offset)
 
     def count(self, access, query, raw_values):
         return self.data.count(access, query.entity,

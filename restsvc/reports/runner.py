@@ -112,7 +112,7 @@ class Run:
     # -- columns -------------------------------------------------------------
     def columns(self, template_band):
         if template_band.band.entity is None:
-            return [OutputColumn(c.caption or c.path[-1], _values(_walker(c.path)),
+            return [OutputColumn(c.caption or c.path[-1], column_values(walker(c.path)),
                                  values.python_text, "auto", c.format)
                     for c in template_band.columns]
         built = (self._entity_column(c) for c in template_band.columns)
@@ -125,16 +125,16 @@ class Run:
             return None
         last = path[-1]
         caption = column.caption or self.captions(f"{last.owner.name}.{last.name}")
-        walk = _walker(tuple(prop.name for prop in path))
+        walk = walker(tuple(prop.name for prop in path))
         if last.is_reference:
-            return OutputColumn(caption, _values(walk, instance_namer(last.target, permissions)),
+            return OutputColumn(caption, column_values(walk, instance_namer(last.target, permissions)),
                                 guarded_text, "string")
         if last.meta_enum is not None:
             captions = {m: self.captions(f"{last.meta_enum.name}.{m.name}")
                         for m in last.meta_enum.enum_class}
             return OutputColumn(caption, lambda batch: list(map(captions.get, map(walk, batch))),
                                 guarded_text, "string")
-        return OutputColumn(caption, _values(walk), values.text_form(last), values.cell_kind(last),
+        return OutputColumn(caption, column_values(walk), values.text_form(last), values.cell_kind(last),
                             column.format or values.decimal_format(last))
 
 
@@ -151,7 +151,7 @@ def may_view(permissions: "Permissions", path: "tuple[MetaProperty, ...]") -> bo
     return True
 
 
-def _walker(names):
+def walker(names):
     """row -> the value at a key path through nested dicts (None when absent)."""
     if len(names) == 1:
         return operator.methodcaller("get", names[0])
@@ -171,7 +171,7 @@ def _walker(names):
     return walk
 
 
-def _values(walk, convert=None):
+def column_values(walk, convert=None):
     """batch -> the column's values: ``walk`` of each row, then ``convert``
     of the values that are not None."""
     if convert is None:
@@ -197,11 +197,20 @@ def _batched(rows):
 def csv_chunks(columns, batches):
     """The CSV document a batch at a time: a header of captions, then one
     line per row, as UTF-8 bytes."""
+    return csv_lines([c.caption for c in columns],
+                     (zip(*[column.texts(column.values(batch)) for column in columns])
+                      for batch in batches))
+
+
+def csv_lines(header, row_batches):
+    """RFC 4180 CSV as UTF-8 bytes, a batch of rows (sequences of cell texts,
+    None for empty) at a time: the header (guarded) on line 1, CRLF line ends,
+    cells quoted when they hold a comma, quote or line break."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow([guarded_text(c.caption) for c in columns])
-    for batch in batches:
-        writer.writerows(zip(*[column.texts(column.values(batch)) for column in columns]))
+    writer.writerow([guarded_text(caption) for caption in header])
+    for rows in row_batches:
+        writer.writerows(rows)
         yield buffer.getvalue().encode("utf-8")
         buffer.seek(0)
         buffer.truncate()
