@@ -4,26 +4,14 @@ import argparse
 import getpass
 import sys
 
-from .errors import ApiError, ImportRefused
+from .clibase import CommandError, app_of
+from .datacommands import add_data_commands
+from .errors import ApiError
 from .settings import SettingsError, load_settings
 
 
 # What ``restsvc serve`` runs, for a gunicorn started by hand (restsvc/wsgi.py).
 WSGI_COMMAND = "gunicorn -c python:restsvc.gunicorn_config restsvc.wsgi:app"
-
-
-class CommandError(Exception):
-    """A command that cannot do what was asked; the message says why."""
-
-
-def _app(args, init_schema=None, check_schema=True, announce=False):
-    """The app of the settings; only ``serve`` logs the start-up summary."""
-    from .app import RestApp
-    settings = load_settings(args.config)
-    if init_schema is not None:
-        from dataclasses import replace
-        settings = replace(settings, init_schema=init_schema)
-    return RestApp(settings, check_schema=check_schema, announce=announce)
 
 
 def serve(args):
@@ -34,7 +22,7 @@ def serve(args):
     from . import gunicorn_config as defaults
 
     # Schema and demo data are prepared once here, before the workers fork.
-    app = _app(args, announce=True)
+    app = app_of(args, announce=True)
     settings = app.settings
     supervisor = None
     if settings.webhooks_deliver_in_serve:
@@ -79,7 +67,7 @@ def serve(args):
 
         def load(self):
             # The master said what it prepared (above); workers say nothing again.
-            return _app(args)
+            return app_of(args)
 
     try:
         Server().run()
@@ -89,13 +77,13 @@ def serve(args):
 
 
 def initdb(args):
-    app = _app(args, init_schema=False, check_schema=False)
+    app = app_of(args, init_schema=False, check_schema=False)
     app.init_schema(demo_data=False)
     print(f"schema ready: {app.settings.database_url}")
 
 
 def demo_data(args):
-    app = _app(args, init_schema=False, check_schema=False)
+    app = app_of(args, init_schema=False, check_schema=False)
     app.init_schema(demo_data=True)
     print("demo data ready")
 
@@ -105,26 +93,14 @@ def migrate_command(args):
     if args.lock_timeout < 0:
         raise CommandError("migrate: --lock-timeout must not be negative")
     try:
-        return command.run(_app(args, init_schema=False, check_schema=False), args, print)
+        return command.run(app_of(args, init_schema=False, check_schema=False), args, print)
     except command.CommandFailed as exc:
         raise CommandError(str(exc)) from None
 
 
-def backup_command(args):
-    from . import backup
-    from .backup import command
-    app = _app(args, init_schema=False, check_schema=False)
-    try:
-        if args.command == "backup":
-            return command.backup(app, args.output or command.default_output(), print)
-        return command.restore(app, args.file, print)
-    except (backup.BackupError, OSError) as exc:
-        raise CommandError(f"{args.command}: {exc}") from None
-
-
 def history_command(args):
     from .data.history import prune
-    app = _app(args)
+    app = app_of(args)
     retention = app.settings.history_retention
     if not retention:
         print("svc.history.retention is not set: history is kept forever, nothing pruned")
@@ -138,7 +114,7 @@ def events_command(args):
     from .events.outbox import prune
     if args.batch_size < 1:
         raise CommandError("events prune: --batch-size must be at least 1")
-    app = _app(args)
+    app = app_of(args)
     removed = prune(app.database, app.settings.events_retention, args.batch_size)
     print(f"events removed: {removed}")
     return 0
@@ -148,67 +124,10 @@ def deliver_command(args):
     from .events.delivery import block_stop_signals, run_process
     from .events.webhooks import sync_settings
     block_stop_signals()        # before the application starts threads: they inherit it
-    app = _app(args)
+    app = app_of(args)
     sync_settings(app.database, app.metadata, app.settings.webhooks,
                   app.settings.webhooks_allow_private)
     return run_process(app.settings, app.database, args.parent)
-
-
-def import_command(args):
-    """Import a CSV or NDJSON file as the service itself (full access)."""
-    import json
-    from .data.access import NO_USER_ID, SERVICE_NAME, Access
-    from .data.imports import ImportOptions, import_rows
-    app = _app(args)
-    fmt = args.format or ("csv" if args.file.lower().endswith(".csv") else "ndjson")
-    access = Access(app.metadata, app.roles.permissions(("system-full-access",)),
-                    {"username": SERVICE_NAME, "userId": NO_USER_ID}, app.database,
-                    app.data.sql_cache)
-    options = ImportOptions(fmt, args.mode, args.partial, args.dry_run,
-                            app.settings.import_max_errors)
-    try:
-        with open(args.file, "rb") as file:
-            report = import_rows(access, app.data.entity(args.entity),
-                                 iter(lambda: file.read(1 << 16), b""), options,
-                                 app.settings.max_bulk_size)
-    except OSError as exc:
-        raise CommandError(f"import: cannot read {args.file}: {exc.strerror}") from None
-    except ImportRefused as exc:
-        print(json.dumps(exc.body(), indent=2), file=sys.stderr)
-        return 1
-    print(json.dumps(report.body(options), indent=2))
-    return 0
-
-
-def export_command(args):
-    """Every row of an entity (matching ``--filter``) to stdout, as the
-    Entities API exports it, with the permissions of ``--role`` (default:
-    system-full-access)."""
-    from .data.access import NO_USER_ID, SERVICE_NAME, Access
-    from .data.export import Export
-    from .exports import export_chunks
-    from .jsonio import loads
-    app = _app(args)
-    data = app.data
-    meta = data.entity(args.entity)
-    try:
-        spec = None if args.filter is None else loads(args.filter)
-    except ValueError as exc:
-        raise CommandError(f"export: --filter is not valid JSON: {exc}") from None
-    resource, row_level = app.roles.split(args.role or ["system-full-access"])
-    unknown = set(args.role or ()) - set(resource) - set(row_level)
-    if unknown:
-        raise CommandError(f"export: unknown role {', '.join(sorted(unknown))}")
-    access = Access(app.metadata, app.roles.permissions(resource, row_level),
-                    {"username": SERVICE_NAME, "userId": NO_USER_ID}, app.database,
-                    data.sql_cache)
-    export = Export(meta, data.plan(meta, args.fetch_plan), spec, args.sort or "",
-                    return_nulls=args.return_nulls)
-    out = sys.stdout.buffer
-    for chunk in export_chunks(data, access, export, args.format):
-        out.write(chunk)
-    out.flush()
-    return 0
 
 
 def routes(args):
@@ -281,7 +200,7 @@ def user_command(args):
     """Every change goes through the same User hooks as a REST change, so
     disabling a user (or a new password) revokes its tokens at once."""
     from . import db
-    app = _app(args)
+    app = app_of(args)
     try:
         if args.action == "add":
             password = _read_secret("password: ", args.password_stdin, confirm=True)
@@ -317,7 +236,7 @@ def main(argv=None):
         description=f"Run the service under gunicorn. The same application under a "
                     f"gunicorn (or any WSGI server) started by hand, from any folder: "
                     f"{WSGI_COMMAND} (settings from $RESTSVC_CONFIG, default "
-                    f"config/restsvc.yaml); an embedding host calls restsvc.create_app().")
+                    f"config/restsvc.yaml); an embedding host calls restsvc.createapp_of().")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--workers", type=int, default=defaults.workers)
@@ -351,26 +270,8 @@ def main(argv=None):
     p.add_argument("--no-backup", action="store_true",
                    help="SQLite: no backup copy before a table rebuild")
     p.set_defaults(run=migrate_command)
-    p = commands.add_parser("backup", help="an online backup of the database and the fs file "
-                                           "storage into one owner-only file")
-    p.add_argument("--output", metavar="FILE", help="the archive to write (.tar, or .tar.gz "
-                   "compressed; default: restsvc-backup-<UTC time>.tar)")
-    p.set_defaults(run=backup_command)
-    p = commands.add_parser("restore", help="a backup into an empty database and file storage")
-    p.add_argument("file", metavar="FILE", help="the archive restsvc backup wrote")
-    p.set_defaults(run=backup_command)
+    add_data_commands(commands)
     commands.add_parser("routes", help="print the URL table").set_defaults(run=routes)
-    p = commands.add_parser("import", help="import a CSV or NDJSON file of one entity "
-                                           "(all rows or none; the manual's \"Import\")")
-    p.add_argument("entity", metavar="ENTITY")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--format", choices=("csv", "ndjson"),
-                   help="default: csv for a FILE ending in .csv, else ndjson")
-    p.add_argument("--mode", default="create", choices=("create", "upsert", "upsertByKey"),
-                   help="create rows, upsert by id, or upsert by the natural key")
-    p.add_argument("--partial", action="store_true", help="keep the good rows")
-    p.add_argument("--dry-run", action="store_true", help="check every row, write nothing")
-    p.set_defaults(run=import_command)
     p = commands.add_parser("bundle", help="one file with the application, its settings and "
                                            "dependencies: python FILE serve (restsvc/docs/"
                                            "operations.md \"One-file deployment\")")
@@ -395,18 +296,6 @@ def main(argv=None):
         p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
                        help="rows removed per transaction (default: 1000)")
         p.set_defaults(run=run)
-    p = commands.add_parser("export", help="every row of an entity as CSV, NDJSON or a JSON "
-                                           "array to stdout (README \"Data in and out\")")
-    p.add_argument("entity", metavar="ENTITY")
-    p.add_argument("--filter", metavar="JSON", help="a search filter, as /search takes it")
-    p.add_argument("--format", choices=("csv", "ndjson", "json"), default="csv")
-    p.add_argument("--fetch-plan", metavar="PLAN", help="a fetch plan (default: _base)")
-    p.add_argument("--sort", metavar="SORT", help="as the sort parameter of lists")
-    p.add_argument("--return-nulls", action="store_true", help="null attributes too (JSON forms)")
-    p.add_argument("--role", action="append", metavar="CODE",
-                   help="read with this role's permissions (repeatable; default: "
-                        "system-full-access)")
-    p.set_defaults(run=export_command)
     p = commands.add_parser("deliver", help="the webhook delivery worker (restsvc serve starts "
                                             "one unless svc.webhooks.deliver-in-serve is false)")
     p.add_argument("--parent", type=int, help=argparse.SUPPRESS)    # stop when it is gone
