@@ -236,6 +236,11 @@ class RestApp:
                                self.settings.available_locales)
         return lambda key: self.messages.text(key, locale)
 
+    def match(self, path, method):
+        """(rule, arguments) of the route table for ``path`` and ``method``;
+        raises Werkzeug's 404 or 405 (a batch's operations are routed so)."""
+        return self._match(path, method)
+
     def _match(self, path, method):
         """The router's match (router.py), with recent answers kept: a matched
         path costs a dict lookup the next time (bounded, so odd paths cannot

@@ -77,6 +77,8 @@ _KEYS = {
     "svc.rest.max-fetch-plan-depth": ("max_fetch_plan_depth", parse.positive_int, 6),
     "svc.rest.max-response-entities": ("max_response_entities", parse.positive_int, 100_000),
     "svc.rest.max-bulk-size": ("max_bulk_size", parse.positive_int, 1000),
+    "svc.rest.max-change-rows": ("max_change_rows", parse.positive_int, 1000),
+    "svc.rest.max-batch-operations": ("max_batch_operations", parse.positive_int, 100),
     "svc.reports.dir": ("reports_dir", parse.text, "reports"),
     "svc.reports.max-rows": ("reports_max_rows", parse.positive_int, 1_000_000),
     "svc.resource-server.authenticated-url-patterns": (
@@ -142,6 +144,8 @@ class Settings:
     max_fetch_plan_depth: int
     max_response_entities: int
     max_bulk_size: int
+    max_change_rows: int
+    max_batch_operations: int
     reports_dir: str
     reports_max_rows: int
     authenticated_url_patterns: tuple
