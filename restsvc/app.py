@@ -7,7 +7,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
 
 from . import db, schema
-from .api import all_rules, oauth, replay, signin
+from .api import all_rules, batch, oauth, replay, signin
 from .api.docs import documents
 from .application import import_application
 from .bodies import limit_body
@@ -58,8 +58,9 @@ log = logging.getLogger("restsvc")
 BUILT_IN_ENTITIES = (User, HistoryItem)
 BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest,
                    ChangeEvent, WebhookSubscription, WebhookDelivery)
-# Sign-in requests are held by the sign-in limits, not by quotas.
-_UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
+# Sign-in requests are held by the sign-in limits, not by quotas; a batch
+# counts itself and each of its operations (api/batch.py).
+_UNMETERED = frozenset([*(rule.endpoint for rule in oauth.rules + signin.rules), batch.run_batch])
 
 
 class RestApp:

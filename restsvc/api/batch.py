@@ -77,20 +77,23 @@ class _Operation:
 
 @idempotent
 def run_batch(ctx: Context) -> Response:
+    quotas = ctx.app.quotas
+    # The batch counts as one request (the app leaves it to this handler),
+    # then each operation as one more: the answer's RateLimit-* are the last.
+    limits = quotas.check(ctx.principal) if quotas is not None else None
     operations = _operations(read_json_body(ctx.request), ctx.app.settings.max_batch_operations)
     lookup = _messages(ctx)
     for operation in operations:
         _failing(operation.index, lookup, _route, ctx, operation)
-    quotas = ctx.app.quotas
     if quotas is not None:
         for operation in operations:
-            _failing(operation.index, lookup, quotas.check, operation.principal)
+            limits = _failing(operation.index, lookup, quotas.check, operation.principal)
     results: list[dict[str, Any]] = []
     with write_transaction(ctx.app.database):
         for operation in operations:
             results.append(_run(ctx, operation, results, lookup))
     wrote(ctx.request)
-    response: Response = json_response({"results": results})
+    response: Response = json_response({"results": results}, headers=limits)
     return response
 
 

@@ -37,7 +37,7 @@ def run_batch() -> dict[str, Any]:
     statuses["400"] = {"description": "A malformed batch, or the failed operation's 400",
                        "content": {"application/json": {"schema": {
                            "anyOf": [ref("error"), _FAILED]}}}}
-    return operation("Run several writes in one transaction", ENTITIES, {
+    described: dict[str, Any] = operation("Run several writes in one transaction", ENTITIES, {
         **ok("Every operation's answer, in order",
              {"type": "object", "required": ["results"],
               "properties": {"results": {"type": "array", "items": _RESULT}}}),
@@ -47,3 +47,4 @@ def run_batch() -> dict[str, Any]:
                                                       "items": _OPERATION}}},
                        "At most svc.rest.max-batch-operations operations (100 by default)"),
         description=_DESCRIPTION)
+    return described
