@@ -126,36 +126,37 @@ def _op(path=CUSTOMERS, method="POST", body=None):
     return {"method": method, "path": path, "body": body or {"name": "Bad Batch"}}
 
 
-@pytest.mark.parametrize("body, status, error", [
-    ([_op()], 400, "Malformed request JSON data structure"),
-    ({"operations": []}, 400, "Malformed request JSON data structure"),
-    ({"operations": "x"}, 400, "Malformed request JSON data structure"),
-    ({"operations": [_op(), 5]}, 400, "Invalid batch operation"),
-    ({"operations": [_op(), {**_op(), "headers": {}}]}, 400, "Invalid batch operation"),
-    ({"operations": [_op(), _op(method="GET")]}, 400, "Invalid batch operation"),
-    ({"operations": [_op(), _op(path="rest/entities/Customer")]}, 400, "Invalid batch operation"),
-    ({"operations": [_op(), _op(path=7)]}, 400, "Invalid batch operation"),
-    ({"operations": [_op(path=f"{CUSTOMERS}/${{0.id}}", method="PUT")]}, 400,
-     "Invalid batch operation"),
-    ({"operations": [_op(), _op(path=f"{CUSTOMERS}/${{5.id}}", method="PUT")]}, 400,
-     "Invalid batch operation"),
-    ({"operations": [_op(), _op(path="/rest/batch")]}, 400, "Batch operation failed"),
-    ({"operations": [_op(), _op(path="/rest/user-session/locale", method="PUT")]}, 400,
-     "Batch operation failed"),
-    ({"operations": [_op(), _op(path="/rest/nowhere")]}, 404, "Batch operation failed"),
-    ({"operations": [_op(), _op(path="/rest/entities/Customer/search/count", method="PUT")]}, 405,
-     "Batch operation failed"),
-    ({"operations": [_op(), _op(path="/rest/entities/Nope")]}, 404, "Batch operation failed"),
-    ({"operations": [_op(), _op(body=[1])]}, 400, "Batch operation failed"),
-    ({"operations": [_op(path=f"{CUSTOMERS}/{demo_id('customer', 9)}", method="DELETE"),
-                     _op(path=f"{CUSTOMERS}/${{0.id}}", method="PUT")]}, 400,
-     "Batch operation failed"),
+@pytest.mark.parametrize("body, status, index", [
+    ([_op()], 400, None),
+    ({"operations": []}, 400, None),
+    ({"operations": "x"}, 400, None),
+    ({"operations": [_op(), 5]}, 400, 1),
+    ({"operations": [_op(), {**_op(), "headers": {}}]}, 400, 1),
+    ({"operations": [_op(), _op(method="GET")]}, 400, 1),
+    ({"operations": [_op(), _op(path="rest/entities/Customer")]}, 400, 1),
+    ({"operations": [_op(), _op(path=7)]}, 400, 1),
+    ({"operations": [_op(path=f"{CUSTOMERS}/${{0.id}}", method="PUT")]}, 400, 0),
+    ({"operations": [_op(), _op(path=f"{CUSTOMERS}/${{5.id}}", method="PUT")]}, 400, 1),
+    ({"operations": [_op(), _op(path="/rest/batch")]}, 400, 1),
+    ({"operations": [_op(), _op(path="/rest/user-session/locale", method="PUT")]}, 400, 1),
+    ({"operations": [_op(), _op(path="/rest/nowhere")]}, 404, 1),
+    ({"operations": [_op(), _op(path="/rest/entities/Customer/search/count", method="PUT")]},
+     405, 1),
+    ({"operations": [_op(), _op(path="/rest/entities/Nope")]}, 404, 1),
+    ({"operations": [_op(), _op(body=[1])]}, 400, 1),
+    ({"operations": [_op(), _op(path=f"{CUSTOMERS}/{demo_id('customer', 9)}", method="DELETE"),
+                     _op(path=f"{CUSTOMERS}/${{1.id}}", method="PUT")]}, 400, 2),
 ])
-def test_bad_batches_are_clear_4xx_and_keep_nothing(app, client, auth, body, status, error):
+def test_bad_batches_are_clear_4xx_and_keep_nothing(app, client, auth, body, status, index):
     traces = _traces(app)
     response = client.post("/rest/batch", json=body, headers=auth)
     assert response.status_code == status, response.json
-    assert response.json["error"] == error
+    if index is None:
+        assert response.json["error"] == "Malformed request JSON data structure"
+    else:
+        assert response.json["error"] == "Batch operation failed"
+        assert response.json["index"] == index
+        assert response.json["operation"]["error"]
     assert _named(client, auth, "Bad Batch") == []
     assert _traces(app) == traces
 

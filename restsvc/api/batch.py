@@ -81,8 +81,9 @@ def run_batch(ctx: Context) -> Response:
     # The batch counts as one request (the app leaves it to this handler),
     # then each operation as one more: the answer's RateLimit-* are the last.
     limits = quotas.check(ctx.principal) if quotas is not None else None
-    operations = _operations(read_json_body(ctx.request), ctx.app.settings.max_batch_operations)
     lookup = _messages(ctx)
+    operations = _operations(read_json_body(ctx.request), ctx.app.settings.max_batch_operations,
+                             lookup)
     for operation in operations:
         _failing(operation.index, lookup, _route, ctx, operation)
     if quotas is not None:
@@ -113,7 +114,7 @@ def _failing(index: int, lookup: Callable[[str], str | None], step: Callable[...
         raise BatchFailed(index, exc, localized_body(exc, lookup)) from None
 
 
-def _operations(body: Any, limit: int) -> list[_Operation]:
+def _operations(body: Any, limit: int, lookup: Callable[[str], str | None]) -> list[_Operation]:
     """The operations of a batch body, each checked for its shape."""
     items = body.get("operations") if isinstance(body, dict) else None
     if not isinstance(items, list) or not items:
@@ -123,7 +124,7 @@ def _operations(body: Any, limit: int) -> list[_Operation]:
     if len(items) > limit:
         raise PayloadTooLarge("Too many operations", f"A batch may hold at most {limit} "
                               "operations (svc.rest.max-batch-operations)")
-    return [_operation(index, item) for index, item in enumerate(items)]
+    return [_failing(index, lookup, _operation, index, item) for index, item in enumerate(items)]
 
 
 def _operation(index: int, item: Any) -> _Operation:
