@@ -8,7 +8,7 @@ one entity or one query, so both documents describe every operation once.
 """
 from ..data.query import MAX_SORT_TERMS
 from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
-from .schemas import INTEGER, STRING, array, ref
+from .schemas import INTEGER, STRING, array, nullable, ref
 
 ENTITIES, QUERIES, FILES = "Entities", "Queries", "Files"
 AUTH, METADATA, MESSAGES, SESSION, DOCS = (
@@ -226,10 +226,11 @@ def count_query_post(t):
 
 def _change_body(t, values):
     properties = {"filter": ref("filter"),
-                  "maxRows": {"type": "integer", "minimum": 1, "maximum": t.max_change_rows,
-                              "description": "The most rows this request may change (default "
-                                             f"and at most {t.max_change_rows}); more matching "
-                                             "rows are 409, nothing changed"}}
+                  "maxRows": nullable({
+                      "type": "integer", "minimum": 1, "maximum": t.max_change_rows,
+                      "description": f"The most rows this request may change (null or left "
+                                     f"out: {t.max_change_rows}, also the most it may name); "
+                                     "more matching rows are 409, nothing changed"})}
     if values:
         properties["values"] = {**t.entity_update, "description": "The attributes to set on "
                                 "every matching row (not id or version)"}
