@@ -7,7 +7,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
 
 from . import db, schema
-from .api import all_rules, oauth, replay, signin
+from .api import all_rules, batch, oauth, replay, signin
 from .api.docs import documents
 from .application import Application, import_application
 from .bodies import limit_body
@@ -59,8 +59,9 @@ log = logging.getLogger("restsvc")
 BUILT_IN_ENTITIES = (User, HistoryItem)
 BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest,
                    ChangeEvent, WebhookSubscription, WebhookDelivery)
-# Sign-in requests are held by the sign-in limits, not by quotas.
-_UNMETERED = frozenset(rule.endpoint for rule in oauth.rules + signin.rules)
+# Sign-in requests are held by the sign-in limits, not by quotas; a batch
+# counts itself and each of its operations (api/batch.py).
+_UNMETERED = frozenset([*(rule.endpoint for rule in oauth.rules + signin.rules), batch.run_batch])
 
 
 def load_model(application: Application) -> tuple[Metadata, RoleRegistry]:
@@ -262,6 +263,11 @@ class RestApp:
         locale = caller_locale(request, getattr(request, "principal", None),
                                self.settings.available_locales)
         return lambda key: self.messages.text(key, locale)
+
+    def match(self, path, method):
+        """(rule, arguments) of the route table for ``path`` and ``method``;
+        raises Werkzeug's 404 or 405 (a batch's operations are routed so)."""
+        return self._match(path, method)
 
     def _match(self, path, method):
         """The router's match (router.py), with recent answers kept: a matched

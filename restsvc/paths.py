@@ -30,7 +30,7 @@ REST_SEGMENTS = {
 }
 # Under the base path, not configurable (as in the reference).
 FIXED_SEGMENTS = {"version": "/version", "reports": "/reports", "events": "/events",
-                  "webhooks": "/webhooks"}
+                  "webhooks": "/webhooks", "batch": "/batch"}
 SETTINGS = {"svc.rest.base-path": ("base", REST_BASE),
             **REST_SEGMENTS, "svc.authserver.base-path": ("auth", AUTH_BASE)}
 

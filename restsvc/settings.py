@@ -82,6 +82,8 @@ _KEYS = {
     "svc.rest.max-bulk-size": ("max_bulk_size", parse.positive_int, 1000),
     "svc.rest.import-max-size": ("import_max_size", parse.size, 100 << 20),
     "svc.rest.import-max-errors": ("import_max_errors", parse.positive_int, 100),
+    "svc.rest.max-change-rows": ("max_change_rows", parse.positive_int, 1000),
+    "svc.rest.max-batch-operations": ("max_batch_operations", parse.positive_int, 100),
     "svc.reports.dir": ("reports_dir", parse.text, "reports"),
     "svc.reports.max-rows": ("reports_max_rows", parse.positive_int, 1_000_000),
     "svc.resource-server.authenticated-url-patterns": (
@@ -149,6 +151,8 @@ class Settings:
     max_bulk_size: int
     import_max_size: int
     import_max_errors: int
+    max_change_rows: int
+    max_batch_operations: int
     reports_dir: str
     reports_max_rows: int
     authenticated_url_patterns: tuple

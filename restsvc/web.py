@@ -66,9 +66,9 @@ class Request(WerkzeugRequest):
     body_limit = None       # bytes, once limit_body has capped the body
     # Set by the app while answering, read by logs and metrics: the matched
     # rule's template, the caller, the error code of an error answer.
-    route = None
-    principal = None
-    error = None
+    route: str | None = None
+    principal: "Principal | None" = None
+    error: str | None = None
 
     def __init__(self, environ, populate_request=False, shallow=False):
         # No super().__init__() (see the class docstring); never stored in the

@@ -73,7 +73,8 @@ def test_rules_the_router_cannot_read_are_left_to_werkzeug():
         "/x/search", "GET", return_rule=True))
 
 
-@pytest.mark.parametrize("path", ["/rest/entities/Customer/search", "/rest/entities/Customer/1"])
+# (DELETE on .../search is a delete by filter since issue 39: aggregate takes GET and POST only.)
+@pytest.mark.parametrize("path", ["/rest/entities/Customer/aggregate", "/rest/entities/Customer/1"])
 def test_a_method_no_static_rule_takes_falls_back_to_the_parameter_rule(app, path):
     rule, arguments = Router(app.url_map).match(path, "DELETE")
     assert rule.rule == "/rest/entities/<entity_name>/<entity_id>"

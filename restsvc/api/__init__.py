@@ -4,11 +4,11 @@ application's custom endpoints, into one Map."""
 from werkzeug.routing import Rule
 
 from ..paths import DEFAULT_PATHS
-from . import (docs, entities, events, files, health, imports, messages, metadata, metrics, oauth,
-               queries, reports, services, session, signin, webhooks)
+from . import (batch, changes, docs, entities, events, files, health, imports, messages, metadata,
+               metrics, oauth, queries, reports, services, session, signin, webhooks)
 
-API_MODULES = (oauth, signin, entities, imports, queries, services, files, metadata, messages, session,
-               reports, events, webhooks, docs, health)
+API_MODULES = (oauth, signin, entities, imports, changes, batch, queries, services, files,
+               metadata, messages, session, reports, events, webhooks, docs, health)
 
 
 def all_rules(application, settings=None):

@@ -40,7 +40,8 @@ SOFT_DELETE = {("POST", f"{E}/<entity_id>/restore"), ("POST", f"{E}/<entity_id>/
 WRITES = {("POST", E): "create", ("PUT", E): "update", ("DELETE", E): "delete",
           ("PUT", f"{E}/<entity_id>"): "update", ("DELETE", f"{E}/<entity_id>"): "delete",
           ("POST", f"{E}/<entity_id>/restore"): "update",
-          ("POST", f"{E}/<entity_id>/purge"): "delete", ("POST", f"{E}/import"): "create"}
+          ("POST", f"{E}/<entity_id>/purge"): "delete", ("POST", f"{E}/import"): "create",
+          ("PUT", f"{E}/search"): "update", ("DELETE", f"{E}/search"): "delete"}
 TAGS = [
     ("Authentication", "OAuth 2 tokens: get, revoke, introspect"),
     ("Entities", "Generic access to every entity, under the caller's policies"),

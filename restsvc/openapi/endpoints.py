@@ -1,6 +1,7 @@
 """Operations of the routes whose shape does not depend on the model:
 authentication, files, metadata, messages, user session, documentation."""
 from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
+from .batch import run_batch
 from .events import EVENT_ENDPOINTS
 from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
 from .schemas import STRING, array, binary, named_enum, ref
@@ -290,3 +291,4 @@ ENDPOINTS = {
     ("GET", "/rest/docs/openapiDetailed.yaml"): _document("This project's OpenAPI document"),
 }
 ENDPOINTS.update(EVENT_ENDPOINTS)
+ENDPOINTS[("POST", "/rest/batch")] = run_batch

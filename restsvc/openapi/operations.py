@@ -9,7 +9,7 @@ one entity or one query, so both documents describe every operation once.
 from ..data.imports import MODES
 from ..data.query import MAX_SORT_TERMS
 from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
-from .schemas import INTEGER, STRING, array, named_enum, ref
+from .schemas import INTEGER, STRING, array, named_enum, nullable, ref
 
 ENTITIES, QUERIES, FILES = "Entities", "Queries", "Files"
 AUTH, METADATA, MESSAGES, SESSION, DOCS = (
@@ -257,12 +257,55 @@ def count_query_post(t):
         body=json_body(t.query_body, required=t.query_body_required))
 
 
+def _change_body(t, values):
+    properties = {"filter": ref("filter"),
+                  "maxRows": nullable({
+                      "type": "integer", "minimum": 1, "maximum": t.max_change_rows,
+                      "description": f"The most rows this request may change (null or left "
+                                     f"out: {t.max_change_rows}, also the most it may name); "
+                                     "more matching rows are 409, nothing changed"})}
+    if values:
+        properties["values"] = {**t.entity_update, "description": "The attributes to set on "
+                                "every matching row (not id or version)"}
+    return {"type": "object", "required": ["filter", *(["values"] if values else [])],
+            "properties": properties}
+
+
+_CHANGED = {"type": "object", "required": ["count", "dryRun"], "properties": {
+    "count": {"type": "integer", "minimum": 0,
+              "description": "The rows changed (with dryRun=true: the rows matching now)"},
+    "dryRun": {"type": "boolean"}}}
+_DRY_RUN_TEXT = "Answer the number of matching rows and write nothing"
+_CHANGE_TEXT = ("One transaction through the one write path: permissions, row rules, "
+                "validators, audit fields, history and events per row; rows are chosen and "
+                "locked in the transaction, no version check per row")
+
+
+def update_by_search(t):
+    return operation(f"Update every {t.one} a filter finds", t.tag, {
+        **ok("How many rows were (or would be) updated", _CHANGED),
+        **_entity_failures(t, "BadRequestOrInvalid", "Forbidden", "NotFound", "Conflict",
+                           "PayloadTooLarge")},
+        [flag("dryRun", _DRY_RUN_TEXT)], json_body(_change_body(t, True)),
+        description=_CHANGE_TEXT)
+
+
+def delete_by_search(t):
+    return operation(f"Delete every {t.one} a filter finds (soft delete where it has it)", t.tag, {
+        **ok("How many rows were (or would be) deleted", _CHANGED),
+        **_entity_failures(t, "BadRequest", "Forbidden", "NotFound", "Conflict",
+                           "PayloadTooLarge")},
+        [flag("dryRun", _DRY_RUN_TEXT)], json_body(_change_body(t, False)),
+        description=_CHANGE_TEXT)
+
+
 # Operations whose shape depends on an entity or a query: the detailed
 # document writes them once per entity (or query) instead of with {entityName}.
 ENTITY_OPERATIONS = {
     ("GET", E): list_entities, ("POST", E): create_entities,
     ("PUT", E): bulk_update, ("DELETE", E): bulk_delete,
     ("GET", f"{E}/search"): search_get, ("POST", f"{E}/search"): search_post,
+    ("PUT", f"{E}/search"): update_by_search, ("DELETE", f"{E}/search"): delete_by_search,
     ("GET", f"{E}/search/count"): count_get, ("POST", f"{E}/search/count"): count_post,
     ("GET", f"{E}/aggregate"): aggregate_get, ("POST", f"{E}/aggregate"): aggregate_post,
     ("GET", f"{E}/<entity_id>"): load_entity, ("PUT", f"{E}/<entity_id>"): update_entity,

@@ -31,6 +31,7 @@ class Typing:
     unknown_query: bool = True
     # A bulk delete's body: ids, or objects with an id
     entity_ids: dict = field(default_factory=lambda: ref("entityIds"))
+    max_change_rows: int = 1000     # svc.rest.max-change-rows: maxRows of changes by filter
 
     @property
     def search_body(self):
@@ -65,7 +66,8 @@ def generic_typing(settings):
         query_parameters=[{"name": "parameters", "in": "query", "style": "form", "explode": True,
                            "schema": {"type": "object", "additionalProperties": STRING},
                            "description": "The query's parameters by name"}],
-        query_body={"type": "object", "description": "The query's parameters by name"})
+        query_body={"type": "object", "description": "The query's parameters by name"},
+        max_change_rows=settings.max_change_rows)
 
 
 def entity_typing(meta, settings):
@@ -80,7 +82,7 @@ def entity_typing(meta, settings):
         {"$ref": f"#/components/schemas/entityNew_{meta.name}"},
         ref(f"entityInput_{meta.name}"), _with_id(ref(f"entityInput_{meta.name}")),
         plan, plan_body, _PLAN_TEXT if inline else "the name of a plan",
-        settings.max_fetch_size(meta.name), False,
+        settings.max_fetch_size(meta.name), False, max_change_rows=settings.max_change_rows,
         entity_ids={**array({"anyOf": [id_schema(meta), ref(reference_schema_name(meta.name))]}),
                     "description": f"{meta.name} ids, or {meta.name} references"})
 

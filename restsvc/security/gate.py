@@ -87,7 +87,7 @@ def rest_enabled_patterns(paths):
         paths.rest("user_info"), paths.rest("permissions"),
         paths.rest("user_session"), f"{paths.rest('user_session')}/locale",
         paths.rest("events"), f"{paths.rest('events')}/tickets",
-        paths.rest("webhooks"), f"{paths.rest('webhooks')}/**"))
+        paths.rest("webhooks"), f"{paths.rest('webhooks')}/**", paths.rest("batch")))
 
 
 def docs_page_patterns(paths):

@@ -1,0 +1,209 @@
+"""Changes by filter: PUT and DELETE /rest/entities/<e>/search change every
+row a filter finds, in one transaction, through the one write path; a
+guard (maxRows) bounds them, and a dry run only counts."""
+import pytest
+
+from conftest import bearer, demo_id, password_grant
+from restsvc import ResourceRole
+from restsvc.data.history import HistoryItem
+from restsvc.events import outbox
+from restsvc.events.outbox import ChangeEvent
+
+OWN_CUSTOMER = demo_id("customer", 1)
+OWN_ORDER, OTHER_ORDER = demo_id("order", 1), demo_id("order", 2)
+SEARCH = "/rest/entities/Customer/search"
+
+
+def _named(prefix):
+    return {"conditions": [{"property": "name", "operator": "startsWith", "value": prefix}]}
+
+
+def _create(client, auth, *names):
+    ids = []
+    for name in names:
+        response = client.post("/rest/entities/Customer", json={"name": name}, headers=auth)
+        assert response.status_code == 201, response.json
+        ids.append(response.json["id"])
+    return ids
+
+
+def _emails(client, auth, prefix):
+    found = client.post(SEARCH, json={"filter": _named(prefix), "fetchPlan": "_local"},
+                        headers=auth)
+    assert found.status_code == 200, found.json
+    return sorted((row["name"], row.get("email")) for row in found.json)
+
+
+def _traces(app):
+    """How many history items and change events are stored."""
+    outbox.assign(app.database)
+    return HistoryItem.select().count(), ChangeEvent.select().count()
+
+
+def test_update_by_filter_sets_the_values_on_every_matching_row_with_history_and_events(
+        app, client, auth):
+    _create(client, auth, "Bulk A", "Bulk B", "Other C")
+    history, events = _traces(app)
+    response = client.put(SEARCH, json={"filter": _named("Bulk"), "values": {"email": "b@x.example"}},
+                          headers=auth)
+    assert response.status_code == 200, response.json
+    assert response.json == {"count": 2, "dryRun": False}
+    assert _emails(client, auth, "Bulk") == [("Bulk A", "b@x.example"), ("Bulk B", "b@x.example")]
+    assert _emails(client, auth, "Other") == [("Other C", None)]
+    assert _traces(app) == (history + 2, events + 2)
+    item = client.get(f"/rest/entities/Customer/{_create(client, auth, 'x')[0]}/history",
+                      headers=auth)
+    assert item.status_code == 200
+
+
+def test_delete_by_filter_soft_deletes_the_matching_rows(app, client, auth):
+    ids = _create(client, auth, "Gone A", "Gone B")
+    history, events = _traces(app)
+    response = client.delete(SEARCH, json={"filter": _named("Gone")}, headers=auth)
+    assert response.status_code == 200, response.json
+    assert response.json == {"count": 2, "dryRun": False}
+    assert _emails(client, auth, "Gone") == []
+    for entity_id in ids:
+        kept = client.get(f"/rest/entities/Customer/{entity_id}?includeDeleted=true", headers=auth)
+        assert kept.status_code == 200 and kept.json["deletedDate"]
+    assert _traces(app) == (history + 2, events + 2)
+
+
+def test_a_change_over_the_guard_is_409_naming_the_count_and_changes_nothing(app, client, auth):
+    _create(client, auth, "Many A", "Many B", "Many C")
+    traces = _traces(app)
+    for method in (client.put, client.delete):
+        response = method(SEARCH, json={"filter": _named("Many"), "values": {"email": "m@x.example"},
+                                        "maxRows": 2}, headers=auth)
+        assert response.status_code == 409, response.json
+        assert response.json["error"] == "Too many rows"
+        assert "matches 3 rows" in response.json["details"]
+        assert "at most 2" in response.json["details"]
+    assert _emails(client, auth, "Many") == [("Many A", None), ("Many B", None), ("Many C", None)]
+    assert _traces(app) == traces
+
+
+def test_the_guard_defaults_to_the_setting_which_also_bounds_max_rows(make_app):
+    from werkzeug.test import Client
+    from conftest import get_token
+    client = Client(make_app({"svc.rest.max-change-rows": 2}))
+    auth = bearer(get_token(client))
+    _create(client, auth, "Cap A", "Cap B", "Cap C")
+    over = client.put(SEARCH, json={"filter": _named("Cap"), "values": {"email": "c@x.example"}},
+                      headers=auth)
+    assert over.status_code == 409 and "at most 2" in over.json["details"]
+    above = client.delete(SEARCH, json={"filter": _named("Cap"), "maxRows": 3}, headers=auth)
+    assert above.status_code == 400 and "from 1 to 2" in above.json["details"]
+    assert _emails(client, auth, "Cap") == [("Cap A", None), ("Cap B", None), ("Cap C", None)]
+
+
+def test_a_dry_run_answers_the_count_and_writes_nothing(app, client, auth):
+    _create(client, auth, "Dry A", "Dry B", "Dry C")
+    traces = _traces(app)
+    body = {"filter": _named("Dry"), "values": {"email": "d@x.example"}, "maxRows": 1}
+    for method in (client.put, client.delete):
+        response = method(f"{SEARCH}?dryRun=true", json=body, headers=auth)
+        assert response.status_code == 200, response.json
+        assert response.json == {"count": 3, "dryRun": True}
+    assert _emails(client, auth, "Dry") == [("Dry A", None), ("Dry B", None), ("Dry C", None)]
+    assert _traces(app) == traces
+
+
+@pytest.fixture
+def bruno(client):
+    response = password_grant(client, "bruno", "bruno-password")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return bearer(response.json["access_token"])
+
+
+def _ids(*ids):
+    return {"conditions": [{"property": "id", "operator": "in", "value": list(ids)}]}
+
+
+def _status(client, auth, order_id):
+    return client.get(f"/rest/entities/Order/{order_id}", headers=auth).json["status"]
+
+
+def test_row_rules_apply_to_every_row_and_one_refusal_changes_nothing(client, auth, bruno):
+    """bruno may change his own orders unless SHIPPED: one shipped row among
+    those the filter finds refuses the whole change."""
+    assert client.put(f"/rest/entities/Order/{OWN_ORDER}", json={"status": "NEW"},
+                      headers=auth).status_code == 200
+    shipped = client.post("/rest/entities/Order", headers=auth, json={
+        "number": "R-2", "date": "2025-03-01", "status": "SHIPPED",
+        "customer": {"id": OWN_CUSTOMER}}).json["id"]
+    for method in (client.put, client.delete):
+        both = method("/rest/entities/Order/search", headers=bruno, json={
+            "filter": _ids(OWN_ORDER, shipped), "values": {"status": "PAID"}})
+        assert both.status_code == 403, both.json
+    assert (_status(client, auth, OWN_ORDER), _status(client, auth, shipped)) == ("NEW", "SHIPPED")
+    hidden = client.put("/rest/entities/Order/search", headers=bruno, json={
+        "filter": _ids(OTHER_ORDER), "values": {"status": "PAID"}})
+    assert hidden.json == {"count": 0, "dryRun": False}       # not his: not found
+    own = client.put("/rest/entities/Order/search", headers=bruno, json={
+        "filter": _ids(OWN_ORDER), "values": {"status": "PAID"}})
+    assert own.status_code == 200 and own.json["count"] == 1
+    assert _status(client, auth, OWN_ORDER) == "PAID"
+
+
+EDITOR = ResourceRole("customer-name-editor", "Customers: names only",
+                      entities={"Customer": "read,update"},
+                      attributes={"Customer": {"*": "view", "name": "modify"}})
+
+
+def test_attribute_permissions_apply_as_for_single_writes(client, auth, client_with_roles):
+    ids = _create(client, auth, "Attr A")
+    tester, headers = client_with_roles(EDITOR)
+    response = tester.put(SEARCH, headers=headers, json={
+        "filter": _ids(*ids), "values": {"name": "Attr B", "email": "not@allowed.example"}})
+    assert response.status_code == 200, response.json
+    stored = tester.get(f"/rest/entities/Customer/{ids[0]}?fetchPlan=_local", headers=headers).json
+    assert stored["name"] == "Attr B" and stored.get("email") is None
+    assert tester.delete(SEARCH, headers=headers, json={"filter": _ids(*ids)}).status_code == 403
+
+
+def test_a_caller_without_the_entity_permission_is_refused(client, reader_auth):
+    for method in (client.put, client.delete):
+        response = method(SEARCH, json={"filter": _named("A"), "values": {"email": "r@x.example"}},
+                          headers=reader_auth)
+        assert response.status_code == 403, response.json
+
+
+@pytest.mark.parametrize("method, body, query, error", [
+    ("PUT", [1, 2], "", "Malformed request JSON data structure"),
+    ("PUT", {"values": {"email": "x"}}, "", "Cannot parse entities filter"),
+    ("PUT", {"filter": {"conditions": []}}, "", "Malformed request JSON data structure"),
+    ("PUT", {"filter": {"conditions": []}, "values": []}, "", "Malformed request JSON data structure"),
+    ("PUT", {"filter": {"conditions": []}, "values": {"id": "x"}}, "", "Invalid parameter value"),
+    ("PUT", {"filter": {"conditions": []}, "values": {"version": 3}}, "", "Invalid parameter value"),
+    ("PUT", {"filter": {"conditions": []}, "values": {"name": "x"}, "maxRows": 0}, "",
+     "Invalid parameter value"),
+    ("DELETE", {"filter": {"conditions": []}, "maxRows": "5"}, "", "Invalid parameter value"),
+    ("DELETE", {"filter": {"conditions": []}, "maxRows": True}, "", "Invalid parameter value"),
+    ("DELETE", {"filter": {"conditions": []}}, "?dryRun=maybe", "Invalid parameter value"),
+    ("DELETE", {"filter": "name = 1"}, "", "Malformed request JSON data structure"),
+    ("DELETE", {"filter": {"conditions": [{"property": "nope", "operator": "=", "value": 1}]}},
+     "", "Cannot parse entities filter"),
+    ("PUT", {"filter": {"conditions": []}, "values": {"birthDate": "not a date"}}, "",
+     "birthDate"),
+])
+def test_bad_input_is_a_clear_400_and_changes_nothing(client, auth, method, body, query, error):
+    before = client.get("/rest/entities/Customer?limit=1000&fetchPlan=_local", headers=auth).json
+    response = client.open(f"{SEARCH}{query}", method=method, json=body, headers=auth)
+    assert response.status_code == 400, response.json
+    if isinstance(response.json, list):         # violations: their paths name the attribute
+        assert error in response.json[0]["path"]
+    else:
+        assert response.json["error"] == error
+    assert client.get("/rest/entities/Customer?limit=1000&fetchPlan=_local",
+                      headers=auth).json == before
+
+
+def test_the_collection_put_and_delete_keep_their_array_bodies(client, auth):
+    response = client.put("/rest/entities/Customer", json={"filter": {"conditions": []}},
+                          headers=auth)
+    assert response.status_code == 400
+    assert response.json["error"] == "The body of bulk update request should be an array"
+    response = client.delete("/rest/entities/Customer", json={"filter": {"conditions": []}},
+                             headers=auth)
+    assert response.status_code == 400
