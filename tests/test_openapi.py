@@ -10,6 +10,7 @@ from werkzeug.test import Client
 
 from conftest import bearer, demo_id, get_token
 from restsvc.api import API_MODULES
+from restsvc.errors import ApiError
 from restsvc.openapi.document import described, openapi_path
 
 DOCS = ("/rest/docs/openapi.json", "/rest/docs/openapi.yaml",
@@ -286,3 +287,18 @@ def test_no_open_route_is_documented_as_open_while_its_handler_asks_for_a_bearer
                 assert {"bearerAuth": []} in op["security"], (method, rule.rule)
                 assert "401" in op["responses"], (method, rule.rule)
     assert "/metrics" in asked
+
+
+def test_stream_operations_document_the_per_caller_share_answer(make_app, client, auth):
+    # One caller holding its share of a worker's streams is answered 429 with
+    # Retry-After (events/feed.py StreamSlots); both stream operations say so.
+    app = make_app({"svc.events.max-streams-per-worker": "2"})
+    app.event_streams.take("user:alice")
+    with pytest.raises(ApiError) as refused:
+        app.event_streams.take("user:alice")
+    assert refused.value.status == 429
+    for path in ("/rest/docs/openapi.json", "/rest/docs/openapiDetailed.json"):
+        _, document = fetch(client, auth, path)
+        for stream in ("/rest/events", "/rest/events/stream"):
+            answer = document["paths"][stream]["get"]["responses"]["429"]
+            assert "Retry-After" in answer["headers"], (path, stream)
