@@ -1,5 +1,6 @@
 """The OpenAPI documents: valid, complete against the route table, exact."""
 import json
+import re
 
 import pytest
 import yaml
@@ -7,8 +8,9 @@ from openapi_spec_validator import validate
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.test import Client
 
-from conftest import demo_id
+from conftest import bearer, demo_id, get_token
 from restsvc.api import API_MODULES
+from restsvc.errors import ApiError
 from restsvc.openapi.document import described, openapi_path
 
 DOCS = ("/rest/docs/openapi.json", "/rest/docs/openapi.yaml",
@@ -247,3 +249,56 @@ def test_reports_and_health_checks_are_in_both_documents(client, auth):
         assert ready["responses"]["503"]["content"]["application/json"]["schema"][
             "properties"]["status"] == {"$ref": "#/components/schemas/healthStatus"}
         assert document["components"]["schemas"]["healthStatus"]["enum"] == ["UP", "DOWN"]
+
+
+def test_metrics_operation_says_it_needs_a_token_with_the_metrics_grant(client, auth):
+    # The gate lets /metrics through without a token; its handler asks for one
+    # (401) of a role holding the metrics grant (403): the documents say so.
+    monitor = bearer(get_token(client, "monitor", "monitor-secret"))
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers=auth).status_code == 403
+    assert client.get("/metrics", headers=monitor).status_code == 200
+    for path in ("/rest/docs/openapi.json", "/rest/docs/openapiDetailed.json"):
+        _, document = fetch(client, auth, path)
+        scrape = document["paths"]["/metrics"]["get"]
+        assert {"bearerAuth": []} in scrape["security"], path
+        assert {"401", "403"} <= set(scrape["responses"]), path
+        assert scrape["tags"] == ["Metrics"], path
+
+
+
+def test_no_open_route_is_documented_as_open_while_its_handler_asks_for_a_bearer_token(
+        app, client, auth):
+    # The class: a route the gate lets through without a token, whose handler
+    # answers 401 without one and not with one, must list the bearer schemes.
+    _, document = fetch(client, auth, "/rest/docs/openapi.json")
+    asked = []
+    for rule in app.url_map.iter_rules():
+        sample = re.sub(r"<[^>]+>", "x", rule.rule)
+        if app.gate.is_protected(sample):
+            continue
+        for method in sorted(set(rule.methods) - IGNORED):
+            anonymous = client.open(sample, method=method).status_code
+            with_token = client.open(sample, method=method, headers=auth).status_code
+            if anonymous == 401 and with_token != 401:
+                asked.append(rule.rule)
+                path = openapi_path(rule.rule)[0]
+                op = document["paths"][path][method.lower()]
+                assert {"bearerAuth": []} in op["security"], (method, rule.rule)
+                assert "401" in op["responses"], (method, rule.rule)
+    assert "/metrics" in asked
+
+
+def test_stream_operations_document_the_per_caller_share_answer(make_app, client, auth):
+    # One caller holding its share of a worker's streams is answered 429 with
+    # Retry-After (events/feed.py StreamSlots); both stream operations say so.
+    app = make_app({"svc.events.max-streams-per-worker": "2"})
+    app.event_streams.take("user:alice")
+    with pytest.raises(ApiError) as refused:
+        app.event_streams.take("user:alice")
+    assert refused.value.status == 429
+    for path in ("/rest/docs/openapi.json", "/rest/docs/openapiDetailed.json"):
+        _, document = fetch(client, auth, path)
+        for stream in ("/rest/events", "/rest/events/stream"):
+            answer = document["paths"][stream]["get"]["responses"]["429"]
+            assert "Retry-After" in answer["headers"], (path, stream)

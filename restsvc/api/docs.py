@@ -101,7 +101,8 @@ def documents(app, queries):
         builtin = rule.endpoint.__module__.startswith("restsvc.api.")
         routes.append(Route(rule.rule, tuple(sorted(methods)), summary, handler,
                             app.settings.paths.unmount(rule.rule) if builtin else "",
-                            getattr(rule.endpoint, "scope_action", "")))
+                            getattr(rule.endpoint, "scope_action", ""),
+                            getattr(rule.endpoint, "needs_token", False)))
     own = [app.metadata.of_model(model).name for model in app.application.entities]
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
                                      app.services, app.application.version, own))

@@ -8,6 +8,7 @@ from werkzeug.routing import Rule
 
 from ..errors import Forbidden, Unauthorized
 from ..observability.metrics import exposition
+from ..security.gate import needs_token
 from ..security.scopes import checks
 from ..security.roles import METRICS_READER
 from ..web import NO_STORE, text_response
@@ -15,6 +16,7 @@ from ..web import NO_STORE, text_response
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+@needs_token
 @checks("metrics.read")
 def scrape(ctx):
     principal = ctx.principal

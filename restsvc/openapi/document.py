@@ -52,6 +52,7 @@ TAGS = [
     ("Metadata", "Entities, fetch plans, enums, datatypes"),
     ("Messages", "Localized captions"), ("User session", "The caller and its permissions"),
     ("Documentation", "These documents"), ("Health", "Liveness and readiness of this instance"),
+    ("Metrics", "Prometheus figures of this instance, for the metrics-reader role"),
 ]
 
 
@@ -63,6 +64,7 @@ class Route:
     handler: str = "" # module.function of the handler (routes at configurable paths)
     canonical: str = ""  # the rule at its default path (svc.rest.*-path), which the tables know
     action: str = ""  # the action its handler checks (security/scopes.py checks), if any
+    needs_token: bool = False  # its handler asks for a bearer token itself (security/gate.py)
 
     @property
     def key(self):
@@ -179,7 +181,7 @@ class DocumentBuilder:
         build = described(method, route.key, route.handler)
         self._add(paths, method, route.rule, build() if build else _undescribed(route),
                   path_schemas, no_database=(method, route.key) in NO_DATABASE
-                  or (method, route.handler) in NO_DATABASE)
+                  or (method, route.handler) in NO_DATABASE, needs_token=route.needs_token)
 
     def _service_methods(self, http_method, permissions=None):
         if self.services is None:
@@ -189,7 +191,7 @@ class DocumentBuilder:
                 and (permissions is None or permissions.can_call(method.service, method.name))]
 
     # -- assembly --------------------------------------------------------------
-    def _add(self, paths, method, rule, op, path_schemas, no_database=False):
+    def _add(self, paths, method, rule, op, path_schemas, no_database=False, needs_token=False):
         path, names = openapi_path(rule)
         sample = ARGUMENT.sub("x", rule)
         op = dict(op)
@@ -199,7 +201,8 @@ class DocumentBuilder:
                                  "schema": path_schemas.get(name, STRING)} for name in names] \
                 + op.get("parameters", [])
         responses = dict(op["responses"])
-        protected = self.gate.is_protected(sample)
+        # A route the gate protects, or one whose handler asks for the token itself.
+        protected = self.gate.is_protected(sample) or needs_token
         if protected or not no_database:
             responses.setdefault("503", failures("ServiceUnavailable")["503"])
         if "security" not in op:

@@ -7,6 +7,7 @@ from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
 from .schemas import STRING, array, binary, named_enum, ref
 
 HEALTH = "Health"
+METRICS = "Metrics"
 
 NO_STORE = {"Cache-Control": header("no-store")}
 FORM = "application/x-www-form-urlencoded"
@@ -225,10 +226,22 @@ def _health(summary, ready):
     return build
 
 
+def metrics():
+    return operation(
+        "Prometheus metrics of this instance", METRICS,
+        {**ok("The figures in the Prometheus text format", {"type": "string"},
+              headers={"Cache-Control": header("no-store")}, media="text/plain"),
+         **failures("Forbidden")},
+        description="For a token whose roles hold the metrics grant (the role "
+                    "metrics-reader; system-full-access does not): 401 without a token, "
+                    "403 with another one.")
+
+
 # Routes at configurable paths, by (method, handler).
 HANDLERS = {
     ("GET", "restsvc.api.health.live"): _health("Is this instance alive", False),
     ("GET", "restsvc.api.health.ready"): _health("Is this instance ready for requests", True),
+    ("GET", "restsvc.api.metrics.scrape"): metrics,
 }
 
 # Answered without the database (unless the gate looks a token up).

@@ -1,4 +1,6 @@
 """Operations of the change feed (and the webhooks, when present)."""
+from typing import Any
+
 from .parts import JSON, failures, header, ok, operation, query
 from .schemas import INTEGER, STRING, named_enum
 
@@ -10,13 +12,22 @@ _STREAM_PARAMETERS = (
           "Entities to follow (repeat the parameter); none: every one the caller may read"),
     query("lastEventId", STRING, "Resume after this event id (as the Last-Event-ID header)"),
 )
+
+
+def _retry_later(description: str) -> dict[str, Any]:
+    """A refusal in the error format that says when to try again."""
+    return {"description": description,
+            "headers": {"Retry-After": header("Seconds to wait", INTEGER)},
+            "content": {JSON: {"schema": {"$ref": "#/components/schemas/error"}}}}
+
+
 _STREAM_ANSWERS = {
     **ok("Server-Sent Events: `id:` the event id, `data:` the event (JSON); `event: reset` "
          "when the id asked for is no longer kept, `event: end` when the token ends; a "
          "comment line keeps an idle stream open", {"type": "string"}, media=SSE),
-    "503": {"description": "This instance serves as many streams as it may; retry shortly",
-            "headers": {"Retry-After": header("Seconds to wait", INTEGER)},
-            "content": {JSON: {"schema": {"$ref": "#/components/schemas/error"}}}},
+    "503": _retry_later("This instance serves as many streams as it may; retry shortly"),
+    "429": _retry_later("The caller holds as many of this instance's streams as one caller "
+                        "may (svc.events.max-stream-share-per-caller); close one or retry"),
 }
 
 

@@ -16,7 +16,8 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import Forbidden, Text, Unauthorized
 from ..values import SettingsError
@@ -24,6 +25,16 @@ from .tokens import ACCESS
 
 if TYPE_CHECKING:
     from .roles import Permissions
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def needs_token(handler: Handler) -> Handler:
+    """Mark a handler that asks for a bearer token itself (401 without one) on
+    a path the gate lets through without one: the OpenAPI documents then list
+    the bearer schemes for its routes, as for the paths the gate protects."""
+    setattr(handler, "needs_token", True)  # noqa: B010 -- a function's attribute
+    return handler
 
 
 def looks_like_jwt(token):
