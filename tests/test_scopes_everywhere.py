@@ -46,6 +46,14 @@ ROUTES = {
     "entities.entity_history": ("read", ("GET", f"/rest/entities/Customer/{CUSTOMER}/history")),
     "entities.restore": ("write", ("POST", f"/rest/entities/Customer/{CUSTOMER}/restore")),
     "entities.purge": ("write", ("POST", f"/rest/entities/Customer/{CUSTOMER}/purge")),
+    # Choosing rows by a filter reads them (the answer counts them): both scopes.
+    "changes.update_by_search": ("both", ("PUT", "/rest/entities/Customer/search?dryRun=true",
+                                          {"filter": {"conditions": []}, "values": {"name": "N"}})),
+    "changes.delete_by_search": ("both", ("DELETE", "/rest/entities/Customer/search?dryRun=true",
+                                          {"filter": {"conditions": []}})),
+    # A batch needs what each of its operations needs (here a create: write).
+    "batch.run_batch": ("write", ("POST", "/rest/batch", {"operations": [
+        {"method": "POST", "path": "/rest/entities/Customer", "body": {"name": "N"}}]})),
     "imports.import_entities": ("write", ("POST", "/rest/entities/Customer/import",
                                           b"name\nImported\n")),
     "queries.list_queries": ("neither", None),

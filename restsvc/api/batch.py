@@ -30,6 +30,7 @@ from ..bodies import limit_body, read_json_body
 from ..db import write_transaction
 from ..errors import ApiError, BadRequest, NotFound, PayloadTooLarge, localized_body
 from ..jsonio import dumps_bytes, loads
+from ..security.scopes import checks
 from ..web import Context, Request, caller_locale, error_response, json_response
 from . import changes, entities, services
 from .replay import idempotent, wrote
@@ -75,6 +76,7 @@ class _Operation:
         self.principal: Any = None
 
 
+@checks("rest.batch")
 @idempotent
 def run_batch(ctx: Context) -> Response:
     quotas = ctx.app.quotas

@@ -55,6 +55,7 @@ def update_by_filter(data: "DataManager", access: "Access", meta: "MetaClass",
                      dry_run: bool = False) -> int:
     """Set ``values`` (an update's JSON object) on every row the filter finds;
     the number of rows (to be) changed."""
+    require(access, meta, "read")       # the filter reads the rows it chooses
     require(access, meta, "update")
     if not isinstance(values, dict) or not values:
         raise BadRequest("Malformed request JSON data structure",
@@ -77,6 +78,7 @@ def delete_by_filter(data: "DataManager", access: "Access", meta: "MetaClass",
                      filter_spec: object, max_rows: int, dry_run: bool = False) -> int:
     """Delete (soft delete where the entity has it) every row the filter
     finds; the number of rows (to be) deleted."""
+    require(access, meta, "read")
     require(access, meta, "delete")
     if dry_run:
         return _count(data, access, meta, filter_spec)

@@ -65,6 +65,9 @@ ACTIONS: Mapping[str, Action] = {
     "rest.webhooks.delete": Action("rest.webhooks", _W),
     "rest.webhooks.replay": Action("rest.webhooks", _W),
     "metrics.read": Action("role:metrics-reader", _R),
+    # A batch runs writes only; each operation is refused as it would be alone,
+    # with its index (this entry leaves the batch out of a read token's document).
+    "rest.batch": Action("rest.enabled", _W),
 }
 
 
