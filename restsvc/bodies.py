@@ -8,7 +8,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from .errors import BadRequest, MalformedBody, PayloadTooLarge
 from .jsonio import loads
-from .model.datatypes import NumberOutOfBounds
+from .model.numbers import NumberOutOfBounds
 
 
 def form_pairs(text):

@@ -5,7 +5,7 @@ import re
 import secrets
 from json.encoder import encode_basestring as quoted    # C: "text" with JSON escapes
 
-from .model.datatypes import parse_json_int, parse_number
+from .model.numbers import parse_json_int, parse_number
 
 # JSON numbers must keep a decimal's scale ("100.00"), which the json module
 # cannot write. A Decimal is first written as a string between two markers

@@ -36,6 +36,7 @@ from urllib.parse import unquote_plus
 import peewee
 
 from .fields import DateTimeField, EnumField, FileRefField
+from .numbers import integer_parser, number_of
 
 
 @dataclass(frozen=True)
@@ -70,103 +71,12 @@ def _string(value):
             raise ValueError("not valid Unicode text") from None
         return value
     if isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
-        return str(_number(value))
+        return str(number_of(value))
     raise ValueError("expected a string")
 
 
-# Every number parsed from input (JSON literals, query strings, service
-# parameters, settings) is checked against these before anything converts it:
-# turning 1E+600000 into an int, or a numeric column comparing with it, costs
-# time (or fails in the database) far beyond the few bytes it takes to send.
-MAX_NUMBER_DIGITS = 100
-MAX_NUMBER_EXPONENT = 400
-MAX_NUMBER_TEXT = MAX_NUMBER_DIGITS + 20    # characters: sign, point and exponent besides
-NUMBER_BOUNDS = (f"a number may have at most {MAX_NUMBER_DIGITS} digits and a magnitude "
-                 f"between 1E-{MAX_NUMBER_EXPONENT} and 1E+{MAX_NUMBER_EXPONENT}")
-_NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
-
-
-class NumberOutOfBounds(ValueError):
-    """A number beyond NUMBER_BOUNDS: refused before it is converted."""
-
-    def __init__(self):
-        super().__init__(NUMBER_BOUNDS)
-
-
-def bounded(number):
-    """A finite Decimal within the bounds, else NumberOutOfBounds (cheap: no conversion)."""
-    if number and number.is_finite():
-        if len(number.as_tuple().digits) > MAX_NUMBER_DIGITS \
-                or abs(number.adjusted()) > MAX_NUMBER_EXPONENT:
-            raise NumberOutOfBounds()
-    return number
-
-
-def parse_number(text):
-    """Number text (``-12``, ``3.50``, ``1e-3``; ASCII digits only) -> Decimal,
-    bounded. The one parser of numbers in text, and of JSON number literals."""
-    text = text.strip()
-    if len(text) > MAX_NUMBER_TEXT:
-        raise NumberOutOfBounds()
-    if not _NUMBER_TEXT.match(text):
-        raise ValueError("expected a number")
-    return bounded(decimal.Decimal(text))
-
-
-def parse_json_int(text):
-    """``json.loads`` hook for integer literals: bounded before ``int()``."""
-    if len(text) > MAX_NUMBER_TEXT:
-        raise NumberOutOfBounds()
-    return int(text)
-
-
-def _number(value):
-    """Any number a parser may get -> a bounded Decimal (int, float, Decimal or text)."""
-    if isinstance(value, bool):
-        raise ValueError("expected a number")
-    if isinstance(value, str):
-        return parse_number(value)
-    if isinstance(value, int):
-        if value.bit_length() > MAX_NUMBER_DIGITS * 4:   # about 120 digits: before Decimal()
-            raise NumberOutOfBounds()
-        return bounded(decimal.Decimal(value))
-    if isinstance(value, float):
-        value = decimal.Decimal(repr(value)) if value == value else decimal.Decimal("NaN")
-    if not isinstance(value, decimal.Decimal):
-        raise ValueError("expected a number")
-    if not value.is_finite():
-        raise ValueError("expected a finite number")
-    return bounded(value)
-
-
-def _integer(bits):
-    limit = 1 << (bits - 1)
-
-    def parse(value):
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        else:
-            number = _number(value)
-            if number != number.to_integral_value():
-                raise ValueError("expected a whole number")
-            number = int(number)
-        if not -limit <= number < limit:
-            raise ValueError("number out of range")
-        return number
-    return parse
-
-
-def decimal_fits(number, max_digits, decimal_places, check_scale=True):
-    """Whether a Decimal fits a column of the given precision (and scale)."""
-    sign, digits, exponent = number.as_tuple()
-    fraction = max(0, -exponent)
-    whole = len(digits) + exponent if len(digits) + exponent > 0 else 0
-    return whole <= max_digits - decimal_places and (
-        not check_scale or fraction <= decimal_places)
-
-
 def _double(value):
-    number = float(_number(value))
+    number = float(number_of(value))
     if number in (float("inf"), float("-inf")):
         raise ValueError("number out of range")
     return number
@@ -295,9 +205,9 @@ def _json_text(value):
 
 DATATYPES = {datatype.name: datatype for datatype in (
     Datatype("string", _identity, _string, "string", _schema("string")),
-    Datatype("int", _identity, _integer(32), "number", _schema("integer", "int32"), int),
-    Datatype("long", _identity, _integer(64), "number", _schema("integer", "int64"), int),
-    Datatype("decimal", _identity, _number, "number", _schema("number"), decimal.Decimal,
+    Datatype("int", _identity, integer_parser(32), "number", _schema("integer", "int32"), int),
+    Datatype("long", _identity, integer_parser(64), "number", _schema("integer", "int64"), int),
+    Datatype("decimal", _identity, number_of, "number", _schema("number"), decimal.Decimal,
              _decimal_text),
     Datatype("double", _identity, _double, "number", _schema("number", "double"), float),
     Datatype("boolean", _identity, _boolean, "boolean", _schema("boolean"), bool, _boolean_text),
