@@ -89,7 +89,7 @@ def add_data_commands(commands: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="check every row, write nothing")
     p.set_defaults(run=import_command)
     p = commands.add_parser("export", help="every row of an entity as CSV, NDJSON or a JSON "
-                                           "array to stdout (README \"Data in and out\")")
+                                           "array to stdout (restsvc/docs/data.md \"Export\")")
     p.add_argument("entity", metavar="ENTITY")
     p.add_argument("--filter", metavar="JSON", help="a search filter, as /search takes it")
     p.add_argument("--format", choices=("csv", "ndjson", "json"), default="csv")

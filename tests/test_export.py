@@ -1,5 +1,5 @@
 """Exports of lists, searches and predefined queries as CSV, NDJSON and one
-JSON array (README "Data in and out", "Export")."""
+JSON array (restsvc/docs/data.md "Export")."""
 import csv
 import io
 import json

@@ -1,5 +1,5 @@
-"""Exports of lists, searches and predefined queries (README "Data in and
-out", "Export"): the answer's form is chosen by ``?format=csv|ndjson|json``
+"""Exports of lists, searches and predefined queries (restsvc/docs/data.md
+"Export"): the answer's form is chosen by ``?format=csv|ndjson|json``
 or by ``Accept``; ``application/json`` (or no preference) keeps the paged
 JSON list. The rows are streamed while the response is sent (exports.py)."""
 from collections.abc import Iterator
