@@ -2,13 +2,13 @@
 from typing import Any
 
 from .parts import failures, json_body, ok, operation
-from .schemas import INTEGER, ref
+from .schemas import INTEGER, named_enum, ref
 
 ENTITIES = "Entities"
 _OPERATION = {
     "type": "object", "required": ["method", "path"], "additionalProperties": False,
     "properties": {
-        "method": {"type": "string", "enum": ["POST", "PUT", "DELETE"]},
+        "method": named_enum("batchMethod", ["POST", "PUT", "DELETE"]),
         "path": {"type": "string", "pattern": "^/", "maxLength": 2048,
                  "description": "The request's path and query, as sent alone: "
                                 "/rest/entities/Customer/${0.id}?responseFetchPlan=_local"},
