@@ -5,13 +5,25 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
 from ..data.imports import IMPORT_FAILED, ImportOptions, import_rows
-from ..errors import PayloadTooLarge
+from ..data.rowsource import FORMATS
+from ..errors import BadRequest, PayloadTooLarge
 from ..uploads import body_chunks
 from ..web import json_response, query_bool, streams_body
 
 # Body types -> format (none: CSV); a parameter (charset) is ignored: the body is UTF-8.
+# A client that sends only bytes (generated clients) says the format in ``format``.
 FORMAT_OF = {"": "csv", "text/csv": "csv", "application/x-ndjson": "ndjson",
              "application/ndjson": "ndjson", "application/jsonl": "ndjson"}
+BYTES = "application/octet-stream"
+
+
+def _format(request: Any) -> str:
+    if request.mimetype != BYTES:
+        return FORMAT_OF.get(request.mimetype, "")
+    fmt = request.args.get("format", "csv")
+    if fmt not in FORMATS:
+        raise BadRequest("Invalid parameter value", "format must be csv or ndjson")
+    return str(fmt)
 
 
 @streams_body
@@ -19,7 +31,7 @@ def import_entities(ctx: Any, entity_name: str) -> Response:
     settings = ctx.app.settings
     meta = ctx.app.data.entity(entity_name)
     request = ctx.request
-    options = ImportOptions(FORMAT_OF.get(request.mimetype, ""), request.args.get("mode", "create"),
+    options = ImportOptions(_format(request), request.args.get("mode", "create"),
                             query_bool(request, "partial"), query_bool(request, "dryRun"),
                             settings.import_max_errors)
     limit = settings.import_max_size

@@ -9,7 +9,7 @@ one entity or one query, so both documents describe every operation once.
 from ..data.imports import MODES
 from ..data.query import MAX_SORT_TERMS
 from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
-from .schemas import INTEGER, STRING, array, named_enum, nullable, ref
+from .schemas import INTEGER, STRING, array, binary, named_enum, nullable, ref
 
 ENTITIES, QUERIES, FILES = "Entities", "Queries", "Files"
 AUTH, METADATA, MESSAGES, SESSION, DOCS = (
@@ -201,15 +201,21 @@ def import_entities(t):
         [query("mode", named_enum("importMode", MODES),
                "create: new rows; upsert: update the row of the id, create the others; "
                "upsertByKey: the same by the entity's natural key"),
+         query("format", named_enum("importFormat", ("csv", "ndjson")),
+               "The rows' format for an application/octet-stream body (default csv); a "
+               "text/csv or application/x-ndjson body says it itself"),
          flag("partial", "Keep the good rows and report the bad ones (default: all or none)"),
          flag("dryRun", "Check every row, write nothing")],
         {"required": True, "description": "CSV: a header row of attribute names (id, version, "
                                           "customer.id or customer.<naturalKey>, address.city, "
                                           "tags[0].id), one entity per row, text forms, empty "
                                           "cell = null. NDJSON: one entity's JSON per line. "
+                                          "Sent as text/csv, application/x-ndjson, or "
+                                          "application/octet-stream with format. "
                                           "At most svc.rest.import-max-size bytes.",
-         "content": {"text/csv": {"schema": STRING},
-                     "application/x-ndjson": {"schema": STRING}}},
+         # text/csv and application/x-ndjson bodies are taken too (the description
+         # says so): generators drop an operation with a media type they do not know.
+         "content": {"application/octet-stream": {"schema": binary()}}},
         description="All rows are written in one transaction through the same checks as "
                     "create and update; a refused import (400) lists each bad row's line "
                     "(the CSV header is line 1) and its errors, and writes nothing.")
