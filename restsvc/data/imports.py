@@ -60,8 +60,8 @@ class _RolledBack(Exception):
 
 def check_options(meta: "MetaClass", options: ImportOptions) -> None:
     if options.fmt not in FORMATS:
-        raise UnsupportedMediaType(IMPORT_FAILED, "Send the rows as text/csv or "
-                                                  "application/x-ndjson")
+        raise UnsupportedMediaType(IMPORT_FAILED, "Send the rows as text/csv, "
+                                                  "application/x-ndjson or bytes with format")
     if options.mode not in MODES:
         raise BadRequest("Invalid parameter value", Text(
             "invalidImportMode", "mode must be one of {modes}", modes=", ".join(MODES)))

@@ -196,7 +196,8 @@ def import_entities(t):
     return operation(f"Import {t.label} from CSV or NDJSON", t.tag, {
         **ok("What was written (with partial=true: and the bad rows, by line)", _IMPORT_REPORT),
         **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge"),
-        "415": {"description": "A body of another type than text/csv or application/x-ndjson",
+        "415": {"description": "A body of another type than text/csv, application/x-ndjson "
+                               "or application/octet-stream",
                 "content": {JSON: {"schema": ref("error")}}}},
         [query("mode", named_enum("importMode", MODES),
                "create: new rows; upsert: update the row of the id, create the others; "
