@@ -265,11 +265,6 @@ class RestApp:
         return lambda key: self.messages.text(key, locale)
 
     def match(self, path, method):
-        """(rule, arguments) of the route table for ``path`` and ``method``;
-        raises Werkzeug's 404 or 405 (a batch's operations are routed so)."""
-        return self._match(path, method)
-
-    def _match(self, path, method):
         """The router's match (router.py), with recent answers kept: a matched
         path costs a dict lookup the next time (bounded, so odd paths cannot
         grow it). (rule, arguments): the rule's template names the route in
@@ -287,7 +282,7 @@ class RestApp:
         try:
             principal = request.principal = self.gate.principal(
                 request.path, request.environ.get("HTTP_AUTHORIZATION"))
-            rule, args = self._match(request.path, request.method)
+            rule, args = self.match(request.path, request.method)
             request.route, endpoint = rule.rule, rule.endpoint
             quota = None
             if self.quotas is not None and endpoint not in _UNMETERED:
