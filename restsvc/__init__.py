@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .application import Application
 from .data.access import Access
 from .data.bound import DataAccess, Record, to_entity_json
-from .data.queries import invalid_parameter
+from .data.read.queries import invalid_parameter
 from .errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
 from .model.entity import Entity, entity
 from .model.fields import DateTimeField, Embedded, EnumField, FileRefField, embeddable, transient

@@ -12,10 +12,10 @@ from .api.docs import documents
 from .application import Application, import_application
 from .bodies import limit_body
 from .data.datamanager import DataManager
-from .data.history import HistoryItem
-from .data.queries import PredefinedQueries
-from .data.queryconfig import QueryConfigError, load_queries
-from .data.rowrules import check_declarations
+from .data.write.history import HistoryItem
+from .data.read.queries import PredefinedQueries
+from .data.read.queryconfig import QueryConfigError, load_queries
+from .data.write.rowrules import check_declarations
 from .events.feed import StreamSlots, Tickets
 from .events.delivery import WebhookDelivery
 from .events.outbox import ChangeEvent

@@ -99,7 +99,7 @@ def migrate_command(args):
 
 
 def history_command(args):
-    from .data.history import prune
+    from .data.write.history import prune
     app = app_of(args)
     retention = app.settings.history_retention
     if not retention:

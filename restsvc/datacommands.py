@@ -23,7 +23,7 @@ def backup_command(args: argparse.Namespace) -> int:
 
 def import_command(args: argparse.Namespace) -> int:
     """Import a CSV or NDJSON file as the service itself (full access)."""
-    from .data.imports import ImportOptions, import_rows
+    from .data.transfer.imports import ImportOptions, import_rows
     app = app_of(args)
     fmt = args.format or ("csv" if args.file.lower().endswith(".csv") else "ndjson")
     access = service_access(app, None)
@@ -47,7 +47,7 @@ def export_command(args: argparse.Namespace) -> int:
     """Every row of an entity (matching ``--filter``) to stdout, as the
     Entities API exports it, with the permissions of ``--role`` (default:
     system-full-access)."""
-    from .data.export import Export
+    from .data.transfer.export import Export
     from .exports import export_chunks
     from .jsonio import loads
     app = app_of(args)

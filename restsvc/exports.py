@@ -1,4 +1,4 @@
-"""Export formats of a list, search or predefined query (data/export.py
+"""Export formats of a list, search or predefined query (data/transfer/export.py
 reads the rows): CSV, NDJSON and one JSON array, as UTF-8 chunks.
 
 NDJSON lines and the JSON array's items are the entity texts the JSON list
@@ -16,8 +16,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from .data.export import Export, entity_texts, json_arrays
-from .data.rowwriters import shows_reference
+from .data.transfer.export import Export, entity_texts, json_arrays
+from .data.answer.rowwriters import shows_reference
 from .model.datatypes import DATATYPES
 from .model.serialize import Generated
 from .reports.cells import guarded_text

@@ -73,7 +73,7 @@ def fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:
 
 def sight(permissions_key: str) -> str:
     """The digest (32 hex digits) of what a caller may see, from the key that
-    tells permissions apart (``data.etags.permissions_key``)."""
+    tells permissions apart (``data.answer.etags.permissions_key``)."""
     return hashlib.sha256(permissions_key.encode("utf-8")).hexdigest()[:32]
 
 

@@ -1,5 +1,5 @@
 """Helpers for the tests of pages written from the database's rows
-(data/flatrows.py, data/nestedrows.py): what the general loader and
+(data/read/flatrows.py, data/read/nestedrows.py): what the general loader and
 serializer write for the same request, to compare byte for byte."""
 import json
 from urllib.parse import quote
@@ -13,7 +13,7 @@ def pairs(text):
 def caller(client, auth, entity, include_deleted=False):
     """The data layer's Access of the caller of ``auth``."""
     from restsvc.data.access import access_for
-    from restsvc.data.softdelete import including_deleted
+    from restsvc.data.write.softdelete import including_deleted
     app = client.application
     access = access_for(app, app.gate.principal(f"/rest/entities/{entity}", auth["Authorization"]))
     return including_deleted(access) if include_deleted else access

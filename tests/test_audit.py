@@ -193,9 +193,9 @@ def _audit_dates(entity):
 def test_audit_fields_are_written_to_the_millisecond_by_every_answer(client, auth, monkeypatch):
     """Create and update answers, get, list, search, a nested reference and
     an order's nested lines, history's changedDate: one form (reference 1.4)."""
-    import restsvc.data.history
-    import restsvc.data.writer
-    for module in (restsvc.data.writer, restsvc.data.history):
+    import restsvc.data.write.history
+    import restsvc.data.write.writer
+    for module in (restsvc.data.write.writer, restsvc.data.write.history):
         monkeypatch.setattr(module, "utc_now", lambda: MOMENT)
     created = _order_with_a_line(client, auth, "A-9")
     order_id = created.json["id"]

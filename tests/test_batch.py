@@ -4,7 +4,7 @@ import pytest
 from werkzeug.test import Client
 
 from conftest import bearer, demo_id, get_token, password_grant
-from restsvc.data.history import HistoryItem
+from restsvc.data.write.history import HistoryItem
 from restsvc.events import outbox
 from restsvc.events.outbox import ChangeEvent
 from test_metrics import sample_value, scrape

@@ -5,7 +5,7 @@ import pytest
 
 from conftest import bearer, demo_id, password_grant
 from restsvc import ResourceRole
-from restsvc.data.history import HistoryItem
+from restsvc.data.write.history import HistoryItem
 from restsvc.events import outbox
 from restsvc.events.outbox import ChangeEvent
 

@@ -10,8 +10,8 @@ from werkzeug.test import Client
 
 from conftest import get_token
 from restsvc import ResourceRole, RowLevelRole
-from restsvc.data.filters import MAX_CONDITIONS
-from restsvc.data.query import MAX_SORT_TERMS
+from restsvc.data.read.filters import MAX_CONDITIONS
+from restsvc.data.read.query import MAX_SORT_TERMS
 
 MATCHING = {"property": "name", "operator": "=", "value": "Inverter"}
 MISSING = {"property": "name", "operator": "=", "value": "no such product"}

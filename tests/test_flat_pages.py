@@ -1,5 +1,5 @@
 """Entities of a flat plan are written straight from the database's rows
-(data/flatrows.py): the bytes must be those the general loader and serializer
+(data/read/flatrows.py): the bytes must be those the general loader and serializer
 write from converted rows, under every permission, with and without nulls."""
 import datetime
 
@@ -39,10 +39,10 @@ def test_a_page_writes_each_entity_as_its_single_load(client_with_roles, role, n
 
 @pytest.mark.parametrize("role", [FULL, READER], ids=["full", "reader"])
 def test_a_get_tags_what_it_answers_as_the_general_loader_tags_it(client_with_roles, role):
-    """A get of a flat plan (data/byid.py) gives the ETag the general loader's
+    """A get of a flat plan (data/read/byid.py) gives the ETag the general loader's
     row gives, per plan and returnNulls; a tag it gave answers 304."""
     from restsvc.data.access import access_for
-    from restsvc.data.etags import entity_tag
+    from restsvc.data.answer.etags import entity_tag
     client, auth = client_with_roles(role)
     app = client.application
     access = access_for(app, app.gate.principal("/rest/entities/Customer", auth["Authorization"]))
@@ -128,8 +128,8 @@ def test_many_to_many_members_are_written_flat_as_the_serializer_writes_them(
     """Products with their tags (one and the same set of tags shared by several
     products, products with none) and tags with their products and theirs
     again: byte for byte what the general path writes, and flat."""
-    from restsvc.data.flatrows import is_flat
-    from restsvc.data.loader import loading_plan
+    from restsvc.data.read.flatrows import is_flat
+    from restsvc.data.read.loader import loading_plan
     client, auth = client_with_roles(role)
     app = client.application
     for entity, plan in (("Product", "product-with-tags"), ("Tag", BOTH_SIDES)):

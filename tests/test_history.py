@@ -9,7 +9,7 @@ from werkzeug.test import Client
 
 from conftest import bearer, demo_id, get_token, password_grant
 from restsvc import RowLevelRole
-from restsvc.data.history import HistoryItem
+from restsvc.data.write.history import HistoryItem
 from restsvc.cli import main
 from restsvc.demo.roles import AUDITOR
 

@@ -8,7 +8,7 @@ from werkzeug.test import Client
 from conftest import bearer, demo_id, get_token, password_grant
 from jwt_support import hs256_headers, hs256_settings
 from restsvc import ResourceRole
-from restsvc.data.etags import permissions_key
+from restsvc.data.answer.etags import permissions_key
 from restsvc.idempotency import IdempotentRequest, caller_of, fingerprint, sight
 
 FULL = ResourceRole("t-full", entities={"*": "*"}, attributes={"*": {"*": "modify"}})

@@ -8,7 +8,7 @@ import yaml
 from conftest import demo_id, shipped_config
 from restsvc import ResourceRole
 from restsvc.cli import main as cli
-from restsvc.data.history import HistoryItem
+from restsvc.data.write.history import HistoryItem
 from restsvc.events.outbox import ChangeEvent
 
 URL = "/rest/entities/Customer/import"

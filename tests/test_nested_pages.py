@@ -1,6 +1,6 @@
 """Plans with to-one references, compositions and transient attributes are
 loaded as the database's rows at every level and written by row writers
-(data/nestedrows.py): the bytes, ETags and refusals must be those of the
+(data/read/nestedrows.py): the bytes, ETags and refusals must be those of the
 general loader and serializer, under every permission, row-level role and
 soft delete, with and without nulls."""
 import dataclasses
@@ -51,8 +51,8 @@ NULLS = pytest.mark.parametrize("nulls", ["", "&returnNulls=true"], ids=["", "nu
 
 
 def _kind(client, entity, fetch_plan):
-    from restsvc.data.flatrows import raw_kind
-    from restsvc.data.loader import loading_plan
+    from restsvc.data.read.flatrows import raw_kind
+    from restsvc.data.read.loader import loading_plan
     meta = client.application.data.entity(entity)
     return raw_kind(meta, loading_plan(client.application.data.plan(meta, fetch_plan)))
 
@@ -158,7 +158,7 @@ def test_soft_deleted_rows_are_referenced_but_not_children(client_with_roles):
 
 
 def test_a_single_load_tags_what_it_answers_as_the_general_loader_tags_it(client, auth):
-    from restsvc.data.etags import entity_tag
+    from restsvc.data.answer.etags import entity_tag
     for nulls in (False, True):
         access, _, plan, rows = general_rows(client, auth, "Order", DETAILS)
         for row in rows[:5]:
@@ -205,7 +205,7 @@ def test_a_page_without_rows_is_empty(client, auth):
 
 def test_chunked_loads_keep_what_each_chunk_loaded(client, auth, monkeypatch):
     """Referenced rows and children loaded a few ids at a time (loader._CHUNK)."""
-    monkeypatch.setattr("restsvc.data.loader._CHUNK", 3)
+    monkeypatch.setattr("restsvc.data.read.loader._CHUNK", 3)
     for query in ("", "&returnNulls=true"):
         same_as_general(client, auth, "Order", query, WIDE)
 

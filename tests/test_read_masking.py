@@ -1,6 +1,6 @@
 """Hidden values stay hidden on every read path: what the Entities API leaves
 out of an answer is neither grouped, sorted, filtered, put in a cursor, nor
-told by the change feed or a webhook (data/filters.py ``attribute_visible``
+told by the change feed or a webhook (data/read/filters.py ``attribute_visible``
 and ``compares_values``, events/visibility.py)."""
 import base64
 import json

@@ -1,5 +1,5 @@
 """Changes by filter: ``PUT`` and ``DELETE`` on an entity's search
-(restsvc/data/changes.py). The body is the search body's filter, plus the
+(restsvc/data/transfer/changes.py). The body is the search body's filter, plus the
 values to set (``PUT``) and the guard ``maxRows``; ``?dryRun=true`` answers
 the count and writes nothing. Answer: ``{"count": n}``."""
 from typing import TYPE_CHECKING, Any
@@ -8,7 +8,7 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
 from ..bodies import read_json_body
-from ..data.changes import delete_by_filter, max_rows_of, update_by_filter
+from ..data.transfer.changes import delete_by_filter, max_rows_of, update_by_filter
 from ..errors import BadRequest
 from ..web import json_response, query_bool
 from .replay import idempotent, wrote

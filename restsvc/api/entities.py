@@ -6,9 +6,9 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
 from ..bodies import MAX_QUERY_BODY, read_json_body
-from ..data.aggregates import FUNCTIONS, aggregate
-from ..data.etags import tag_version
-from ..data.softdelete import including_deleted
+from ..data.read.aggregates import FUNCTIONS, aggregate
+from ..data.answer.etags import tag_version
+from ..data.write.softdelete import including_deleted
 from ..errors import BadRequest, invalid_parameter_value
 from ..jsonio import RawJson, loads, raw_array
 from ..model.numbers import NumberOutOfBounds
@@ -83,7 +83,7 @@ def _if_match(ctx):
 
 
 def entity_history(ctx, entity_name, entity_id):
-    """One entity's HistoryItems, newest first (data/history.py)."""
+    """One entity's HistoryItems, newest first (data/write/history.py)."""
     data = ctx.app.data
     meta = data.entity(entity_name)
     return _listed(ctx, *data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))

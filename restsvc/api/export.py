@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wrappers import Response
 
-from ..data.export import Export
+from ..data.transfer.export import Export
 from ..errors import invalid_parameter_value
 from ..exports import CONTENT_TYPES, CSV, FILE_EXTENSIONS, JSON_ARRAY, NDJSON, export_chunks
 from ..web import NO_STORE, content_disposition, releasing

@@ -4,8 +4,8 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
-from ..data.imports import IMPORT_FAILED, ImportOptions, import_rows
-from ..data.rowsource import FORMATS
+from ..data.transfer.imports import IMPORT_FAILED, ImportOptions, import_rows
+from ..data.transfer.rowsource import FORMATS
 from ..errors import BadRequest, PayloadTooLarge
 from ..uploads import body_chunks
 from ..web import json_response, query_bool, streams_body

@@ -3,7 +3,7 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
 from ..bodies import MAX_QUERY_BODY, read_json_body
-from ..data.queries import query_string_values
+from ..data.read.queries import query_string_values
 from ..errors import BadRequest
 from ..web import json_response, list_response, next_page_url, query_bool, query_int
 from .export import export_form, export_response

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from werkzeug.wrappers import Response
 
-from ..data.etags import permissions_key
+from ..data.answer.etags import permissions_key
 from ..errors import ApiError
 from ..idempotency import HEADER, MAX_ANSWER, caller_of, fingerprint, sight
 from ..web import Request, body_size, error_response

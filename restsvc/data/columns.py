@@ -62,7 +62,7 @@ def converter(field):
     cached = field.__dict__.get("_restsvc_converter", False)
     if cached is not False:
         return cached
-    if getattr(field, "converts_values", False):     # e.g. data/history.py JsonField
+    if getattr(field, "converts_values", False):     # e.g. data/write/history.py JsonField
         result = field.python_value
     elif isinstance(field, peewee.ForeignKeyField):
         result = converter(field.rel_field)

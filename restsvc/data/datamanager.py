@@ -14,23 +14,24 @@ from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
 from ..model.serialize import count_objects, write_entities, write_entity
 from .access import require
-from .cursors import Cursors, sort_key
-from .etags import entity_tag, versioned
-from .filters import Condition, Group, parse_filter
-from .flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_each
-from . import byid, softdelete
-from .history import HISTORY_ITEM
-from .importer import Importer, parse_id, too_many_entities
-from .loader import Budget, count_rows, loading_plan, select_rows, visible_ids
-from .nestedrows import too_many
-from .query import check_limit, check_sort
-from .writer import Writer
+from .read.cursors import Cursors, sort_key
+from .answer.etags import entity_tag, versioned
+from .read.filters import Condition, Group, parse_filter
+from .read.flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_each
+from .read import byid
+from .write import softdelete
+from .write.history import HISTORY_ITEM
+from .write.importer import Importer, parse_id, too_many_entities
+from .read.loader import Budget, count_rows, loading_plan, select_rows, visible_ids
+from .read.nestedrows import too_many
+from .read.query import check_limit, check_sort
+from .write.writer import Writer
 
 if TYPE_CHECKING:
     from ..model.fetchplan import FetchPlan
     from ..model.metadata import MetaClass
     from .access import Access
-    from .importer import Operation
+    from .write.importer import Operation
 
 
 _KEPT_FILTERS = 1000          # URL filters kept at most

@@ -37,8 +37,8 @@ import time
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from .. import db
-from ..data.importer import id_or_none
-from ..data.loader import visible_ids
+from ..data.write.importer import id_or_none
+from ..data.read.loader import visible_ids
 from ..errors import ApiError, BadRequest, Forbidden, NotFound
 from ..health import is_shutting_down
 from ..jsonio import dumps

@@ -1,6 +1,6 @@
 """The outbox: one event row per change, written in the change's transaction.
 
-The write path (data/writer.py, step ``events``) inserts a row for every
+The write path (data/write/writer.py, step ``events``) inserts a row for every
 create, update and delete of an entity declared with ``events=True``: a
 rolled-back write leaves none, a committed one always has one. The row is an
 ``INSERT ... SELECT`` from the written row itself, so the event's ``version``
@@ -61,7 +61,7 @@ class ChangeEvent(peewee.Model):
         table_name = TABLE
 
 
-# -- writing (steps of data/writer.py) ----------------------------------------
+# -- writing (steps of data/write/writer.py) ----------------------------------------
 def changed_names(meta, operation):
     """The attributes a save wrote, by their JSON names (embedded values by the
     embedded attribute; the id, version, audit and deletion fields left out)."""
@@ -136,7 +136,7 @@ def record_created(access, meta, entity_id, version, changed, batch):
 
 
 def _statement(database, meta, slots, condition):
-    from ..data.history import id_text
+    from ..data.write.history import id_text
     model = meta.model
     version = model.version if "version" in model._meta.fields else peewee.SQL("NULL")
     query = model.select(slots["entity"], id_text(database, meta), slots["kind"],

@@ -102,10 +102,10 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
                    ``lastModifiedBy`` and ``lastModifiedDate`` (nullable columns;
                    one the model declares itself is kept), filled on every write
     history        True, or a list of attribute names: every create, update and
-                   delete is recorded as a ``HistoryItem`` (data/history.py)
+                   delete is recorded as a ``HistoryItem`` (data/write/history.py)
     soft_delete    DELETE marks the row (read-only ``deletedDate``, ``deletedBy``)
                    and every read leaves it out; restore and purge bring it
-                   back or remove it for good (data/softdelete.py)
+                   back or remove it for good (data/write/softdelete.py)
     events         every committed create, update and delete is published: an
                    event row in the write's transaction (events/outbox.py), read
                    by the change feed and the webhook deliveries

@@ -166,11 +166,11 @@ class MetaClass:
     id_kind: str = "uuid"       # uuid (the default), integer (the database assigns it), string
     links: list = field(default_factory=list)      # Link of each many-to-many attribute
     is_embedded: bool = False   # an embedded value type (no id): properties only
-    audited: bool = False       # audit fields filled by the write path (data/writer.py)
-    history: tuple | None = None       # recorded attributes' names (data/history.py); None: no history
-    soft_delete: bool = False   # DELETE marks the row (data/softdelete.py)
+    audited: bool = False       # audit fields filled by the write path (data/write/writer.py)
+    history: tuple | None = None       # recorded attributes' names (data/write/history.py); None: no history
+    soft_delete: bool = False   # DELETE marks the row (data/write/softdelete.py)
     events: bool = False        # changes published through the outbox (events/outbox.py)
-    natural_key: str | None = None  # the attribute that names a row (data/imports.py)
+    natural_key: str | None = None  # the attribute that names a row (data/transfer/imports.py)
 
     @property
     def database_assigns_id(self):

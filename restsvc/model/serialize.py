@@ -25,7 +25,7 @@ def instance_namer(meta, permissions, named_references=False):
     with the permissions, which live as long as their role combination).
     ``named_references``: the row holds a referenced row's instance name
     where it would hold the row (rows written from the database's values,
-    data/rowwriters.py)."""
+    data/answer/rowwriters.py)."""
     namers = permissions.memo.setdefault(
         "instance_namers_named" if named_references else "instance_namers", {})
     namer = namers.get(meta.name)
@@ -149,7 +149,7 @@ def _compile(meta, plan, permissions, return_nulls, owner=None):
 
 class Generated:
     """The source of one ``write`` function generated at run time (the plans'
-    writers here, the flat pages' row writers in ``data/flatrows.py``): every
+    writers here, the flat pages' row writers in ``data/read/flatrows.py``): every
     value its text uses is passed in as a named constant, never written into
     the text."""
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..security.roles import MODIFY
 from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE
 from .entities import entity_schemas, stub_schemas
-from ..data.history import HISTORY_ITEM
+from ..data.write.history import HISTORY_ITEM
 from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas

@@ -6,8 +6,8 @@ the generic document passes the generic shapes, the detailed one those of
 one entity or one query, so both documents describe every operation once.
 401 and the ``rest.enabled`` 403 are added by the document from the gate.
 """
-from ..data.imports import MODES
-from ..data.query import MAX_SORT_TERMS
+from ..data.transfer.imports import MODES
+from ..data.read.query import MAX_SORT_TERMS
 from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
 from .schemas import INTEGER, STRING, array, binary, named_enum, nullable, ref
 

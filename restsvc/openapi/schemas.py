@@ -4,7 +4,7 @@ filters, fetch plans, metadata, messages and session shapes.
 Every schema describes what the API really writes (and accepts), so a
 client generated from the documents works and a fuzzer finds nothing.
 """
-from ..data.filters import MAX_CONDITIONS, MAX_DEPTH, OPERATORS_BY_KIND
+from ..data.read.filters import MAX_CONDITIONS, MAX_DEPTH, OPERATORS_BY_KIND
 from ..model.datatypes import DATATYPES
 from ..model.valuetypes import EnumType
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from ..data.queries import fill_filter
-from ..data.queryconfig import filter_conditions, filter_problem, parameter_references
+from ..data.read.queries import fill_filter
+from ..data.read.queryconfig import filter_conditions, filter_problem, parameter_references
 from ..errors import ApiError
 from ..model.fetchplan import FetchPlanError, parse_plan
 from .definitions import (OUTPUT_TYPES, PARAMETER_TYPES, Band, Column, Group, Parameter, Report,

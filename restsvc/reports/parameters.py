@@ -10,8 +10,8 @@ does not exist or is hidden from the caller).
 """
 from dataclasses import dataclass
 
-from ..data.importer import parse_id
-from ..data.queries import fill_filter, parameter_reference
+from ..data.write.importer import parse_id
+from ..data.read.queries import fill_filter, parameter_reference
 from ..errors import ApiError, BadRequest
 from ..model.valuetypes import MAX_ARRAY_ITEMS
 _FORMATS = {"NUMERIC": "a number such as 12.5", "BOOLEAN": "true or false",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..data.bound import DataAccess
-from ..data.filters import attribute_visible
+from ..data.read.filters import attribute_visible
 from ..model.serialize import instance_namer
 from . import values
 from .cells import guarded_text, guarded_texts

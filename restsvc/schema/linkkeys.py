@@ -6,7 +6,7 @@ For every many-to-many attribute declared on an entity (the owning side,
 text column ``<attribute>_link_keys``: the JSON array of the member keys
 linked to the row, in the order the database sorts the member column, NULL
 when there are none. A page of owners reads it as one more column
-(data/members.py) instead of aggregating the link table per row. It is no
+(data/read/members.py) instead of aggregating the link table per row. It is no
 attribute: restsvc never writes it, and nothing but the members' loading
 reads it.
 

@@ -10,7 +10,7 @@ the start-up check says so and the filters keep scanning.
 SQLite: an FTS5 table ``<table>_<column>_trgm`` (trigram tokenizer, case
 folded) holding ``unicode_lower(column)`` under the row's rowid, kept in step
 by three triggers on the table. The filter adds ``rowid IN (SELECT rowid ...
-MATCH '"<value>"')`` to the unchanged LIKE (``data/query.py``): the match finds
+MATCH '"<value>"')`` to the unchanged LIKE (``data/read/query.py``): the match finds
 every row whose lowered text holds the value (and perhaps a few more, which
 the LIKE drops), so the answer is the scan's exactly. Trigrams need three
 characters: shorter values scan.

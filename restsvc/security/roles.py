@@ -28,7 +28,7 @@ Row-level roles also guard writes (``writes``): per entity and action
 (``create``, ``update``, ``delete``) a condition in the same filter format, a
 Python predicate ``predicate(row, session) -> bool`` (``row`` the stored model
 instance) for what conditions cannot say, or a tuple of them (all must hold).
-data/rowrules.py checks them on every write; rules of several roles all apply.
+data/write/rowrules.py checks them on every write; rules of several roles all apply.
 
     RowLevelRole("own-orders-writer", "Own orders: write",
                  writes={"Order": {"create": OWN, "update": (OWN, NOT_SHIPPED),

@@ -21,7 +21,7 @@ import types
 import typing
 
 from ..data.bound import DataAccess, Record
-from ..data.queries import invalid_parameter
+from ..data.read.queries import invalid_parameter
 from ..errors import MUST_NOT_BE_NULL, Text, ValidationFailed, invalid_value
 from ..jsonio import loads
 from ..model.entity import Entity

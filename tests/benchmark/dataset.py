@@ -53,10 +53,10 @@ def prepare(workdir, database_url=None, secret_key=None):
 
 def tag_shape(app, token):
     """What restsvc's ETag of a Customer read with ``_base`` digests besides the
-    id, for the caller of ``token`` (``data/etags.py``): the baseline writes the
+    id, for the caller of ``token`` (``data/answer/etags.py``): the baseline writes the
     same ETags with it."""
     from restsvc.data.access import access_for
-    from restsvc.data.etags import tag_shape as shape
+    from restsvc.data.answer.etags import tag_shape as shape
     principal = app.gate.principal("/rest/entities/Customer", f"Bearer {token}")
     access = access_for(app, principal)
     meta = app.data.entity("Customer")

@@ -19,8 +19,8 @@ from operator import itemgetter, mul
 
 import peewee
 
-from ..db import is_sqlite
-from .columns import converter
+from ...db import is_sqlite
+from ..columns import converter
 
 
 def member_column(database, prop):

@@ -10,9 +10,9 @@ repeated and counts and pages stay right.
 """
 import peewee
 
-from ..db import is_sqlite, lower
-from ..errors import BadRequest
-from ..schema import trigram
+from ...db import is_sqlite, lower
+from ...errors import BadRequest
+from ...schema import trigram
 from .filters import Condition, Group, attribute_visible, compares_values, parse_filter
 
 # LIKE patterns escape their wildcards with "!", so % and _ in values are literal.

@@ -17,12 +17,12 @@ from collections import Counter
 from itertools import repeat
 from operator import itemgetter
 
-from ..jsonio import RawJson, raw_array
-from .columns import row_id as _row_id     # byid.py's name for it
+from ...jsonio import RawJson, raw_array
+from ..columns import row_id as _row_id     # byid.py's name for it
 from .members import load_members
 from .nestedrows import nested_texts
-from .rowwriters import row_writer as _writer, shows_reference as _shows_members
-from .rowwriters import flat_shape as flat_shape     # byid.py imports it from here
+from ..answer.rowwriters import row_writer as _writer, shows_reference as _shows_members
+from ..answer.rowwriters import flat_shape as flat_shape     # byid.py imports it from here
 
 FLAT, MEMBERS, NESTED = "flat", "members", "nested"
 

@@ -6,7 +6,7 @@ import contextlib
 
 import peewee
 
-from ..errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
+from ...errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
 
 
 @contextlib.contextmanager

@@ -13,10 +13,10 @@ from typing import Any
 
 import peewee
 
-from ..jsonio import quoted, value_text
-from ..model.fields import EnumField
-from ..model.serialize import _text_writer
-from .columns import _uuid, converter
+from ...jsonio import quoted, value_text
+from ...model.fields import EnumField
+from ...model.serialize import _text_writer
+from ..columns import _uuid, converter
 
 
 def plain_text(prop):

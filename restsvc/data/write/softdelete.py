@@ -1,12 +1,12 @@
 """Soft delete: DELETE marks the row, restore unmarks it, purge removes it.
 
 An entity declared with ``soft_delete=True`` has ``deletedDate`` and
-``deletedBy``. The write path (data/writer.py) marks instead of deleting
+``deletedBy``. The write path (data/write/writer.py) marks instead of deleting
 (no reference check: the references stay valid), its soft-deleted
 composition children with it at the same instant, and restores (unmarks)
 through the steps of an update; this module holds their statements and the
 look-up of a deleted row; every read leaves marked
-rows out (data/query.py ``row_condition``) except a to-one reference from a
+rows out (data/read/query.py ``row_condition``) except a to-one reference from a
 live row, which stays readable by id. Three grants, specific policies of
 resource roles:
 
@@ -17,11 +17,11 @@ resource roles:
 import dataclasses
 
 
-from ..errors import BadRequest, Conflict, Forbidden, entity_not_found
+from ...errors import BadRequest, Conflict, Forbidden, entity_not_found
 from . import history
-from .access import require
-from .etags import version_is
-from .loader import visible_ids
+from ..access import require
+from ..answer.etags import version_is
+from ..read.loader import visible_ids
 
 SEE_DELETED, RESTORE, PURGE = "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge"
 
@@ -35,7 +35,7 @@ def including_deleted(access):
 
 
 def mark(access, rows, when, versions=None):
-    """Mark live rows deleted, ``rows`` as ``composed`` (data/owned.py) finds
+    """Mark live rows deleted, ``rows`` as ``composed`` (data/write/owned.py) finds
     them for a soft delete: the rows first, then their soft-deleted composition
     children at every depth; how many of the first rows were marked.
     ``versions`` (If-Match): only first rows at one of them."""

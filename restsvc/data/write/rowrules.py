@@ -16,12 +16,12 @@ transitively.
 import functools
 import operator
 
-from ..db import is_sqlite
-from ..errors import ApiError, Forbidden
-from ..model.metadata import MetadataError
-from .access import NO_USER_ID
-from .filters import parse_filter
-from .query import EntityQuery
+from ...db import is_sqlite
+from ...errors import ApiError, Forbidden
+from ...model.metadata import MetadataError
+from ..access import NO_USER_ID
+from ..read.filters import parse_filter
+from ..read.query import EntityQuery
 
 WRITE_ACTIONS = ("create", "update", "delete")
 

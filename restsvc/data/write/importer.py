@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 
 import peewee
 
-from ..errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
+from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
-from ..model.numbers import decimal_fits
-from ..model.entity import AUDIT_FIELDS
-from ..model.valuetypes import MAX_ARRAY_ITEMS
-from ..security.roles import MODIFY
-from .access import require
-from .loader import visible_ids
+from ...model.numbers import decimal_fits
+from ...model.entity import AUDIT_FIELDS
+from ...model.valuetypes import MAX_ARRAY_ITEMS
+from ...security.roles import MODIFY
+from ..access import require
+from ..read.loader import visible_ids
 from .owned import child_ids
 
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"

@@ -17,10 +17,10 @@ row writers splice them in.
 from collections import Counter
 from operator import itemgetter
 
-from ..model.serialize import _references
-from .columns import converter, row_id
+from ...model.serialize import _references
+from ..columns import converter, row_id
 from .members import shown_lists
-from .rowwriters import NAMES, positions, raw_namer, row_writer, shows_reference
+from ..answer.rowwriters import NAMES, positions, raw_namer, row_writer, shows_reference
 
 PARENT = "\0parent"     # the owner's id on composition children while loading
 _VIEWS_MAX = 256        # view classes per entity (one per set of loaded columns)

@@ -1,7 +1,7 @@
 """The rows a write reaches besides the ones it names: a composition's
 stored children (at every depth) and the entities that refer to a row."""
-from ..model.fetchplan import ids_only
-from .loader import select_rows
+from ...model.fetchplan import ids_only
+from ..read.loader import select_rows
 
 
 def child_ids(access, prop, parent_id):

@@ -20,9 +20,9 @@ import uuid
 import peewee
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from ..db import is_sqlite
-from ..errors import BadRequest
-from .columns import stored
+from ...db import is_sqlite
+from ...errors import BadRequest
+from ..columns import stored
 from .query import EntityQuery, _all
 
 MAX_CURSOR = 4096       # characters of a cursor from a request

@@ -21,17 +21,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadRequest
-from ..model.serialize import write_entities, write_entity
-from .cursors import sort_key
-from .flatrows import KeyRows, RawRows, write_flat, write_flat_each
-from .loader import RESPONSE_TOO_LARGE
+from ...errors import BadRequest
+from ...model.serialize import write_entities, write_entity
+from ..read.cursors import sort_key
+from ..read.flatrows import KeyRows, RawRows, write_flat, write_flat_each
+from ..read.loader import RESPONSE_TOO_LARGE
 
 if TYPE_CHECKING:
-    from ..model.fetchplan import FetchPlan
-    from ..model.metadata import MetaClass
-    from .access import Access
-    from .datamanager import DataManager
+    from ...model.fetchplan import FetchPlan
+    from ...model.metadata import MetaClass
+    from ..access import Access
+    from ..datamanager import DataManager
 
 CHUNK_ROWS = 1000       # rows per statement: few statements, a few hundred KiB held
 

@@ -12,9 +12,9 @@ cannot tell them apart.
 """
 from typing import Any, NamedTuple
 
-from ..errors import BadRequest
-from ..model.numbers import NumberOutOfBounds, decimal_fits
-from ..model.valuetypes import MAX_ARRAY_ITEMS
+from ...errors import BadRequest
+from ...model.numbers import NumberOutOfBounds, decimal_fits
+from ...model.valuetypes import MAX_ARRAY_ITEMS
 
 MAX_DEPTH = 16
 MAX_CONDITIONS = 500

@@ -2,15 +2,15 @@
 
 An entity declared with ``history=True`` (or a list of attribute names) gets
 one ``HistoryItem`` per create, update, delete and restore, written by the write path
-(data/writer.py) in the write's own transaction: a write that rolls back
+(data/write/writer.py) in the write's own transaction: a write that rolls back
 leaves no item. Values are kept in their JSON form: references by id,
 collections (compositions, many-to-many) by their members' ids; audit fields
 and the version are not recorded (the item's own ``username`` and
 ``changedDate`` say who and when).
 
 Reading goes through the Entities API like any entity, with two rules of its
-own (``row_rule`` and ``present_rows``, asked by data/query.py and
-data/loader.py): an item is visible only when the caller may read its entity
+own (``row_rule`` and ``present_rows``, asked by data/read/query.py and
+data/read/loader.py): an item is visible only when the caller may read its entity
 and, under row-level roles, the entity's row is one the caller sees now; and
 inside ``changes`` an attribute the caller may not view (or a reference to an
 entity it may not read) appears by name only, without ``oldValue`` and
@@ -21,12 +21,12 @@ from typing import Any
 
 import peewee
 
-from ..db import delete_in_batches, is_sqlite
-from ..jsonio import dumps, loads
-from ..model.entity import AUDIT_FIELDS, Entity, entity
-from ..model.fields import DateTimeField
-from .access import utc_now
-from .filters import attribute_visible
+from ...db import delete_in_batches, is_sqlite
+from ...jsonio import dumps, loads
+from ...model.entity import AUDIT_FIELDS, Entity, entity
+from ...model.fields import DateTimeField
+from ..access import utc_now
+from ..read.filters import attribute_visible
 
 KINDS = ("CREATE", "UPDATE", "DELETE", "RESTORE")
 HISTORY_ITEM = "HistoryItem"

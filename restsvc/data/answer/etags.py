@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import peewee
 
-from ..jsonio import dumps
+from ...jsonio import dumps
 
 if TYPE_CHECKING:
-    from ..security.roles import Permissions
+    from ...security.roles import Permissions
 
 
 def entity_tag(row, plan, permissions, session, return_nulls):

@@ -9,15 +9,15 @@ roles become null (to-one) or are absent (collections).
 """
 from functools import partial
 
-from ..db import is_sqlite
-from ..errors import BadRequest
-from ..model.fetchplan import ids_only
-from .columns import conversions, converter, read_rows, stored
+from ...db import is_sqlite
+from ...errors import BadRequest
+from ...model.fetchplan import ids_only
+from ..columns import conversions, converter, read_rows, stored
 from .cursors import after_key
 from .members import fill_members, member_column
 from .flatrows import NESTED, RawRows, fill_flat_members, raw_kind
 from .nestedrows import PARENT as _PARENT, fill_nested, readable
-from .rowwriters import shows_reference
+from ..answer.rowwriters import shows_reference
 from .query import EntityQuery, filter_shape
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows

@@ -11,9 +11,9 @@ A reference the caller does not see (its attribute hidden, its entity not
 readable) is left out as ``serialize`` leaves it out; a referenced row the
 caller cannot see is null, as a missing one.
 """
-from ..jsonio import quoted, value_text
-from ..model.serialize import Generated, _text_writer, instance_namer
-from .columns import converter, row_id
+from ...jsonio import quoted, value_text
+from ...model.serialize import Generated, _text_writer, instance_namer
+from ..columns import converter, row_id
 from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer
 
 NAMES = "\0names"       # texts[(NAMES, name)]: foreign key -> the referenced row's instance name

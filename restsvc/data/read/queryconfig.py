@@ -22,10 +22,10 @@ import dataclasses
 import importlib
 import re
 
-from .. import xmlfile
-from ..errors import ApiError
-from ..jsonio import loads
-from ..xmlfile import local_name
+from ... import xmlfile
+from ...errors import ApiError
+from ...jsonio import loads
+from ...xmlfile import local_name
 from .filters import parse_filter
 from .queries import (ALL, PARAM_NAME, SESSION_PARAMETERS, Query, fill_filter,
                       make_param, parameter_reference)

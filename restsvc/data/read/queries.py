@@ -9,12 +9,12 @@ attribute and row-level policies apply exactly as for ``/entities`` searches.
 import re
 from dataclasses import dataclass
 
-from ..errors import BadRequest, NotFound
-from ..jsonio import loads
-from ..model.datatypes import DATATYPES
-from ..model.fetchplan import FetchPlanError, parse_plan
-from ..model.valuetypes import value_type
-from .access import require
+from ...errors import BadRequest, NotFound
+from ...jsonio import loads
+from ...model.datatypes import DATATYPES
+from ...model.fetchplan import FetchPlanError, parse_plan
+from ...model.valuetypes import value_type
+from ..access import require
 
 ALL = "all"                     # the implicit query: every row, plan _instance_name
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

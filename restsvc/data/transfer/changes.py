@@ -22,16 +22,16 @@ version goes up as with any update.
 """
 from typing import TYPE_CHECKING, Any
 
-from ..db import is_sqlite, write_transaction
-from ..errors import BadRequest, Conflict, Text
-from .access import require
-from .loader import count_rows
-from .query import EntityQuery
+from ...db import is_sqlite, write_transaction
+from ...errors import BadRequest, Conflict, Text
+from ..access import require
+from ..read.loader import count_rows
+from ..read.query import EntityQuery
 
 if TYPE_CHECKING:
-    from ..model.metadata import MetaClass
-    from .access import Access
-    from .datamanager import DataManager
+    from ...model.metadata import MetaClass
+    from ..access import Access
+    from ..datamanager import DataManager
 
 # Keys an update by filter may not set: every row keeps its own.
 _OWN_KEYS = ("id", "version", "_entityName", "_instanceName")

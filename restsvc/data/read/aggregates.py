@@ -15,9 +15,9 @@ import decimal
 
 import peewee
 
-from ..db import is_sqlite
-from ..errors import BadRequest
-from .access import require
+from ...db import is_sqlite
+from ...errors import BadRequest
+from ..access import require
 from .filters import compares_values, parse_filter, parse_path, value_kind
 from .query import EntityQuery, _all
 

@@ -14,7 +14,7 @@ in this order:
     memberships    many-to-many links set to exactly the listed members (links
                    to members the caller cannot see are kept: it cannot name them)
     rules_after    row rules on the row as now stored (a refusal rolls it all back)
-    history        a HistoryItem of an entity with ``history`` (data/history.py):
+    history        a HistoryItem of an entity with ``history`` (data/write/history.py):
                    the row's values before are read ahead of the statement
     events         the outbox row of an entity with ``events`` (events/outbox.py)
     after_save     the model's hook, in the same transaction
@@ -34,13 +34,14 @@ import dataclasses
 
 import peewee
 
-from ..errors import Conflict, PreconditionFailed
-from ..events import outbox
-from . import history, softdelete
-from .access import require, utc_now
-from .etags import version_is
+from ...errors import Conflict, PreconditionFailed
+from ...events import outbox
+from . import history
+from . import softdelete
+from ..access import require, utc_now
+from ..answer.etags import version_is
 from .owned import child_ids, composed, referrers
-from .query import EntityQuery
+from ..read.query import EntityQuery
 from .rowrules import check_members, check_rows
 from .sqlwrite import insert_sql, one_statement, refusals, update_refused
 
@@ -265,7 +266,7 @@ class Writer:
         refuse while other rows refer to them. ``expected_versions`` (If-Match):
         only rows at one of them are deleted, else nothing is. ``with_owner``:
         children removed by their owner's save, which checks the owner's rules.
-        A ``soft_delete`` entity's rows are marked instead (data/softdelete.py),
+        A ``soft_delete`` entity's rows are marked instead (data/write/softdelete.py),
         unless purged."""
         check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
         soft = meta.soft_delete and not purge

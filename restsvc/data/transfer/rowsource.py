@@ -17,14 +17,14 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadRequest, PayloadTooLarge, Text, invalid_value
-from ..jsonio import loads
-from ..model.valuetypes import MAX_ARRAY_ITEMS
-from ..security.roles import VIEW
+from ...errors import BadRequest, PayloadTooLarge, Text, invalid_value
+from ...jsonio import loads
+from ...model.valuetypes import MAX_ARRAY_ITEMS
+from ...security.roles import VIEW
 
 if TYPE_CHECKING:
-    from ..model.metadata import MetaClass, MetaProperty
-    from .access import Access
+    from ...model.metadata import MetaClass, MetaProperty
+    from ..access import Access
 
 FORMATS = ("csv", "ndjson")
 INVALID = "{restsvc.validation.InvalidValue}"

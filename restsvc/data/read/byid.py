@@ -13,8 +13,8 @@ load by id goes through the loader. The rows, bytes and ETags are the
 loader's: the statement is the one the loader builds, the writer and the
 id's conversion are flatrows', the tag is ``etags.tag_of``.
 """
-from .columns import stored
-from .etags import plan_key, tag_of, tag_shape, versioned
+from ..columns import stored
+from ..answer.etags import plan_key, tag_of, tag_shape, versioned
 from .flatrows import RawRows, _key_columns, _row_id, _writer, flat_shape, is_flat
 from .loader import _columns, _statement, loading_plan, session_free
 

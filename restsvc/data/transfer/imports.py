@@ -14,18 +14,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import is_sqlite, write_transaction
-from ..errors import (ApiError, BadRequest, ImportRefused, Text, UnsupportedMediaType,
+from ...db import is_sqlite, write_transaction
+from ...errors import (ApiError, BadRequest, ImportRefused, Text, UnsupportedMediaType,
                       ValidationFailed)
-from .access import require
-from .importer import Importer, id_or_none
-from .loader import visible_ids
+from ..access import require
+from ..write.importer import Importer, id_or_none
+from ..read.loader import visible_ids
 from .rowsource import FORMATS, Row, rows, violation
-from .writer import Writer
+from ..write.writer import Writer
 
 if TYPE_CHECKING:
-    from ..model.metadata import MetaClass
-    from .access import Access
+    from ...model.metadata import MetaClass
+    from ..access import Access
 
 MODES = ("create", "upsert", "upsertByKey")
 IMPORT_FAILED = "Import failed"

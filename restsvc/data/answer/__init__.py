@@ -1,0 +1,1 @@
+"""Rows to JSON text: the writers of answers, value texts and entity tags."""

@@ -1,0 +1,1 @@
+"""Data in and out in bulk: export, import, and changes by filter."""
