@@ -42,17 +42,17 @@ from .numbers import integer_parser, number_of
 @dataclass(frozen=True)
 class Datatype:
     name: str
-    to_json: object
-    from_json: object
+    to_json: Callable[[Any], Any]
+    from_json: Callable[[Any], Any]
     # The JSON/Python kind the filter operators are chosen by (reference 2.4).
     kind: str
-    json_schema: dict = field(default_factory=dict)
+    json_schema: dict[str, Any] = field(default_factory=dict)
     python_type: type = str
-    to_text: object = str
-    from_text: object = None
+    to_text: Callable[[Any], str] = str
+    from_text: Callable[[str], Any] = None   # type: ignore[assignment]  # from_json, by __post_init__
     fraction_digits: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.from_text is None:
             object.__setattr__(self, "from_text", self.from_json)
 
@@ -244,14 +244,13 @@ def column_json(datatype: Datatype, field: object) -> Callable[[Any], Any]:
         def scaled(value: decimal.Decimal) -> decimal.Decimal:
             return value.quantize(exponent)
         return scaled
-    to_json: Callable[[Any], Any] = datatype.to_json    # type: ignore[assignment]
-    return to_json
+    return datatype.to_json
 
 
 def column_text(datatype: Datatype, field: object) -> Callable[[Any], str]:
     """value -> text form of one column's values (a CSV cell): the datatype's
     text form of ``column_json``'s value (a decimal at the column's scale)."""
-    to_text: Callable[[Any], str] = datatype.to_text     # type: ignore[assignment]
+    to_text = datatype.to_text
     to_json = column_json(datatype, field)
     if to_json is datatype.to_json:
         return to_text
