@@ -255,6 +255,20 @@ def app_requests():
     yield full, "POST", "/rest/entities/KitPart", {"name": "b", "secret": True}, "k2"
     yield full, "POST", "/rest/entities/Kit", {"name": "first", "leader": {"id": "<<k2>>"},
                                                "parts": [{"id": "<<k1>>"}, {"id": "<<k2>>"}]}, "kit"
+    line_plan = q({"extends": "_local", "properties": [{"name": "order", "fetchPlan": {
+        "properties": ["number", {"name": "customer", "fetchPlan": "_base"}]}}]})
+    for caller in ("orders", "gold"):
+        for nulls in ("", "&returnNulls=true"):
+            yield caller, "GET", f"/rest/entities/Order?fetchPlan=order-with-details&limit=3&sort=number{nulls}"
+            yield caller, "GET", f"/rest/entities/Order/{ORDER}?fetchPlan=order-with-details{nulls}"
+            yield caller, "GET", f"/rest/entities/OrderLine?fetchPlan={line_plan}&limit=3&sort=id{nulls}"
+        for path in ("/rest/entities/Customer?limit=3&sort=name", f"/rest/entities/Customer/{CUSTOMER}",
+                     f"/rest/entities/Customer/{BRUNO}", "/rest/entities/Order/search?filter="
+                     + q(_filter("customer.name", "startsWith", "B")) + "&fetchPlan=_base",
+                     "/rest/entities/Order/aggregate?groupBy=customer&count=true", "/rest/permissions",
+                     "/rest/metadata/entities", "/rest/queries/Order/ordersOfCustomer?customer=" + BRUNO,
+                     "/rest/entities/Order?format=csv&fetchPlan=order-with-details&limit=3&sort=number"):
+            yield caller, "GET", path
     kit_plan = q({"properties": ["name", "partNames", "leaderName", {"name": "parts", "fetchPlan": "_base"},
                                  {"name": "leader", "fetchPlan": "_base"}]})
     for caller in (full, "kit"):

@@ -8,6 +8,10 @@ order of appearance: ids the test's writes generate (<id1>, ...), times of
 Content-Length of a normalized body becomes <normalized>). Date, X-Request-Id
 and timing headers are left out. Everything else is compared as answered.
 
+Rows the test creates get time-ordered ids (UUIDv7, 01a2... in late 2026);
+every demo id is UUIDv5 and none starts between 0190 and 0400, so lists in
+id order place the created rows at the same positions for decades.
+
     RESTSVC_RECORD_SNAPSHOTS=1 python -m pytest -q tests/test_answer_snapshots.py
 
 rewrites the file of the current database (SQLite, or PostgreSQL with
@@ -29,6 +33,7 @@ from werkzeug.test import Client
 
 import typed_app
 from conftest import PG_URL, bearer, get_token, password_grant
+from restsvc import ResourceRole, RowLevelRole
 from snapshot_requests import LITERAL_IDS, app_requests, demo_reads, demo_writes
 from test_history_depth import Leg, Stop, Voyage
 from test_nested_pages import KIT_READER, NO_SECRETS, Kit, KitPart
@@ -39,8 +44,21 @@ RECORD = os.environ.get("RESTSVC_RECORD_SNAPSHOTS") == "1"
 DROPPED = {"date", "x-request-id", "server-timing", "x-response-time"}
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+CURSOR = re.compile(r"(?<=after=)([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)")
+HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
 HTTP_DATE = re.compile(r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT")
-TESTER = "svc.authserver.client.tester."
+CLIENT = "svc.authserver.client."
+# A role that reads orders but not customers; one that reads customers'
+# names, with a row rule that lets it see only GOLD customers.
+ORDERS_ONLY = ResourceRole("t-orders-only", entities={"Order": "read", "OrderLine": "read", "Product": "read"},
+                           attributes={"Order": {"*": "view"}, "OrderLine": {"*": "view"}, "Product": {"*": "view"}})
+NAMES = ResourceRole("t-names", entities={"Customer": "read", "Order": "read", "OrderLine": "read",
+                                          "Product": "read"},
+                     attributes={"Customer": {"name": "view", "grade": "view"}, "Order": {"*": "view"},
+                                 "OrderLine": {"*": "view"}, "Product": {"*": "view"}})
+GOLD_ONLY = RowLevelRole("t-gold-only", filters={
+    "Customer": {"conditions": [{"property": "grade", "operator": "=", "value": "GOLD"}]}})
+TEST_CLIENTS = {"tester": (KIT_READER, NO_SECRETS), "orders": (ORDERS_ONLY, None), "gold": (NAMES, GOLD_ONLY)}
 
 
 def _kind():
@@ -51,6 +69,7 @@ def _kind():
 class Normalizer:
     """Placeholders for what varies between runs, in order of appearance."""
     ids: dict = dataclasses.field(default_factory=dict)
+    cursors: dict = dataclasses.field(default_factory=dict)
     tags: dict = dataclasses.field(default_factory=dict)
     days: set = dataclasses.field(default_factory=set)
 
@@ -58,14 +77,30 @@ class Normalizer:
         today = datetime.datetime.now(datetime.timezone.utc).date()
         self.days = {str(today + datetime.timedelta(days=d)) for d in (-1, 0, 1)}
 
+    @staticmethod
+    def generated(value):
+        return value.version != 5 and str(value) not in LITERAL_IDS
+
     def _id(self, match):
-        text = match.group(0)
-        value = uuid.UUID(text)
-        if value.version == 5 or str(value) in LITERAL_IDS:
-            return text
+        value = uuid.UUID(match.group(0))
+        if not self.generated(value):
+            return match.group(0)
         return self.ids.setdefault(str(value), f"<id{len(self.ids) + 1}>")
 
+    def _cursor(self, match):
+        """A cursor (signed, base64 JSON) whose last row has a generated id."""
+        try:
+            payload = base64.urlsafe_b64decode(match.group(1) + "=" * (-len(match.group(1)) % 4)).decode()
+        except ValueError:
+            return match.group(0)
+        found = [uuid.UUID(hex_id) for hex_id in HEX_ID.findall(payload)]
+        found += [uuid.UUID(text) for text in UUID.findall(payload)]
+        if not any(self.generated(value) for value in found):
+            return match.group(0)
+        return self.cursors.setdefault(match.group(0), f"<cursor{len(self.cursors) + 1}>")
+
     def text(self, text):
+        text = CURSOR.sub(self._cursor, text)
         text = UUID.sub(self._id, text)
         text = TIME.sub(lambda m: "<now>" if m.group(1) in self.days else m.group(0), text)
         return HTTP_DATE.sub(lambda m: "<now>" if _http_day(m.group(0)) in self.days else m.group(0), text)
@@ -145,14 +180,17 @@ def _test_app_answers(make_app, normalizer, saved):
     base = typed_app.application
     application = dataclasses.replace(
         base, entities=(*base.entities, Voyage, Leg, Stop, KitPart, Kit),
-        resource_roles=(*base.resource_roles, KIT_READER),
-        row_level_roles=(*base.row_level_roles, NO_SECRETS))
-    client = Client(make_app({f"{TESTER}client-id": "tester", f"{TESTER}client-secret": "{noop}tester-secret",
-                              f"{TESTER}resource-roles": f"rest-minimal,{KIT_READER.code}",
-                              f"{TESTER}row-level-roles": NO_SECRETS.code}, application=application))
+        resource_roles=(*base.resource_roles, KIT_READER, ORDERS_ONLY, NAMES),
+        row_level_roles=(*base.row_level_roles, NO_SECRETS, GOLD_ONLY))
+    settings = {}
+    for name, (role, row_level) in TEST_CLIENTS.items():
+        settings.update({f"{CLIENT}{name}.client-id": name, f"{CLIENT}{name}.client-secret": f"{{noop}}{name}-secret",
+                         f"{CLIENT}{name}.resource-roles": f"rest-minimal,{role.code}",
+                         f"{CLIENT}{name}.row-level-roles": row_level.code if row_level else ""})
+    client = Client(make_app(settings, application=application))
     _clear_test_app_rows(client.application)
-    auths = {"full": bearer(get_token(client)), "kit": bearer(get_token(client, "tester", "tester-secret")),
-             "typed": _password_auth(client, "typed")}
+    auths = {name: bearer(get_token(client, name, f"{name}-secret")) for name in TEST_CLIENTS}
+    auths.update(full=bearer(get_token(client)), kit=auths["tester"], typed=_password_auth(client, "typed"))
     try:
         return _run(client, auths, list(app_requests()), normalizer, saved)
     finally:
