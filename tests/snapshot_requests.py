@@ -269,6 +269,24 @@ def app_requests():
                      "/rest/metadata/entities", "/rest/queries/Order/ordersOfCustomer?customer=" + BRUNO,
                      "/rest/entities/Order?format=csv&fetchPlan=order-with-details&limit=3&sort=number"):
             yield caller, "GET", path
+    yield full, "POST", "/rest/entities/Parcel", {"label": "P1", "country": {"id": "AT"}, "tag": {"id": "2"}}, "p1"
+    yield full, "POST", "/rest/entities/Parcel?responseFetchPlan=_local", {"label": "P2"}
+    parcel_plan = q({"extends": "_local", "properties": [{"name": "country", "fetchPlan": "_base"},
+                                                         {"name": "tag", "fetchPlan": "_instance_name"}]})
+    for nulls in ("", "&returnNulls=true"):
+        yield full, "GET", f"/rest/entities/Parcel?fetchPlan={parcel_plan}{nulls}"
+        yield full, "GET", f"/rest/entities/Parcel/<<p1>>?fetchPlan={parcel_plan}{nulls}"
+    yield full, "GET", "/rest/entities/Parcel/search?filter=" + q(_filter("tag.name", "=", "bestseller"))
+    yield full, "GET", "/rest/entities/Parcel?format=csv&fetchPlan=" + parcel_plan
+    licence = "0123456789abcdef0123456789abcdef"
+    yield full, "POST", "/rest/entities/Licence", {"id": licence, "holder": "Ann"}
+    yield full, "GET", f"/rest/entities/Licence/{licence}"
+    yield full, "GET", "/rest/entities/Licence?returnNulls=true&fetchPlan=_instance_name"
+    yield full, "POST", "/rest/entities/Meeting", {"title": "Kick-off", "day": "2024-03-01",
+                                                   "starts": "2024-03-01T09:30:00.250"}, "m1"
+    meeting_plan = q({"extends": "_local", "properties": ["weekday", "startHour"]})
+    yield full, "GET", f"/rest/entities/Meeting/<<m1>>?fetchPlan={meeting_plan}"
+    yield full, "GET", f"/rest/entities/Meeting?fetchPlan={meeting_plan}&format=ndjson"
     kit_plan = q({"properties": ["name", "partNames", "leaderName", {"name": "parts", "fetchPlan": "_base"},
                                  {"name": "leader", "fetchPlan": "_base"}]})
     for caller in (full, "kit"):

@@ -35,8 +35,10 @@ import typed_app
 from conftest import PG_URL, bearer, get_token, password_grant
 from restsvc import ResourceRole, RowLevelRole
 from snapshot_requests import LITERAL_IDS, app_requests, demo_reads, demo_writes
+from test_entity_ids import Licence, Parcel
 from test_history_depth import Leg, Stop, Voyage
 from test_nested_pages import KIT_READER, NO_SECRETS, Kit, KitPart
+from test_transient_values import Meeting
 from typed_app import TypedNote
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
@@ -58,6 +60,7 @@ NAMES = ResourceRole("t-names", entities={"Customer": "read", "Order": "read", "
                                  "OrderLine": {"*": "view"}, "Product": {"*": "view"}})
 GOLD_ONLY = RowLevelRole("t-gold-only", filters={
     "Customer": {"conditions": [{"property": "grade", "operator": "=", "value": "GOLD"}]}})
+TEST_ENTITIES = (Voyage, Leg, Stop, KitPart, Kit, Parcel, Licence, Meeting)
 TEST_CLIENTS = {"tester": (KIT_READER, NO_SECRETS), "orders": (ORDERS_ONLY, None), "gold": (NAMES, GOLD_ONLY)}
 
 
@@ -179,7 +182,7 @@ def _demo_answers(make_app, normalizer, saved):
 def _test_app_answers(make_app, normalizer, saved):
     base = typed_app.application
     application = dataclasses.replace(
-        base, entities=(*base.entities, Voyage, Leg, Stop, KitPart, Kit),
+        base, entities=(*base.entities, *TEST_ENTITIES),
         resource_roles=(*base.resource_roles, KIT_READER, ORDERS_ONLY, NAMES),
         row_level_roles=(*base.row_level_roles, NO_SECRETS, GOLD_ONLY))
     settings = {}
@@ -199,11 +202,14 @@ def _test_app_answers(make_app, normalizer, saved):
 
 def _clear_test_app_rows(app):
     """PostgreSQL keeps one schema per run and resets only the demo's tables:
-    rows of the test application's entities that other tests (or this one)
-    left are deleted before, and this test's own after."""
-    for model in (Stop, Leg, Voyage, Kit.parts.through_model, Kit, KitPart, TypedNote):
-        if app.database.table_exists(model._meta.table_name):
-            model.delete().execute()
+    the test application's tables (rows and sequences) that other tests, or
+    this one, left are emptied before and after. SQLite is a fresh copy."""
+    if not PG_URL:
+        return
+    tables = [model._meta.table_name for model in (*TEST_ENTITIES, Kit.parts.through_model, TypedNote)]
+    tables = ", ".join(f'"{name}"' for name in tables if app.database.table_exists(name))
+    if tables:
+        app.database.execute_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
 
 
 def _difference(old, new):
