@@ -48,8 +48,9 @@ class Operation:
     id: str | int | None                # None: the database assigns it (set once inserted)
     values: dict[str, Any]              # peewee field name -> Python value
     expected_version: int | tuple[int, ...] | None = None   # a version, or a tuple of them (If-Match)
+    # (composition, [Operation]) and (many-to-many attribute, [member id])
     children: list[tuple["MetaProperty", list["Operation"]]] = field(default_factory=list)
-    members: list[tuple["MetaProperty", list[str | int]]] = field(default_factory=list)  # (many-to-many prop, [member id])
+    members: list[tuple["MetaProperty", list[str | int]]] = field(default_factory=list)
     instance: Entity | None = None      # creating: the model instance the validators saw, then inserted
 
     @property
