@@ -27,7 +27,8 @@ from .query import EntityQuery, Expression, Path, _all
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass, MetaProperty
 
-# A value as the database gives it -> its JSON form.
+# A value as the database driver gives it (whatever the column holds: the
+# converters are int, str, float and fields' python_value) -> its JSON form.
 ToJson = Callable[[Any], JsonValue]
 
 FUNCTIONS = ("countDistinct", "sum", "avg", "min", "max")
@@ -206,7 +207,7 @@ def aggregate(access: Access, meta: "MetaClass", spec: JsonValue, max_groups: in
     return [_answer(work.results, row) for row in rows]
 
 
-def _answer(results: Sequence[_Result], row: Sequence[Any]) -> JsonObject:
+def _answer(results: Sequence[_Result], row: Sequence[object]) -> JsonObject:
     answer: JsonObject = {}
     for result, raw in zip(results, row):
         key = result.key

@@ -143,7 +143,8 @@ class _Column:
 
     def __init__(self, name: str, path: tuple[str, ...], cell: Cell, kind: str = "value",
                  index: int = 0) -> None:
-        self.name, self.path, self.cell, self.kind, self.index = name, path, cell, kind, index
+        self.name, self.path, self.cell = name, path, cell
+        self.kind, self.index = kind, index
 
 
 def _body(columns: list[_Column], record: list[str]) -> JsonObject | list[JsonObject]:

@@ -18,7 +18,7 @@ entity it may not read) appears by name only, without ``oldValue`` and
 """
 import datetime
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import peewee
 
@@ -44,7 +44,7 @@ _NOT_RECORDED = frozenset(("id", "version") + AUDIT_FIELDS)
 Recorded = tuple[str, peewee.Field, "MetaProperty"]
 # What history compares a save with (``Writer.history_before``): the row's
 # recorded values (peewee field name -> value) and its collections' member ids.
-Before = tuple[dict[str, Any], dict[str, set[str | int]]]
+Before = tuple[dict[str, object], dict[str, set[str | int]]]
 
 
 class HistoryEntry(NamedTuple):
@@ -124,7 +124,7 @@ def recorded_collections(meta: "MetaClass", props: Iterable["MetaProperty"]
     return [prop for prop in props if not chosen or prop.name in chosen]
 
 
-def json_value(prop: "MetaProperty", value: Any) -> JsonValue:
+def json_value(prop: "MetaProperty", value: object) -> JsonValue:
     """A stored value in its JSON form, as the entity's own answers write it
     (``prop.json_value``: a decimal at its column's scale, a ``dateTime`` to
     the millisecond): references by id, enums by name."""
@@ -140,7 +140,7 @@ def json_value(prop: "MetaProperty", value: Any) -> JsonValue:
 
 
 def old_values(access: Access, meta: "MetaClass", entity_id: str | int,
-               lock: bool = True) -> dict[str, Any] | None:
+               lock: bool = True) -> dict[str, object] | None:
     """The recorded columns of a row before its UPDATE, and its version when
     it has one (PostgreSQL, ``lock``: locked until commit, so concurrent
     writers record in order), or None."""
@@ -167,7 +167,7 @@ def old_values(access: Access, meta: "MetaClass", entity_id: str | int,
             for field, value in zip(fields, row)}
 
 
-def changes_of(meta: "MetaClass", values: dict[str, Any], before: dict[str, Any] | None
+def changes_of(meta: "MetaClass", values: dict[str, object], before: dict[str, object] | None
                ) -> list[JsonObject]:
     """[{name, oldValue, newValue}] for the recorded attributes ``values``
     sets (peewee field name -> value), against ``before`` (None: creating)."""
@@ -236,17 +236,17 @@ def record(access: Access, items: Sequence[HistoryEntry],
         HistoryItem.insert_many(rows).execute()
 
 
-def _rows(access: Access, items: Iterable[HistoryEntry]) -> list[dict[str, Any]]:
+def _rows(access: Access, items: Iterable[HistoryEntry]) -> list[dict[str, object]]:
     now, who = utc_now(), access.username
-    return [{"entityName": meta.name, "entityId": str(entity_id), "kind": kind,
-             "username": who, "changedDate": now, "changes": changes}
-            for meta, entity_id, kind, changes in items]
+    return [{"entityName": item.meta.name, "entityId": str(item.entity_id), "kind": item.kind,
+             "username": who, "changedDate": now, "changes": item.changes}
+            for item in items]
 
 
 _COLUMNS = ("id", "version", "entityName", "entityId", "kind", "username", "changedDate", "changes")
 
 
-def _insert_sql(access: Access, row: dict[str, Any]) -> Statement:
+def _insert_sql(access: Access, row: dict[str, object]) -> Statement:
     """SQL and parameters of one INSERT, its text built once (it runs under
     the write lock)."""
     row = {"id": HistoryItem.id.default(), "version": 1, **row}
@@ -265,7 +265,7 @@ def deleted_items(meta: "MetaClass", ids: Iterable[str | int]) -> list[HistoryEn
     """DELETE items of rows about to go, with their last recorded values."""
     fields = [field for _, field, _ in recorded(meta)]
     model = meta.model
-    rows: Iterable[dict[str, Any]] = model.select(model.id, *fields).where(
+    rows: Iterable[dict[str, object]] = model.select(model.id, *fields).where(
         model.id.in_(list(ids))).dicts().execute()
     items = []
     for row in rows:

@@ -16,7 +16,7 @@ see: listed children are updated or created, the others deleted.
 """
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import peewee
 
@@ -46,7 +46,7 @@ class Operation:
     meta: "MetaClass"
     creating: bool
     id: str | int | None                # None: the database assigns it (set once inserted)
-    values: dict[str, Any]              # peewee field name -> Python value
+    values: dict[str, object]              # peewee field name -> Python value
     expected_version: int | tuple[int, ...] | None = None   # a version, or a tuple of them (If-Match)
     # (composition, [Operation]) and (many-to-many attribute, [member id])
     children: list[tuple["MetaProperty", list["Operation"]]] = field(default_factory=list)

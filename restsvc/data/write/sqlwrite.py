@@ -4,7 +4,7 @@ sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
 an UPDATE misses, as the client's error."""
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import peewee
 
@@ -43,7 +43,7 @@ def after_update(access: Access, insert_text: str) -> str:
     return text
 
 
-def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, Any]) -> Statement:
+def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object]) -> Statement:
     """(SQL, parameters) of one row's INSERT (``data``: field name -> value),
     the text reused per column set: building it costs more than running it,
     and it runs while SQLite holds its write lock."""
