@@ -2,8 +2,12 @@
 those of one entity (``entity_<name>`` schemas) or one predefined query."""
 from dataclasses import dataclass, field
 
+from ..data.read.queries import Query, QueryParam
+from ..jsonio import JsonObject
 from ..model.fetchplan import BUILT_IN
+from ..model.metadata import MetaClass
 from ..model.valuetypes import ArrayType, EntityIdType
+from ..settings import Settings
 from .schemas import (BOOLEAN, STRING, array, id_schema, named_enum, nullable, ref,
                       reference_schema_name)
 
@@ -11,30 +15,30 @@ from .schemas import (BOOLEAN, STRING, array, id_schema, named_enum, nullable, r
 @dataclass
 class Typing:
     tag: str
-    label: str                 # "entities", "Customer entities"
-    one: str                   # "entity", "Customer"
-    entity: dict               # an entity as the API writes it
-    entity_create: dict        # one element of a create body
-    entity_update: dict        # an update body
-    entity_update_with_id: dict
-    fetch_plan: dict           # the fetchPlan query parameter
-    fetch_plan_body: dict      # fetchPlan in a search body
+    label: str                          # "entities", "Customer entities"
+    one: str                            # "entity", "Customer"
+    entity: JsonObject                  # an entity as the API writes it
+    entity_create: JsonObject           # one element of a create body
+    entity_update: JsonObject           # an update body
+    entity_update_with_id: JsonObject
+    fetch_plan: JsonObject              # the fetchPlan query parameter
+    fetch_plan_body: JsonObject         # fetchPlan in a search body
     fetch_plan_text: str
     max_limit: int
     unknown_entity: bool       # 404 when the path names no entity
     query_tag: str = "Queries"
     query_label: str = "a predefined query"
-    query_fetch_plan: dict = field(default_factory=lambda: dict(STRING))
-    query_parameters: list = field(default_factory=list)
-    query_body: dict = field(default_factory=lambda: {"type": "object"})
+    query_fetch_plan: JsonObject = field(default_factory=lambda: dict(STRING))
+    query_parameters: list[JsonObject] = field(default_factory=list)
+    query_body: JsonObject = field(default_factory=lambda: {"type": "object"})
     query_body_required: bool = False
     unknown_query: bool = True
     # A bulk delete's body: ids, or objects with an id
-    entity_ids: dict = field(default_factory=lambda: ref("entityIds"))
+    entity_ids: JsonObject = field(default_factory=lambda: ref("entityIds"))
     max_change_rows: int = 1000     # svc.rest.max-change-rows: maxRows of changes by filter
 
     @property
-    def search_body(self):
+    def search_body(self) -> JsonObject:
         # Every part but the filter may be null: the same as leaving it out.
         optional = {
             "fetchPlan": self.fetch_plan_body,
@@ -52,11 +56,11 @@ _PLAN_TEXT = ("the name of a plan (_local, _base, _instance_name or a named one)
               "an inline plan as JSON")
 
 
-def _with_id(schema):
+def _with_id(schema: JsonObject) -> JsonObject:
     return {"allOf": [schema], "required": ["id"]}
 
 
-def generic_typing(settings):
+def generic_typing(settings: Settings) -> Typing:
     inline = settings.inline_fetch_plans
     plan_body = {"anyOf": [STRING, ref("fetchPlan")]} if inline else STRING
     return Typing(
@@ -70,7 +74,7 @@ def generic_typing(settings):
         max_change_rows=settings.max_change_rows)
 
 
-def entity_typing(meta, settings):
+def entity_typing(meta: MetaClass, settings: Settings) -> Typing:
     names = list(meta.fetch_plans)
     by_name = named_enum(f"fetchPlanName_{meta.name}", names)
     inline = settings.inline_fetch_plans
@@ -87,7 +91,7 @@ def entity_typing(meta, settings):
                     "description": f"{meta.name} ids, or {meta.name} references"})
 
 
-def query_typing(query, settings):
+def query_typing(query: Query, settings: Settings) -> Typing:
     meta = query.entity
     typing = entity_typing(meta, settings)
     typing.query_tag = f"{meta.name} Queries"
@@ -107,7 +111,7 @@ def query_typing(query, settings):
     return typing
 
 
-def param_schema(param, in_body):
+def param_schema(param: QueryParam, in_body: bool) -> JsonObject:
     """The schema of a query parameter's value, from its declared type; an
     entity is its id (in a body also ``{"id": ...}``)."""
     value_type = param.value_type
