@@ -36,7 +36,7 @@ from .requestline import bound_gets
 from .schemas import STRING, common_schemas, enum_schema, id_schema, named_enum
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
-from .shapes import entity_typing, generic_typing, query_typing
+from .shapes import entity_typing, generic_typing, query_entity, query_typing
 
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 SCHEMA_REF = re.compile(r'"#/components/schemas/((?:entity(?:Input|New|Ref)?|enum)_[^"]+)"')
@@ -181,8 +181,8 @@ class DocumentBuilder:
                         self._add(paths, method, concrete,
                                   method_operation(metadata, method_, method), {})
                 elif key in QUERY_OPERATIONS:
-                    for query in (q for q in self.queries if shown.can(q.entity, "read")):
-                        concrete = route.rule.replace("<entity_name>", query.entity.name) \
+                    for query in (q for q in self.queries if shown.can(query_entity(q), "read")):
+                        concrete = route.rule.replace("<entity_name>", query_entity(query).name) \
                             .replace("<query_name>", query.name)
                         self._add(paths, method, concrete, QUERY_OPERATIONS[key](
                             query_typing(query, self.settings)), {})

@@ -7,6 +7,8 @@ client generated from the documents works and a fuzzer finds nothing.
 import copy
 from collections.abc import Collection, Iterable
 
+import peewee
+
 from ..data.read.filters import MAX_CONDITIONS, MAX_DEPTH, OPERATORS_BY_KIND
 from ..jsonio import JsonObject, JsonValue
 from ..model.datatypes import DATATYPES
@@ -232,9 +234,17 @@ def id_schema(meta: MetaClass) -> JsonObject:
         return {"type": "string", "pattern": "^-?[0-9]{1,19}$",
                 "description": "An integer id the database assigns, written as text"}
     if meta.id_kind == "string":
-        length = meta.model._meta.primary_key.max_length or 255
-        return {"type": "string", "minLength": 1, "maxLength": length}
+        return {"type": "string", "minLength": 1, "maxLength": _key_length(meta)}
     return datatype_schema(meta.properties["id"].datatype.name)
+
+
+def _key_length(meta: MetaClass) -> int:
+    """The most characters of an application's own key (its CharField primary key)."""
+    model = meta.model
+    assert issubclass(model, peewee.Model), f"{meta.name}: not a Peewee model"
+    key = model._meta.primary_key
+    assert isinstance(key, peewee.CharField), f"{meta.name}: its key is not a CharField"
+    return key.max_length or 255
 
 
 def datatype_schema(name: str) -> JsonObject:

@@ -4,7 +4,7 @@ return hint (restsvc/services knows both)."""
 import typing
 
 from ..jsonio import JsonObject
-from ..model.metadata import Metadata
+from ..model.metadata import MetaClass, Metadata
 from ..services.params import Param, list_item, optional_of
 from ..services.registry import ServiceMethod
 from .parts import JSON, failures, json_body, ok, operation
@@ -88,9 +88,16 @@ def method_operation(metadata: Metadata, method: ServiceMethod, http_method: str
 
 def _value_schema(metadata: Metadata, param: Param) -> JsonObject:
     if param.kind in ("entity", "entities"):
-        entity = ref(f"entityInput_{param.meta.name}")
+        entity = ref(f"entityInput_{_entity(param).name}")
         return entity if param.kind == "entity" else array(entity)
     return param.json_schema()
+
+
+def _entity(param: Param) -> MetaClass:
+    """The entity an entity (or entities) parameter takes."""
+    meta = param.meta
+    assert isinstance(meta, MetaClass), f"{param.name}: {meta!r} is not an entity"
+    return meta
 
 
 def _query_param(metadata: Metadata, param: Param) -> JsonObject:

@@ -1,6 +1,7 @@
 """The shapes an operation is written with: generic (``{entityName}``), or
 those of one entity (``entity_<name>`` schemas) or one predefined query."""
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from ..data.read.queries import Query, QueryParam
 from ..jsonio import JsonObject
@@ -91,8 +92,15 @@ def entity_typing(meta: MetaClass, settings: Settings) -> Typing:
                     "description": f"{meta.name} ids, or {meta.name} references"})
 
 
-def query_typing(query: Query, settings: Settings) -> Typing:
+def query_entity(query: Query) -> MetaClass:
+    """The entity a predefined query reads."""
     meta = query.entity
+    assert isinstance(meta, MetaClass), f"query {query.name}: {meta!r} is not an entity"
+    return meta
+
+
+def query_typing(query: Query, settings: Settings) -> Typing:
+    meta = query_entity(query)
     typing = entity_typing(meta, settings)
     typing.query_tag = f"{meta.name} Queries"
     typing.query_label = f"the query {query.name}"
@@ -116,8 +124,21 @@ def param_schema(param: QueryParam, in_body: bool) -> JsonObject:
     entity is its id (in a body also ``{"id": ...}``)."""
     value_type = param.value_type
     item = value_type.item if isinstance(value_type, ArrayType) else value_type
-    schema = item.json_schema()
+    schema = _schema(item)
     if in_body and isinstance(item, EntityIdType):
         schema = {"anyOf": [schema, {"type": "object", "properties": {"id": schema},
                                      "required": ["id"]}]}
-    return {**value_type.json_schema(), "items": schema} if item is not value_type else schema
+    return {**_schema(value_type), "items": schema} if item is not value_type else schema
+
+
+@runtime_checkable
+class _ValueType(Protocol):
+    """A value type of model/valuetypes.py, as far as a document reads it."""
+
+    def json_schema(self) -> JsonObject: ...
+
+
+def _schema(value_type: object) -> JsonObject:
+    """The JSON Schema of a value type (a query parameter's ``value_type`` is one)."""
+    assert isinstance(value_type, _ValueType), f"{value_type!r} is not a value type"
+    return value_type.json_schema()
