@@ -92,8 +92,7 @@ def openapi_path(rule: str) -> tuple[str, list[str]]:
 
 
 def described(method: str, rule: str, handler: str = "") -> bool:
-    """Whether something describes a route: an operation table entry or the
-    reports document's operation."""
+    """Whether an operation table or the reports document describes a route."""
     return _typed(method, rule) is not None or _fixed_build(method, rule, handler) is not None \
         or report_operation(method, rule) is not None
 
@@ -105,8 +104,7 @@ def _typed(method: str, rule: str) -> OperationOf | None:
 
 
 def _fixed_build(method: str, rule: str, handler: str = "") -> Build | None:
-    """The operation of a route written as it is (by its rule, or its handler
-    for routes at configurable paths)."""
+    """The operation of a route written as it is (by rule, or by handler at configurable paths)."""
     key = (method, rule)
     return ENDPOINTS.get(key) or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key) \
         or HANDLERS.get((method, handler))
