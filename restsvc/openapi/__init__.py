@@ -5,7 +5,9 @@ import threading
 
 import yaml
 
-from .document import Route, security_schemes
+from ..jsonio import JsonObject
+from ..security.roles import Permissions
+from .document import DocumentBuilder, Route, security_schemes
 from .public import public_document
 
 __all__ = ("Documents", "Route")
@@ -13,6 +15,8 @@ __all__ = ("Documents", "Route")
 # PUBLIC: what the docs page shows before one signs in (public.py).
 GENERIC, DETAILED, PUBLIC = "generic", "detailed", "public"
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# Who a detailed document is written for: resource and row-level role codes, token scope.
+_Roles = tuple[tuple[str, ...], tuple[str, ...], str | None]
 
 
 class Documents:
@@ -29,19 +33,19 @@ class Documents:
     MAX_TREES = 32
     MAX_RENDERED = 64
 
-    def __init__(self, builder):
+    def __init__(self, builder: DocumentBuilder):
         self._builder = builder
-        self._trees = {}
-        self._rendered = {}
+        self._trees: dict[tuple[str, _Roles | None], JsonObject] = {}
+        self._rendered: dict[tuple[str, _Roles | None, str, bool], bytes] = {}
         self._lock = threading.Lock()
 
     @staticmethod
-    def _roles(kind, permissions):
+    def _roles(kind: str, permissions: Permissions | None) -> _Roles | None:
         if kind != DETAILED or permissions is None:
             return None
         return permissions.resource_roles, permissions.row_level_roles, permissions.scope
 
-    def tree(self, kind, permissions=None):
+    def tree(self, kind: str, permissions: Permissions | None = None) -> JsonObject:
         key = (kind, self._roles(kind, permissions))
         tree = self._trees.get(key)
         if tree is None:
@@ -59,7 +63,8 @@ class Documents:
                     self._trees[key] = tree
         return tree
 
-    def document(self, kind, root_path="", permissions=None):
+    def document(self, kind: str, root_path: str = "",
+                 permissions: Permissions | None = None) -> JsonObject:
         """The tree as served under ``root_path`` (a shallow copy; do not modify);
         ``servers`` from svc.rest.docs.servers, else the mount point."""
         tree = self.tree(kind, permissions)
@@ -70,7 +75,8 @@ class Documents:
         servers = self._builder.settings.api_info.servers or (root_path or "/",)
         return {**tree, "servers": [{"url": url} for url in servers], "components": components}
 
-    def render(self, kind, root_path="", as_yaml=False, permissions=None):
+    def render(self, kind: str, root_path: str = "", as_yaml: bool = False,
+               permissions: Permissions | None = None) -> bytes:
         key = (kind, self._roles(kind, permissions), root_path, as_yaml)
         data = self._rendered.get(key)
         if data is None:

@@ -1,6 +1,5 @@
 """The batch operation (``POST /rest/batch``, restsvc/api/batch.py)."""
-from typing import Any
-
+from ..jsonio import JsonObject
 from .parts import failures, json_body, ok, operation
 from .schemas import INTEGER, named_enum, ref
 
@@ -30,14 +29,14 @@ _DESCRIPTION = (
     "Idempotency-Key.")
 
 
-def run_batch() -> dict[str, Any]:
+def run_batch() -> JsonObject:
     statuses = {str(status): {"description": "The failed operation's status",
                               "content": {"application/json": {"schema": _FAILED}}}
                 for status in (403, 404, 405, 409, 412, 422, 429)}
     statuses["400"] = {"description": "A malformed batch, or the failed operation's 400",
                        "content": {"application/json": {"schema": {
                            "anyOf": [ref("error"), _FAILED]}}}}
-    described: dict[str, Any] = operation("Run several writes in one transaction", ENTITIES, {
+    described: JsonObject = operation("Run several writes in one transaction", ENTITIES, {
         **ok("Every operation's answer, in order",
              {"type": "object", "required": ["results"],
               "properties": {"results": {"type": "array", "items": _RESULT}}}),

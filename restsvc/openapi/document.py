@@ -15,13 +15,20 @@ metadata API and ``/rest/services`` leave them out. Without permissions it shows
 """
 import json
 import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..security.roles import MODIFY
-from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE
+from ..data.read.queries import Query
+from ..jsonio import JsonObject
+from ..model.metadata import MetaClass, Metadata, MetaEnum, MetaProperty
+from ..security.gate import Gate
+from ..security.roles import MODIFY, Permissions
+from ..services.registry import ServiceMethod, Services
+from ..settings import Settings
+from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE, Build
 from .entities import entity_schemas, stub_schemas
 from ..data.write.history import HISTORY_ITEM
-from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS
+from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS, OperationOf
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
 from .enums import name_enums
@@ -29,7 +36,7 @@ from .requestline import bound_gets
 from .schemas import STRING, common_schemas, enum_schema, id_schema, named_enum
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
-from .shapes import entity_typing, generic_typing, query_typing
+from .shapes import entity_typing, generic_typing, query_entity, query_typing
 
 ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 SCHEMA_REF = re.compile(r'"#/components/schemas/((?:entity(?:Input|New|Ref)?|enum)_[^"]+)"')
@@ -54,12 +61,14 @@ TAGS = [
     ("Documentation", "These documents"), ("Health", "Liveness and readiness of this instance"),
     ("Metrics", "Prometheus figures of this instance, for the metrics-reader role"),
 ]
+# The paths of a document: path -> method -> its operation.
+Paths = dict[str, dict[str, JsonObject]]
 
 
 @dataclass(frozen=True)
 class Route:
     rule: str         # the router's rule text: /rest/entities/<entity_name>
-    methods: tuple    # the methods it answers (HEAD and OPTIONS left out)
+    methods: tuple[str, ...]  # the methods it answers (HEAD and OPTIONS left out)
     summary: str      # the handler's first docstring line, for routes nobody described
     handler: str = "" # module.function of the handler (routes at configurable paths)
     canonical: str = ""  # the rule at its default path (svc.rest.*-path), which the tables know
@@ -67,33 +76,45 @@ class Route:
     needs_token: bool = False  # its handler asks for a bearer token itself (security/gate.py)
 
     @property
-    def key(self):
+    def key(self) -> str:
         return self.canonical or self.rule
 
 
-def camel(name):
+def camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def openapi_path(rule):
+def openapi_path(rule: str) -> tuple[str, list[str]]:
     """``/rest/entities/<entity_name>/<entity_id>`` -> the OpenAPI path and its parameters."""
     names = [camel(name) for name in ARGUMENT.findall(rule)]
     return ARGUMENT.sub(lambda m: "{" + camel(m.group(1)) + "}", rule), names
 
 
-def described(method, rule, handler=""):
-    """What describes a route: an operation table entry, the reports
-    document's operation, or None when nothing does."""
+def described(method: str, rule: str, handler: str = "") -> bool:
+    """Whether an operation table or the reports document describes a route."""
+    return _typed(method, rule) is not None or _fixed_build(method, rule, handler) is not None \
+        or report_operation(method, rule) is not None
+
+
+def _typed(method: str, rule: str) -> OperationOf | None:
+    """The operation of a route written with the shapes of an entity or a query."""
     key = (method, rule)
-    return ENTITY_OPERATIONS.get(key) or QUERY_OPERATIONS.get(key) or ENDPOINTS.get(key) \
-        or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key) \
-        or HANDLERS.get((method, handler)) or report_operation(method, rule)
+    return ENTITY_OPERATIONS.get(key) or QUERY_OPERATIONS.get(key)
+
+
+def _fixed_build(method: str, rule: str, handler: str = "") -> Build | None:
+    """The operation of a route written as it is (by rule, or by handler at configurable paths)."""
+    key = (method, rule)
+    return ENDPOINTS.get(key) or SERVICE_ENDPOINTS.get(key) or SERVICE_OPERATIONS.get(key) \
+        or HANDLERS.get((method, handler))
 
 
 class DocumentBuilder:
-    def __init__(self, routes, gate, settings, metadata=None, queries=(), services=None,
-                 version=None, application_entities=()):
+    def __init__(self, routes: Sequence[Route], gate: Gate, settings: Settings,
+                 metadata: Metadata | None = None, queries: Sequence[Query] = (),
+                 services: Services | None = None, version: str | None = None,
+                 application_entities: Iterable[str] = ()):
         self.routes = routes
         self.version = version      # the application's (Application.version)
         # The application's own entities (their names, in declaration order):
@@ -102,8 +123,8 @@ class DocumentBuilder:
         # The OAuth flows the registered clients can use: the only ones offered.
         self.grants = frozenset(grant for client in settings.clients
                                 for grant in client.grant_types)
-        self.bearer = [{name: []} for name in security_schemes("", "", self.grants)
-                       if name != "clientBasic"]
+        self.bearer: list[dict[str, list[str]]] = [
+            {name: []} for name in security_schemes("", "", self.grants) if name != "clientBasic"]
         self.gate = gate
         self.settings = settings
         self.metadata = metadata
@@ -111,14 +132,14 @@ class DocumentBuilder:
         self.services = services
 
     # -- the two documents ---------------------------------------------------
-    def generic(self):
+    def generic(self) -> JsonObject:
         typing = generic_typing(self.settings)
-        paths = {}
+        paths: Paths = {}
         for route in self.routes:
             for method in _methods(route):
-                build = described(method, route.key)
-                if build in ENTITY_OPERATIONS.values() or build in QUERY_OPERATIONS.values():
-                    self._add(paths, method, route.rule, build(typing), {})
+                typed = _typed(method, route.key)
+                if typed is not None:
+                    self._add(paths, method, route.rule, typed(typing), {})
                 else:
                     self._fixed(paths, method, route, {})
         named = self.settings.api_info.title
@@ -127,14 +148,16 @@ class DocumentBuilder:
                               "The generic REST API: every application has these endpoints.",
                               generic=True)
 
-    def detailed(self, permissions=None):
+    def detailed(self, permissions: Permissions | None = None) -> JsonObject:
         metadata = self.metadata
+        if metadata is None:
+            raise ValueError("the detailed document is written from the metadata")
         shown = _Shown(metadata, permissions)
         path_schemas = {
             "entityName": named_enum("entityName", [meta.name for meta in shown.entities]),
             "enumName": named_enum("enumName", [e.name for e in shown.enums]),
         }
-        paths = {}
+        paths: Paths = {}
         for route in self.routes:
             for method in _methods(route):
                 key = (method, route.key)
@@ -156,8 +179,8 @@ class DocumentBuilder:
                         self._add(paths, method, concrete,
                                   method_operation(metadata, method_, method), {})
                 elif key in QUERY_OPERATIONS:
-                    for query in (q for q in self.queries if shown.can(q.entity, "read")):
-                        concrete = route.rule.replace("<entity_name>", query.entity.name) \
+                    for query in (q for q in self.queries if shown.can(query_entity(q), "read")):
+                        concrete = route.rule.replace("<entity_name>", query_entity(query).name) \
                             .replace("<query_name>", query.name)
                         self._add(paths, method, concrete, QUERY_OPERATIONS[key](
                             query_typing(query, self.settings)), {})
@@ -170,7 +193,8 @@ class DocumentBuilder:
                               "This application's REST API: its entities, predefined queries "
                               "and the generic endpoints, with their exact shapes.")
 
-    def _fixed(self, paths, method, route, path_schemas):
+    def _fixed(self, paths: Paths, method: str, route: Route,
+               path_schemas: Mapping[str, JsonObject]) -> None:
         """A route written as it is (no expansion per entity, query or method)."""
         reports = report_operation(method, route.key)
         if reports is not None:
@@ -178,12 +202,13 @@ class DocumentBuilder:
             names = openapi_path(route.rule)[1]
             self._add(paths, method, route.rule, op, {**path_schemas, **dict(zip(names, schemas))})
             return
-        build = described(method, route.key, route.handler)
+        build = _fixed_build(method, route.key, route.handler)
         self._add(paths, method, route.rule, build() if build else _undescribed(route),
                   path_schemas, no_database=(method, route.key) in NO_DATABASE
                   or (method, route.handler) in NO_DATABASE, needs_token=route.needs_token)
 
-    def _service_methods(self, http_method, permissions=None):
+    def _service_methods(self, http_method: str,
+                         permissions: Permissions | None = None) -> list[ServiceMethod]:
         if self.services is None:
             return []
         return [method for service in self.services.services.values()
@@ -191,7 +216,9 @@ class DocumentBuilder:
                 and (permissions is None or permissions.can_call(method.service, method.name))]
 
     # -- assembly --------------------------------------------------------------
-    def _add(self, paths, method, rule, op, path_schemas, no_database=False, needs_token=False):
+    def _add(self, paths: Paths, method: str, rule: str, op: JsonObject,
+             path_schemas: Mapping[str, JsonObject], no_database: bool = False,
+             needs_token: bool = False) -> None:
         path, names = openapi_path(rule)
         sample = ARGUMENT.sub("x", rule)
         op = dict(op)
@@ -216,7 +243,8 @@ class DocumentBuilder:
         op["responses"] = dict(sorted(responses.items()))
         paths.setdefault(path, {})[method.lower()] = op
 
-    def _document(self, title, paths, schemas, description, generic=False):
+    def _document(self, title: str, paths: Paths, schemas: dict[str, JsonObject],
+                  description: str, generic: bool = False) -> JsonObject:
         schemas["serviceDescriptor"] = service_descriptor()
         for name, schema in report_schemas().items():
             schemas.setdefault(name, schema)
@@ -225,7 +253,7 @@ class DocumentBuilder:
                                            self.version or DEFAULT_VERSION)
         if generic:
             info.update(title=title, description=description)
-        document = {
+        document: JsonObject = {
             "openapi": "3.1.0",
             "info": info,
             "servers": [{"url": "/"}],
@@ -247,41 +275,42 @@ class DocumentBuilder:
 class _Shown:
     """What of the metadata one caller's document shows (everything without permissions)."""
 
-    def __init__(self, metadata, permissions):
+    def __init__(self, metadata: Metadata, permissions: Permissions | None):
         self.permissions = permissions
         self.log = metadata.entity(HISTORY_ITEM)
         if permissions is None:
-            self.entities = list(metadata.entities.values())
-            self.enums = list(metadata.enums.values())
+            self.entities: list[MetaClass] = list(metadata.entities.values())
+            self.enums: list[MetaEnum] = list(metadata.enums.values())
         else:
             self.entities = [m for m in metadata.entities.values() if permissions.can(m.name, "read")]
             self.enums = list(permissions.visible_enums(metadata))
 
-    def can(self, meta, operation):
+    def can(self, meta: MetaClass, operation: str) -> bool:
         return self.permissions is None or self.permissions.can(meta.name, operation)
 
-    def keeps(self, route):
+    def keeps(self, route: Route) -> bool:
         """Whether a route of its own is shown: a token's scopes keep what its
         handler checks (security/scopes.py)."""
         return self.permissions is None or not route.action \
             or self.permissions.scope_keeps(route.action)
 
-    def keeps_history(self, meta):
+    def keeps_history(self, meta: MetaClass) -> bool:
         """Whether the entity's history route is shown: it keeps one, and the
         caller may read the entity log."""
         return meta.history is not None and self.log is not None and self.can(self.log, "read")
 
-    def properties(self, meta):
+    def properties(self, meta: MetaClass) -> list[MetaProperty]:
         if self.permissions is None:
             return list(meta.properties.values())
         return self.permissions.readable_properties(meta)
 
-    def modifiable(self, prop):
+    def modifiable(self, prop: MetaProperty) -> bool:
         return self.permissions is None or self.permissions.attribute(
             prop.owner.name, prop.name) >= MODIFY
 
 
-def _add_referenced_stubs(paths, schemas, metadata):
+def _add_referenced_stubs(paths: Paths, schemas: dict[str, JsonObject],
+                          metadata: Metadata) -> None:
     """An entity the caller may not read can still be named by what it may use
     (a service method's parameter or result): its schemas then say only that
     it is an entity with an id, so every reference in the document resolves.
@@ -295,14 +324,15 @@ def _add_referenced_stubs(paths, schemas, metadata):
             schemas.update(stub_schemas(metadata.entities[target]))
 
 
-def security_schemes(root_path, token_path, grants):
+def security_schemes(root_path: str, token_path: str,
+                     grants: Collection[str]) -> dict[str, JsonObject]:
     """Any of the first ones gives the bearer token an operation needs: one
     scheme per OAuth flow a registered client can use (``grants``), so the
     docs page's Authorize dialog offers each with its own fields, the one most
     callers use first; then a token pasted as it is; then HTTP Basic for the
     token endpoints."""
     token_url = f"{root_path}{token_path}"
-    schemes = {}
+    schemes: dict[str, JsonObject] = {}
     if "client_credentials" in grants:
         schemes["clientCredentials"] = {
             "type": "oauth2", "description": "A token for a registered client: its id and secret",
@@ -320,21 +350,22 @@ def security_schemes(root_path, token_path, grants):
     return schemes
 
 
-def _tags(paths, metadata, application_entities=()):
+def _tags(paths: Paths, metadata: Metadata | None,
+          application_entities: Sequence[str] = ()) -> list[JsonObject]:
     """The tags the operations use, the known ones first in their order; an
     entity's tag ("Order") follows Entities (the application's entities in
     their order, then the built-in ones), its queries ("Order Queries")
     Queries, a service's ("orderService") Services, the application's own last."""
     known = dict(TAGS)
     order = list(known)
-    used = []
+    used: list[str] = []
     for methods in paths.values():
         for op in methods.values():
             for tag in op["tags"]:
                 if tag not in used:
                     used.append(tag)
 
-    def position(tag):
+    def position(tag: str) -> tuple[int, int]:
         if tag in known:
             return order.index(tag), 0
         if tag == "Application":
@@ -349,19 +380,19 @@ def _tags(paths, metadata, application_entities=()):
             for tag in sorted(used, key=position)]
 
 
-def _entity_rank(name, application_entities):
+def _entity_rank(name: str, application_entities: Sequence[str]) -> int:
     """The application's entities first, in their order; the built-in ones after."""
     if name in application_entities:
         return application_entities.index(name)
     return len(application_entities)
 
 
-def _methods(route):
+def _methods(route: Route) -> list[str]:
     """The route's methods; HEAD (answered for every GET) only where it is described."""
     return [m for m in route.methods if m != "HEAD" or described(m, route.key)]
 
 
-def _undescribed(route):
+def _undescribed(route: Route) -> JsonObject:
     """An application's own route: the table does not know what it answers."""
     return {"tags": ["Application"], "summary": route.summary or route.rule,
             "responses": {"default": {"description": "Described by the application"}}}

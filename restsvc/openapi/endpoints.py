@@ -1,5 +1,8 @@
 """Operations of the routes whose shape does not depend on the model:
 authentication, files, metadata, messages, user session, documentation."""
+from collections.abc import Callable, Iterable
+
+from ..jsonio import JsonObject
 from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
 from .batch import run_batch
 from .events import EVENT_ENDPOINTS
@@ -9,15 +12,17 @@ from .schemas import STRING, array, binary, named_enum, ref
 HEALTH = "Health"
 METRICS = "Metrics"
 
-NO_STORE = {"Cache-Control": header("no-store")}
+NO_STORE: JsonObject = {"Cache-Control": header("no-store")}
 FORM = "application/x-www-form-urlencoded"
 OCTET_STREAM = "application/octet-stream"
 YAML = "application/yaml"
 CLIENT_AUTH: list[dict[str, list[str]]] = [{"clientBasic": []}, {}]
+# What writes one fixed operation.
+Build = Callable[[], JsonObject]
 
 
-def _oauth_failures(*statuses):
-    answers = {
+def _oauth_failures(*statuses: str) -> dict[str, JsonObject]:
+    answers: dict[str, JsonObject] = {
         "400": {"description": "Invalid request or grant (RFC 6749 section 5.2)",
                 "headers": NO_STORE, "content": {JSON: {"schema": ref("oauthError")}}},
         "401": {"description": "Client authentication failed",
@@ -32,17 +37,17 @@ def _oauth_failures(*statuses):
     return {status: answers[status] for status in statuses}
 
 
-def _form(properties, required):
+def _form(properties: JsonObject, required: Iterable[str]) -> JsonObject:
     return {"required": True, "content": {FORM: {"schema": {
         "type": "object", "properties": properties, "required": list(required)}}}}
 
 
-def _client_fields():
+def _client_fields() -> JsonObject:
     return {"client_id": {"type": "string", "description": "With client_secret_post"},
             "client_secret": {"type": "string", "description": "With client_secret_post"}}
 
 
-def token():
+def token() -> JsonObject:
     op = operation("Get an access token", AUTH, {
         **ok("The token", ref("tokenResponse"), headers=NO_STORE),
         **_oauth_failures("400", "401", "413", "429")},
@@ -68,7 +73,7 @@ def token():
     return op
 
 
-def revoke():
+def revoke() -> JsonObject:
     op = operation("Revoke a token (RFC 7009)", AUTH, {
         **ok("Revoked, or unknown (the same answer)", headers=NO_STORE),
         **_oauth_failures("400", "401", "413", "429")},
@@ -79,7 +84,7 @@ def revoke():
     return op
 
 
-def introspect():
+def introspect() -> JsonObject:
     op = operation("Introspect a token (RFC 7662)", AUTH, {
         **ok("What the token is; only its client sees it active", ref("introspection"),
              headers=NO_STORE),
@@ -92,7 +97,7 @@ def introspect():
 _PAGE = "text/html"
 
 
-def authorize():
+def authorize() -> JsonObject:
     names = ("response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge",
              "code_challenge_method")
     return operation("Authorization request: the sign-in page (RFC 6749 4.1.1)", AUTH, {
@@ -104,7 +109,7 @@ def authorize():
          for name in names])
 
 
-def sign_in():
+def sign_in() -> JsonObject:
     return operation("Sign in through the form", AUTH, {
         "303": {"description": "Back to the client's redirect URI with a code and the state"},
         "400": {"description": "The form again with a message", "content": {_PAGE: {"schema": STRING}}},
@@ -117,7 +122,7 @@ def sign_in():
 UPLOAD_TYPES = ("multipart/form-data", OCTET_STREAM)
 
 
-def upload():
+def upload() -> JsonObject:
     body = {"required": True, "content": {
         "multipart/form-data": {"schema": {"type": "object", "properties": {
             "file": binary(OCTET_STREAM)}, "required": ["file"]}},
@@ -138,17 +143,18 @@ def upload():
                           "its name, never from the upload).")
 
 
-_DOWNLOAD_HEADERS = {
+_DOWNLOAD_HEADERS: JsonObject = {
     "ETag": header("The file's version"), "Last-Modified": header("When it was stored"),
     "Accept-Ranges": header("bytes"), "Content-Length": header("Bytes sent", {"type": "integer"}),
     "Content-Disposition": header("inline or attachment, with filename and filename*"),
     "Cache-Control": header("no-cache")}
 
 
-def download(method):
-    def build():
-        def answer(description, status, extra=None):
-            response = {"description": description,
+def download(method: str) -> Build:
+    def build() -> JsonObject:
+        def answer(description: str, status: str,
+                   extra: JsonObject | None = None) -> dict[str, JsonObject]:
+            response: JsonObject = {"description": description,
                         "headers": {**_DOWNLOAD_HEADERS, **(extra or {})}}
             if method != "HEAD":
                 # Bytes of the type the file's name gives; generators read the first.
@@ -170,7 +176,7 @@ def download(method):
     return build
 
 
-def set_locale():
+def set_locale() -> JsonObject:
     return operation(
         "Set the locale of the caller's session", SESSION, {
             **ok("The session with its new locale", ref("userSession"), headers=NO_STORE),
@@ -186,8 +192,9 @@ def set_locale():
                     "messages then use it unless a request sends Accept-Language.")
 
 
-def _get(summary, tag, schema, *failure_names, deprecated=False):
-    def build():
+def _get(summary: str, tag: str, schema: JsonObject, *failure_names: str,
+         deprecated: bool = False) -> Build:
+    def build() -> JsonObject:
         op = operation(summary, tag, {**ok(summary, schema), **failures(*failure_names)})
         if deprecated:
             op["deprecated"] = True
@@ -195,8 +202,8 @@ def _get(summary, tag, schema, *failure_names, deprecated=False):
     return build
 
 
-def _document(summary):
-    def build():
+def _document(summary: str) -> Build:
+    def build() -> JsonObject:
         return operation(summary, DOCS, {"200": {
             "description": "The document (YAML for .yaml paths or Accept: application/yaml)",
             "content": {JSON: {"schema": ref("openapiDocument")},
@@ -204,19 +211,19 @@ def _document(summary):
     return build
 
 
-def docs_page():
+def docs_page() -> JsonObject:
     return operation("The documentation page", DOCS, {"200": {
         "description": "An HTML page that renders the detailed document",
         "content": {"text/html": {"schema": {"type": "string"}}}}})
 
 
-def _health(summary, ready):
-    status = {"type": "object", "required": ["status"], "properties": {
+def _health(summary: str, ready: bool) -> Build:
+    status: JsonObject = {"type": "object", "required": ["status"], "properties": {
         "status": named_enum("healthStatus", ["UP", "DOWN"]),
         "details": {"type": "object", "description": "What is not ready"}}}
     no_store = {"Cache-Control": header("no-store")}
 
-    def build():
+    def build() -> JsonObject:
         answers = ok("UP", status, headers=no_store)
         if ready:
             answers["503"] = {"description": "DOWN: shutting down, or the database or a file "
@@ -226,7 +233,7 @@ def _health(summary, ready):
     return build
 
 
-def metrics():
+def metrics() -> JsonObject:
     return operation(
         "Prometheus metrics of this instance", METRICS,
         {**ok("The figures in the Prometheus text format", {"type": "string"},
@@ -238,7 +245,7 @@ def metrics():
 
 
 # Routes at configurable paths, by (method, handler).
-HANDLERS = {
+HANDLERS: dict[tuple[str, str], Build] = {
     ("GET", "restsvc.api.health.live"): _health("Is this instance alive", False),
     ("GET", "restsvc.api.health.ready"): _health("Is this instance ready for requests", True),
     ("GET", "restsvc.api.metrics.scrape"): metrics,
@@ -250,7 +257,7 @@ NO_DATABASE = {("GET", "restsvc.api.health.live"), ("GET", "restsvc.api.health.r
                ("GET", "/rest/docs/openapi.json"), ("GET", "/rest/docs/openapi.yaml"),
                ("GET", "/rest/docs/openapiDetailed.json"), ("GET", "/rest/docs/openapiDetailed.yaml")}
 
-ENDPOINTS = {
+ENDPOINTS: dict[tuple[str, str], Build] = {
     ("POST", "/oauth2/token"): token,
     ("POST", "/oauth2/revoke"): revoke,
     ("POST", "/oauth2/introspect"): introspect,

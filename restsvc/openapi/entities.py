@@ -20,19 +20,27 @@ Written for the entities and attributes one caller may see: ``properties(meta)``
 gives the readable properties of an entity, ``modifiable(prop)`` whether the
 caller may set one (input schemas list only those).
 """
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 
+from ..jsonio import JsonObject
+from ..model.datatypes import Datatype
+from ..model.metadata import MetaClass, MetaProperty
 from .schemas import (array, datatype_schema, enum_schema, enum_schema_name, id_schema, nullable,
                       ref,
                       reference_schema, reference_schema_name)
 
 SYSTEM = ("id", "version")
+# The properties of an entity (or value type) the caller may read; whether it may set one.
+Readable = Callable[[MetaClass], Sequence[MetaProperty]]
+Modifiable = Callable[[MetaProperty], bool]
 
 
-def entity_schemas(entities, properties, modifiable):
+def entity_schemas(entities: Sequence[MetaClass], properties: Readable,
+                   modifiable: Modifiable) -> dict[str, JsonObject]:
     writable = {meta.name: [prop for prop in _writable(properties(meta)) if modifiable(prop)]
                 for meta in entities}
-    schemas = {}
+    schemas: dict[str, JsonObject] = {}
     for meta in entities:
         schemas[f"entity_{meta.name}"] = _written(meta, properties(meta))
         schemas[f"entityInput_{meta.name}"] = _input(meta, writable)
@@ -42,14 +50,14 @@ def entity_schemas(entities, properties, modifiable):
             if prop.meta_enum is not None:
                 schemas[enum_schema_name(prop.meta_enum.name)] = enum_schema(prop.meta_enum)
             elif prop.is_embedded:
-                schemas.update(_value_type_schemas(prop.target, properties, modifiable))
-                for part in properties(prop.target):
+                schemas.update(_value_type_schemas(_target(prop), properties, modifiable))
+                for part in properties(_target(prop)):
                     if part.meta_enum is not None:
                         schemas[enum_schema_name(part.meta_enum.name)] = enum_schema(part.meta_enum)
     return schemas
 
 
-def stub_schemas(meta):
+def stub_schemas(meta: MetaClass) -> dict[str, JsonObject]:
     """The schemas of an entity the caller may not read: an entity with an id."""
     return {f"entity_{meta.name}": _written(meta, [meta.properties["id"]]),
             f"entityInput_{meta.name}": _input(meta, {}),
@@ -57,37 +65,55 @@ def stub_schemas(meta):
             reference_schema_name(meta.name): _reference(meta)}
 
 
-def _reference(meta):
+def _reference(meta: MetaClass) -> JsonObject:
     return reference_schema(meta.name, id_schema(meta))
 
 
-def _value_schema(prop):
+def _value_schema(prop: MetaProperty) -> JsonObject:
     if prop.meta_enum is not None:
         return ref(enum_schema_name(prop.meta_enum.name))
-    schema = datatype_schema(prop.datatype.name)
-    field = prop.field
-    if prop.datatype.name == "string" and getattr(field, "max_length", None):
-        schema["maxLength"] = field.max_length
-    elif prop.datatype.name == "decimal" and getattr(field, "max_digits", None):
-        bound = Decimal(10) ** (field.max_digits - (field.decimal_places or 0))
+    datatype = _datatype(prop)
+    schema = datatype_schema(datatype.name)
+    # The Peewee field's bounds, where its kind has them (CharField, DecimalField).
+    max_length: int | None = getattr(prop.field, "max_length", None)
+    max_digits: int | None = getattr(prop.field, "max_digits", None)
+    if datatype.name == "string" and max_length:
+        schema["maxLength"] = max_length
+    elif datatype.name == "decimal" and max_digits:
+        decimal_places: int | None = getattr(prop.field, "decimal_places", None)
+        bound = Decimal(10) ** (max_digits - (decimal_places or 0))
         schema.update(exclusiveMinimum=-int(bound), exclusiveMaximum=int(bound))
-        if field.decimal_places is not None:
-            schema["description"] = f"Written with {field.decimal_places} decimal places"
+        if decimal_places is not None:
+            schema["description"] = f"Written with {decimal_places} decimal places"
     return schema
 
 
-def _written(meta, shown):
+def _datatype(prop: MetaProperty) -> Datatype:
+    """The datatype of an attribute that holds a value (the metadata gives each one)."""
+    datatype = prop.datatype
+    assert isinstance(datatype, Datatype), f"{prop.owner.name}.{prop.name} has no datatype"
+    return datatype
+
+
+def _target(prop: MetaProperty) -> MetaClass:
+    """The entity a reference holds, or the value type of an embedded attribute."""
+    target = prop.target
+    assert target is not None, f"{prop.owner.name}.{prop.name} has no target"
+    return target
+
+
+def _written(meta: MetaClass, shown: Iterable[MetaProperty]) -> JsonObject:
     parts = ", ".join(meta.instance_name) or "the entity name and id"
-    properties = {
+    properties: JsonObject = {
         "_entityName": {"type": "string", "const": meta.name, "readOnly": True},
         "_instanceName": {"type": ["string", "null"], "readOnly": True,
                           "description": f"Built from: {parts}"},
     }
     for prop in shown:
         if prop.is_collection:
-            schema = array(ref(f"entity_{prop.target.name}"))
+            schema = array(ref(f"entity_{_target(prop).name}"))
         elif prop.is_reference:
-            schema = nullable(ref(f"entity_{prop.target.name}"))
+            schema = nullable(ref(f"entity_{_target(prop).name}"))
         elif prop.is_embedded:
             schema = _embedded(prop, written=True)
         elif prop.name == "id":
@@ -105,26 +131,26 @@ def _written(meta, shown):
             "required": ["_entityName", "id"]}
 
 
-def _writable(properties):
+def _writable(properties: Iterable[MetaProperty]) -> list[MetaProperty]:
     return [prop for prop in properties
             if prop.persistent and not prop.read_only and prop.name not in SYSTEM]
 
 
-def _input(meta, writable):
+def _input(meta: MetaClass, writable: Mapping[str, Sequence[MetaProperty]]) -> JsonObject:
     """``writable``: entity name -> the properties the caller may set."""
     given = {**id_schema(meta), "description": "Given on create: the new entity's id (an "
                                                "existing id updates that entity)"}
     # null is no id: a new entity whose id the service or the database gives
     # (an application's own string key has no such default).
-    properties = {"id": given if meta.id_kind == "string" else nullable(given),
+    properties: JsonObject = {"id": given if meta.id_kind == "string" else nullable(given),
                   "version": {"type": "integer", "description": "With optimistic locking: "
                                                                 "the version the update is based on"}}
     for prop in writable.get(meta.name, ()):
         if prop.link is not None:
-            schema = array(ref(reference_schema_name(prop.target.name)))
-            schema["description"] = f"Exactly these {prop.target.name} members, by id"
+            schema = array(ref(reference_schema_name(_target(prop).name)))
+            schema["description"] = f"Exactly these {_target(prop).name} members, by id"
         elif prop.is_collection:
-            schema = array(_child(prop, writable.get(prop.target.name, ())))
+            schema = array(_child(prop, writable.get(_target(prop).name, ())))
         elif prop.is_reference:
             schema = _by_id(prop)
         elif prop.is_embedded:
@@ -137,26 +163,28 @@ def _input(meta, writable):
     return {"type": "object", "title": f"{meta.name} (input)", "properties": properties}
 
 
-def _by_id(prop):
-    schema = ref(reference_schema_name(prop.target.name))
+def _by_id(prop: MetaProperty) -> JsonObject:
+    schema = ref(reference_schema_name(_target(prop).name))
     return schema if prop.mandatory else nullable(schema)
 
 
-def _embedded(prop, written):
+def _embedded(prop: MetaProperty, written: bool) -> JsonObject:
     """An embedded value: its value type's named schema, or null."""
     kind = "embedded" if written else "embeddedInput"
-    return nullable(ref(f"{kind}_{prop.target.name}"))
+    return nullable(ref(f"{kind}_{_target(prop).name}"))
 
 
-def _value_type_schemas(value_type, properties, modifiable):
+def _value_type_schemas(value_type: MetaClass, properties: Readable,
+                        modifiable: Modifiable) -> dict[str, JsonObject]:
     """``embedded_<Type>`` (as written) and ``embeddedInput_<Type>``: a plain
     object of the value type's attributes (no _entityName, no id), one named
     schema each, shared by every entity that embeds the type: the attributes
     the caller may read (set) where it embeds the type."""
-    written, given = {}, {}
+    written: JsonObject = {}
+    given: JsonObject = {}
     for part in properties(value_type):
         if part.is_reference:
-            written[part.name] = nullable(ref(f"entity_{part.target.name}"))
+            written[part.name] = nullable(ref(f"entity_{_target(part).name}"))
             if modifiable(part):
                 given[part.name] = _by_id(part)
         else:
@@ -170,25 +198,26 @@ def _value_type_schemas(value_type, properties, modifiable):
                                                  "properties": given}}
 
 
-def _mandatory(meta, writable, skip=None):
+def _mandatory(meta: MetaClass, writable: Iterable[MetaProperty],
+               skip: object = None) -> list[str]:
     own_key = ["id"] if meta.id_kind == "string" else []     # the application assigns it
     return own_key + [prop.name for prop in writable if prop.mandatory and prop.field is not skip]
 
 
-def _new(meta, writable):
-    schema = {"allOf": [ref(f"entityInput_{meta.name}")]}
+def _new(meta: MetaClass, writable: Iterable[MetaProperty]) -> JsonObject:
+    schema: JsonObject = {"allOf": [ref(f"entityInput_{meta.name}")]}
     required = _mandatory(meta, writable)
     if required:
         schema["required"] = required
     return schema
 
 
-def _child(prop, child_writable):
+def _child(prop: MetaProperty, child_writable: Iterable[MetaProperty]) -> JsonObject:
     """A composition's child: a new one (its owner is set by the parent, not in
     the body), or a stored one by its id with the attributes to change."""
-    child_input = ref(f"entityInput_{prop.target.name}")
-    new = {"allOf": [child_input]}
-    required = _mandatory(prop.target, child_writable, skip=prop.back_field)
+    child_input = ref(f"entityInput_{_target(prop).name}")
+    new: JsonObject = {"allOf": [child_input]}
+    required = _mandatory(_target(prop), child_writable, skip=prop.back_field)
     if required:
         new["required"] = required
     return {"anyOf": [new, {"allOf": [child_input], "required": ["id"]}]}

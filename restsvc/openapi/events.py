@@ -1,6 +1,7 @@
 """Operations of the change feed (and the webhooks, when present)."""
-from typing import Any
+from collections.abc import Callable
 
+from ..jsonio import JsonObject
 from .parts import JSON, failures, header, ok, operation, query
 from .schemas import INTEGER, STRING, named_enum
 
@@ -14,7 +15,7 @@ _STREAM_PARAMETERS = (
 )
 
 
-def _retry_later(description: str) -> dict[str, Any]:
+def _retry_later(description: str) -> JsonObject:
     """A refusal in the error format that says when to try again."""
     return {"description": description,
             "headers": {"Retry-After": header("Seconds to wait", INTEGER)},
@@ -31,7 +32,7 @@ _STREAM_ANSWERS = {
 }
 
 
-def stream():
+def stream() -> JsonObject:
     return operation("Follow committed changes (Server-Sent Events)", EVENTS,
                      {**_STREAM_ANSWERS, **failures("BadRequest", "Unauthorized", "Forbidden",
                                                     "NotFound")},
@@ -39,7 +40,7 @@ def stream():
                                             "schema": STRING, "description": "Resume after it"}))
 
 
-def ticket_stream():
+def ticket_stream() -> JsonObject:
     return operation("Follow committed changes, opened with a stream ticket (browsers)", EVENTS,
                      {**_STREAM_ANSWERS, **failures("BadRequest", "Unauthorized", "Forbidden",
                                                     "NotFound")},
@@ -47,7 +48,7 @@ def ticket_stream():
                       *_STREAM_PARAMETERS))
 
 
-def ticket():
+def ticket() -> JsonObject:
     return operation("A short-lived ticket that opens one's change feed from a browser", EVENTS, {
         **ok("The ticket (valid for expiresIn seconds)", {
             "type": "object", "required": ["ticket", "expiresIn"],
@@ -72,12 +73,13 @@ _DEAD_LETTER = {"type": "object", "properties": {
 _W = "/rest/webhooks/<webhook_id>"
 
 
-def _webhook_op(summary, answers, body=None, *fails):
+def _webhook_op(summary: str, answers: dict[str, JsonObject], body: JsonObject | None = None,
+                *fails: str) -> Callable[[], JsonObject]:
     return lambda: operation(summary, EVENTS, {**answers, **failures(*fails)}, body=body,
                              description="Needs the grant rest.webhooks.")
 
 
-EVENT_ENDPOINTS = {
+EVENT_ENDPOINTS: dict[tuple[str, str], Callable[[], JsonObject]] = {
     ("POST", "/rest/webhooks"): _webhook_op(
         "Register a webhook", ok("Registered (the secret is not answered)", _WEBHOOK, "201"),
         _REGISTRATION, "BadRequest"),

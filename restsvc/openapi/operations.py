@@ -6,10 +6,14 @@ the generic document passes the generic shapes, the detailed one those of
 one entity or one query, so both documents describe every operation once.
 401 and the ``rest.enabled`` 403 are added by the document from the gate.
 """
+from collections.abc import Callable
+
 from ..data.transfer.imports import MODES
 from ..data.read.query import MAX_SORT_TERMS
+from ..jsonio import JsonObject
 from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
 from .schemas import INTEGER, STRING, array, binary, named_enum, nullable, ref
+from .shapes import Typing
 
 ENTITIES, QUERIES, FILES = "Entities", "Queries", "Files"
 AUTH, METADATA, MESSAGES, SESSION, DOCS = (
@@ -18,19 +22,21 @@ AUTH, METADATA, MESSAGES, SESSION, DOCS = (
 E = "/rest/entities/<entity_name>"
 Q = "/rest/queries/<entity_name>"
 
-TOTAL = {"X-Total-Count": header("The total count of matching entities "
-                                 "(with returnCount=true)", INTEGER, required=False),
-         "Link": header('<url>; rel="next": the next page (with limit, when more rows follow)',
-                        required=False)}
-ETAG = {"ETag": header('"<version>-<digest>": send it in If-None-Match (304) or If-Match '
-                       "(PUT, DELETE: 412 when stale)", required=False)}
+TOTAL: JsonObject = {
+    "X-Total-Count": header("The total count of matching entities (with returnCount=true)",
+                            INTEGER, required=False),
+    "Link": header('<url>; rel="next": the next page (with limit, when more rows follow)',
+                   required=False)}
+ETAG: JsonObject = {
+    "ETag": header('"<version>-<digest>": send it in If-None-Match (304) or If-Match '
+                   "(PUT, DELETE: 412 when stale)", required=False)}
 
 
-def _fetch_plan(t, name="fetchPlan"):
+def _fetch_plan(t: Typing, name: str = "fetchPlan") -> JsonObject:
     return query(name, t.fetch_plan, "The fetch plan: " + t.fetch_plan_text)
 
 
-def _page(t):
+def _page(t: Typing) -> list[JsonObject]:
     return [query("limit", {"type": "integer", "minimum": 0, "maximum": t.max_limit},
                   f"Page size, at most {t.max_limit}"),
             query("offset", {"type": "integer", "minimum": 0}, "Rows to skip"),
@@ -42,18 +48,18 @@ def _page(t):
             flag("returnCount", "Send the total count in X-Total-Count")]
 
 
-def _entity_failures(t, *names):
+def _entity_failures(t: Typing, *names: str) -> dict[str, JsonObject]:
     return failures(*names, *(("NotFound",) if t.unknown_entity else ()))
 
 
-def list_entities(t):
+def list_entities(t: Typing) -> JsonObject:
     return operation(f"List {t.label}", t.tag, {
         **ok("A page of entities", array(t.entity), headers=TOTAL),
         **_entity_failures(t, "BadRequest", "Forbidden")},
         [_fetch_plan(t), *_page(t)])
 
 
-def create_entities(t):
+def create_entities(t: Typing) -> JsonObject:
     return operation(f"Create {t.label}", t.tag, {
         **ok("The created entity (an array for an array body)",
              {"anyOf": [t.entity, array(t.entity)]}, "201",
@@ -65,7 +71,7 @@ def create_entities(t):
                   "compositions are created with their owner"))
 
 
-def bulk_update(t):
+def bulk_update(t: Typing) -> JsonObject:
     return operation(f"Update several {t.label}", t.tag, {
         **ok("The updated entities", array(t.entity)),
         **failures("BadRequestOrInvalid", "Forbidden", "NotFound", "PayloadTooLarge")},
@@ -73,7 +79,7 @@ def bulk_update(t):
         json_body(array(t.entity_update_with_id), "Entities with their ids; one transaction"))
 
 
-def bulk_delete(t):
+def bulk_delete(t: Typing) -> JsonObject:
     return operation(f"Delete several {t.label}", t.tag, {
         **ok("Deleted", status="204"),
         **_entity_failures(t, "BadRequest", "Forbidden", "NotFound", "Conflict",
@@ -81,7 +87,7 @@ def bulk_delete(t):
         body=json_body(t.entity_ids, "Ids, or objects with an id; one transaction"))
 
 
-def search_get(t):
+def search_get(t: Typing) -> JsonObject:
     return operation(f"Search {t.label}", t.tag, {
         **ok("A page of matching entities", array(t.entity), headers=TOTAL),
         **_entity_failures(t, "BadRequest", "Forbidden")},
@@ -89,14 +95,14 @@ def search_get(t):
          _fetch_plan(t), *_page(t)])
 
 
-def search_post(t):
+def search_post(t: Typing) -> JsonObject:
     return operation(f"Search {t.label} (filter in the body)", t.tag, {
         **ok("A page of matching entities", array(t.entity), headers=TOTAL),
         **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge")},
         body=json_body(t.search_body))
 
 
-def count_get(t):
+def count_get(t: Typing) -> JsonObject:
     return operation(f"Count matching {t.label}", t.tag, {
         **ok("The count", {"type": "integer", "minimum": 0}),
         **_entity_failures(t, "BadRequest", "Forbidden")},
@@ -104,7 +110,7 @@ def count_get(t):
                     "without one, every entity the caller may see is counted")])
 
 
-def count_post(t):
+def count_post(t: Typing) -> JsonObject:
     return operation(f"Count matching {t.label} (filter in the body)", t.tag, {
         **ok("The count", {"type": "integer", "minimum": 0}),
         **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge")},
@@ -113,9 +119,9 @@ def count_post(t):
                        "see is counted", required=False))
 
 
-_NAMES = {"type": "array", "items": STRING}
+_NAMES: JsonObject = {"type": "array", "items": STRING}
 _AGGREGATES = ("countDistinct", "sum", "avg", "min", "max")
-_AGGREGATE = {"type": "object", "properties": {
+_AGGREGATE: JsonObject = {"type": "object", "properties": {
     "group": {"type": "object", "description": "The groupBy items and their values"},
     "count": INTEGER, **{name: {"type": "object"} for name in _AGGREGATES}}}
 _AGGREGATE_TEXT = ("groupBy: attributes, to-one paths or year(date), month(date), day(date); "
@@ -123,7 +129,7 @@ _AGGREGATE_TEXT = ("groupBy: attributes, to-one paths or year(date), month(date)
                    "on count, sum.amount...; sort: -count,grade; limit: groups")
 
 
-def aggregate_get(t):
+def aggregate_get(t: Typing) -> JsonObject:
     return operation(f"Aggregate {t.label}", t.tag, {
         **ok("One object per group", array(_AGGREGATE)),
         **_entity_failures(t, "BadRequest", "Forbidden")},
@@ -135,7 +141,7 @@ def aggregate_get(t):
          query("limit", INTEGER, "At most this many groups")])
 
 
-def aggregate_post(t):
+def aggregate_post(t: Typing) -> JsonObject:
     return operation(f"Aggregate {t.label} (request in the body)", t.tag, {
         **ok("One object per group", array(_AGGREGATE)),
         **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge")},
@@ -145,14 +151,14 @@ def aggregate_post(t):
             "sort": STRING, "limit": INTEGER}}, _AGGREGATE_TEXT))
 
 
-def load_entity(t):
+def load_entity(t: Typing) -> JsonObject:
     return operation(f"Load one {t.one}", t.tag, {
         **ok("The entity", t.entity, headers=ETAG),
         **failures("BadRequest", "Forbidden", "NotFound")},
         [_fetch_plan(t), flag("returnNulls", "Write null attributes")])
 
 
-def update_entity(t):
+def update_entity(t: Typing) -> JsonObject:
     return operation(f"Update one {t.one}", t.tag, {
         **ok("The updated entity", t.entity),
         **failures("BadRequestOrInvalid", "Forbidden", "NotFound", "PayloadTooLarge")},
@@ -161,38 +167,38 @@ def update_entity(t):
                                    "the stored children"))
 
 
-def delete_entity(t):
+def delete_entity(t: Typing) -> JsonObject:
     return operation(f"Delete one {t.one}", t.tag, {
         **ok("Deleted", status="204"),
         **failures("BadRequest", "Forbidden", "NotFound", "Conflict")})
 
 
-def entity_history(t):
+def entity_history(t: Typing) -> JsonObject:
     return operation(f"The history of one {t.one}, newest first", t.tag, {
         **ok("A page of HistoryItems (the entity log)", array({"type": "object"}), headers=TOTAL),
         **failures("BadRequest", "Forbidden", "NotFound")}, _page(t))
 
 
-def restore_entity(t):
+def restore_entity(t: Typing) -> JsonObject:
     return operation(f"Restore one soft-deleted {t.one} (and the children deleted with it)",
                      t.tag, {**ok("The restored entity", t.entity),
                              **failures("BadRequest", "Forbidden", "NotFound", "Conflict")})
 
 
-def purge_entity(t):
+def purge_entity(t: Typing) -> JsonObject:
     return operation(f"Remove one soft-deleted {t.one} for good", t.tag, {
         **ok("Purged", status="204"),
         **failures("BadRequest", "Forbidden", "NotFound", "Conflict")})
 
 
-_IMPORT_REPORT = {"type": "object", "properties": {
+_IMPORT_REPORT: JsonObject = {"type": "object", "properties": {
     "created": INTEGER, "updated": INTEGER, "failed": INTEGER, "dryRun": {"type": "boolean"},
     "errors": array({"type": "object", "properties": {
         "line": INTEGER, "errors": ref("validationErrors")}}),
     "errorsTruncated": {"type": "boolean"}}}
 
 
-def import_entities(t):
+def import_entities(t: Typing) -> JsonObject:
     return operation(f"Import {t.label} from CSV or NDJSON", t.tag, {
         **ok("What was written (with partial=true: and the bad rows, by line)", _IMPORT_REPORT),
         **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge"),
@@ -222,19 +228,19 @@ def import_entities(t):
                     "(the CSV header is line 1) and its errors, and writes nothing.")
 
 
-def _query_options(t):
+def _query_options(t: Typing) -> list[JsonObject]:
     return [query("fetchPlan", t.query_fetch_plan, "A fetch plan name (default: the query's)"),
             *[p for p in _page(t) if p["name"] != "sort"]]
 
 
-def run_query_get(t):
+def run_query_get(t: Typing) -> JsonObject:
     return operation(f"Run {t.query_label}", t.query_tag, {
         **ok("A page of results", array(t.entity), headers=TOTAL),
         **failures("BadRequest", "Forbidden", *(("NotFound",) if t.unknown_query else ()))},
         [*t.query_parameters, *_query_options(t)])
 
 
-def run_query_post(t):
+def run_query_post(t: Typing) -> JsonObject:
     return operation(f"Run {t.query_label} (parameters in the body)", t.query_tag, {
         **ok("A page of results", array(t.entity), headers=TOTAL),
         **failures("BadRequest", "Forbidden", "PayloadTooLarge",
@@ -242,20 +248,20 @@ def run_query_post(t):
         _query_options(t), json_body(t.query_body, required=t.query_body_required))
 
 
-def _count_answer():
+def _count_answer() -> dict[str, JsonObject]:
     return {"200": {"description": "The count: JSON, or text with Accept: text/plain",
                     "content": {JSON: {"schema": {"type": "integer", "minimum": 0}},
                                 "text/plain": {"schema": {"type": "string", "pattern": "^[0-9]+$"}}}}}
 
 
-def count_query_get(t):
+def count_query_get(t: Typing) -> JsonObject:
     return operation(f"Count the results of {t.query_label}", t.query_tag, {
         **_count_answer(),
         **failures("BadRequest", "Forbidden", *(("NotFound",) if t.unknown_query else ()))},
         t.query_parameters)
 
 
-def count_query_post(t):
+def count_query_post(t: Typing) -> JsonObject:
     return operation(f"Count the results of {t.query_label} (parameters in the body)",
                      t.query_tag, {
         **_count_answer(),
@@ -264,8 +270,8 @@ def count_query_post(t):
         body=json_body(t.query_body, required=t.query_body_required))
 
 
-def _change_body(t, values):
-    properties = {"filter": ref("filter"),
+def _change_body(t: Typing, values: bool) -> JsonObject:
+    properties: JsonObject = {"filter": ref("filter"),
                   "maxRows": nullable({
                       "type": "integer", "minimum": 1, "maximum": t.max_change_rows,
                       "description": f"The most rows this request may change (null or left "
@@ -278,7 +284,7 @@ def _change_body(t, values):
             "properties": properties}
 
 
-_CHANGED = {"type": "object", "required": ["count", "dryRun"], "properties": {
+_CHANGED: JsonObject = {"type": "object", "required": ["count", "dryRun"], "properties": {
     "count": {"type": "integer", "minimum": 0,
               "description": "The rows changed (with dryRun=true: the rows matching now)"},
     "dryRun": {"type": "boolean"}}}
@@ -288,7 +294,7 @@ _CHANGE_TEXT = ("One transaction through the one write path: permissions, row ru
                 "locked in the transaction, no version check per row")
 
 
-def update_by_search(t):
+def update_by_search(t: Typing) -> JsonObject:
     return operation(f"Update every {t.one} a filter finds", t.tag, {
         **ok("How many rows were (or would be) updated", _CHANGED),
         **_entity_failures(t, "BadRequestOrInvalid", "Forbidden", "NotFound", "Conflict",
@@ -297,7 +303,7 @@ def update_by_search(t):
         description=_CHANGE_TEXT)
 
 
-def delete_by_search(t):
+def delete_by_search(t: Typing) -> JsonObject:
     return operation(f"Delete every {t.one} a filter finds (soft delete where it has it)", t.tag, {
         **ok("How many rows were (or would be) deleted", _CHANGED),
         **_entity_failures(t, "BadRequest", "Forbidden", "NotFound", "Conflict",
@@ -308,7 +314,9 @@ def delete_by_search(t):
 
 # Operations whose shape depends on an entity or a query: the detailed
 # document writes them once per entity (or query) instead of with {entityName}.
-ENTITY_OPERATIONS = {
+# One operation, written with the shapes of the generic API, an entity or a query.
+OperationOf = Callable[[Typing], JsonObject]
+ENTITY_OPERATIONS: dict[tuple[str, str], OperationOf] = {
     ("GET", E): list_entities, ("POST", E): create_entities,
     ("PUT", E): bulk_update, ("DELETE", E): bulk_delete,
     ("GET", f"{E}/search"): search_get, ("POST", f"{E}/search"): search_post,
@@ -322,7 +330,7 @@ ENTITY_OPERATIONS = {
     ("POST", f"{E}/<entity_id>/purge"): purge_entity,
     ("POST", f"{E}/import"): import_entities,
 }
-QUERY_OPERATIONS = {
+QUERY_OPERATIONS: dict[tuple[str, str], OperationOf] = {
     ("GET", f"{Q}/<query_name>"): run_query_get, ("POST", f"{Q}/<query_name>"): run_query_post,
     ("GET", f"{Q}/<query_name>/count"): count_query_get,
     ("POST", f"{Q}/<query_name>/count"): count_query_post,

@@ -1,11 +1,14 @@
 """Small builders of OpenAPI parts: parameters, bodies, responses, operations."""
+from collections.abc import Iterable
+
+from ..jsonio import JsonObject
 from .schemas import BOOLEAN, STRING, json_text, ref
 
 JSON = "application/json"
 ERROR = ref("error")
 
 # Reusable answers (components.responses); an operation lists those it can give.
-RESPONSES = {
+RESPONSES: dict[str, tuple[str, JsonObject | None]] = {
     "BadRequest": ("Invalid input: a parameter, a fetch plan, a filter or the body", ERROR),
     "BadRequestOrInvalid": ("Invalid input; failed validations come as an array",
                             {"anyOf": [ERROR, ref("validationErrors")]}),
@@ -24,10 +27,10 @@ RESPONSES = {
 }
 
 
-def response_components():
-    out = {}
+def response_components() -> dict[str, JsonObject]:
+    out: dict[str, JsonObject] = {}
     for name, (description, schema) in RESPONSES.items():
-        body = {"description": description}
+        body: JsonObject = {"description": description}
         if schema is not None:
             body["content"] = {JSON: {"schema": schema}}
         if name == "Unauthorized":
@@ -46,12 +49,13 @@ _STATUS_OF = {"BadRequest": "400", "BadRequestOrInvalid": "400", "Unauthorized":
               "UriTooLong": "414", "ServiceUnavailable": "503"}
 
 
-def failures(*names):
+def failures(*names: str) -> dict[str, JsonObject]:
     return {_STATUS_OF[name]: {"$ref": f"#/components/responses/{name}"} for name in names}
 
 
-def ok(description, schema=None, status="200", headers=None, media=JSON):
-    response = {"description": description}
+def ok(description: str, schema: JsonObject | None = None, status: str = "200",
+       headers: JsonObject | None = None, media: str = JSON) -> dict[str, JsonObject]:
+    response: JsonObject = {"description": description}
     if schema is not None:
         response["content"] = {media: {"schema": schema}}
     if headers:
@@ -59,12 +63,12 @@ def ok(description, schema=None, status="200", headers=None, media=JSON):
     return {status: response}
 
 
-def header(description, schema=STRING, required=True):
+def header(description: str, schema: JsonObject = STRING, required: bool = True) -> JsonObject:
     return {"description": description, "schema": schema, "required": required}
 
 
-def query(name, schema, description, required=False):
-    param = {"name": name, "in": "query", "schema": schema, "description": description}
+def query(name: str, schema: JsonObject, description: str, required: bool = False) -> JsonObject:
+    param: JsonObject = {"name": name, "in": "query", "schema": schema, "description": description}
     if required:
         param["required"] = True
     elif schema.get("type") in ("boolean", "integer"):
@@ -73,30 +77,34 @@ def query(name, schema, description, required=False):
     return param
 
 
-def json_query(name, schema, description, required=False):
+def json_query(name: str, schema: JsonObject, description: str,
+               required: bool = False) -> JsonObject:
     """A query parameter whose value is a JSON text (URL-encoded): a string
     whose ``contentSchema`` says what it holds (generators keep a parameter
     declared with ``schema``; several drop one declared with ``content``)."""
-    param = {"name": name, "in": "query", "description": description,
+    param: JsonObject = {"name": name, "in": "query", "description": description,
              "schema": json_text(schema)}
     if required:
         param["required"] = True
     return param
 
 
-def flag(name, description):
+def flag(name: str, description: str) -> JsonObject:
     return query(name, BOOLEAN, description)
 
 
-def json_body(schema, description=None, required=True):
-    body = {"required": required, "content": {JSON: {"schema": schema}}}
+def json_body(schema: JsonObject, description: str | None = None,
+              required: bool = True) -> JsonObject:
+    body: JsonObject = {"required": required, "content": {JSON: {"schema": schema}}}
     if description:
         body["description"] = description
     return body
 
 
-def operation(summary, tag, responses, parameters=(), body=None, description=None):
-    op = {"tags": [tag], "summary": summary}
+def operation(summary: str, tag: str, responses: dict[str, JsonObject],
+              parameters: Iterable[JsonObject] = (), body: JsonObject | None = None,
+              description: str | None = None) -> JsonObject:
+    op: JsonObject = {"tags": [tag], "summary": summary}
     if description:
         op["description"] = description
     if parameters:

@@ -4,18 +4,25 @@ filters, fetch plans, metadata, messages and session shapes.
 Every schema describes what the API really writes (and accepts), so a
 client generated from the documents works and a fuzzer finds nothing.
 """
+import copy
+from collections.abc import Collection, Iterable
+
+import peewee
+
 from ..data.read.filters import MAX_CONDITIONS, MAX_DEPTH, OPERATORS_BY_KIND
+from ..jsonio import JsonObject, JsonValue
 from ..model.datatypes import DATATYPES
+from ..model.metadata import MetaClass, MetaEnum
 from ..model.valuetypes import EnumType
 
 OPERATORS = sorted(set().union(*OPERATORS_BY_KIND.values()))
 
 
-def ref(name):
+def ref(name: str) -> JsonObject:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def nullable(schema):
+def nullable(schema: JsonObject) -> JsonObject:
     """The schema or JSON null (a value the API omits unless ``returnNulls``)."""
     if "$ref" in schema or ("enum" in schema and "title" in schema):    # a named one
         return {"anyOf": [schema, {"type": "null"}]}
@@ -28,61 +35,63 @@ def nullable(schema):
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def enum_schema_name(name):
+def enum_schema_name(name: str) -> str:
     """The one named schema of an enum (``enum_OrderStatus``)."""
     return f"enum_{name}"
 
 
-def enum_schema(meta_enum):
+def enum_schema(meta_enum: MetaEnum) -> JsonObject:
     """An application's enum: its constant names (model/valuetypes.py, their one home)."""
     return EnumType(meta_enum).json_schema()
 
 
-def named_enum(title, values, kind="string"):
+def named_enum(title: str, values: Iterable[JsonValue], kind: str = "string") -> JsonObject:
     """One of restsvc's own enums; ``title`` is the name of its one schema
     (enums.py puts it in the components and refers to it where it is used)."""
     return {"type": kind, "title": title, "enum": list(values)}
 
 
-def reference_schema_name(entity_name):
+def reference_schema_name(entity_name: str) -> str:
     """The one named schema of a reference to an entity in a body (``entityRef_Customer``)."""
     return f"entityRef_{entity_name}"
 
 
-def reference_schema(entity_name, id_schema):
+def reference_schema(entity_name: str, id_schema: JsonObject) -> JsonObject:
     return {"type": "object", "title": f"{entity_name} reference",
             "description": f"A {entity_name} by its id", "properties": {"id": id_schema},
             "required": ["id"]}
 
 
-def binary(media_type=None):
+def binary(media_type: str | None = None) -> JsonObject:
     """Bytes: a file, a report document (``format: binary`` for generators that
     read OpenAPI 3.0 terms, ``contentMediaType`` for 3.1 ones)."""
-    schema = {"type": "string", "format": "binary"}
+    schema: JsonObject = {"type": "string", "format": "binary"}
     if media_type:
         schema["contentMediaType"] = media_type
     return schema
 
 
-def json_text(schema, description=None):
+def json_text(schema: JsonObject, description: str | None = None) -> JsonObject:
     """A JSON text carried in a string (a query parameter): the schema of what it holds."""
-    text = {"type": "string", "contentMediaType": "application/json", "contentSchema": schema}
+    text: JsonObject = {"type": "string", "contentMediaType": "application/json",
+                        "contentSchema": schema}
     if description:
         text["description"] = description
     return text
 
 
-def array(items):
+def array(items: JsonObject) -> JsonObject:
     return {"type": "array", "items": items}
 
 
-def string_map(description):
+def string_map(description: str) -> JsonObject:
     return {"type": "object", "additionalProperties": {"type": "string"},
             "description": description}
 
 
-def _object(properties, required=(), description=None, closed=False):
-    schema = {"type": "object", "properties": properties}
+def _object(properties: JsonObject, required: Collection[str] = (),
+            description: str | None = None, closed: bool = False) -> JsonObject:
+    schema: JsonObject = {"type": "object", "properties": properties}
     if required:
         schema["required"] = list(required)
     if description:
@@ -92,17 +101,18 @@ def _object(properties, required=(), description=None, closed=False):
     return schema
 
 
-STRING = {"type": "string"}
+STRING: JsonObject = {"type": "string"}
 TOKEN_TYPE = named_enum("tokenType", ["Bearer"])
 PERMISSION = named_enum("permission", [0, 1], "integer")      # 1: granted
-INTEGER = {"type": "integer"}
-BOOLEAN = {"type": "boolean"}
+INTEGER: JsonObject = {"type": "integer"}
+BOOLEAN: JsonObject = {"type": "boolean"}
 
-_FILTER_VALUE = {"description": "A value of the property's datatype in its JSON form (an "
-                                "enum constant name, an id or {\"id\": ...} for references); "
-                                "an array for in/notIn; an optional boolean for isNull/notEmpty."}
+_FILTER_VALUE: JsonObject = {
+    "description": "A value of the property's datatype in its JSON form (an enum constant name, "
+                   "an id or {\"id\": ...} for references); an array for in/notIn; an optional "
+                   "boolean for isNull/notEmpty."}
 
-_COMMON = {
+_COMMON: dict[str, JsonObject] = {
     "error": _object({"error": STRING, "details": STRING}, ("error", "details"),
                      "An error: a short message and details."),
     "validationError": _object(
@@ -211,13 +221,12 @@ _COMMON = {
 }
 
 
-def common_schemas():
+def common_schemas() -> dict[str, JsonObject]:
     """Fresh copies: a document may add to its own components."""
-    import copy
     return copy.deepcopy(_COMMON)
 
 
-def id_schema(meta):
+def id_schema(meta: MetaClass) -> JsonObject:
     """An entity's id as JSON writes it (always a string, as the reference
     writes ids): a UUID, an integer the database assigns, or the application's
     own key."""
@@ -225,11 +234,19 @@ def id_schema(meta):
         return {"type": "string", "pattern": "^-?[0-9]{1,19}$",
                 "description": "An integer id the database assigns, written as text"}
     if meta.id_kind == "string":
-        length = meta.model._meta.primary_key.max_length or 255
-        return {"type": "string", "minLength": 1, "maxLength": length}
+        return {"type": "string", "minLength": 1, "maxLength": _key_length(meta)}
     return datatype_schema(meta.properties["id"].datatype.name)
 
 
-def datatype_schema(name):
+def _key_length(meta: MetaClass) -> int:
+    """The most characters of an application's own key (its CharField primary key)."""
+    model = meta.model
+    assert issubclass(model, peewee.Model), f"{meta.name}: not a Peewee model"
+    key = model._meta.primary_key
+    assert isinstance(key, peewee.CharField), f"{meta.name}: its key is not a CharField"
+    return key.max_length or 255
+
+
+def datatype_schema(name: str) -> JsonObject:
     """A datatype's JSON Schema, from its one home (model/datatypes.py)."""
     return dict(DATATYPES[name].json_schema)

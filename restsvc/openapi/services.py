@@ -3,7 +3,10 @@ method in the detailed document, typed from the method's parameters and its
 return hint (restsvc/services knows both)."""
 import typing
 
-from ..services.params import list_item, optional_of
+from ..jsonio import JsonObject
+from ..model.metadata import MetaClass, Metadata
+from ..services.params import Param, list_item, optional_of
+from ..services.registry import ServiceMethod
 from .parts import JSON, failures, json_body, ok, operation
 from .schemas import array, json_text, named_enum, ref
 
@@ -12,7 +15,7 @@ TEXT = "text/plain"
 _FAILURES = ("BadRequestOrInvalid", "Forbidden", "NotFound")
 
 
-def service_descriptor():
+def service_descriptor() -> JsonObject:
     return {"type": "object", "required": ["name", "methods"], "properties": {
         "name": {"type": "string"},
         "methods": array({"type": "object", "required": ["name", "httpMethod", "params"],
@@ -25,22 +28,22 @@ def service_descriptor():
                                                               "required": {"type": "boolean"}}})}})}}
 
 
-def list_services():
+def list_services() -> JsonObject:
     return operation("The services the caller may call", SERVICES,
                      ok("Service descriptors", array(ref("serviceDescriptor"))))
 
 
-def describe_service():
+def describe_service() -> JsonObject:
     return operation("One service: the methods the caller may call", SERVICES, {
         **ok("The service descriptor", ref("serviceDescriptor")), **failures("NotFound")})
 
 
-_ANY_RESULT = {**ok("The result: JSON, or a simple value as text", None),
+_ANY_RESULT: dict[str, JsonObject] = {**ok("The result: JSON, or a simple value as text", None),
                "204": {"description": "The method returned nothing"}}
 _ANY_RESULT["200"]["content"] = {JSON: {"schema": {}}, TEXT: {"schema": {"type": "string"}}}
 
 
-def invoke_get():
+def invoke_get() -> JsonObject:
     return operation("Call a service method (parameters in the query string)", SERVICES, {
         **_ANY_RESULT, **failures(*_FAILURES),
         "405": {"description": "The method does not take GET"}},
@@ -49,7 +52,7 @@ def invoke_get():
           "description": "The method's parameters by name, in their text forms"}])
 
 
-def invoke_post():
+def invoke_post() -> JsonObject:
     return operation("Call a service method (parameters in a JSON object)", SERVICES, {
         **_ANY_RESULT, **failures(*_FAILURES, "PayloadTooLarge"),
         "405": {"description": "The method does not take POST"}},
@@ -66,14 +69,15 @@ SERVICE_OPERATIONS = {("GET", f"{SERVICES_BASE}/<method_name>"): invoke_get,
 
 
 # -- one exposed method ---------------------------------------------------------
-def method_operation(metadata, method, http_method):
+def method_operation(metadata: Metadata, method: ServiceMethod, http_method: str) -> JsonObject:
     label = f"{method.service}.{method.name}"
     params = method.request_params
     answers = {**_result(metadata, method), **failures(*_FAILURES)}
     if http_method == "GET":
         return operation(f"Call {label}", method.service, answers,
                          [_query_param(metadata, p) for p in params])
-    body = {"type": "object", "properties": {p.name: _value_schema(metadata, p) for p in params}}
+    body: JsonObject = {"type": "object",
+                        "properties": {p.name: _value_schema(metadata, p) for p in params}}
     required = [p.name for p in params if p.required]
     if required:
         body["required"] = required
@@ -82,15 +86,22 @@ def method_operation(metadata, method, http_method):
                      body=json_body(body, required=bool(required)))
 
 
-def _value_schema(metadata, param):
+def _value_schema(metadata: Metadata, param: Param) -> JsonObject:
     if param.kind in ("entity", "entities"):
-        entity = ref(f"entityInput_{param.meta.name}")
+        entity = ref(f"entityInput_{_entity(param).name}")
         return entity if param.kind == "entity" else array(entity)
     return param.json_schema()
 
 
-def _query_param(metadata, param):
-    spec = {"name": param.name, "in": "query", "required": param.required}
+def _entity(param: Param) -> MetaClass:
+    """The entity an entity (or entities) parameter takes."""
+    meta = param.meta
+    assert isinstance(meta, MetaClass), f"{param.name}: {meta!r} is not an entity"
+    return meta
+
+
+def _query_param(metadata: Metadata, param: Param) -> JsonObject:
+    spec: JsonObject = {"name": param.name, "in": "query", "required": param.required}
     if param.kind in ("value", "array"):
         spec["schema"] = param.json_schema()
         if param.kind == "array":
@@ -100,7 +111,7 @@ def _query_param(metadata, param):
     return spec
 
 
-def _result(metadata, method):
+def _result(metadata: Metadata, method: ServiceMethod) -> dict[str, JsonObject]:
     kind, schema = method.result
     if kind == "empty":
         return {"204": {"description": "Done; no body"}}
@@ -117,16 +128,16 @@ _FORMATS = {"date": "A date (YYYY-MM-DD)", "date-time": "A date and time (ISO 86
             "time": "A time of day (HH:MM:SS)", "uuid": "A UUID"}
 
 
-def _in_words(schema):
+def _in_words(schema: JsonObject) -> str:
     """A simple value's JSON Schema as a reader would say it."""
     if "enum" in schema:
         return "One of " + ", ".join(str(value) for value in schema["enum"])
-    kind = schema.get("type")
-    kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
-    return _FORMATS.get(schema.get("format")) or _WORDS.get(kind, "A value")
+    kind = schema.get("type", "")
+    kind = next((k for k in kind if k != "null"), "") if isinstance(kind, list) else kind
+    return _FORMATS.get(schema.get("format", "")) or _WORDS.get(kind, "A value")
 
 
-def _entity_result(metadata, method):
+def _entity_result(metadata: Metadata, method: ServiceMethod) -> JsonObject | None:
     """``$ref`` to the entity schema when the method returns an entity or a list of them."""
     hint = typing.get_type_hints(method.function).get("return")
     hint = optional_of(hint) or hint

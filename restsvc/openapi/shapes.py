@@ -1,9 +1,14 @@
 """The shapes an operation is written with: generic (``{entityName}``), or
 those of one entity (``entity_<name>`` schemas) or one predefined query."""
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
+from ..data.read.queries import Query, QueryParam
+from ..jsonio import JsonObject
 from ..model.fetchplan import BUILT_IN
+from ..model.metadata import MetaClass
 from ..model.valuetypes import ArrayType, EntityIdType
+from ..settings import Settings
 from .schemas import (BOOLEAN, STRING, array, id_schema, named_enum, nullable, ref,
                       reference_schema_name)
 
@@ -11,30 +16,30 @@ from .schemas import (BOOLEAN, STRING, array, id_schema, named_enum, nullable, r
 @dataclass
 class Typing:
     tag: str
-    label: str                 # "entities", "Customer entities"
-    one: str                   # "entity", "Customer"
-    entity: dict               # an entity as the API writes it
-    entity_create: dict        # one element of a create body
-    entity_update: dict        # an update body
-    entity_update_with_id: dict
-    fetch_plan: dict           # the fetchPlan query parameter
-    fetch_plan_body: dict      # fetchPlan in a search body
+    label: str                          # "entities", "Customer entities"
+    one: str                            # "entity", "Customer"
+    entity: JsonObject                  # an entity as the API writes it
+    entity_create: JsonObject           # one element of a create body
+    entity_update: JsonObject           # an update body
+    entity_update_with_id: JsonObject
+    fetch_plan: JsonObject              # the fetchPlan query parameter
+    fetch_plan_body: JsonObject         # fetchPlan in a search body
     fetch_plan_text: str
     max_limit: int
     unknown_entity: bool       # 404 when the path names no entity
     query_tag: str = "Queries"
     query_label: str = "a predefined query"
-    query_fetch_plan: dict = field(default_factory=lambda: dict(STRING))
-    query_parameters: list = field(default_factory=list)
-    query_body: dict = field(default_factory=lambda: {"type": "object"})
+    query_fetch_plan: JsonObject = field(default_factory=lambda: dict(STRING))
+    query_parameters: list[JsonObject] = field(default_factory=list)
+    query_body: JsonObject = field(default_factory=lambda: {"type": "object"})
     query_body_required: bool = False
     unknown_query: bool = True
     # A bulk delete's body: ids, or objects with an id
-    entity_ids: dict = field(default_factory=lambda: ref("entityIds"))
+    entity_ids: JsonObject = field(default_factory=lambda: ref("entityIds"))
     max_change_rows: int = 1000     # svc.rest.max-change-rows: maxRows of changes by filter
 
     @property
-    def search_body(self):
+    def search_body(self) -> JsonObject:
         # Every part but the filter may be null: the same as leaving it out.
         optional = {
             "fetchPlan": self.fetch_plan_body,
@@ -52,11 +57,11 @@ _PLAN_TEXT = ("the name of a plan (_local, _base, _instance_name or a named one)
               "an inline plan as JSON")
 
 
-def _with_id(schema):
+def _with_id(schema: JsonObject) -> JsonObject:
     return {"allOf": [schema], "required": ["id"]}
 
 
-def generic_typing(settings):
+def generic_typing(settings: Settings) -> Typing:
     inline = settings.inline_fetch_plans
     plan_body = {"anyOf": [STRING, ref("fetchPlan")]} if inline else STRING
     return Typing(
@@ -70,7 +75,7 @@ def generic_typing(settings):
         max_change_rows=settings.max_change_rows)
 
 
-def entity_typing(meta, settings):
+def entity_typing(meta: MetaClass, settings: Settings) -> Typing:
     names = list(meta.fetch_plans)
     by_name = named_enum(f"fetchPlanName_{meta.name}", names)
     inline = settings.inline_fetch_plans
@@ -87,8 +92,15 @@ def entity_typing(meta, settings):
                     "description": f"{meta.name} ids, or {meta.name} references"})
 
 
-def query_typing(query, settings):
+def query_entity(query: Query) -> MetaClass:
+    """The entity a predefined query reads."""
     meta = query.entity
+    assert isinstance(meta, MetaClass), f"query {query.name}: {meta!r} is not an entity"
+    return meta
+
+
+def query_typing(query: Query, settings: Settings) -> Typing:
+    meta = query_entity(query)
     typing = entity_typing(meta, settings)
     typing.query_tag = f"{meta.name} Queries"
     typing.query_label = f"the query {query.name}"
@@ -107,13 +119,26 @@ def query_typing(query, settings):
     return typing
 
 
-def param_schema(param, in_body):
+def param_schema(param: QueryParam, in_body: bool) -> JsonObject:
     """The schema of a query parameter's value, from its declared type; an
     entity is its id (in a body also ``{"id": ...}``)."""
     value_type = param.value_type
     item = value_type.item if isinstance(value_type, ArrayType) else value_type
-    schema = item.json_schema()
+    schema = _schema(item)
     if in_body and isinstance(item, EntityIdType):
         schema = {"anyOf": [schema, {"type": "object", "properties": {"id": schema},
                                      "required": ["id"]}]}
-    return {**value_type.json_schema(), "items": schema} if item is not value_type else schema
+    return {**_schema(value_type), "items": schema} if item is not value_type else schema
+
+
+@runtime_checkable
+class _ValueType(Protocol):
+    """A value type of model/valuetypes.py, as far as a document reads it."""
+
+    def json_schema(self) -> JsonObject: ...
+
+
+def _schema(value_type: object) -> JsonObject:
+    """The JSON Schema of a value type (a query parameter's ``value_type`` is one)."""
+    assert isinstance(value_type, _ValueType), f"{value_type!r} is not a value type"
+    return value_type.json_schema()
