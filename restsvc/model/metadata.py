@@ -77,6 +77,14 @@ class MetaProperty:
         return self.target
 
     @property
+    def value_datatype(self) -> Datatype:
+        """The datatype of an attribute that holds a value (not an enum, a
+        reference, a collection or an embedded value)."""
+        if self.datatype is None:
+            raise MetadataError(f"{self.owner.name}.{self.name} has no datatype")
+        return self.datatype
+
+    @property
     def transient(self) -> bool:
         return not self.persistent
 

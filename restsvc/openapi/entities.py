@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 
 from ..jsonio import JsonObject
-from ..model.datatypes import Datatype
 from ..model.metadata import MetaClass, MetaProperty
 from .schemas import (array, datatype_schema, enum_schema, enum_schema_name, id_schema, nullable,
                       ref,
@@ -50,8 +49,8 @@ def entity_schemas(entities: Sequence[MetaClass], properties: Readable,
             if prop.meta_enum is not None:
                 schemas[enum_schema_name(prop.meta_enum.name)] = enum_schema(prop.meta_enum)
             elif prop.is_embedded:
-                schemas.update(_value_type_schemas(_target(prop), properties, modifiable))
-                for part in properties(_target(prop)):
+                schemas.update(_value_type_schemas(prop.related, properties, modifiable))
+                for part in properties(prop.related):
                     if part.meta_enum is not None:
                         schemas[enum_schema_name(part.meta_enum.name)] = enum_schema(part.meta_enum)
     return schemas
@@ -72,7 +71,7 @@ def _reference(meta: MetaClass) -> JsonObject:
 def _value_schema(prop: MetaProperty) -> JsonObject:
     if prop.meta_enum is not None:
         return ref(enum_schema_name(prop.meta_enum.name))
-    datatype = _datatype(prop)
+    datatype = prop.value_datatype
     schema = datatype_schema(datatype.name)
     # The Peewee field's bounds, where its kind has them (CharField, DecimalField).
     max_length: int | None = getattr(prop.field, "max_length", None)
@@ -88,20 +87,6 @@ def _value_schema(prop: MetaProperty) -> JsonObject:
     return schema
 
 
-def _datatype(prop: MetaProperty) -> Datatype:
-    """The datatype of an attribute that holds a value (the metadata gives each one)."""
-    datatype = prop.datatype
-    assert isinstance(datatype, Datatype), f"{prop.owner.name}.{prop.name} has no datatype"
-    return datatype
-
-
-def _target(prop: MetaProperty) -> MetaClass:
-    """The entity a reference holds, or the value type of an embedded attribute."""
-    target = prop.target
-    assert target is not None, f"{prop.owner.name}.{prop.name} has no target"
-    return target
-
-
 def _written(meta: MetaClass, shown: Iterable[MetaProperty]) -> JsonObject:
     parts = ", ".join(meta.instance_name) or "the entity name and id"
     properties: JsonObject = {
@@ -111,9 +96,9 @@ def _written(meta: MetaClass, shown: Iterable[MetaProperty]) -> JsonObject:
     }
     for prop in shown:
         if prop.is_collection:
-            schema = array(ref(f"entity_{_target(prop).name}"))
+            schema = array(ref(f"entity_{prop.related.name}"))
         elif prop.is_reference:
-            schema = nullable(ref(f"entity_{_target(prop).name}"))
+            schema = nullable(ref(f"entity_{prop.related.name}"))
         elif prop.is_embedded:
             schema = _embedded(prop, written=True)
         elif prop.name == "id":
@@ -147,10 +132,10 @@ def _input(meta: MetaClass, writable: Mapping[str, Sequence[MetaProperty]]) -> J
                                                                 "the version the update is based on"}}
     for prop in writable.get(meta.name, ()):
         if prop.link is not None:
-            schema = array(ref(reference_schema_name(_target(prop).name)))
-            schema["description"] = f"Exactly these {_target(prop).name} members, by id"
+            schema = array(ref(reference_schema_name(prop.related.name)))
+            schema["description"] = f"Exactly these {prop.related.name} members, by id"
         elif prop.is_collection:
-            schema = array(_child(prop, writable.get(_target(prop).name, ())))
+            schema = array(_child(prop, writable.get(prop.related.name, ())))
         elif prop.is_reference:
             schema = _by_id(prop)
         elif prop.is_embedded:
@@ -164,14 +149,14 @@ def _input(meta: MetaClass, writable: Mapping[str, Sequence[MetaProperty]]) -> J
 
 
 def _by_id(prop: MetaProperty) -> JsonObject:
-    schema = ref(reference_schema_name(_target(prop).name))
+    schema = ref(reference_schema_name(prop.related.name))
     return schema if prop.mandatory else nullable(schema)
 
 
 def _embedded(prop: MetaProperty, written: bool) -> JsonObject:
     """An embedded value: its value type's named schema, or null."""
     kind = "embedded" if written else "embeddedInput"
-    return nullable(ref(f"{kind}_{_target(prop).name}"))
+    return nullable(ref(f"{kind}_{prop.related.name}"))
 
 
 def _value_type_schemas(value_type: MetaClass, properties: Readable,
@@ -184,7 +169,7 @@ def _value_type_schemas(value_type: MetaClass, properties: Readable,
     given: JsonObject = {}
     for part in properties(value_type):
         if part.is_reference:
-            written[part.name] = nullable(ref(f"entity_{_target(part).name}"))
+            written[part.name] = nullable(ref(f"entity_{part.related.name}"))
             if modifiable(part):
                 given[part.name] = _by_id(part)
         else:
@@ -215,9 +200,9 @@ def _new(meta: MetaClass, writable: Iterable[MetaProperty]) -> JsonObject:
 def _child(prop: MetaProperty, child_writable: Iterable[MetaProperty]) -> JsonObject:
     """A composition's child: a new one (its owner is set by the parent, not in
     the body), or a stored one by its id with the attributes to change."""
-    child_input = ref(f"entityInput_{_target(prop).name}")
+    child_input = ref(f"entityInput_{prop.related.name}")
     new: JsonObject = {"allOf": [child_input]}
-    required = _mandatory(_target(prop), child_writable, skip=prop.back_field)
+    required = _mandatory(prop.related, child_writable, skip=prop.back_field)
     if required:
         new["required"] = required
     return {"anyOf": [new, {"allOf": [child_input], "required": ["id"]}]}

@@ -235,7 +235,7 @@ def id_schema(meta: MetaClass) -> JsonObject:
                 "description": "An integer id the database assigns, written as text"}
     if meta.id_kind == "string":
         return {"type": "string", "minLength": 1, "maxLength": _key_length(meta)}
-    return datatype_schema(meta.properties["id"].datatype.name)
+    return datatype_schema(meta.properties["id"].value_datatype.name)
 
 
 def _key_length(meta: MetaClass) -> int:
