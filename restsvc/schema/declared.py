@@ -24,6 +24,9 @@ from . import linkkeys, trigram
 from .inspect import Column, ForeignKey, Index, Table, normalize_type
 
 KEYS_TYPE = "TEXT"      # the type of a link keys column (linkkeys.py)
+# (model, field) of each indexed string attribute: its lower-cased index and
+# its trigram index are declared too (Metadata.indexed_text_fields).
+Lowered = Sequence[tuple[type[peewee.Model], peewee.Field]]
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class DeclaredTable:
 
 
 def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Model]],
-                    lowered: Iterable[tuple[type[peewee.Model], peewee.Field]] = (),
+                    lowered: Lowered = (),
                     ) -> dict[str, DeclaredTable]:
     """{table name: DeclaredTable} of the models, in the order given."""
     by_model: dict[type[peewee.Model], list[peewee.Field]] = {}
