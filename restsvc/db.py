@@ -163,6 +163,12 @@ class _Statements(peewee.Database):
         return cursor
 
 
+def observe_statements(database: peewee.Database, record: Callable[[float], None] | None,
+                       slow_seconds: float | None) -> None:
+    """``_Statements.observe_statements`` of a database ``open_database`` made."""
+    cast(_Statements, database).observe_statements(record, slow_seconds)
+
+
 _clock = time.perf_counter
 statements_log = logging.getLogger("restsvc.db")
 _peewee_log = logging.getLogger("peewee")
