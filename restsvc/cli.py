@@ -52,7 +52,7 @@ def serve(args: argparse.Namespace) -> None:
         defaults.on_exit(arbiter)
 
     # gunicorn has no type information: its base class is Any to mypy.
-    class Server(BaseApplication):  # type: ignore[misc]
+    class Server(BaseApplication):  # type: ignore[misc, unused-ignore]
         def load_config(self) -> None:
             self.cfg.set("bind", f"{args.host}:{args.port}")
             self.cfg.set("worker_class", defaults.worker_class)

@@ -3,7 +3,7 @@ values, Content-Disposition, handlers that stream their request body."""
 import re
 import unicodedata
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import quote, quote_plus
 
 import peewee
@@ -237,14 +237,15 @@ def content_disposition(disposition: str, file_name: str) -> str:
             f"filename*=UTF-8''{quote(file_name, safe='')}")
 
 
-def releasing(chunks: Generator[bytes, None, None], database: peewee.Database) -> Iterator[bytes]:
+def releasing(chunks: Iterator[bytes], database: peewee.Database) -> Iterator[bytes]:
     """A streamed body is read from the database while the response is sent,
     after the request itself has ended: give the connection back when it
-    ends, also when the client goes away."""
+    ends, also when the client goes away. ``chunks``: a generator (closing it
+    closes what it reads), declared Iterator by the generator functions."""
     try:
         yield from chunks
     finally:
-        chunks.close()
+        cast(Generator[bytes, None, None], chunks).close()
         db.release(database)
 
 

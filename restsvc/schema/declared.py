@@ -93,7 +93,7 @@ def _renamed_columns(model: type[peewee.Model]) -> dict[str, str]:
 def render(database: peewee.Database, node: peewee.Node | peewee.Context) -> str:
     """A peewee node (or a built context) -> SQL text, parameters written in as literals."""
     context: peewee.Context = node if isinstance(node, peewee.Context) \
-        else _context(database).sql(node)  # type: ignore[no-untyped-call]  # peewee-stubs: unannotated
+        else _context(database).sql(node)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     sql, params = context.query()
     if params:
         sql = sql.replace(database.param, "%s") % tuple(_literal(database, v) for v in params)
@@ -164,7 +164,7 @@ def default_literal(database: peewee.Database, field: peewee.Field) -> str | Non
     (a callable default is the application's, computed per row)."""
     if field.null or field.default is None or callable(field.default) or field.primary_key:
         return None
-    return _literal(database, field.db_value(field.default))  # type: ignore[no-untyped-call]  # stubs
+    return _literal(database, field.db_value(field.default))  # type: ignore[no-untyped-call, unused-ignore]  # stubs
 
 
 def _literal(database: peewee.Database, value: object) -> str:
