@@ -218,11 +218,12 @@ def _unicode_lower(value: object) -> object:
     return value.lower() if isinstance(value, str) else value
 
 
-def lower(database: peewee.Database, column: peewee.ColumnBase) -> peewee.Function:
+def lower(database: peewee.Database, column: peewee.ColumnBase | str) -> peewee.Function:
     """The lower-cased text that case-insensitive filters compare and the search
     indexes hold: the very same expression in both, or the index goes unused.
     SQLite's own LOWER() folds ASCII only, so there it is the registered
-    (deterministic) ``unicode_lower``: Python's ``str.lower``."""
+    (deterministic) ``unicode_lower``: Python's ``str.lower``. ``column``: a
+    column or expression, or a text (a LIKE pattern) sent as a parameter."""
     return peewee.fn.unicode_lower(column) if is_sqlite(database) else peewee.fn.LOWER(column)
 
 
