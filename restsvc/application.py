@@ -4,6 +4,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .settings import SettingsError
@@ -56,7 +57,7 @@ def import_application(reference: str, search_dir: object = None) -> Application
     return application
 
 
-def _import(module_name, search_dir):
+def _import(module_name: str, search_dir: object) -> ModuleType:
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

@@ -1,33 +1,18 @@
 """Request bodies read whole: JSON and form bodies, bounded by cost before
 they are parsed (size, announced or not; values per byte; form fields), and
 a server's framing errors answered 400."""
-from typing import Any
-from urllib.parse import unquote
+from collections.abc import Callable
+from typing import Protocol
 
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from .errors import BadRequest, MalformedBody, PayloadTooLarge
-from .jsonio import loads
+from .jsonio import JsonValue, loads
 from .model.numbers import NumberOutOfBounds
+from .request import Request, form_pairs
 
 
-def form_pairs(text):
-    """``application/x-www-form-urlencoded`` text -> (name, value) pairs."""
-    pairs = []
-    for field in text.split("&"):
-        if field:
-            name, _, value = field.partition("=")
-            pairs.append((_unquote(name), _unquote(value)))
-    return pairs
-
-
-def _unquote(text):
-    if "+" in text:
-        text = text.replace("+", " ")
-    return unquote(text, errors="werkzeug.url_quote") if "%" in text else text
-
-
-def limit_body(request, limit):
+def limit_body(request: Request, limit: int) -> None:
     """Cap a body that is read whole (JSON, forms) at ``limit`` bytes, alike
     whether its length is announced or not. Werkzeug refuses a Content-Length
     above the limit with 413, but ends a chunked body at the limit without a
@@ -41,6 +26,13 @@ def limit_body(request, limit):
         environ["wsgi.input"] = _BodyInput(environ["wsgi.input"], limit)
 
 
+class _Stream(Protocol):
+    """A WSGI server's input stream (``wsgi.input``)."""
+
+    def read(self, size: int | None = ..., /) -> bytes: ...
+    def readline(self, size: int | None = ..., /) -> bytes: ...
+
+
 class _BodyInput:
     """The server's input stream for a body read whole. Whatever the server
     raises while reading it (gunicorn's InvalidChunkSize, a socket error) means
@@ -48,13 +40,13 @@ class _BodyInput:
     Content-Length, more than ``limit`` bytes are a 413 (Werkzeug's answer to
     a Content-Length above the limit)."""
 
-    def __init__(self, stream, limit):
+    def __init__(self, stream: _Stream, limit: int | None) -> None:
         self._stream = stream
         self._left = limit
 
-    def read(self, size=-1):
+    def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
-            parts = []
+            parts: list[bytes] = []
             while True:
                 part = self.read(1 << 16)
                 if not part:
@@ -64,12 +56,12 @@ class _BodyInput:
             size = min(size, self._left + 1)
         return self._count(self._stream.read, size)
 
-    def readline(self, size=-1):
+    def readline(self, size: int | None = -1) -> bytes:
         if self._left is not None and (size is None or size < 0 or size > self._left + 1):
             size = self._left + 1
         return self._count(self._stream.readline, size)
 
-    def _count(self, read, size):
+    def _count(self, read: Callable[[int | None], bytes], size: int | None) -> bytes:
         try:
             data = read(size)
         except Exception:
@@ -95,8 +87,8 @@ MAX_QUERY_BODY = 1 << 20
 _REQUIRED = object()
 
 
-def read_json_body(request: Any, error: str = "Malformed request JSON data structure",
-                   max_bytes: int | None = None, if_empty: Any = _REQUIRED) -> Any:
+def read_json_body(request: Request, error: str = "Malformed request JSON data structure",
+                   max_bytes: int | None = None, if_empty: JsonValue = _REQUIRED) -> JsonValue:
     """The request body as JSON; any content type is accepted, as the reference
     does. ``max_bytes`` caps it below svc.rest.max-request-size; either way a
     body of more values than its size allows is refused before it is parsed.
@@ -117,7 +109,7 @@ def read_json_body(request: Any, error: str = "Malformed request JSON data struc
         raise BadRequest(error, "") from None
 
 
-def _read_body(request, max_bytes):
+def _read_body(request: Request, max_bytes: int | None) -> bytes:
     """The whole body; above ``max_bytes`` (announced or not) 413 before reading it."""
     if max_bytes is None:
         return request.get_data(cache=False)
@@ -133,7 +125,7 @@ def _read_body(request, max_bytes):
         raise too_large from None
 
 
-def read_form_body(request, max_bytes, max_fields):
+def read_form_body(request: Request, max_bytes: int, max_fields: int) -> list[tuple[str, str]]:
     """A form body as (name, value) pairs, refused (PayloadTooLarge) before it is
     parsed when it has more than ``max_bytes`` bytes, announced or not, or more
     than ``max_fields`` fields: a body of empty pairs (``a=&a=&...``) costs a

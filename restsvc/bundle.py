@@ -27,11 +27,16 @@ import platform
 import re
 import sys
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib.metadata import Distribution
 from pathlib import Path
 
 from .application import import_application
-from .settings import SettingsError, config_path, load_settings
+from .bundle_boot import Manifest
+from .settings import Settings, SettingsError, config_path, load_settings
+
+Entries = dict[str, Path | bytes]        # name in the bundle -> file to copy, or its bytes
 
 BOOT = Path(__file__).with_name("bundle_boot.py")
 MANIFEST = "restsvc-bundle.json"
@@ -56,19 +61,20 @@ class Summary:
     output: Path
     files: int
     size: int
-    distributions: tuple
-    drivers: tuple
+    distributions: tuple[str, ...]
+    drivers: tuple[str, ...]
     built_for: str
 
 
-def build(output, config=None, extras=()):
+def build(output: str | Path, config: str | Path | None = None,
+          extras: Iterable[str] = ()) -> Summary:
     """Write the bundle to ``output``; the settings are checked first. ``extras``
     names restsvc extras (``docs``, ``jwt``, ...) whose distributions go along;
     the PostgreSQL driver (``postgres``) does whenever it is installed."""
     settings = load_settings(config)
     import_application(settings.application, settings.base_dir)
     config_file = config_path(config)
-    entries = {f"config/{config_file.name}": config_file, **_config_entries(settings),
+    entries: Entries = {f"config/{config_file.name}": config_file, **_config_entries(settings),
                **_restsvc_entries()}
     requirements = _requirements("restsvc", extras=DRIVER_EXTRAS)
     for extra in extras:
@@ -79,8 +85,8 @@ def build(output, config=None, extras=()):
     top = settings.application.partition(":")[0].partition(".")[0]
     if top != "restsvc":
         entries.update(_module_entries(top))
-        for distribution in importlib.metadata.packages_distributions().get(top, ()):
-            requirements += _requirements(distribution)
+        for owner in importlib.metadata.packages_distributions().get(top, ()):
+            requirements += _requirements(owner)
     distributions = _closure(requirements)
     for distribution in distributions:
         entries.update(_distribution_entries(distribution))
@@ -90,14 +96,14 @@ def build(output, config=None, extras=()):
                     if _key(d.metadata["Name"]) in DRIVERS)
     built_for = f"{platform.python_implementation()} {sys.version_info[0]}.{sys.version_info[1]} " \
                 f"on {sys.platform}-{platform.machine()}"
-    manifest = {"id": _content_id(payload), "config": config_file.name,
+    manifest: Manifest = {"id": _content_id(payload), "config": config_file.name,
                 "python": list(MINIMUM_PYTHON), "drivers": list(drivers), "built-for": built_for}
-    output = Path(output)
-    _write(output, manifest, payload)
-    return Summary(output, len(payload), output.stat().st_size, names, drivers, built_for)
+    target = Path(output)
+    _write(target, manifest, payload)
+    return Summary(target, len(payload), target.stat().st_size, names, drivers, built_for)
 
 
-def _content_id(payload):
+def _content_id(payload: dict[str, bytes]) -> str:
     """Names the cache folder: the same content, the same folder."""
     digest = hashlib.sha256()
     for name, data in payload.items():
@@ -105,7 +111,7 @@ def _content_id(payload):
     return digest.hexdigest()[:20]
 
 
-def _write(output, manifest, payload):
+def _write(output: Path, manifest: Manifest, payload: dict[str, bytes]) -> None:
     """The zipapp, owner-only from its first byte (the settings in it hold the
     secret key and client secrets), put in place whole."""
     partial = output.with_name(output.name + ".partial")
@@ -126,7 +132,7 @@ def _write(output, manifest, payload):
         raise
 
 
-def _restsvc_entries():
+def _restsvc_entries() -> Entries:
     """restsvc's package, and its metadata: its version and requirements."""
     own = importlib.metadata.distribution("restsvc")
     return {**_package_entries(Path(__file__).parent, "lib/restsvc"),
@@ -136,9 +142,9 @@ def _restsvc_entries():
             ).encode()}
 
 
-def _config_entries(settings):
+def _config_entries(settings: Settings) -> Entries:
     """The files the settings name, under config/ in their layout beside the settings file."""
-    entries = {}
+    entries: Entries = {}
     for key, attribute in CONFIG_FILES:
         value = getattr(settings, attribute)
         if not value:
@@ -156,9 +162,9 @@ def _config_entries(settings):
     return entries
 
 
-def _package_entries(directory, prefix):
+def _package_entries(directory: str | Path, prefix: str) -> Entries:
     """A folder's files, without caches and hidden files."""
-    entries = {}
+    entries: Entries = {}
     for path in sorted(Path(directory).rglob("*")):
         relative = path.relative_to(directory)
         if path.is_file() and not any(part.startswith(".") or part == "__pycache__"
@@ -167,27 +173,32 @@ def _package_entries(directory, prefix):
     return entries
 
 
-def _module_entries(top):
+def _module_entries(top: str) -> Entries:
     """The application's own top-level module or package (already imported)."""
     spec = sys.modules[top].__spec__
+    assert spec is not None         # an imported module's, not __main__'s
     if spec.submodule_search_locations:
-        entries = {}
+        entries: Entries = {}
         for location in spec.submodule_search_locations:
             entries.update(_package_entries(location, f"lib/{top}"))
         return entries
-    return {f"lib/{Path(spec.origin).name}": Path(spec.origin)}
+    origin = Path(str(spec.origin))
+    return {f"lib/{origin.name}": origin}
 
 
-def _key(name):
+def _key(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _requirements(distribution, extras=(), only_extras=False, installed_only=True):
+def _requirements(distribution: str, extras: Iterable[str] = (), only_extras: bool = False,
+                  installed_only: bool = True) -> list[str]:
     """Names a distribution requires: unconditionally (unless ``only_extras``),
     or by one of ``extras`` (when installed here, with ``installed_only``)."""
-    names = []
+    names: list[str] = []
     for requirement in importlib.metadata.requires(distribution) or ():
-        name = _REQUIREMENT_NAME.match(requirement).group()
+        match = _REQUIREMENT_NAME.match(requirement)
+        assert match is not None        # a requirement starts with its distribution's name
+        name = match.group()
         marker = requirement.partition(";")[2]
         extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", marker)
         if only_extras and not extra:
@@ -200,7 +211,7 @@ def _requirements(distribution, extras=(), only_extras=False, installed_only=Tru
     return names
 
 
-def _installed(name):
+def _installed(name: str) -> bool:
     try:
         importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
@@ -208,9 +219,10 @@ def _installed(name):
     return True
 
 
-def _closure(names):
+def _closure(names: Iterable[str]) -> tuple[Distribution, ...]:
     """The installed distributions of ``names`` and of everything they require."""
-    found, pending = {}, list(names)
+    found: dict[str, Distribution] = {}
+    pending = list(names)
     while pending:
         name = pending.pop()
         if _key(name) in found:
@@ -224,18 +236,18 @@ def _closure(names):
     return tuple(found[key] for key in sorted(found))
 
 
-def _distribution_entries(distribution):
+def _distribution_entries(distribution: Distribution) -> Entries:
     if distribution.files is None:
         raise BundleError(f"{distribution.metadata['Name']} lists no files "
                             f"(no RECORD); reinstall it with pip")
     prefix = "native" if _key(distribution.metadata["Name"]) in DRIVERS else "lib"
-    entries = {}
+    entries: Entries = {}
     for file in distribution.files:
         if ".." in file.parts or "__pycache__" in file.parts or file.suffix == ".pyc":
             continue        # scripts outside site-packages, byte code
-        entries[f"{prefix}/{file.as_posix()}"] = Path(distribution.locate_file(file))
+        entries[f"{prefix}/{file.as_posix()}"] = Path(str(distribution.locate_file(file)))
     return entries
 
 
-def _read(source):
+def _read(source: Path | bytes) -> bytes:
     return source if isinstance(source, bytes) else source.read_bytes()

@@ -15,12 +15,16 @@ import shutil
 import sys
 import tempfile
 import zipfile
+from typing import NoReturn, TypedDict
 
 MANIFEST = "restsvc-bundle.json"
 PAYLOAD = ("lib/", "native/", "config/")
+# What restsvc/bundle.py writes into MANIFEST.
+Manifest = TypedDict("Manifest", {"id": str, "config": str, "python": list[int],
+                                  "drivers": list[str], "built-for": str})
 
 
-def cache_root():
+def cache_root() -> str:
     configured = os.environ.get("RESTSVC_BUNDLE_CACHE")
     if configured:
         return configured
@@ -28,7 +32,7 @@ def cache_root():
     return os.path.join(base, "restsvc")
 
 
-def unpack(archive, manifest):
+def unpack(archive: str, manifest: Manifest) -> str:
     """The folder holding this bundle's payload; unpacked once, atomically."""
     root = cache_root()
     target = os.path.join(root, "bundle-" + manifest["id"])
@@ -51,17 +55,17 @@ def unpack(archive, manifest):
     return target
 
 
-def _check_private(folder):
+def _check_private(folder: str) -> None:
     """Code is run from the folder: only if nobody else could have put it there."""
     status = os.stat(folder)
     if status.st_uid != os.getuid() or status.st_mode & 0o022:
         raise OSError(f"{folder} is not this user's own (or others may write to it)")
 
 
-def main():
+def main() -> NoReturn:
     archive = os.path.dirname(os.path.abspath(__file__))
     with zipfile.ZipFile(archive) as bundle:
-        manifest = json.loads(bundle.read(MANIFEST))
+        manifest: Manifest = json.loads(bundle.read(MANIFEST))
     if sys.version_info < tuple(manifest["python"]):
         sys.exit(f"restsvc bundle: needs Python {'.'.join(map(str, manifest['python']))} "
                  f"or newer, this is {sys.version.split()[0]}")

@@ -3,18 +3,25 @@ export | routes | bundle | new | history | events | hash-secret | user``."""
 import argparse
 import getpass
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .clibase import CommandError, app_of
 from .datacommands import add_data_commands
 from .errors import ApiError
 from .settings import SettingsError, load_settings
 
+if TYPE_CHECKING:
+    from gunicorn.arbiter import Arbiter      # gunicorn has no type information
+
+    from .app import RestApp
+
 
 # What ``restsvc serve`` runs, for a gunicorn started by hand (restsvc/wsgi.py).
 WSGI_COMMAND = "gunicorn -c python:restsvc.gunicorn_config restsvc.wsgi:app"
 
 
-def serve(args):
+def serve(args: argparse.Namespace) -> None:
     import logging
 
     from gunicorn.app.base import BaseApplication
@@ -34,18 +41,19 @@ def serve(args):
             lambda master: deliver_command(argparse.Namespace(**{**vars(args), "parent": master})),
             grace=settings.webhooks_timeout + 5, log=logging.getLogger("restsvc"))
 
-    def when_ready(arbiter):
+    def when_ready(arbiter: "Arbiter") -> None:
         defaults.ready(arbiter, args.drain)
         if supervisor is not None:
             defaults.supervise(arbiter, supervisor)
 
-    def on_exit(arbiter):
+    def on_exit(arbiter: "Arbiter") -> None:
         if supervisor is not None:
             supervisor.stop()
         defaults.on_exit(arbiter)
 
-    class Server(BaseApplication):
-        def load_config(self):
+    # gunicorn has no type information: its base class is Any to mypy.
+    class Server(BaseApplication):  # type: ignore[misc, unused-ignore]
+        def load_config(self) -> None:
             self.cfg.set("bind", f"{args.host}:{args.port}")
             self.cfg.set("worker_class", defaults.worker_class)
             self.cfg.set("keepalive", defaults.keepalive)
@@ -65,7 +73,7 @@ def serve(args):
             self.cfg.set("post_worker_init", defaults.post_worker_init)
             self.cfg.set("on_exit", on_exit)
 
-        def load(self):
+        def load(self) -> "RestApp":
             # The master said what it prepared (above); workers say nothing again.
             return app_of(args)
 
@@ -76,19 +84,19 @@ def serve(args):
             supervisor.stop()
 
 
-def initdb(args):
+def initdb(args: argparse.Namespace) -> None:
     app = app_of(args, init_schema=False, check_schema=False)
     app.init_schema(demo_data=False)
     print(f"schema ready: {app.settings.database_url}")
 
 
-def demo_data(args):
+def demo_data(args: argparse.Namespace) -> None:
     app = app_of(args, init_schema=False, check_schema=False)
     app.init_schema(demo_data=True)
     print("demo data ready")
 
 
-def migrate_command(args):
+def migrate_command(args: argparse.Namespace) -> int:
     from .schema import command
     if args.lock_timeout < 0:
         raise CommandError("migrate: --lock-timeout must not be negative")
@@ -98,7 +106,7 @@ def migrate_command(args):
         raise CommandError(str(exc)) from None
 
 
-def history_command(args):
+def history_command(args: argparse.Namespace) -> int:
     from .data.write.history import prune
     app = app_of(args)
     retention = app.settings.history_retention
@@ -110,7 +118,7 @@ def history_command(args):
     return 0
 
 
-def events_command(args):
+def events_command(args: argparse.Namespace) -> int:
     from .events.outbox import prune
     if args.batch_size < 1:
         raise CommandError("events prune: --batch-size must be at least 1")
@@ -120,7 +128,7 @@ def events_command(args):
     return 0
 
 
-def deliver_command(args):
+def deliver_command(args: argparse.Namespace) -> int:
     from .events.delivery import block_stop_signals, run_process
     from .events.webhooks import sync_settings
     block_stop_signals()        # before the application starts threads: they inherit it
@@ -130,7 +138,7 @@ def deliver_command(args):
     return run_process(app.settings, app.database, args.parent)
 
 
-def routes(args):
+def routes(args: argparse.Namespace) -> None:
     from .api import all_rules
     from .app import load_model
     from .application import import_application
@@ -144,7 +152,7 @@ def routes(args):
               f"{handler.__name__}")
 
 
-def bundle_command(args):
+def bundle_command(args: argparse.Namespace) -> None:
     from . import bundle
     try:
         summary = bundle.build(args.output, args.config, args.extra or ())
@@ -162,7 +170,7 @@ def bundle_command(args):
     print("the bundle holds the settings' secrets: keep it private (it is made owner-only)")
 
 
-def new_command(args):
+def new_command(args: argparse.Namespace) -> None:
     from . import starter
     try:
         made = starter.create(args.directory, args.module)
@@ -176,7 +184,7 @@ def new_command(args):
     print(f"serve it:      restsvc --config {config} serve")
 
 
-def _read_secret(prompt, from_stdin=False, confirm=False):
+def _read_secret(prompt: str, from_stdin: bool = False, confirm: bool = False) -> str:
     """A secret from stdin (one line) or typed at the terminal; never echoed."""
     if from_stdin or not sys.stdin.isatty():
         return sys.stdin.readline().rstrip("\n")
@@ -186,7 +194,7 @@ def _read_secret(prompt, from_stdin=False, confirm=False):
     return secret
 
 
-def hash_secret_command(args):
+def hash_secret_command(args: argparse.Namespace) -> None:
     from .security.clients import hash_secret
     secret = args.secret
     if secret is None:
@@ -196,7 +204,7 @@ def hash_secret_command(args):
     print(hash_secret(secret))
 
 
-def user_command(args):
+def user_command(args: argparse.Namespace) -> None:
     """Every change goes through the same User hooks as a REST change, so
     disabling a user (or a new password) revokes its tokens at once."""
     from . import db
@@ -224,7 +232,7 @@ def user_command(args):
         db.release(app.database)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     from . import gunicorn_config as defaults
     parser = argparse.ArgumentParser(prog="restsvc", description="restsvc REST service")
     parser.add_argument("--config", help="settings file (default: $RESTSVC_CONFIG or "
@@ -327,7 +335,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     from .schema import MigrationError, SchemaMismatch
     try:
-        code = args.run(args)
+        code: int | None = args.run(args)
     except (SchemaMismatch, MigrationError) as exc:
         print(f"restsvc: {exc}", file=sys.stderr)
         return 1

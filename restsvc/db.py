@@ -17,6 +17,9 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 import peewee
@@ -27,6 +30,30 @@ from .privatefiles import ensure_private
 from .settings import SettingsError
 
 log = logging.getLogger("restsvc")
+
+# A row as the driver gives it: the types of its values are the columns'
+# (str, int, Decimal, bytes, datetime, None...), which the SQL decides.
+Row = tuple[Any, ...]
+
+
+class Cursor(Protocol):
+    """What restsvc reads of a DB-API cursor."""
+
+    @property
+    def description(self) -> Any: ...
+    @property
+    def rowcount(self) -> int: ...
+    def fetchone(self) -> Row | None: ...
+    def fetchall(self) -> list[Row]: ...
+    def __iter__(self) -> Iterator[Row]: ...
+
+
+def execute(database: peewee.Database, sql: str, params: Sequence[object] | None = None) -> Cursor:
+    """``database.execute_sql``, typed (peewee's stubs leave it unannotated).
+    The ignores on peewee's unannotated calls also say ``unused-ignore``: the
+    ``[mypy-restsvc.*]`` relaxation of setup.cfg does not flag such calls."""
+    cursor: Cursor = database.execute_sql(sql, params)  # type: ignore[no-untyped-call, unused-ignore]  # stubs: unannotated
+    return cursor
 database_proxy = peewee.DatabaseProxy()
 
 SQLITE_PRAGMAS = (
@@ -46,7 +73,8 @@ def display_url(url: str) -> str:
     return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
 
 
-def open_database(url, pool_size=20, sqlite_synchronous="full"):
+def open_database(url: str, pool_size: int = 20,
+                  sqlite_synchronous: str = "full") -> peewee.Database:
     """``sqlite_synchronous``: ``full`` syncs the WAL at every commit, so a
     change that was answered survives a power loss; ``normal`` syncs only at
     checkpoints (faster commits; a power loss may undo the last transactions,
@@ -63,10 +91,11 @@ def open_database(url, pool_size=20, sqlite_synchronous="full"):
             # It holds password and token hashes: private from its first byte
             # (SQLite would make it 0644, and its -wal and -shm files alike).
             ensure_private(path)
-        database = _Sqlite(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),),
+        sqlite = _Sqlite(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),),
                                          **params)
         # SQLite's LOWER() folds ASCII only; case-insensitive filters need Unicode.
-        database.register_function(_unicode_lower, "unicode_lower", 1, deterministic=True)
+        sqlite.register_function(_unicode_lower, "unicode_lower", 1, deterministic=True)
+        database: peewee.Database = sqlite
     elif scheme in ("postgresql", "postgres"):
         try:
             import psycopg2  # noqa: F401  (the optional driver)
@@ -90,7 +119,7 @@ def _is_file(path: str, params: dict[str, object]) -> bool:
     return path != ":memory:" and not path.startswith("file:") and not params.get("uri")
 
 
-class _Statements:
+class _Statements(peewee.Database):
     """Peewee's ``execute_sql`` less its per-statement overhead (the
     error-translating context manager on success, the hooks' bookkeeping),
     which a small query by id feels: the statement runs on the thread's
@@ -99,13 +128,14 @@ class _Statements:
     statements are timed here when ``observe_statements`` asks for it
     (observability/statements.py)."""
 
-    _record = None          # seconds -> None (the metrics' list), or None
-    _slow = math.inf        # seconds from which a statement is logged
+    _record: Callable[[float], None] | None = None     # seconds -> None (the metrics' list)
+    _slow: float = math.inf        # seconds from which a statement is logged
 
-    def observe_statements(self, record, slow_seconds):
+    def observe_statements(self, record: Callable[[float], None] | None,
+                           slow_seconds: float | None) -> None:
         self._record, self._slow = record, slow_seconds or math.inf
 
-    def execute_sql(self, sql, params=None):
+    def execute_sql(self, sql: str, params: Any = None) -> Any:
         record = self._record
         if record is None and self._slow == math.inf:
             return self._run(sql, params)
@@ -122,16 +152,23 @@ class _Statements:
                 statements_log.warning("slow statement (%.1f ms): %s", seconds * 1000,
                                        sql[:SHAPE_MAX])
 
-    def _run(self, sql, params):
+    def _run(self, sql: str, params: Any) -> Any:
         if self.query_hooks or _peewee_log.isEnabledFor(logging.DEBUG):
-            return super().execute_sql(sql, params)
+            return super().execute_sql(sql, params)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
         try:
-            cursor = self.cursor()
+            cursor = self.cursor()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
             cursor.execute(sql, params or ())
         except Exception:
-            with peewee.__exception_wrapper__:
+            # peewee-stubs do not declare the module's error-translating context manager.
+            with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
                 raise
         return cursor
+
+
+def observe_statements(database: peewee.Database, record: Callable[[float], None] | None,
+                       slow_seconds: float | None) -> None:
+    """``_Statements.observe_statements`` of a database ``open_database`` made."""
+    cast(_Statements, database).observe_statements(record, slow_seconds)
 
 
 _clock = time.perf_counter
@@ -144,7 +181,8 @@ class _Sqlite(_Statements, peewee.SqliteDatabase):
     pass
 
 
-class _Pool(_Statements, PooledPostgresqlDatabase):
+# playhouse has no type information: its pool class is Any to mypy.
+class _Pool(_Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-ignore]
     """Peewee's pool sends ``SELECT 1`` on every check-out to see that the
     connection still lives: a round trip per request, as much as a small
     query. A connection given back less than ``PING_AFTER`` seconds ago was
@@ -154,43 +192,45 @@ class _Pool(_Statements, PooledPostgresqlDatabase):
 
     PING_AFTER = 1.0
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._returned = {}        # connection key -> when it was given back (monotonic)
+        self._returned: dict[Any, float] = {}       # connection key -> when it was given back (monotonic)
 
-    def _is_closed(self, conn):
+    def _is_closed(self, conn: Any) -> bool:
         returned = self._returned.pop(self.conn_key(conn), None)
         if returned is not None and time.monotonic() - returned < self.PING_AFTER \
                 and not conn.closed and self._adapter.txn_status(conn) == self._adapter.txn_idle:
             return False
-        return super()._is_closed(conn)
+        closed: bool = super()._is_closed(conn)
+        return closed
 
-    def _close(self, conn, close_conn=False):
+    def _close(self, conn: Any, close_conn: bool = False) -> None:
         super()._close(conn, close_conn)
         if not close_conn and not conn.closed:
             self._returned[self.conn_key(conn)] = time.monotonic()
 
-    def close_idle(self):
+    def close_idle(self) -> None:
         super().close_idle()
         self._returned.clear()      # only idle connections have an entry
 
 
-def _unicode_lower(value):
+def _unicode_lower(value: object) -> object:
     return value.lower() if isinstance(value, str) else value
 
 
-def lower(database, column):
+def lower(database: peewee.Database, column: peewee.ColumnBase | str) -> peewee.Function:
     """The lower-cased text that case-insensitive filters compare and the search
     indexes hold: the very same expression in both, or the index goes unused.
     SQLite's own LOWER() folds ASCII only, so there it is the registered
-    (deterministic) ``unicode_lower``: Python's ``str.lower``."""
+    (deterministic) ``unicode_lower``: Python's ``str.lower``. ``column``: a
+    column or expression, or a text (a LIKE pattern) sent as a parameter."""
     return peewee.fn.unicode_lower(column) if is_sqlite(database) else peewee.fn.LOWER(column)
 
 
-def leading_index_fields(model):
+def leading_index_fields(model: type[peewee.Model]) -> list[peewee.Field]:
     """The columns that lead an index: ``index=True``, ``unique=True`` or the
     first column of a ``Meta.indexes`` entry."""
-    leading = [field for field in model._meta.sorted_fields if field.index or field.unique]
+    leading: list[peewee.Field] = [field for field in model._meta.sorted_fields if field.index or field.unique]
     for index in model._meta.indexes:
         columns = index[0] if isinstance(index, (tuple, list)) else getattr(index, "_expressions", ())
         first = columns[0] if columns else None
@@ -200,16 +240,18 @@ def leading_index_fields(model):
     return list({id(field): field for field in leading}.values())   # Field == is SQL
 
 
-def lowered_index_sql(database, model, field):
+def lowered_index_sql(database: peewee.Database, model: type[peewee.Model],
+                      field: peewee.Field) -> tuple[str, str]:
     """(name, CREATE INDEX statement) of the lower-cased index of one field
     (part of the declared schema, ``restsvc/schema/declared.py``).
 
     On SQLite that index holds ``unicode_lower``: a connection that writes such
     a column must have the function registered (restsvc's always do; a plain
     ``sqlite3`` shell can read those tables, but not change those columns)."""
-    table, column = model._meta.table_name, field.column_name
+    table: str = model._meta.table_name
+    column = field.column_name
     name = f"{table}_{column}_lower"[:63]
-    def quote(identifier):
+    def quote(identifier: str) -> str:
         return identifier.join(database.quote)
     if is_sqlite(database):
         expression = f"unicode_lower({quote(column)})"
@@ -218,11 +260,11 @@ def lowered_index_sql(database, model, field):
     return name, f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} ({expression})"
 
 
-def is_sqlite(database):
+def is_sqlite(database: peewee.Database) -> bool:
     return isinstance(database, peewee.SqliteDatabase)
 
 
-def release(database):
+def release(database: peewee.Database) -> None:
     """End of a request: never leave a transaction open; give pooled connections back."""
     if database.is_closed():
         return
@@ -241,7 +283,7 @@ def release(database):
 _SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
 
 
-def is_unavailable(exc, database):
+def is_unavailable(exc: BaseException, database: peewee.Database) -> bool:
     """Whether ``exc`` means the database is busy or cannot be reached for now
     (answered 503 with Retry-After), rather than a fault of the request or the
     code. A PostgreSQL connection failure also drops the pool's idle
@@ -256,12 +298,12 @@ def is_unavailable(exc, database):
         return str(cause).startswith(_SQLITE_BUSY)
     import psycopg2   # only PostgreSQL databases get here, with the driver loaded
     if isinstance(cause, (psycopg2.OperationalError, psycopg2.InterfaceError)):
-        database.close_idle()
+        cast(_Pool, database).close_idle()     # the PostgreSQL database open_database makes
         return True
     return False
 
 
-def write_transaction(database):
+def write_transaction(database: peewee.Database) -> peewee._atomic:
     """A transaction that will write. SQLite takes the write lock at BEGIN: a
     transaction that reads first and writes later cannot wait for a lock
     (busy_timeout does not apply to that upgrade) and would fail at once."""
@@ -270,7 +312,8 @@ def write_transaction(database):
     return database.atomic()
 
 
-def delete_in_batches(database, model, key, condition, batch=1000):
+def delete_in_batches(database: peewee.Database, model: type[peewee.Model], key: peewee.Field,
+                      condition: peewee.Expression, batch: int = 1000) -> int:
     """Delete the rows matching ``condition``, ``batch`` rows (by ``key``) per
     short write transaction, so writers wait for one batch at most; the
     number removed (retention of history and events)."""
@@ -279,12 +322,12 @@ def delete_in_batches(database, model, key, condition, batch=1000):
         with write_transaction(database):
             doomed = model.select(key).where(condition).order_by(key).limit(batch)
             count = model.delete().where(key.in_(doomed)).execute()
-        removed += count
+        removed += cast(int, count)
         if count < batch:
             return removed
 
 
-def exclusive_setup(database):
+def exclusive_setup(database: peewee.Database) -> "peewee._atomic | _PostgresSetupLock":
     """A transaction that serializes start-up work of concurrent workers."""
     if is_sqlite(database):
         return write_transaction(database)
@@ -294,20 +337,21 @@ def exclusive_setup(database):
 class _PostgresSetupLock:
     _KEY = 7301984  # arbitrary, constant advisory-lock key for schema set-up
 
-    def __init__(self, database):
+    def __init__(self, database: peewee.Database) -> None:
         self.database = database
         self.transaction = database.atomic()
 
-    def __enter__(self):
+    def __enter__(self) -> "_PostgresSetupLock":
         self.transaction.__enter__()
-        self.database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (self._KEY,))
+        execute(self.database, "SELECT pg_advisory_xact_lock(%s)", (self._KEY,))
         return self
 
-    def __exit__(self, *exc):
-        return self.transaction.__exit__(*exc)
+    def __exit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                 exc_tb: TracebackType | None) -> None:
+        return self.transaction.__exit__(exc_type, exc_val, exc_tb)
 
 
-def _driver_error(exc):
+def _driver_error(exc: BaseException) -> BaseException:
     """The driver's exception that peewee wrapped (as an argument, or as the
     exception it was raised while handling, possibly wrapped twice), else ``exc``."""
     current = exc
@@ -316,7 +360,8 @@ def _driver_error(exc):
                           current.__context__):
             if isinstance(candidate, Exception) and not isinstance(candidate, peewee.PeeweeException):
                 return candidate
-        current = current.__cause__ or current.__context__
-        if current is None:
+        wrapped = current.__cause__ or current.__context__
+        if wrapped is None:
             break
+        current = wrapped
     return exc

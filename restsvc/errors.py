@@ -3,7 +3,10 @@
 Domain code raises these with plain values; ``web.error_response`` turns them
 into HTTP. Nothing here knows Werkzeug.
 """
+from collections.abc import Callable
 from typing import Any
+
+from .jsonio import JsonObject, JsonValue
 
 
 MESSAGE_PREFIX = "restsvc.message."
@@ -15,12 +18,15 @@ class Text(str):
     ``restsvc.message.<key>`` holds the template of another language, with
     the same ``{placeholders}``; without one the English text stays."""
 
-    def __new__(cls, key, template, **values):
+    key: str
+    values: dict[str, Any]
+
+    def __new__(cls, key: str, template: str, **values: Any) -> "Text":
         text = super().__new__(cls, template.format(**values) if values else template)
         text.key, text.values = key, values
         return text
 
-    def translated(self, lookup):
+    def translated(self, lookup: Callable[[str], str | None]) -> str:
         """The text in the language of ``lookup(bundle key) -> template or None``."""
         template = lookup(MESSAGE_PREFIX + self.key)
         if template is None:
@@ -31,7 +37,7 @@ class Text(str):
             return str(self)
 
 
-def localized_body(error, lookup):
+def localized_body(error: "ApiError", lookup: Callable[[str], str | None]) -> JsonValue:
     """``error.body()`` with its ``details`` (or each violation's ``message``)
     in the language of ``lookup`` where the text is a ``Text``."""
     body = error.body()
@@ -57,7 +63,7 @@ class ApiError(Exception):
             self.status = status
         self.headers = headers or {}
 
-    def body(self) -> Any:
+    def body(self) -> JsonValue:
         return {"error": self.error, "details": self.details}
 
 
@@ -68,7 +74,7 @@ class BadRequest(ApiError):
 class MalformedBody(BadRequest):
     """A request body that cannot be read: broken framing, or it broke off."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("Malformed request body",
                          "The request body could not be read: its framing is broken "
                          "(for example a malformed chunk size) or it broke off")
@@ -89,7 +95,7 @@ class Conflict(ApiError):
 class PreconditionFailed(ApiError):
     status = 412
 
-    def __init__(self, entity_name, entity_id):
+    def __init__(self, entity_name: str, entity_id: object) -> None:
         super().__init__("Precondition Failed", Text(
             "entityChanged", "Entity {entity} with id {id} has changed since the "
             "ETag given in If-Match was made", entity=entity_name, id=entity_id))
@@ -98,21 +104,21 @@ class PreconditionFailed(ApiError):
 MUST_NOT_BE_NULL = Text("notNull", "must not be null")
 
 
-def invalid_value(type_name, error):
+def invalid_value(type_name: str, error: object) -> Text:
     return Text("invalidValue", "Invalid {type} value: {error}", type=type_name, error=error)
 
 
-def entity_name_not_found(entity_name):
+def entity_name_not_found(entity_name: str) -> NotFound:
     return NotFound("Entity not found", Text("entityNameNotFound", "Entity {entity} not found",
                                              entity=entity_name))
 
 
-def invalid_parameter_value(name):
+def invalid_parameter_value(name: str) -> BadRequest:
     return BadRequest("Invalid parameter value", Text(
         "invalidParameterValue", "Invalid value of parameter {name}", name=name))
 
 
-def entity_not_found(entity_name, entity_id):
+def entity_not_found(entity_name: str, entity_id: object) -> NotFound:
     return NotFound("Entity not found", Text("entityNotFound", "Entity {entity} with id {id} "
                                              "not found", entity=entity_name, id=entity_id))
 
@@ -134,11 +140,11 @@ class ValidationFailed(ApiError):
 
     status = 400
 
-    def __init__(self, violations):
+    def __init__(self, violations: list[JsonObject]) -> None:
         super().__init__("Validation failed")
         self.violations = violations
 
-    def body(self):
+    def body(self) -> JsonValue:
         return self.violations
 
 
@@ -148,22 +154,23 @@ class ImportRefused(ApiError):
 
     status = 400
 
-    def __init__(self, rows, truncated=False):
+    def __init__(self, rows: list[JsonObject], truncated: bool = False) -> None:
         super().__init__("Import failed")
         self.rows = rows
         self.truncated = truncated
 
-    def body(self):
+    def body(self) -> JsonValue:
         return {"error": self.error, "details": self.rows, "errorsTruncated": self.truncated}
 
 
 class OAuthError(ApiError):
     """RFC 6749 section 5.2 error object, used by the /oauth2 endpoints."""
 
-    def __init__(self, error, description="", status=400, headers=None):
+    def __init__(self, error: str, description: str = "", status: int = 400,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(error, description, status, headers)
 
-    def body(self):
+    def body(self) -> JsonValue:
         body = {"error": self.error}
         if self.details:
             body["error_description"] = self.details
@@ -175,11 +182,11 @@ class Unauthorized(ApiError):
 
     status = 401
 
-    def __init__(self, realm, error, description):
+    def __init__(self, realm: str, error: str, description: str) -> None:
         header = f'Bearer realm="{realm}", error="{error}", error_description="{description}"'
         super().__init__(error, description, headers={"WWW-Authenticate": header})
 
-    def body(self):
+    def body(self) -> JsonValue:
         return {"error": self.error, "error_description": self.details}
 
 

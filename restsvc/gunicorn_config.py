@@ -54,13 +54,19 @@ import functools
 import json
 import os
 import signal
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from gunicorn import util
 from gunicorn.http.message import MAX_REQUEST_LINE
 
 from .health import begin_shutdown, is_shutting_down
 from .observability import multiprocess
+
+if TYPE_CHECKING:
+    from gunicorn.arbiter import Arbiter      # gunicorn has no type information
+
+    from .events.supervisor import DeliverySupervisor
 
 worker_class = "gthread"
 workers = 2
@@ -76,12 +82,12 @@ secure_scheme_headers: dict[str, str] = {}
 drain_seconds = float(os.environ.get("RESTSVC_DRAIN_SECONDS", "10"))
 
 
-def install_drain(arbiter, seconds):
+def install_drain(arbiter: "Arbiter", seconds: float) -> None:
     """Make the master's SIGTERM start a drain of ``seconds`` before the graceful stop."""
     if seconds <= 0:
         return
 
-    def handle_term():
+    def handle_term() -> None:
         if is_shutting_down():           # the drain is over, or a second SIGTERM
             raise StopIteration          # gunicorn's graceful stop
         begin_shutdown()
@@ -94,7 +100,7 @@ def install_drain(arbiter, seconds):
     arbiter.handle_term = handle_term
 
 
-def ready(arbiter, drain):
+def ready(arbiter: "Arbiter", drain: float) -> None:
     """The start-up summary's last lines (where it listens, its workers), then
     the drain on SIGTERM."""
     for listener in arbiter.LISTENERS:      # http://host:port, or unix:path
@@ -105,18 +111,18 @@ def ready(arbiter, drain):
     install_drain(arbiter, drain)
 
 
-def when_ready(arbiter):
+def when_ready(arbiter: "Arbiter") -> None:
     ready(arbiter, drain_seconds)
 
 
-def supervise(arbiter, supervisor):
+def supervise(arbiter: "Arbiter", supervisor: "DeliverySupervisor") -> None:
     """Run ``supervisor``'s delivery worker beside the master: started now,
     looked after at every turn of the master's loop (gunicorn calls
     ``manage_workers`` at least once a second and after a child exits)."""
     supervisor.log = arbiter.log
     manage = arbiter.manage_workers
 
-    def manage_workers():
+    def manage_workers() -> None:
         manage()
         supervisor.check(arbiter.LISTENERS)
     arbiter.manage_workers = manage_workers
@@ -152,16 +158,16 @@ def post_worker_init(worker: Any) -> None:
     util.write_error = functools.partial(write_json_error, line_limit)
     stop = worker.handle_exit
 
-    def handle_exit(sig, frame):
+    def handle_exit(sig: int, frame: FrameType | None) -> None:
         close_streams()
         stop(sig, frame)
     signal.signal(signal.SIGTERM, handle_exit)
 
 
-def on_starting(arbiter):
+def on_starting(arbiter: "Arbiter") -> None:
     """Before the workers fork: the directory where they leave their metrics."""
     multiprocess.prepare_directory()
 
 
-def on_exit(arbiter):
+def on_exit(arbiter: "Arbiter") -> None:
     multiprocess.remove_directory()

@@ -15,38 +15,43 @@ readiness answers 503 from then on, while requests are still served.
 import logging
 import mmap
 import threading
+from collections.abc import Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as CheckTimeout
 
+import peewee
 from peewee import PeeweeException
 from playhouse.pool import MaxConnectionsExceeded
 
 from . import db
-from .files.storage import StorageUnavailable
+from .files.storage import FileStorage, StorageUnavailable
+
+Problems = dict[str, str]       # component -> what is wrong
 
 log = logging.getLogger("restsvc.health")
 
 _shutting_down = mmap.mmap(-1, 1)       # MAP_SHARED | MAP_ANONYMOUS: shared across fork
 
 
-def begin_shutdown():
+def begin_shutdown() -> None:
     _shutting_down[0] = 1
 
 
-def is_shutting_down():
+def is_shutting_down() -> bool:
     return _shutting_down[0] == 1
 
 
 class Readiness:
-    def __init__(self, database, storages, timeout):
+    def __init__(self, database: peewee.Database, storages: Iterable[FileStorage],
+                 timeout: float) -> None:
         self.database = database
         self.storages = storages
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._running = None
-        self._last_problems = {}
+        self._running: Future[Problems] | None = None
+        self._last_problems: Problems = {}
 
-    def problems(self):
+    def problems(self) -> Problems:
         """``{component: what is wrong}``; empty when the instance is ready."""
         if is_shutting_down():
             return {"instance": "shutting down"}
@@ -63,7 +68,7 @@ class Readiness:
             self._last_problems = problems
         return problems
 
-    def _current_check(self):
+    def _current_check(self) -> "Future[Problems]":
         with self._lock:
             if self._running is None or self._running.done():
                 self._running = Future()
@@ -71,16 +76,16 @@ class Readiness:
                                  name="readiness").start()
             return self._running
 
-    def _check(self, future):
+    def _check(self, future: "Future[Problems]") -> None:
         try:
             future.set_result(self._problems())
         except Exception as exc:     # handed to the request, which answers a logged 500
             future.set_exception(exc)
 
-    def _problems(self):
-        problems = {}
+    def _problems(self) -> Problems:
+        problems: Problems = {}
         try:
-            self.database.execute_sql("SELECT 1").fetchone()
+            db.execute(self.database, "SELECT 1").fetchone()
         except (PeeweeException, MaxConnectionsExceeded) as exc:
             problems["database"] = f"does not answer ({type(exc).__name__})"
         finally:

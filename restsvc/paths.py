@@ -51,40 +51,40 @@ class Paths:
     docs: str = "/docs"
     auth: str = AUTH_BASE
 
-    def rest(self, name):
+    def rest(self, name: str) -> str:
         """The configured path of one part of the REST API: ``rest("docs")`` -> ``/rest/docs``."""
-        segment = FIXED_SEGMENTS.get(name) or getattr(self, name)
+        segment: str = FIXED_SEGMENTS.get(name) or getattr(self, name)
         return self.base + segment
 
     @property
-    def token(self):
+    def token(self) -> str:
         return self.auth + "/token"
 
     @property
-    def is_default(self):
+    def is_default(self) -> bool:
         return self == DEFAULT_PATHS
 
     @cached_property
-    def _moves(self):
+    def _moves(self) -> list[tuple[str, str]]:
         """(default prefix, configured prefix), the longest default first."""
         moves = [(REST_BASE + default, self.rest(attr)) for attr, default in
                  [*((a, d) for a, d in REST_SEGMENTS.values()), *FIXED_SEGMENTS.items()]]
         moves.sort(key=lambda move: -len(move[0]))
         return [*moves, (REST_BASE, self.base), (AUTH_BASE, self.auth)]
 
-    def mount(self, path):
+    def mount(self, path: str) -> str:
         """A default path (a route's rule text) at its configured place."""
         return _move(path, self._moves)
 
-    def unmount(self, path):
+    def unmount(self, path: str) -> str:
         """A configured path back at its default place (for the tables keyed by it)."""
         return _move(path, sorted(((new, old) for old, new in self._moves),
                                   key=lambda move: -len(move[0])))
 
-    def check(self):
+    def check(self) -> str | None:
         """Refuse paths that would hide each other: the REST segments distinct
         and none inside another, the two bases apart. Returns a message or None."""
-        segments = {attr: getattr(self, attr) for attr, _ in REST_SEGMENTS.values()}
+        segments: dict[str, str] = {attr: getattr(self, attr) for attr, _ in REST_SEGMENTS.values()}
         segments.update(FIXED_SEGMENTS)
         taken = list(segments.items())
         for name, path in taken:
@@ -100,24 +100,24 @@ class Paths:
 DEFAULT_PATHS = Paths()
 
 
-def _within(path, prefix):
+def _within(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + "/")
 
 
-def _move(path, moves):
+def _move(path: str, moves: list[tuple[str, str]]) -> str:
     for old, new in moves:
         if _within(path, old):
             return new + path[len(old):]
     return path
 
 
-def _setting(attr):
+def _setting(attr: str) -> str:
     if attr in FIXED_SEGMENTS:
         return f"the fixed {FIXED_SEGMENTS[attr]}"
     return next(key for key, (name, _) in SETTINGS.items() if name == attr)
 
 
-def paths_from(values):
+def paths_from(values: dict[str, str]) -> Paths:
     """Paths from {attribute: value}; the attributes not given keep their defaults."""
     known = {f.name for f in fields(Paths)}
     return Paths(**{name: value for name, value in values.items() if name in known})

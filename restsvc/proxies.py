@@ -17,19 +17,24 @@ error: a malformed one is ignored and the peer's address is used.
 """
 import ipaddress
 import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
 
 PEER_KEY = "restsvc.peer_addr"
 _FORWARDED_PAIR = re.compile(r'(for|proto)\s*=\s*("[^"]*"|[^;,\s]+)', re.IGNORECASE)
 
 
 class TrustedProxies:
-    def __init__(self, entries):
+    def __init__(self, entries: Iterable[str]) -> None:
         self.networks = tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self.networks)
 
-    def is_trusted(self, address):
+    def is_trusted(self, address: str) -> bool:
         try:
             ip = ipaddress.ip_address(address)
         except ValueError:
@@ -38,7 +43,7 @@ class TrustedProxies:
             ip = ip.ipv4_mapped
         return any(ip in network for network in self.networks)
 
-    def client(self, peer, forwarded_for):
+    def client(self, peer: str, forwarded_for: Sequence[str]) -> str:
         """The client's address: the rightmost of the chain that is not a trusted proxy."""
         address = peer
         for hop in reversed(forwarded_for):
@@ -49,9 +54,9 @@ class TrustedProxies:
             address = hop
         return address
 
-    def apply(self, environ):
+    def apply(self, environ: "WSGIEnvironment") -> None:
         """Believe the forwarded headers of a trusted peer (see the module docstring)."""
-        peer = environ.get("REMOTE_ADDR", "")
+        peer: str = environ.get("REMOTE_ADDR", "")
         if not self.is_trusted(peer):
             return
         chain, proto = _forwarded(environ)
@@ -61,13 +66,13 @@ class TrustedProxies:
             environ["wsgi.url_scheme"] = proto
 
 
-def _forwarded(environ):
+def _forwarded(environ: "WSGIEnvironment") -> tuple[list[str], str | None]:
     """(the forwarded address chain, the forwarded scheme) from X-Forwarded-For
     and X-Forwarded-Proto, else from RFC 7239 Forwarded."""
-    for_header = environ.get("HTTP_X_FORWARDED_FOR")
-    proto = environ.get("HTTP_X_FORWARDED_PROTO")
+    for_header: str | None = environ.get("HTTP_X_FORWARDED_FOR")
+    proto: str | None = environ.get("HTTP_X_FORWARDED_PROTO")
     chain = [hop.strip() for hop in for_header.split(",")] if for_header else []
-    forwarded = environ.get("HTTP_FORWARDED")
+    forwarded: str | None = environ.get("HTTP_FORWARDED")
     if forwarded and (not chain or proto is None):
         pairs = [(name.lower(), value.strip('"')) for name, value in
                  _FORWARDED_PAIR.findall(forwarded)]
@@ -81,14 +86,14 @@ def _forwarded(environ):
     return chain, proto
 
 
-def _strip_port(value):
+def _strip_port(value: str) -> str:
     """``[2001:db8::1]:4711`` -> ``2001:db8::1``; ``192.0.2.1:80`` -> ``192.0.2.1``."""
     if value.startswith("["):
         return value[1:].partition("]")[0]
     return value.partition(":")[0] if value.count(":") == 1 else value
 
 
-def _is_address(text):
+def _is_address(text: str) -> bool:
     try:
         ipaddress.ip_address(text)
         return True

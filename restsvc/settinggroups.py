@@ -2,14 +2,25 @@
 clients, object storages, and the identity providers whose JWTs are accepted.
 Each group is parsed into a frozen dataclass and checked as a whole."""
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from . import values as parse
 from .values import SettingsError
 
+_T = TypeVar("_T")
+# A setting's key -> (attribute, parser, default; None: required).
+Keys = dict[str, tuple[str, Callable[[object], object], object]]
+# A raw value of the settings file (YAML scalar or list) or of the environment.
+Raw = dict[str, object]
+# Attribute name -> parsed value, given to a frozen dataclass whose fields say
+# each value's type (the parsers of its Keys make them so).
+Parsed = dict[str, Any]
+
 # svc.authserver.client.<name>.<key>
 CLIENT_PREFIX = "svc.authserver.client."
-_CLIENT_KEYS = {
+_CLIENT_KEYS: Keys = {
     "client-id": ("client_id", parse.text, None),
     "client-secret": ("client_secret", parse.text, ""),     # none: a public client
     "authorization-grant-types": ("grant_types", parse.word_list, ("client_credentials",)),
@@ -30,7 +41,7 @@ KNOWN_SCOPES = ("read", "write")
 # svc.resource-server.jwt.<name>.<key>: identity providers whose JWT access
 # tokens are accepted (security/jwtissuers.py); role-mapping.<their role>: role codes.
 JWT_PREFIX = "svc.resource-server.jwt."
-_JWT_KEYS = {
+_JWT_KEYS: Keys = {
     "issuer": ("issuer", parse.text, None),
     "jwks-uri": ("jwks_uri", parse.text, ""),
     "audiences": ("audiences", parse.word_list, None),
@@ -49,7 +60,7 @@ SYMMETRIC_ALGORITHMS = ("HS256", "HS384", "HS512")
 # svc.webhooks.subscription.<name>.<key>: webhook subscriptions of the settings
 # (restsvc/events/webhooks.py), beside those registered through /rest/webhooks.
 WEBHOOK_PREFIX = "svc.webhooks.subscription."
-_WEBHOOK_KEYS = {
+_WEBHOOK_KEYS: Keys = {
     "url": ("url", parse.text, None),
     "entities": ("entities", parse.word_list, None),
     "kinds": ("kinds", parse.word_list, ("CREATE", "UPDATE", "DELETE")),
@@ -60,7 +71,7 @@ _WEBHOOK_KEYS = {
 # svc.file-storage.<name>.<key>: object storages beside the local "fs" one.
 STORAGE_PREFIX = "svc.file-storage."
 _STORAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}\Z")     # a file reference's scheme
-_STORAGE_KEYS = {
+_STORAGE_KEYS: Keys = {
     "type": ("type", parse.text, None),
     "bucket": ("bucket", parse.text, None),
     "endpoint": ("endpoint", parse.text, ""),
@@ -76,7 +87,7 @@ MIN_PART_SIZE = 5 << 20        # S3's smallest part but the last
 # svc.rest.docs.<key>: the API's identity in the OpenAPI documents and on the
 # docs page (svc.rest.docs-path is where the page is).
 DOCS_PREFIX = "svc.rest.docs."
-_DOCS_KEYS = {
+_DOCS_KEYS: Keys = {
     "title": ("title", parse.text, ""),
     "description": ("description", parse.text, ""),
     "version": ("version", parse.text, ""),
@@ -124,8 +135,8 @@ class ApiInfo:
         return info
 
 
-def api_info(raw: dict[str, object]) -> ApiInfo:
-    parsed: dict[str, object] = {}
+def api_info(raw: Raw) -> ApiInfo:
+    parsed: Parsed = {}
     for key, value in raw.items():
         sub_key = key[len(DOCS_PREFIX):]
         if sub_key not in _DOCS_KEYS:
@@ -133,7 +144,7 @@ def api_info(raw: dict[str, object]) -> ApiInfo:
                                 f"{', '.join(_DOCS_KEYS)})")
         attr, parser, _ = _DOCS_KEYS[sub_key]
         parsed[attr] = parse_value(key, parser, value)
-    info = ApiInfo(**parsed)        # type: ignore[arg-type]
+    info = ApiInfo(**parsed)
     for name in ("title", "version"):
         if name in parsed and not str(parsed[name]).strip():
             raise SettingsError(f"{DOCS_PREFIX}{name}: must not be empty (leave it out for "
@@ -169,16 +180,16 @@ class ClientSettings:
     name: str
     client_id: str
     client_secret: str
-    grant_types: tuple
+    grant_types: tuple[str, ...]
     access_token_ttl: int
     refresh_token_ttl: int
-    resource_roles: tuple
-    row_level_roles: tuple
-    redirect_uris: tuple = ()
-    scopes: tuple = ()
+    resource_roles: tuple[str, ...]
+    row_level_roles: tuple[str, ...]
+    redirect_uris: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
 
     @property
-    def is_public(self):
+    def is_public(self) -> bool:
         """No secret: a browser or mobile app, which cannot keep one."""
         return not self.client_secret
 
@@ -187,8 +198,8 @@ class ClientSettings:
 class WebhookSettings:
     name: str
     url: str
-    entities: tuple
-    kinds: tuple
+    entities: tuple[str, ...]
+    kinds: tuple[str, ...]
     secret: str
 
 
@@ -197,25 +208,25 @@ class JwtIssuerSettings:
     name: str
     issuer: str
     jwks_uri: str
-    audiences: tuple
-    algorithms: tuple
+    audiences: tuple[str, ...]
+    algorithms: tuple[str, ...]
     secret: str
     username_claim: str
     roles_claim: str
     client_claim: str
-    role_mapping: dict = field(default_factory=dict)     # their role -> role codes
+    role_mapping: dict[str, tuple[str, ...]] = field(default_factory=dict)     # their role -> role codes
 
 
-def parse_value(key, parser, value):
+def parse_value(key: str, parser: Callable[[object], _T], value: object) -> _T:
     try:
         return parser(value)
     except (TypeError, ValueError) as exc:
         raise SettingsError(f"{key}: invalid value {value!r} ({exc})") from None
 
 
-def _groups(raw, prefix, keys):
+def _groups(raw: Raw, prefix: str, keys: Keys) -> list[tuple[str, Parsed]]:
     """``<prefix><name>.<key>`` settings -> ``[(name, {attribute: parsed value})]``."""
-    grouped = {}
+    grouped: dict[str, Raw] = {}
     for key, value in raw.items():
         name, _, sub_key = key[len(prefix):].partition(".")
         if not name or sub_key not in keys:
@@ -223,7 +234,7 @@ def _groups(raw, prefix, keys):
         grouped.setdefault(name, {})[sub_key] = value
     groups = []
     for name, values in sorted(grouped.items()):
-        parsed = {"name": name}
+        parsed: Parsed = {"name": name}
         for sub_key, (attr, parser, default) in keys.items():
             key = f"{prefix}{name}.{sub_key}"
             if sub_key in values:
@@ -236,7 +247,7 @@ def _groups(raw, prefix, keys):
     return groups
 
 
-def clients(raw):
+def clients(raw: Raw) -> tuple[ClientSettings, ...]:
     clients = [ClientSettings(**parsed) for _, parsed in _groups(raw, CLIENT_PREFIX, _CLIENT_KEYS)]
     for client in clients:
         key = f"{CLIENT_PREFIX}{client.name}"
@@ -256,14 +267,14 @@ def clients(raw):
     return tuple(clients)
 
 
-def webhooks(raw):
+def webhooks(raw: Raw) -> tuple[WebhookSettings, ...]:
     """Subscriptions of the settings; their URLs, entities and kinds are
     checked as a registration's are when the application starts."""
     return tuple(WebhookSettings(**parsed)
                  for _, parsed in _groups(raw, WEBHOOK_PREFIX, _WEBHOOK_KEYS))
 
 
-def object_storages(raw):
+def object_storages(raw: Raw) -> tuple[ObjectStorageSettings, ...]:
     storages = []
     for name, parsed in _groups(raw, STORAGE_PREFIX, _STORAGE_KEYS):
         prefix = f"{STORAGE_PREFIX}{name}"
@@ -281,9 +292,10 @@ def object_storages(raw):
     return tuple(storages)
 
 
-def jwt_issuers(raw):
+def jwt_issuers(raw: Raw) -> tuple[JwtIssuerSettings, ...]:
     """JWT issuers; ``role-mapping.<role>`` keys are taken apart first (any role name)."""
-    mappings, plain = {}, {}
+    mappings: dict[str, dict[str, tuple[str, ...]]] = {}
+    plain: Raw = {}
     for key, value in raw.items():
         name, _, sub_key = key[len(JWT_PREFIX):].partition(".")
         if sub_key.startswith(_ROLE_MAPPING) and len(sub_key) > len(_ROLE_MAPPING):

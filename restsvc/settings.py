@@ -5,6 +5,7 @@ nest them or write them dotted; both flatten to the same dotted key. Anything
 unknown or malformed stops startup with a message that names the key.
 """
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -13,8 +14,9 @@ import yaml
 from . import values as parse
 from .paths import SETTINGS as PATH_SETTINGS, Paths, paths_from
 from .settinggroups import (CLIENT_PREFIX, DOCS_PREFIX, JWT_PREFIX, STORAGE_PREFIX,
-                            WEBHOOK_PREFIX, ApiInfo, api_info, clients, jwt_issuers,
-                            object_storages, parse_value, webhooks)
+                            WEBHOOK_PREFIX, ApiInfo, ClientSettings, JwtIssuerSettings, Keys,
+                            ObjectStorageSettings, Parsed, Raw, WebhookSettings, api_info,
+                            clients, jwt_issuers, object_storages, parse_value, webhooks)
 from .values import SettingsError
 
 __all__ = ["SettingsError", "Settings", "build_settings", "load_settings"]
@@ -32,7 +34,7 @@ ENVIRONMENT = {
 
 
 # key -> (attribute name, parser, default)
-_KEYS = {
+_KEYS: Keys = {
     "svc.application": ("application", parse.text, "restsvc.demo:application"),
     "svc.data-dir": ("data_dir", parse.text, "var"),
     "svc.datasource.url": ("database_url", parse.text, ""),
@@ -135,13 +137,13 @@ class Settings:
     health_ready_path: str
     health_timeout: int
     history_retention: int
-    available_locales: tuple
+    available_locales: tuple[str, ...]
     messages_dir: str
     default_max_fetch_size: int
     optimistic_locking: bool
     inline_fetch_plans: bool
     response_fetch_plans: bool
-    inline_file_extensions: tuple
+    inline_file_extensions: tuple[str, ...]
     max_file_size: int
     max_request_size: int
     queries_config: str
@@ -155,20 +157,20 @@ class Settings:
     max_batch_operations: int
     reports_dir: str
     reports_max_rows: int
-    authenticated_url_patterns: tuple
-    anonymous_url_patterns: tuple
+    authenticated_url_patterns: tuple[str, ...]
+    anonymous_url_patterns: tuple[str, ...]
     realm: str
     auth_max_failures: int
     auth_address_max_failures: int
     auth_failure_window: int
     signin_template: str
-    cors_allowed_origins: tuple
-    cors_allowed_methods: tuple
-    cors_allowed_headers: tuple
-    cors_exposed_headers: tuple
+    cors_allowed_origins: tuple[str, ...]
+    cors_allowed_methods: tuple[str, ...]
+    cors_allowed_headers: tuple[str, ...]
+    cors_exposed_headers: tuple[str, ...]
     cors_allow_credentials: bool
     cors_max_age: int
-    trusted_proxies: tuple
+    trusted_proxies: tuple[str, ...]
     public_url: str
     metrics_path: str
     metrics_client_label: bool
@@ -177,11 +179,12 @@ class Settings:
     slow_statement: float
     tracing: bool
     idempotency_expiry: int = 86400
-    entity_max_fetch_size: dict = field(default_factory=dict)
-    clients: tuple = ()
-    object_storages: tuple = ()
-    rate_limits: dict = field(default_factory=dict)     # ("client"|"user", name) -> (rate, burst)
-    jwt_issuers: tuple = ()
+    entity_max_fetch_size: dict[str, int] = field(default_factory=dict)
+    clients: tuple[ClientSettings, ...] = ()
+    object_storages: tuple[ObjectStorageSettings, ...] = ()
+    # ("client"|"user", name) -> (requests per second, burst)
+    rate_limits: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
+    jwt_issuers: tuple[JwtIssuerSettings, ...] = ()
     paths: Paths = Paths()      # svc.rest.base-path, svc.rest.*-path, svc.authserver.base-path
     events_retention: int = 7 * 86400
     events_max_streams: int = 8
@@ -195,25 +198,25 @@ class Settings:
     webhooks_allow_private: bool = False
     webhooks_deliver_in_serve: bool = True
     webhooks_max_parallel: int = 8
-    webhooks: tuple = ()        # subscriptions of the settings (settinggroups.webhooks)
+    webhooks: tuple[WebhookSettings, ...] = ()        # subscriptions of the settings (settinggroups.webhooks)
     source: str = ""            # the settings file's absolute path ("": built in code)
     api_info: ApiInfo = ApiInfo()   # svc.rest.docs.*: the API's identity in the documents
 
     @property
-    def default_locale(self):
+    def default_locale(self) -> str:
         return self.available_locales[0]
 
-    def path(self, value):
+    def path(self, value: str | Path) -> Path:
         """A configured path; relative ones are relative to the config file."""
         return (self.base_dir / value).resolve()
 
-    def max_fetch_size(self, entity_name):
+    def max_fetch_size(self, entity_name: str) -> int:
         return self.entity_max_fetch_size.get(entity_name, self.default_max_fetch_size)
 
 
-def flatten(tree, prefix=""):
+def flatten(tree: Mapping[str, object], prefix: str = "") -> Raw:
     """Nested and dotted YAML mappings -> {dotted key: leaf value}."""
-    flat = {}
+    flat: Raw = {}
     for key, value in tree.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, dict):
@@ -228,19 +231,20 @@ def flatten(tree, prefix=""):
     return flat
 
 
-def build_settings(values, base_dir=".", environ=None):
+def build_settings(values: Mapping[str, object] | None, base_dir: str | Path = ".",
+                   environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from a mapping (nested or dotted) plus environment overrides."""
     flat = flatten(values or {})
     for variable, key in ENVIRONMENT.items():
-        if (environ or {}).get(variable):
+        if environ and environ.get(variable):
             flat[key] = environ[variable]
-    parsed = {"base_dir": Path(base_dir).resolve(), "entity_max_fetch_size": {}}
-    client_values = {}
-    storage_values = {}
-    jwt_values = {}
-    path_values = {}
-    webhook_values = {}
-    docs_values = {}
+    parsed: Parsed = {"base_dir": Path(base_dir).resolve(), "entity_max_fetch_size": {}}
+    client_values: Raw = {}
+    storage_values: Raw = {}
+    jwt_values: Raw = {}
+    path_values: dict[str, str] = {}
+    webhook_values: Raw = {}
+    docs_values: Raw = {}
     for key, value in flat.items():
         if key in PATH_SETTINGS:
             path_values[PATH_SETTINGS[key][0]] = parse_value(key, parse.url_path, value)
@@ -305,25 +309,27 @@ def build_settings(values, base_dir=".", environ=None):
     return Settings(**parsed)
 
 
-def config_path(path=None, environ=None):
+def config_path(path: str | Path | None = None,
+                environ: Mapping[str, str] | None = None) -> Path:
     """The settings file: ``path``, ``$RESTSVC_CONFIG`` or the default."""
     environ = os.environ if environ is None else environ
     return Path(path or environ.get("RESTSVC_CONFIG") or DEFAULT_CONFIG)
 
 
-def load_settings(path=None, environ=None):
+def load_settings(path: str | Path | None = None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
     """Read the YAML file named by ``path``, ``$RESTSVC_CONFIG`` or the default."""
     environ = os.environ if environ is None else environ
-    path = config_path(path, environ)
+    file = config_path(path, environ)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise SettingsError(f"cannot read configuration file {path}: {exc.strerror}") from None
+        raise SettingsError(f"cannot read configuration file {file}: {exc.strerror}") from None
     try:
         values = yaml.safe_load(text) or {}
     except (yaml.YAMLError, ValueError) as exc:     # ValueError: an integer of too many digits
-        raise SettingsError(f"{path}: not valid YAML: {exc}") from None
+        raise SettingsError(f"{file}: not valid YAML: {exc}") from None
     if not isinstance(values, dict):
-        raise SettingsError(f"{path}: the top level must be a mapping of settings")
-    settings = build_settings(values, base_dir=path.parent, environ=environ)
-    return replace(settings, source=str(path.resolve()))
+        raise SettingsError(f"{file}: the top level must be a mapping of settings")
+    settings = build_settings(values, base_dir=file.parent, environ=environ)
+    return replace(settings, source=str(file.resolve()))

@@ -92,47 +92,47 @@ class StarterError(Exception):
 @dataclass(frozen=True)
 class Starter:
     directory: Path
-    files: tuple
+    files: tuple[Path, ...]
     module: str
     client_id: str
     client_secret: str      # shown once; only its hash is written
 
 
-def module_name(directory):
+def module_name(directory: str | Path) -> str:
     """``my-shop`` -> ``my_shop_app``: a Python identifier from the folder's name."""
     base = re.sub(r"\W+", "_", Path(directory).resolve().name.lower()).strip("_") or "my"
     return f"{'app_' if base[0].isdigit() else ''}{base}_app"
 
 
-def create(directory, module=None):
-    directory = Path(directory)
-    module = module or module_name(directory)
+def create(directory: str | Path, module: str | None = None) -> Starter:
+    folder = Path(directory)
+    module = module or module_name(folder)
     if not module.isidentifier():
         raise StarterError(f"--module: {module!r} is not a Python module name")
     if importlib.util.find_spec(module) is not None:
         raise StarterError(f"a module {module!r} is already importable here; "
                            f"choose another name with --module")
-    if directory.exists() and any(directory.iterdir()):
-        raise StarterError(f"{directory} is not empty; give a new folder")
-    name = directory.resolve().name
+    if folder.exists() and any(folder.iterdir()):
+        raise StarterError(f"{folder} is not empty; give a new folder")
+    name = folder.resolve().name
     short = module.removesuffix("_app").replace("_", "-")
     client_id = f"{short}-client"
     client_secret = secrets.token_urlsafe(24)
-    config = directory / "restsvc.yaml"
+    config = folder / "restsvc.yaml"
     files = {
         config: SETTINGS.substitute(name=name, module=module, short=short, client_id=client_id,
                                     secret_key=secrets.token_urlsafe(32),
                                     client_secret=hash_secret(client_secret)),
-        directory / f"{module}.py": MODULE.substitute(name=name, config=config),
-        **{directory / "messages" / f"{lang}.yaml": text for lang, text in MESSAGES.items()},
+        folder / f"{module}.py": MODULE.substitute(name=name, config=config),
+        **{folder / "messages" / f"{lang}.yaml": text for lang, text in MESSAGES.items()},
     }
-    (directory / "messages").mkdir(parents=True, exist_ok=True)
+    (folder / "messages").mkdir(parents=True, exist_ok=True)
     for path, text in files.items():
         _write(path, text, private=path == config)
-    return Starter(directory, tuple(files), module, client_id, client_secret)
+    return Starter(folder, tuple(files), module, client_id, client_secret)
 
 
-def _write(path, text, private):
+def _write(path: Path, text: str, private: bool) -> None:
     fd = create_private(path) if private else os.open(
         path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     with os.fdopen(fd, "w", encoding="utf-8") as file:

@@ -3,6 +3,7 @@ returns the typed value, or raises ValueError with a short reason."""
 import ipaddress
 import re
 import urllib.parse
+from collections.abc import Callable
 
 from .model.datatypes import DATATYPES
 
@@ -11,13 +12,13 @@ class SettingsError(Exception):
     """A configuration problem found at startup; the message names the key."""
 
 
-def text(value):
+def text(value: object) -> str:
     if isinstance(value, (dict, list)):
         raise ValueError("expected a single value")
     return "" if value is None else str(value)
 
 
-def boolean(value):
+def boolean(value: object) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -28,9 +29,9 @@ def boolean(value):
     raise ValueError("expected true or false")
 
 
-def whole_number(minimum):
-    def parse(value):
-        number = DATATYPES["long"].from_json(value if isinstance(value, int) else str(value))
+def whole_number(minimum: int) -> Callable[[object], int]:
+    def parse(value: object) -> int:
+        number: int = DATATYPES["long"].from_json(value if isinstance(value, int) else str(value))
         if number < minimum:
             raise ValueError(f"must be at least {minimum}")
         return number
@@ -41,9 +42,9 @@ positive_int = whole_number(1)
 non_negative_int = whole_number(0)
 
 
-def one_of(*options):
+def one_of(*options: str) -> Callable[[object], str]:
     """One of a few words, case ignored."""
-    def parse(value):
+    def parse(value: object) -> str:
         word = str(value).strip().lower()
         if word not in options:
             raise ValueError(f"expected one of {', '.join(options)}")
@@ -51,22 +52,22 @@ def one_of(*options):
     return parse
 
 
-def word_list(value):
+def word_list(value: object) -> tuple[str, ...]:
     """Comma-separated words (YAML lists are accepted too)."""
     items = value if isinstance(value, list) else str(value or "").split(",")
     return tuple(str(item).strip() for item in items if str(item).strip())
 
 
-def extension_list(value):
+def extension_list(value: object) -> tuple[str, ...]:
     """File extensions, compared without case: stored lowercase and without dots."""
     return tuple(word.lower().lstrip(".") for word in word_list(value))
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
-_DURATION_UNITS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION_UNITS: dict[str | None, int] = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def duration(value):
+def duration(value: object) -> int:
     """``300``, ``300s``, ``5m``, ``1h``, ``1d`` -> seconds."""
     match = _DURATION.match(str(value))
     if not match or match.group(2) == "ms":
@@ -77,16 +78,16 @@ def duration(value):
     return seconds
 
 
-def optional_duration(value):
+def optional_duration(value: object) -> int:
     """A duration, or 0 for an empty value (no limit)."""
     return duration(value) if str(value).strip() else 0
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|KB|MB|GB|TB)?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {None: 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+_SIZE_UNITS: dict[str | None, int] = {None: 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
 
 
-def size(value):
+def size(value: object) -> int:
     """Multipart-style sizes: ``1048576``, ``512KB``, ``100MB``, ``2GB``."""
     match = _SIZE.match(str(value))
     if not match:
@@ -99,7 +100,7 @@ _ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]+$", re.IGNORECASE)
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")      # RFC 9110 token
 
 
-def origin_list(value):
+def origin_list(value: object) -> tuple[str, ...]:
     """``*`` or origins such as ``https://app.example.com:8443`` (no path)."""
     origins = word_list(value)
     for origin in origins:
@@ -108,7 +109,7 @@ def origin_list(value):
     return origins
 
 
-def token_list(value):
+def token_list(value: object) -> tuple[str, ...]:
     """HTTP method or header names, or ``*``."""
     names = word_list(value)
     for name in names:
@@ -117,7 +118,7 @@ def token_list(value):
     return names
 
 
-def url_path_pattern_list(value):
+def url_path_pattern_list(value: object) -> tuple[str, ...]:
     patterns = word_list(value)
     for pattern in patterns:
         if not pattern.startswith("/"):
@@ -128,7 +129,7 @@ def url_path_pattern_list(value):
 _URL_PATH = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$")
 
 
-def url_path(value):
+def url_path(value: object) -> str:
     """One plain absolute path such as ``/health/ready`` (no query, no patterns)."""
     path = text(value).strip()
     if not _URL_PATH.match(path):
@@ -136,7 +137,7 @@ def url_path(value):
     return path
 
 
-def network_list(value):
+def network_list(value: object) -> tuple[str, ...]:
     """IP addresses or CIDR networks (``10.0.0.0/8``, ``::1``), kept as given."""
     items = word_list(value)
     for item in items:
@@ -159,7 +160,7 @@ def is_plain_uri(uri: str) -> bool:
         and urllib.parse.urlunsplit(urllib.parse.urlsplit(uri)) == uri
 
 
-def redirect_uri_list(value):
+def redirect_uri_list(value: object) -> tuple[str, ...]:
     """Absolute http(s) URIs without a fragment (RFC 6749 3.1.2), comma-separated."""
     uris = word_list(value)
     for uri in uris:
@@ -170,7 +171,7 @@ def redirect_uri_list(value):
     return uris
 
 
-def public_url(value):
+def public_url(value: object) -> str:
     """``""`` or an absolute http(s) URL without query or fragment; no trailing slash."""
     url = text(value).rstrip("/")
     if url:
@@ -181,12 +182,12 @@ def public_url(value):
     return url
 
 
-def optional_url_path(value):
+def optional_url_path(value: object) -> str:
     """A path as ``url_path``, or empty (off)."""
     return url_path(value) if text(value).strip() else ""
 
 
-def milliseconds(value):
+def milliseconds(value: object) -> float:
     """``250ms``, ``1s``, ``0`` -> seconds as a float (0 means off)."""
     match = _DURATION.match(str(value))
     if not match:
@@ -211,7 +212,7 @@ _RATE = re.compile(r"^\s*(\d+)\s*/\s*(s|second|m|min|minute|h|hour)\s*(?:burst\s
 _RATE_UNITS = {"s": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
 
 
-def rate_limit(value):
+def rate_limit(value: object) -> tuple[float, int]:
     """``100/s``, ``100/s burst 200``, ``6000/min`` -> (requests per second,
     burst). The burst (how many may come at once) is the count of one period
     unless given."""

@@ -2,23 +2,27 @@
 values, Content-Disposition, handlers that stream their request body."""
 import re
 import unicodedata
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import quote, quote_plus
 
-from werkzeug.datastructures import EnvironHeaders, Headers, ImmutableMultiDict
+import peewee
+from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
 from . import db
 from .data.access import Access, access_for
 from .data.bound import DataAccess
-from .bodies import form_pairs
-from .errors import BadRequest, Text, localized_body
-from .jsonio import dumps_bytes
+from .errors import ApiError, BadRequest, Text, localized_body
+from .jsonio import JsonValue, dumps_bytes
 from .model.datatypes import DATATYPES
+from .request import Request as Request     # handlers import it from here
 from .services.declare import Caller
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
     from .app import RestApp
     from .security.gate import Principal
     from .security.roles import Permissions
@@ -29,106 +33,12 @@ JSON_TYPE = "application/json;charset=UTF-8"
 TEXT_TYPE = "text/plain;charset=UTF-8"
 
 
-class _Parameters(ImmutableMultiDict):
-    """Werkzeug's ``MultiDict.get`` builds and catches an HTTP exception for
-    every absent key; handlers ask for many optional parameters per request."""
-
-    def get(self, key, default=None, type=None):
-        if key not in self:
-            return default
-        return super().get(key, default, type)
+_F = TypeVar("_F", bound=Callable[..., Any])
+# Headers as handlers give them: a mapping, or (name, value) pairs.
+HeaderValues = Mapping[str, object] | Iterable[tuple[str, object]]
 
 
-_NO_PARAMETERS = _Parameters()
-
-
-class _lazy:
-    """An attribute worked out at its first reading, then a plain attribute of
-    the instance (a non-data descriptor; Werkzeug's ``cached_property`` is a
-    data descriptor, so every reading calls it)."""
-
-    def __init__(self, function):
-        self.function, self.name = function, function.__name__
-
-    def __get__(self, instance, owner=None):
-        if instance is None:
-            return self
-        value = instance.__dict__[self.name] = self.function(instance)
-        return value
-
-
-class Request(WerkzeugRequest):
-    """Werkzeug's request, its attributes but the method and the path read
-    from the environ when first asked for (then a plain attribute): Werkzeug's
-    constructor decodes the root path and the server address and wraps the
-    headers for every request, and most requests need only a few of them."""
-    parameter_storage_class = _Parameters
-    body_limit = None       # bytes, once limit_body has capped the body
-    # Set by the app while answering, read by logs and metrics: the matched
-    # rule's template, the caller, the error code of an error answer.
-    route: str | None = None
-    principal: "Principal | None" = None
-    error: str | None = None
-
-    def __init__(self, environ, populate_request=False, shallow=False):
-        # No super().__init__() (see the class docstring); never stored in the
-        # environ (Werkzeug's default): that would make a reference cycle per
-        # request, left for the garbage collector. The method and the path
-        # every request needs; the rest is worked out when asked for.
-        self.environ = environ
-        self.shallow = shallow
-        self.method = environ.get("REQUEST_METHOD", "GET").upper()
-        path = environ.get("PATH_INFO") or ""
-        self.path = path if path[:1] == "/" and path[1:2] != "/" and path.isascii() \
-            else "/" + _decoded(path).lstrip("/")
-
-    @_lazy
-    def root_path(self):
-        return _decoded(self.environ.get("SCRIPT_NAME") or "").rstrip("/")
-
-    @_lazy
-    def scheme(self):
-        return self.environ.get("wsgi.url_scheme", "http")
-
-    @_lazy
-    def server(self):
-        name = self.environ.get("SERVER_NAME")
-        if name is None:
-            return None
-        try:
-            return name, int(self.environ.get("SERVER_PORT"))
-        except (TypeError, ValueError):
-            return name, None       # a unix socket
-
-    @_lazy
-    def query_string(self):
-        return self.environ.get("QUERY_STRING", "").encode("latin1")
-
-    @_lazy
-    def headers(self):
-        return EnvironHeaders(self.environ)
-
-    @_lazy
-    def remote_addr(self):
-        return self.environ.get("REMOTE_ADDR")
-
-    @_lazy
-    def args(self):
-        """What Werkzeug's ``args`` gives (``parse_qsl`` with blank values kept,
-        bytes that are not UTF-8 left percent-encoded), parsed in fewer steps;
-        an empty query string is not parsed into a new dict."""
-        query = self.environ.get("QUERY_STRING")
-        if not query:
-            return _NO_PARAMETERS
-        return _Parameters(form_pairs(query.encode("latin-1").decode()))
-
-
-def _decoded(text):
-    """A WSGI string (UTF-8 bytes as Latin-1 characters) -> text, as Werkzeug decodes it."""
-    return text if text.isascii() else text.encode("latin1").decode(errors="replace")
-
-
-def location_url(request, public_url=""):
+def location_url(request: WerkzeugRequest, public_url: str = "") -> str:
     """The request's URL without the query, for a ``Location`` header:
     path-absolute (mount point and path), or under ``svc.public-url`` when it
     is set. Never built from ``Host`` or forwarded headers, which the client
@@ -143,19 +53,19 @@ _PATH_PLAIN = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=\-._~]*\Z")
 _QUERY_PLAIN = re.compile(r"[A-Za-z0-9_.\-~]*\Z")      # what quote_plus keeps as it is
 
 
-def _quoted(text, safe, plain):
+def _quoted(text: str, safe: str, plain: re.Pattern[str]) -> str:
     """``quote(text, safe)``; text that has nothing to quote is taken as it is."""
     return text if plain.match(text) else quote(text, safe=safe)
 
 
-def _query(pairs):
+def _query(pairs: Iterable[tuple[str, str]]) -> str:
     """``urlencode(pairs)``, names and values that need no quoting taken as they are."""
     return "&".join(f"{name if _QUERY_PLAIN.match(name) else quote_plus(name)}="
                     f"{value if _QUERY_PLAIN.match(value) else quote_plus(value)}"
                     for name, value in pairs)
 
 
-def base_url(request, public_url=""):
+def base_url(request: WerkzeugRequest, public_url: str = "") -> str:
     """The service's absolute base URL (an OAuth issuer): ``svc.public-url``
     when set, else the scheme and host of the request (after svc.trusted-proxies)
     and the mount point."""
@@ -172,23 +82,29 @@ class _CompleteResponse(Response):
 
     direct_passthrough = False
 
-    def __init__(self, body, content_type, status=200, headers=None):
+    def __init__(self, body: bytes, content_type: str, status: int = 200,
+                 headers: HeaderValues | None = None) -> None:
         # No super().__init__(): see the class docstring.
         self._header_list = [(name, str(value)) for name, value in (
             headers.items() if hasattr(headers, "items") else headers)] if headers else []
         self._header_list += ((_CONTENT_TYPE, content_type), (_CONTENT_LENGTH, str(len(body))))
-        self._headers = None
+        self._headers: Headers | None = None
         self._status, self._status_code = _status_line(status)
-        self.response = [body]
+        self.response: list[bytes] = [body]
         self._on_close = []
 
     @property
-    def headers(self):
+    def headers(self) -> Headers:
         if self._headers is None:
             self._headers = Headers(self._header_list)
         return self._headers
 
-    def __call__(self, environ, start_response):
+    @headers.setter
+    def headers(self, headers: Headers) -> None:
+        self._headers = headers
+
+    def __call__(self, environ: "WSGIEnvironment",
+                 start_response: "StartResponse") -> Iterable[bytes]:
         start_response(self._status, self._header_list if self._headers is None
                        else self._headers.to_wsgi_list())
         return [] if environ["REQUEST_METHOD"] == "HEAD" else self.response
@@ -198,7 +114,7 @@ _CONTENT_TYPE, _CONTENT_LENGTH = "Content-Type", "Content-Length"
 _STATUS_LINES: dict[int, tuple[str, int]] = {}
 
 
-def _status_line(code):
+def _status_line(code: int) -> tuple[str, int]:
     """(status line, code) as Werkzeug's ``status`` setter makes them, kept per code."""
     line = _STATUS_LINES.get(code)
     if line is None:
@@ -207,7 +123,7 @@ def _status_line(code):
     return line
 
 
-def add_header(response, name, value):
+def add_header(response: Response, name: str, value: object) -> None:
     """One more header on any response; a complete one keeps its plain list."""
     if isinstance(response, _CompleteResponse) and response._headers is None:
         response._header_list.append((name, str(value)))
@@ -215,30 +131,34 @@ def add_header(response, name, value):
         response.headers.add(name, str(value))
 
 
-def body_size(response):
+def body_size(response: Response) -> int | None:
     """The body's length when it is known without reading it, else None."""
     if isinstance(response, _CompleteResponse):
         return len(response.response[0])
     return response.content_length
 
 
-def json_response(data, status=200, headers=None):
+def json_response(data: JsonValue, status: int = 200,
+                  headers: HeaderValues | None = None) -> Response:
     return _CompleteResponse(dumps_bytes(data), JSON_TYPE, status, headers)
 
 
-def text_response(text, status=200, headers=None, content_type=TEXT_TYPE):
+def text_response(text: str, status: int = 200, headers: HeaderValues | None = None,
+                  content_type: str = TEXT_TYPE) -> Response:
     """``text/plain;charset=UTF-8``; a lone surrogate is written as "?"."""
     return _CompleteResponse(text.encode("utf-8", "replace"), content_type, status, headers)
 
 
-def empty_response(status=200, headers=None):
+def empty_response(status: int = 200, headers: Mapping[str, str | Iterable[str]]
+                   | Iterable[tuple[str, str]] | None = None) -> Response:
     return Response(status=status, headers=headers)
 
 
-def list_response(rows, total=None, next_url=None):
+def list_response(rows: JsonValue, total: int | None = None,
+                  next_url: str | None = None) -> Response:
     """An entity list; ``X-Total-Count`` when a total was asked for
     (``returnCount``), ``Link: <...>; rel="next"`` when a next page follows."""
-    headers = {}
+    headers: dict[str, str] = {}
     if total is not None:
         headers["X-Total-Count"] = str(total)
     if next_url is not None:
@@ -246,7 +166,7 @@ def list_response(rows, total=None, next_url=None):
     return json_response(rows, headers=headers or None)
 
 
-def next_page_url(request, public_url, cursor):
+def next_page_url(request: Request, public_url: str, cursor: str | None) -> str | None:
     """The request's URL with ``after`` set to the next page's cursor (None:
     no next page); an ``offset`` is left out (the cursor continues after it)."""
     if cursor is None:
@@ -260,17 +180,18 @@ def next_page_url(request, public_url, cursor):
 # What a JSON body may cost beyond its bytes: every value, counted (cheaply,
 # over-counting separators inside strings) as a "," "[" or "{", takes up to
 # 116 bytes once parsed (a Decimal; an empty list 34), so one value per 16
-def query_int(request, name, default=None, minimum=0):
+def query_int(request: Request, name: str, default: int | None = None,
+              minimum: int = 0) -> int | None:
     value = request.args.get(name)
     if value is None or value == "":
         return default
     return whole_number(name, value, minimum)
 
 
-def whole_number(name, value, minimum=0):
+def whole_number(name: str, value: object, minimum: int = 0) -> int:
     """A count such as ``limit`` or ``offset`` (text or JSON): 64-bit, at least ``minimum``."""
     if isinstance(value, str) and len(value) < 19 and value.isascii() and value.isdigit():
-        number = int(value)       # the usual case, without the general number parser
+        number: int = int(value)       # the usual case, without the general number parser
         if number >= minimum:
             return number
     try:
@@ -286,7 +207,7 @@ def whole_number(name, value, minimum=0):
     return number
 
 
-def query_bool(request, name, default=False):
+def query_bool(request: Request, name: str, default: bool = False) -> bool:
     value = request.args.get(name)
     if value is None or value == "":
         return default
@@ -298,14 +219,14 @@ def query_bool(request, name, default=False):
     return lowered == "true"
 
 
-def streams_body(handler):
+def streams_body(handler: _F) -> _F:
     """Mark a handler that reads its request body as a stream and enforces its
     own size limit: the app then does not cap the body at svc.rest.max-request-size."""
-    handler.streams_body = True
+    handler.__dict__["streams_body"] = True     # read by the app: getattr(endpoint, "streams_body")
     return handler
 
 
-def content_disposition(disposition, file_name):
+def content_disposition(disposition: str, file_name: str) -> str:
     """RFC 6266: an ASCII ``filename`` for old clients and the exact name as
     RFC 5987 ``filename*``. The fallback keeps letters without their accents;
     any other non-ASCII or control character, quote or backslash becomes ``_``,
@@ -316,14 +237,15 @@ def content_disposition(disposition, file_name):
             f"filename*=UTF-8''{quote(file_name, safe='')}")
 
 
-def releasing(chunks, database):
+def releasing(chunks: Iterator[bytes], database: peewee.Database) -> Iterator[bytes]:
     """A streamed body is read from the database while the response is sent,
     after the request itself has ended: give the connection back when it
-    ends, also when the client goes away."""
+    ends, also when the client goes away. ``chunks``: a generator (closing it
+    closes what it reads), declared Iterator by the generator functions."""
     try:
         yield from chunks
     finally:
-        chunks.close()
+        cast(Generator[bytes, None, None], chunks).close()
         db.release(database)
 
 
@@ -331,14 +253,15 @@ def releasing(chunks, database):
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
-def error_response(error, lookup=None):
+def error_response(error: ApiError, lookup: Callable[[str], str | None] | None = None) -> Response:
     """The error's answer; ``lookup`` (bundle key -> template or None) gives its
     messages in the caller's language (errors.Text), English without."""
     body = error.body() if lookup is None else localized_body(error, lookup)
     return json_response(body, status=error.status, headers={**NO_STORE, **error.headers})
 
 
-def caller_locale(request, principal, available):
+def caller_locale(request: WerkzeugRequest, principal: "Principal | None",
+                  available: tuple[str, ...]) -> str:
     """``Accept-Language`` when it names an available language, else the
     caller's own (its session's), else the default."""
     requested = request.accept_languages.best_match(available)

@@ -4,6 +4,7 @@ A DTD or an entity declaration is refused, so entity expansion cannot
 happen; every element's line is kept, so a startup error can name it.
 """
 import xml.etree.ElementTree as ET
+from typing import NoReturn
 from xml.parsers import expat
 
 
@@ -11,17 +12,17 @@ class XmlFileError(ValueError):
     """A file that is not well-formed XML, or that declares a DTD or entities."""
 
 
-def _refuse(*_):
+def _refuse(*_: object) -> NoReturn:
     raise XmlFileError("DTDs and entity declarations are not allowed")
 
 
-def parse_xml(data):
+def parse_xml(data: str | bytes) -> tuple[ET.Element, dict[ET.Element, int]]:
     """``(root element, {element: line number})``; XmlFileError when unsafe or malformed."""
     parser = expat.ParserCreate(namespace_separator="}")
     builder = ET.TreeBuilder()
-    lines = {}
+    lines: dict[ET.Element, int] = {}
 
-    def start(name, attributes):
+    def start(name: str, attributes: dict[str, str]) -> None:
         element = builder.start("{" + name if "}" in name else name, attributes)
         lines[element] = parser.CurrentLineNumber
 
@@ -38,6 +39,6 @@ def parse_xml(data):
     return builder.close(), lines
 
 
-def local_name(tag):
+def local_name(tag: object) -> str | None:
     """The tag without its namespace."""
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else None

@@ -45,6 +45,17 @@ def test_a_request_is_a_server_span_with_child_spans_for_token_check_and_stateme
     assert all(span.context.trace_id == server.context.trace_id for span in spans)
 
 
+def test_a_request_whose_caller_did_not_sample_its_trace_is_answered_without_a_span(traced):
+    # The sampler drops it: the span is the API's NonRecordingSpan, which has no name.
+    token = get_token(traced)
+    EXPORTER.clear()
+    response = traced.get("/rest/entities/Customer?limit=1", headers={
+        **bearer(token), "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"})
+    assert response.status_code == 200
+    assert not [span for span in EXPORTER.get_finished_spans()
+                if span.kind == trace.SpanKind.SERVER]
+
+
 def test_a_service_call_is_a_span_of_its_own(traced):
     token = get_token(traced)
     EXPORTER.clear()

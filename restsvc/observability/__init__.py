@@ -5,23 +5,48 @@ and the per-request observer that ties them to the app (``serving``).
 
 ``setup`` builds what the settings ask for, once, at startup; what is off
 costs nothing per request (the app holds ``None``)."""
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, cast
 
+import peewee
+
+from ..settings import Settings
 from . import logs, statements
-from .instruments import Instruments
+from .instruments import Instruments, Pool
 from .quotas import Quotas
 from .serving import Observer
+
+if TYPE_CHECKING:
+    from .tracing import Tracing
 
 
 @dataclass
 class Observability:
-    observer: object = None       # serving.Observer, None when nothing is observed per request
-    instruments: object = None    # instruments.Instruments, None when metrics are off
-    quotas: object = None         # quotas.Quotas, None without rate limits
-    tracing: object = None        # tracing.Tracing, None unless enabled
+    observer: Observer | None = None        # None when nothing is observed per request
+    instruments: Instruments | None = None  # None when metrics are off
+    quotas: Quotas | None = None            # None without rate limits
+    tracing: "Tracing | None" = None        # None unless enabled
 
 
-def setup(app):
+class _App(Protocol):
+    """What ``setup`` reads of a RestApp: its settings, and what tracing wraps."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def database(self) -> peewee.Database: ...
+    @property
+    def gate(self) -> object: ...
+    @property
+    def services(self) -> object: ...
+    @property
+    def reports(self) -> object: ...
+    @property
+    def files(self) -> Iterable[object]: ...
+
+
+def setup(app: _App) -> Observability:
     settings = app.settings
     tracing = None
     if settings.tracing:
@@ -39,7 +64,8 @@ def setup(app):
     direct = logs.configure(settings, trace_id)
     instruments = None
     if settings.metrics_path:
-        pool = app.database if hasattr(app.database, "_in_use") else None
+        # The PostgreSQL pool's (playhouse's, untyped) connections are sampled.
+        pool = cast(Pool, app.database) if hasattr(app.database, "_in_use") else None
         instruments = Instruments(settings.metrics_client_label, pool)
     statements.observe(app.database, instruments.statement_times if instruments else None,
                        settings.slow_statement, tracing)
@@ -52,5 +78,5 @@ def setup(app):
     return Observability(observer, instruments, quotas, tracing)
 
 
-def _service_name(method):
+def _service_name(method: object) -> str:
     return f"{getattr(method, 'service', '?')}.{getattr(method, 'name', '?')}"

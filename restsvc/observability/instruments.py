@@ -5,12 +5,15 @@ grant types and error codes of RFC 6749, service methods that exist,
 ``in``/``out``, client ids (capped)."""
 import time
 from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from typing import Protocol, cast
 
 from ..health import is_shutting_down
+from ..jsonio import JsonObject
 from .labels import client_label, method_label
-from .metrics import DURATION_BUCKETS, Registry
+from .metrics import DURATION_BUCKETS, Metric, Registry
 from .multiprocess import WorkerFiles
-from .serving import bytes_in
+from .records import Record, bytes_in
 
 KNOWN_GRANTS = frozenset(("client_credentials", "password", "refresh_token",
                           "authorization_code"))
@@ -18,8 +21,15 @@ STATUS_CLASSES = {code: f"{code // 100}xx" for code in range(100, 600)}
 UNMATCHED = "unmatched"      # the route of a request no rule matched
 
 
+class Pool(Protocol):
+    """What the metrics sample of a PostgreSQL pool (playhouse's, untyped)."""
+
+    _in_use: dict[object, object]
+    _connections: list[object]
+
+
 class Instruments:
-    def __init__(self, client_label=False, pool=None):
+    def __init__(self, client_label: bool = False, pool: Pool | None = None) -> None:
         registry = self.registry = Registry()
         self.requests = registry.counter(
             "restsvc_http_requests_total", "HTTP requests answered",
@@ -35,7 +45,7 @@ class Instruments:
         self.response_bytes = registry.counter(
             "restsvc_http_response_bytes_total", "Response body bytes of complete answers",
             ("route",))
-        self.client_requests = registry.counter(
+        self.client_requests: Metric | None = registry.counter(
             "restsvc_client_requests_total", "HTTP requests by client id",
             ("client",)) if client_label else None
         self.errors = registry.counter(
@@ -69,13 +79,14 @@ class Instruments:
         self.draining = registry.gauge(
             "restsvc_draining", "1 while the instance drains before stopping (not ready)")
         # Filled per statement (``statements``), added up by ``add_records``.
-        self.statement_times = []
-        self.drain = None       # serving.Observer.drain: the requests' records, added up
+        self.statement_times: list[float] = []
+        # serving.Observer.drain: the requests' records, added up
+        self.drain: Callable[[], None] | None = None
         self.pool = pool
         self.files = WorkerFiles(registry, self._sample)
         self.files.start()
 
-    def _sample(self):
+    def _sample(self) -> None:
         """Before figures are written or read: the records of the requests
         answered so far, and the gauges sampled, not counted per request."""
         if self.drain is not None:
@@ -84,18 +95,22 @@ class Instruments:
             self.connections.set(len(self.pool._in_use), ("in_use",))
             self.connections.set(len(self.pool._connections), ("idle",))
 
-    def collect(self):
+    def collect(self) -> dict[str, JsonObject]:
         merged = self.files.collect()
         # One flag for the instance: not a sum over the workers.
         merged["restsvc_draining"]["series"] = {(): int(is_shutting_down())}
         return merged
 
-    def add_records(self, records, in_flight):
+    def add_records(self, records: Iterable[Record], in_flight: int) -> None:
         """A batch of requests' records (``serving``'s layout), under one hold
         of the lock; and the statements timed since the last batch."""
-        requests, durations = self.requests.series, self.duration.series
-        request_bytes, response_bytes = self.request_bytes.series, self.response_bytes.series
-        clients = self.client_requests.series if self.client_requests is not None else None
+        # Counters' figures are numbers, the durations' histograms lists.
+        requests = cast(dict[tuple[object, ...], float], self.requests.series)
+        durations = cast(dict[tuple[object, ...], list[float]], self.duration.series)
+        request_bytes = cast(dict[tuple[object, ...], float], self.request_bytes.series)
+        response_bytes = cast(dict[tuple[object, ...], float], self.response_bytes.series)
+        clients = cast(dict[tuple[object, ...], float], self.client_requests.series) \
+            if self.client_requests is not None else None
         classes, bounds, width = STATUS_CLASSES, DURATION_BUCKETS, len(DURATION_BUCKETS) + 2
         times = self.statement_times
         statements = times[:len(times)]
@@ -105,7 +120,7 @@ class Instruments:
             for _, seconds, method, route, status, length, bytes_out, principal, _, _, _, \
                     error in records:
                 route = route or UNMATCHED
-                key = (method_label(method), route, classes.get(status, "other"))
+                key: tuple[str, ...] = (method_label(method), route, classes.get(status, "other"))
                 requests[key] = requests.get(key, 0) + 1
                 key = key[:2]
                 counts = durations.get(key)
@@ -125,23 +140,23 @@ class Instruments:
                 if error is not None:
                     self._error(status, error)
             if statements:
-                counts = self.statements.series.get(())
+                counts = cast("list[float] | None", self.statements.series.get(()))
                 if counts is None:
                     counts = self.statements.series[()] = [0] * width
                 for seconds in statements:
                     counts[bisect_left(bounds, seconds)] += 1
                 counts[-1] += sum(statements)
 
-    def _error(self, status, error):
+    def _error(self, status: int, error: str) -> None:
         # Error codes are fixed strings in restsvc; an application's own are
         # capped, so a code built from input cannot grow the series without end.
         # (Under the registry's lock: ``add_records``.)
         series, key = self.errors.series, (str(status), error[:100])
         if key not in series and len(series) >= 200:
             key = (key[0], "other")
-        series[key] = series.get(key, 0) + 1
+        series[key] = cast(float, series.get(key, 0)) + 1
 
-    def token(self, grant, error=None, limit=None):
+    def token(self, grant: str | None, error: str | None = None, limit: str | None = None) -> None:
         grant = grant if grant in KNOWN_GRANTS else "other"
         if error is None:
             self.tokens_issued.inc((grant,))
@@ -150,6 +165,6 @@ class Instruments:
         if limit is not None:
             self.signin_refusals.inc((limit,))
 
-    def service_call(self, service, method, outcome, started):
+    def service_call(self, service: str, method: str, outcome: str, started: float) -> None:
         self.service_calls.inc((service, method, outcome))
         self.service_duration.observe(time.perf_counter() - started, (service, method))

@@ -1,6 +1,7 @@
 """Label values that come from a request, each folded into a bounded set:
 what a caller sends (an invented HTTP method, a JWT's client id) can never
 add series to the metrics or names to the spans without end."""
+from collections.abc import Collection
 
 # The methods of RFC 9110 and PATCH (RFC 5789): any other folds into one value.
 HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS",
@@ -16,7 +17,7 @@ def method_label(method: str) -> str:
     return method if method in HTTP_METHODS else OTHER
 
 
-def client_label(client_id: str | None, known: dict[tuple[str, ...], int]) -> str:
+def client_label(client_id: str | None, known: Collection[tuple[object, ...]]) -> str:
     """The label of a caller's client: ``anonymous`` without one; a client
     id (its first ``MAX_LENGTH`` characters) while fewer than ``MAX_CLIENTS``
     are counted in ``known`` (an identity provider's tokens may name any

@@ -14,10 +14,23 @@ import logging
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, TextIO
 
 from . import requestid
+
+if TYPE_CHECKING:
+    from ..request import Request
+    from ..security.gate import Principal
+    from ..settings import Settings
+    from .records import Record
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
+TraceId = Callable[[], "str | None"]       # the current span's trace id (tracing.py)
+# A caller's (principal, JSON fields, plain text) in the request lines.
+_Caller = tuple["Principal | None", str, str]
 
 REQUEST_LOGGER = "restsvc.request"
 _HANDLER_MARK = "_restsvc_handler"
@@ -39,9 +52,10 @@ class PlainFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         return escape_controls(super().formatMessage(record))
 
-    def formatException(self, ei: Any) -> str:
+    def formatException(self, ei: ExcInfo) -> str:
         text = super().formatException(ei)
-        exc, seen = ei[1], set()
+        exc: BaseException | None = ei[1]
+        seen: set[int] = set()
         while exc is not None and id(exc) not in seen:      # the chain, as the traceback shows it
             seen.add(id(exc))
             said = "".join(traceback.format_exception_only(type(exc), exc)).rstrip("\n")
@@ -51,11 +65,11 @@ class PlainFormatter(logging.Formatter):
 
 
 class RequestIdFilter(logging.Filter):
-    def __init__(self, trace_id=None):
+    def __init__(self, trace_id: TraceId | None = None) -> None:
         super().__init__()
         self.trace_id = trace_id        # tracing.current_trace_id when tracing is on
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = requestid.current.get() or "-"
         if self.trace_id is not None and not hasattr(record, "trace_id"):
             record.trace_id = self.trace_id()
@@ -63,8 +77,8 @@ class RequestIdFilter(logging.Filter):
 
 
 class JsonFormatter(logging.Formatter):
-    def format(self, record):
-        line = {
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
                     + f".{int(record.msecs):03d}Z",
             "level": record.levelname,
@@ -72,8 +86,9 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
             "request_id": getattr(record, "request_id", None),
         }
-        if getattr(record, "trace_id", None):
-            line["trace_id"] = record.trace_id
+        trace_id = getattr(record, "trace_id", None)
+        if trace_id:
+            line["trace_id"] = trace_id
         request = getattr(record, "request", None)
         if request is not None:
             line.update(request)
@@ -82,22 +97,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-class _Stderr(logging.StreamHandler):
+class _Stderr(logging.StreamHandler[TextIO]):
     """The current ``sys.stderr`` at each line (a test runner swaps it)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
 
     @property
-    def stream(self):
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, value):
+    def stream(self, value: TextIO) -> None:
         pass
 
 
-def configure(settings, trace_id=None):
+def configure(settings: "Settings", trace_id: TraceId | None = None) -> bool:
     """Whether restsvc's own handler writes the log. Install restsvc's handler
     on the ``restsvc`` logger, once per process (a later app replaces it).
     A host that configured logging itself (the
@@ -134,18 +149,21 @@ class RequestLog:
     served. Under a host's own logging setup, ``write`` sends a request's line
     through ``logging`` like any other, at once."""
 
-    def __init__(self, json_form, direct, trace_id=None):
+    def __init__(self, json_form: bool, direct: bool, trace_id: TraceId | None = None) -> None:
         self.logger = logging.getLogger(REQUEST_LOGGER)
         self.json_form, self.direct, self.trace_id = json_form, direct, trace_id
-        self.drain = None          # serving.Observer.drain
-        self._answers, self._callers = {}, {}
+        self.drain: Callable[[], None] | None = None          # serving.Observer.drain
+        # (method, route, status) -> (JSON message head, JSON fields, plain text)
+        self._answers: dict[tuple[str, str | None, int], tuple[str, str, str]] = {}
+        self._callers: dict[tuple[str | None, int], _Caller] = {}
 
-    def flush(self):
+    def flush(self) -> None:
         """Write the lines of the requests answered so far."""
         if self.drain is not None:
             self.drain()
 
-    def write(self, request, route, status, seconds, bytes_in, bytes_out):
+    def write(self, request: "Request", route: str, status: int, seconds: float, bytes_in: int,
+              bytes_out: int | None) -> None:
         """One request's line through ``logging`` (not ``direct``)."""
         principal = request.principal
         client_id = principal.client_id if principal is not None else None
@@ -158,14 +176,15 @@ class RequestLog:
                         "remote_addr": request.remote_addr,   # behind trusted proxies, the client's
                         "client_id": client_id, "username": username}})
 
-    def write_records(self, records):
+    def write_records(self, records: Iterable["Record"]) -> None:
         """The lines of ``serving``'s records, written in one call. What
         repeats from line to line (a route's method, template and status; a
         caller's address, client id and username) is put together once and
         kept (bounded); a line is then one ``%`` of a template."""
         offset = time.time() - time.perf_counter()      # the records' clock to the wall's
-        answers, callers, second, stamp = self._answers, self._callers, None, ""
-        lines = []
+        answers, callers, stamp = self._answers, self._callers, ""
+        second: int | None = None
+        lines: list[str] = []
         add = lines.append
         json_form = self.json_form
         for ended, seconds, method, route, status, length, bytes_out, principal, remote_addr, \
@@ -194,19 +213,19 @@ class RequestLog:
         stream.write("".join(lines))
         stream.flush()
 
-    def _answer(self, method, route, status):
+    def _answer(self, method: str, route: str | None, status: int) -> tuple[str, str, str]:
         """(JSON message head, JSON fields, plain text) of a method, route and status."""
         if len(self._answers) >= 1000:
             self._answers.clear()
-        key, route = (method, route, status), route or "unmatched"
-        method_json, route_json = encode_basestring(method), encode_basestring(route)
+        key, name = (method, route, status), route or "unmatched"
+        method_json, route_json = encode_basestring(method), encode_basestring(name)
         found = self._answers[key] = (
             f"{method_json[1:-1]} {route_json[1:-1]} {status} ",
             f'"method": {method_json}, "route": {route_json}, "status": {status}, ',
-            f"{escape_controls(method)} {escape_controls(route)} {status} ")
+            f"{escape_controls(method)} {escape_controls(name)} {status} ")
         return found
 
-    def _caller(self, remote_addr, principal):
+    def _caller(self, remote_addr: str | None, principal: "Principal | None") -> _Caller:
         """(principal, JSON fields, plain text) of who called, kept by the
         principal's identity (held: its id is not reused while kept)."""
         if len(self._callers) >= 1000:
@@ -230,5 +249,5 @@ _JSON_LINE = (
 _PLAIN_LINE = "%s.%03dZ INFO " + REQUEST_LOGGER + " [%s] %s %s%sms %sB\n"
 
 
-def _json_text(value):
+def _json_text(value: str | None) -> str:
     return "null" if value is None else encode_basestring(value)

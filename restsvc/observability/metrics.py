@@ -16,39 +16,50 @@ file per worker); ``exposition`` writes merged snapshots as the text format.
 import bisect
 import math
 import threading
+from collections.abc import Iterable, Sequence
+from typing import cast
+
+from ..jsonio import JsonObject
 
 # Seconds: from a cached read (a few ms) to a long report (10 s).
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 COUNTER, GAUGE, HISTOGRAM = "counter", "gauge", "histogram"
 
+Labels = tuple[object, ...]     # label values, in the order of the metric's label names
+# A series' figure: a number, or a histogram's [bucket counts..., +Inf, sum].
+Figure = float | list[float]
+
 
 class Metric:
-    def __init__(self, registry, kind, name, help_text, labels=(), buckets=None):
+    def __init__(self, registry: "Registry", kind: str, name: str, help_text: str,
+                 labels: Iterable[str] = (), buckets: tuple[float, ...] | None = None) -> None:
         self.kind, self.name, self.help, self.labels = kind, name, help_text, tuple(labels)
         self.buckets = buckets
-        self.series = {}            # label values -> number, or [bucket counts..., +Inf, sum]
+        self.series: dict[Labels, Figure] = {}
         self._lock = registry.lock
 
-    def inc(self, labels=(), amount=1):
+    def inc(self, labels: Labels = (), amount: float = 1) -> None:
         with self._lock:
-            self.series[labels] = self.series.get(labels, 0) + amount
+            self.series[labels] = cast(float, self.series.get(labels, 0)) + amount
 
-    def inc_by(self, amount):
+    def inc_by(self, amount: float) -> None:
         """An unlabelled counter's ``inc`` by ``amount`` (a callback's shape)."""
         self.inc((), amount)
 
-    def set(self, value, labels=()):
+    def set(self, value: float, labels: Labels = ()) -> None:
         with self._lock:
             self.series[labels] = value
 
-    def observe(self, value, labels=()):
+    def observe(self, value: float, labels: Labels = ()) -> None:
         """A histogram's observation: one bucket counted here, the cumulative
         counts only when written out."""
-        index = bisect.bisect_left(self.buckets, value)
+        buckets = cast(tuple[float, ...], self.buckets)     # a histogram has them
+        index = bisect.bisect_left(buckets, value)
         with self._lock:
-            counts = self.series.get(labels)
+            counts = cast("list[float] | None", self.series.get(labels))
             if counts is None:
-                counts = self.series[labels] = [0] * (len(self.buckets) + 2)
+                zeros: list[float] = [0]
+                counts = self.series[labels] = zeros * (len(buckets) + 2)
             counts[index] += 1
             counts[-1] += value
 
@@ -56,24 +67,25 @@ class Metric:
 class Registry:
     """The figures of one process (one gunicorn worker)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.metrics = {}
+        self.metrics: dict[str, Metric] = {}
 
-    def counter(self, name, help_text, labels=()):
+    def counter(self, name: str, help_text: str, labels: Iterable[str] = ()) -> Metric:
         return self._add(Metric(self, COUNTER, name, help_text, labels))
 
-    def gauge(self, name, help_text, labels=()):
+    def gauge(self, name: str, help_text: str, labels: Iterable[str] = ()) -> Metric:
         return self._add(Metric(self, GAUGE, name, help_text, labels))
 
-    def histogram(self, name, help_text, labels=(), buckets=DURATION_BUCKETS):
+    def histogram(self, name: str, help_text: str, labels: Iterable[str] = (),
+                  buckets: Iterable[float] = DURATION_BUCKETS) -> Metric:
         return self._add(Metric(self, HISTOGRAM, name, help_text, labels, tuple(buckets)))
 
-    def _add(self, metric):
+    def _add(self, metric: Metric) -> Metric:
         self.metrics[metric.name] = metric
         return metric
 
-    def snapshot(self):
+    def snapshot(self) -> dict[str, JsonObject]:
         """``{name: {kind, help, labels, buckets, series: [[label values, value]]}}``."""
         with self.lock:
             return {metric.name: {
@@ -83,18 +95,18 @@ class Registry:
                            for labels, value in metric.series.items()]}
                 for metric in self.metrics.values()}
 
-    def reset(self):
+    def reset(self) -> None:
         """Forget every figure (a forked child starts from zero)."""
         with self.lock:
             for metric in self.metrics.values():
                 metric.series.clear()
 
 
-def merge(snapshots):
+def merge(snapshots: Iterable[dict[str, JsonObject]]) -> dict[str, JsonObject]:
     """Several processes' snapshots as one: counters and histograms add up,
     and so do gauges (in-flight requests, connections in use: an instance's
     total is its workers' sum). The first snapshot names the metrics."""
-    merged = {}
+    merged: dict[str, JsonObject] = {}
     for snapshot in snapshots:
         for name, metric in snapshot.items():
             target = merged.setdefault(name, {**metric, "series": {}})["series"]
@@ -108,9 +120,9 @@ def merge(snapshots):
     return merged
 
 
-def exposition(merged):
+def exposition(merged: dict[str, JsonObject]) -> str:
     """The Prometheus text format (version 0.0.4) of ``merge``'s result."""
-    lines = []
+    lines: list[str] = []
     for name, metric in sorted(merged.items()):
         lines.append(f"# HELP {name} {_escape_help(metric['help'])}")
         lines.append(f"# TYPE {name} {metric['kind']}")
@@ -137,17 +149,17 @@ def _label_text(item: tuple[tuple[object, ...], object]) -> tuple[str, ...]:
     return tuple(map(str, item[0]))
 
 
-def _braces(pairs):
+def _braces(pairs: Sequence[str]) -> str:
     return "{" + ",".join(pairs) + "}" if pairs else ""
 
 
-def _number(value):
+def _number(value: object) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _escape(value):
+def _escape(value: object) -> str:
     return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _escape_help(text):
+def _escape_help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")

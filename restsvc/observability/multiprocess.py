@@ -19,9 +19,11 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from .metrics import GAUGE, merge
+from ..jsonio import JsonObject
+from .metrics import GAUGE, Registry, merge
 
 ENVIRONMENT = "RESTSVC_METRICS_DIR"
 _PREFIX = "worker-"
@@ -29,77 +31,79 @@ _PREFIX = "worker-"
 log = logging.getLogger("restsvc.metrics")
 
 
-def base_directory():
+def base_directory() -> str | None:
     """Where instances make their directories: shared memory when there is
     some (the files are rewritten every second; no disk needs to see that)."""
     shared = "/dev/shm"
     return shared if os.path.isdir(shared) and os.access(shared, os.W_OK) else None
 
 
-def prepare_directory():
+def prepare_directory() -> str:
     """In the gunicorn master, before the workers fork: a fresh directory for
     this instance (two instances on one machine never mix their figures)."""
     os.environ[ENVIRONMENT] = tempfile.mkdtemp(prefix="restsvc-metrics-", dir=base_directory())
     return os.environ[ENVIRONMENT]
 
 
-def remove_directory():
+def remove_directory() -> None:
     directory = os.environ.pop(ENVIRONMENT, None)
     if directory:
         shutil.rmtree(directory, ignore_errors=True)
 
 
 class WorkerFiles:
-    def __init__(self, registry, before_write=None, interval=1.0, directory=None):
+    def __init__(self, registry: Registry, before_write: Callable[[], None] | None = None,
+                 interval: float = 1.0, directory: str | None = None) -> None:
         directory = directory or os.environ.get(ENVIRONMENT)
         self.registry = registry
         self.directory = Path(directory) if directory else None
         self.before_write = before_write        # refreshes sampled gauges (pool use)
         self.interval = interval
-        self._written = None
+        self._written: str | None = None
         self._stop = threading.Event()
 
-    def start(self):
+    def start(self) -> None:
         if self.directory is None:
             return
         os.register_at_fork(after_in_child=self._after_fork)
         self._start_thread()
 
-    def _start_thread(self):
+    def _start_thread(self) -> None:
         self._written = None
         threading.Thread(target=self._run, daemon=True, name="metrics-writer").start()
 
-    def _after_fork(self):
+    def _after_fork(self) -> None:
         # A child forked from a process that served requests starts from zero.
         self.registry.reset()
         self._start_thread()
 
-    def _run(self):
+    def _run(self) -> None:
         while not self._stop.wait(self.interval):
             try:
                 self.write()
             except OSError:
                 log.warning("metrics: cannot write this worker's figures", exc_info=True)
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
 
-    def write(self):
+    def write(self) -> None:
         text = json.dumps(self._own_snapshot())
         if text == self._written:
             return
+        assert self.directory is not None       # started only with a directory
         path = self.directory / f"{_PREFIX}{os.getpid()}.json"
         temporary = path.with_suffix(".tmp")
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, path)          # a reader sees the old file or the new one
         self._written = text
 
-    def _own_snapshot(self):
+    def _own_snapshot(self) -> dict[str, JsonObject]:
         if self.before_write is not None:
             self.before_write()
         return self.registry.snapshot()
 
-    def collect(self):
+    def collect(self) -> dict[str, JsonObject]:
         """The instance's figures, merged: this process's live ones plus every
         other worker's last file."""
         snapshots = [self._own_snapshot()]
@@ -109,7 +113,7 @@ class WorkerFiles:
                 if path.name == own:
                     continue
                 try:
-                    snapshot = json.loads(path.read_text(encoding="utf-8"))
+                    snapshot: dict[str, JsonObject] = json.loads(path.read_text(encoding="utf-8"))
                 except (OSError, ValueError):
                     continue                  # a worker's file removed meanwhile
                 if not _alive(int(path.stem[len(_PREFIX):])):
@@ -119,7 +123,7 @@ class WorkerFiles:
         return merge(snapshots)
 
 
-def _alive(pid):
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -18,12 +18,14 @@ callers without a quota (restsvc/docs/operations.md "Per-client rate limits").
 import hashlib
 import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import peewee
 
 from ..db import database_proxy
 from ..errors import ApiError
+from .metrics import Metric
 
 if TYPE_CHECKING:
     from ..security.gate import Principal
@@ -52,16 +54,22 @@ def _user_bucket(principal: "Principal") -> str:
     return f"user:jwt:{digest}"
 
 
+# ("client" | "user", name) -> (requests per second, burst)
+Limits = dict[tuple[str, str], tuple[float, int]]
+Headers = dict[str, int]      # RateLimit-Limit, -Remaining, -Reset
+
+
 class Quotas:
-    def __init__(self, limits, refusals=None, clock=time.time):
+    def __init__(self, limits: Limits, refusals: Metric | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.limits = limits         # ("client" | "user", name) -> (per second, burst)
         self.refusals = refusals     # the counter of refusals by kind, when metrics are on
         self.clock = clock
 
-    def check(self, principal):
+    def check(self, principal: "Principal") -> Headers | None:
         """Count a request of ``principal`` against its quotas: the ``RateLimit-*``
         headers to answer, None when it has no quota; 429 when one is used up."""
-        headers = None
+        headers: Headers | None = None
         for key, (rate, burst) in self._quotas(principal):
             found = self._take(key, rate, burst)
             if headers is None or found["RateLimit-Remaining"] < headers["RateLimit-Remaining"]:
@@ -81,7 +89,7 @@ class Quotas:
                 found.append((_user_bucket(principal), limit))
         return found
 
-    def _take(self, key, rate, burst):
+    def _take(self, key: str, rate: float, burst: int) -> Headers:
         interval = 1 / rate
         # (a hair more: the sum of many float intervals must not refuse the last of a burst)
         tolerance = (burst - 1) * interval + interval * 1e-6
@@ -101,18 +109,19 @@ class Quotas:
                 "Too many requests",
                 f"The quota of {burst} requests at {_rate_text(rate)} is used up; "
                 f"try again in {max(1, math.ceil(wait))} s",
-                headers={"Retry-After": str(max(1, math.ceil(wait))),
-                         **_headers(burst, 0, (stored.tat if stored else now) - now)})
-        new_tat = rows[0][0]
+                headers={"Retry-After": str(max(1, math.ceil(wait))), **{
+                    name: str(value) for name, value in
+                    _headers(burst, 0, (stored.tat if stored else now) - now).items()}})
+        new_tat: float = rows[0][0]
         remaining = int((now + tolerance + interval - new_tat) / interval)
         return _headers(burst, max(0, remaining), new_tat - now)
 
 
-def _headers(burst, remaining, until_full):
+def _headers(burst: int, remaining: int, until_full: float) -> Headers:
     # draft-ietf-httpapi-ratelimit-headers: limit, what is left, seconds until reset
     return {"RateLimit-Limit": burst, "RateLimit-Remaining": remaining,
             "RateLimit-Reset": max(0, math.ceil(until_full))}
 
 
-def _rate_text(rate):
+def _rate_text(rate: float) -> str:
     return f"{rate:g}/s" if rate >= 1 else f"{rate * 60:g}/min"

@@ -11,22 +11,27 @@ import itertools
 import os
 import re
 import secrets
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
 
 HEADER = "X-Request-Id"
-current = contextvars.ContextVar("restsvc_request_id", default=None)
+current: contextvars.ContextVar[str | None] = contextvars.ContextVar("restsvc_request_id",
+                                                                     default=None)
 
 _WELL_FORMED = re.compile(r"[A-Za-z0-9._:-]{1,128}\Z")
 
 
 class _Maker:
-    def __init__(self):
+    def __init__(self) -> None:
         self.renew()
 
-    def renew(self):
+    def renew(self) -> None:
         self.prefix = secrets.token_hex(6)
         self.counter = itertools.count(1)
 
-    def __call__(self):
+    def __call__(self) -> str:
         return f"{self.prefix}-{next(self.counter)}"
 
 
@@ -34,9 +39,9 @@ new_id = _Maker()
 os.register_at_fork(after_in_child=new_id.renew)
 
 
-def request_id(environ):
+def request_id(environ: "WSGIEnvironment") -> str:
     """The id of the request whose WSGI environ is ``environ``."""
-    given = environ.get("HTTP_X_REQUEST_ID")
+    given: str | None = environ.get("HTTP_X_REQUEST_ID")
     if given and _WELL_FORMED.match(given):
         return given
     return new_id()

@@ -22,16 +22,24 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from itertools import count
+from typing import TYPE_CHECKING
+
+from werkzeug.wrappers import Response
 
 from . import requestid
+from ..request import Request
+from .records import Record, bytes_in
 from ..web import body_size
 
-# One answered request: (perf_counter at the end, seconds, method, route or
-# None, status, CONTENT_LENGTH text or None, response bytes or None,
-# principal or None, remote address, request id, trace id or None, error
-# code or None). A principal is small and immutable (``security.gate``). ``instruments.Instruments.add_records`` and
-# ``logs.RequestLog.write_records`` read it.
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
+
+    from .instruments import Instruments
+    from .logs import RequestLog
+    from .tracing import Tracing
+
 FLUSH_SECONDS = 0.5
 MAX_RECORDS = 4096       # a request that finds more drains them itself
 
@@ -41,7 +49,8 @@ _request_id = requestid.current.get
 
 
 class Observer:
-    def __init__(self, instruments=None, request_log=None, tracing=None):
+    def __init__(self, instruments: "Instruments | None" = None,
+                 request_log: "RequestLog | None" = None, tracing: "Tracing | None" = None) -> None:
         self.instruments = instruments
         self.request_log = request_log
         self.tracing = tracing
@@ -50,9 +59,9 @@ class Observer:
         # once (its filters read the request's context).
         self.lines = request_log if request_log is not None and request_log.direct else None
         self.logged = request_log if request_log is not None and not request_log.direct else None
-        self.trace_id = request_log.trace_id if self.lines is not None else None
-        self.records = []
-        self.aborted = []              # requests whose answer raised: they only end
+        self.trace_id = self.lines.trace_id if self.lines is not None else None
+        self.records: list[Record] = []
+        self.aborted: list[None] = []      # requests whose answer raised: they only end
         self._start = count().__next__     # one C call per request: atomic
         self._reads = 0                # calls of ``_start`` made by ``drain``
         self._ended = 0
@@ -63,14 +72,14 @@ class Observer:
             instruments.drain = self.drain
         _drainer.add(self)
 
-    def forget(self):
+    def forget(self) -> None:
         """In a forked child: the parent's records are the parent's."""
         del self.records[:]
         del self.aborted[:]
         self._start, self._reads, self._ended = count().__next__, 0, 0
         self._lock = threading.Lock()
 
-    def observe(self, answer, request):
+    def observe(self, answer: Callable[[Request], Response], request: Request) -> Response:
         """``answer(request)`` -> its response, observed."""
         self._start()
         started = _clock()
@@ -88,7 +97,7 @@ class Observer:
                     if self.trace_id is not None:
                         trace_id = self.trace_id()
                     if self.logged is not None:      # in the span: the line has its trace id
-                        self._log(request, response, ended - started, environ)
+                        self._log(self.logged, request, response, ended - started, environ)
         except BaseException:
             self.aborted.append(None)
             raise
@@ -98,16 +107,18 @@ class Observer:
                         request.principal, environ.get("REMOTE_ADDR"), _request_id(), trace_id,
                         request.error))
         if self.logged is not None and tracing is None:
-            self._log(request, response, ended - started, environ)
+            self._log(self.logged, request, response, ended - started, environ)
         if len(records) >= MAX_RECORDS:
             self.drain()
         return response
 
-    def _log(self, request, response, seconds, environ):
-        self.logged.write(request, request.route or "unmatched", response.status_code, seconds,
+    @staticmethod
+    def _log(logged: "RequestLog", request: Request, response: Response, seconds: float,
+             environ: "WSGIEnvironment") -> None:
+        logged.write(request, request.route or "unmatched", response.status_code, seconds,
                           bytes_in(environ.get("CONTENT_LENGTH")), body_size(response))
 
-    def drain(self):
+    def drain(self) -> None:
         """The records so far, added to the metrics and written as lines."""
         with self._lock:
             records, aborted = self.records, self.aborted
@@ -129,36 +140,30 @@ class Observer:
                     pass
 
 
-def bytes_in(length):
-    """CONTENT_LENGTH's text as a count (from the environ: Werkzeug's
-    ``content_length`` parses the headers)."""
-    return int(length) if length and length.isdigit() else 0
-
-
 class _Drainer:
     """One thread per process drains every observer (weakly held: an app
     that is gone is forgotten), and once more at exit."""
 
-    def __init__(self):
-        self.observers = weakref.WeakSet()
-        self.pid = None
+    def __init__(self) -> None:
+        self.observers: weakref.WeakSet[Observer] = weakref.WeakSet()
+        self.pid: int | None = None
         os.register_at_fork(after_in_child=self._after_fork)
         atexit.register(self.drain_all)
 
-    def add(self, observer):
+    def add(self, observer: Observer) -> None:
         self.observers.add(observer)
         if self.pid != os.getpid():
             self.pid = os.getpid()
             threading.Thread(target=self._run, name="restsvc-observer", daemon=True).start()
 
-    def _after_fork(self):
+    def _after_fork(self) -> None:
         for observer in list(self.observers):
             observer.forget()
         self.pid = None
         if self.observers:
             self.add(next(iter(self.observers)))
 
-    def _run(self):
+    def _run(self) -> None:
         while True:
             time.sleep(FLUSH_SECONDS)
             try:
@@ -166,7 +171,7 @@ class _Drainer:
             except Exception:        # a closed stream: the next round tries again
                 log.warning("observability: cannot drain the requests' records", exc_info=True)
 
-    def drain_all(self):
+    def drain_all(self) -> None:
         for observer in list(self.observers):
             observer.drain()
 

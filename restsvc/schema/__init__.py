@@ -12,18 +12,22 @@ does, ``migrate`` the ``restsvc migrate`` command's core.
 """
 import datetime
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import peewee
 
 from ..db import is_sqlite
 from . import history, trigram
 from .apply import MigrationError, apply_steps, backup_sqlite, migration_lock
-from .compare import BREAKS, WARNING, compare
-from .declared import declared_schema
+from .compare import BREAKS, WARNING, Difference, compare
+from .declared import Lowered, declared_schema
 from .inspect import inspect_database
-from .plan import plan
+from .plan import Step, plan
 
 log = logging.getLogger("restsvc")
 DEFAULT_LOCK_TIMEOUT = 30
+Models = Iterable[type[peewee.Model]]
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "MigrationError", "SchemaMismatch", "check", "migrate",
            "prepare", "status"]
@@ -35,20 +39,21 @@ class SchemaMismatch(Exception):
 
 @dataclass(frozen=True)
 class Outcome:
-    steps: tuple              # the plan (applied, or pending)
+    steps: tuple[Step, ...]     # the plan (applied, or pending)
     applied: bool = False
     backup: str | None = None        # the SQLite backup written first, if any
 
     @property
-    def destructive(self):
+    def destructive(self) -> list[Step]:
         return [step for step in self.steps if step.destructive]
 
     @property
-    def blocked(self):
+    def blocked(self) -> list[Step]:
         return [step for step in self.steps if step.blocked]
 
 
-def survey(database, models, lowered=()):
+def survey(database: peewee.Database, models: Models,
+           lowered: Lowered = ()) -> tuple[list[Difference], list[Step]]:
     """(differences, steps) of the database against the models and restsvc's own tables."""
     declared = declared_schema(database, tuple(models) + (history.MigrationRecord,), lowered)
     actual = inspect_database(database)
@@ -56,7 +61,7 @@ def survey(database, models, lowered=()):
     return differences, plan(database, declared, actual, differences)
 
 
-def check(database, models, lowered=()):
+def check(database: peewee.Database, models: Models, lowered: Lowered = ()) -> None:
     """The start-up check: raises SchemaMismatch naming each difference that
     breaks requests and the command that fixes it; logs the warnings."""
     differences, steps = survey(database, models, lowered)
@@ -64,7 +69,7 @@ def check(database, models, lowered=()):
     _check_substring(database, lowered)
 
 
-def _check_substring(database, lowered):
+def _check_substring(database: peewee.Database, lowered: Lowered) -> None:
     """Says at start-up when substring filters cannot have their index."""
     trigram.forget(database)
     if lowered:
@@ -73,7 +78,7 @@ def _check_substring(database, lowered):
             trigram.warn_unsupported(database, support.reason)
 
 
-def _judge(differences, steps):
+def _judge(differences: Sequence[Difference], steps: Sequence[Step]) -> None:
     for difference in differences:
         if difference.severity == WARNING:
             log.warning("schema: %s (restsvc migrate fixes it)", difference)
@@ -88,7 +93,8 @@ def _judge(differences, steps):
                          f"(`restsvc migrate --plan` shows the steps first)")
 
 
-def prepare(database, models, lowered=(), lock_timeout=DEFAULT_LOCK_TIMEOUT):
+def prepare(database: peewee.Database, models: Models, lowered: Lowered = (),
+            lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Outcome:
     """``init-schema``: under the lock, apply what plain ``migrate`` would
     (creating a new database in one step), never a destructive or blocked step;
     then the start-up check. The Outcome holds the steps applied (none: the
@@ -104,8 +110,9 @@ def prepare(database, models, lowered=(), lock_timeout=DEFAULT_LOCK_TIMEOUT):
     return Outcome(ready, applied=bool(ready))
 
 
-def migrate(database, models, lowered=(), apply=True, allow_destructive=False, backup=True,
-            lock_timeout=DEFAULT_LOCK_TIMEOUT):
+def migrate(database: peewee.Database, models: Models, lowered: Lowered = (), apply: bool = True,
+            allow_destructive: bool = False, backup: bool = True,
+            lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Outcome:
     """The plan, applied when ``apply`` and nothing blocks it (all of it, or
     nothing: destructive steps without ``allow_destructive`` hold back the rest)."""
     if not apply:
@@ -122,11 +129,12 @@ def migrate(database, models, lowered=(), apply=True, allow_destructive=False, b
     return Outcome(outcome.steps, applied=True, backup=written)
 
 
-def status(database, models, lowered=()):
+def status(database: peewee.Database, models: Models,
+           lowered: Lowered = ()) -> tuple[list[history.MigrationRecord], list[Step]]:
     """(applied MigrationRecords, pending steps)."""
     return history.applied(database), survey(database, models, lowered)[1]
 
 
-def _name(kind):
+def _name(kind: str) -> str:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{kind}"

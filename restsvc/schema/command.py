@@ -4,12 +4,35 @@
 blocked step, a failed step, a lock held too long, the database unreachable);
 2: destructive steps are pending and ``--allow-destructive`` was not given.
 """
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
 import peewee
 
 from . import MigrationError, migrate, status
+from .declared import Lowered
+from .plan import Step
+
+Out = Callable[[str], None]
 
 
-def run(app, args, out):
+class _Metadata(Protocol):
+    def indexed_text_fields(self) -> Lowered: ...
+
+
+class _App(Protocol):
+    """What the command reads of a RestApp."""
+
+    @property
+    def database(self) -> peewee.Database: ...
+    @property
+    def models(self) -> Sequence[type[peewee.Model]]: ...
+    @property
+    def metadata(self) -> _Metadata: ...
+
+
+def run(app: _App, args: argparse.Namespace, out: Out) -> int:
     """``app``: a RestApp built without the start-up check; ``out``: print."""
     lowered = app.metadata.indexed_text_fields()
     try:
@@ -20,7 +43,8 @@ def run(app, args, out):
                               allow_destructive=args.allow_destructive,
                               backup=not args.no_backup, lock_timeout=args.lock_timeout)
         finally:   # a one-shot command: its pooled PostgreSQL connections go too
-            getattr(app.database, "close_all", app.database.close)()
+            close: Callable[[], object] = getattr(app.database, "close_all", app.database.close)
+            close()
     except MigrationError as exc:
         raise CommandFailed(f"migrate: {exc}") from None
     except (peewee.OperationalError, peewee.InterfaceError) as exc:
@@ -54,7 +78,7 @@ class CommandFailed(Exception):
     """The message says why; the exit code is 1."""
 
 
-def _status(app, lowered, out):
+def _status(app: _App, lowered: Lowered, out: Out) -> int:
     records, pending = status(app.database, app.models, lowered)
     for record in records:
         out(f"{record.applied_at:%Y-%m-%d %H:%M:%S} UTC  {record.name}  "
@@ -66,7 +90,7 @@ def _status(app, lowered, out):
     return 0
 
 
-def _list(out, title, steps, text):
+def _list(out: Out, title: str, steps: Sequence[Step], text: Callable[[Step], str | None]) -> None:
     out(title)
     for step in steps:
         out(f"  - {text(step)}")

@@ -11,7 +11,11 @@ index is a warning.
 import re
 from dataclasses import dataclass
 
+import peewee
+
 from ..db import is_sqlite
+from .declared import DeclaredTable
+from .inspect import Table
 from .linkkeys import is_ours
 
 BREAKS, WARNING, TOLERATED = "breaks", "warning", "tolerated"
@@ -20,7 +24,7 @@ BREAKS, WARNING, TOLERATED = "breaks", "warning", "tolerated"
 @dataclass(frozen=True)
 class Difference:
     table: str
-    column: str         # or None
+    column: str | None
     kind: str           # missing_table, extra_table, missing_column, renamed_column,
                         # extra_column, wider_type, narrower_type, changed_type, nullable,
                         # required, missing_index, changed_index, extra_index, foreign_key,
@@ -28,14 +32,15 @@ class Difference:
     detail: str
     severity: str       # BREAKS, WARNING or TOLERATED
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = f"{self.table}.{self.column}" if self.column else self.table
         return f"{where}: {self.detail}"
 
 
-def compare(database, declared, actual):
+def compare(database: peewee.Database, declared: dict[str, DeclaredTable],
+            actual: dict[str, Table]) -> list[Difference]:
     """[Difference] between the declared schema and the inspected one, in model order."""
-    found = []
+    found: list[Difference] = []
     for name, wanted in declared.items():
         table = actual.get(name)
         if table is None:
@@ -50,13 +55,14 @@ def compare(database, declared, actual):
     return found
 
 
-def _columns(database, wanted, table):
-    found, name = [], table.name
-    renamed_from = set()
+def _columns(database: peewee.Database, wanted: DeclaredTable, table: Table) -> list[Difference]:
+    found: list[Difference] = []
+    name = table.name
+    renamed_from: set[str] = set()
     for column, want in wanted.table.columns.items():
         have = table.columns.get(column)
         old = wanted.renames.get(column)
-        if have is None and old in table.columns:
+        if have is None and old is not None and old in table.columns:
             renamed_from.add(old)
             found.append(Difference(name, column, "renamed_column",
                                     f"to be renamed from {old}", BREAKS))
@@ -90,8 +96,8 @@ def _columns(database, wanted, table):
     return found
 
 
-def _indexes(wanted, table):
-    found = []
+def _indexes(wanted: Table, table: Table) -> list[Difference]:
+    found: list[Difference] = []
     for index, want in wanted.indexes.items():
         have = table.indexes.get(index)
         if have is None:
@@ -107,11 +113,12 @@ def _indexes(wanted, table):
     return found
 
 
-def _link_keys(wanted, table, actual):
+def _link_keys(wanted: DeclaredTable, table: Table, actual: dict[str, Table]) -> list[Difference]:
     """The triggers keeping link keys columns (linkkeys.py), on a link table:
     missing ones break reads (the column would go stale); extra ones are an
     older model's, which an older instance may still rely on."""
-    found, declared = [], set()
+    found: list[Difference] = []
+    declared: set[str] = set()
     for unit in wanted.link_keys:
         declared.update(unit.triggers)
         owner = actual.get(unit.owner_table)
@@ -127,8 +134,8 @@ def _link_keys(wanted, table, actual):
     return found
 
 
-def _foreign_keys(wanted, table):
-    found = []
+def _foreign_keys(wanted: Table, table: Table) -> list[Difference]:
+    found: list[Difference] = []
     for column, want in wanted.foreign_keys.items():
         have = table.foreign_keys.get(column)
         if column in table.columns and (have is None or (have.table, have.to_column) != (
@@ -153,7 +160,7 @@ _FAMILY = {"smallint": "int", "integer": "int", "bigint": "int", "real": "float"
 _SIZED = re.compile(r"(varchar|char|numeric)(?:\((\d+)(?:,(\d+))?\))?\Z")
 
 
-def type_relation(have, want):
+def type_relation(have: str, want: str) -> str:
     """``same``, ``wider`` (the model's type holds more: a widening migration),
     ``narrower`` (the database's holds more) or ``changed``."""
     if have == want:

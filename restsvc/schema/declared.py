@@ -13,7 +13,9 @@ triggers with the link table.
 """
 import datetime
 import decimal
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import peewee
 
@@ -22,26 +24,31 @@ from . import linkkeys, trigram
 from .inspect import Column, ForeignKey, Index, Table, normalize_type
 
 KEYS_TYPE = "TEXT"      # the type of a link keys column (linkkeys.py)
+# (model, field) of each indexed string attribute: its lower-cased index and
+# its trigram index are declared too (Metadata.indexed_text_fields).
+Lowered = Sequence[tuple[type[peewee.Model], peewee.Field]]
 
 
 @dataclass(frozen=True)
 class DeclaredTable:
     table: Table            # columns, indexes (name -> Index with its CREATE sql), foreign keys
-    model: type
-    renames: dict           # new column -> old column, declared with @entity(renames=...)
-    internal: tuple = ()    # columns of no field: the link keys of the table's rows
-    link_keys: tuple = ()   # linkkeys.LinkKeys kept by triggers on this (link) table
+    model: type[peewee.Model]
+    renames: dict[str, str]     # new column -> old column, declared with @entity(renames=...)
+    internal: tuple[str, ...] = ()      # columns of no field: the link keys of the table's rows
+    link_keys: tuple[linkkeys.LinkKeys, ...] = ()   # kept by triggers on this (link) table
 
 
-def declared_schema(database, models, lowered=()):
+def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Model]],
+                    lowered: Lowered = (),
+                    ) -> dict[str, DeclaredTable]:
     """{table name: DeclaredTable} of the models, in the order given."""
-    by_model = {}
+    by_model: dict[type[peewee.Model], list[peewee.Field]] = {}
     for model, field in lowered:
         by_model.setdefault(model, []).append(field)
     support = trigram.support(database) if lowered else None
     internal, link_keys = linkkeys.declared(database, models,
                                             lambda field: datatype_sql(database, field))
-    schema = {}
+    schema: dict[str, DeclaredTable] = {}
     for model in models:
         table = Table(model._meta.table_name)
         for field in model._meta.sorted_fields:
@@ -54,11 +61,13 @@ def declared_schema(database, models, lowered=()):
         for column in internal.get(table.name, ()):
             table.columns[column] = Column(column, normalize_type(KEYS_TYPE), True)
         for index in model._meta.fields_to_index():
-            sql = render(database, model._schema._create_index(index, safe=False))
+            # peewee-stubs leave out Model._schema (a SchemaManager) and its _create_index.
+            sql = render(database, model._schema._create_index(index, safe=False))  # type: ignore[attr-defined]
             table.indexes[index._name] = Index(index._name, bool(index._unique), sql)
         for field in by_model.get(model, ()):
             name, sql = lowered_index_sql(database, model, field)
             table.indexes[name] = Index(name, False, sql)
+            assert support is not None      # worked out when there are lowered fields
             substring = trigram.declared_index(database, model, field, support)
             if substring is not None:
                 name, sql, create, drop = substring
@@ -69,38 +78,41 @@ def declared_schema(database, models, lowered=()):
     return schema
 
 
-def _renamed_columns(model):
-    declared = getattr(model.__dict__.get("_entity"), "renames", None) or {}
-    renames = {}
+def _renamed_columns(model: type[peewee.Model]) -> dict[str, str]:
+    declared: dict[str, str] = getattr(model.__dict__.get("_entity"), "renames", None) or {}
+    renames: dict[str, str] = {}
     for new, old in declared.items():
         field = model._meta.fields.get(new)
         if field is None:
             continue
-        column = field.column_name
+        column: str = field.column_name
         renames[column] = old + column[len(new):] if column.startswith(new) else old
     return renames
 
 
-def render(database, node):
+def render(database: peewee.Database, node: peewee.Node | peewee.Context) -> str:
     """A peewee node (or a built context) -> SQL text, parameters written in as literals."""
-    context = node if isinstance(node, peewee.Context) else _context(database).sql(node)
+    context: peewee.Context = node if isinstance(node, peewee.Context) \
+        else _context(database).sql(node)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     sql, params = context.query()
     if params:
         sql = sql.replace(database.param, "%s") % tuple(_literal(database, v) for v in params)
     return sql
 
 
-def _context(database):
+def _context(database: peewee.Database) -> peewee.Context:
     return database.get_sql_context(scope=peewee.SCOPE_VALUES)    # as peewee's own DDL
 
 
-def create_table_sql(database, model, name=None, internal=()):
+def create_table_sql(database: peewee.Database, model: type[peewee.Model], name: str | None = None,
+                     internal: Iterable[str] = ()) -> str:
     """``CREATE TABLE`` of the model (under ``name`` for a rebuild's new table),
     with the ``internal`` columns (``DeclaredTable.internal``) last."""
     context = _context(database)
-    columns, constraints = [], []
+    columns: list[peewee.Node] = []
+    constraints: list[peewee.Node] = []
     for field in model._meta.sorted_fields:
-        parts = [field.ddl(context)]
+        parts: list[peewee.Node] = [field.ddl(context)]
         default = default_literal(database, field)
         if default is not None:
             parts.append(peewee.SQL(f"DEFAULT {default}"))
@@ -111,30 +123,31 @@ def create_table_sql(database, model, name=None, internal=()):
     meta = model._meta
     if meta.composite_key:
         constraints.insert(0, peewee.NodeList((peewee.SQL("PRIMARY KEY"), peewee.EnclosedNodeList(
-            [meta.fields[name].column for name in meta.primary_key.field_names]))))
+            [meta.fields[name].column
+             for name in cast(peewee.CompositeKey, meta.primary_key).field_names]))))
     constraints.extend(meta.constraints or ())
     table = peewee.Entity(name or meta.table_name)
     return render(database, peewee.NodeList((
         peewee.SQL("CREATE TABLE"), table, peewee.EnclosedNodeList(columns + constraints))))
 
 
-def datatype_sql(database, field):
+def datatype_sql(database: peewee.Database, field: peewee.Field) -> str:
     return render(database, field.ddl_datatype(_context(database)))
 
 
-def foreign_key_sql(database, field):
+def foreign_key_sql(database: peewee.Database, field: peewee.ForeignKeyField) -> str:
     return render(database, field.foreign_key_constraint(explicit_name=True))
 
 
-def internal_column_sql(column):
+def internal_column_sql(column: str) -> str:
     """The definition of an internal column (``DeclaredTable.internal``)."""
     return '"' + column.replace('"', '""') + '" ' + KEYS_TYPE
 
 
-def column_sql(database, field):
+def column_sql(database: peewee.Database, field: peewee.Field) -> str:
     """A column's definition for ``ALTER TABLE ... ADD COLUMN``."""
     context = _context(database)
-    parts = [field.ddl(context)]
+    parts: list[peewee.Node] = [field.ddl(context)]
     default = default_literal(database, field)
     if default is not None:
         parts.append(peewee.SQL(f"DEFAULT {default}"))
@@ -146,15 +159,15 @@ def column_sql(database, field):
     return render(database, peewee.NodeList(parts))
 
 
-def default_literal(database, field):
+def default_literal(database: peewee.Database, field: peewee.Field) -> str | None:
     """The SQL literal of a NOT NULL field's constant default, else None
     (a callable default is the application's, computed per row)."""
     if field.null or field.default is None or callable(field.default) or field.primary_key:
         return None
-    return _literal(database, field.db_value(field.default))
+    return _literal(database, field.db_value(field.default))  # type: ignore[no-untyped-call, unused-ignore]  # stubs
 
 
-def _literal(database, value):
+def _literal(database: peewee.Database, value: object) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, bool):

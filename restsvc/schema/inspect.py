@@ -7,7 +7,9 @@ kept in a normalized spelling that ``declared.py`` produces for the model too.
 import re
 from dataclasses import dataclass, field
 
-from ..db import is_sqlite
+import peewee
+
+from ..db import execute, is_sqlite
 from . import trigram
 
 
@@ -24,12 +26,12 @@ class Index:
     name: str
     unique: bool
     sql: str                # the definition, to tell which columns it covers
-    create: tuple = ()      # the statements that make it, when not just ``sql``
-    drop: tuple = ()        # the statements that remove it, when not ``DROP INDEX``
-    covers: tuple = ()      # the columns it covers when ``sql`` does not name them (SQLite
-                            # trigram indexes: an FTS table kept by triggers)
+    create: tuple[str, ...] = ()      # the statements that make it, when not just ``sql``
+    drop: tuple[str, ...] = ()        # the statements that remove it, when not ``DROP INDEX``
+    covers: tuple[str, ...] = ()      # the columns it covers when ``sql`` does not name them (SQLite
+                                      # trigram indexes: an FTS table kept by triggers)
 
-    def creating(self):
+    def creating(self) -> tuple[str, ...]:
         return self.create or (self.sql,)
 
 
@@ -50,10 +52,10 @@ class Trigger:
 @dataclass
 class Table:
     name: str
-    columns: dict = field(default_factory=dict)       # name -> Column, in table order
-    indexes: dict = field(default_factory=dict)       # name -> Index
-    foreign_keys: dict = field(default_factory=dict)  # column -> ForeignKey
-    triggers: dict = field(default_factory=dict)      # name -> Trigger
+    columns: dict[str, Column] = field(default_factory=dict)       # in table order
+    indexes: dict[str, Index] = field(default_factory=dict)
+    foreign_keys: dict[str, ForeignKey] = field(default_factory=dict)  # by column
+    triggers: dict[str, Trigger] = field(default_factory=dict)
 
 
 # PostgreSQL's catalog names -> the spelling peewee declares (lower case).
@@ -64,7 +66,7 @@ _PG_ALIASES = {"character varying": "varchar", "timestamp without time zone": "t
                "float4": "real", "character": "char"}
 
 
-def normalize_type(text):
+def normalize_type(text: str | None) -> str:
     """``VARCHAR(200)``, ``character varying(200)`` -> ``varchar(200)``."""
     text = re.sub(r"\s*,\s*", ",", re.sub(r"\s+", " ", (text or "").strip().lower()))
     base, paren, rest = text.partition("(")
@@ -72,16 +74,16 @@ def normalize_type(text):
     return f"{base}({rest}" if paren else base
 
 
-def inspect_database(database):
+def inspect_database(database: peewee.Database) -> dict[str, Table]:
     """{table name: Table} of the tables the connection's schema holds."""
     return _inspect_sqlite(database) if is_sqlite(database) else _inspect_postgres(database)
 
 
-def _inspect_sqlite(database):
-    tables = {}
+def _inspect_sqlite(database: peewee.Database) -> dict[str, Table]:
+    tables: dict[str, Table] = {}
     # The trigram indexes' FTS5 tables are indexes of the table their triggers are on.
     hidden, substring = trigram.inspect_sqlite(database)
-    names = [row[0] for row in database.execute_sql(
+    names = [row[0] for row in execute(database,
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
         "ORDER BY name")]
     for name in names:
@@ -89,28 +91,28 @@ def _inspect_sqlite(database):
             continue
         table = tables[name] = Table(name)
         quoted = name.replace('"', '""')
-        for _, column, type_, notnull, default, _pk in database.execute_sql(
+        for _, column, type_, notnull, default, _pk in execute(database,
                 f'PRAGMA table_info("{quoted}")'):
             table.columns[column] = Column(column, normalize_type(type_), not notnull, default)
-        for index, sql in database.execute_sql(
+        for index, sql in execute(database,
                 "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
                 "AND sql IS NOT NULL ORDER BY name", (name,)):
             table.indexes[index] = Index(index, sql.upper().startswith("CREATE UNIQUE"), sql)
         for index, sql, drop, covers in substring.get(name, ()):
             table.indexes[index] = Index(index, False, sql, drop=drop, covers=covers)
-        for row in database.execute_sql(f'PRAGMA foreign_key_list("{quoted}")'):
+        for row in execute(database, f'PRAGMA foreign_key_list("{quoted}")'):
             table.foreign_keys[row[3]] = ForeignKey(row[3], row[2], row[4])
-    for name, table in database.execute_sql(
+    for name, table in execute(database,
             "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' ORDER BY name"):
         if table in tables:
             tables[table].triggers[name] = Trigger(name)
     return tables
 
 
-def _inspect_postgres(database):
-    tables = {name: Table(name) for (name,) in database.execute_sql(
+def _inspect_postgres(database: peewee.Database) -> dict[str, Table]:
+    tables = {name: Table(name) for (name,) in execute(database,
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")}
-    for table, column, type_, notnull, default in database.execute_sql(
+    for table, column, type_, notnull, default in execute(database,
             "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
             "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a "
             "JOIN pg_class c ON c.oid = a.attrelid "
@@ -121,7 +123,7 @@ def _inspect_postgres(database):
         if table in tables:
             tables[table].columns[column] = Column(column, normalize_type(type_), not notnull,
                                                    default)
-    for table, index, unique, sql in database.execute_sql(
+    for table, index, unique, sql in execute(database,
             "SELECT t.relname, i.relname, x.indisunique, pg_get_indexdef(x.indexrelid) "
             "FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
             "JOIN pg_class t ON t.oid = x.indrelid "
@@ -129,7 +131,7 @@ def _inspect_postgres(database):
             "WHERE n.nspname = current_schema() AND NOT x.indisprimary ORDER BY i.relname"):
         if table in tables:
             tables[table].indexes[index] = Index(index, unique, sql)
-    for table, name, column, target, to_column in database.execute_sql(
+    for table, name, column, target, to_column in execute(database,
             "SELECT c.relname, k.conname, a.attname, r.relname, ra.attname "
             "FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -139,7 +141,7 @@ def _inspect_postgres(database):
             "WHERE k.contype = 'f' AND n.nspname = current_schema() ORDER BY k.conname"):
         if table in tables:
             tables[table].foreign_keys[column] = ForeignKey(column, target, to_column, name)
-    for table, name, function in database.execute_sql(
+    for table, name, function in execute(database,
             "SELECT c.relname, t.tgname, p.proname FROM pg_trigger t "
             "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
             "JOIN pg_proc p ON p.oid = t.tgfoid "
@@ -149,7 +151,7 @@ def _inspect_postgres(database):
     return tables
 
 
-def index_covers(index, column):
+def index_covers(index: Index, column: str) -> bool:
     """Whether an index's definition names ``column`` (plain or quoted)."""
     if column in index.covers:
         return True

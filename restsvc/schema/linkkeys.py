@@ -40,21 +40,26 @@ the same transaction, after the triggers (a link written meanwhile waits for
 the migration's lock, then fires them).
 """
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import peewee
+
 from ..db import is_sqlite
+from .inspect import Trigger
 
 SUFFIX = "_link_keys"
 _OURS = re.compile(rf"{SUFFIX}_(?:ins|del|upd|trunc)\Z")
 
 
-def keys_column(m2m):
+def keys_column(m2m: peewee.ManyToManyField) -> str | None:
     """The owner's column holding a many-to-many field's link keys, or None
     for a backref (the inverse side aggregates the link table when it loads)."""
-    return None if m2m._is_backref else f"{m2m.name}{SUFFIX}"
+    # peewee-stubs leave out the field's private _is_backref.
+    return None if m2m._is_backref else f"{m2m.name}{SUFFIX}"  # type: ignore[attr-defined]
 
 
-def is_ours(trigger_name):
+def is_ours(trigger_name: str) -> bool:
     """Whether a trigger is one of the link keys' (an extra one is dropped by migrate)."""
     return _OURS.search(trigger_name) is not None
 
@@ -65,21 +70,24 @@ class LinkKeys:
     owner_table: str
     column: str
     link_table: str
-    triggers: tuple         # their names, on the link table
-    create: tuple           # statements: remove, create, fill the column
-    drop: tuple
+    triggers: tuple[str, ...]       # their names, on the link table
+    create: tuple[str, ...]         # statements: remove, create, fill the column
+    drop: tuple[str, ...]
 
     @property
-    def description(self):
+    def description(self) -> str:
         return f"{self.owner_table}.{self.column} (from {self.link_table})"
 
 
-def declared(database, models, type_sql):
+def declared(database: peewee.Database, models: Sequence[type[peewee.Model]],
+             type_sql: Callable[[peewee.Field], str],
+             ) -> tuple[dict[str, list[str]], dict[str, list[LinkKeys]]]:
     """({owner table: [column]}, {link table: [LinkKeys]}) of the models'
     own many-to-many fields whose link tables are among ``models``.
     ``type_sql``: a field -> its SQL type (the member column's, for PostgreSQL)."""
     present = set(models)
-    columns, units = {}, {}
+    columns: dict[str, list[str]] = {}
+    units: dict[str, list[LinkKeys]] = {}
     for model in models:
         for m2m in model._meta.manytomany.values():
             column = keys_column(m2m)
@@ -93,19 +101,24 @@ def declared(database, models, type_sql):
     return columns, units
 
 
-def _link_fields(model, m2m, through):
-    keys = [field for field in through._meta.sorted_fields if hasattr(field, "rel_model")]
+def _link_fields(model: type[peewee.Model], m2m: peewee.ManyToManyField,
+                 through: type[peewee.Model]) -> tuple[peewee.ForeignKeyField, peewee.ForeignKeyField]:
+    keys: list[peewee.ForeignKeyField] = [field for field in through._meta.sorted_fields
+                                          if hasattr(field, "rel_model")]
     owner = next(field for field in keys if field.rel_model is model)
     member = next(field for field in keys if field is not owner)
     return owner, member
 
 
-def _q(identifier):
+def _q(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def _unit(database, model, column, through, owner, member, member_type):
-    table, link = model._meta.table_name, through._meta.table_name
+def _unit(database: peewee.Database, model: type[peewee.Model], column: str,
+          through: type[peewee.Model], owner: peewee.ForeignKeyField,
+          member: peewee.ForeignKeyField, member_type: str) -> LinkKeys:
+    table: str = model._meta.table_name
+    link: str = through._meta.table_name
     base = f"{table}_{column}"
     names = {kind: (base[:63 - len(kind) - 1] + "_" + kind)
              for kind in (("ins", "del", "upd") if is_sqlite(database)
@@ -170,13 +183,13 @@ def _unit(database, model, column, through, owner, member, member_type):
     return LinkKeys(table, column, link, tuple(names.values()), create, drop)
 
 
-def _fill(t, k, lt, i, o, keys):
+def _fill(t: str, k: str, lt: str, i: str, o: str, keys: str) -> str:
     """Fills the column from the link table: the rows with links, and those
     that hold keys they no longer have."""
     return f"UPDATE {t} SET {k} = {keys} WHERE {k} IS NOT NULL OR {i} IN (SELECT {o} FROM {lt})"
 
 
-def drop_extra(database, table, trigger):
+def drop_extra(database: peewee.Database, table: str, trigger: Trigger) -> tuple[str, ...]:
     """Statements removing a link keys trigger the model no longer declares
     (PostgreSQL: with its function, which goes with all its triggers)."""
     if is_sqlite(database) or trigger.function is None:

@@ -16,44 +16,50 @@ made again. Link keys triggers the model no longer declares are removed
 first (destructive: an older instance may still read their column).
 """
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import peewee
 
-from ..db import is_sqlite
+from ..db import execute, is_sqlite
 from . import linkkeys
-from .declared import (column_sql, create_table_sql, datatype_sql, foreign_key_sql,
+from .compare import Difference
+from .declared import (DeclaredTable, column_sql, create_table_sql, datatype_sql, foreign_key_sql,
                        internal_column_sql)
-from .inspect import index_covers
+from .inspect import Index, Table, index_covers
+
+Declared = dict[str, DeclaredTable]
+Actual = dict[str, Table]
 
 
 @dataclass(frozen=True)
 class Step:
     description: str
-    sql: tuple
+    sql: tuple[str, ...]
     destructive: bool = False
     blocked: str | None = None       # why it cannot run on the rows as they are
     rebuild: bool = False     # a SQLite table rebuild
 
-    def text(self):
+    def text(self) -> str:
         flags = " [destructive]" if self.destructive else ""
         flags += f" [blocked: {self.blocked}]" if self.blocked else ""
         return "\n".join([f"-- {self.description}{flags}"] + [f"{sql};" for sql in self.sql])
 
 
-def plan(database, declared, actual, differences):
+def plan(database: peewee.Database, declared: Declared, actual: Actual,
+         differences: Iterable[Difference]) -> list[Step]:
     """[Step] that bring the database to the declared schema."""
-    by_table = {}
+    by_table: dict[str, list[Difference]] = {}
     for difference in differences:
         by_table.setdefault(difference.table, []).append(difference)
     steps = _extra_link_keys(database, declared, actual)
     new = [d.model for name, d in declared.items() if name not in actual]
-    for model in peewee.sort_models(new):
+    for model in peewee.sort_models(new):  # type: ignore[attr-defined]  # not in peewee-stubs
         wanted = declared[model._meta.table_name]
         steps.append(Step(f"create table {wanted.table.name}", (create_table_sql(
             database, model, internal=wanted.internal),) + _creating(
                 wanted.table.indexes.values())))
-    rebuilt = set()
+    rebuilt: set[str] = set()
     for name, wanted in declared.items():
         if name in actual and by_table.get(name):
             for step in _table_steps(database, wanted, actual[name], by_table[name]):
@@ -68,14 +74,14 @@ def plan(database, declared, actual, differences):
     return steps
 
 
-def _units(declared):
+def _units(declared: Declared) -> list[linkkeys.LinkKeys]:
     return [unit for wanted in declared.values() for unit in wanted.link_keys]
 
 
-def _link_keys_steps(declared, actual, rebuilt):
+def _link_keys_steps(declared: Declared, actual: Actual, rebuilt: set[str]) -> list[Step]:
     """The link keys triggers to make (again), each with its column's filling:
     missing (a new table or column included), or removed by a rebuild."""
-    steps = []
+    steps: list[Step] = []
     for unit in _units(declared):
         owner, link = actual.get(unit.owner_table), actual.get(unit.link_table)
         if (owner is None or link is None or unit.column not in owner.columns
@@ -86,7 +92,7 @@ def _link_keys_steps(declared, actual, rebuilt):
     return steps
 
 
-def _without_link_keys(step, table, declared):
+def _without_link_keys(step: Step, table: str, declared: Declared) -> Step:
     """A SQLite rebuild of ``table`` that first removes the link keys triggers
     naming it (``_link_keys_steps`` makes them again)."""
     drops = tuple(sql for unit in _units(declared) if table in (unit.owner_table,
@@ -95,10 +101,10 @@ def _without_link_keys(step, table, declared):
     return dataclasses.replace(step, sql=drops + step.sql) if drops else step
 
 
-def _extra_link_keys(database, declared, actual):
+def _extra_link_keys(database: peewee.Database, declared: Declared, actual: Actual) -> list[Step]:
     """Link keys triggers the model does not declare (on any table, one the
     model no longer has included), removed first."""
-    steps = []
+    steps: list[Step] = []
     for name, table in actual.items():
         wanted = {trigger for unit in (declared[name].link_keys if name in declared else ())
                   for trigger in unit.triggers}
@@ -109,18 +115,21 @@ def _extra_link_keys(database, declared, actual):
     return steps
 
 
-def _table_steps(database, wanted, table, differences):
+def _table_steps(database: peewee.Database, wanted: DeclaredTable, table: Table,
+                 differences: list[Difference]) -> list[Step]:
     kinds = {d.kind for d in differences if d.column}
     rebuild_kinds = {"wider_type", "narrower_type", "changed_type", "nullable", "required",
                      "foreign_key", "extra_column"}
     if is_sqlite(database) and kinds & rebuild_kinds:
         return [_rebuild(database, wanted, table, differences)] + _index_steps(
             wanted, table, differences, rebuilt=True)
-    steps = []
+    steps: list[Step] = []
     name, model = wanted.table.name, wanted.model
-    fields = {field.column_name: field for field in model._meta.sorted_fields}
+    fields: dict[str, peewee.Field] = {field.column_name: field for field in model._meta.sorted_fields}
     for d in differences:
         column = d.column
+        if column is None:
+            continue        # an index's: _index_steps
         if d.kind == "renamed_column":
             old = wanted.renames[column]
             drops = tuple(sql for index in table.indexes.values()
@@ -156,18 +165,22 @@ def _table_steps(database, wanted, table, differences):
     return steps + _index_steps(wanted, table, differences)
 
 
-def _foreign_key_step(database, field, table):
+def _foreign_key_step(database: peewee.Database, field: peewee.Field, table: Table) -> Step:
     name, have = table.name, table.foreign_keys.get(field.column_name)
-    sql = (f"ALTER TABLE {_q(name)} DROP CONSTRAINT {_q(have.name)}",) if have else ()
+    sql: tuple[str, ...] = (f"ALTER TABLE {_q(name)} DROP CONSTRAINT {_q(str(have.name))}",) \
+        if have else ()
     if isinstance(field, peewee.ForeignKeyField):
         sql += (f"ALTER TABLE {_q(name)} ADD " + foreign_key_sql(database, field),)
     return Step(f"change the foreign key of {name}.{field.column_name}", sql, destructive=True)
 
 
-def _index_steps(wanted, table, differences, rebuilt=False):
-    steps = []
+def _index_steps(wanted: DeclaredTable, table: Table, differences: list[Difference],
+                 rebuilt: bool = False) -> list[Step]:
+    steps: list[Step] = []
     for d in differences:
-        index = d.detail.split()[1] if d.kind.endswith("_index") else None
+        if not d.kind.endswith("_index"):
+            continue
+        index = d.detail.split()[1]
         if d.kind == "missing_index" and not rebuilt:
             steps.append(Step(f"create index {index}", wanted.table.indexes[index].creating()))
         elif d.kind == "changed_index" and not rebuilt:
@@ -187,30 +200,33 @@ def _index_steps(wanted, table, differences, rebuilt=False):
     return steps
 
 
-def _creating(indexes):
+def _creating(indexes: Iterable[Index]) -> tuple[str, ...]:
     return tuple(sql for index in indexes for sql in index.creating())
 
 
-def _dropping(index):
+def _dropping(index: Index) -> tuple[str, ...]:
     return index.drop or (f"DROP INDEX {_q(index.name)}",)
 
 
-def _renamed_column(wanted, table, index):
+def _renamed_column(wanted: DeclaredTable, table: Table, index: str) -> str | None:
     """The old name of a declared rename that ``index`` covers, or None: such
     an index goes with the rename, which applies without asking."""
     return next((old for old in wanted.renames.values()
                  if index_covers(table.indexes[index], old)), None)
 
 
-def _rebuild(database, wanted, table, differences):
+def _rebuild(database: peewee.Database, wanted: DeclaredTable, table: Table,
+             differences: list[Difference]) -> Step:
     """SQLite's table rebuild (https://sqlite.org/lang_altertable.html#otheralter)."""
     name, model = wanted.table.name, wanted.model
     new = f"{name}__rebuild"
-    targets, sources, blocked = [], [], []
+    targets: list[str] = []
+    sources: list[str] = []
+    blocked: list[str | None] = []
     for field in model._meta.sorted_fields:
         column = field.column_name
         source = column if column in table.columns else wanted.renames.get(column)
-        if source in table.columns:
+        if source is not None and source in table.columns:
             targets.append(_q(column))
             sources.append(_q(source))
         else:
@@ -218,7 +234,8 @@ def _rebuild(database, wanted, table, differences):
     kept = [_q(column) for column in wanted.internal if column in table.columns]
     targets += kept
     sources += kept
-    blocked += [_nulls(database, name, d.column) for d in differences if d.kind == "required"]
+    blocked += [_nulls(database, name, d.column) for d in differences
+                if d.kind == "required" and d.column is not None]
     destructive = [d for d in differences if d.column and d.kind not in (
         "renamed_column", "missing_column", "narrower_type", "nullable")]
     what = "; ".join(_describe(d, wanted) for d in differences if d.column)
@@ -243,9 +260,9 @@ _VERBS = {"missing_column": "add column", "narrower_type": "widen column",
           "extra_column": "drop column", "foreign_key": "change the foreign key of"}
 
 
-def _describe(difference, wanted):
+def _describe(difference: Difference, wanted: DeclaredTable) -> str:
     where = f"{difference.table}.{difference.column}"
-    if difference.kind == "renamed_column":
+    if difference.kind == "renamed_column" and difference.column is not None:
         return (f"rename column {difference.table}.{wanted.renames[difference.column]} "
                 f"to {difference.column}")
     if difference.kind.endswith("_type"):
@@ -253,8 +270,9 @@ def _describe(difference, wanted):
     return f"{_VERBS[difference.kind]} {where}"
 
 
-def _needs_default(database, wanted, table, column):
-    field = wanted.model._meta.columns[column]
+def _needs_default(database: peewee.Database, wanted: DeclaredTable, table: Table,
+                   column: str) -> str | None:
+    field: peewee.Field = wanted.model._meta.columns[column]
     if field.null or wanted.table.columns[column].default is not None:
         return None
     if is_sqlite(database) or _count(database, table.name):
@@ -263,15 +281,21 @@ def _needs_default(database, wanted, table, column):
     return None
 
 
-def _nulls(database, table, column):
-    count = database.execute_sql(
-        f"SELECT COUNT(*) FROM {_q(table)} WHERE {_q(column)} IS NULL").fetchone()[0]
+def _nulls(database: peewee.Database, table: str, column: str) -> str | None:
+    count = _counted(database, f"SELECT COUNT(*) FROM {_q(table)} WHERE {_q(column)} IS NULL")
     return f"{count} rows of {table} hold NULL in {column}" if count else None
 
 
-def _count(database, table):
-    return database.execute_sql(f"SELECT COUNT(*) FROM {_q(table)}").fetchone()[0]
+def _count(database: peewee.Database, table: str) -> int:
+    return _counted(database, f"SELECT COUNT(*) FROM {_q(table)}")
 
 
-def _q(identifier):
+def _counted(database: peewee.Database, sql: str) -> int:
+    row = execute(database, sql).fetchone()
+    assert row is not None      # COUNT(*) has one row
+    count: int = row[0]
+    return count
+
+
+def _q(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'

@@ -21,7 +21,9 @@ gives an existing database its indexes, a SQLite table rebuild remakes them.
 import logging
 import re
 
-from ..db import is_sqlite
+import peewee
+
+from ..db import execute, is_sqlite
 
 log = logging.getLogger("restsvc")
 
@@ -29,23 +31,32 @@ _TRIGGERS = ("ai", "ad", "au")
 _SHADOWS = ("data", "idx", "content", "docsize", "config")
 MIN_LENGTH = 3          # characters a trigram match needs
 
+Statements = tuple[str, ...]
+# (name, sql, create statements, drop statements) of a declared index.
+DeclaredIndex = tuple[str, str, Statements, Statements]
+# (name, sql, drop statements, columns covered) of a trigram index found.
+FoundIndex = tuple[str, str, Statements, tuple[str, ...]]
 
-def index_name(table, column):
+
+def index_name(table: str, column: str) -> str:
     return f"{table}_{column}_trgm"[:63]
 
 
-def _q(identifier):
+def _q(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def declared_index(database, model, field, support):
+def declared_index(database: peewee.Database, model: type[peewee.Model], field: peewee.Field,
+                   support: "Support") -> DeclaredIndex | None:
     """(name, sql, create statements, drop statements) of one field's trigram
     index, or None when the database cannot have one (``support``)."""
     if not support.available:
         return None
-    table, column = model._meta.table_name, field.column_name
+    table: str = model._meta.table_name
+    column: str = field.column_name
     name = index_name(table, column)
     if not is_sqlite(database):
+        assert support.schema is not None       # available on PostgreSQL: where pg_trgm is
         sql = (f"CREATE INDEX IF NOT EXISTS {_q(name)} ON {_q(table)} USING gin "
                f"(lower({_q(column)}) {_q(support.schema)}.gin_trgm_ops)")
         return name, sql, support.setup + (sql,), ()
@@ -72,30 +83,32 @@ def declared_index(database, model, field, support):
 class Support:
     """Whether this database can hold trigram indexes, and if not, why."""
 
-    def __init__(self, available, reason=None, schema=None, setup=()):
+    def __init__(self, available: bool, reason: str | None = None, schema: str | None = None,
+                 setup: Statements = ()) -> None:
         self.available, self.reason = available, reason
         self.schema = schema        # PostgreSQL: where pg_trgm's operator classes live
         self.setup = setup          # PostgreSQL: CREATE EXTENSION, when still to be done
 
 
-def support(database):
+def support(database: peewee.Database) -> Support:
     if is_sqlite(database):
         return _sqlite_support(database)
     return _postgres_support(database)
 
 
-def _sqlite_support(database):
+def _sqlite_support(database: peewee.Database) -> Support:
     try:
-        database.execute_sql("CREATE VIRTUAL TABLE temp.restsvc_trgm_probe USING fts5("
-                             "v, tokenize='trigram')")
-        database.execute_sql("DROP TABLE temp.restsvc_trgm_probe")
+        execute(database, "CREATE VIRTUAL TABLE temp.restsvc_trgm_probe USING fts5("
+                          "v, tokenize='trigram')")
+        execute(database, "DROP TABLE temp.restsvc_trgm_probe")
     except Exception as exc:     # noqa: BLE001  (no FTS5, or a SQLite before 3.34)
         return Support(False, f"this SQLite has no FTS5 trigram tokenizer ({exc})")
     return Support(True)
 
 
-def _postgres_support(database):
-    row = database.execute_sql(
+def _postgres_support(database: peewee.Database) -> Support:
+    row = execute(
+        database,
         "SELECT (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
         "        ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'), "
         # "trusted" is PostgreSQL 13's; read as JSON, older servers answer false
@@ -105,6 +118,7 @@ def _postgres_support(database):
         "has_database_privilege(current_database(), 'CREATE') "
         "AND to_regnamespace('public') IS NOT NULL "
         "AND has_schema_privilege('public', 'CREATE')").fetchone()
+    assert row is not None      # a SELECT without FROM has one row
     installed, trusted, superuser, may_create = row
     if installed:
         return Support(True, schema=installed)
@@ -118,30 +132,31 @@ def _postgres_support(database):
                    setup=("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public",))
 
 
-def warn_unsupported(database, reason):
+def warn_unsupported(database: peewee.Database, reason: str | None) -> None:
     log.warning("substring search: %s; contains and endsWith filters scan the table. "
                 "Once it is there, `restsvc migrate` creates the trigram indexes.", reason)
 
 
-def inspect_sqlite(database):
+def inspect_sqlite(database: peewee.Database) -> tuple[set[str], dict[str, list[FoundIndex]]]:
     """(names of FTS5 tables and their shadow tables, which are no tables of
     the model; {table: [(name, sql, drop)]} of the complete trigram indexes:
     the FTS table with its three triggers on one table, and the columns it
     covers: the one its name was made of, and the one its triggers read,
     which differ once a column was renamed under it)."""
-    virtual = {name: sql for name, sql in database.execute_sql(
+    virtual: dict[str, str] = {name: sql for name, sql in execute(database,
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_trgm' "
         "ESCAPE '\\' AND sql LIKE 'CREATE VIRTUAL TABLE%'")}
     hidden = set(virtual) | {f"{name}_{shadow}" for name in virtual for shadow in _SHADOWS}
-    triggers, bodies = {}, {}
-    for name, table, body in database.execute_sql(
+    triggers: dict[str, str] = {}
+    bodies: dict[str, str | None] = {}
+    for name, table, body in execute(database,
             "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"):
         triggers[name], bodies[name] = table, body
-    found = {}
+    found: dict[str, list[FoundIndex]] = {}
     for name, sql in virtual.items():
         owners = {triggers.get(f"{name}_{kind}") for kind in _TRIGGERS}
-        if len(owners) == 1 and None not in owners:
-            owner = owners.pop()
+        owner = owners.pop() if len(owners) == 1 else None
+        if owner is not None:
             drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in _TRIGGERS
                          ) + (f"DROP TABLE IF EXISTS {_q(name)}",)
             covers = _covered(name, owner, bodies[f"{name}_ai"])
@@ -152,10 +167,10 @@ def inspect_sqlite(database):
 _READ_COLUMN = re.compile(r'WHEN new\.("(?:[^"]|"")+"|\w+) IS NOT NULL', re.IGNORECASE)
 
 
-def _covered(name, table, insert_trigger):
+def _covered(name: str, table: str, insert_trigger: str | None) -> tuple[str, ...]:
     """The columns a trigram index covers: by its name (unless cut to 63
     characters) and by what its insert trigger reads."""
-    covers = []
+    covers: list[str] = []
     prefix, suffix = f"{table}_", "_trgm"
     if len(name) < 63 and name.startswith(prefix) and name.endswith(suffix):
         covers.append(name[len(prefix):-len(suffix)])
@@ -171,10 +186,10 @@ def _covered(name, table, insert_trigger):
 _PRESENT = "_restsvc_trigram_tables"
 
 
-def present(database):
+def present(database: peewee.Database) -> frozenset[str]:
     """The names of the complete trigram FTS tables of a SQLite database, read
     once per database object (``forget`` after the schema changed)."""
-    known = getattr(database, _PRESENT, None)
+    known: frozenset[str] | None = getattr(database, _PRESENT, None)
     if known is None:
         _, found = inspect_sqlite(database)
         known = frozenset(name for indexes in found.values() for name, *_ in indexes)
@@ -182,12 +197,12 @@ def present(database):
     return known
 
 
-def forget(database):
+def forget(database: peewee.Database) -> None:
     if hasattr(database, _PRESENT):
         delattr(database, _PRESENT)
 
 
-def match_table(database, op, field, value):
+def match_table(database: peewee.Database, op: str, field: peewee.Field, value: str) -> str | None:
     """The FTS table whose match narrows a ``contains``/``endsWith`` on ``field``
     (SQLite), or None: the scan alone answers."""
     if op not in ("contains", "endsWith") or not is_sqlite(database):
@@ -198,6 +213,6 @@ def match_table(database, op, field, value):
     return name if name in present(database) else None
 
 
-def match_query(value):
+def match_query(value: str) -> str:
     """An FTS5 phrase of the lowered value: every trigram of it, in order."""
     return '"' + value.lower().replace('"', '""') + '"'
