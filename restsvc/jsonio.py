@@ -4,8 +4,15 @@ import json
 import re
 import secrets
 from json.encoder import encode_basestring as quoted    # C: "text" with JSON escapes
+from typing import Any
 
 from .model.numbers import parse_json_int, parse_number
+
+# Any JSON value (null, boolean, number, string, array, object) as parsed or
+# to be written; loose on purpose (a recursive alias would make every reader
+# narrow by hand). JsonObject: a JSON object.
+JsonValue = Any
+JsonObject = dict[str, JsonValue]
 
 # JSON numbers must keep a decimal's scale ("100.00"), which the json module
 # cannot write. A Decimal is first written as a string between two markers
