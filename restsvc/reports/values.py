@@ -5,8 +5,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model.datatypes import DATATYPES, column_text
+from typing import TYPE_CHECKING
+
 from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
 from .cells import guarded_text
+
+if TYPE_CHECKING:
+    from ..model.metadata import MetaClass, MetaEnum, MetaProperty
 
 # Report parameter types with a plain datatype (ENUMERATION, ENTITY and
 # ENTITY_LIST are resolved against the metadata instead).
@@ -18,7 +23,9 @@ _CELL_KINDS = {"int": "number", "long": "number", "decimal": "number", "double":
                "dateTime": "datetime", "localTime": "time"}
 
 
-def parameter_value_type(kind, entity=None, enum=None):
+def parameter_value_type(kind: str, entity: "MetaClass | None" = None,
+                         enum: "MetaEnum | None" = None,
+                         ) -> ScalarType | EnumType | EntityIdType | ArrayType:
     """The value type (``from_text``, ``to_json``, ``to_text``, ``sample``) of
     a report parameter type."""
     if kind in PARAMETER_DATATYPES:
@@ -30,14 +37,14 @@ def parameter_value_type(kind, entity=None, enum=None):
     return ArrayType(EntityIdType(entity))
 
 
-def cell_kind(prop):
+def cell_kind(prop: "MetaProperty") -> str:
     """The XLSX cell kind of a property's values (text for anything else)."""
     if prop.datatype is None:
         return "string"
     return _CELL_KINDS.get(prop.datatype.name, "string")
 
 
-def decimal_format(prop):
+def decimal_format(prop: "MetaProperty") -> str | None:
     """The number format that shows a decimal column with its scale."""
     places = getattr(prop.field, "decimal_places", None)
     if prop.datatype is None or prop.datatype.name != "decimal" or places is None:
@@ -45,7 +52,7 @@ def decimal_format(prop):
     return "0." + "0" * places if places else "0"
 
 
-def text_form(prop: Any) -> Callable[[Any], str]:
+def text_form(prop: "MetaProperty") -> Callable[[Any], str]:
     """value -> CSV text for a datatype property: the datatype's text form
     (decimals with their column's scale); text values pass the formula guard."""
     if prop.datatype.kind == "string":
@@ -53,7 +60,7 @@ def text_form(prop: Any) -> Callable[[Any], str]:
     return column_text(prop.datatype, prop.field)
 
 
-def python_text(value):
+def python_text(value: object) -> str:
     """CSV text of a value an application function returned, by its Python type."""
     if value is None:
         return ""
