@@ -7,6 +7,7 @@ included; rows hidden by row-level roles never come back from the data
 manager; a reference hidden that way is an empty cell.
 """
 import csv
+import enum
 import io
 import itertools
 import operator
@@ -142,8 +143,9 @@ class Run:
             return OutputColumn(caption, column_values(walk, instance_namer(last.target, permissions)),
                                 guarded_text, "string")
         if last.meta_enum is not None:
-            captions = {m: self.captions(f"{last.meta_enum.name}.{m.name}")
-                        for m in last.meta_enum.enum_class}
+            # model/metadata.py declares a MetaEnum's enum_class a plain ``type``.
+            members = cast("type[enum.Enum]", last.meta_enum.enum_class)
+            captions = {m: self.captions(f"{last.meta_enum.name}.{m.name}") for m in members}
             return OutputColumn(caption, lambda batch: list(map(captions.get, map(walk, batch))),
                                 guarded_text, "string")
         return OutputColumn(caption, column_values(walk), values.text_form(last), values.cell_kind(last),

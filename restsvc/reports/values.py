@@ -2,11 +2,9 @@
 home (``restsvc.model.datatypes`` and ``valuetypes``): parameter types, the
 text form of CSV cells and the cell kind of XLSX columns."""
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ..model.datatypes import DATATYPES, column_text
-from typing import TYPE_CHECKING
-
+from ..model.datatypes import DATATYPES, Datatype, column_text
 from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
 from .cells import guarded_text
 
@@ -37,9 +35,11 @@ def parameter_value_type(kind: str, entity: "MetaClass | None" = None,
     return ArrayType(EntityIdType(entity))
 
 
+# model/metadata.py declares a property's datatype ``object`` (a Datatype or
+# None) and model/datatypes.py a Datatype's converters ``object``: narrowed here.
 def cell_kind(prop: "MetaProperty") -> str:
     """The XLSX cell kind of a property's values (text for anything else)."""
-    if prop.datatype is None:
+    if not isinstance(prop.datatype, Datatype):
         return "string"
     return _CELL_KINDS.get(prop.datatype.name, "string")
 
@@ -47,7 +47,7 @@ def cell_kind(prop: "MetaProperty") -> str:
 def decimal_format(prop: "MetaProperty") -> str | None:
     """The number format that shows a decimal column with its scale."""
     places = getattr(prop.field, "decimal_places", None)
-    if prop.datatype is None or prop.datatype.name != "decimal" or places is None:
+    if not isinstance(prop.datatype, Datatype) or prop.datatype.name != "decimal" or places is None:
         return None
     return "0." + "0" * places if places else "0"
 
@@ -55,9 +55,11 @@ def decimal_format(prop: "MetaProperty") -> str | None:
 def text_form(prop: "MetaProperty") -> Callable[[Any], str]:
     """value -> CSV text for a datatype property: the datatype's text form
     (decimals with their column's scale); text values pass the formula guard."""
-    if prop.datatype.kind == "string":
+    datatype = prop.datatype
+    assert isinstance(datatype, Datatype), f"{prop.name} is not a datatype attribute"
+    if datatype.kind == "string":
         return guarded_text     # the stored text itself
-    return column_text(prop.datatype, prop.field)
+    return column_text(datatype, prop.field)
 
 
 def python_text(value: object) -> str:
@@ -67,4 +69,5 @@ def python_text(value: object) -> str:
     if isinstance(value, str):
         return guarded_text(value)
     name = PYTHON_TYPES.get(type(value))
-    return DATATYPES[name].to_text(value) if name else guarded_text(str(value))
+    return cast(Callable[[object], str], DATATYPES[name].to_text)(value) if name \
+        else guarded_text(str(value))
