@@ -1,5 +1,5 @@
 """Entities API: generic CRUD and search (reference section 2)."""
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 from urllib.parse import quote
 
 from werkzeug.routing import Rule
@@ -10,7 +10,7 @@ from ..data.read.aggregates import FUNCTIONS, aggregate
 from ..data.answer.etags import tag_version
 from ..data.write.softdelete import including_deleted
 from ..errors import BadRequest, invalid_parameter_value
-from ..jsonio import RawJson, loads, raw_array
+from ..jsonio import JsonObject, JsonValue, RawJson, loads, raw_array
 from ..model.numbers import NumberOutOfBounds
 from ..web import (empty_response, json_response, list_response, location_url, next_page_url,
                    query_bool, query_int, whole_number)
@@ -59,7 +59,7 @@ def _listed(ctx: "Context", rows: RawJson, total: int | None,
                          next_page_url(ctx.request, ctx.app.settings.public_url, cursor))
 
 
-def _answer(ctx: "Context", meta: "MetaClass", plan: "FetchPlan", filter_spec: Any,
+def _answer(ctx: "Context", meta: "MetaClass", plan: "FetchPlan", filter_spec: JsonValue,
             page: Page) -> Response:
     """The page of a list or search, or every row as an export when asked (api/export.py)."""
     form = export_form(ctx.request)
@@ -108,7 +108,7 @@ def entity_history(ctx: "Context", entity_name: str, entity_id: str) -> Response
     return _listed(ctx, *data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))
 
 
-def _url_filter(ctx: Any, required: bool = True) -> Any:
+def _url_filter(ctx: "Context", required: bool = True) -> JsonValue:
     """The ``filter`` query parameter; without one, 400 when ``required``, else None."""
     text = ctx.request.args.get("filter")
     if text is None:
@@ -118,7 +118,7 @@ def _url_filter(ctx: Any, required: bool = True) -> Any:
     return ctx.app.data.url_filter(text, lambda text: _json_arg(text, "filter"))
 
 
-def _json_arg(text: str, name: str) -> Any:
+def _json_arg(text: str, name: str) -> JsonValue:
     error = "Cannot parse entities filter" if name == "filter" else "Invalid parameter value"
     try:
         return loads(text)
@@ -147,7 +147,7 @@ def search_post(ctx: "Context", entity_name: str) -> Response:
         return_count=bool(_typed(body, "returnCount", bool))))
 
 
-def _search_body(ctx: Any, required: bool = True) -> dict[str, Any]:
+def _search_body(ctx: "Context", required: bool = True) -> JsonObject:
     """The JSON object of a search body; without a ``filter``, 400 when
     ``required`` (an empty body then is ``{}``)."""
     body = read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY) if required \
@@ -159,7 +159,7 @@ def _search_body(ctx: Any, required: bool = True) -> dict[str, Any]:
     return body
 
 
-def _typed(body: dict[str, Any], key: str, kind: type[T]) -> T | None:
+def _typed(body: JsonObject, key: str, kind: type[T]) -> T | None:
     value = body.get(key)
     if value is None:
         return None
@@ -168,7 +168,7 @@ def _typed(body: dict[str, Any], key: str, kind: type[T]) -> T | None:
     return value
 
 
-def _count(body: dict[str, Any], key: str) -> int | None:
+def _count(body: JsonObject, key: str) -> int | None:
     value = body.get(key)
     if value is None:
         return None
@@ -177,14 +177,14 @@ def _count(body: dict[str, Any], key: str) -> int | None:
     return whole_number(key, value)
 
 
-def count_get(ctx: Any, entity_name: str) -> Any:
+def count_get(ctx: "Context", entity_name: str) -> Response:
     """Without a filter: every row the caller may see."""
     data = ctx.app.data
     return json_response(data.count(_reader(ctx), data.entity(entity_name),
                                     _url_filter(ctx, required=False)))
 
 
-def count_post(ctx: Any, entity_name: str) -> Any:
+def count_post(ctx: "Context", entity_name: str) -> Response:
     """Without a filter (an empty body, ``{}``): every row the caller may see."""
     data = ctx.app.data
     return json_response(data.count(_reader(ctx), data.entity(entity_name),
@@ -193,10 +193,12 @@ def count_post(ctx: Any, entity_name: str) -> Any:
 
 def aggregate_get(ctx: "Context", entity_name: str) -> Response:
     args = ctx.request.args
-    spec = {key: args.get(key) for key in ("groupBy", "sort", *FUNCTIONS) if key in args}
+    spec: dict[str, JsonValue] = {key: args.get(key) for key in ("groupBy", "sort", *FUNCTIONS)
+                                  if key in args}
     for key in ("filter", "having"):
-        if args.get(key) is not None:
-            spec[key] = _json_arg(args.get(key), key)
+        text = args.get(key)
+        if text is not None:
+            spec[key] = _json_arg(text, key)
     spec["count"] = query_bool(ctx.request, "count")
     if args.get("limit") is not None:
         spec["limit"] = query_int(ctx.request, "limit")
@@ -207,7 +209,7 @@ def aggregate_post(ctx: "Context", entity_name: str) -> Response:
     return _aggregated(ctx, entity_name, read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY))
 
 
-def _aggregated(ctx: "Context", entity_name: str, spec: Any) -> Response:
+def _aggregated(ctx: "Context", entity_name: str, spec: JsonValue) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     return json_response(aggregate(ctx.access, meta, spec, ctx.app.settings.max_fetch_size(meta.name)))
@@ -301,7 +303,7 @@ def bulk_delete(ctx: "Context", entity_name: str) -> Response:
     body = read_json_body(ctx.request)
     if not isinstance(body, list):
         raise BadRequest("Malformed request JSON data structure", "The body must be a JSON array")
-    ids: list[Any] = []
+    ids: list[JsonValue] = []
     for item in body:
         if isinstance(item, dict):
             item = item.get("id")

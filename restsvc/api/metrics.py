@@ -32,7 +32,9 @@ def scrape(ctx: "Context") -> Response:
     if not principal.permissions.specific("metrics.read"):
         raise Forbidden("Forbidden", f"The metrics need the {METRICS_READER.code} role "
                                      "(and, for a token with scopes, the scope read)")
-    return text_response(exposition(ctx.app.instruments.collect()), headers=NO_STORE,
+    instruments = ctx.app.instruments
+    assert instruments is not None      # this route exists only with svc.metrics.path
+    return text_response(exposition(instruments.collect()), headers=NO_STORE,
                          content_type=CONTENT_TYPE)
 
 

@@ -1,12 +1,13 @@
 """The authorization server endpoints under /oauth2."""
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
 from ..bodies import read_form_body
 from ..errors import ApiError, OAuthError
+from ..jsonio import JsonValue
 from ..web import NO_STORE, empty_response, json_response
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ def read_form(request: "Request") -> dict[str, str]:
     return form
 
 
-def _call(ctx: "Context", operation: Callable[[dict[str, str], str | None, str | None], Any],
-          form: dict[str, str] | None = None) -> Any:
+def _call(ctx: "Context", operation: Callable[[dict[str, str], str | None, str | None], JsonValue],
+          form: dict[str, str] | None = None) -> JsonValue:
     request = ctx.request
     if form is None:
         form = read_form(request)

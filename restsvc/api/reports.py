@@ -67,6 +67,7 @@ def run_report(ctx: "Context", report_id: str) -> Response:
         headers["Content-Length"] = str(document.size)
         content = wrap_file(ctx.request.environ, document.file)
     else:
+        assert document.chunks is not None      # a CSV document's
         content = releasing(document.chunks, ctx.app.database)
     return Response(content, headers=headers, direct_passthrough=True)
 

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 def _session_locale(ctx: "Context") -> str:
     """The caller's own locale as the service applies it (not Accept-Language):
     the session's when it is an available one, else the default."""
-    principal, settings = ctx.principal, ctx.app.settings
-    return principal.locale if principal.locale in settings.available_locales \
+    locale, settings = ctx.principal.locale, ctx.app.settings
+    return locale if locale is not None and locale in settings.available_locales \
         else settings.default_locale
 
 

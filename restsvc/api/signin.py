@@ -35,12 +35,14 @@ def _page(ctx: "Context", status: int = 200, error: str | None = None,
     app, http = ctx.app, ctx.request
     locale = http.accept_languages.best_match(app.settings.available_locales) \
         or app.settings.default_locale
-    nonce = app.authorizer.nonce(http.cookies.get(COOKIE)) if request else None
+    nonce: str | None = None
+    form_token: str | None = None
+    if request:
+        nonce = app.authorizer.nonce(http.cookies.get(COOKIE))
+        form_token = app.authorizer.form_token(request, nonce)
     auth = http.root_path + app.settings.paths.auth
-    body = app.signin_page.render(
-        locale, auth, error,
-        app.authorizer.form_token(request, nonce) if request else None,
-        client=request.client_id if request else "", username=username)
+    body = app.signin_page.render(locale, auth, error, form_token,
+                                  client=request.client_id if request else "", username=username)
     response = Response(body, status=status, content_type="text/html;charset=UTF-8",
                         headers={**PAGE_HEADERS, **(headers or {})})
     if nonce:
@@ -56,7 +58,7 @@ def _redirect(location: str) -> Response:
 def authorize(ctx: "Context") -> Response:
     """``GET /oauth2/authorize``: check the request, then show the form."""
     args = ctx.request.args
-    params = {name: args.get(name) for name in PARAMETERS if args.get(name) is not None}
+    params = {name: value for name in PARAMETERS if (value := args.get(name)) is not None}
     repeated = [name for name in PARAMETERS if len(args.getlist(name)) > 1]
     try:
         request = ctx.app.authorizer.check(params, repeated, _issuer(ctx))
