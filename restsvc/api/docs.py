@@ -20,6 +20,7 @@ from .metadata import viewer
 if TYPE_CHECKING:
     from ..app import RestApp
     from ..data.read.queries import Query
+    from ..model.metadata import MetaClass, Metadata
     from ..web import Context
 
 YAML_TYPE = "application/yaml"
@@ -112,9 +113,16 @@ def documents(app: "RestApp", queries: "Sequence[Query]") -> Documents:
                             app.settings.paths.unmount(rule.rule) if builtin else "",
                             getattr(rule.endpoint, "scope_action", ""),
                             getattr(rule.endpoint, "needs_token", False)))
-    own = [app.metadata.of_model(model).name for model in app.application.entities]
+    own = [_declared(app.metadata, model).name for model in app.application.entities]
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
                                      app.services, app.application.version, own))
+
+
+def _declared(metadata: "Metadata", model: type) -> "MetaClass":
+    """The metadata of one of the application's entity classes (it has one)."""
+    meta = metadata.of_model(model)
+    assert meta is not None, f"{model.__name__} is not in the metadata"
+    return meta
 
 
 def _answer(ctx: "Context", kind: str, as_yaml: bool) -> Response:

@@ -47,6 +47,7 @@ def invoke(ctx: "Context", service_name: str, method_name: str) -> Response:
     if result.kind == "empty":
         return empty_response(204)
     if result.kind == "text":
+        assert isinstance(result.body, str)     # a simple value's text form
         return text_response(result.body)
     return json_response(result.body)
 
