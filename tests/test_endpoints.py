@@ -76,3 +76,22 @@ def test_skip_denied_false_shows_what_the_caller_may_not_read_and_only_there(mak
         assert whole_body.status_code == 200
         assert whole_body.json["email"] == "alice.adler@example.com"
         assert client.get(CARD, headers=reader).get_data(as_text=True) == "Alice Adler\n"
+
+
+def test_an_endpoint_declared_without_methods_does_not_stop_the_start(make_app):
+    """A Rule without ``methods`` (every method) used to fail RestApp's start in
+    the OpenAPI documents' route table; it is listed there with no operation."""
+    import dataclasses
+
+    from werkzeug.routing import Rule
+
+    from restsvc.demo import application as demo
+    from restsvc.web import text_response
+
+    def anything(ctx):
+        return text_response("ok")
+
+    application = dataclasses.replace(demo, endpoints=tuple(demo.endpoints) + (
+        Rule("/api/anything", endpoint=anything),))
+    client = Client(make_app(application=application))
+    assert client.get("/api/anything").status_code == 401      # behind the gate, as the others

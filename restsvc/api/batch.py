@@ -18,7 +18,7 @@ wrote it; inside a longer string (or in the path) its text is put in.
 """
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
 from werkzeug.exceptions import MethodNotAllowed, NotFound as RouteNotFound
@@ -29,7 +29,7 @@ from werkzeug.wrappers import Response
 from ..bodies import limit_body, read_json_body
 from ..db import write_transaction
 from ..errors import ApiError, BadRequest, NotFound, PayloadTooLarge, localized_body
-from ..jsonio import dumps_bytes, loads
+from ..jsonio import JsonObject, JsonValue, dumps_bytes, loads
 from ..security.scopes import checks
 from ..web import Context, Request, caller_locale, error_response, json_response
 from . import changes, entities, services
@@ -37,6 +37,10 @@ from .replay import idempotent, wrote
 
 if TYPE_CHECKING:
     from werkzeug.routing import Rule as RouteRule
+
+    from ..security.gate import Principal
+
+T = TypeVar("T")
 
 # The handlers an operation may name: the writes of the Entities API, changes
 # by filter and service calls (POST).
@@ -55,14 +59,14 @@ _INHERITED = ("HTTP_AUTHORIZATION", "HTTP_ACCEPT_LANGUAGE", "REMOTE_ADDR", "SCRI
 class BatchFailed(ApiError):
     """An operation failed: the batch answers its status and headers."""
 
-    def __init__(self, index: int, failure: ApiError, body: Any) -> None:
+    def __init__(self, index: int, failure: ApiError, body: JsonValue) -> None:
         super().__init__("Batch operation failed",
                          f"Operation {index} failed: {failure.error}; nothing was kept",
                          status=failure.status, headers=failure.headers)
         self.index = index
         self.operation = body
 
-    def body(self) -> Any:
+    def body(self) -> JsonObject:
         return {"error": self.error, "details": self.details, "index": self.index,
                 "operation": self.operation}
 
@@ -70,10 +74,10 @@ class BatchFailed(ApiError):
 class _Operation:
     __slots__ = ("index", "method", "path", "body", "rule", "principal")
 
-    def __init__(self, index: int, method: str, path: str, body: Any) -> None:
+    def __init__(self, index: int, method: str, path: str, body: JsonValue) -> None:
         self.index, self.method, self.path, self.body = index, method, path, body
         self.rule: "RouteRule | None" = None
-        self.principal: Any = None
+        self.principal: "Principal | None" = None
 
 
 @checks("rest.batch")
@@ -91,7 +95,7 @@ def run_batch(ctx: Context) -> Response:
     if quotas is not None:
         for operation in operations:
             limits = _failing(operation.index, lookup, quotas.check, operation.principal)
-    results: list[dict[str, Any]] = []
+    results: list[JsonObject] = []
     with write_transaction(ctx.app.database):
         for operation in operations:
             results.append(_run(ctx, operation, results, lookup))
@@ -107,8 +111,8 @@ def _messages(ctx: Context) -> Callable[[str], str | None]:
     return lambda key: messages.text(key, locale)
 
 
-def _failing(index: int, lookup: Callable[[str], str | None], step: Callable[..., Any],
-             *args: Any) -> Any:
+def _failing(index: int, lookup: Callable[[str], str | None], step: Callable[..., T],
+             *args: object) -> T:
     """``step(*args)``; its error as the failure of operation ``index``."""
     try:
         return step(*args)
@@ -116,7 +120,7 @@ def _failing(index: int, lookup: Callable[[str], str | None], step: Callable[...
         raise BatchFailed(index, exc, localized_body(exc, lookup)) from None
 
 
-def _operations(body: Any, limit: int, lookup: Callable[[str], str | None]) -> list[_Operation]:
+def _operations(body: JsonValue, limit: int, lookup: Callable[[str], str | None]) -> list[_Operation]:
     """The operations of a batch body, each checked for its shape."""
     items = body.get("operations") if isinstance(body, dict) else None
     if not isinstance(items, list) or not items:
@@ -129,7 +133,7 @@ def _operations(body: Any, limit: int, lookup: Callable[[str], str | None]) -> l
     return [_failing(index, lookup, _operation, index, item) for index, item in enumerate(items)]
 
 
-def _operation(index: int, item: Any) -> _Operation:
+def _operation(index: int, item: JsonValue) -> _Operation:
     def invalid(details: str) -> BadRequest:
         return BadRequest("Invalid batch operation", f"Operation {index}: {details}")
 
@@ -168,20 +172,19 @@ def _route(ctx: Context, operation: _Operation) -> None:
         path, ctx.request.environ.get("HTTP_AUTHORIZATION"))
 
 
-def _run(ctx: Context, operation: _Operation, results: list[dict[str, Any]],
-         lookup: Callable[[str], str | None]) -> dict[str, Any]:
+def _run(ctx: Context, operation: _Operation, results: list[JsonObject],
+         lookup: Callable[[str], str | None]) -> JsonObject:
     """Run one operation as its own request; its status and body."""
     request, args = _failing(operation.index, lookup, _request, ctx, operation, results)
-    rule = operation.rule
-    assert rule is not None
+    rule, principal = operation.rule, operation.principal
+    assert rule is not None and principal is not None       # _route set them
     failure: list[ApiError] = []
 
     def answer(request: Request) -> Response:
-        request.principal = operation.principal
+        request.principal = principal
         request.route = rule.rule
         try:
-            response: Response = rule.endpoint(Context(ctx.app, request, operation.principal),
-                                               **args)
+            response: Response = rule.endpoint(Context(ctx.app, request, principal), **args)
         except ApiError as exc:
             request.error = exc.error
             failure.append(exc)
@@ -195,7 +198,7 @@ def _run(ctx: Context, operation: _Operation, results: list[dict[str, Any]],
     return {"status": response.status_code, "body": _answer_body(response)}
 
 
-def _answer_body(response: Response) -> Any:
+def _answer_body(response: Response) -> JsonValue:
     """An operation's answer as the batch's answer holds it: JSON as JSON,
     text as a string, nothing as null."""
     data = response.get_data(as_text=True)
@@ -205,7 +208,7 @@ def _answer_body(response: Response) -> Any:
 
 
 def _request(ctx: Context, operation: _Operation,
-             results: list[dict[str, Any]]) -> tuple[Request, dict[str, Any]]:
+             results: list[JsonObject]) -> tuple[Request, JsonObject]:
     """The operation's request and its route's arguments: its method, path
     and body (references to earlier answers put in), the batch's token,
     language and address."""
@@ -231,7 +234,7 @@ def _request(ctx: Context, operation: _Operation,
     return request, args
 
 
-def _resolved(value: Any, results: list[dict[str, Any]]) -> Any:
+def _resolved(value: JsonValue, results: list[JsonObject]) -> JsonValue:
     """``value`` with its ``${n.id}`` references replaced by those ids."""
     if isinstance(value, str):
         whole = _REFERENCE.fullmatch(value)
@@ -245,7 +248,7 @@ def _resolved(value: Any, results: list[dict[str, Any]]) -> Any:
     return value
 
 
-def _answered_id(results: list[dict[str, Any]], reference: "re.Match[str]") -> Any:
+def _answered_id(results: list[JsonObject], reference: "re.Match[str]") -> JsonValue:
     index = int(reference.group(1))
     body = results[index]["body"]
     if not isinstance(body, dict) or body.get("id") is None:

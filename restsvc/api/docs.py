@@ -3,7 +3,9 @@ renders the detailed one with Swagger UI, whose files come from the optional
 ``swagger-ui-py`` package (``pip install restsvc[docs]``), never from a CDN."""
 import html
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from werkzeug.routing import Rule
 from werkzeug.utils import send_file
@@ -14,6 +16,12 @@ from ..openapi import DETAILED, GENERIC, PUBLIC, Documents, Route
 from ..openapi.document import DocumentBuilder
 from ..web import NO_STORE
 from .metadata import viewer
+
+if TYPE_CHECKING:
+    from ..app import RestApp
+    from ..data.read.queries import Query
+    from ..model.metadata import MetaClass, Metadata
+    from ..web import Context
 
 YAML_TYPE = "application/yaml"
 YAML_ALIASES = (YAML_TYPE, "application/x-yaml", "text/yaml")
@@ -80,7 +88,7 @@ PAGE_HEADERS = {
 }
 
 
-def viewer_dir():
+def viewer_dir() -> Path | None:
     """The directory of the viewer's files, or None when the package is absent."""
     spec = importlib.util.find_spec("swagger_ui")   # located, not imported
     if spec is None or not spec.submodule_search_locations:
@@ -89,13 +97,15 @@ def viewer_dir():
     return static if (static / "swagger-ui-bundle.js").is_file() else None
 
 
-def documents(app, queries):
+def documents(app: "RestApp", queries: "Sequence[Query]") -> Documents:
     """The app's Documents, built from the same route table the router uses."""
-    routes = []
+    routes: list[Route] = []
     for rule in app.url_map.iter_rules():
         if getattr(rule.endpoint, "undocumented", False):
             continue
-        methods = [m for m in rule.methods if m != "OPTIONS"]
+        # A rule without methods (an application's, answering every method)
+        # is listed with none, instead of failing the start-up.
+        methods = [m for m in rule.methods or () if m != "OPTIONS"]
         summary = (rule.endpoint.__doc__ or "").strip().split("\n")[0]
         handler = f"{rule.endpoint.__module__}.{rule.endpoint.__qualname__}"
         builtin = rule.endpoint.__module__.startswith("restsvc.api.")
@@ -103,12 +113,19 @@ def documents(app, queries):
                             app.settings.paths.unmount(rule.rule) if builtin else "",
                             getattr(rule.endpoint, "scope_action", ""),
                             getattr(rule.endpoint, "needs_token", False)))
-    own = [app.metadata.of_model(model).name for model in app.application.entities]
+    own = [_declared(app.metadata, model).name for model in app.application.entities]
     return Documents(DocumentBuilder(routes, app.gate, app.settings, app.metadata, queries,
                                      app.services, app.application.version, own))
 
 
-def _answer(ctx, kind, as_yaml):
+def _declared(metadata: "Metadata", model: type) -> "MetaClass":
+    """The metadata of one of the application's entity classes (it has one)."""
+    meta = metadata.of_model(model)
+    assert meta is not None, f"{model.__name__} is not in the metadata"
+    return meta
+
+
+def _answer(ctx: "Context", kind: str, as_yaml: bool) -> Response:
     request = ctx.request
     if not as_yaml:
         best = request.accept_mimetypes.best_match(("application/json",) + YAML_ALIASES)
@@ -121,23 +138,23 @@ def _answer(ctx, kind, as_yaml):
     return Response(data, content_type=content_type, headers=headers)
 
 
-def generic_json(ctx):
+def generic_json(ctx: "Context") -> Response:
     return _answer(ctx, GENERIC, False)
 
 
-def generic_yaml(ctx):
+def generic_yaml(ctx: "Context") -> Response:
     return _answer(ctx, GENERIC, True)
 
 
-def detailed_json(ctx):
+def detailed_json(ctx: "Context") -> Response:
     return _answer(ctx, DETAILED, False)
 
 
-def detailed_yaml(ctx):
+def detailed_yaml(ctx: "Context") -> Response:
     return _answer(ctx, DETAILED, True)
 
 
-def page(ctx):
+def page(ctx: "Context") -> Response:
     """The detailed document in Swagger UI (try-it-out with a bearer token)."""
     root, paths = ctx.request.root_path, ctx.app.settings.paths
     base = html.escape(root + paths.rest("docs"))
@@ -161,7 +178,7 @@ def page(ctx):
     return Response(body, content_type="text/html;charset=UTF-8", headers=PAGE_HEADERS)
 
 
-def asset(ctx, asset):
+def asset(ctx: "Context", asset: str) -> Response:
     """A file of the documentation page."""
     if asset == "restsvc-init.js":
         return Response(INIT_SCRIPT, content_type="text/javascript;charset=UTF-8",

@@ -1,5 +1,5 @@
 """Entities API: generic CRUD and search (reference section 2)."""
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 from urllib.parse import quote
 
 from werkzeug.routing import Rule
@@ -10,38 +10,57 @@ from ..data.read.aggregates import FUNCTIONS, aggregate
 from ..data.answer.etags import tag_version
 from ..data.write.softdelete import including_deleted
 from ..errors import BadRequest, invalid_parameter_value
-from ..jsonio import RawJson, loads, raw_array
+from ..jsonio import JsonObject, JsonValue, RawJson, loads, raw_array
 from ..model.numbers import NumberOutOfBounds
 from ..web import (empty_response, json_response, list_response, location_url, next_page_url,
                    query_bool, query_int, whole_number)
 from .export import export_form, export_response
 from .replay import idempotent, wrote
 
+if TYPE_CHECKING:
+    from ..data.access import Access
+    from ..model.fetchplan import FetchPlan
+    from ..model.metadata import MetaClass
+    from ..web import Context
+
 BASE = "/rest/entities/<entity_name>"
+T = TypeVar("T")
 
 
-def _page(ctx):
+class Page(TypedDict):
+    """A list's paging parameters, as ``search`` and ``export_response`` take them."""
+    sort: str | None
+    limit: int | None
+    offset: int | None
+    after: str | None
+    return_nulls: bool
+    return_count: bool
+
+
+def _page(ctx: "Context") -> Page:
     args = ctx.request.args
-    return dict(sort=args.get("sort"), limit=query_int(ctx.request, "limit"),
+    return Page(sort=args.get("sort"), limit=query_int(ctx.request, "limit"),
                 offset=query_int(ctx.request, "offset"), after=args.get("after"),
                 return_nulls=query_bool(ctx.request, "returnNulls"),
                 return_count=query_bool(ctx.request, "returnCount"))
 
 
-def _reader(ctx):
+def _reader(ctx: "Context") -> "Access":
     """The caller; with ``?includeDeleted=true``, also seeing soft-deleted rows (by grant)."""
     if query_bool(ctx.request, "includeDeleted"):
         return including_deleted(ctx.access)
     return ctx.access
 
 
-def _listed(ctx, rows, total, cursor):
+def _listed(ctx: "Context", rows: RawJson, total: int | None,
+            cursor: str | None) -> Response:
     """A page of a list; its next page's URL continues with ``after``."""
     return list_response(rows, total,
                          next_page_url(ctx.request, ctx.app.settings.public_url, cursor))
 
 
-def _answer(ctx, meta, plan, filter_spec, page):
+def _answer(ctx: "Context", meta: "MetaClass", plan: "FetchPlan", filter_spec: JsonValue,
+            page: Page) -> Response:
     """The page of a list or search, or every row as an export when asked (api/export.py)."""
     form = export_form(ctx.request)
     if form is not None:
@@ -49,13 +68,13 @@ def _answer(ctx, meta, plan, filter_spec, page):
     return _listed(ctx, *ctx.app.data.search(_reader(ctx), meta, plan, filter_spec, **page))
 
 
-def list_entities(ctx, entity_name):
+def list_entities(ctx: "Context", entity_name: str) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     return _answer(ctx, meta, data.plan(meta, ctx.request.args.get("fetchPlan")), None, _page(ctx))
 
 
-def load_entity(ctx, entity_name, entity_id):
+def load_entity(ctx: "Context", entity_name: str, entity_id: str) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
@@ -71,7 +90,7 @@ def load_entity(ctx, entity_name, entity_id):
     return json_response(body, headers=headers)
 
 
-def _if_match(ctx):
+def _if_match(ctx: "Context") -> tuple[int, ...] | None:
     """The versions the ``If-Match`` ETags stand for (strong comparison: weak
     tags match nothing); None without the header or with ``*``."""
     if "If-Match" not in ctx.request.headers:
@@ -82,14 +101,14 @@ def _if_match(ctx):
     return tuple({version for version in map(tag_version, tags.as_set()) if version is not None})
 
 
-def entity_history(ctx, entity_name, entity_id):
+def entity_history(ctx: "Context", entity_name: str, entity_id: str) -> Response:
     """One entity's HistoryItems, newest first (data/write/history.py)."""
     data = ctx.app.data
     meta = data.entity(entity_name)
     return _listed(ctx, *data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))
 
 
-def _url_filter(ctx: Any, required: bool = True) -> Any:
+def _url_filter(ctx: "Context", required: bool = True) -> JsonValue:
     """The ``filter`` query parameter; without one, 400 when ``required``, else None."""
     text = ctx.request.args.get("filter")
     if text is None:
@@ -99,7 +118,7 @@ def _url_filter(ctx: Any, required: bool = True) -> Any:
     return ctx.app.data.url_filter(text, lambda text: _json_arg(text, "filter"))
 
 
-def _json_arg(text, name):
+def _json_arg(text: str, name: str) -> JsonValue:
     error = "Cannot parse entities filter" if name == "filter" else "Invalid parameter value"
     try:
         return loads(text)
@@ -109,26 +128,26 @@ def _json_arg(text, name):
         raise BadRequest(error, f"The {name} is not valid JSON") from None
 
 
-def search_get(ctx, entity_name):
+def search_get(ctx: "Context", entity_name: str) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
     return _answer(ctx, meta, plan, _url_filter(ctx), _page(ctx))
 
 
-def search_post(ctx, entity_name):
+def search_post(ctx: "Context", entity_name: str) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     body = _search_body(ctx)
     plan = data.plan(meta, body.get("fetchPlan"))
-    return _answer(ctx, meta, plan, body["filter"], dict(
+    return _answer(ctx, meta, plan, body["filter"], Page(
         sort=_typed(body, "sort", str), limit=_count(body, "limit"), offset=_count(body, "offset"),
         after=_typed(body, "after", str) or ctx.request.args.get("after"),
         return_nulls=bool(_typed(body, "returnNulls", bool)),
         return_count=bool(_typed(body, "returnCount", bool))))
 
 
-def _search_body(ctx: Any, required: bool = True) -> dict[str, Any]:
+def _search_body(ctx: "Context", required: bool = True) -> JsonObject:
     """The JSON object of a search body; without a ``filter``, 400 when
     ``required`` (an empty body then is ``{}``)."""
     body = read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY) if required \
@@ -140,7 +159,7 @@ def _search_body(ctx: Any, required: bool = True) -> dict[str, Any]:
     return body
 
 
-def _typed(body, key, kind):
+def _typed(body: JsonObject, key: str, kind: type[T]) -> T | None:
     value = body.get(key)
     if value is None:
         return None
@@ -149,7 +168,7 @@ def _typed(body, key, kind):
     return value
 
 
-def _count(body, key):
+def _count(body: JsonObject, key: str) -> int | None:
     value = body.get(key)
     if value is None:
         return None
@@ -158,43 +177,45 @@ def _count(body, key):
     return whole_number(key, value)
 
 
-def count_get(ctx: Any, entity_name: str) -> Any:
+def count_get(ctx: "Context", entity_name: str) -> Response:
     """Without a filter: every row the caller may see."""
     data = ctx.app.data
     return json_response(data.count(_reader(ctx), data.entity(entity_name),
                                     _url_filter(ctx, required=False)))
 
 
-def count_post(ctx: Any, entity_name: str) -> Any:
+def count_post(ctx: "Context", entity_name: str) -> Response:
     """Without a filter (an empty body, ``{}``): every row the caller may see."""
     data = ctx.app.data
     return json_response(data.count(_reader(ctx), data.entity(entity_name),
                                     _search_body(ctx, required=False).get("filter")))
 
 
-def aggregate_get(ctx, entity_name):
+def aggregate_get(ctx: "Context", entity_name: str) -> Response:
     args = ctx.request.args
-    spec = {key: args.get(key) for key in ("groupBy", "sort", *FUNCTIONS) if key in args}
+    spec: dict[str, JsonValue] = {key: args.get(key) for key in ("groupBy", "sort", *FUNCTIONS)
+                                  if key in args}
     for key in ("filter", "having"):
-        if args.get(key) is not None:
-            spec[key] = _json_arg(args.get(key), key)
+        text = args.get(key)
+        if text is not None:
+            spec[key] = _json_arg(text, key)
     spec["count"] = query_bool(ctx.request, "count")
     if args.get("limit") is not None:
         spec["limit"] = query_int(ctx.request, "limit")
     return _aggregated(ctx, entity_name, spec)
 
 
-def aggregate_post(ctx, entity_name):
+def aggregate_post(ctx: "Context", entity_name: str) -> Response:
     return _aggregated(ctx, entity_name, read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY))
 
 
-def _aggregated(ctx, entity_name, spec):
+def _aggregated(ctx: "Context", entity_name: str, spec: JsonValue) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     return json_response(aggregate(ctx.access, meta, spec, ctx.app.settings.max_fetch_size(meta.name)))
 
 
-def _response_plan(ctx, meta):
+def _response_plan(ctx: "Context", meta: "MetaClass") -> "FetchPlan | None":
     value = ctx.request.args.get("responseFetchPlan") or ctx.request.args.get("responseView")
     if not value or not ctx.app.settings.response_fetch_plans:
         return None
@@ -202,7 +223,7 @@ def _response_plan(ctx, meta):
 
 
 @idempotent
-def create(ctx, entity_name):
+def create(ctx: "Context", entity_name: str) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     body = read_json_body(ctx.request)
@@ -231,7 +252,7 @@ def _entity_response(tagged: "tuple[RawJson | None, str | None]", status: int = 
 
 
 @idempotent
-def update(ctx, entity_name, entity_id):
+def update(ctx: "Context", entity_name: str, entity_id: str) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     body = read_json_body(ctx.request)
@@ -243,7 +264,7 @@ def update(ctx, entity_name, entity_id):
 
 
 @idempotent
-def bulk_update(ctx, entity_name):
+def bulk_update(ctx: "Context", entity_name: str) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     body = read_json_body(ctx.request)
@@ -256,13 +277,13 @@ def bulk_update(ctx, entity_name):
     return json_response(raw_array(data.saved_response(ctx.access, meta, saved, plan)))
 
 
-def delete(ctx, entity_name, entity_id):
+def delete(ctx: "Context", entity_name: str, entity_id: str) -> Response:
     data = ctx.app.data
     data.delete(ctx.access, data.entity(entity_name), [entity_id], if_match=_if_match(ctx))
     return empty_response(204)
 
 
-def restore(ctx, entity_name, entity_id):
+def restore(ctx: "Context", entity_name: str, entity_id: str) -> Response:
     """A soft-deleted entity back among the live ones; answers it (``_base``)."""
     data = ctx.app.data
     meta = data.entity(entity_name)
@@ -270,19 +291,19 @@ def restore(ctx, entity_name, entity_id):
     return _entity_response(data.load_tagged(ctx.access, meta, key, data.plan(meta, None)))
 
 
-def purge(ctx, entity_name, entity_id):
+def purge(ctx: "Context", entity_name: str, entity_id: str) -> Response:
     data = ctx.app.data
     data.purge(ctx.access, data.entity(entity_name), entity_id)
     return empty_response(204)
 
 
-def bulk_delete(ctx, entity_name):
+def bulk_delete(ctx: "Context", entity_name: str) -> Response:
     data = ctx.app.data
     meta = data.entity(entity_name)
     body = read_json_body(ctx.request)
     if not isinstance(body, list):
         raise BadRequest("Malformed request JSON data structure", "The body must be a JSON array")
-    ids = []
+    ids: list[JsonValue] = []
     for item in body:
         if isinstance(item, dict):
             item = item.get("id")

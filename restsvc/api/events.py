@@ -5,6 +5,9 @@
     GET  /rest/events/stream    the stream, opened with ``?ticket=`` (EventSource
                                 cannot send headers; the URL never holds a token)
 """
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
@@ -16,15 +19,18 @@ from ..security.gate import Principal
 from ..security.scopes import checks
 from ..web import NO_STORE, json_response
 
+if TYPE_CHECKING:
+    from ..web import Context
+
 _STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
 @checks("rest.events.read")
-def stream(ctx):
+def stream(ctx: "Context") -> Response:
     gate, path = ctx.app.gate, ctx.request.path
     authorization = ctx.request.headers.get("Authorization")
 
-    def recheck():
+    def recheck() -> bool:
         try:
             return gate.principal(path, authorization) is not gate.anonymous_principal
         except ApiError:
@@ -33,7 +39,7 @@ def stream(ctx):
 
 
 @checks("rest.events.read")
-def ticket_stream(ctx):
+def ticket_stream(ctx: "Context") -> Response:
     app = ctx.app
     token_hash = app.event_tickets.token_hash(ctx.request.args.get("ticket") or "")
     principal = app.gate.principal_of_hash(token_hash) if token_hash else None
@@ -44,7 +50,7 @@ def ticket_stream(ctx):
 
 
 @checks("rest.events.read")
-def ticket(ctx):
+def ticket(ctx: "Context") -> Response:
     app, principal = ctx.app, ctx.principal
     _require_rest(principal)
     if not principal.stored or principal.token_hash is None \
@@ -65,7 +71,7 @@ def _require_rest(principal: Principal) -> None:
         raise Forbidden("Forbidden", "The change feed needs the scope read")
 
 
-def _open(ctx, principal, recheck):
+def _open(ctx: "Context", principal: Principal, recheck: Callable[[], bool]) -> Response:
     app, request = ctx.app, ctx.request
     _require_rest(principal)
     metas = subscribed(app.metadata, principal.permissions, request.args.getlist("entity"))

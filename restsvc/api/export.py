@@ -3,13 +3,14 @@
 or by ``Accept``; ``application/json`` (or no preference) keeps the paged
 JSON list. The rows are streamed while the response is sent (exports.py)."""
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from werkzeug.wrappers import Response
 
 from ..data.transfer.export import Export
 from ..errors import invalid_parameter_value
 from ..exports import CONTENT_TYPES, CSV, FILE_EXTENSIONS, JSON_ARRAY, NDJSON, export_chunks
+from ..jsonio import JsonValue
 from ..web import NO_STORE, content_disposition, releasing
 
 if TYPE_CHECKING:
@@ -37,10 +38,10 @@ def export_form(request: "Request") -> str | None:
 
 
 def export_response(ctx: "Context", form: str, access: "Access", meta: "MetaClass",
-                    plan: "FetchPlan", filter_spec: Any = None, sort: str | None = None,
+                    plan: "FetchPlan", filter_spec: JsonValue = None, sort: str | None = None,
                     limit: int | None = None, offset: int | None = None,
                     after: str | None = None, return_nulls: bool = False,
-                    **_paging: Any) -> Response:
+                    **_paging: object) -> Response:
     """Every row the list with these parameters would page through (``limit``
     and ``offset`` only when given; ``after``: a page's cursor to start
     after), streamed. The first chunk is read before answering, so a bad

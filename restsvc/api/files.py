@@ -1,6 +1,7 @@
 """Files API: upload (``POST /rest/files``) and download (``GET /rest/files?fileRef=``)."""
 import mimetypes
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from werkzeug.http import http_date, is_resource_modified, quote_etag
@@ -15,6 +16,11 @@ from ..security.scopes import checks
 from ..uploads import CHUNK_SIZE, UPLOAD_FAILED, read_upload
 from ..web import content_disposition, json_response, location_url, query_bool, streams_body
 
+if TYPE_CHECKING:
+    from ..model.valuetypes import FileRef
+    from ..settings import Settings
+    from ..web import Context, Request
+
 NO_CACHE = {"Cache-Control": "no-cache", "Pragma": "no-cache", "Expires": http_date(0)}
 # Types a browser would render as a page of this origin (scripts included):
 # never inline, whatever svc.rest.inline-enabled-file-extensions says.
@@ -24,7 +30,7 @@ ACTIVE_TYPES = frozenset(("text/html", "application/xhtml+xml", "image/svg+xml",
 
 @checks("rest.fileUpload.enabled")
 @streams_body
-def upload(ctx):
+def upload(ctx: "Context") -> Response:
     if not ctx.permissions.specific("rest.fileUpload.enabled"):
         raise Forbidden(UPLOAD_FAILED, "File upload is not permitted")
     request = ctx.request
@@ -44,7 +50,7 @@ def upload(ctx):
 
 
 @checks("rest.fileDownload.enabled")
-def download(ctx):
+def download(ctx: "Context") -> Response:
     if not ctx.permissions.specific("rest.fileDownload.enabled"):
         raise Forbidden("File download failed", "File download is not permitted")
     request = ctx.request
@@ -79,13 +85,13 @@ def download(ctx):
                     headers=headers, direct_passthrough=True)
 
 
-def _count_bytes(ctx, direction, size):
+def _count_bytes(ctx: "Context", direction: str, size: int) -> None:
     """File content in (stored) and out (the body a download answers with)."""
     if ctx.app.instruments is not None:
         ctx.app.instruments.file_bytes.inc((direction,), size)
 
 
-def _representation(ref, as_attachment, settings):
+def _representation(ref: "FileRef", as_attachment: bool, settings: "Settings") -> dict[str, str]:
     """Type and disposition from what was stored at upload: the extension of the
     stored path, which the upload took from the file's name. The name in the
     reference's query is only a label anyone can change in a link; it names the
@@ -102,11 +108,12 @@ def _representation(ref, as_attachment, settings):
     }
 
 
-def _is_active(content_type):
+def _is_active(content_type: str) -> bool:
     return content_type in ACTIVE_TYPES or content_type.endswith("+xml")
 
 
-def _byte_range(request, size, etag, modified):
+def _byte_range(request: "Request", size: int, etag: str,
+                modified: datetime) -> tuple[int, int] | None:
     """``(start, stop)`` of the one satisfiable range of a Range header
     (RFC 9110 14.2), or None for the whole file: several ranges, another unit,
     a malformed header, or an If-Range that no longer matches all mean the

@@ -1,5 +1,5 @@
 """Import API: ``POST /rest/entities/<entity>/import`` with a CSV or NDJSON body."""
-from typing import Any
+from typing import TYPE_CHECKING
 
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
@@ -10,6 +10,9 @@ from ..errors import BadRequest, PayloadTooLarge
 from ..uploads import body_chunks
 from ..web import json_response, query_bool, streams_body
 
+if TYPE_CHECKING:
+    from ..web import Context, Request
+
 # Body types -> format (none: CSV); a parameter (charset) is ignored: the body is UTF-8.
 # A client that sends only bytes (generated clients) says the format in ``format``.
 FORMAT_OF = {"": "csv", "text/csv": "csv", "application/x-ndjson": "ndjson",
@@ -17,7 +20,7 @@ FORMAT_OF = {"": "csv", "text/csv": "csv", "application/x-ndjson": "ndjson",
 BYTES = "application/octet-stream"
 
 
-def _format(request: Any) -> str:
+def _format(request: "Request") -> str:
     if request.mimetype != BYTES:
         return FORMAT_OF.get(request.mimetype, "")
     fmt = request.args.get("format", "csv")
@@ -27,7 +30,7 @@ def _format(request: Any) -> str:
 
 
 @streams_body
-def import_entities(ctx: Any, entity_name: str) -> Response:
+def import_entities(ctx: "Context", entity_name: str) -> Response:
     settings = ctx.app.settings
     meta = ctx.app.data.entity(entity_name)
     request = ctx.request

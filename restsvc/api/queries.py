@@ -1,4 +1,6 @@
 """Queries API: predefined queries from ``svc.rest.queries-config`` (reference section 3)."""
+from typing import TYPE_CHECKING, Any, cast
+
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
@@ -8,14 +10,20 @@ from ..errors import BadRequest
 from ..web import json_response, list_response, next_page_url, query_bool, query_int
 from .export import export_form, export_response
 
+if TYPE_CHECKING:
+    from ..data.read.queries import Query
+    from ..model.metadata import MetaClass
+    from ..web import Context
+
 BASE = "/rest/queries/<entity_name>"
 
 
-def list_queries(ctx, entity_name):
+def list_queries(ctx: "Context", entity_name: str) -> Response:
     return json_response(ctx.app.queries.describe(ctx.access, ctx.app.data.entity(entity_name)))
 
 
-def _query_and_values(ctx, entity_name, query_name):
+def _query_and_values(ctx: "Context", entity_name: str,
+                      query_name: str) -> "tuple[Query, dict[str, Any]]":
     """The query and its raw parameter values: the query string for GET,
     one JSON object in the body for POST (no body: no parameters)."""
     query = ctx.app.queries.find(ctx.access, ctx.app.data.entity(entity_name), query_name)
@@ -30,7 +38,7 @@ def _query_and_values(ctx, entity_name, query_name):
     return query, body
 
 
-def run_query(ctx, entity_name, query_name):
+def run_query(ctx: "Context", entity_name: str, query_name: str) -> Response:
     query, values = _query_and_values(ctx, entity_name, query_name)
     args = ctx.request.args
     form = export_form(ctx.request)
@@ -39,8 +47,10 @@ def run_query(ctx, entity_name, query_name):
         plan, spec, limit, offset = ctx.app.queries.search_of(
             ctx.access, query, values, args.get("fetchPlan") or args.get("view"),
             query_int(ctx.request, "limit"), query_int(ctx.request, "offset"), after)
-        return export_response(ctx, form, ctx.access, query.entity, plan, spec, None, limit,
-                               offset, after, query_bool(ctx.request, "returnNulls"))
+        # data/read/queries.py declares a query's entity ``object``.
+        return export_response(ctx, form, ctx.access, cast("MetaClass", query.entity), plan,
+                               spec, None, limit, offset, after,
+                               query_bool(ctx.request, "returnNulls"))
     rows, total, cursor = ctx.app.queries.run(
         ctx.access, query, values, fetch_plan=args.get("fetchPlan") or args.get("view"),
         limit=query_int(ctx.request, "limit"), offset=query_int(ctx.request, "offset"),
@@ -50,7 +60,7 @@ def run_query(ctx, entity_name, query_name):
                                                     cursor))
 
 
-def count_query(ctx, entity_name, query_name):
+def count_query(ctx: "Context", entity_name: str, query_name: str) -> Response:
     """A bare number: JSON, or text when the client asks for ``text/plain``."""
     count = ctx.app.queries.count(ctx.access, *_query_and_values(ctx, entity_name, query_name))
     if ctx.request.accept_mimetypes.best_match(["application/json", "text/plain"]) == "text/plain":

@@ -1,24 +1,31 @@
 """Services API: registered business services (reference section 4)."""
 import time
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
 
 from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..errors import BadRequest
 from ..web import empty_response, json_response, text_response
 from .replay import idempotent
 
+if TYPE_CHECKING:
+    from ..services.registry import ServiceMethod
+    from ..services.results import Result
+    from ..web import Context
 
-def list_services(ctx):
+
+def list_services(ctx: "Context") -> Response:
     return json_response(ctx.app.services.describe(ctx.permissions))
 
 
-def get_service(ctx, service_name):
+def get_service(ctx: "Context", service_name: str) -> Response:
     return json_response(ctx.app.services.describe(ctx.permissions, service_name))
 
 
 @idempotent
-def invoke(ctx, service_name, method_name):
+def invoke(ctx: "Context", service_name: str, method_name: str) -> Response:
     """GET: parameters in the query string; POST: one JSON object (no body: none).
     The permission check comes before any parameter is read."""
     request = ctx.request
@@ -26,6 +33,7 @@ def invoke(ctx, service_name, method_name):
     is_text = request.method in ("GET", "HEAD")
     method = services.find(ctx.permissions, service_name, method_name,
                            "GET" if is_text else request.method)
+    values: dict[str, Any]
     if is_text:
         values = dict(request.args.lists())
     elif request.content_length or request.headers.get("Transfer-Encoding"):
@@ -39,11 +47,13 @@ def invoke(ctx, service_name, method_name):
     if result.kind == "empty":
         return empty_response(204)
     if result.kind == "text":
+        assert isinstance(result.body, str)     # a simple value's text form
         return text_response(result.body)
     return json_response(result.body)
 
 
-def _invoke(ctx, method, values, is_text):
+def _invoke(ctx: "Context", method: "ServiceMethod", values: dict[str, Any],
+            is_text: bool) -> "Result":
     services, instruments = ctx.app.services, ctx.app.instruments
     if instruments is None:
         return services.invoke(method, values, is_text, lambda: ctx.caller, ctx.data)
@@ -56,7 +66,7 @@ def _invoke(ctx, method, values, is_text):
         instruments.service_call(method.service, method.name, outcome, started)
 
 
-def other_method(ctx, service_name, method_name):
+def other_method(ctx: "Context", service_name: str, method_name: str) -> NoReturn:
     """Any other HTTP method: 405 whose Allow names the methods this service
     method declares (the router's 405 would name GET and POST for all)."""
     ctx.app.services.find(ctx.permissions, service_name, method_name, ctx.request.method)

@@ -6,43 +6,49 @@ with and the tokens refreshed from that (for a client-credentials token, the
 token alone). Its locale starts as the user's (a client's: none, so the
 default) and is kept in the token store, so every instance sees a change
 within the gate's recheck time (at once on the instance that made it)."""
+from typing import TYPE_CHECKING
+
 from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
 
 from ..bodies import read_json_body
 from ..errors import ApiError
 from ..web import NO_STORE, json_response
 
+if TYPE_CHECKING:
+    from ..web import Context
 
-def _session_locale(ctx):
+
+def _session_locale(ctx: "Context") -> str:
     """The caller's own locale as the service applies it (not Accept-Language):
     the session's when it is an available one, else the default."""
-    principal, settings = ctx.principal, ctx.app.settings
-    return principal.locale if principal.locale in settings.available_locales \
+    locale, settings = ctx.principal.locale, ctx.app.settings
+    return locale if locale is not None and locale in settings.available_locales \
         else settings.default_locale
 
 
-def user_info(ctx):
+def user_info(ctx: "Context") -> Response:
     principal = ctx.principal
     attributes = ctx.app.users.info(principal.user_id) if principal.is_user else {}
     return json_response({"username": principal.username, "locale": _session_locale(ctx),
                           "attributes": attributes})
 
 
-def permissions(ctx):
+def permissions(ctx: "Context") -> Response:
     return json_response(ctx.permissions.to_json())
 
 
-def user_session(ctx):
+def user_session(ctx: "Context") -> Response:
     """The caller's session: its name and locale."""
     return json_response({"username": ctx.principal.username, "locale": _session_locale(ctx)},
                          headers=NO_STORE)
 
 
-def _refused(details):
+def _refused(details: str) -> ApiError:
     return ApiError("Could not change user session locale", details, status=422)
 
 
-def set_locale(ctx):
+def set_locale(ctx: "Context") -> Response:
     """Set the session's locale: ``{"locale": "de"}`` in the body, or (as the
     reference's clients send it) the language of ``Accept-Language``."""
     request, available = ctx.request, ctx.app.settings.available_locales

@@ -1,5 +1,7 @@
 """The browser side of the authorization server: ``/oauth2/authorize`` (the
 sign-in page, security/authorize.py) and the metadata document (RFC 8414)."""
+from typing import TYPE_CHECKING
+
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 
@@ -8,6 +10,10 @@ from ..security.authorize import FORM_TTL, PARAMETERS, PageError, Redirect
 from ..security.signinpage import STYLESHEET
 from ..web import NO_STORE, base_url, json_response
 from .oauth import read_form
+
+if TYPE_CHECKING:
+    from ..security.authorize import AuthorizationRequest
+    from ..web import Context
 
 COOKIE = "restsvc_signin"
 PAGE_HEADERS = {
@@ -21,18 +27,22 @@ PAGE_HEADERS = {
 STYLESHEET_BODY = STYLESHEET.read_bytes()
 
 
-def _page(ctx, status=200, error=None, request=None, username="", headers=None):
+def _page(ctx: "Context", status: int = 200, error: str | None = None,
+          request: "AuthorizationRequest | None" = None, username: str = "",
+          headers: dict[str, str] | None = None) -> Response:
     """The sign-in page (``request``: an authorization request, shown as a
     form) in the language of Accept-Language."""
     app, http = ctx.app, ctx.request
     locale = http.accept_languages.best_match(app.settings.available_locales) \
         or app.settings.default_locale
-    nonce = app.authorizer.nonce(http.cookies.get(COOKIE)) if request else None
+    nonce: str | None = None
+    form_token: str | None = None
+    if request:
+        nonce = app.authorizer.nonce(http.cookies.get(COOKIE))
+        form_token = app.authorizer.form_token(request, nonce)
     auth = http.root_path + app.settings.paths.auth
-    body = app.signin_page.render(
-        locale, auth, error,
-        app.authorizer.form_token(request, nonce) if request else None,
-        client=request.client_id if request else "", username=username)
+    body = app.signin_page.render(locale, auth, error, form_token,
+                                  client=request.client_id if request else "", username=username)
     response = Response(body, status=status, content_type="text/html;charset=UTF-8",
                         headers={**PAGE_HEADERS, **(headers or {})})
     if nonce:
@@ -41,14 +51,14 @@ def _page(ctx, status=200, error=None, request=None, username="", headers=None):
     return response
 
 
-def _redirect(location):
+def _redirect(location: str) -> Response:
     return Response(status=303, headers={**NO_STORE, "Location": location})
 
 
-def authorize(ctx):
+def authorize(ctx: "Context") -> Response:
     """``GET /oauth2/authorize``: check the request, then show the form."""
     args = ctx.request.args
-    params = {name: args.get(name) for name in PARAMETERS if args.get(name) is not None}
+    params = {name: value for name in PARAMETERS if (value := args.get(name)) is not None}
     repeated = [name for name in PARAMETERS if len(args.getlist(name)) > 1]
     try:
         request = ctx.app.authorizer.check(params, repeated, _issuer(ctx))
@@ -59,7 +69,7 @@ def authorize(ctx):
     return _page(ctx, request=request)
 
 
-def sign_in(ctx):
+def sign_in(ctx: "Context") -> Response:
     """``POST /oauth2/authorize``: the form; a code for the client, or the form again."""
     authorizer, issuer = ctx.app.authorizer, _issuer(ctx)
     try:
@@ -80,7 +90,7 @@ def sign_in(ctx):
     return _redirect(location)
 
 
-def stylesheet(ctx):
+def stylesheet(ctx: "Context") -> Response:
     return Response(STYLESHEET_BODY, content_type="text/css;charset=UTF-8",
                     headers={"Cache-Control": "public, max-age=3600"})
 
@@ -88,11 +98,11 @@ def stylesheet(ctx):
 stylesheet.undocumented = True  # type: ignore[attr-defined]  # the page's file, not an operation
 
 
-def _issuer(ctx):
+def _issuer(ctx: "Context") -> str:
     return base_url(ctx.request, ctx.app.settings.public_url)
 
 
-def server_metadata(ctx):
+def server_metadata(ctx: "Context") -> Response:
     return json_response(ctx.app.authserver.metadata(_issuer(ctx), ctx.app.settings.paths.auth))
 
 

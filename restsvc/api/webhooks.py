@@ -1,6 +1,9 @@
 """Webhook subscriptions over HTTP (restsvc/events/webhooks.py, delivery.py),
 under the grant ``rest.webhooks``; a secret is never answered."""
+from typing import Any
+
 from werkzeug.routing import Rule
+from werkzeug.wrappers import Response
 
 from ..bodies import read_json_body
 from ..errors import Forbidden
@@ -23,7 +26,7 @@ def _require_grant(ctx: Context, action: str) -> None:
 
 
 @checks(REGISTER)
-def register(ctx):
+def register(ctx: Context) -> Response:
     _require_grant(ctx, REGISTER)
     url, entities, kinds, secret = webhooks.checked(
         ctx.app.metadata, read_json_body(ctx.request, max_bytes=_MAX_BODY),
@@ -35,7 +38,7 @@ def register(ctx):
                          headers={**NO_STORE, "Location": location})
 
 
-def _seen(ctx, row):
+def _seen(ctx: Context, row: webhooks.WebhookSubscription) -> dict[str, Any]:
     """The subscription as the caller may see it (403 when it may not)."""
     shown = webhooks.as_json(row)
     visibility.check_subscription(ctx.permissions, ctx.app.metadata, shown["entities"],
@@ -44,7 +47,7 @@ def _seen(ctx, row):
 
 
 @checks(READ)
-def list_all(ctx):
+def list_all(ctx: Context) -> Response:
     _require_grant(ctx, READ)
     shown = (webhooks.as_json(row) for row in webhooks.listed())
     return json_response([hook for hook in shown if visibility.subscription_refusal(
@@ -53,27 +56,27 @@ def list_all(ctx):
 
 
 @checks(READ)
-def read_one(ctx, webhook_id):
+def read_one(ctx: Context, webhook_id: str) -> Response:
     _require_grant(ctx, READ)
     return json_response(_seen(ctx, webhooks.find(webhook_id)), headers=NO_STORE)
 
 
 @checks(DELETE)
-def delete(ctx, webhook_id):
+def delete(ctx: Context, webhook_id: str) -> Response:
     _require_grant(ctx, DELETE)
     webhooks.delete(webhook_id)
     return empty_response(204)
 
 
 @checks(READ)
-def dead_letters(ctx, webhook_id):
+def dead_letters(ctx: Context, webhook_id: str) -> Response:
     _require_grant(ctx, READ)
     _seen(ctx, webhooks.find(webhook_id))
     return json_response(delivery.dead_letters(webhook_id), headers=NO_STORE)
 
 
 @checks(REPLAY)
-def replay(ctx, webhook_id):
+def replay(ctx: Context, webhook_id: str) -> Response:
     _require_grant(ctx, REPLAY)
     webhooks.find(webhook_id)
     return json_response({"replayed": delivery.replay(webhook_id)}, headers=NO_STORE)

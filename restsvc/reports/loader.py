@@ -6,26 +6,38 @@ columns[2].property: Order has no attribute totl``).
 import importlib
 import string
 import uuid
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, NoReturn, overload
 
 import yaml
 
 from ..data.read.queries import fill_filter
 from ..data.read.queryconfig import filter_conditions, filter_problem, parameter_references
 from ..errors import ApiError
+from ..jsonio import JsonObject, JsonValue
 from ..model.fetchplan import FetchPlanError, parse_plan
-from .definitions import (OUTPUT_TYPES, PARAMETER_TYPES, Band, Column, Group, Parameter, Report,
-                          Template, TemplateBand)
+from .definitions import (OUTPUT_TYPES, PARAMETER_TYPES, Band, BandFunction, Column, Group,
+                          Parameter, Report, Template, TemplateBand)
 from .parameters import parse_text, sample_filter_values
+
+if TYPE_CHECKING:
+    from ..model.metadata import Metadata, MetaClass, MetaProperty
+
+# A fetch plan's JSON form under construction: attribute -> None (the value),
+# a named plan, or the attributes to load of a reference.
+_PlanTree = dict[str, "str | None | _PlanTree"]
 
 
 class ReportConfigError(Exception):
     """A definition that cannot work; the message names the file and the field."""
 
 
-def load_reports(directory, metadata):
+def load_reports(directory: str | Path,
+                 metadata: "Metadata") -> tuple[dict[str, Group], list[Report]]:
     """(groups, reports) from every ``*.yaml`` file of ``directory``, checked."""
-    groups, reports = {}, []
+    groups: dict[str, Group] = {}
+    reports: list[tuple[_Reader, int, JsonValue]] = []
     for path in sorted(Path(directory).glob("*.yaml")):
         reader = _Reader(path.name, metadata)
         try:
@@ -39,7 +51,9 @@ def load_reports(directory, metadata):
                 raise ReportConfigError(f"{path.name}: groups[{index}]: id or code used twice")
             groups[group.id] = group
         reports.extend((reader, index, item) for index, item in enumerate(reader.items(content, "reports")))
-    built, ids, codes = [], set(), set()
+    built: list[Report] = []
+    ids: set[str] = set()
+    codes: set[str | None] = set()
     for reader, index, item in reports:
         report = reader.report(item, f"reports[{index}]", groups)
         if report.id in ids or (report.code and report.code in codes):
@@ -53,14 +67,15 @@ def load_reports(directory, metadata):
 class _Reader:
     """Checks one file's content; every error names the file and the field."""
 
-    def __init__(self, file, metadata):
+    def __init__(self, file: str, metadata: "Metadata") -> None:
         self.file = file
         self.metadata = metadata
 
-    def fail(self, field, message):
+    def fail(self, field: str, message: str) -> NoReturn:
         raise ReportConfigError(f"{self.file}: {field}: {message}")
 
-    def mapping(self, value, field, allowed, required=()):
+    def mapping(self, value: JsonValue, field: str, allowed: Collection[str],
+                required: Iterable[str] = ()) -> JsonObject:
         if not isinstance(value, dict):
             self.fail(field or "top level", "must be a mapping")
         for key in value:
@@ -71,7 +86,7 @@ class _Reader:
                 self.fail(_join(field, key), "required")
         return value
 
-    def items(self, value, key, field=""):
+    def items(self, value: JsonObject, key: str, field: str = "") -> list[JsonValue]:
         items = value.get(key)
         if items is None:
             return []
@@ -79,32 +94,39 @@ class _Reader:
             self.fail(_join(field, key), "must be a list")
         return items
 
-    def text(self, value, field, required=False):
+    @overload
+    def text(self, value: JsonValue, field: str, required: Literal[True]) -> str: ...
+
+    @overload
+    def text(self, value: JsonValue, field: str, required: bool = False) -> str | None: ...
+
+    def text(self, value: JsonValue, field: str, required: bool = False) -> str | None:
         if value is None and not required:
             return None
         if not isinstance(value, str) or not value.strip():
             self.fail(field, "must be a non-empty string")
         return value
 
-    def flag(self, value, field, default=False):
+    def flag(self, value: JsonValue, field: str, default: bool = False) -> bool:
         if value is None:
             return default
         if not isinstance(value, bool):
             self.fail(field, "must be true or false")
         return value
 
-    def uuid(self, value, field):
+    def uuid(self, value: JsonValue, field: str) -> str:
         try:
             return str(uuid.UUID(str(value)))
         except ValueError:
             self.fail(field, f"{value!r} is not a UUID")
 
-    def group(self, item, field):
+    def group(self, item: JsonValue, field: str) -> Group:
         self.mapping(item, field, {"id", "code", "title"}, ("id", "title"))
-        return Group(self.uuid(item["id"], f"{field}.id"), self.text(item["title"], f"{field}.title"),
+        return Group(self.uuid(item["id"], f"{field}.id"),
+                     self.text(item["title"], f"{field}.title", required=True),
                      self.text(item.get("code"), f"{field}.code"))
 
-    def report(self, item, field, groups):
+    def report(self, item: JsonValue, field: str, groups: dict[str, Group]) -> Report:
         self.mapping(item, field, {"id", "code", "name", "group", "restAccessible", "parameters",
                                    "bands", "templates"}, ("id", "name", "group", "bands", "templates"))
         group = next((g for g in groups.values() if item["group"] in (g.id, g.code)), None)
@@ -115,7 +137,7 @@ class _Reader:
         aliases = [p.alias for p in parameters]
         if len(set(aliases)) != len(aliases):
             self.fail(f"{field}.parameters", "an alias is used twice")
-        bands = {}
+        bands: dict[str, Band] = {}
         for i, spec in enumerate(self.items(item, "bands", field)):
             band = self.band(spec, f"{field}.bands[{i}]", parameters)
             if band.name in bands:
@@ -127,12 +149,13 @@ class _Reader:
             self.fail(f"{field}.templates", "exactly one template must be the default")
         if len({t.code for t in templates}) != len(templates):
             self.fail(f"{field}.templates", "a template code is used twice")
-        return Report(self.uuid(item["id"], f"{field}.id"), self.text(item["name"], f"{field}.name"),
+        return Report(self.uuid(item["id"], f"{field}.id"),
+                      self.text(item["name"], f"{field}.name", required=True),
                       self.text(item.get("code"), f"{field}.code"), group,
                       self.flag(item.get("restAccessible"), f"{field}.restAccessible"),
                       parameters, templates)
 
-    def parameter(self, item, field):
+    def parameter(self, item: JsonValue, field: str) -> Parameter:
         self.mapping(item, field, {"alias", "name", "type", "required", "hidden", "default",
                                    "entity", "enum"}, ("alias", "type"))
         kind = item["type"]
@@ -149,7 +172,7 @@ class _Reader:
                 self.fail(f"{field}.enum", "ENUMERATION needs a known enum's qualified name")
         elif item.get("entity") or item.get("enum"):
             self.fail(field, "entity and enum belong to ENTITY, ENTITY_LIST and ENUMERATION")
-        alias = self.text(item["alias"], f"{field}.alias")
+        alias = self.text(item["alias"], f"{field}.alias", required=True)
         default = item.get("default")
         parameter = Parameter(alias, self.text(item.get("name"), f"{field}.name") or alias, kind,
                               self.flag(item.get("required"), f"{field}.required"),
@@ -162,9 +185,9 @@ class _Reader:
                 self.fail(f"{field}.default", f"{default!r} is not a valid {kind} value")
         return parameter
 
-    def band(self, item, field, parameters):
+    def band(self, item: JsonValue, field: str, parameters: Sequence[Parameter]) -> Band:
         self.mapping(item, field, {"name", "entity", "filter", "sort", "function"}, ("name",))
-        name = self.text(item["name"], f"{field}.name")
+        name = self.text(item["name"], f"{field}.name", required=True)
         if bool(item.get("entity")) == bool(item.get("function")):
             self.fail(field, "a band has either an entity or a function")
         if item.get("function"):
@@ -183,7 +206,8 @@ class _Reader:
             self.check_filter(meta, spec, f"{field}.filter", parameters)
         return Band(name, meta, spec, str(sort))
 
-    def check_filter(self, meta, spec, field, parameters):
+    def check_filter(self, meta: "MetaClass", spec: JsonValue, field: str,
+                     parameters: Sequence[Parameter]) -> None:
         if not isinstance(spec, dict):
             self.fail(field, 'must be a search filter {"conditions": [...]}')
         declared = {p.alias: p for p in parameters}
@@ -195,19 +219,20 @@ class _Reader:
         if problem:
             self.fail(field, problem)
 
-    def function(self, reference, field):
+    def function(self, reference: JsonValue, field: str) -> BandFunction:
         module_name, _, attribute = str(reference).partition(":")
         try:
-            function = getattr(importlib.import_module(module_name), attribute)
+            function: BandFunction = getattr(importlib.import_module(module_name), attribute)
         except (ImportError, AttributeError, ValueError) as exc:
             self.fail(field, f"cannot load {reference!r} (module.path:callable): {exc}")
         if not callable(function):
             self.fail(field, f"{reference} is not callable")
         return function
 
-    def path(self, meta, dotted, field):
+    def path(self, meta: "MetaClass | None", dotted: str,
+             field: str) -> "tuple[MetaProperty, ...]":
         """The property chain of a dotted path through to-one references."""
-        chain = []
+        chain: list[MetaProperty] = []
         for name in dotted.split("."):
             if meta is None:       # past an attribute that is neither a reference nor embedded
                 self.fail(field, f"{dotted}: {chain[-1].name} has no attributes; "
@@ -223,17 +248,20 @@ class _Reader:
             self.fail(field, f"{dotted}: only the last attribute may be transient")
         return tuple(chain)
 
-    def column_path(self, meta, dotted, field):
+    def column_path(self, meta: "MetaClass", dotted: str,
+                    field: str) -> "tuple[MetaProperty, ...]":
         """``path``, ending at a value a cell can show: an embedded value is
         shown by its attributes, one column each."""
         chain = self.path(meta, dotted, field)
         last = chain[-1]
         if last.is_embedded:
+            assert last.target is not None     # an embedded value's type
             self.fail(field, f"{dotted} is an embedded value; a column names one of its "
                              f"attributes ({', '.join(f'{dotted}.{n}' for n in last.target.properties)})")
         return chain
 
-    def template(self, item, field, bands, aliases):
+    def template(self, item: JsonValue, field: str, bands: dict[str, Band],
+                 aliases: Sequence[str]) -> Template:
         self.mapping(item, field, {"code", "outputType", "default", "fileName", "bands"},
                      ("code", "outputType", "bands"))
         if item["outputType"] not in OUTPUT_TYPES:
@@ -250,21 +278,26 @@ class _Reader:
                      for i, b in enumerate(self.items(item, "bands", field)))
         if not used or (item["outputType"] == "CSV" and len(used) != 1):
             self.fail(f"{field}.bands", "a CSV template shows one band, an XLSX template one or more")
-        return Template(self.text(item["code"], f"{field}.code"), item["outputType"],
+        return Template(self.text(item["code"], f"{field}.code", required=True), item["outputType"],
                         self.flag(item.get("default"), f"{field}.default"), file_name, used)
 
-    def template_band(self, item, field, bands):
+    def template_band(self, item: JsonValue, field: str, bands: dict[str, Band]) -> TemplateBand:
         self.mapping(item, field, {"band", "title", "columns"}, ("band", "columns"))
         band = bands.get(item["band"])
         if band is None:
             self.fail(f"{field}.band", f"no band named {item['band']!r}")
-        columns = []
+        columns: list[Column] = []
+        chains: list[tuple[MetaProperty, ...]] = []     # an entity band's column paths
         for i, spec in enumerate(self.items(item, "columns", field)):
             column_field = f"{field}.columns[{i}]"
             self.mapping(spec, column_field, {"property", "caption", "format"}, ("property",))
-            dotted = self.text(spec["property"], f"{column_field}.property")
-            path = (self.column_path(band.entity, dotted, f"{column_field}.property")
-                    if band.entity is not None else tuple(dotted.split(".")))
+            dotted = self.text(spec["property"], f"{column_field}.property", required=True)
+            path: tuple[MetaProperty, ...] | tuple[str, ...]
+            if band.entity is not None:
+                path = self.column_path(band.entity, dotted, f"{column_field}.property")
+                chains.append(path)
+            else:
+                path = tuple(dotted.split("."))
             columns.append(Column(path, self.text(spec.get("caption"), f"{column_field}.caption"),
                                   self.text(spec.get("format"), f"{column_field}.format")))
         if not columns:
@@ -272,17 +305,17 @@ class _Reader:
         plan = None
         if band.entity is not None:
             try:
-                plan = parse_plan(band.entity, _plan_spec(c.path for c in columns), strict=True)
+                plan = parse_plan(band.entity, _plan_spec(chains), strict=True)
             except FetchPlanError as exc:
                 self.fail(f"{field}.columns", str(exc))
         return TemplateBand(band, self.text(item.get("title"), f"{field}.title") or band.name,
                             tuple(columns), plan)
 
 
-def _plan_spec(paths):
+def _plan_spec(paths: "Iterable[tuple[MetaProperty, ...]]") -> JsonObject:
     """A fetch plan in its JSON form that loads every column path; a path
     ending in a reference loads the reference's instance name."""
-    tree = {}
+    tree: _PlanTree = {}
     for path in paths:
         node = tree
         for prop in path[:-1]:
@@ -296,8 +329,8 @@ def _plan_spec(paths):
     return _spec_of(tree)
 
 
-def _spec_of(tree):
-    items = []
+def _spec_of(tree: _PlanTree) -> JsonObject:
+    items: list[JsonValue] = []
     for name, nested in tree.items():
         if nested is None:
             items.append(name)
@@ -308,5 +341,5 @@ def _spec_of(tree):
     return {"properties": items}
 
 
-def _join(field, key):
+def _join(field: str, key: str) -> str:
     return f"{field}.{key}" if field else str(key)

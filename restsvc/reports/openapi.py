@@ -3,6 +3,7 @@
 ``reports_openapi()`` returns the document as a dict; the project-wide
 OpenAPI generator can include its paths and schemas as they are.
 """
+from ..jsonio import JsonObject
 from .definitions import OUTPUT_TYPES, PARAMETER_TYPES
 from .runner import CONTENT_TYPES
 
@@ -10,30 +11,30 @@ BASE = "/rest/reports"
 OCTET_STREAM = "application/octet-stream"
 
 
-def _error(description):
+def _error(description: str) -> JsonObject:
     return {"description": description,
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/error"}}}}
 
 
-def _json(schema_ref, description="OK"):
+def _json(schema_ref: JsonObject, description: str = "OK") -> JsonObject:
     return {"description": description,
             "content": {"application/json": {"schema": schema_ref}}}
 
 
-_ID = {"type": "string", "format": "uuid"}
+_ID: JsonObject = {"type": "string", "format": "uuid"}
 _FORBIDDEN = _error("the caller lacks the specific policy reports.rest.enabled")
-_UNAUTHORIZED = {"description": "no valid bearer token"}
+_UNAUTHORIZED: JsonObject = {"description": "no valid bearer token"}
 
 # Each enum is one named schema (as in the project documents: openapi/enums.py).
-ENUMS = {"reportOutputType": list(OUTPUT_TYPES), "reportParameterType": list(PARAMETER_TYPES),
+ENUMS: dict[str, list[str]] = {"reportOutputType": list(OUTPUT_TYPES), "reportParameterType": list(PARAMETER_TYPES),
          "documentFormat": ["json", "yaml"]}
 
 
-def _named(name):
+def _named(name: str) -> JsonObject:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-SCHEMAS = {
+SCHEMAS: JsonObject = {
     **{name: {"type": "string", "title": name, "enum": values} for name, values in ENUMS.items()},
     "error": {"type": "object", "required": ["error", "details"],
               "properties": {"error": {"type": "string"}, "details": {"type": "string"}}},
@@ -81,17 +82,17 @@ SCHEMAS = {
 }
 
 
-def reports_openapi(server_url=BASE):
+def reports_openapi(server_url: str = BASE) -> JsonObject:
     """The document as a dict, with ``servers`` pointing at ``server_url``."""
-    def path_id(name, description):
+    def path_id(name: str, description: str) -> JsonObject:
         return {"name": name, "in": "path", "required": True, "description": description,
                 "schema": _ID}
 
-    get = {"security": [{"bearer": []}], "tags": ["Reports"]}
+    get: JsonObject = {"security": [{"bearer": []}], "tags": ["Reports"]}
     # The answer's type is the template's. Generated clients read an answer by
     # the first media type they know, and know bytes only as octet-stream: it
     # comes first, so they keep an XLSX as bytes instead of decoding it as text.
-    documents = {t: {"schema": {"type": "string", "format": "binary",
+    documents: JsonObject = {t: {"schema": {"type": "string", "format": "binary",
                                 **({"contentMediaType": t} if t != OCTET_STREAM else {})}}
                  for t in (OCTET_STREAM, *(CONTENT_TYPES[t] for t in OUTPUT_TYPES))}
     return {

@@ -8,23 +8,36 @@ names it. ENTITY values are ids, loaded through the data manager with the
 caller's permissions (403 when the entity may not be read, 404 when the row
 does not exist or is hidden from the caller).
 """
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..data.write.importer import parse_id
 from ..data.read.queries import fill_filter, parameter_reference
 from ..errors import ApiError, BadRequest
+from ..jsonio import JsonObject, JsonValue
 from ..model.valuetypes import MAX_ARRAY_ITEMS
+
+if TYPE_CHECKING:
+    from ..model.metadata import MetaClass
+    from .definitions import Parameter, Report
+
+# A parameter's parsed value: its datatype's Python value, an enum member, or
+# an entity's JSON (a list of them for ENTITY_LIST), which is any JSON.
+Value = Any
+# load_entity(meta, id): one entity's JSON for the caller, or raise.
+LoadEntity = Callable[["MetaClass", Any], JsonValue]
 _FORMATS = {"NUMERIC": "a number such as 12.5", "BOOLEAN": "true or false",
             "DATE": "yyyy-MM-dd", "DATETIME": "yyyy-MM-ddTHH:mm:ss[.SSS]", "TIME": "HH:mm:ss",
             "ENUMERATION": "a constant name of the enum", "ENTITY": "an entity id",
             "ENTITY_LIST": "an array of entity ids"}
 
 
-def run_error(details):
+def run_error(details: str) -> BadRequest:
     return BadRequest("Run report error", details)
 
 
-def parse_text(parameter, text):
+def parse_text(parameter: "Parameter", text: object) -> Value:
     """One text value -> its Python value; ValueError/TypeError when malformed.
     ENTITY ids come back in canonical text form (``Invalid entity ID`` otherwise)."""
     if not isinstance(text, str):
@@ -34,7 +47,7 @@ def parse_text(parameter, text):
     return parameter.value_type.from_text(text)
 
 
-def _filter_form(parameter, value):
+def _filter_form(parameter: "Parameter", value: Value) -> JsonValue:
     """A parsed value as search filters take it (entities: their ids)."""
     if parameter.type == "ENTITY":
         return value["id"]
@@ -43,9 +56,9 @@ def _filter_form(parameter, value):
     return parameter.value_type.to_json(value)
 
 
-def sample_filter_values(parameters):
+def sample_filter_values(parameters: "Iterable[Parameter]") -> dict[str, JsonValue]:
     """A valid filter value of each parameter's type, for checking filters at startup."""
-    samples = {}
+    samples: dict[str, JsonValue] = {}
     for parameter in parameters:
         value_type = parameter.value_type
         if parameter.entity is not None:
@@ -60,17 +73,17 @@ class Bound:
     """A run's parameter values: for band functions (Python values; entities as
     their JSON with ``_instanceName``), for filters (JSON forms) and as text
     for file names. Absent optional parameters are None."""
-    python: dict
-    filter: dict
-    text: dict
+    python: dict[str, Value]
+    filter: dict[str, JsonValue]
+    text: dict[str, JsonValue]
 
 
-def _raw_values(body_parameters):
+def _raw_values(body_parameters: JsonValue) -> dict[str, JsonValue]:
     if body_parameters is None:
         return {}
     if not isinstance(body_parameters, list):
         raise BadRequest("Invalid JSON body", "parameters must be an array")
-    raw = {}
+    raw: dict[str, JsonValue] = {}
     for item in body_parameters:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise BadRequest("Invalid JSON body",
@@ -79,11 +92,13 @@ def _raw_values(body_parameters):
     return raw
 
 
-def bind(report, body_parameters, load_entity):
+def bind(report: "Report", body_parameters: JsonValue, load_entity: LoadEntity) -> Bound:
     """Parse the body's parameters for ``report``. ``load_entity(meta, id)``
     loads one entity for the caller (JSON with ``_instanceName``) or raises."""
     raw = _raw_values(body_parameters)
-    python, filters, texts = {}, {}, {}
+    python: dict[str, Value] = {}
+    filters: dict[str, JsonValue] = {}
+    texts: dict[str, JsonValue] = {}
     for parameter in report.parameters:
         value = raw.get(parameter.alias)
         if value is None:
@@ -100,7 +115,7 @@ def bind(report, body_parameters, load_entity):
     return Bound(python, filters, texts)
 
 
-def _parse(parameter, value, load_entity):
+def _parse(parameter: "Parameter", value: JsonValue, load_entity: LoadEntity) -> Value:
     if parameter.type == "ENTITY_LIST":
         items = value if isinstance(value, list) else [value]
         if len(items) > MAX_ARRAY_ITEMS:
@@ -111,7 +126,7 @@ def _parse(parameter, value, load_entity):
     return _parse_one(parameter, value, load_entity)
 
 
-def _parse_one(parameter, text, load_entity):
+def _parse_one(parameter: "Parameter", text: JsonValue, load_entity: LoadEntity) -> Value:
     try:
         parsed = parse_text(parameter, text)
     except ApiError:
@@ -120,11 +135,13 @@ def _parse_one(parameter, text, load_entity):
         raise run_error(f"Invalid value of parameter {parameter.alias}: expected "
                         f"{_FORMATS.get(parameter.type, 'text')}") from None
     if parameter.type in ("ENTITY", "ENTITY_LIST"):
+        assert parameter.entity is not None     # the loader makes sure
         return load_entity(parameter.entity, parsed)
     return parsed
 
 
-def _text_form(parameter, parsed):
+def _text_form(parameter: "Parameter", parsed: Value) -> JsonValue:
+    """The text for file names (an entity's instance name, else its id)."""
     if parameter.type == "ENTITY":
         return parsed.get("_instanceName") or parsed["id"]
     if parameter.type == "ENTITY_LIST":
@@ -132,7 +149,7 @@ def _text_form(parameter, parsed):
     return parameter.value_type.to_text(parsed)
 
 
-def filter_for(spec, bound):
+def filter_for(spec: JsonObject | None, bound: Bound) -> JsonObject | None:
     """The band's filter with the parameters' values in place; a condition on
     an optional parameter that was not given is left out."""
     if spec is None:
@@ -141,8 +158,8 @@ def filter_for(spec, bound):
     return fill_filter(_without_absent(spec, absent), bound.filter)
 
 
-def _without_absent(spec, absent):
-    conditions = []
+def _without_absent(spec: JsonObject, absent: set[str]) -> JsonObject:
+    conditions: list[JsonValue] = []
     for item in spec.get("conditions") or ():
         if isinstance(item, dict) and "group" in item:
             conditions.append({**item, "conditions": _without_absent(item, absent)["conditions"]})
@@ -151,7 +168,7 @@ def _without_absent(spec, absent):
     return {**spec, "conditions": conditions}
 
 
-def _mentions(value, aliases):
+def _mentions(value: JsonValue, aliases: set[str]) -> bool:
     if isinstance(value, list):
         return any(_mentions(item, aliases) for item in value)
     return parameter_reference(value) in aliases

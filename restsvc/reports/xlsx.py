@@ -22,9 +22,12 @@ import datetime
 import decimal
 import re
 import zipfile
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
+from types import TracebackType
+from typing import IO
 
-from .cells import clean_text, is_formula_like
+from .cells import CellValue, clean_text, is_formula_like
 
 _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -50,12 +53,12 @@ class XColumn:
     width: float | None = None          # characters; None: from the header and the first rows
 
 
-def _escape(text):
+def _escape(text: str) -> str:
     """Cleaned, XML-escaped text (for attributes too)."""
     return _markup(clean_text(text)).replace('"', "&quot;")
 
 
-def _markup(text):
+def _markup(text: str) -> str:
     """XML-escaped text; CR as a character reference so that it survives
     XML's line-end normalization."""
     if "&" in text or "<" in text or ">" in text or "\r" in text:
@@ -68,32 +71,29 @@ def _markup(text):
 _NEEDS_CARE = re.compile("\\A[=+\\-@\\s]|\\s\\Z|[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-def _inline(ref, text, style):
+def _inline(ref: str, text: str, styles: tuple[str, str]) -> str:
     text = clean_text(text)
-    if is_formula_like(text):
-        style = style[1]           # quotePrefix: shown and kept as text
-    else:
-        style = style[0]
+    style = styles[1] if is_formula_like(text) else styles[0]   # [1]: quotePrefix, kept as text
     escaped = _markup(text)
     if text[:1].isspace() or text[-1:].isspace():
         return f'<c r="{ref}"{style} t="inlineStr"><is><t xml:space="preserve">{escaped}</t></is></c>'
     return f'<c r="{ref}"{style} t="inlineStr"><is><t>{escaped}</t></is></c>'
 
 
-def _serial_date(value):
+def _serial_date(value: datetime.date) -> int:
     return value.toordinal() - _EPOCH_ORDINAL
 
 
-def _serial_datetime(value):
+def _serial_datetime(value: datetime.datetime) -> float:
     seconds = value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
     return value.toordinal() - _EPOCH_ORDINAL + seconds / 86400
 
 
-def _serial_time(value):
+def _serial_time(value: datetime.time | datetime.datetime) -> float:
     return (value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6) / 86400
 
 
-def _number_text(value):
+def _number_text(value: int | float | decimal.Decimal) -> str | None:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             return None         # no spreadsheet number can hold it
@@ -107,19 +107,20 @@ class _Styles:
     """Cell formats (cellXfs) by (number format, bold, quote prefix), added as
     columns need them; written once the workbook is complete."""
 
-    def __init__(self):
-        self.formats = {}         # custom format code -> id (164 and up)
-        self.xfs = {(0, False, False): 0}
+    def __init__(self) -> None:
+        self.formats: dict[str, int] = {}         # custom format code -> id (164 and up)
+        self.xfs: dict[tuple[int, bool, bool], int] = {(0, False, False): 0}
 
-    def index(self, number_format=None, bold=False, quote_prefix=False):
+    def index(self, number_format: str | None = None, bold: bool = False,
+              quote_prefix: bool = False) -> int:
         format_id = 0
         if number_format:
-            format_id = _BUILT_IN_FORMATS.get(number_format)
-            if format_id is None:
-                format_id = self.formats.setdefault(number_format, 164 + len(self.formats))
+            built_in = _BUILT_IN_FORMATS.get(number_format)
+            format_id = built_in if built_in is not None \
+                else self.formats.setdefault(number_format, 164 + len(self.formats))
         return self.xfs.setdefault((format_id, bold, quote_prefix), len(self.xfs))
 
-    def xml(self):
+    def xml(self) -> str:
         formats = "".join(f'<numFmt numFmtId="{i}" formatCode="{_escape(code)}"/>'
                           for code, i in self.formats.items())
         xfs = "".join(
@@ -140,7 +141,7 @@ class _Styles:
                 '</styleSheet>')
 
 
-def column_letters(index):
+def column_letters(index: int) -> str:
     """0 -> A, 25 -> Z, 26 -> AA."""
     letters = ""
     index += 1
@@ -150,50 +151,50 @@ def column_letters(index):
     return letters
 
 
-def _style_attr(index):
+def _style_attr(index: int) -> str:
     return f' s="{index}"' if index else ""
 
 
 class _Cell:
     """How one column writes its cells: a function of (reference, value)."""
 
-    def __init__(self, kind, number_format, styles):
+    def __init__(self, kind: str, number_format: str | None, styles: _Styles) -> None:
         number_format = number_format or DEFAULT_FORMATS.get(kind)
         self.kind = kind
         self.style = _style_attr(styles.index(number_format))
         self.text_styles = (self.style, _style_attr(styles.index(number_format, quote_prefix=True)))
         self.date_styles = {k: _style_attr(styles.index(number_format or f))
                             for k, f in DEFAULT_FORMATS.items()}
-        self.write = getattr(self, "_" + kind)
+        self.write: Callable[[str, CellValue], str] = getattr(self, "_" + kind)
 
-    def _string(self, ref, value):
+    def _string(self, ref: str, value: CellValue) -> str:
         if not isinstance(value, str):
             value = str(value)
         if _NEEDS_CARE.search(value) is None:
             return f'<c r="{ref}"{self.style} t="inlineStr"><is><t>{value}</t></is></c>'
         return _inline(ref, value, self.text_styles)
 
-    def _number(self, ref, value):
+    def _number(self, ref: str, value: CellValue) -> str:
         if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
             return self._auto(ref, value)
         text = _number_text(value)
         return "" if text is None else f'<c r="{ref}"{self.style}><v>{text}</v></c>'
 
-    def _boolean(self, ref, value):
+    def _boolean(self, ref: str, value: CellValue) -> str:
         return f'<c r="{ref}"{self.style} t="b"><v>{int(bool(value))}</v></c>'
 
-    def _date(self, ref, value):
+    def _date(self, ref: str, value: CellValue) -> str:
         if isinstance(value, datetime.datetime):
             return f'<c r="{ref}"{self.style}><v>{_serial_datetime(value)}</v></c>'
         return f'<c r="{ref}"{self.style}><v>{_serial_date(value)}</v></c>'
 
-    def _datetime(self, ref, value):
+    def _datetime(self, ref: str, value: CellValue) -> str:
         return f'<c r="{ref}"{self.style}><v>{_serial_datetime(value)}</v></c>'
 
-    def _time(self, ref, value):
+    def _time(self, ref: str, value: CellValue) -> str:
         return f'<c r="{ref}"{self.style}><v>{_serial_time(value)}</v></c>'
 
-    def _auto(self, ref, value):
+    def _auto(self, ref: str, value: CellValue) -> str:
         if isinstance(value, bool):
             return self._boolean(ref, value)
         if isinstance(value, (int, float, decimal.Decimal)):
@@ -208,7 +209,7 @@ class _Cell:
         return self._string(ref, str(value))
 
 
-def _width(column, samples, index):
+def _width(column: XColumn, samples: Sequence[Sequence[CellValue]], index: int) -> float:
     if column.width is not None:
         return column.width
     if column.kind in ("date", "datetime", "time") and column.number_format is None:
@@ -220,7 +221,7 @@ def _width(column, samples, index):
     return min(max(longest, len(column.caption) + 3, 6) + 2, _MAX_WIDTH)
 
 
-def sheet_title(title, taken):
+def sheet_title(title: str, taken: Container[str]) -> str:
     """A title Excel accepts: at most 31 characters, none of []:*?/\\, unique."""
     cleaned = "".join("_" if c in "[]:*?/\\" else c for c in clean_text(title)).strip("' ")
     cleaned = cleaned[:31] or "Sheet"
@@ -233,7 +234,7 @@ def sheet_title(title, taken):
 
 
 class Sheet:
-    def __init__(self, book, number, title, columns):
+    def __init__(self, book: "Workbook", number: int, title: str, columns: Iterable[XColumn]) -> None:
         self.book = book
         self.number = number
         self.title = title
@@ -244,17 +245,17 @@ class Sheet:
         self._stream = book.zip.open(f"xl/worksheets/sheet{number}.xml", "w", force_zip64=True)
         self._started = False
 
-    def write_rows(self, rows):
+    def write_rows(self, rows: Iterable[Sequence[CellValue]]) -> None:
         rows = iter(rows)
         if not self._started:
-            samples = []
+            samples: list[Sequence[CellValue]] = []
             for row in rows:
                 samples.append(row)
                 if len(samples) >= _SAMPLE_ROWS:
                     break
             self._start(samples)
             self._write(samples)
-        block = []
+        block: list[Sequence[CellValue]] = []
         for row in rows:
             block.append(row)
             if len(block) >= _BLOCK_ROWS:
@@ -263,7 +264,7 @@ class Sheet:
         if block:
             self._write(block)
 
-    def _start(self, samples):
+    def _start(self, samples: Sequence[Sequence[CellValue]]) -> None:
         self._started = True
         bold = _style_attr(self.book.styles.index(bold=True))
         cols = "".join(f'<col min="{i + 1}" max="{i + 1}" width="{_width(c, samples, i)}" customWidth="1"/>'
@@ -279,8 +280,8 @@ class Sheet:
             + (f"<cols>{cols}</cols>" if cols else "")
             + f'<sheetData><row r="1">{header}</row>').encode("utf-8"))
 
-    def _write(self, rows):
-        parts = []
+    def _write(self, rows: Iterable[Sequence[CellValue]]) -> None:
+        parts: list[str] = []
         number = self.rows
         pairs = list(zip(self._letters, self._cells))
         for row in rows:
@@ -293,13 +294,13 @@ class Sheet:
             self._stream.write("".join(parts).encode("utf-8"))
 
     @property
-    def filter_range(self):
+    def filter_range(self) -> str | None:
         """The auto-filter's range in A1 form, or None for a sheet without columns."""
         if not self.columns:
             return None
         return f"$A$1:${self._letters[-1]}${self.rows}"
 
-    def close(self):
+    def close(self) -> None:
         if not self._started:
             self._start([])
         tail = "</sheetData>"
@@ -314,15 +315,15 @@ class Sheet:
 class Workbook:
     """An XLSX document written to a binary file object (seekable or not)."""
 
-    def __init__(self, file, compresslevel=1):
+    def __init__(self, file: IO[bytes], compresslevel: int = 1) -> None:
         # Level 1: most of deflate's size gain at a fraction of its time.
         self.zip = zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED, compresslevel=compresslevel)
         self.styles = _Styles()
         self.styles.index(bold=True)
-        self.sheets = []
-        self._open = None
+        self.sheets: list[Sheet] = []
+        self._open: Sheet | None = None
 
-    def add_sheet(self, title, columns):
+    def add_sheet(self, title: str, columns: Sequence[XColumn]) -> Sheet:
         if self._open is not None:
             self._open.close()
         for column in columns:
@@ -333,7 +334,7 @@ class Workbook:
         self.sheets.append(self._open)
         return self._open
 
-    def close(self):
+    def close(self) -> None:
         if self._open is not None:
             self._open.close()
             self._open = None
@@ -342,16 +343,17 @@ class Workbook:
         self._write_parts()
         self.zip.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Workbook":
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         if kind is None:
             self.close()
         else:
             self.zip.close()
 
-    def _write_parts(self):
+    def _write_parts(self) -> None:
         sheets = self.sheets
         count = len(sheets)
         self.zip.writestr("[Content_Types].xml", (
@@ -386,5 +388,5 @@ class Workbook:
         self.zip.writestr("xl/styles.xml", self.styles.xml())
 
 
-def _quoted(title):
+def _quoted(title: str) -> str:
     return "'" + title.replace("'", "''") + "'"
