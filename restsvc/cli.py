@@ -146,7 +146,8 @@ def routes(args: argparse.Namespace) -> None:
     application = import_application(settings.application, settings.base_dir)
     load_model(application)         # a model that serve refuses has no routes either
     for rule in all_rules(application, settings):
-        methods = ",".join(sorted(m for m in rule.methods if m not in ("HEAD", "OPTIONS")))
+        methods = ",".join(sorted(m for m in rule.methods if m not in ("HEAD", "OPTIONS"))
+                           ) if rule.methods is not None else "ANY"
         handler = rule.endpoint
         print(f"{methods:<18} {rule.rule:<60} {handler.__module__.removeprefix('restsvc.api.')}."
               f"{handler.__name__}")

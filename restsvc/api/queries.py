@@ -1,5 +1,5 @@
 """Queries API: predefined queries from ``svc.rest.queries-config`` (reference section 3)."""
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
@@ -12,7 +12,6 @@ from .export import export_form, export_response
 
 if TYPE_CHECKING:
     from ..data.read.queries import Query
-    from ..model.metadata import MetaClass
     from ..web import Context
 
 BASE = "/rest/queries/<entity_name>"
@@ -47,8 +46,7 @@ def run_query(ctx: "Context", entity_name: str, query_name: str) -> Response:
         plan, spec, limit, offset = ctx.app.queries.search_of(
             ctx.access, query, values, args.get("fetchPlan") or args.get("view"),
             query_int(ctx.request, "limit"), query_int(ctx.request, "offset"), after)
-        # data/read/queries.py declares a query's entity ``object``.
-        return export_response(ctx, form, ctx.access, cast("MetaClass", query.entity), plan,
+        return export_response(ctx, form, ctx.access, query.entity, plan,
                                spec, None, limit, offset, after,
                                query_bool(ctx.request, "returnNulls"))
     rows, total, cursor = ctx.app.queries.run(

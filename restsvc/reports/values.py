@@ -2,7 +2,7 @@
 home (``restsvc.model.datatypes`` and ``valuetypes``): parameter types, the
 text form of CSV cells and the cell kind of XLSX columns."""
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..model.datatypes import DATATYPES, Datatype, column_text
 from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
@@ -69,5 +69,5 @@ def python_text(value: object) -> str:
     if isinstance(value, str):
         return guarded_text(value)
     name = PYTHON_TYPES.get(type(value))
-    return cast(Callable[[object], str], DATATYPES[name].to_text)(value) if name \
+    return DATATYPES[name].to_text(value) if name \
         else guarded_text(str(value))
