@@ -4,8 +4,17 @@ import json
 import re
 import secrets
 from json.encoder import encode_basestring as quoted    # C: "text" with JSON escapes
+from typing import Any
 
 from .model.numbers import parse_json_int, parse_number
+
+# Any JSON value as this module reads and writes it (str, int, Decimal, float,
+# bool, None, lists and dicts of them, RawJson). A recursive union would make
+# every consumer narrow before use; until the codebase is ready for that, the
+# alias names the intent and keeps one place to tighten.
+JsonValue = Any
+# A JSON object: string keys, any JSON values.
+JsonObject = dict[str, JsonValue]
 
 # JSON numbers must keep a decimal's scale ("100.00"), which the json module
 # cannot write. A Decimal is first written as a string between two markers

@@ -43,7 +43,7 @@ class Access:
 SERVICE_NAME = "restsvc"
 
 
-def utc_now():
+def utc_now() -> datetime.datetime:
     """The clock of audit fields and history: UTC, stored without a zone."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 

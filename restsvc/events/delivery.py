@@ -48,10 +48,10 @@ from typing import Any, cast
 
 import peewee
 
-from ..db import database_proxy, is_sqlite, release, write_transaction
+from ..db import is_sqlite, release, write_transaction
 from ..jsonio import loads
 from . import outbox, sender
-from .webhooks import WebhookSubscription
+from .webhooks import WebhookDelivery, WebhookSubscription
 
 log = logging.getLogger("restsvc")
 PRUNE_EVERY = 3600
@@ -60,24 +60,6 @@ STOP_SIGNALS = frozenset((signal.SIGTERM, signal.SIGINT, signal.SIGQUIT))
 
 _SKIP_LOCKED: Any = "FOR UPDATE SKIP LOCKED"    # peewee takes the clause (its stubs say bool)
 Claimed = tuple[int, str, int, int, float]     # seq, subscription, eventId, attempts, firstAttempt
-
-
-class WebhookDelivery(peewee.Model):
-    seq = peewee.BigAutoField()
-    subscription = peewee.CharField(max_length=255)
-    eventId = peewee.BigIntegerField()
-    state = peewee.CharField(max_length=16, default="pending")     # pending or dead
-    attempts = peewee.IntegerField(default=0)
-    firstAttempt = peewee.DoubleField()             # epoch seconds: the retry period's start
-    nextAttempt = peewee.DoubleField()
-    leaseUntil = peewee.DoubleField(null=True)      # claimed by a worker until then
-    lastStatus = peewee.IntegerField(null=True)
-    lastError = peewee.CharField(max_length=255, null=True)
-
-    class Meta:
-        database = database_proxy
-        table_name = "restsvc_webhook_delivery"
-        indexes = ((("subscription", "eventId"), True), (("state", "nextAttempt"), False))
 
 
 class Deliverer:

@@ -16,7 +16,7 @@ in this order:
     rules_after    row rules on the row as now stored (a refusal rolls it all back)
     history        a HistoryItem of an entity with ``history`` (data/write/history.py):
                    the row's values before are read ahead of the statement
-    events         the outbox row of an entity with ``events`` (events/outbox.py)
+    events         the outbox row of an entity with ``events`` (outbox.py)
     after_save     the model's hook, in the same transaction
 
 ``Writer.delete`` does the same for deletes (row rules on the rows as they
@@ -35,8 +35,7 @@ import dataclasses
 import peewee
 
 from ...errors import Conflict, PreconditionFailed
-from ...events import outbox
-from . import history
+from . import history, outbox
 from . import softdelete
 from ..access import require, utc_now
 from ..answer.etags import version_is
@@ -69,7 +68,7 @@ class Writer:
         self.memberships(operation)
         self.rules_after(operation, owner_field)
         self.history(operation, before, owner_field, owner_id)
-        self.events(operation, instance)
+        self.events(operation)
         self.after_save(operation, instance)
         return operation.id
 
@@ -201,14 +200,9 @@ class Writer:
         if item is not None:
             history.record(self.access, [item], self.batch)
 
-    def events(self, operation, instance):
+    def events(self, operation):
         meta = operation.meta
-        if not meta.events:
-            return
-        if operation.creating and instance is not None:
-            outbox.record_created(self.access, meta, operation.id, getattr(instance, "version", None),
-                                  outbox.changed_names(meta, operation), self.batch)
-        else:
+        if meta.events:
             outbox.record(self.access, meta, [operation.id],
                           "CREATE" if operation.creating else "UPDATE",
                           outbox.changed_names(meta, operation), self.batch)
