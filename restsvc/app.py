@@ -20,7 +20,7 @@ from .events.feed import StreamSlots, Tickets
 from .events.outbox import ChangeEvent
 from .events.webhooks import WebhookDelivery, WebhookSubscription
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
-from .files.storage import file_storages
+from .files.configured import file_storages
 from .health import Readiness
 from .idempotency import IdempotentRequest, Replays
 from .proxies import TrustedProxies

@@ -11,31 +11,11 @@ from .datatypes import DATATYPES, column_json, datatype_of
 from .entity import Entity, declaration_of
 from .fetchplan import FetchPlanError, build_built_in_plans, build_named_plans
 from .fields import EnumField, transient
-from .valuetypes import property_value_type
+from .valuetypes import MetaEnum, enum_name, property_value_type
 
 
 class MetadataError(Exception):
     """A declaration that cannot work; raised at startup."""
-
-
-def enum_name(enum_class):
-    """Fully qualified name: the Python module path plus the class name."""
-    return f"{enum_class.__module__}.{enum_class.__qualname__}"
-
-
-@dataclass(eq=False)
-class MetaEnum:
-    name: str
-    enum_class: type
-
-    def member(self, constant):
-        """The member for a constant name, or None."""
-        return self.enum_class.__members__.get(constant) if isinstance(constant, str) else None
-
-    def to_json(self, captions):
-        return {"name": self.name, "values": [
-            {"name": m.name, "id": str(m.value), "caption": captions(f"{self.name}.{m.name}")}
-            for m in self.enum_class]}
 
 
 @dataclass(eq=False)
@@ -157,7 +137,7 @@ def _link(meta, name, m2m):
 @dataclass(eq=False)
 class MetaClass:
     name: str
-    model: type
+    model: type[Entity]
     ancestor: "MetaClass"
     instance_name: tuple
     validators: tuple

@@ -25,7 +25,7 @@ import weakref
 from itertools import count
 
 from . import requestid
-from ..web import body_size
+from ..responses import body_size
 
 # One answered request: (perf_counter at the end, seconds, method, route or
 # None, status, CONTENT_LENGTH text or None, response bytes or None,

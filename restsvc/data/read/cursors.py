@@ -25,8 +25,8 @@ import hmac
 import json
 import uuid
 import zlib
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import peewee
 
@@ -160,6 +160,20 @@ def _decode(value: SortValue) -> SortValue:
     return value
 
 
+class PageRow(Protocol):
+    """A row of a page as ``sort_key`` reads it: its values by attribute name."""
+
+    def __contains__(self, name: object, /) -> bool: ...
+    def __getitem__(self, name: str, /) -> Any: ...
+
+
+class PageRows(Protocol):
+    """A page's rows as ``sort_key`` reads them: the last one, and all from the end."""
+
+    def __getitem__(self, index: int, /) -> PageRow: ...
+    def __reversed__(self) -> Iterator[PageRow]: ...
+
+
 class _SortColumns(NamedTuple):
     columns: list[Any]                          # the sort's columns (Peewee nodes)
     own: list[str | None]                       # each one's attribute, None: not the entity's own
@@ -167,7 +181,7 @@ class _SortColumns(NamedTuple):
 
 
 def sort_key(access: "Access", meta: "MetaClass", sort: str | None,
-             rows: Sequence[dict[str, Any]]) -> list[SortValue] | None:
+             rows: PageRows) -> list[SortValue] | None:
     """The sort key of the last of ``rows``, as the database stores it (no
     conversion when compared). Taken from the row when it holds every sort
     column (the id alone, or attributes of the entity's own that the plan
