@@ -149,7 +149,7 @@ class MetaClass:
     audited: bool = False       # audit fields filled by the write path (data/write/writer.py)
     history: tuple | None = None       # recorded attributes' names (data/write/history.py); None: no history
     soft_delete: bool = False   # DELETE marks the row (data/write/softdelete.py)
-    events: bool = False        # changes published through the outbox (events/outbox.py)
+    events: bool = False        # changes published through the outbox (data/write/outbox.py)
     natural_key: str | None = None  # the attribute that names a row (data/transfer/imports.py)
 
     @property
