@@ -8,7 +8,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from .errors import BadRequest, MalformedBody, PayloadTooLarge
 from .jsonio import loads
-from .model.numbers import NumberOutOfBounds
+from .numbers import NumberOutOfBounds
 
 
 def form_pairs(text):

@@ -6,7 +6,7 @@ import secrets
 from json.encoder import encode_basestring as quoted    # C: "text" with JSON escapes
 from typing import Any
 
-from .model.numbers import parse_json_int, parse_number
+from .numbers import parse_json_int, parse_number
 
 # Any JSON value as this module reads and writes it (str, int, Decimal, float,
 # bool, None, lists and dicts of them, RawJson). A recursive union would make

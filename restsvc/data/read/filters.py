@@ -13,7 +13,7 @@ cannot tell them apart.
 from typing import Any, NamedTuple
 
 from ...errors import BadRequest
-from ...model.numbers import NumberOutOfBounds, decimal_fits
+from ...numbers import NumberOutOfBounds, decimal_fits
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 
 MAX_DEPTH = 16
