@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import peewee
-    from werkzeug.routing import Rule
+    from werkzeug.routing import Map, Rule
     from werkzeug.wrappers import Request, Response
 
     from .application import Application
@@ -106,6 +106,8 @@ class AppParts(Protocol):
     def observer(self) -> Observing | None: ...
     @property
     def documents(self) -> Documents: ...
+    @property
+    def url_map(self) -> Map: ...
 
     def match(self, path: str, method: str) -> tuple[Rule, dict[str, Any]]:
         """The route of a path and method, and its arguments (404 or 405 when none)."""
