@@ -27,7 +27,7 @@ import re
 import socket
 import uuid
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import peewee
@@ -87,6 +87,13 @@ class WebhookDelivery(peewee.Model):
         indexes = ((("subscription", "eventId"), True), (("state", "nextAttempt"), False))
 
 
+class Registration(NamedTuple):
+    """A subscription as a registration body asks for it, checked."""
+    url: str
+    entities: list[str]
+    kinds: list[str]
+    secret: str
+
 
 def as_json(row: WebhookSubscription) -> JsonObject:
     """What the API shows of a subscription: never its secret."""
@@ -97,8 +104,8 @@ def as_json(row: WebhookSubscription) -> JsonObject:
 
 # -- registration ----------------------------------------------------------------
 def checked(metadata: Metadata, body: JsonValue,
-            allow_private: bool) -> tuple[str, list[str], list[str], str]:
-    """(url, entities, kinds, secret) of a registration body; 400 on anything wrong."""
+            allow_private: bool) -> Registration:
+    """What a registration body asks for; 400 on anything wrong."""
     if not isinstance(body, dict):
         raise BadRequest("Invalid webhook", "The body must be a JSON object")
     url, entities = body.get("url"), body.get("entities")
@@ -120,7 +127,7 @@ def checked(metadata: Metadata, body: JsonValue,
     if not isinstance(secret, str) or len(secret) < MIN_SECRET or len(secret) > 1024:
         raise BadRequest("Invalid webhook", f"secret: at least {MIN_SECRET} characters")
     check_address(url, allow_private)       # last: it asks the resolver
-    return url, list(dict.fromkeys(entities)), list(dict.fromkeys(kinds)), secret
+    return Registration(url, list(dict.fromkeys(entities)), list(dict.fromkeys(kinds)), secret)
 
 
 def create(database: peewee.Database, url: str, entities: list[str], kinds: list[str],
@@ -161,17 +168,17 @@ def sync_settings(database: peewee.Database, metadata: Metadata,
         body = {"url": sub.url, "entities": list(sub.entities), "kinds": list(sub.kinds),
                 "secret": sub.secret}
         try:
-            url, entities, kinds, secret = checked(metadata, body, allow_private)
+            wanted = checked(metadata, body, allow_private)
         except BadRequest as exc:
             raise SettingsError(f"svc.webhooks.subscription.{sub.name}: {exc.details}") from None
         key = SETTINGS_PREFIX + sub.name
         names.add(key)
         with database.atomic():
             updated = WebhookSubscription.update(
-                url=url, entities=dumps(entities), kinds=dumps(kinds), secret=secret).where(
-                WebhookSubscription.id == key).execute()
+                url=wanted.url, entities=dumps(wanted.entities), kinds=dumps(wanted.kinds),
+                secret=wanted.secret).where(WebhookSubscription.id == key).execute()
             if not updated:
-                create(database, url, entities, kinds, secret, key)
+                create(database, wanted.url, wanted.entities, wanted.kinds, wanted.secret, key)
     WebhookSubscription.delete().where(
         WebhookSubscription.id.startswith(SETTINGS_PREFIX)
         & WebhookSubscription.id.not_in(list(names) or [""])).execute()
