@@ -68,7 +68,7 @@ class Writer:
         self.memberships(operation)
         self.rules_after(operation, owner_field)
         self.history(operation, before, owner_field, owner_id)
-        self.events(operation)
+        self.events(operation, instance)
         self.after_save(operation, instance)
         return operation.id
 
@@ -200,9 +200,14 @@ class Writer:
         if item is not None:
             history.record(self.access, [item], self.batch)
 
-    def events(self, operation):
+    def events(self, operation, instance):
         meta = operation.meta
-        if meta.events:
+        if not meta.events:
+            return
+        if operation.creating and instance is not None:
+            outbox.record_created(self.access, meta, operation.id, getattr(instance, "version", None),
+                                  outbox.changed_names(meta, operation), self.batch)
+        else:
             outbox.record(self.access, meta, [operation.id],
                           "CREATE" if operation.creating else "UPDATE",
                           outbox.changed_names(meta, operation), self.batch)
