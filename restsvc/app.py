@@ -17,11 +17,10 @@ from .data.read.queries import PredefinedQueries
 from .data.read.queryconfig import QueryConfigError, load_queries
 from .data.write.rowrules import check_declarations
 from .events.feed import StreamSlots, Tickets
-from .events.delivery import WebhookDelivery
 from .events.outbox import ChangeEvent
-from .events.webhooks import WebhookSubscription
+from .events.webhooks import WebhookDelivery, WebhookSubscription
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
-from .files.storage import file_storages
+from .files.configured import file_storages
 from .health import Readiness
 from .idempotency import IdempotentRequest, Replays
 from .proxies import TrustedProxies

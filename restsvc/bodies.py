@@ -8,7 +8,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from .errors import BadRequest, MalformedBody, PayloadTooLarge
 from .jsonio import JsonValue, loads
-from .model.numbers import NumberOutOfBounds
+from .numbers import NumberOutOfBounds
 from .request import Request, form_pairs
 
 

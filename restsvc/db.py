@@ -26,8 +26,8 @@ import peewee
 from playhouse import db_url
 from playhouse.pool import MaxConnectionsExceeded, PooledPostgresqlDatabase
 
+from .errors import SettingsError
 from .privatefiles import ensure_private
-from .settings import SettingsError
 
 log = logging.getLogger("restsvc")
 

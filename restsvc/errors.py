@@ -194,3 +194,7 @@ class Unauthorized(ApiError):
 DATABASE_UNAVAILABLE = ServiceUnavailable(
     "Service unavailable", "The database is busy or cannot be reached; try again later",
     headers={"Retry-After": "2"})
+
+
+class SettingsError(Exception):
+    """A configuration problem found at startup; the message names the key."""

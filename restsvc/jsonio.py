@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring as quoted    # C: "text" with JSON escapes
 from typing import Any, NoReturn
 
-from .model.numbers import parse_json_int, parse_number
+from .numbers import parse_json_int, parse_number
 
 # Any JSON value as this module reads and writes it (str, int, Decimal, float,
 # bool, None, lists and dicts of them, RawJson). A recursive union would make
@@ -16,6 +16,7 @@ from .model.numbers import parse_json_int, parse_number
 JsonValue = Any
 # A JSON object: string keys, any JSON values.
 JsonObject = dict[str, JsonValue]
+
 
 # JSON numbers must keep a decimal's scale ("100.00"), which the json module
 # cannot write. A Decimal is first written as a string between two markers

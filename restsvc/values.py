@@ -5,11 +5,8 @@ import re
 import urllib.parse
 from collections.abc import Callable
 
+from .errors import SettingsError as SettingsError     # its name here too (settings, security)
 from .model.datatypes import DATATYPES
-
-
-class SettingsError(Exception):
-    """A configuration problem found at startup; the message names the key."""
 
 
 def text(value: object) -> str:

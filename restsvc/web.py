@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import quote, quote_plus
 
 import peewee
-from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request as WerkzeugRequest
 from werkzeug.wrappers import Response
 
@@ -16,14 +15,15 @@ from .data.access import Access, access_for
 from .data.bound import DataAccess
 from .errors import ApiError, BadRequest, Text, localized_body
 from .jsonio import JsonValue, dumps_bytes
+from .responses import CompleteResponse, HeaderValues
+from .responses import add_header as add_header, body_size as body_size     # handlers' names for them
 from .model.datatypes import DATATYPES
 from .request import Request as Request     # handlers import it from here
 from .services.declare import Caller
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
-    from .app import RestApp
+    from .parts import AppParts
     from .security.gate import Principal
     from .security.roles import Permissions
 
@@ -36,7 +36,6 @@ TEXT_TYPE = "text/plain;charset=UTF-8"
 _F = TypeVar("_F", bound=Callable[..., Any])
 # Headers as handlers give them: a mapping, or (name, value) pairs.
 HeaderValues = Mapping[str, object] | Iterable[tuple[str, object]]
-
 
 def location_url(request: WerkzeugRequest, public_url: str = "") -> str:
     """The request's URL without the query, for a ``Location`` header:
@@ -72,81 +71,15 @@ def base_url(request: WerkzeugRequest, public_url: str = "") -> str:
     return public_url or request.root_url.rstrip("/")
 
 
-class _CompleteResponse(Response):
-    """A complete JSON or text body. Werkzeug's general answer path (Location
-    rewriting, conditional and range handling, iterator wrapping) and its
-    general constructor (mimetype, charset, body type checks) cost more than
-    the rest of a small request and apply to none of these, so they are skipped;
-    the header list (all set by restsvc itself) becomes Werkzeug ``Headers``
-    only when something asks for ``headers`` (CORS, Vary)."""
-
-    direct_passthrough = False
-
-    def __init__(self, body: bytes, content_type: str, status: int = 200,
-                 headers: HeaderValues | None = None) -> None:
-        # No super().__init__(): see the class docstring.
-        self._header_list = [(name, str(value)) for name, value in (
-            headers.items() if hasattr(headers, "items") else headers)] if headers else []
-        self._header_list += ((_CONTENT_TYPE, content_type), (_CONTENT_LENGTH, str(len(body))))
-        self._headers: Headers | None = None
-        self._status, self._status_code = _status_line(status)
-        self.response: list[bytes] = [body]
-        self._on_close = []
-
-    @property
-    def headers(self) -> Headers:
-        if self._headers is None:
-            self._headers = Headers(self._header_list)
-        return self._headers
-
-    @headers.setter
-    def headers(self, headers: Headers) -> None:
-        self._headers = headers
-
-    def __call__(self, environ: "WSGIEnvironment",
-                 start_response: "StartResponse") -> Iterable[bytes]:
-        start_response(self._status, self._header_list if self._headers is None
-                       else self._headers.to_wsgi_list())
-        return [] if environ["REQUEST_METHOD"] == "HEAD" else self.response
-
-
-_CONTENT_TYPE, _CONTENT_LENGTH = "Content-Type", "Content-Length"
-_STATUS_LINES: dict[int, tuple[str, int]] = {}
-
-
-def _status_line(code: int) -> tuple[str, int]:
-    """(status line, code) as Werkzeug's ``status`` setter makes them, kept per code."""
-    line = _STATUS_LINES.get(code)
-    if line is None:
-        probe = Response(status=code)
-        line = _STATUS_LINES[code] = (probe.status, probe.status_code)
-    return line
-
-
-def add_header(response: Response, name: str, value: object) -> None:
-    """One more header on any response; a complete one keeps its plain list."""
-    if isinstance(response, _CompleteResponse) and response._headers is None:
-        response._header_list.append((name, str(value)))
-    else:
-        response.headers.add(name, str(value))
-
-
-def body_size(response: Response) -> int | None:
-    """The body's length when it is known without reading it, else None."""
-    if isinstance(response, _CompleteResponse):
-        return len(response.response[0])
-    return response.content_length
-
-
 def json_response(data: JsonValue, status: int = 200,
                   headers: HeaderValues | None = None) -> Response:
-    return _CompleteResponse(dumps_bytes(data), JSON_TYPE, status, headers)
+    return CompleteResponse(dumps_bytes(data), JSON_TYPE, status, headers)
 
 
 def text_response(text: str, status: int = 200, headers: HeaderValues | None = None,
                   content_type: str = TEXT_TYPE) -> Response:
     """``text/plain;charset=UTF-8``; a lone surrogate is written as "?"."""
-    return _CompleteResponse(text.encode("utf-8", "replace"), content_type, status, headers)
+    return CompleteResponse(text.encode("utf-8", "replace"), content_type, status, headers)
 
 
 def empty_response(status: int = 200, headers: Mapping[str, str | Iterable[str]]
@@ -276,7 +209,7 @@ class Context:
 
     __slots__ = ("app", "request", "principal", "_locale", "_access")
 
-    def __init__(self, app: "RestApp", request: Request, principal: "Principal") -> None:
+    def __init__(self, app: "AppParts", request: Request, principal: "Principal") -> None:
         self.app = app
         self.request = request
         self.principal = principal

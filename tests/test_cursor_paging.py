@@ -7,6 +7,7 @@ import pytest
 
 from conftest import get_token
 from restsvc import ResourceRole, RowLevelRole
+from restsvc.errors import ApiError
 
 LINK = re.compile(r'^<([^>]*)>; rel="next"$')
 FULL = ResourceRole("t-full", entities={"*": "*"}, attributes={"*": {"*": "modify"}})
@@ -203,3 +204,29 @@ def test_a_page_asked_with_offset_links_to_the_rows_after_it(client, auth):
     assert "offset" not in parse_qs(urlsplit(_next(first)).query)
     rest, _ = _walk(client, auth, _next(first))
     assert rest == expected[8:]
+
+
+@pytest.mark.parametrize("name", ["short", "long"])
+def test_cursors_read_as_itsdangerous_wrote_them(app, name):
+    """A cursor is made and read by cursors.py in itsdangerous' URLSafeSerializer
+    form: one it made is byte for byte what itsdangerous makes of the same
+    payload when it does not compress, and one itsdangerous made (compressed
+    when that is shorter) still reads."""
+    from itsdangerous import URLSafeSerializer
+
+    from restsvc.data.read.cursors import _binding
+
+    meta, cursors = app.metadata.entity("Customer"), app.data.cursors
+    signer = URLSafeSerializer(app.settings.secret_key, salt="restsvc.cursor")
+    key = ["x" * (2 if name == "short" else 300), 5, None]
+    ours = cursors.token(meta, "name", None, key)
+    theirs = signer.dumps([_binding(meta, "name", None), key])
+    assert cursors.key(theirs, meta, "name", None) == key
+    assert signer.loads(ours) == [_binding(meta, "name", None), key]
+    if name == "short":
+        assert ours == theirs
+    else:
+        assert theirs.startswith(".")       # compressed
+        tampered = theirs[:-2] + ("AA" if theirs[-2:] != "AA" else "BB")
+        with pytest.raises(ApiError, match="Invalid cursor"):
+            cursors.key(tampered, meta, "name", None)

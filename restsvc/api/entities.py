@@ -11,7 +11,7 @@ from ..data.answer.etags import tag_version
 from ..data.write.softdelete import including_deleted
 from ..errors import BadRequest, invalid_parameter_value
 from ..jsonio import JsonObject, JsonValue, RawJson, loads, raw_array
-from ..model.numbers import NumberOutOfBounds
+from ..numbers import NumberOutOfBounds
 from ..web import (empty_response, json_response, list_response, location_url, next_page_url,
                    query_bool, query_int, whole_number)
 from .export import export_form, export_response

@@ -44,14 +44,17 @@ import time
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import peewee
 
-from ..db import database_proxy, is_sqlite, release, write_transaction
-from ..jsonio import loads
+from ..db import is_sqlite, release, write_transaction
+from ..jsonio import JsonObject, loads
 from . import outbox, sender
-from .webhooks import WebhookSubscription
+from .webhooks import WebhookDelivery, WebhookSubscription
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 log = logging.getLogger("restsvc")
 PRUNE_EVERY = 3600
@@ -59,29 +62,19 @@ PRUNE_EVERY = 3600
 STOP_SIGNALS = frozenset((signal.SIGTERM, signal.SIGINT, signal.SIGQUIT))
 
 _SKIP_LOCKED: Any = "FOR UPDATE SKIP LOCKED"    # peewee takes the clause (its stubs say bool)
-Claimed = tuple[int, str, int, int, float]     # seq, subscription, eventId, attempts, firstAttempt
 
 
-class WebhookDelivery(peewee.Model):
-    seq = peewee.BigAutoField()
-    subscription = peewee.CharField(max_length=255)
-    eventId = peewee.BigIntegerField()
-    state = peewee.CharField(max_length=16, default="pending")     # pending or dead
-    attempts = peewee.IntegerField(default=0)
-    firstAttempt = peewee.DoubleField()             # epoch seconds: the retry period's start
-    nextAttempt = peewee.DoubleField()
-    leaseUntil = peewee.DoubleField(null=True)      # claimed by a worker until then
-    lastStatus = peewee.IntegerField(null=True)
-    lastError = peewee.CharField(max_length=255, null=True)
-
-    class Meta:
-        database = database_proxy
-        table_name = "restsvc_webhook_delivery"
-        indexes = ((("subscription", "eventId"), True), (("state", "nextAttempt"), False))
+class Claimed(NamedTuple):
+    """A delivery leased by this worker (the row ``_claim_sql`` returns)."""
+    seq: int
+    subscription: str
+    event_id: int
+    attempts: int           # this attempt's number
+    first: float            # the first attempt's time (epoch seconds)
 
 
 class Deliverer:
-    def __init__(self, settings: Any, database: peewee.Database) -> None:
+    def __init__(self, settings: Settings, database: peewee.Database) -> None:
         self.settings = settings
         self.database = database
         self.places = settings.webhooks_max_parallel
@@ -182,15 +175,15 @@ class Deliverer:
         lease = now + 2 * self.settings.webhooks_timeout + 1
         sql = _claim_sql(self.database)
         with write_transaction(self.database):
-            return [cast(Claimed, tuple(row)) for key in keys
+            return [Claimed(*row) for key in keys
                     for row in self.database.execute_sql(sql, (lease, key, now, now)).fetchall()]
 
     # -- 3. deliver ----------------------------------------------------------------
     def _start(self, row: Claimed) -> Future[None]:
         future = self._pool.submit(self._attempt, row)
         with self._lock:
-            self._busy[row[1]] = future
-        future.add_done_callback(lambda done: self._forget(row[1], done))
+            self._busy[row.subscription] = future
+        future.add_done_callback(lambda done: self._forget(row.subscription, done))
         return future
 
     def _forget(self, key: str, future: Future[None]) -> None:
@@ -200,27 +193,26 @@ class Deliverer:
 
     def _attempt(self, row: Claimed) -> None:
         """One delivery on a thread of the pool: whatever goes wrong is its failure."""
-        seq, key, event_id, attempts, first = row
         try:
-            self.deliver(seq, key, event_id, attempts, first)
+            self.deliver(row)
         except Exception as exc:        # noqa: BLE001  (the delivery's failure, not the worker's)
-            log.warning("webhook delivery %s of event %s to %s failed", seq, event_id, key,
-                        exc_info=True)
+            log.warning("webhook delivery %s of event %s to %s failed", row.seq, row.event_id,
+                        row.subscription, exc_info=True)
             try:
-                self._failed(seq, attempts, first, None, f"{type(exc).__name__}: {exc}")
+                self._failed(row, None, f"{type(exc).__name__}: {exc}")
             except Exception:       # noqa: BLE001  (its lease runs out; it is claimed again)
-                log.warning("webhook delivery %s: the failure is not recorded", seq,
+                log.warning("webhook delivery %s: the failure is not recorded", row.seq,
                             exc_info=True)
         finally:
             release(self.database)
 
-    def deliver(self, seq: int, key: str, event_id: int, attempts: int, first: float) -> None:
-        mine = WebhookDelivery.seq == seq
-        sub = WebhookSubscription.get_or_none(WebhookSubscription.id == key)
+    def deliver(self, row: Claimed) -> None:
+        mine = WebhookDelivery.seq == row.seq
+        sub = WebhookSubscription.get_or_none(WebhookSubscription.id == row.subscription)
         if sub is None:
             WebhookDelivery.delete().where(mine).execute()
             return
-        event = outbox.read_ids([event_id]).get(event_id)
+        event = outbox.read_ids([row.event_id]).get(row.event_id)
         if event is None:
             WebhookDelivery.update(state="dead", leaseUntil=None,
                                    lastError="the event is no longer kept").where(mine).execute()
@@ -231,19 +223,18 @@ class Deliverer:
         if status is not None and 200 <= status < 300:
             WebhookDelivery.delete().where(mine).execute()
             return
-        self._failed(seq, attempts, first, status, error)
+        self._failed(row, status, error)
 
-    def _failed(self, seq: int, attempts: int, first: float, status: int | None,
-                error: str | None) -> None:
+    def _failed(self, row: Claimed, status: int | None, error: str | None) -> None:
         """Retry later with backoff and jitter, or a dead letter once the retry period is over."""
-        delay = self.settings.webhooks_retry_initial_delay * 2 ** min(attempts - 1, 30)
+        delay = self.settings.webhooks_retry_initial_delay * 2 ** min(row.attempts - 1, 30)
         delay = delay / 2 + random.uniform(0, delay / 2)
         now = time.time()
-        dead = now + delay > first + self.settings.webhooks_retry_period
+        dead = now + delay > row.first + self.settings.webhooks_retry_period
         WebhookDelivery.update(state="dead" if dead else "pending", nextAttempt=now + delay,
                                leaseUntil=None, lastStatus=status,
                                lastError=(error or "")[:255] or None).where(
-            WebhookDelivery.seq == seq).execute()
+            WebhookDelivery.seq == row.seq).execute()
 
 
 def _claim_sql(database: peewee.Database) -> str:
@@ -257,7 +248,7 @@ def _claim_sql(database: peewee.Database) -> str:
             f'LIMIT 1{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt"')
 
 
-def dead_letters(subscription: str, limit: int = 1000) -> list[dict[str, Any]]:
+def dead_letters(subscription: str, limit: int = 1000) -> list[JsonObject]:
     """A subscription's dead letters, oldest event first, each with its event
     (None once retention has pruned it)."""
     dead = (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
@@ -285,7 +276,7 @@ def block_stop_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
 
-def run_process(settings: Any, database: peewee.Database, parent: int | None = None) -> int:
+def run_process(settings: Settings, database: peewee.Database, parent: int | None = None) -> int:
     """``restsvc deliver`` as a process: passes on a thread until SIGTERM,
     SIGINT or SIGQUIT (or, given ``parent``, until that process is gone);
     then it stops once, letting the attempts in flight end.

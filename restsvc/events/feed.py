@@ -30,9 +30,13 @@ and when the instance drains or its worker stops, so the client reconnects to
 another instance with its last id. A comment line every
 ``svc.events.keepalive`` seconds keeps proxies from cutting an idle stream.
 """
+from __future__ import annotations
+
 import dataclasses
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
@@ -43,6 +47,15 @@ from ..errors import ApiError, BadRequest, Forbidden, NotFound
 from ..health import is_shutting_down
 from ..jsonio import dumps
 from . import outbox, visibility
+from .outbox import Event
+
+if TYPE_CHECKING:
+    import peewee
+
+    from ..data.access import Access
+    from ..model.metadata import MetaClass, Metadata
+    from ..security.roles import Permissions
+    from ..settings import Settings
 
 BATCH = 200
 RETRY_MILLISECONDS = 2000       # what an EventSource waits before reconnecting
@@ -100,21 +113,23 @@ class Tickets:
     """Short-lived stream tickets for browsers (``EventSource`` sends no
     headers): signed, naming the token by its hash (never the token itself)."""
 
-    def __init__(self, secret_key, lifetime):
+    def __init__(self, secret_key: str, lifetime: int) -> None:
         self.lifetime = lifetime
         self._signer = URLSafeTimedSerializer(secret_key, salt="restsvc.events.ticket")
 
-    def issue(self, token_hash):
+    def issue(self, token_hash: str) -> str:
         return self._signer.dumps(token_hash)
 
-    def token_hash(self, ticket):
+    def token_hash(self, ticket: str) -> str | None:
         try:
-            return self._signer.loads(ticket, max_age=self.lifetime)
+            token_hash = self._signer.loads(ticket, max_age=self.lifetime)
         except BadSignature:        # SignatureExpired included
             return None
+        return token_hash if isinstance(token_hash, str) else None
 
 
-def subscribed(metadata, permissions, names):
+def subscribed(metadata: Metadata, permissions: Permissions,
+               names: Iterable[str]) -> list[MetaClass]:
     """The entities a stream follows: those named (404 unknown, 400 without
     events, 403 not readable), or all with events the caller may read (403
     when there is none: a stream never reads without naming its entities)."""
@@ -137,7 +152,7 @@ def subscribed(metadata, permissions, names):
     return metas
 
 
-def last_event_id(value):
+def last_event_id(value: str | None) -> int | None:
     if value is None or value == "":
         return None
     if not value.isdigit() or len(value) > 18:
@@ -145,19 +160,26 @@ def last_event_id(value):
     return int(value)
 
 
+class StreamApp(Protocol):
+    """What a stream reads of the app."""
+    database: peewee.Database
+    settings: Settings
+
+
 class Stream:
     """One caller's stream; iterate it for the response body's chunks."""
 
-    def __init__(self, app, access, metas, recheck, after=None):
+    def __init__(self, app: StreamApp, access: Access, metas: Iterable[MetaClass],
+                 recheck: Callable[[], bool], after: int | None = None) -> None:
         self.app = app
         self.access = access
         self.metas = {meta.name: meta for meta in metas}
         self.recheck = recheck      # () -> whether the token still holds
-        self.after = after
         self.settings = app.settings
-        self.reset = self._start(app.database)      # where it begins: when it is opened
+        # Where it begins: when it is opened (the reset message when the asked id is gone).
+        self.after, self.reset = _start(app.database, after)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         database, settings = self.app.database, self.settings
         try:
             yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
@@ -181,21 +203,7 @@ class Stream:
         finally:
             db.release(database)
 
-    def _start(self, database):
-        """Where the stream begins; the reset message when the asked id is gone."""
-        if self.after is None:
-            self.after = outbox.position(database)
-            return None
-        outbox.assign(database)
-        oldest, newest = outbox.bounds(database)
-        newest = newest or 0
-        if self.after > newest or (oldest is not None and self.after < oldest - 1):
-            self.after = newest
-            return (f"id: {newest}\nevent: reset\ndata: "
-                    f"{dumps({'reason': 'events after this id are no longer kept'})}\n\n").encode()
-        return None
-
-    def _poll(self, database):
+    def _poll(self, database: peewee.Database) -> tuple[bytes, bool]:
         """(the messages of the next events the caller may see, whether a whole batch came)."""
         outbox.assign(database)
         events = outbox.read(database, self.after, list(self.metas), BATCH)
@@ -206,14 +214,14 @@ class Stream:
         return b"".join(f"id: {event['id']}\ndata: {dumps(event)}\n\n".encode()
                         for event in shown), len(events) == BATCH
 
-    def _readable(self, events):
+    def _readable(self, events: list[Event]) -> list[Event]:
         """The events of rows the caller's row-level roles let it read now."""
-        restricted = {}
+        restricted: dict[str, list[str]] = {}
         for event in events:
             name = event["entity"]
             if self.access.permissions.row_restricted(name):
                 restricted.setdefault(name, []).append(event["entityId"])
-        allowed = {}
+        allowed: dict[str, set[str]] = {}
         for name, ids in restricted.items():
             meta = self.metas[name]
             keys = [key for key in (id_or_none(meta, value) for value in ids) if key is not None]
@@ -223,5 +231,19 @@ class Stream:
         return [event for event in events
                 if event["entity"] not in allowed or event["entityId"] in allowed[event["entity"]]]
 
-    def _shown(self, event):
+    def _shown(self, event: Event) -> Event:
         return visibility.shown(self.access.permissions, self.metas[event["entity"]], event)
+
+
+def _start(database: peewee.Database, after: int | None) -> tuple[int, bytes | None]:
+    """(the id a stream asked to start after ``after`` starts after, the reset
+    message when the events after ``after`` are no longer kept)."""
+    if after is None:
+        return outbox.position(database), None
+    outbox.assign(database)
+    oldest, newest = outbox.bounds(database)
+    newest = newest or 0
+    if after > newest or (oldest is not None and after < oldest - 1):
+        return newest, (f"id: {newest}\nevent: reset\ndata: "
+                        f"{dumps({'reason': 'events after this id are no longer kept'})}\n\n").encode()
+    return after, None

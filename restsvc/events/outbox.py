@@ -1,10 +1,9 @@
-"""The outbox: one event row per change, written in the change's transaction.
+"""The outbox as the events package reads it: commit-ordered ids, reading, pruning.
 
-The write path (data/write/writer.py, step ``events``) inserts a row for every
-create, update and delete of an entity declared with ``events=True``: a
-rolled-back write leaves none, a committed one always has one. The row is an
-``INSERT ... SELECT`` from the written row itself, so the event's ``version``
-is the one the row now has, without a round trip to read it.
+The write path writes the rows (restsvc/data/write/outbox.py: one row per
+create, update and delete of an entity declared with ``events=True``, in the
+change's transaction); this module gives them their ids and reads them for
+the feed, the delivery worker and ``restsvc events prune``.
 
 Ids, and why they are assigned after commit
 -------------------------------------------
@@ -29,121 +28,35 @@ Readers (the feed, the delivery worker, ``restsvc events prune``) run the
 sequencer before they read; an event becomes readable at the next such
 pass after its commit (the feed polls every ``POLL_SECONDS``).
 """
+from __future__ import annotations
+
 import datetime
+from collections.abc import Iterable
+from typing import Any, NotRequired, TypedDict, cast
 
 import peewee
 
-from ..db import database_proxy, delete_in_batches, is_sqlite, write_transaction
-from ..jsonio import dumps, loads
+from ..data.access import utc_now
+from ..data.write.outbox import KINDS, NOT_LISTED, TABLE, ChangeEvent
+from ..db import delete_in_batches, is_sqlite, write_transaction
+from ..jsonio import loads
 from ..model.datatypes import format_utc_instant
-from ..model.entity import AUDIT_FIELDS, DELETION_FIELDS
-from ..model.fields import DateTimeField
 
-KINDS = ("CREATE", "UPDATE", "DELETE")
-TABLE = "restsvc_event"
+__all__ = ["KINDS", "NOT_LISTED", "TABLE", "ChangeEvent", "Event", "as_event", "assign",
+           "bounds", "position", "prune", "read", "read_ids"]
 _SEQUENCER_LOCK = 7301985       # advisory-lock key (db.py's set-up lock is 7301984)
-NOT_LISTED = frozenset(("id", "version") + AUDIT_FIELDS + DELETION_FIELDS)
 
 
-class ChangeEvent(peewee.Model):
-    seq = peewee.BigAutoField()                         # insertion order, not the feed's
-    id = peewee.BigIntegerField(null=True, unique=True)  # the feed's position (``assign``)
-    entity = peewee.CharField(max_length=255)
-    entityId = peewee.CharField(max_length=255)
-    kind = peewee.CharField(max_length=16)
-    changed = peewee.TextField(null=True)               # JSON list of attribute names
-    version = peewee.IntegerField(null=True)
-    username = peewee.CharField(max_length=255)
-    time = DateTimeField(index=True)
-
-    class Meta:
-        database = database_proxy
-        table_name = TABLE
-
-
-# -- writing (steps of data/write/writer.py) ----------------------------------------
-def changed_names(meta, operation):
-    """The attributes a save wrote, by their JSON names (embedded values by the
-    embedded attribute; the id, version, audit and deletion fields left out)."""
-    names = _field_names(meta)
-    changed = dict.fromkeys(names[field] for field in operation.values if field in names)
-    changed.update(dict.fromkeys(prop.name for prop, _ in operation.children))
-    changed.update(dict.fromkeys(prop.name for prop, _ in operation.members))
-    return list(changed)
-
-
-def _field_names(meta):
-    cached = meta.__dict__.get("_event_names")
-    if cached is None:
-        cached = {}
-        for name, prop in meta.properties.items():
-            if name in NOT_LISTED or not prop.persistent:
-                continue
-            if prop.is_embedded:
-                cached.update((part.field.name, name) for part in prop.target.properties.values()
-                              if part.field is not None)
-            elif prop.field is not None and not prop.is_collection:
-                cached[prop.field.name] = name
-        meta._event_names = cached
-    return cached
-
-
-def record(access, meta, ids, kind, changed, batch=None):
-    """Insert the events of rows ``ids`` of ``meta`` (one statement, from the
-    rows as now stored). One row's statement is added to ``batch`` when given
-    (the writer sends those together); its SQL text is built once per entity."""
-    from ..data.access import utc_now
-    values = {"entity": meta.name, "kind": kind, "changed": dumps(changed),
-              "username": access.username, "time": ChangeEvent.time.db_value(utc_now())}
-    if len(ids) != 1:
-        slots = {name: peewee.Value(value) for name, value in values.items()}
-        _statement(access.database, meta, slots, meta.model.id.in_(list(ids))).execute()
-        return
-    values["key"] = meta.model.id.db_value(ids[0])
-    key = ("event-insert", meta.name)
-    cached = access.sql_cache.get(key)
-    if cached is None:
-        slots = {name: peewee.Value(f"\0{name}") for name in values}
-        sql, built = _statement(access.database, meta, slots,
-                                meta.model.id == slots["key"]).sql()
-        template = [param[1:] if isinstance(param, str) and param[:1] == "\0" else (param,)
-                    for param in built]
-        access.sql_cache[key] = cached = (sql, template)
-    sql, template = cached
-    params = [values[slot] if isinstance(slot, str) else slot[0] for slot in template]
-    if batch is not None:
-        batch.append((sql, params))
-    else:
-        access.database.execute_sql(sql, params)
-
-
-def record_created(access, meta, entity_id, version, changed, batch):
-    """A create's event from the values just written (no read of the row),
-    added to ``batch`` when given (the writer sends it with the INSERT as one
-    statement), else run."""
-    from ..data.access import utc_now
-    sql = access.sql_cache.get("event-values")
-    if sql is None:
-        sql = access.sql_cache["event-values"] = ChangeEvent.insert(
-            entity="", entityId="", kind="", changed="", version=0, username="",
-            time=utc_now()).sql()[0]
-    params = [meta.name, str(entity_id), "CREATE", dumps(changed), version, access.username,
-              ChangeEvent.time.db_value(utc_now())]
-    if batch is None:
-        access.database.execute_sql(sql, params)
-    else:
-        batch.append((sql, params))
-
-
-def _statement(database, meta, slots, condition):
-    from ..data.write.history import id_text
-    model = meta.model
-    version = model.version if "version" in model._meta.fields else peewee.SQL("NULL")
-    query = model.select(slots["entity"], id_text(database, meta), slots["kind"],
-                         slots["changed"], version, slots["username"], slots["time"])
-    return ChangeEvent.insert_from(query.where(condition), [
-        ChangeEvent.entity, ChangeEvent.entityId, ChangeEvent.kind, ChangeEvent.changed,
-        ChangeEvent.version, ChangeEvent.username, ChangeEvent.time])
+class Event(TypedDict):
+    """A change event as readers get it (and the feed and webhooks send it)."""
+    id: int
+    entity: str
+    entityId: str
+    kind: str
+    changed: list[str]
+    version: int | None
+    username: NotRequired[str]     # left out where the reader may not see the writer
+    time: str
 
 
 # -- the sequencer -------------------------------------------------------------
@@ -156,75 +69,78 @@ _ASSIGN = (
 _PENDING = f"SELECT 1 FROM {TABLE} WHERE id IS NULL LIMIT 1"
 
 
-def assign(database, limit=10_000):
+def assign(database: peewee.Database, limit: int = 10_000) -> int:
     """Give committed events without an id theirs; how many got one (0 also
     when another sequencer is at work: it assigns them)."""
     if database.execute_sql(_PENDING).fetchone() is None:
         return 0
     if is_sqlite(database):
         with write_transaction(database):
-            return database.execute_sql(_ASSIGN.format(limit=int(limit))).rowcount
+            return int(database.execute_sql(_ASSIGN.format(limit=int(limit))).rowcount)
     with database.atomic():
         locked = database.execute_sql("SELECT pg_try_advisory_xact_lock(%s)",
                                       (_SEQUENCER_LOCK,)).fetchone()[0]
         if not locked:
             return 0
-        return database.execute_sql(_ASSIGN.format(limit=int(limit))).rowcount
+        return int(database.execute_sql(_ASSIGN.format(limit=int(limit))).rowcount)
 
 
 # -- reading -----------------------------------------------------------------
 _COLUMNS = ("id", "entity", "entityId", "kind", "changed", "version", "username", "time")
 
 
-def read(database, after, entities=None, limit=500):
+def read(database: peewee.Database, after: int, entities: Iterable[str] | None = None,
+         limit: int = 500) -> list[Event]:
     """Events after id ``after`` in id order, as dicts (``changed`` a list,
     ``time`` ISO 8601 UTC text), at most ``limit``; only of ``entities``
     unless it is None."""
     query = _selected().where(ChangeEvent.id > after).order_by(ChangeEvent.id).limit(limit)
     if entities is not None:            # an empty list: none
         query = query.where(ChangeEvent.entity.in_(list(entities)))
-    return [as_event(row) for row in query.tuples()]
+    return [as_event(row) for row in cast(Iterable[tuple[Any, ...]], query.tuples())]
 
 
-def read_ids(ids):
+def read_ids(ids: Iterable[int]) -> dict[int, Event]:
     """{id: event} of the events ``ids`` still kept (pruned ones are absent)."""
     rows = _selected().where(ChangeEvent.id.in_(list(ids))).tuples()
-    return {event["id"]: event for event in map(as_event, rows)}
+    return {event["id"]: event for event in map(as_event, cast(Iterable[tuple[Any, ...]], rows))}
 
 
-def _selected():
+def _selected() -> peewee.ModelSelect[ChangeEvent]:
     return ChangeEvent.select(*(ChangeEvent._meta.fields[name] for name in _COLUMNS))
 
 
-def as_event(row):
-    event = dict(zip(_COLUMNS, row))
-    event["changed"] = loads(event["changed"]) if event["changed"] else []
-    when = event["time"]
+def as_event(row: tuple[Any, ...]) -> Event:
+    """An event from its row (``_COLUMNS``' values)."""
+    column = dict(zip(_COLUMNS, row))
+    when = column["time"]
     if isinstance(when, str):
         when = datetime.datetime.fromisoformat(when)
-    event["time"] = format_utc_instant(when)
-    return event
+    return {"id": column["id"], "entity": column["entity"], "entityId": column["entityId"],
+            "kind": column["kind"], "changed": loads(column["changed"]) if column["changed"] else [],
+            "version": column["version"], "username": column["username"],
+            "time": format_utc_instant(when)}
 
 
-def bounds(database):
+def bounds(database: peewee.Database) -> tuple[int | None, int | None]:
     """(smallest, largest) id kept, (None, None) before the first event."""
     row = database.execute_sql(
         f"SELECT MIN(id), MAX(id) FROM {TABLE} WHERE id IS NOT NULL").fetchone()
     return (row[0], row[1]) if row else (None, None)
 
 
-def position(database):
+def position(database: peewee.Database) -> int:
     """The id a feed that starts now starts after."""
     assign(database)
-    return bounds(database)[1] or 0
+    newest = bounds(database)[1]
+    return int(newest or 0)
 
 
 # -- retention ---------------------------------------------------------------
-def prune(database, retention_seconds, batch=1000):
+def prune(database: peewee.Database, retention_seconds: float, batch: int = 1000) -> int:
     """Remove events older than the retention, ``batch`` rows per short
     transaction; the newest event is always kept (ids continue after it).
     Returns the number removed."""
-    from ..data.access import utc_now
     if not retention_seconds:
         return 0
     assign(database)
@@ -232,5 +148,5 @@ def prune(database, retention_seconds, batch=1000):
     if newest is None:
         return 0
     cutoff = utc_now() - datetime.timedelta(seconds=retention_seconds)
-    return delete_in_batches(database, ChangeEvent, ChangeEvent.seq,
-                             (ChangeEvent.time < cutoff) & (ChangeEvent.id < newest), batch)
+    return int(delete_in_batches(database, ChangeEvent, ChangeEvent.seq,
+                                 (ChangeEvent.time < cutoff) & (ChangeEvent.id < newest), batch))

@@ -17,12 +17,13 @@ import io
 import socket
 import ssl
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 from ..errors import BadRequest
 from ..jsonio import dumps
 from . import webhooks
+from .outbox import Event
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -45,7 +46,7 @@ class Deadline:
         return left
 
 
-def post(url: str, secret: str, event: dict[str, Any], timeout: float,
+def post(url: str, secret: str, event: Event, timeout: float,
          allow_private: bool) -> tuple[int | None, str | None]:
     """(status or None, what went wrong or None) of one delivery of ``event``."""
     deadline = Deadline(timeout)

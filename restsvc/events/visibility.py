@@ -11,18 +11,24 @@ name every writer). A webhook delivers events to a URL, with no caller to
 judge them by, so registering one, listing it or reading its dead letters
 asks for all of that up front (``subscription_refusal``).
 """
+from __future__ import annotations
+
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import Forbidden
-from .outbox import NOT_LISTED
+from .outbox import NOT_LISTED, Event
+
+if TYPE_CHECKING:
+    from ..model.metadata import MetaClass, Metadata
+    from ..security.roles import Permissions
 
 # The attribute that records the writer of each kind of change.
 WRITER_OF = {"CREATE": "createdBy", "UPDATE": "lastModifiedBy", "DELETE": "deletedBy"}
 HISTORY_ITEM = "HistoryItem"
 
 
-def writer_visible(permissions: Any, meta: Any, kind: str) -> bool:
+def writer_visible(permissions: Permissions, meta: MetaClass, kind: str) -> bool:
     """Whether the caller may learn who made a change of ``kind`` to a row of ``meta``."""
     if meta.history is not None and permissions.can(HISTORY_ITEM, "read") \
             and permissions.attribute(HISTORY_ITEM, "username") > 0:
@@ -33,7 +39,7 @@ def writer_visible(permissions: Any, meta: Any, kind: str) -> bool:
             and permissions.attribute(meta.name, attribute) > 0)
 
 
-def shown(permissions: Any, meta: Any, event: dict[str, Any]) -> dict[str, Any]:
+def shown(permissions: Permissions, meta: MetaClass, event: Event) -> Event:
     """``event`` as the caller may see it (changed in place and returned)."""
     levels: Mapping[str, int] = permissions.attribute_levels(meta.name)
     event["changed"] = [name for name in event["changed"] if levels.get(name, 0) >= 1]
@@ -42,13 +48,13 @@ def shown(permissions: Any, meta: Any, event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def named_attributes(meta: Any) -> list[str]:
+def named_attributes(meta: MetaClass) -> list[str]:
     """The attributes an event of ``meta`` may name in ``changed``."""
     return [name for name, prop in meta.properties.items()
             if name not in NOT_LISTED and prop.persistent]
 
 
-def subscription_refusal(permissions: Any, metadata: Any, entities: Iterable[str],
+def subscription_refusal(permissions: Permissions, metadata: Metadata, entities: Iterable[str],
                          kinds: Iterable[str]) -> str | None:
     """Why the caller may not see (register, list, read the dead letters of) a
     subscription to ``entities``' events of ``kinds``, or None when it may: a
@@ -74,7 +80,7 @@ def subscription_refusal(permissions: Any, metadata: Any, entities: Iterable[str
     return None
 
 
-def check_subscription(permissions: Any, metadata: Any, entities: Iterable[str],
+def check_subscription(permissions: Permissions, metadata: Metadata, entities: Iterable[str],
                        kinds: Iterable[str]) -> None:
     """403 unless the caller may see the subscription (``subscription_refusal``)."""
     refusal = subscription_refusal(permissions, metadata, entities, kinds)

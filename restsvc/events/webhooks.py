@@ -18,22 +18,31 @@ non-public addresses are refused at registration (400) and again at every
 delivery (a name can resolve elsewhere later), unless
 ``svc.webhooks.allow-private-addresses``.
 """
+from __future__ import annotations
+
 import hashlib
 import hmac
 import ipaddress
 import re
 import socket
 import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import peewee
 
+from ..data.access import utc_now
 from ..db import database_proxy
-from ..errors import BadRequest, Conflict, NotFound
-from ..jsonio import dumps, loads
+from ..errors import BadRequest, Conflict, NotFound, SettingsError
+from ..jsonio import JsonObject, JsonValue, dumps, loads
 from ..model.datatypes import format_utc_instant
 from ..model.fields import DateTimeField
 from .outbox import KINDS, position
+
+if TYPE_CHECKING:
+    from ..model.metadata import Metadata
+    from ..settinggroups import WebhookSettings
 
 GRANT = "rest.webhooks"
 SETTINGS_PREFIX = "settings:"       # the id of a subscription of the settings
@@ -59,7 +68,34 @@ class WebhookSubscription(peewee.Model):
         table_name = "restsvc_webhook"
 
 
-def as_json(row):
+# A subscription's deliveries (delivery.py hands events out to them and sends them).
+class WebhookDelivery(peewee.Model):
+    seq = peewee.BigAutoField()
+    subscription = peewee.CharField(max_length=255)
+    eventId = peewee.BigIntegerField()
+    state = peewee.CharField(max_length=16, default="pending")     # pending or dead
+    attempts = peewee.IntegerField(default=0)
+    firstAttempt = peewee.DoubleField()             # epoch seconds: the retry period's start
+    nextAttempt = peewee.DoubleField()
+    leaseUntil = peewee.DoubleField(null=True)      # claimed by a worker until then
+    lastStatus = peewee.IntegerField(null=True)
+    lastError = peewee.CharField(max_length=255, null=True)
+
+    class Meta:
+        database = database_proxy
+        table_name = "restsvc_webhook_delivery"
+        indexes = ((("subscription", "eventId"), True), (("state", "nextAttempt"), False))
+
+
+class Registration(NamedTuple):
+    """A subscription as a registration body asks for it, checked."""
+    url: str
+    entities: list[str]
+    kinds: list[str]
+    secret: str
+
+
+def as_json(row: WebhookSubscription) -> JsonObject:
     """What the API shows of a subscription: never its secret."""
     return {"id": row.id, "url": row.url, "entities": loads(row.entities),
             "kinds": loads(row.kinds), "createdDate": format_utc_instant(row.createdDate),
@@ -67,8 +103,9 @@ def as_json(row):
 
 
 # -- registration ----------------------------------------------------------------
-def checked(metadata, body, allow_private):
-    """(url, entities, kinds, secret) of a registration body; 400 on anything wrong."""
+def checked(metadata: Metadata, body: JsonValue,
+            allow_private: bool) -> Registration:
+    """What a registration body asks for; 400 on anything wrong."""
     if not isinstance(body, dict):
         raise BadRequest("Invalid webhook", "The body must be a JSON object")
     url, entities = body.get("url"), body.get("entities")
@@ -90,32 +127,31 @@ def checked(metadata, body, allow_private):
     if not isinstance(secret, str) or len(secret) < MIN_SECRET or len(secret) > 1024:
         raise BadRequest("Invalid webhook", f"secret: at least {MIN_SECRET} characters")
     check_address(url, allow_private)       # last: it asks the resolver
-    return url, list(dict.fromkeys(entities)), list(dict.fromkeys(kinds)), secret
+    return Registration(url, list(dict.fromkeys(entities)), list(dict.fromkeys(kinds)), secret)
 
 
-def create(database, url, entities, kinds, secret, key=None):
+def create(database: peewee.Database, url: str, entities: list[str], kinds: list[str],
+           secret: str, key: str | None = None) -> WebhookSubscription:
     """A new subscription (``key``: the id); it gets the events committed from now on."""
-    from ..data.access import utc_now
     row = WebhookSubscription.create(
         id=key or str(uuid.uuid4()), url=url, entities=dumps(entities), kinds=dumps(kinds),
         secret=secret, createdDate=utc_now(), after=position(database))
     return row
 
 
-def listed():
+def listed() -> list[WebhookSubscription]:
     """Every subscription, the oldest first."""
     return list(WebhookSubscription.select().order_by(WebhookSubscription.createdDate))
 
 
-def find(key):
+def find(key: str) -> WebhookSubscription:
     row = WebhookSubscription.get_or_none(WebhookSubscription.id == key)
     if row is None:
         raise NotFound("Webhook not found", f"Webhook {key} not found")
     return row
 
 
-def delete(key):
-    from .delivery import WebhookDelivery
+def delete(key: str) -> None:
     row = find(key)
     if row.id.startswith(SETTINGS_PREFIX):
         raise Conflict("Webhook of the settings", "Remove it from the settings instead")
@@ -123,26 +159,26 @@ def delete(key):
     row.delete_instance()
 
 
-def sync_settings(database, metadata, subscriptions, allow_private):
+def sync_settings(database: peewee.Database, metadata: Metadata,
+                  subscriptions: Iterable[WebhookSettings], allow_private: bool) -> None:
     """Write the settings' subscriptions to the table (new ones start now);
     drop those no longer in the settings."""
-    from ..settings import SettingsError
-    names = set()
+    names: set[str] = set()
     for sub in subscriptions:
         body = {"url": sub.url, "entities": list(sub.entities), "kinds": list(sub.kinds),
                 "secret": sub.secret}
         try:
-            url, entities, kinds, secret = checked(metadata, body, allow_private)
+            wanted = checked(metadata, body, allow_private)
         except BadRequest as exc:
             raise SettingsError(f"svc.webhooks.subscription.{sub.name}: {exc.details}") from None
         key = SETTINGS_PREFIX + sub.name
         names.add(key)
         with database.atomic():
             updated = WebhookSubscription.update(
-                url=url, entities=dumps(entities), kinds=dumps(kinds), secret=secret).where(
-                WebhookSubscription.id == key).execute()
+                url=wanted.url, entities=dumps(wanted.entities), kinds=dumps(wanted.kinds),
+                secret=wanted.secret).where(WebhookSubscription.id == key).execute()
             if not updated:
-                create(database, url, entities, kinds, secret, key)
+                create(database, wanted.url, wanted.entities, wanted.kinds, wanted.secret, key)
     WebhookSubscription.delete().where(
         WebhookSubscription.id.startswith(SETTINGS_PREFIX)
         & WebhookSubscription.id.not_in(list(names) or [""])).execute()

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ..errors import ApiError, BadRequest, NotFound
-from ..settings import SettingsError
 from .refs import FileRef, invalid_ref, parse_file_ref
 
 TEMP_DIR = ".tmp"
@@ -275,19 +274,3 @@ class FileStorages:
             return storage, ref, storage.stat(ref)
         except FileNotFoundError:
             raise file_not_found(text) from None
-
-
-def file_storages(settings):
-    """The storages of a deployment: local ``fs`` under ``svc.file-storage.dir``
-    and the object storages under ``svc.file-storage.<name>``."""
-    try:
-        local = LocalFileStorage(settings.file_storage_dir)
-    except OSError as exc:
-        raise SettingsError(f"svc.file-storage.dir: cannot use {settings.file_storage_dir!r}: "
-                            f"{exc.strerror}") from None
-    storages = [local]
-    if settings.object_storages:
-        from .objects import ObjectFileStorage
-        storages += [ObjectFileStorage(config, settings.max_file_size)
-                     for config in settings.object_storages]
-    return FileStorages(storages, default=settings.default_file_storage)

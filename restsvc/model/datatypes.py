@@ -36,7 +36,7 @@ from urllib.parse import unquote_plus
 import peewee
 
 from .fields import DateTimeField, EnumField, FileRefField
-from .numbers import integer_parser, number_of
+from ..numbers import integer_parser, number_of
 
 
 @dataclass(frozen=True)

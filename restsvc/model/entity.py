@@ -107,7 +107,7 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
                    and every read leaves it out; restore and purge bring it
                    back or remove it for good (data/write/softdelete.py)
     events         every committed create, update and delete is published: an
-                   event row in the write's transaction (events/outbox.py), read
+                   event row in the write's transaction (data/write/outbox.py), read
                    by the change feed and the webhook deliveries
     natural_key    a scalar attribute whose value names one live row (declare it
                    unique, e.g. with a unique index): imports upsert by it

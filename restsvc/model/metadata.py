@@ -13,33 +13,13 @@ from .datatypes import DATATYPES, Datatype, column_json, datatype_of
 from .entity import Entity, declaration_of
 from .fetchplan import FetchPlan, FetchPlanError, build_built_in_plans, build_named_plans
 from .fields import EnumField, transient
-from .valuetypes import property_value_type
+from .valuetypes import MetaEnum, enum_name, property_value_type
 
 Captions = Callable[[str], str]
 
 
 class MetadataError(Exception):
     """A declaration that cannot work; raised at startup."""
-
-
-def enum_name(enum_class: type) -> str:
-    """Fully qualified name: the Python module path plus the class name."""
-    return f"{enum_class.__module__}.{enum_class.__qualname__}"
-
-
-@dataclass(eq=False)
-class MetaEnum:
-    name: str
-    enum_class: Any     # an enum.Enum subclass
-
-    def member(self, constant: object) -> Any:
-        """The member for a constant name, or None."""
-        return self.enum_class.__members__.get(constant) if isinstance(constant, str) else None
-
-    def to_json(self, captions: Captions) -> dict[str, Any]:
-        return {"name": self.name, "values": [
-            {"name": m.name, "id": str(m.value), "caption": captions(f"{self.name}.{m.name}")}
-            for m in self.enum_class]}
 
 
 @dataclass(eq=False)
@@ -190,7 +170,7 @@ class MetaClass:
     audited: bool = False       # audit fields filled by the write path (data/write/writer.py)
     history: tuple[str, ...] | None = None       # recorded attributes' names (data/write/history.py); None: no history
     soft_delete: bool = False   # DELETE marks the row (data/write/softdelete.py)
-    events: bool = False        # changes published through the outbox (events/outbox.py)
+    events: bool = False        # changes published through the outbox (data/write/outbox.py)
     natural_key: str | None = None  # the attribute that names a row (data/transfer/imports.py)
 
     @property

@@ -20,7 +20,9 @@ import datetime
 import decimal
 import enum
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 from .datatypes import DATATYPES, split_file_ref
@@ -55,6 +57,26 @@ SAMPLES = {"string": "x", "int": "0", "long": "0", "decimal": "0", "double": "0"
            "boolean": "true", "uuid": str(uuid.UUID(int=0)), "localDate": "2000-01-01",
            "localDateTime": "2000-01-01T00:00:00", "dateTime": "2000-01-01T00:00:00",
            "localTime": "00:00:00", "fileRef": "fs://sample?name=sample"}
+
+
+def enum_name(enum_class):
+    """Fully qualified name: the Python module path plus the class name."""
+    return f"{enum_class.__module__}.{enum_class.__qualname__}"
+
+
+@dataclass(eq=False)
+class MetaEnum:
+    name: str
+    enum_class: type[enum.Enum]
+
+    def member(self, constant: object) -> Any:
+        """The member for a constant name, or None."""
+        return self.enum_class.__members__.get(constant) if isinstance(constant, str) else None
+
+    def to_json(self, captions: Callable[[str], str]) -> dict[str, Any]:
+        return {"name": self.name, "values": [
+            {"name": m.name, "id": str(m.value), "caption": captions(f"{self.name}.{m.name}")}
+            for m in self.enum_class]}
 
 
 class ScalarType:
@@ -214,7 +236,6 @@ def python_value_type(metadata, hint):
     if hint in PYTHON_TYPES:
         return ScalarType(DATATYPES[PYTHON_TYPES[hint]])
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        from .metadata import MetaEnum, enum_name
         name = enum_name(hint)
         return EnumType(metadata.enums.get(name) or MetaEnum(name, hint))
     return None

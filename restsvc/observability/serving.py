@@ -31,7 +31,7 @@ from werkzeug.wrappers import Response
 from . import requestid
 from ..request import Request
 from .records import Record, bytes_in
-from ..web import body_size
+from ..responses import body_size
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment

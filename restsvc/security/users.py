@@ -13,7 +13,8 @@ row-level codes share one namespace (the registry refuses duplicates), so one
 list holds both.
 """
 import unicodedata
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 import peewee
 
@@ -25,7 +26,17 @@ from .roles import SYSTEM_FULL_ACCESS
 from .tokens import Identity, TokenStore
 
 if TYPE_CHECKING:
-    from ..data.access import Access
+    from .roles import Permissions
+
+
+class Changer(Protocol):
+    """Who changes a user, as ``User.check_change`` reads it (the data layer's
+    ``Access`` is one; security sits below data and does not name it)."""
+
+    @property
+    def permissions(self) -> "Permissions": ...
+    @property
+    def session(self) -> Mapping[str, str]: ...
 
 MIN_PASSWORD_LENGTH = 8
 MAX_USERNAME_LENGTH = 200
@@ -99,7 +110,7 @@ class User(Entity):
         return refused
 
     @classmethod
-    def check_change(cls, access: "Access", user_id: object,
+    def check_change(cls, access: Changer, user_id: object,
                      values: dict[str, Any] | None) -> None:
         """Called by the data manager before a REST update (``values``: what it
         writes) or delete (``values`` None) of a user. ``user-management`` must

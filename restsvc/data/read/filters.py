@@ -13,7 +13,7 @@ cannot tell them apart.
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Union
 
 from ...errors import BadRequest
-from ...model.numbers import NumberOutOfBounds, decimal_fits
+from ...numbers import NumberOutOfBounds, decimal_fits
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import peewee
 from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
 from ...jsonio import JsonObject, JsonValue
-from ...model.numbers import decimal_fits
+from ...numbers import decimal_fits
 from ...model.entity import AUDIT_FIELDS, Entity
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ...security.roles import MODIFY

@@ -16,7 +16,7 @@ in this order:
     rules_after    row rules on the row as now stored (a refusal rolls it all back)
     history        a HistoryItem of an entity with ``history`` (data/write/history.py):
                    the row's values before are read ahead of the statement
-    events         the outbox row of an entity with ``events`` (events/outbox.py)
+    events         the outbox row of an entity with ``events`` (outbox.py)
     after_save     the model's hook, in the same transaction
 
 ``Writer.delete`` does the same for deletes (row rules on the rows as they
@@ -35,8 +35,7 @@ import dataclasses
 import peewee
 
 from ...errors import Conflict, PreconditionFailed
-from ...events import outbox
-from . import history
+from . import history, outbox
 from . import softdelete
 from ..access import require, utc_now
 from ..answer.etags import version_is

@@ -1,0 +1,114 @@
+"""The app as a request's handlers see it: its parts, built once at start-up.
+
+``RestApp`` (app.py) builds them and assembles the route table from api/; a
+handler reads them through its ``Context`` (web.py) as an ``AppParts``. The
+protocol is what keeps that a one-way street: web.py and api/ name the parts,
+never app.py, which imports them (ARCHITECTURE.md rule 15).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import peewee
+    from werkzeug.routing import Map, Rule
+    from werkzeug.wrappers import Request, Response
+
+    from .application import Application
+    from .data.datamanager import DataManager
+    from .data.read.queries import PredefinedQueries
+    from .events.feed import StreamSlots, Tickets
+    from .files.storage import FileStorages
+    from .health import Readiness
+    from .idempotency import Replays
+    from .model.messages import Messages
+    from .model.metadata import Metadata
+    from .observability.instruments import Instruments
+    from .observability.quotas import Quotas
+    from .openapi import Documents
+    from .reports.registry import Reports
+    from .security.authorize import Authorizer
+    from .security.authserver import AuthServer
+    from .security.clients import Clients
+    from .security.gate import Gate
+    from .security.roles import RoleRegistry
+    from .security.signinpage import SignInPage
+    from .security.tokens import TokenStore
+    from .security.users import Users
+    from .services.registry import Services
+    from .settings import Settings
+
+
+AnyRequest = TypeVar("AnyRequest", bound="Request")
+
+
+class Observing(Protocol):
+    """The per-request observer (observability/serving.py), as a handler that
+    answers requests of its own (a batch) calls it."""
+
+    def observe(self, answer: Callable[[AnyRequest], Response],
+                request: AnyRequest) -> Response: ...
+
+
+class AppParts(Protocol):
+    """What handlers read of the app; read-only: the parts never change."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def application(self) -> Application: ...
+    @property
+    def metadata(self) -> Metadata: ...
+    @property
+    def roles(self) -> RoleRegistry: ...
+    @property
+    def messages(self) -> Messages: ...
+    @property
+    def services(self) -> Services: ...
+    @property
+    def database(self) -> peewee.Database: ...
+    @property
+    def data(self) -> DataManager: ...
+    @property
+    def queries(self) -> PredefinedQueries: ...
+    @property
+    def reports(self) -> Reports: ...
+    @property
+    def tokens(self) -> TokenStore: ...
+    @property
+    def replays(self) -> Replays: ...
+    @property
+    def clients(self) -> Clients: ...
+    @property
+    def users(self) -> Users: ...
+    @property
+    def authserver(self) -> AuthServer: ...
+    @property
+    def authorizer(self) -> Authorizer: ...
+    @property
+    def signin_page(self) -> SignInPage: ...
+    @property
+    def gate(self) -> Gate: ...
+    @property
+    def files(self) -> FileStorages: ...
+    @property
+    def event_streams(self) -> StreamSlots: ...
+    @property
+    def event_tickets(self) -> Tickets: ...
+    @property
+    def readiness(self) -> Readiness: ...
+    @property
+    def instruments(self) -> Instruments | None: ...
+    @property
+    def quotas(self) -> Quotas | None: ...
+    @property
+    def observer(self) -> Observing | None: ...
+    @property
+    def documents(self) -> Documents: ...
+    @property
+    def url_map(self) -> Map: ...
+
+    def match(self, path: str, method: str) -> tuple[Rule, dict[str, Any]]:
+        """The route of a path and method, and its arguments (404 or 405 when none)."""
+        ...
