@@ -31,10 +31,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import Distribution
 from pathlib import Path
+from typing import TypedDict
 
 from .application import import_application
-from .bundle_boot import Manifest
 from .settings import Settings, SettingsError, config_path, load_settings
+
+# The bundle's manifest (bundle_boot.py reads it when the bundle starts).
+Manifest = TypedDict("Manifest", {"id": str, "config": str, "python": list[int],
+                                  "drivers": list[str], "built-for": str})
 
 Entries = dict[str, Path | bytes]        # name in the bundle -> file to copy, or its bytes
 

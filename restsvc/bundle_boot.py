@@ -15,13 +15,13 @@ import shutil
 import sys
 import tempfile
 import zipfile
-from typing import NoReturn, TypedDict
+from typing import Any, NoReturn
 
 MANIFEST = "restsvc-bundle.json"
 PAYLOAD = ("lib/", "native/", "config/")
-# What restsvc/bundle.py writes into MANIFEST.
-Manifest = TypedDict("Manifest", {"id": str, "config": str, "python": list[int],
-                                  "drivers": list[str], "built-for": str})
+# What restsvc/bundle.py writes into MANIFEST (its ``Manifest``); read here
+# without importing it: this file runs before restsvc is importable.
+Manifest = dict[str, Any]
 
 
 def cache_root() -> str:

@@ -34,8 +34,7 @@ TEXT_TYPE = "text/plain;charset=UTF-8"
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-# Headers as handlers give them: a mapping, or (name, value) pairs.
-HeaderValues = Mapping[str, object] | Iterable[tuple[str, object]]
+
 
 def location_url(request: WerkzeugRequest, public_url: str = "") -> str:
     """The request's URL without the query, for a ``Location`` header:

@@ -18,7 +18,7 @@ from ..web import NO_STORE
 from .metadata import viewer
 
 if TYPE_CHECKING:
-    from ..app import RestApp
+    from ..parts import AppParts
     from ..data.read.queries import Query
     from ..model.metadata import MetaClass, Metadata
     from ..web import Context
@@ -97,7 +97,7 @@ def viewer_dir() -> Path | None:
     return static if (static / "swagger-ui-bundle.js").is_file() else None
 
 
-def documents(app: "RestApp", queries: "Sequence[Query]") -> Documents:
+def documents(app: "AppParts", queries: "Sequence[Query]") -> Documents:
     """The app's Documents, built from the same route table the router uses."""
     routes: list[Route] = []
     for rule in app.url_map.iter_rules():

@@ -162,8 +162,12 @@ def last_event_id(value: str | None) -> int | None:
 
 class StreamApp(Protocol):
     """What a stream reads of the app."""
-    database: peewee.Database
-    settings: Settings
+
+    @property
+    def database(self) -> peewee.Database: ...
+
+    @property
+    def settings(self) -> Settings: ...
 
 
 class Stream:

@@ -15,14 +15,11 @@ A nested ``fetchPlan`` is a plan name, or an object with ``properties`` (and
 optionally ``extends``), or an object with only ``name``.
 """
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from ..errors import BadRequest
 from ..jsonio import loads
-
-if TYPE_CHECKING:
-    from .metadata import MetaClass
+from .meta import FetchPlan as FetchPlan, MetaClass    # FetchPlan: its name here too
 
 BUILT_IN = ("_local", "_base", "_instance_name")
 MAX_DEPTH = 8       # declared plans; a request's plans: svc.rest.max-fetch-plan-depth
@@ -34,28 +31,6 @@ class FetchPlanError(ValueError):
 
 class FetchPlanTooDeep(FetchPlanError):
     """A plan nested deeper than allowed (each level can multiply the answer)."""
-
-
-@dataclass(eq=False)
-class FetchPlan:
-    name: str | None            # None: an inline plan's, or a nested one
-    entity: "MetaClass"
-    properties: dict[str, Optional["FetchPlan"]]   # attribute -> nested plan, or None for values
-
-    def to_json(self, top: bool = True) -> dict[str, Any]:
-        body: dict[str, Any] = {}
-        if self.name:
-            body["name"] = self.name
-        if top:
-            body["entity"] = self.entity.name
-        items: list[Any] = []
-        for name, nested in self.properties.items():
-            if nested is None:
-                items.append(name)
-            else:
-                items.append({"name": name, "fetchPlan": nested.to_json(top=False)})
-        body["properties"] = items
-        return body
 
 
 def _local(meta: "MetaClass") -> dict[str, Optional[FetchPlan]]:

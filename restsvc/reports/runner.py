@@ -7,7 +7,6 @@ included; rows hidden by row-level roles never come back from the data
 manager; a reference hidden that way is an empty cell.
 """
 import csv
-import enum
 import io
 import itertools
 import operator
@@ -143,8 +142,7 @@ class Run:
             return OutputColumn(caption, column_values(walk, instance_namer(last.target, permissions)),
                                 guarded_text, "string")
         if last.meta_enum is not None:
-            # model/metadata.py declares a MetaEnum's enum_class a plain ``type``.
-            members = cast("type[enum.Enum]", last.meta_enum.enum_class)
+            members = last.meta_enum.enum_class
             captions = {m: self.captions(f"{last.meta_enum.name}.{m.name}") for m in members}
             return OutputColumn(caption, lambda batch: list(map(captions.get, map(walk, batch))),
                                 guarded_text, "string")

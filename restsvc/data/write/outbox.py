@@ -75,7 +75,7 @@ def _field_names(meta: MetaClass) -> dict[str, str]:
             if name in NOT_LISTED or not prop.persistent:
                 continue
             if prop.is_embedded:
-                cached.update((part.field.name, name) for part in prop.target.properties.values()
+                cached.update((part.field.name, name) for part in prop.related.properties.values()
                               if part.field is not None)
             elif prop.field is not None and not prop.is_collection:
                 cached[prop.field.name] = name
