@@ -3,9 +3,19 @@ import decimal
 import json
 import re
 import secrets
+from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring as quoted    # C: "text" with JSON escapes
+from typing import Any, NoReturn
 
 from .model.numbers import parse_json_int, parse_number
+
+# Any JSON value as this module reads and writes it (str, int, Decimal, float,
+# bool, None, lists and dicts of them, RawJson). A recursive union would make
+# every consumer narrow before use; until the codebase is ready for that, the
+# alias names the intent and keeps one place to tighten.
+JsonValue = Any
+# A JSON object: string keys, any JSON values.
+JsonObject = dict[str, JsonValue]
 
 # JSON numbers must keep a decimal's scale ("100.00"), which the json module
 # cannot write. A Decimal is first written as a string between two markers
@@ -16,7 +26,7 @@ _NONCE = secrets.token_hex(8)
 _OPEN, _CLOSE = '"\\u0000' + _NONCE, '\\u0001' + _NONCE + '"'
 
 
-def _encode_special(value):
+def _encode_special(value: object) -> str:
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise ValueError("non-finite decimal")
@@ -35,12 +45,12 @@ class RawJson(str):
     without building dicts first): ``dumps`` gives it back as it is."""
 
 
-def raw_array(items):
+def raw_array(items: Iterable[str]) -> RawJson:
     """A JSON array of texts that already are JSON."""
     return RawJson(f"[{','.join(items)}]")
 
 
-def dumps(data, ascii_only=False):
+def dumps(data: JsonValue, ascii_only: bool = False) -> str:
     if isinstance(data, RawJson):
         return _NON_ASCII.sub(_escape, data) if ascii_only else data
     text = _ENCODERS[ascii_only].encode(data)
@@ -54,32 +64,33 @@ def dumps(data, ascii_only=False):
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
-def _escape(match):
+def _escape(match: re.Match[str]) -> str:
     return json.encoder.encode_basestring_ascii(match.group())[1:-1]
 
 
-def _decimal_text(value):
+def _decimal_text(value: decimal.Decimal) -> str:
     if not value.is_finite():
         raise ValueError("non-finite decimal")
     return str(value)
 
 
-def _float_text(value):
+def _float_text(value: float) -> str:
     return float.__repr__(value) if value - value == 0 else "null"    # NaN, ±inf: null
 
 
-_TEXT_OF_TYPE = {str: quoted, int: int.__repr__, bool: lambda value: "true" if value else "false",
-                 decimal.Decimal: _decimal_text, float: _float_text}
+_TEXT_OF_TYPE: dict[type, Callable[[Any], str]] = {
+    str: quoted, int: int.__repr__, bool: lambda value: "true" if value else "false",
+    decimal.Decimal: _decimal_text, float: _float_text}
 
 
-def value_text(value):
+def value_text(value: JsonValue) -> str:
     """One value in its JSON form (a string, number, boolean, list or object)
     as JSON text, as ``dumps`` writes it (a float that is not finite as null)."""
     write = _TEXT_OF_TYPE.get(type(value))
     return write(value) if write is not None else dumps(value)
 
 
-def dumps_bytes(data):
+def dumps_bytes(data: JsonValue) -> bytes:
     """UTF-8 JSON. A lone surrogate (a client's "\\ud800" echoed back in an
     error) cannot be UTF-8: then every non-ASCII character is escaped instead."""
     try:
@@ -88,7 +99,7 @@ def dumps_bytes(data):
         return dumps(data, ascii_only=True).encode("ascii")
 
 
-def _no_constant(name):
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
@@ -97,7 +108,7 @@ _DECODER = json.JSONDecoder(parse_float=parse_number, parse_int=parse_json_int,
                             parse_constant=_no_constant)
 
 
-def loads(text):
+def loads(text: str | bytes | bytearray) -> JsonValue:
     """Parse JSON keeping decimals exact; raises ValueError on bad input
     (NumberOutOfBounds for a number literal beyond the bounds every number
     from input has, checked before it is converted; also on nesting too deep
