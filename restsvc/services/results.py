@@ -13,8 +13,10 @@ import enum
 
 from ..data.bound import Record, to_entity_json
 from ..files.refs import FileRef
+from ..jsonio import JsonValue
 from ..model.datatypes import DATATYPES
 from ..model.valuetypes import PYTHON_TYPES
+from ..security.roles import Permissions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,7 +25,7 @@ class Result:
     body: object = None
 
 
-def shape_result(value, permissions):
+def shape_result(value: object, permissions: Permissions) -> Result:
     if value is None:
         return Result("empty")
     text = _text(value)
@@ -32,16 +34,17 @@ def shape_result(value, permissions):
     return Result("json", to_json(value, permissions))
 
 
-def _text(value):
+def _text(value: object) -> str | None:
     if isinstance(value, enum.Enum):
         return value.name
     if isinstance(value, FileRef):
         return str(value)
     name = PYTHON_TYPES.get(type(value))
-    return DATATYPES[name].to_text(value) if name is not None else None
+    text: str | None = DATATYPES[name].to_text(value) if name is not None else None
+    return text
 
 
-def to_json(value, permissions):
+def to_json(value: object, permissions: Permissions) -> JsonValue:
     if isinstance(value, Record):
         return to_entity_json(value, permissions)
     if isinstance(value, (list, tuple)):
