@@ -22,8 +22,8 @@ class RoleRegistry:
         self.row_level: dict[str, RowLevelRole] = {}
         for role in tuple(PREDEFINED) + tuple(resource_roles):
             self._add(self.resource, role)
-        for role in row_level_roles:
-            self._add(self.row_level, role)
+        for row_role in row_level_roles:
+            self._add(self.row_level, row_role)
         self._cache: dict[_PermissionsKey, Permissions] = {}
         # Validate every declaration now rather than at a client's first request.
         for role in self.resource.values():
@@ -34,10 +34,11 @@ class RoleRegistry:
             for ops in role.entities.values():
                 if not entity_operations(ops) <= set(OPERATIONS):
                     raise MetadataError(f"role {role.code}: unknown entity operation in {ops!r}")
-        for role in self.row_level.values():
-            for entity_name in role.filters:
+        for row_role in self.row_level.values():
+            for entity_name in row_role.filters:
                 if entity_name not in metadata.entities:
-                    raise MetadataError(f"row-level role {role.code}: unknown entity {entity_name}")
+                    raise MetadataError(f"row-level role {row_role.code}: unknown entity "
+                                        f"{entity_name}")
 
     def _add(self, registry: dict[str, _Role], role: _Role) -> None:
         if role.code in self.resource or role.code in self.row_level:

@@ -46,7 +46,7 @@ what only reads, ``write`` what only changes, what does both needs both.
 """
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..jsonio import JsonObject, JsonValue
 from ..model.metadata import MetaClass, MetaEnum, MetadataError, MetaProperty, Metadata
@@ -166,17 +166,18 @@ class Permissions:
             if "read" in self._entities[name]:
                 for system in ("id", "version"):
                     levels[system] = max(levels[system], VIEW)
-        self._row_filters: dict[str, list[JsonObject]] = {}
-        for role in row_level_roles:
-            for entity_name, condition in role.filters.items():
+        self._row_filters: dict[str, list[Mapping[str, JsonValue]]] = {}
+        for row_role in row_level_roles:
+            for entity_name, condition in row_role.filters.items():
                 self._row_filters.setdefault(entity_name, []).append(condition)
         self._row_owners = restricted_owners(metadata, set(self._row_filters))
         self._write_rules: dict[tuple[str, str], list[WriteRule]] = {}
-        for role in row_level_roles:
-            for entity_name, actions in role.writes.items():
+        for row_role in row_level_roles:
+            for entity_name, actions in row_role.writes.items():
                 for action, rules in actions.items():
+                    # a tuple or list of rules, or one rule (a Mapping or a predicate)
                     self._write_rules.setdefault((entity_name, action), []).extend(
-                        rules if isinstance(rules, (tuple, list)) else [rules])
+                        rules if isinstance(rules, (tuple, list)) else [cast(WriteRule, rules)])
         self._write_owners = restricted_owners(
             metadata, {name for name, action in self._write_rules if action == "update"})
         self._write_checked = {name for name, _ in self._write_rules} | set(self._write_owners)
@@ -289,7 +290,7 @@ class Permissions:
 
     def reads_value_type(self, metadata: Metadata, name: str) -> bool:
         """Whether an attribute the caller may read embeds the value type ``name``."""
-        return any(prop.is_embedded and prop.target.name == name
+        return any(prop.is_embedded and prop.target is not None and prop.target.name == name
                    for meta in metadata.entities.values()
                    for prop in self.readable_properties(meta))
 
@@ -312,7 +313,7 @@ class Permissions:
                                            if name not in used or name in shown)
         return found
 
-    def row_filters(self, entity_name: str) -> Sequence[JsonObject]:
+    def row_filters(self, entity_name: str) -> Sequence[Mapping[str, JsonValue]]:
         """The row-level filters declared on the entity itself."""
         return self._row_filters.get(entity_name, ())
 
