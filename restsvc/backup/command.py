@@ -150,9 +150,10 @@ def _restore(app: Any, path: str, out: Out) -> int:
         f"{found.restsvc_version}): {len(found.tables)} tables, "
         f"{sum(t.rows for t in found.tables)} rows, {len(found.files)} files")
     try:
-        return migrate_command.run(app, argparse.Namespace(
+        status: int = migrate_command.run(app, argparse.Namespace(
             status=False, plan=False, allow_destructive=False, no_backup=False,
             lock_timeout=DEFAULT_LOCK_TIMEOUT), out)
+        return status
     except migrate_command.CommandFailed as exc:
         raise BackupError(f"the backup is restored, but {exc}") from None
 
