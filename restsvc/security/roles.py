@@ -63,9 +63,12 @@ ATTRIBUTE_LEVELS = {"view": VIEW, "modify": MODIFY}
 API = "API"
 
 
+# The stored model instance a write rule's predicate is given: each predicate
+# declares its own entity's class, which a narrower type here would refuse.
+StoredRow = Any
 # A row-level write rule: a condition in the search filter format, or a
 # predicate(row, session) -> bool.
-WriteRule = Mapping[str, Any] | Callable[[Any, Mapping[str, str]], bool]
+WriteRule = Mapping[str, JsonValue] | Callable[[StoredRow, Mapping[str, str]], bool]
 
 # What readers and writers work out once for these permissions, each under a
 # key of its own (serializers, readers, ETags): values of as many types, until
@@ -91,7 +94,7 @@ class ResourceRole:
 class RowLevelRole:
     code: str
     name: str = ""
-    filters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # entity -> search filter
+    filters: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)  # entity -> filter
     # entity -> {action: rule or (rules)}; a rule is a search filter or a
     # predicate(row, session) -> bool
     writes: Mapping[str, Mapping[str, "WriteRule | Sequence[WriteRule]"]] = field(default_factory=dict)
