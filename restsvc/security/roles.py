@@ -44,7 +44,7 @@ A token's scopes (clients registered with ``scopes``) narrow what its roles
 give, never widen it, by the one table of security/scopes.py: ``read`` keeps
 what only reads, ``write`` what only changes, what does both needs both.
 """
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -71,9 +71,11 @@ StoredRow = Any
 WriteRule = Mapping[str, JsonValue] | Callable[[StoredRow, Mapping[str, str]], bool]
 
 # What readers and writers work out once for these permissions, each under a
-# key of its own (serializers, readers, ETags): values of as many types, until
-# the one typed memo of issue 38 replaces it.
-PermissionsMemo = dict[Hashable, Any]
+# key of its own (serializers, readers, ETags): a dict of values of as many
+# types, until the one typed memo of issue 38 replaces it. Any for now, not
+# dict[Hashable, Any]: data/bound.py keeps an _Everything there and passes it
+# where a Permissions is declared.
+PermissionsMemo = Any
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@
 """
 import dataclasses
 import enum
+from collections.abc import Callable
+from typing import cast
 
 from ..data.bound import Record, to_entity_json
 from ..files.refs import FileRef
@@ -40,8 +42,11 @@ def _text(value: object) -> str | None:
     if isinstance(value, FileRef):
         return str(value)
     name = PYTHON_TYPES.get(type(value))
-    text: str | None = DATATYPES[name].to_text(value) if name is not None else None
-    return text
+    if name is None:
+        return None
+    # model/datatypes.py declares a Datatype's converters ``object``.
+    to_text = cast(Callable[[object], str], DATATYPES[name].to_text)
+    return to_text(value)
 
 
 def to_json(value: object, permissions: Permissions) -> JsonValue:
@@ -61,4 +66,5 @@ def to_json(value: object, permissions: Permissions) -> JsonValue:
     name = PYTHON_TYPES.get(type(value))
     if name is None:
         raise TypeError(f"a service result of type {type(value).__name__} cannot be written as JSON")
-    return DATATYPES[name].to_json(value)
+    to_json_value = cast(Callable[[object], JsonValue], DATATYPES[name].to_json)
+    return to_json_value(value)
