@@ -24,7 +24,7 @@ from .users import User, Users, lookup_name
 # The fields of a form posted to an /oauth2 endpoint.
 Form = Mapping[str, str]
 # A grant type's part of the token endpoint: (client, form, caller's address) -> answer.
-Grant = Callable[[ClientSettings, Form, "str | None"], JsonObject]
+Grant = Callable[[ClientSettings, Form, str | None], JsonObject]
 T = TypeVar("T")
 
 
