@@ -102,6 +102,8 @@ def test_hidden_attributes_cannot_be_grouped_aggregated_or_filtered(client_with_
     ({"count": True, "having": {"conditions": [{"property": "count", "operator": "~", "value": 1}]}},
      "operator"),
     ({"count": True, "limit": -1}, "limit"),
+    ({"count": True, "having": {"conditions": [{"property": ["count"], "operator": "=", "value": 1}]}},
+     "not asked for"),
     ({"groupBy": ["lines.quantity"], "count": True}, "collection"),
 ])
 def test_bad_aggregate_requests_are_400(client, auth, spec, words):

@@ -12,31 +12,51 @@ a JSON value, which may hold values hidden from the caller, is refused),
 and the caller's row-level rules apply before aggregating.
 """
 import decimal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import peewee
 
 from ...db import is_sqlite
 from ...errors import BadRequest
-from ..access import require
+from ...jsonio import JsonObject, JsonValue
+from ..access import Access, require
 from .filters import compares_values, parse_filter, parse_path, value_kind
-from .query import EntityQuery, _all
+from .query import EntityQuery, Expression, Path, _all
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass, MetaProperty
+
+# A value as the database driver gives it (whatever the column holds: the
+# converters are int, str, float and fields' python_value) -> its JSON form.
+ToJson = Callable[[Any], JsonValue]
 
 FUNCTIONS = ("countDistinct", "sum", "avg", "min", "max")
 _KINDS = {"countDistinct": None, "sum": ("number",), "avg": ("number",),
           "min": ("number", "date", "time"), "max": ("number", "date", "time")}
-_SQL = {"countDistinct": lambda column: peewee.fn.COUNT(column.distinct()),
-        "sum": peewee.fn.SUM, "avg": peewee.fn.AVG, "min": peewee.fn.MIN, "max": peewee.fn.MAX}
+_SQL: dict[str, Callable[[peewee.ColumnBase], peewee.ColumnBase]] = {
+    "countDistinct": lambda column: peewee.fn.COUNT(column.distinct()),
+    "sum": peewee.fn.SUM, "avg": peewee.fn.AVG, "min": peewee.fn.MIN, "max": peewee.fn.MAX}
 _PARTS = {"year": ("%Y", "YYYY"), "month": ("%Y-%m", "YYYY-MM"), "day": ("%Y-%m-%d", "YYYY-MM-DD")}
 _COMPARE = {"=": "__eq__", "<>": "__ne__", ">": "__gt__", ">=": "__ge__", "<": "__lt__",
             "<=": "__le__"}
 MAX_ITEMS = 16
 
 
-def _bad(details):
+class _Result(NamedTuple):
+    """One column of the answer: its key, what SQL selects, how its value is
+    written, and whether it is a group's key (else an aggregate)."""
+    key: str
+    expression: peewee.ColumnBase
+    to_json: ToJson
+    grouped: bool
+
+
+def _bad(details: str) -> BadRequest:
     return BadRequest("Invalid aggregate request", details)
 
 
-def names(value, key):
+def names(value: JsonValue, key: str) -> list[str]:
     """A list of names: a JSON array of strings or one comma-separated string."""
     if value is None:
         return []
@@ -46,18 +66,19 @@ def names(value, key):
         raise _bad(f"{key} must be a list of attribute names")
     if len(value) > MAX_ITEMS:
         raise _bad(f"{key} may name at most {MAX_ITEMS} items")
-    return value
+    checked: list[str] = value
+    return checked
 
 
 class _Aggregate:
-    def __init__(self, access, meta):
+    def __init__(self, access: Access, meta: "MetaClass") -> None:
         self.access = access
         self.meta = meta
         self.query = EntityQuery(meta, access)
-        self.results = []       # (key, expression, to_json)
-        self.by_key = {}
+        self.results: list[_Result] = []
+        self.by_key: dict[str, _Result] = {}
 
-    def path(self, dotted):
+    def path(self, dotted: str) -> Path:
         try:
             path = parse_path(self.meta, dotted, self.access.permissions, self.access.session)
         except BadRequest as exc:
@@ -69,14 +90,16 @@ class _Aggregate:
                        f"only, not grouped or aggregated")
         return path
 
-    def add(self, key, expression, to_json, grouped=False):
+    def add(self, key: str, expression: peewee.ColumnBase, to_json: ToJson, grouped: bool = False) -> None:
         if key in self.by_key:
             raise _bad(f"{key} is asked for twice")
-        self.results.append((key, expression, to_json, grouped))
-        self.by_key[key] = (expression, to_json)
+        result = _Result(key, expression, to_json, grouped)
+        self.results.append(result)
+        self.by_key[key] = result
 
-    def group(self, item):
-        part, dotted = None, item
+    def group(self, item: str) -> None:
+        part: str | None = None
+        dotted = item
         if item.endswith(")") and "(" in item:
             part, dotted = item[:-1].split("(", 1)
             if part not in _PARTS:
@@ -94,21 +117,21 @@ class _Aggregate:
                       if is_sqlite(self.access.database) else peewee.fn.to_char(column, pg_format))
         self.add(item, expression, int if part == "year" else str, grouped=True)
 
-    def function(self, name, dotted):
+    def function(self, name: str, dotted: str) -> None:
         path = self.path(dotted)
         prop = path[-1]
         kinds = _KINDS[name]
         if kinds is not None and value_kind(prop) not in kinds:
             raise _bad(f"{name} is not available for {dotted} ({prop.type_name})")
         column = self.query.column(path)
-        to_json = int if name == "countDistinct" else _converter(prop, column, name)
+        to_json: ToJson = int if name == "countDistinct" else _converter(prop, column, name)
         self.add(f"{name}.{dotted}", _SQL[name](column), to_json)
 
-    def having(self, spec, depth=0):
+    def having(self, spec: JsonValue, depth: int = 0) -> Expression | None:
         if not isinstance(spec, dict) or not isinstance(spec.get("conditions"), list) or depth > 8:
             raise _bad("having is a group of conditions: {\"conditions\": [...]}")
         kind = str(spec.get("group", "AND")).upper()
-        parts = []
+        parts: list[Expression | None] = []
         for item in spec["conditions"][:MAX_ITEMS * 4]:
             if isinstance(item, dict) and "conditions" in item:
                 parts.append(self.having(item, depth + 1))
@@ -116,10 +139,11 @@ class _Aggregate:
             if not isinstance(item, dict) or item.get("operator") not in _COMPARE:
                 raise _bad("A having condition has a property, an operator (=, <>, >, >=, <, "
                            "<=) and a value")
-            found = self.by_key.get(item.get("property"))
+            named = item.get("property")
+            found = self.by_key.get(named) if isinstance(named, str) else None
             if found is None:
                 raise _bad(f"having names {item.get('property')}, which is not asked for")
-            expression, _ = found
+            expression = found.expression
             value = item.get("value")
             if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal, str)):
                 raise _bad("A having value is a number or a text")
@@ -128,18 +152,20 @@ class _Aggregate:
             parts.append(getattr(expression, _COMPARE[item["operator"]])(peewee.Value(value)))
         return _all(parts, kind == "OR")
 
-    def order(self, sort):
-        terms = []
+    def order(self, sort: JsonValue) -> list[peewee.Ordering]:
+        terms: list[peewee.Ordering] = []
         for item in names(sort, "sort"):
             key = item.lstrip("+-")
             found = self.by_key.get(key)
             if found is None:
                 raise _bad(f"sort names {key}, which is not asked for")
-            terms.append(found[0].desc() if item.startswith("-") else found[0].asc())
+            column = found.expression
+            terms.append(column.desc() if item.startswith("-") else column.asc())
         return terms
 
 
-def aggregate(access, meta, spec, max_groups):
+def aggregate(access: Access, meta: "MetaClass", spec: JsonValue, max_groups: int
+              ) -> list[JsonObject]:
     """Groups of ``meta`` rows with their aggregates, as JSON-ready dicts:
     ``{"group": {...}, "count": n, "sum": {"amount": ...}, ...}``."""
     require(access, meta, "read")
@@ -156,9 +182,9 @@ def aggregate(access, meta, spec, max_groups):
     for name in FUNCTIONS:
         for dotted in names(spec.get(name), name):
             work.function(name, dotted)
-    if len(work.results) == len([r for r in work.results if r[3]]):
+    if len(work.results) == len([r for r in work.results if r.grouped]):
         raise _bad("Ask for at least one of count, countDistinct, sum, avg, min, max")
-    limit = spec.get("limit", max_groups)
+    limit: JsonValue = spec.get("limit", max_groups)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= max_groups:
         raise _bad(f"limit must be a whole number from 0 to {max_groups}")
     tree = None
@@ -167,25 +193,26 @@ def aggregate(access, meta, spec, max_groups):
     condition = work.query.where(tree)
     having = work.having(spec["having"]) if spec.get("having") is not None else None
     order = work.order(spec.get("sort"))
-    select = work.query.apply_joins(meta.model.select(*[e for _, e, _, _ in work.results]))
+    select = work.query.apply_joins(meta.model.select(*[r.expression for r in work.results]))
     if condition is not None:
         select = select.where(condition)
-    grouped = [expression for _, expression, _, is_group in work.results if is_group]
+    grouped = [r.expression for r in work.results if r.grouped]
     if grouped:
         select = select.group_by(*grouped)
     if having is not None:
         select = select.having(having)
     select = select.order_by(*(order or grouped)).limit(limit)
     sql, params = select.sql()
-    rows = access.database.execute_sql(sql, params).fetchall()
+    rows = access.database.execute_sql(sql, params).fetchall()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     return [_answer(work.results, row) for row in rows]
 
 
-def _answer(results, row):
-    answer = {}
-    for (key, _, to_json, is_group), value in zip(results, row):
-        value = None if value is None else to_json(value)
-        if is_group:
+def _answer(results: Sequence[_Result], row: Sequence[object]) -> JsonObject:
+    answer: JsonObject = {}
+    for result, raw in zip(results, row):
+        key = result.key
+        value = None if raw is None else result.to_json(raw)
+        if result.grouped:
             answer.setdefault("group", {})[key] = value
         elif key == "count":
             answer["count"] = value
@@ -195,19 +222,28 @@ def _answer(results, row):
     return answer
 
 
-def _converter(prop, column, function=None):
+def _converter(prop: "MetaProperty", column: peewee.ColumnBase, function: str | None = None
+               ) -> ToJson:
     """A raw database value -> its JSON form (decimals stay exact)."""
     field = getattr(column, "field", column)     # a join's alias -> its field
+    assert isinstance(field, peewee.Field)
     if prop.is_reference:
-        target = prop.target.properties["id"]
-        return lambda raw: target.json_value(target.field.python_value(raw))
+        target = prop.related.properties["id"]
+        target_json = target.json_value
+        assert target_json is not None      # an id's datatype
+        return lambda raw: target_json(target.field.python_value(raw))
     if function in ("sum", "avg") and isinstance(field, peewee.DecimalField):
         places = decimal.Decimal(1).scaleb(-field.decimal_places)
 
-        def exact(raw):
+        def exact(raw: object) -> decimal.Decimal:
             number = decimal.Decimal(str(raw))
             return number.quantize(places) if function == "sum" else number
         return exact
     if function == "avg":
         return float
-    return lambda raw: prop.json_value(field.python_value(raw))
+
+    def written(raw: object) -> JsonValue:
+        convert = prop.json_value
+        assert convert is not None      # a datatype's or an enum's, as aggregated values have
+        return convert(field.python_value(raw))  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+    return written

@@ -20,15 +20,22 @@ not at request time). DTDs are refused, so entity expansion cannot happen.
 """
 import dataclasses
 import importlib
+import pathlib
 import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ... import xmlfile
 from ...errors import ApiError
-from ...jsonio import loads
+from ...jsonio import JsonObject, JsonValue, loads
 from ...xmlfile import local_name
 from .filters import parse_filter
-from .queries import (ALL, PARAM_NAME, SESSION_PARAMETERS, Query, fill_filter,
+from .queries import (ALL, PARAM_NAME, SESSION_PARAMETERS, Query, QueryParam, fill_filter,
                       make_param, parameter_reference)
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass, Metadata
 
 _QUERY_ATTRIBUTES = {"name", "entity", "fetchPlan", "view", "limit", "offset",
                      "cacheable", "anonymousAllowed"}   # the last two: accepted, no effect
@@ -39,14 +46,15 @@ class QueryConfigError(ValueError):
     """A predefined queries file that cannot work; the message says where."""
 
 
-def parse_xml(data):
+def parse_xml(data: bytes) -> ET.Element:
     try:
-        return xmlfile.parse_xml(data)[0]
+        root: ET.Element = xmlfile.parse_xml(data)[0]
+        return root
     except xmlfile.XmlFileError as exc:
         raise QueryConfigError(str(exc)) from None
 
 
-def load_queries(path, metadata):
+def load_queries(path: pathlib.Path, metadata: "Metadata") -> list[Query]:
     """All queries of the file at ``path``; QueryConfigError names the problem."""
     try:
         data = path.read_bytes()
@@ -58,10 +66,11 @@ def load_queries(path, metadata):
         raise QueryConfigError(f"{path}: {exc}") from None
 
 
-def read_queries(root, metadata):
+def read_queries(root: ET.Element, metadata: "Metadata") -> list[Query]:
     if local_name(root.tag) != "queries":
         raise QueryConfigError(f"the root element must be <queries>, not <{local_name(root.tag)}>")
-    queries, seen = [], set()
+    queries: list[Query] = []
+    seen: set[tuple[str, str]] = set()
     for element in root:
         if local_name(element.tag) != "query":
             raise QueryConfigError(f"unexpected element <{local_name(element.tag)}> in <queries>")
@@ -74,7 +83,7 @@ def read_queries(root, metadata):
     return queries
 
 
-def _query(element, metadata):
+def _query(element: ET.Element, metadata: "Metadata") -> Query:
     name = element.get("name")
     label = f"query {name}" if name else "a query without a name"
     try:
@@ -83,7 +92,7 @@ def _query(element, metadata):
         raise QueryConfigError(f"{label}: {exc}") from None
 
 
-def _build(element, metadata, name):
+def _build(element: ET.Element, metadata: "Metadata", name: str | None) -> Query:
     unknown = sorted(set(element.attrib) - _QUERY_ATTRIBUTES)
     if unknown:
         raise QueryConfigError(f"unknown attribute {unknown[0]}")
@@ -92,12 +101,12 @@ def _build(element, metadata, name):
         raise QueryConfigError("attributes name, entity and fetchPlan are required")
     if name == ALL:
         raise QueryConfigError("the name all is reserved for the implicit query of every entity")
-    meta = metadata.entity(element.get("entity"))
+    meta = metadata.entity(element.get("entity", ""))
     if meta is None:
         raise QueryConfigError(f"unknown entity {element.get('entity')}")
     if plan_name not in meta.fetch_plans:
         raise QueryConfigError(f"unknown fetch plan {plan_name} of entity {meta.name}")
-    children = {}
+    children: dict[str, ET.Element] = {}
     for child in element:
         tag = local_name(child.tag)
         if tag == "jpql":
@@ -114,7 +123,7 @@ def _build(element, metadata, name):
     return dataclasses.replace(query, filter=_filter(children["filter"].text, meta, params))
 
 
-def _number(element, attribute):
+def _number(element: ET.Element, attribute: str) -> int | None:
     text = element.get(attribute)
     if text is None:
         return None
@@ -123,10 +132,10 @@ def _number(element, attribute):
     return int(text)
 
 
-def _params(element, metadata):
+def _params(element: ET.Element | None, metadata: "Metadata") -> tuple[QueryParam, ...]:
     if element is None:
         return ()
-    params = []
+    params: list[QueryParam] = []
     for child in element:
         name, declared = child.get("name"), child.get("type")
         if local_name(child.tag) != "param" or not name or not declared:
@@ -142,7 +151,7 @@ def _params(element, metadata):
     return tuple(params)
 
 
-def _function(element):
+def _function(element: ET.Element) -> Callable[..., JsonValue]:
     reference = element.get("name") or ""
     module_name, _, attribute = reference.partition(":")
     if not module_name or not attribute:
@@ -153,19 +162,20 @@ def _function(element):
         raise QueryConfigError(f"cannot load function {reference}: {exc}") from None
     if not callable(function):
         raise QueryConfigError(f"{reference} is not callable")
-    return function
+    checked: Callable[..., JsonValue] = function
+    return checked
 
 
-def _filter(text, meta, params):
+def _filter(text: str | None, meta: "MetaClass", params: Sequence[QueryParam]) -> JsonObject:
     try:
-        spec = loads(text or "")
+        parsed = loads(text or "")
     except (ValueError, RecursionError):
         raise QueryConfigError("<filter> is not valid JSON") from None
-    if not isinstance(spec, dict):
+    if not isinstance(parsed, dict):
         raise QueryConfigError('<filter> must be a JSON object {"conditions": [...]}')
-    spec = _session_names(spec)
+    spec: JsonObject = _session_names(parsed)      # a dict stays a dict
     declared = {p.name: p for p in params}
-    used = set()
+    used: set[str] = set()
     for condition in filter_conditions(spec):
         names = parameter_references(condition.get("value"))
         for name in names:
@@ -183,7 +193,8 @@ def _filter(text, meta, params):
     return spec
 
 
-def _check_parameters(meta, condition, params):
+def _check_parameters(meta: "MetaClass", condition: JsonObject,
+                      params: Sequence[QueryParam]) -> None:
     """The condition's property must exist, and sample values of the
     parameters' types must be accepted where they stand."""
     shape = {key: value for key, value in condition.items() if key != "value"}
@@ -197,16 +208,17 @@ def _check_parameters(meta, condition, params):
                                f"{condition.get('property')} {condition.get('operator')} ({problem})")
 
 
-def filter_problem(meta, spec):
+def filter_problem(meta: "MetaClass", spec: JsonValue) -> str | None:
     """What the filter parser says is wrong with ``spec``, or None."""
     try:
         parse_filter(meta, spec, None, _SESSION_SAMPLES)
     except ApiError as exc:
-        return exc.details or exc.error
+        problem: str = exc.details or exc.error
+        return problem
     return None
 
 
-def filter_conditions(spec):
+def filter_conditions(spec: JsonValue) -> Iterator[JsonObject]:
     """The property conditions of a filter, through its groups."""
     items = spec.get("conditions") if isinstance(spec, dict) else None
     for item in items if isinstance(items, list) else ():
@@ -217,14 +229,14 @@ def filter_conditions(spec):
                 yield item
 
 
-def parameter_references(value):
+def parameter_references(value: JsonValue) -> list[str]:
     if isinstance(value, list):
         return [name for item in value for name in parameter_references(item)]
     name = parameter_reference(value)
     return [name] if name is not None else []
 
 
-def _session_names(spec):
+def _session_names(spec: JsonValue) -> JsonValue:
     """``:session$userLogin`` is the reference's other name of ``:session$username``;
     any other session name is a mistake."""
     if isinstance(spec, list):

@@ -20,7 +20,7 @@ the choice is not changed; one it deletes meanwhile makes the change 404
 the same values on each row whatever its version); each written row's
 version goes up as with any update.
 """
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...db import is_sqlite, write_transaction
 from ...errors import BadRequest, Conflict, Text
@@ -29,6 +29,7 @@ from ..read.loader import count_rows
 from ..read.query import EntityQuery
 
 if TYPE_CHECKING:
+    from ..read.filters import Group
     from ...model.metadata import MetaClass
     from ..access import Access
     from ..datamanager import DataManager
@@ -89,10 +90,11 @@ def delete_by_filter(data: "DataManager", access: "Access", meta: "MetaClass",
     return len(ids)
 
 
-def _tree(data: "DataManager", access: "Access", meta: "MetaClass", filter_spec: object) -> Any:
+def _tree(data: "DataManager", access: "Access", meta: "MetaClass", filter_spec: object) -> "Group":
     if filter_spec is None:
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
-    return data.filter(access, meta, filter_spec)
+    tree: Group = data.filter(access, meta, filter_spec)
+    return tree
 
 
 def _count(data: "DataManager", access: "Access", meta: "MetaClass", filter_spec: object) -> int:
@@ -101,13 +103,13 @@ def _count(data: "DataManager", access: "Access", meta: "MetaClass", filter_spec
 
 
 def _chosen(data: "DataManager", access: "Access", meta: "MetaClass", filter_spec: object,
-            max_rows: int) -> list[Any]:
+            max_rows: int) -> list[str | int]:
     """The ids of the rows to change, locked on PostgreSQL; 409 when more
     than ``max_rows`` match."""
     tree = _tree(data, access, meta, filter_spec)
     query = EntityQuery(meta, access)
     condition = query.where(tree)
-    model: Any = meta.model         # a Peewee model: its fields are class attributes
+    model = meta.model
     select = query.apply_joins(model.select(model.id))
     if condition is not None:
         select = select.where(condition)

@@ -19,9 +19,10 @@ when their sort key lies ahead of the chunk being read.
 """
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...errors import BadRequest
+from ...jsonio import JsonValue
 from ...model.serialize import write_entities, write_entity
 from ..read.cursors import sort_key
 from ..read.flatrows import KeyRows, RawRows, write_flat, write_flat_each
@@ -43,15 +44,19 @@ class Export:
     ``after``: a sort key to start after (a list page's cursor)."""
     meta: "MetaClass"
     plan: "FetchPlan"
-    filter_spec: Any = None
+    filter_spec: JsonValue = None
     sort: str = ""
     offset: int | None = None
     limit: int | None = None
-    after: "list[Any] | None" = None
+    after: "list[JsonValue] | None" = None
     return_nulls: bool = False
 
 
-def row_chunks(data: "DataManager", access: "Access", export: Export) -> Iterator[Any]:
+# A chunk as ``DataManager.select`` gives it: raw rows, or rows of values by name.
+Chunk = RawRows | list[dict[str, object]]
+
+
+def row_chunks(data: "DataManager", access: "Access", export: Export) -> Iterator[Chunk]:
     """The matching rows, a chunk at a time, in the list's order; each chunk
     as ``select`` gives it (``flatrows.RawRows`` or converted rows)."""
     meta, sort = export.meta, export.sort
@@ -60,6 +65,7 @@ def row_chunks(data: "DataManager", access: "Access", export: Export) -> Iterato
     offset, after, left = export.offset, export.after, export.limit
     while left is None or left > 0:
         wanted = size if left is None else min(size, left)
+        rows: Chunk
         try:
             rows, _ = data.select(access, meta, export.plan, export.filter_spec, sort, wanted,
                                   offset, after, raw=True)

@@ -12,11 +12,12 @@ row and at most ``max_errors`` bad rows' errors, whatever the body's size.
 """
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...db import is_sqlite, write_transaction
 from ...errors import (ApiError, BadRequest, ImportRefused, Text, UnsupportedMediaType,
                       ValidationFailed)
+from ...jsonio import JsonObject, JsonValue
 from ..access import require
 from ..write.importer import Importer, id_or_none
 from ..read.loader import visible_ids
@@ -24,7 +25,7 @@ from .rowsource import FORMATS, Row, rows, violation
 from ..write.writer import Writer
 
 if TYPE_CHECKING:
-    from ...model.metadata import MetaClass
+    from ...model.metadata import MetaClass, MetaProperty
     from ..access import Access
 
 MODES = ("create", "upsert", "upsertByKey")
@@ -45,10 +46,10 @@ class ImportReport:
     created: int = 0
     updated: int = 0
     failed: int = 0
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[JsonObject] = field(default_factory=list)
     errors_truncated: bool = False
 
-    def body(self, options: ImportOptions) -> dict[str, Any]:
+    def body(self, options: ImportOptions) -> JsonObject:
         return {"created": self.created, "updated": self.updated, "failed": self.failed,
                 "dryRun": options.dry_run, "errors": self.errors,
                 "errorsTruncated": self.errors_truncated}
@@ -116,8 +117,8 @@ def _run(access: "Access", meta: "MetaClass", source: Iterator[Row], options: Im
                 return      # nothing will be written: no more rows to check
 
 
-def _write(access: "Access", meta: "MetaClass", body: dict[str, Any], options: ImportOptions,
-           max_entities: int, writing: bool) -> "tuple[list[dict[str, Any]], bool]":
+def _write(access: "Access", meta: "MetaClass", body: JsonObject, options: ImportOptions,
+           max_entities: int, writing: bool) -> "tuple[list[JsonObject], bool]":
     """(errors, whether it creates) of one row, written when ``writing``."""
     importer = Importer(access, False, max_entities)
     try:
@@ -135,13 +136,14 @@ def _write(access: "Access", meta: "MetaClass", body: dict[str, Any], options: I
             Writer(access).save(operation)
         return [], operation.creating
     except ValidationFailed as exc:
-        return exc.violations, False
+        violations: list[JsonObject] = exc.violations
+        return violations, False
     except ApiError as exc:
         return [violation("", str(exc.details) or exc.error)], False
 
 
-def _target(access: "Access", meta: "MetaClass", body: dict[str, Any],
-            options: ImportOptions) -> "tuple[Any, bool | None]":
+def _target(access: "Access", meta: "MetaClass", body: JsonObject,
+            options: ImportOptions) -> "tuple[str | int | None, bool | None]":
     """(the id to write, whether the row creates): create makes new rows
     only; upsert updates the row of the body's id, if the caller sees one;
     upsertByKey the live row of the natural key's value."""
@@ -159,27 +161,27 @@ def _target(access: "Access", meta: "MetaClass", body: dict[str, Any],
     return (found[0], False) if found else (None, True)
 
 
-def _by_key(access: "Access", meta: "MetaClass", key: str, values: list[Any]) -> list[Any]:
+def _by_key(access: "Access", meta: "MetaClass", key: str, values: list[JsonValue]
+            ) -> list[str | int]:
     """The ids of the live rows the caller sees whose natural key is one of ``values``."""
-    model: Any = meta.model
+    model = meta.model
     column = meta.properties[key].field
     query = model.select(model.id).where(column.in_(values)).limit(2)
     if meta.soft_delete:
-        query = query.where(model.deletedDate.is_null())
-    ids = [row.id for row in query]
-    ids = [meta.row_id(i) for i in ids]
+        query = query.where(model._meta.fields["deletedDate"].is_null())
+    ids = [meta.row_id(row.id) for row in query]
     seen = visible_ids(access, meta, ids) if ids else set()
     return [i for i in ids if i in seen]
 
 
-def _resolve_references(access: "Access", meta: "MetaClass", body: dict[str, Any]) -> None:
+def _resolve_references(access: "Access", meta: "MetaClass", body: JsonObject) -> None:
     """References by the target's natural key (``{"email": ...}``) -> by id."""
     for name, value in body.items():
         prop = meta.properties.get(name)
         if prop is None:
             continue
         if prop.is_embedded and isinstance(value, dict):
-            _resolve_references(access, prop.target, value)
+            _resolve_references(access, prop.related, value)
         elif prop.link is not None and isinstance(value, list):
             for member in value:
                 _by_natural_key(access, prop, member)
@@ -187,8 +189,8 @@ def _resolve_references(access: "Access", meta: "MetaClass", body: dict[str, Any
             _by_natural_key(access, prop, value)
 
 
-def _by_natural_key(access: "Access", prop: Any, value: Any) -> None:
-    target = prop.target
+def _by_natural_key(access: "Access", prop: "MetaProperty", value: JsonValue) -> None:
+    target = prop.related
     key = getattr(target, "natural_key", None)
     if not isinstance(value, dict) or value.get("id") is not None or key is None \
             or value.get(key) is None:

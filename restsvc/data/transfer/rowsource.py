@@ -15,14 +15,16 @@ import csv
 import io
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...errors import BadRequest, PayloadTooLarge, Text, invalid_value
-from ...jsonio import loads
+from ...jsonio import JsonObject, JsonValue, loads
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ...security.roles import VIEW
 
 if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
     from ...model.metadata import MetaClass, MetaProperty
     from ..access import Access
 
@@ -32,11 +34,12 @@ INVALID = "{restsvc.validation.InvalidValue}"
 MAX_ROW_CHARS = 1 << 20
 _COLUMN = re.compile(r"([A-Za-z_$][A-Za-z0-9_$]*)(?:\[(\d{1,6})\])?\Z")
 
-Row = tuple[int, "dict[str, Any] | list[dict[str, Any]]"]
-Cell = Callable[[str], Any]
+# (line number, the row's entity JSON or its violations)
+Row = tuple[int, JsonObject | list[JsonObject]]
+Cell = Callable[[str], JsonValue]
 
 
-def violation(path: str, message: str, value: object = None) -> dict[str, Any]:
+def violation(path: str, message: str, value: object = None) -> JsonObject:
     """One error in the shape of the Entities API's validation errors."""
     if not isinstance(value, (str, int, float, bool)):
         value = None
@@ -53,14 +56,15 @@ class _Chunks(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: "WriteableBuffer") -> int:
         while not self._left:
             chunk = next(self._chunks, None)
             if chunk is None:
                 return 0
             self._left = chunk
-        size = min(len(buffer), len(self._left))
-        buffer[:size] = self._left[:size]
+        view = memoryview(buffer).cast("B")
+        size = min(len(view), len(self._left))
+        view[:size] = self._left[:size]
         self._left = self._left[size:]
         return size
 
@@ -134,21 +138,24 @@ def _csv_rows(text: io.TextIOWrapper, access: "Access", meta: "MetaClass") -> It
 class _Column:
     """Where a CSV column's cell goes in the entity JSON (``path``), how it is
     read (``cell``), and its ``kind``: value, ref (the last step is the key of
-    a reference) or member (``tags[0].id``)."""
+    a reference) or member (``tags[0].id``: ``path`` the attribute and the
+    member's key, ``index`` its place)."""
 
-    def __init__(self, name: str, path: tuple[Any, ...], cell: Cell, kind: str = "value") -> None:
-        self.name, self.path, self.cell, self.kind = name, path, cell, kind
+    def __init__(self, name: str, path: tuple[str, ...], cell: Cell, kind: str = "value",
+                 index: int = 0) -> None:
+        self.name, self.path, self.cell = name, path, cell
+        self.kind, self.index = kind, index
 
 
-def _body(columns: list[_Column], record: list[str]) -> "dict[str, Any] | list[dict[str, Any]]":
-    body: dict[str, Any] = {}
-    members: dict[str, dict[int, dict[str, Any]]] = {}
+def _body(columns: list[_Column], record: list[str]) -> JsonObject | list[JsonObject]:
+    body: JsonObject = {}
+    members: dict[str, dict[int, JsonObject]] = {}
     errors = []
     for column, text in zip(columns, record):
         path = column.path
         if column.kind == "member":
             if text != "":
-                members.setdefault(path[0], {}).setdefault(path[1], {})[path[2]] = text
+                members.setdefault(path[0], {}).setdefault(column.index, {})[path[1]] = text
             else:
                 members.setdefault(path[0], {})
             continue
@@ -168,7 +175,7 @@ def _body(columns: list[_Column], record: list[str]) -> "dict[str, Any] | list[d
     return body
 
 
-def _put(body: dict[str, Any], path: tuple[Any, ...], value: Any, keep: bool = False) -> None:
+def _put(body: JsonObject, path: tuple[str, ...], value: JsonValue, keep: bool = False) -> None:
     """Set ``value`` at ``path``; ``keep``: unless another column put something there."""
     target = body
     for step in path[:-1]:
@@ -197,20 +204,20 @@ def _column(access: "Access", meta: "MetaClass", name: str) -> _Column:
     if prop.link is not None:          # many-to-many: tags[0].id
         if member is None or len(steps) != 2 or int(member) >= MAX_ARRAY_ITEMS:
             raise unknown
-        return _Column(name, (prop.name, int(member), _key(prop.target, steps[1], unknown)), str,
-                       "member")
+        return _Column(name, (prop.name, _key(prop.related, steps[1], unknown)), str,
+                       "member", int(member))
     if member is not None or prop.is_collection:
         raise unknown
     if prop.is_reference:              # customer.id, customer.email
         if len(steps) != 2:
             raise unknown
-        return _Column(name, (prop.name, _key(prop.target, steps[1], unknown)), str, "ref")
+        return _Column(name, (prop.name, _key(prop.related, steps[1], unknown)), str, "ref")
     if prop.is_embedded:               # address.city, address.country.id
-        part = prop.target.properties.get(steps[1]) if len(steps) > 1 else None
+        part = prop.related.properties.get(steps[1]) if len(steps) > 1 else None
         if part is None or levels.get(f"{prop.name}.{part.name}", 0) < VIEW:
             raise unknown
         if part.is_reference and len(steps) == 3:
-            return _Column(name, (prop.name, part.name, _key(part.target, steps[2], unknown)),
+            return _Column(name, (prop.name, part.name, _key(part.related, steps[2], unknown)),
                            str, "ref")
         if part.is_reference or len(steps) != 2:
             raise unknown
@@ -239,9 +246,9 @@ def _cell(prop: "MetaProperty") -> Cell:
     if prop.meta_enum is not None or datatype is None:
         return str      # enum constant names, file references: as written
 
-    def read(text: str) -> Any:
+    def read(text: str) -> JsonValue:
         try:
-            return datatype.to_json(datatype.from_text(text))  # type: ignore[attr-defined]
+            return datatype.to_json(datatype.from_text(text))
         except (ValueError, TypeError, ArithmeticError) as exc:
             raise ValueError(str(invalid_value(prop.type_name, exc))) from None
     return read

@@ -17,20 +17,42 @@ entity it may not read) appears by name only, without ``oldValue`` and
 ``newValue``.
 """
 import datetime
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import peewee
 
 from ...db import delete_in_batches, is_sqlite
-from ...jsonio import dumps, loads
+from ...jsonio import JsonObject, JsonValue, dumps, loads
 from ...model.entity import AUDIT_FIELDS, Entity, entity
 from ...model.fields import DateTimeField
-from ..access import utc_now
+from ..access import Access, utc_now
 from ..read.filters import attribute_visible
+from ..read.query import EntityQuery, Expression
+from .sqlwrite import Statement
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass, MetaProperty
+    from ...security.roles import Permissions
+    from .importer import Operation
 
 KINDS = ("CREATE", "UPDATE", "DELETE", "RESTORE")
 HISTORY_ITEM = "HistoryItem"
 _NOT_RECORDED = frozenset(("id", "version") + AUDIT_FIELDS)
+
+# A recorded attribute: (JSON name, peewee field, property).
+Recorded = tuple[str, peewee.Field, "MetaProperty"]
+# What history compares a save with (``Writer.history_before``): the row's
+# recorded values (peewee field name -> value) and its collections' member ids.
+Before = tuple[dict[str, object], dict[str, set[str | int]]]
+
+
+class HistoryEntry(NamedTuple):
+    """One item to record: of which entity and row, what kind, what changed."""
+    meta: "MetaClass"
+    entity_id: str | int
+    kind: str                   # one of KINDS
+    changes: list[JsonObject]   # [{name, oldValue, newValue}]
 
 
 class JsonField(peewee.TextField):
@@ -38,10 +60,10 @@ class JsonField(peewee.TextField):
     datatype = "json"
     converts_values = True      # loaded rows hold the value, not its text (data/columns.py)
 
-    def db_value(self, value):
+    def db_value(self, value: JsonValue) -> str | None:
         return None if value is None else dumps(value)
 
-    def python_value(self, value):
+    def python_value(self, value: JsonValue) -> JsonValue:
         if value is None or not isinstance(value, str):
             return value
         return loads(value)
@@ -67,19 +89,19 @@ class HistoryItem(Entity):
         indexes = ((("entityName", "entityId", "changedDate"), False),)
 
     @classmethod
-    def row_rule(cls, query):
+    def row_rule(cls, query: EntityQuery) -> Expression:
         return visible_history(query)
 
     @classmethod
-    def present_rows(cls, rows, access):
+    def present_rows(cls, rows: Sequence[dict[str, JsonValue]], access: Access) -> None:
         hide_unreadable(rows, access)
 
 
 # -- recording ---------------------------------------------------------------
-def recorded(meta):
+def recorded(meta: "MetaClass") -> list[Recorded]:
     """(JSON name, peewee field, property) of each recorded scalar or
     reference attribute (embedded values by ``address.city``), worked out once."""
-    cached = meta.__dict__.get("_recorded")
+    cached: list[Recorded] | None = vars(meta).get("_recorded")
     if cached is None:
         chosen = meta.history or None
         cached = []
@@ -88,33 +110,37 @@ def recorded(meta):
                 continue
             if prop.is_embedded:
                 cached += [(f"{name}.{part_name}", part.field, part)
-                           for part_name, part in prop.target.properties.items()
+                           for part_name, part in prop.related.properties.items()
                            if part.field is not None]
             elif prop.field is not None and not prop.is_collection:
                 cached.append((name, prop.field, prop))
-        meta._recorded = cached
+        vars(meta)["_recorded"] = cached
     return cached
 
 
-def recorded_collections(meta, props):
+def recorded_collections(meta: "MetaClass", props: Iterable["MetaProperty"]
+                         ) -> list["MetaProperty"]:
     chosen = meta.history or None
     return [prop for prop in props if not chosen or prop.name in chosen]
 
 
-def json_value(prop: Any, value: Any) -> Any:
+def json_value(prop: "MetaProperty", value: object) -> JsonValue:
     """A stored value in its JSON form, as the entity's own answers write it
     (``prop.json_value``: a decimal at its column's scale, a ``dateTime`` to
     the millisecond): references by id, enums by name."""
     if value is None:
         return None
     if prop.is_reference:
-        return prop.target.row_id(getattr(value, "id", value))
+        return prop.related.row_id(getattr(value, "id", value))
     if prop.meta_enum is not None:
         return value.name if hasattr(value, "name") else value
-    return prop.json_value(value)
+    convert = prop.json_value
+    assert convert is not None, prop.name     # a datatype's, as every recorded value has
+    return convert(value)
 
 
-def old_values(access, meta, entity_id, lock=True):
+def old_values(access: Access, meta: "MetaClass", entity_id: str | int,
+               lock: bool = True) -> dict[str, object] | None:
     """The recorded columns of a row before its UPDATE, and its version when
     it has one (PostgreSQL, ``lock``: locked until commit, so concurrent
     writers record in order), or None."""
@@ -125,7 +151,7 @@ def old_values(access, meta, entity_id, lock=True):
     lock = lock and access.database.for_update
     key = ("history-old", meta.name, lock)
     sql = access.sql_cache.get(key)
-    params = [model.id.db_value(entity_id)]
+    params = [model.id.db_value(entity_id)]  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     if sql is None:
         query = model.select(*fields).where(model.id == entity_id)
         if lock:
@@ -134,16 +160,18 @@ def old_values(access, meta, entity_id, lock=True):
         if list(built) == params:
             access.sql_cache[key] = sql
         params = built
-    row = access.database.execute_sql(sql, params).fetchone()
+    row = access.database.execute_sql(sql, params).fetchone()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     if row is None:
         return None
-    return {field.name: field.python_value(value) for field, value in zip(fields, row)}
+    return {field.name: field.python_value(value)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+            for field, value in zip(fields, row)}
 
 
-def changes_of(meta, values, before):
+def changes_of(meta: "MetaClass", values: dict[str, object], before: dict[str, object] | None
+               ) -> list[JsonObject]:
     """[{name, oldValue, newValue}] for the recorded attributes ``values``
     sets (peewee field name -> value), against ``before`` (None: creating)."""
-    changes = []
+    changes: list[JsonObject] = []
     for name, field, prop in recorded(meta):
         if field.name not in values:
             continue
@@ -156,27 +184,30 @@ def changes_of(meta, values, before):
     return changes
 
 
-def collection_change(name, old_ids, new_ids):
-    old_ids, new_ids = sorted(map(str, old_ids)), sorted(map(str, new_ids))
-    if old_ids == new_ids:
+def collection_change(name: str, old_ids: Iterable[str | int],
+                      new_ids: Iterable[str | int | None]) -> JsonObject | None:
+    old, new = sorted(map(str, old_ids)), sorted(map(str, new_ids))
+    if old == new:
         return None
-    return {"name": name, "oldValue": old_ids, "newValue": new_ids}
+    return {"name": name, "oldValue": old, "newValue": new}
 
 
-def item_of_save(operation, before, owner_field=None, owner_id=None):
+def item_of_save(operation: "Operation", before: Before | None,
+                 owner_field: peewee.ForeignKeyField | None = None,
+                 owner_id: str | int | None = None) -> HistoryEntry | None:
     """The item of a save (``writer.py``: meta, id, kind, changes), or None;
     ``before``: ``Writer.history_before``'s values and member ids."""
     meta = operation.meta
     if meta.history is None:
         return None
-    values, old_collections = before or (None, {})
+    values, old_collections = before if before is not None else (None, {})
     written = operation.values
     if owner_field is not None and operation.creating:     # a new child names its owner
         written = {**written, owner_field.name: owner_id}
     changes = changes_of(meta, written, values)
     props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
-    new_ids = dict((prop.name, [child.id for child in children])
-                   for prop, children in operation.children)
+    new_ids: dict[str, Sequence[str | int | None]] = dict(
+        (prop.name, [child.id for child in children]) for prop, children in operation.children)
     new_ids.update((prop.name, ids) for prop, ids in operation.members)
     for prop in recorded_collections(meta, props):
         change = collection_change(prop.name, old_collections.get(prop.name, ()),
@@ -184,11 +215,14 @@ def item_of_save(operation, before, owner_field=None, owner_id=None):
         if change is not None:
             changes.append(change)
     if changes or operation.creating:
-        return meta, operation.id, "CREATE" if operation.creating else "UPDATE", changes
+        assert operation.id is not None     # written by now: the database's id known too
+        return HistoryEntry(meta, operation.id, "CREATE" if operation.creating else "UPDATE",
+                            changes)
     return None
 
 
-def record(access, items, batch=None):
+def record(access: Access, items: Sequence[HistoryEntry],
+           batch: list[Statement] | None = None) -> None:
     """Insert items ``(meta, entity id, kind, changes)``; one statement
     (added to ``batch``, statements the writer sends together, for one item)."""
     if not items:
@@ -197,28 +231,28 @@ def record(access, items, batch=None):
     if len(rows) == 1 and batch is not None:
         batch.append(_insert_sql(access, rows[0]))
     elif len(rows) == 1:
-        access.database.execute_sql(*_insert_sql(access, rows[0]))
+        access.database.execute_sql(*_insert_sql(access, rows[0]))  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     else:
         HistoryItem.insert_many(rows).execute()
 
 
-def _rows(access, items):
+def _rows(access: Access, items: Iterable[HistoryEntry]) -> list[dict[str, object]]:
     now, who = utc_now(), access.username
-    return [{"entityName": meta.name, "entityId": str(entity_id), "kind": kind,
-             "username": who, "changedDate": now, "changes": changes}
-            for meta, entity_id, kind, changes in items]
+    return [{"entityName": item.meta.name, "entityId": str(item.entity_id), "kind": item.kind,
+             "username": who, "changedDate": now, "changes": item.changes}
+            for item in items]
 
 
 _COLUMNS = ("id", "version", "entityName", "entityId", "kind", "username", "changedDate", "changes")
 
 
-def _insert_sql(access, row):
+def _insert_sql(access: Access, row: dict[str, object]) -> Statement:
     """SQL and parameters of one INSERT, its text built once (it runs under
     the write lock)."""
     row = {"id": HistoryItem.id.default(), "version": 1, **row}
     fields = [HistoryItem._meta.fields[name] for name in _COLUMNS]
     params = [field.db_value(row[field.name]) for field in fields]
-    sql = access.sql_cache.get(("history-insert",))
+    sql: str | None = access.sql_cache.get(("history-insert",))
     if sql is None:
         sql, built = HistoryItem.insert(**row).sql()
         if list(built) != params:
@@ -227,22 +261,23 @@ def _insert_sql(access, row):
     return sql, params
 
 
-def deleted_items(meta, ids):
+def deleted_items(meta: "MetaClass", ids: Iterable[str | int]) -> list[HistoryEntry]:
     """DELETE items of rows about to go, with their last recorded values."""
     fields = [field for _, field, _ in recorded(meta)]
     model = meta.model
-    rows = model.select(model.id, *fields).where(model.id.in_(list(ids))).dicts()
+    rows: Iterable[dict[str, object]] = model.select(model.id, *fields).where(
+        model.id.in_(list(ids))).dicts().execute()
     items = []
     for row in rows:
         changes = [{"name": name, "oldValue": json_value(prop, row.get(field.name)),
                     "newValue": None}
                    for name, field, prop in recorded(meta) if row.get(field.name) is not None]
-        items.append((meta, meta.row_id(row["id"]), "DELETE", changes))
+        items.append(HistoryEntry(meta, meta.row_id(row["id"]), "DELETE", changes))
     return items
 
 
 # -- reading -----------------------------------------------------------------
-def visible_history(query):
+def visible_history(query: EntityQuery) -> Expression:
     """Items of entities the caller may read; under row-level roles only
     those of rows the caller sees now (a deleted row's items then too are gone
     from view, as the row is)."""
@@ -262,7 +297,7 @@ def visible_history(query):
     return condition
 
 
-def id_text(database, meta):
+def id_text(database: peewee.Database, meta: "MetaClass") -> Expression:
     """The id column as ``entityId`` holds it (canonical text)."""
     column = meta.model.id
     if meta.id_kind != "uuid":
@@ -272,13 +307,13 @@ def id_text(database, meta):
     # SQLite keeps a UUID as its 32 hex digits.
     parts = [peewee.fn.substr(column, start, length)
              for start, length in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))]
-    text = parts[0]
+    text: peewee.ColumnBase = parts[0]
     for part in parts[1:]:
         text = text.concat("-").concat(part)
     return text
 
 
-def hide_unreadable(rows, access):
+def hide_unreadable(rows: Sequence[dict[str, JsonValue]], access: Access) -> None:
     """Values of attributes the caller may not view leave ``changes``: the
     rule filters, sorts and answers follow (``filters.attribute_visible``)."""
     permissions = access.permissions
@@ -292,22 +327,23 @@ def hide_unreadable(rows, access):
                           else {"name": change["name"]} for change in changes]
 
 
-def _shows(meta, name, permissions):
+def _shows(meta: "MetaClass", name: str, permissions: "Permissions") -> bool:
     base, _, part = name.partition(".")        # address.city: its own level
     if not attribute_visible(permissions, meta, base):
         return False
     if not part:
         return True
     prop = meta.properties[base]
-    return prop.is_embedded and attribute_visible(permissions, prop.target, part, (meta.name, base))
+    return prop.is_embedded and attribute_visible(permissions, prop.related, part, (meta.name, base))
 
 
 # -- retention ---------------------------------------------------------------
-def prune(database, retention_seconds, batch=1000):
+def prune(database: peewee.Database, retention_seconds: float, batch: int = 1000) -> int:
     """Remove items older than the retention, ``batch`` rows per short
     transaction (writers wait for one batch at most); the number removed."""
     if not retention_seconds:
         return 0
     cutoff = utc_now() - datetime.timedelta(seconds=retention_seconds)
-    return delete_in_batches(database, HistoryItem, HistoryItem.id,
-                             HistoryItem.changedDate < cutoff, batch)
+    removed: int = delete_in_batches(database, HistoryItem, HistoryItem.id,
+                                     HistoryItem.changedDate < cutoff, batch)
+    return removed

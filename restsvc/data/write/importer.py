@@ -16,18 +16,23 @@ see: listed children are updated or created, the others deleted.
 """
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import peewee
 
 from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
+from ...jsonio import JsonObject, JsonValue
 from ...model.numbers import decimal_fits
-from ...model.entity import AUDIT_FIELDS
+from ...model.entity import AUDIT_FIELDS, Entity
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ...security.roles import MODIFY
-from ..access import require
+from ..access import Access, require
 from ..read.loader import visible_ids
 from .owned import child_ids
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass, MetaProperty
 
 NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
 SIZE = "{jakarta.validation.constraints.Size.message}"
@@ -38,23 +43,24 @@ CUSTOM = "{restsvc.validation.Custom}"
 
 @dataclass
 class Operation:
-    meta: object
+    meta: "MetaClass"
     creating: bool
-    id: object
-    values: dict                        # peewee field name -> Python value
-    expected_version: object = None     # a version, or a tuple of them (If-Match)
-    children: list = field(default_factory=list)     # (prop, [Operation])
-    members: list = field(default_factory=list)      # (many-to-many prop, [member id])
-    instance: object = None     # creating: the model instance the validators saw, then inserted
+    id: str | int | None                # None: the database assigns it (set once inserted)
+    values: dict[str, object]              # peewee field name -> Python value
+    expected_version: int | tuple[int, ...] | None = None   # a version, or a tuple of them (If-Match)
+    # (composition, [Operation]) and (many-to-many attribute, [member id])
+    children: list[tuple["MetaProperty", list["Operation"]]] = field(default_factory=list)
+    members: list[tuple["MetaProperty", list[str | int]]] = field(default_factory=list)
+    instance: Entity | None = None      # creating: the model instance the validators saw, then inserted
 
     @property
-    def is_one_statement(self):
+    def is_one_statement(self) -> bool:
         """Written by one INSERT or UPDATE, which is atomic on its own."""
         return (not self.children and not self.members
                 and not hasattr(self.meta.model, "after_save"))
 
 
-def _violation(path, message, template, value=None):
+def _violation(path: str, message: str, template: str, value: JsonValue = None) -> JsonObject:
     if not isinstance(value, (str, int, float, bool)) or value is None:
         value = None
     return {"message": message, "messageTemplate": template, "path": path, "invalidValue": value}
@@ -63,7 +69,7 @@ def _violation(path, message, template, value=None):
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 
-def parse_id(meta, value):
+def parse_id(meta: "MetaClass", value: JsonValue) -> str | int:
     """An id from a URL or a body, in the form loaded rows hold it (a UUID
     already in canonical text form is taken as it is: no round trip through
     uuid.UUID); 400 Invalid entity ID otherwise."""
@@ -76,36 +82,40 @@ def parse_id(meta, value):
     return key
 
 
-def id_or_none(meta, value):
+def id_or_none(meta: "MetaClass", value: JsonValue) -> str | int | None:
     """The row form of an id, or None when ``value`` cannot be one: integer
     ids come as JSON numbers or as their text ("42", how JSON shows them),
     string ids as non-empty text up to the column's length."""
     if meta.id_kind == "string":
-        field = meta.model._meta.primary_key
-        fits = isinstance(value, str) and 0 < len(value) <= (field.max_length or 255)
+        max_length = getattr(meta.model._meta.primary_key, "max_length", None)
+        fits = isinstance(value, str) and 0 < len(value) <= (max_length or 255)
         return value if fits else None
     try:
-        return meta.row_id(meta.properties["id"].value_type.from_json(value))
+        key: str | int = meta.row_id(meta.properties["id"].value_type.from_json(value))
+        return key
     except (ValueError, TypeError, AttributeError, ArithmeticError):
         return None
 
 
-def too_many_entities(limit):
+def too_many_entities(limit: int) -> PayloadTooLarge:
     return PayloadTooLarge("Too many entities",
                            f"One request may write at most {limit} entities, composition "
                            "children included (svc.rest.max-bulk-size)")
 
 
 class Importer:
-    def __init__(self, access, optimistic_locking, max_entities):
+    def __init__(self, access: Access, optimistic_locking: bool, max_entities: int) -> None:
         self.access = access
         self.optimistic_locking = optimistic_locking
-        self.violations = []
+        self.violations: list[JsonObject] = []
         self.max_entities = max_entities
         self._planned = 0
-        self._visible = {}      # (entity name, id) -> whether the caller can see the row
+        # (entity name, id) -> whether the caller can see the row
+        self._visible: dict[tuple[str, str | int], bool] = {}
 
-    def plan(self, meta, body, path="", entity_id=None, creating=None, owner=None):
+    def plan(self, meta: "MetaClass", body: JsonValue, path: str = "",
+             entity_id: JsonValue = None, creating: bool | None = None,
+             owner: peewee.ForeignKeyField | None = None) -> Operation:
         """One entity object -> Operation. ``entity_id`` from the URL wins over the body's."""
         if not isinstance(body, dict):
             raise BadRequest("Cannot deserialize an entity from JSON", "")
@@ -142,7 +152,7 @@ class Importer:
         imported = AUDIT_FIELDS if meta.audited and self.access.keeps_audit else ()
         for name, value in body.items():
             prop = meta.properties.get(name)
-            if name in imported:        # an import's own audit values (DataAccess.importing)
+            if name in imported and prop is not None:   # an import's own audit values (DataAccess.importing)
                 self._value(operation, prop, value, f"{path}{name}")
                 continue
             if (prop is None or name in ("id", "version") or prop.read_only or not prop.persistent
@@ -178,14 +188,15 @@ class Importer:
         self._validate(operation, path)
         return operation
 
-    def _expected_version(self, operation, prop, version, path):
+    def _expected_version(self, operation: Operation, prop: "MetaProperty", version: int,
+                          path: str) -> None:
         try:
             operation.expected_version = prop.value_type.from_json(version)
         except ValueError as exc:
             self.violations.append(_violation(f"{path}version", invalid_value(prop.type_name, exc),
                                               INVALID, version))
 
-    def _exists(self, meta, entity_id):
+    def _exists(self, meta: "MetaClass", entity_id: str | int) -> bool:
         """Whether the caller can see the row (asked once per row and plan)."""
         key = (meta.name, entity_id)
         found = self._visible.get(key)
@@ -194,12 +205,13 @@ class Importer:
         return found
 
     @staticmethod
-    def _stored(meta, entity_id):
+    def _stored(meta: "MetaClass", entity_id: str | int) -> bool:
         """Whether any row has the id, visible or not."""
         model = meta.model
         return model.select(model.id).where(model.id == entity_id).exists()
 
-    def _value(self, operation, prop, value, where):
+    def _value(self, operation: Operation, prop: "MetaProperty", value: JsonValue,
+               where: str) -> None:
         if value is None:
             operation.values[prop.field.name] = None
             return
@@ -228,13 +240,13 @@ class Importer:
             return
         operation.values[prop.field.name] = parsed
 
-    def _reference(self, prop, value, failure):
+    def _reference(self, prop: "MetaProperty", value: JsonValue, failure: str) -> str | int | None:
         if value is None:
             return None
         if not isinstance(value, dict):
             raise BadRequest(f"Attribute '{prop.name}' refers to an entity. "
                              "Property value must be a JSON object literal", "")
-        target = prop.target
+        target = prop.related
         missing = BadRequest(failure, f"Referenced entity for property '{prop.name}' is missing")
         target_id = id_or_none(target, value.get("id"))
         if (target_id is None or not self.access.permissions.can(target.name, "read")
@@ -242,11 +254,12 @@ class Importer:
             raise missing
         return target_id
 
-    def _embedded(self, operation, prop, value, where, failure, levels):
+    def _embedded(self, operation: Operation, prop: "MetaProperty", value: JsonValue, where: str,
+                  failure: str, levels: dict[str, int]) -> None:
         """An embedded value: the attributes it gives change (null: all of
         them); those the caller may not modify (``address.city``) are ignored
         as any attribute it may not modify."""
-        parts = {name: part for name, part in prop.target.properties.items()
+        parts = {name: part for name, part in prop.related.properties.items()
                  if levels.get(f"{prop.name}.{name}", 0) >= MODIFY}
         if value is None:
             for part in parts.values():
@@ -256,15 +269,16 @@ class Importer:
             raise BadRequest(f"Attribute '{prop.name}' is an embedded value. "
                              "Property value must be a JSON object literal", "")
         for name, part_value in value.items():
-            part = parts.get(name)
-            if part is None or part.read_only:
+            given = parts.get(name)
+            if given is None or given.read_only:
                 continue
-            if part.is_reference:
-                operation.values[part.field.name] = self._reference(part, part_value, failure)
+            if given.is_reference:
+                operation.values[given.field.name] = self._reference(given, part_value, failure)
             else:
-                self._value(operation, part, part_value, f"{where}.{name}")
+                self._value(operation, given, part_value, f"{where}.{name}")
 
-    def _members(self, operation, prop, value, failure):
+    def _members(self, operation: Operation, prop: "MetaProperty", value: JsonValue,
+                 failure: str) -> None:
         """A many-to-many attribute: the exact set of members, each an
         existing row the caller can see (else 400, as a to-one reference)."""
         if not isinstance(value, list):
@@ -273,11 +287,11 @@ class Importer:
         if len(value) > MAX_ARRAY_ITEMS:
             raise BadRequest(failure, f"Attribute '{prop.name}' may list at most "
                                       f"{MAX_ARRAY_ITEMS} members")
-        target = prop.target
+        target = prop.related
         missing = BadRequest(failure, f"Referenced entity for property '{prop.name}' is missing")
         if value and not self.access.permissions.can(target.name, "read"):
             raise missing
-        ids = []
+        ids: list[str | int] = []
         for member in value:
             if not isinstance(member, dict):
                 raise BadRequest(f"Attribute '{prop.name}' refers to entities. "
@@ -291,13 +305,17 @@ class Importer:
             raise missing
         operation.members.append((prop, ids))
 
-    def _children(self, operation, prop, value, where):
+    def _children(self, operation: Operation, prop: "MetaProperty", value: JsonValue,
+                  where: str) -> None:
         if not isinstance(value, list):
             raise BadRequest(f"Attribute '{prop.name}' refers to a collection. "
                              "Property value must be a JSON array literal", "")
-        child_meta = prop.target
-        stored = set() if operation.creating else child_ids(self.access, prop, operation.id)
-        planned, kept = [], set()
+        child_meta = prop.related
+        # An update's id is always known: only a create may leave it to the database.
+        stored: set[str | int] = set() if operation.creating or operation.id is None \
+            else child_ids(self.access, prop, operation.id)
+        planned: list[Operation] = []
+        kept: set[str | int | None] = set()
         for index, child in enumerate(value):
             if not isinstance(child, dict):
                 raise BadRequest("Cannot deserialize an entity from JSON", "")
@@ -314,7 +332,8 @@ class Importer:
         if stored - kept:       # answered now; execute decides on the rows stored then
             require(self.access, child_meta, "delete")
 
-    def _check_mandatory(self, operation, path, owner):
+    def _check_mandatory(self, operation: Operation, path: str,
+                         owner: peewee.ForeignKeyField | None) -> None:
         for name, prop in operation.meta.properties.items():
             if not prop.mandatory or prop.field is None or prop.field is owner or name == "id":
                 continue
@@ -324,7 +343,7 @@ class Importer:
             if missing and not any(v["path"] == f"{path}{name}" for v in self.violations):
                 self.violations.append(_violation(f"{path}{name}", MUST_NOT_BE_NULL, NOT_NULL))
 
-    def _validate(self, operation, path):
+    def _validate(self, operation: Operation, path: str) -> None:
         validators = operation.meta.validators
         if not validators or self.violations:
             return

@@ -15,18 +15,24 @@ transitively.
 """
 import functools
 import operator
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 from ...db import is_sqlite
 from ...errors import ApiError, Forbidden
 from ...model.metadata import MetadataError
-from ..access import NO_USER_ID
+from ..access import NO_USER_ID, Access
 from ..read.filters import parse_filter
 from ..read.query import EntityQuery
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass, Metadata, MetaProperty
+    from ...security.roles import RoleRegistry, WriteRule
 
 WRITE_ACTIONS = ("create", "update", "delete")
 
 
-def check_declarations(metadata, roles):
+def check_declarations(metadata: "Metadata", roles: "RoleRegistry") -> None:
     """Check every write rule of the row-level roles now, conditions parsed
     as a caller's would be: a mistake stops startup instead of answering
     writes 400."""
@@ -44,7 +50,7 @@ def check_declarations(metadata, roles):
                     _check_rule(role.code, meta, rule, session)
 
 
-def _check_rule(code, meta, rule, session):
+def _check_rule(code: str, meta: "MetaClass", rule: object, session: dict[str, str]) -> None:
     if callable(rule):
         return
     if not isinstance(rule, dict):
@@ -57,57 +63,60 @@ def _check_rule(code, meta, rule, session):
                             f"{exc.details}") from None
 
 
-def check_rows(access, meta, action, ids, before=False, owners=True, _seen=()):
+def check_rows(access: Access, meta: "MetaClass", action: str, ids: Collection[str | int | None],
+               before: bool = False, owners: bool = True, _seen: tuple[str, ...] = ()) -> None:
     """403 unless every row of ``meta`` in ``ids`` meets the caller's rules on
     ``action``, and (``owners``) the owners of those rows their ``update``
     rules. Children written with their owner leave ``owners`` out: the
     owner's own save checks the owner, by its create or update rule."""
     permissions = access.permissions
-    ids = [key for key in dict.fromkeys(ids) if key is not None]
-    if not ids or not permissions.write_checked(meta.name):
+    keys = [key for key in dict.fromkeys(ids) if key is not None]
+    if not keys or not permissions.write_checked(meta.name):
         return
     model = meta.model
     if before and not is_sqlite(access.database):
         # The row is checked as it stays until the statement: no concurrent
         # writer changes it in between (SQLite: the write lock is held already).
-        list(model.select(model.id).where(model.id.in_(ids)).for_update())
+        list(model.select(model.id).where(model.id.in_(keys)).for_update())
     rules = permissions.write_rules(meta.name, action)
-    if rules and not _meets(access, meta, rules, ids):
+    if rules and not _meets(access, meta, rules, keys):
         raise refused(meta, action)
     for owner, back_field in permissions.write_owners(meta.name) if owners else ():
         if owner.name in _seen:
             continue
-        owner_ids = [row[0] for row in model.select(back_field).where(model.id.in_(ids))
-                     .distinct().tuples()]
+        owner_ids = list(model.select(back_field).where(model.id.in_(keys)).distinct().scalars())
         check_rows(access, owner, "update", owner_ids, before, True, _seen + (meta.name,))
 
 
-def check_members(access, prop, owner_id, member_ids, creating):
+def check_members(access: Access, prop: "MetaProperty", owner_id: str | int,
+                  member_ids: Collection[str | int], creating: bool) -> None:
     """A many-to-many membership change is an update of the owning row (its
     own save checks that) and of each member whose link comes or goes: seen
     from the other side (Tag.products is Product.tags), it changes them."""
-    target = prop.target
+    target = prop.related
     if not access.permissions.write_checked(target.name):
         return
     link = prop.link
-    stored = set()
+    assert link is not None     # a many-to-many attribute's
+    stored: set[str | int] = set()
     if not creating:        # the links the save replaces: those to members the caller sees
         links = link.through.select(link.member_field).where(link.owner_field == owner_id)
         visible = EntityQuery(target, access).visible_ids(target)
         if visible is not None:
             links = links.where(link.member_field.in_(visible))
-        stored = {target.row_id(row[0]) for row in links.tuples()}
+        stored = {target.row_id(key) for key in links.scalars()}
     check_rows(access, target, "update", list(stored.symmetric_difference(member_ids)))
 
 
-def refused(meta, action):
+def refused(meta: "MetaClass", action: str) -> Forbidden:
     """The reference's answer to a predicate policy's denial (AccessDeniedException)."""
     return Forbidden("Forbidden", f"resource: {meta.name}, type: entity, action: {action}")
 
 
-def _meets(access, meta, rules, ids):
+def _meets(access: Access, meta: "MetaClass", rules: "Collection[WriteRule]",
+           ids: list[str | int]) -> bool:
     model = meta.model
-    conditions = [rule for rule in rules if not callable(rule)]
+    conditions: list[Mapping[str, object]] = [rule for rule in rules if not callable(rule)]
     if conditions:
         query = EntityQuery(meta, access)
         where = functools.reduce(operator.and_, (

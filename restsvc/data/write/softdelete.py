@@ -15,18 +15,25 @@ resource roles:
     rest.deleted.purge     POST /rest/entities/<entity>/<id>/purge
 """
 import dataclasses
-
+import datetime
+from typing import TYPE_CHECKING
 
 from ...errors import BadRequest, Conflict, Forbidden, entity_not_found
 from . import history
-from ..access import require
+from ..access import Access, require
 from ..answer.etags import version_is
 from ..read.loader import visible_ids
+from .history import HistoryEntry
+from .importer import parse_id
+from .owned import Reached
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass
 
 SEE_DELETED, RESTORE, PURGE = "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge"
 
 
-def including_deleted(access):
+def including_deleted(access: Access) -> Access:
     """``access`` that also sees soft-deleted rows; 403 without the grant."""
     if not access.permissions.specific(SEE_DELETED):
         raise Forbidden("Forbidden", "Reading deleted entities needs the grant "
@@ -34,45 +41,49 @@ def including_deleted(access):
     return dataclasses.replace(access, include_deleted=True)
 
 
-def mark(access, rows, when, versions=None):
+def mark(access: Access, rows: Reached, when: datetime.datetime,
+         versions: int | tuple[int, ...] | None = None) -> int:
     """Mark live rows deleted, ``rows`` as ``composed`` (data/write/owned.py) finds
     them for a soft delete: the rows first, then their soft-deleted composition
     children at every depth; how many of the first rows were marked.
     ``versions`` (If-Match): only first rows at one of them."""
-    marked = None
-    for meta, ids in rows:
+    marked = 0
+    for index, (meta, ids) in enumerate(rows):
         model = meta.model
-        condition = model.id.in_(list(ids)) & model.deletedDate.is_null()
-        if versions is not None and marked is None:
+        condition = model.id.in_(list(ids)) & model._meta.fields["deletedDate"].is_null()
+        if versions is not None and index == 0:
             condition &= version_is(model, versions)
-        count = model.update(deletedDate=when, deletedBy=access.username,
-                             version=model.version + 1).where(condition).execute()
-        marked = count if marked is None else marked
+        count: int = model.update(deletedDate=when, deletedBy=access.username,
+                                  version=model.version + 1).where(condition).execute()
+        if index == 0:
+            marked = count
     return marked
 
 
-def unmark(rows, deleted, audit):
+def unmark(rows: Reached, deleted: datetime.datetime,
+           audit: dict[str, str | datetime.datetime]) -> None:
     """Unmark rows deleted at the instant ``deleted`` (``rows`` as for
     ``mark``): a new version, and ``audit`` values for audited entities."""
     for meta, ids in rows:
         model = meta.model
         model.update(deletedDate=None, deletedBy=None, version=model.version + 1,
                      **(audit if meta.audited else {})) \
-            .where(model.id.in_(list(ids)) & (model.deletedDate == deleted)).execute()
+            .where(model.id.in_(list(ids)) & (model._meta.fields["deletedDate"] == deleted)).execute()
 
 
-def restore_items(rows, deleted):
+def restore_items(rows: Reached, deleted: datetime.datetime) -> list[HistoryEntry]:
     """RESTORE history items of the rows that keep history."""
-    items = []
+    items: list[HistoryEntry] = []
     for meta, ids in rows:
         if meta.history is not None:
             change = [{"name": "deletedDate", "oldValue": history.json_value(
                 meta.properties["deletedDate"], deleted), "newValue": None}]
-            items += [(meta, key, "RESTORE", change) for key in ids]
+            items += [HistoryEntry(meta, key, "RESTORE", change) for key in ids]
     return items
 
 
-def deleted_row(access, meta, entity_id, grant, operation):
+def deleted_row(access: Access, meta: "MetaClass", entity_id: str | int, grant: str,
+                operation: str) -> tuple[str | int, datetime.datetime]:
     """The id and deletion instant of a soft-deleted row the caller may act on
     (restore: ``RESTORE``, "update"; purge: ``PURGE``, "delete")."""
     if not meta.soft_delete:
@@ -80,12 +91,12 @@ def deleted_row(access, meta, entity_id, grant, operation):
     if not access.permissions.specific(grant):
         raise Forbidden("Forbidden", f"This needs the grant {grant}")
     require(access, meta, operation)
-    from .importer import parse_id      # importer -> writer -> this module
     key = parse_id(meta, entity_id)
     if not visible_ids(dataclasses.replace(access, include_deleted=True), meta, [key]):
         raise entity_not_found(meta.name, entity_id)
     model = meta.model
-    deleted = model.select(model.deletedDate).where(model.id == key).scalar()
+    deleted: datetime.datetime | None = model.select(
+        model._meta.fields["deletedDate"]).where(model.id == key).scalar()
     if deleted is None:
         raise Conflict("Entity not deleted", f"{meta.name} {entity_id} is not deleted")
     return key, deleted

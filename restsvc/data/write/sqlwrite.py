@@ -3,14 +3,23 @@ order): an INSERT's text kept per column set, the statements of a lone write
 sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
 an UPDATE misses, as the client's error."""
 import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import peewee
 
 from ...errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
+from ..access import Access
+
+if TYPE_CHECKING:
+    from .importer import Operation
+
+# One statement as the driver takes it: SQL text and its parameters.
+Statement = tuple[str, list[object]]
 
 
 @contextlib.contextmanager
-def refusals(operation):
+def refusals(operation: "Operation") -> Iterator[None]:
     """What the database refuses, as the client's error."""
     failure = "Entity creation failed" if operation.creating else "Entity update failed"
     try:
@@ -22,12 +31,11 @@ def refusals(operation):
         raise BadRequest(failure, "A value does not fit its database column") from None
 
 
-
-def after_update(access, insert_text):
+def after_update(access: Access, insert_text: str) -> str:
     """An INSERT ... VALUES as INSERT ... SELECT from the WITH's "updated"
     (one row when the UPDATE changed one, else none); its text made once."""
     key = ("after-update", insert_text)
-    text = access.sql_cache.get(key)
+    text: str | None = access.sql_cache.get(key)
     if text is None:
         columns, _, values = insert_text.partition(" VALUES ")
         values = values.partition(" RETURNING ")[0].strip()
@@ -35,14 +43,16 @@ def after_update(access, insert_text):
     return text
 
 
-def insert_sql(access, model, data):
+def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object]) -> Statement:
     """(SQL, parameters) of one row's INSERT (``data``: field name -> value),
     the text reused per column set: building it costs more than running it,
     and it runs while SQLite holds its write lock."""
     fields = [field for field in model._meta.sorted_fields if field.name in data]
-    params = [field.db_value(data[field.name]) for field in fields]
+    params: list[object] = [
+        field.db_value(data[field.name])  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+        for field in fields]
     key = ("insert", model, tuple(field.name for field in fields))
-    sql = access.sql_cache.get(key)
+    sql: str | None = access.sql_cache.get(key)
     if sql is None:
         sql, built = model.insert(**data).sql()
         if list(built) != params:
@@ -52,7 +62,7 @@ def insert_sql(access, model, data):
     return sql, params
 
 
-def one_statement(access, batch, creating):
+def one_statement(access: Access, batch: Sequence[Statement], creating: bool) -> Statement:
     """(SQL, parameters) sending a lone write's ``batch`` of (SQL, parameters)
     as one: a create's statements one after the other (one Query message runs
     as one transaction), an update's INSERTs as parts of a data-modifying WITH
@@ -70,7 +80,8 @@ def one_statement(access, batch, creating):
     return sql, [value for _, values in batch for value in values]
 
 
-def update_refused(entity_name, entity_id, expected):
+def update_refused(entity_name: str, entity_id: str | int,
+                   expected: int | tuple[int, ...] | None) -> ApiError:
     """The error of an UPDATE that changed no row: the ``If-Match`` versions
     (a tuple) or the body's version (optimistic lock) missed, else the row is gone."""
     if isinstance(expected, tuple):
@@ -79,4 +90,5 @@ def update_refused(entity_name, entity_id, expected):
         return ApiError("Optimistic lock", Text(
             "optimisticLock", "Object of class [{entity}] with identifier [{id}]: "
             "optimistic locking failed", entity=entity_name, id=entity_id))
-    return entity_not_found(entity_name, entity_id)
+    missing: ApiError = entity_not_found(entity_name, entity_id)
+    return missing
