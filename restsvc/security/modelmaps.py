@@ -21,7 +21,7 @@ def attribute_names(meta: MetaClass) -> Iterator[str]:
     for name, prop in meta.properties.items():
         yield name
         if prop.is_embedded:
-            yield from (f"{name}.{part}" for part in prop.target.properties)
+            yield from (f"{name}.{part}" for part in prop.related.properties)
 
 
 def embedded_levels(metadata: Metadata, attributes: Mapping[str, MutableMapping[str, int]]
@@ -34,7 +34,7 @@ def embedded_levels(metadata: Metadata, attributes: Mapping[str, MutableMapping[
         levels = attributes[name]
         for prop in meta.properties.values():
             if prop.is_embedded:
-                keys = [f"{prop.name}.{part}" for part in prop.target.properties]
+                keys = [f"{prop.name}.{part}" for part in prop.related.properties]
                 for key in keys:
                     levels[key] = max(levels[key], levels[prop.name])
                 levels[prop.name] = max(levels[key] for key in keys)
@@ -49,7 +49,7 @@ def restricted_owners(metadata: Metadata, restricted: Iterable[str]
     for meta in metadata.entities.values():
         for prop in meta.properties.values():
             if prop.is_collection and prop.back_field is not None:
-                owners.setdefault(prop.target.name, []).append((meta, prop.back_field))
+                owners.setdefault(prop.related.name, []).append((meta, prop.back_field))
     restricted = set(restricted)
     changed = True
     while changed:
@@ -71,10 +71,10 @@ def keyed_attributes(metadata: Metadata, row_filters: Mapping[str, Iterable[Json
     keyed: set[tuple[str, str]] = set()
     for entity_name, specs in row_filters.items():
         for dotted in filter_properties(specs):
-            meta = metadata.entities[entity_name]
+            meta: MetaClass | None = metadata.entities[entity_name]
             for step, name in enumerate(dotted.split(".")):
                 prop = meta.properties.get(name) if meta is not None else None
-                if prop is None:
+                if meta is None or prop is None:
                     break           # the filter parser reports it when the rule is used
                 if step:
                     keyed.add((meta.name, name))

@@ -209,8 +209,8 @@ class Permissions:
             levels = self._attributes[name]
             for prop in meta.properties.values():
                 if prop.is_embedded and levels[prop.name]:
-                    parts = self._attributes.setdefault(prop.target.name, {})
-                    for part in prop.target.properties:
+                    parts = self._attributes.setdefault(prop.related.name, {})
+                    for part in prop.related.properties:
                         parts[part] = max(parts.get(part, HIDDEN), levels[f"{prop.name}.{part}"])
         # What serializers work out once for these permissions (serialize.py).
         self.memo: PermissionsMemo = {}

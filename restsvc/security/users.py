@@ -170,9 +170,11 @@ class Users:
         if user is None:
             return {}
         meta = self.roles.metadata.of_model(User)
+        assert meta is not None         # the built-in User is an entity of every application
         attributes: JsonObject = {}
         for name, prop in meta.properties.items():
-            if prop.attribute_type == "DATATYPE" and prop.persistent:
+            # A DATATYPE property always has its datatype.
+            if prop.attribute_type == "DATATYPE" and prop.persistent and prop.datatype is not None:
                 value = getattr(user, name)
                 attributes[name] = None if value is None else prop.datatype.to_json(value)
         return attributes
