@@ -40,7 +40,7 @@ from .security.clients import Clients
 from .security.cors import PREFLIGHT_VARY, Cors
 from .security.gate import Gate
 from .security.ratelimit import AuthAttempt, FailureLimiter
-from .security.roles import RoleRegistry
+from .security.registry import RoleRegistry
 from .security.signinpage import SignInPage
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users

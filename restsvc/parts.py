@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .security.authserver import AuthServer
     from .security.clients import Clients
     from .security.gate import Gate
-    from .security.roles import RoleRegistry
+    from .security.registry import RoleRegistry
     from .security.signinpage import SignInPage
     from .security.tokens import TokenStore
     from .security.users import Users

@@ -236,7 +236,7 @@ def test_the_detailed_document_shows_only_what_the_token_scope_keeps(scoped, sco
 
 
 def test_an_application_policy_the_table_does_not_know_needs_every_scope(make_app):
-    from restsvc.security.roles import RoleRegistry
+    from restsvc.security.registry import RoleRegistry
     app = make_app()
     roles = RoleRegistry(app.metadata, [ResourceRole("custom", specifics=("app.export",))], [])
     assert roles.permissions(("custom",)).specific("app.export")

@@ -43,10 +43,11 @@ def ticket_stream(ctx: "Context") -> Response:
     app = ctx.app
     token_hash = app.event_tickets.token_hash(ctx.request.args.get("ticket") or "")
     principal = app.gate.principal_of_hash(token_hash) if token_hash else None
-    if principal is None:
+    if principal is None or token_hash is None:
         raise Unauthorized(app.settings.realm, "invalid_token",
                            "The stream ticket is invalid or expired, or its token is")
-    return _open(ctx, principal, lambda: app.gate.principal_of_hash(token_hash) is not None)
+    known = token_hash
+    return _open(ctx, principal, lambda: app.gate.principal_of_hash(known) is not None)
 
 
 @checks("rest.events.read")

@@ -1,7 +1,7 @@
 """Files API: upload (``POST /rest/files``) and download (``GET /rest/files?fileRef=``)."""
 import mimetypes
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 from urllib.parse import quote
 
 from werkzeug.http import http_date, is_resource_modified, quote_etag
@@ -81,7 +81,8 @@ def download(ctx: "Context") -> Response:
     _count_bytes(ctx, "out", stop - start)
     # The server's file wrapper streams it (gunicorn with sendfile where it can)
     # and closes it, also when the client goes away before the end.
-    return Response(wrap_file(request.environ, file, CHUNK_SIZE), status=status,
+    # (Werkzeug types the file IO[bytes]; its wrapper only reads and closes it.)
+    return Response(wrap_file(request.environ, cast("IO[bytes]", file), CHUNK_SIZE), status=status,
                     headers=headers, direct_passthrough=True)
 
 

@@ -16,7 +16,7 @@ import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import peewee
 
@@ -28,6 +28,9 @@ from ..schema.history import MigrationRecord, record, restsvc_version
 from . import files, manifest, postgres, sqlite
 from .archive import ArchiveWriter, BackupError, is_compressed, private_output
 
+if TYPE_CHECKING:
+    from ..app import RestApp
+
 Out = Callable[[str], None]
 
 
@@ -36,13 +39,13 @@ def default_output() -> str:
     return f"restsvc-backup-{stamp}.tar"
 
 
-def backup(app: Any, output: str, out: Out) -> int:
+def backup(app: "RestApp", output: str, out: Out) -> int:
     """``app``: a RestApp built without the start-up check."""
     with _database_errors("nothing was written"):
         return _backup(app, output, out)
 
 
-def _backup(app: Any, output: str, out: Out) -> int:
+def _backup(app: "RestApp", output: str, out: Out) -> int:
     database, root = app.database, os.path.abspath(app.settings.file_storage_dir)
     engine = "sqlite" if is_sqlite(database) else "postgresql"
     _yield_to_the_service()
@@ -91,7 +94,7 @@ def _yield_to_the_service() -> None:
 NICENESS = 10
 
 
-def restore(app: Any, path: str, out: Out) -> int:
+def restore(app: "RestApp", path: str, out: Out) -> int:
     """``app``: a RestApp built without the start-up check or schema set-up."""
     with _database_errors("nothing was restored"):
         return _restore(app, path, out)
@@ -118,7 +121,7 @@ def _driver_errors() -> tuple[type[Exception], ...]:
 _DRIVER_ERRORS = _driver_errors()
 
 
-def _restore(app: Any, path: str, out: Out) -> int:
+def _restore(app: "RestApp", path: str, out: Out) -> int:
     database, root = app.database, os.path.abspath(app.settings.file_storage_dir)
     engine = "sqlite" if is_sqlite(database) else "postgresql"
     try:
@@ -150,14 +153,15 @@ def _restore(app: Any, path: str, out: Out) -> int:
         f"{found.restsvc_version}): {len(found.tables)} tables, "
         f"{sum(t.rows for t in found.tables)} rows, {len(found.files)} files")
     try:
-        return migrate_command.run(app, argparse.Namespace(
+        status: int = migrate_command.run(app, argparse.Namespace(
             status=False, plan=False, allow_destructive=False, no_backup=False,
             lock_timeout=DEFAULT_LOCK_TIMEOUT), out)
+        return status
     except migrate_command.CommandFailed as exc:
         raise BackupError(f"the backup is restored, but {exc}") from None
 
 
-def _check_empty(database: Any, root: str) -> None:
+def _check_empty(database: peewee.Database, root: str) -> None:
     empty = sqlite.is_empty(database.database) if is_sqlite(database) else \
         postgres.is_empty(database)
     if not empty:
@@ -168,7 +172,7 @@ def _check_empty(database: Any, root: str) -> None:
                           f"backup is restored only into an empty one; nothing was changed")
 
 
-def _restore_postgres(app: Any, tar: tarfile.TarFile, found: manifest.Manifest) -> None:
+def _restore_postgres(app: "RestApp", tar: tarfile.TarFile, found: manifest.Manifest) -> None:
     """Schema, rows, sequences and history in one transaction."""
     database = app.database
     name = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ-restore")
@@ -179,5 +183,5 @@ def _restore_postgres(app: Any, tar: tarfile.TarFile, found: manifest.Manifest) 
         record(name, "\n\n".join(step.text() for step in steps))
 
 
-def _close(database: Any) -> None:
+def _close(database: peewee.Database) -> None:
     getattr(database, "close_all", database.close)()

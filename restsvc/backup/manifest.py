@@ -11,9 +11,9 @@ import hashlib
 import json
 import tarfile
 from dataclasses import dataclass
-from typing import Any
 
 from ..files.storage import is_plain_path
+from ..jsonio import JsonValue
 from .archive import BackupError, Member
 
 NAME = "manifest.json"
@@ -81,7 +81,7 @@ def read(tar: tarfile.TarFile) -> Manifest:
         raise BackupError(f"not a restsvc backup: its manifest.json is malformed ({exc})") from None
 
 
-def _parse(data: Any) -> Manifest:
+def _parse(data: JsonValue) -> Manifest:
     if data.get("format") != FORMAT:
         raise ValueError("format is not restsvc-backup")
     if data.get("version") != VERSION:

@@ -20,13 +20,18 @@ from __future__ import annotations
 import os
 import tarfile
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import IO, Any
 
 from ..schema.inspect import inspect_database
 from .archive import BackupError, VerifiedReader, private_temp_file
 from .manifest import Manifest, TablePart
 
 HISTORY_TABLE = "restsvc_migration"
+# A DB-API cursor of psycopg2, which comes without type information.
+Cursor = Any
+# A peewee PostgresqlDatabase: peewee's stubs leave connection(), cursor() and
+# execute_sql() unannotated, which mypy --strict refuses to call on the class.
+Database = Any
 
 
 def quote(identifier: str) -> str:
@@ -36,7 +41,7 @@ def quote(identifier: str) -> str:
 class _CountingWriter:
     """COPY's text output into a file; one line per row."""
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: IO[bytes]) -> None:
         self.target, self.rows = target, 0
 
     def write(self, data: bytes | str) -> int:
@@ -45,7 +50,7 @@ class _CountingWriter:
         return int(self.target.write(raw))
 
 
-def snapshot(database: Any, declared: Iterable[str], directory: str
+def snapshot(database: Database, declared: Iterable[str], directory: str
              ) -> tuple[list[tuple[TablePart, str]], tuple[dict[str, str], ...]]:
     """([(table, file of its rows)], schema history), all read in one snapshot."""
     connection = database.connection()
@@ -85,12 +90,12 @@ def snapshot(database: Any, declared: Iterable[str], directory: str
         connection.rollback()
 
 
-def is_empty(database: Any) -> bool:
+def is_empty(database: Database) -> bool:
     return not database.execute_sql(
         "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() LIMIT 1").fetchone()
 
 
-def restore(database: Any, tar: tarfile.TarFile, manifest: Manifest) -> None:
+def restore(database: Database, tar: tarfile.TarFile, manifest: Manifest) -> None:
     """The rows into the schema just created, in the caller's transaction
     (``schema.migration_lock``)."""
     actual = inspect_database(database)
@@ -123,7 +128,7 @@ def restore(database: Any, tar: tarfile.TarFile, manifest: Manifest) -> None:
     _advance_sequences(cursor)
 
 
-def _secondary_indexes(cursor: Any, tables: Sequence[str]) -> list[tuple[str, str]]:
+def _secondary_indexes(cursor: Cursor, tables: Sequence[str]) -> list[tuple[str, str]]:
     """(name, CREATE INDEX statement) of the tables' indexes that no
     constraint owns (primary keys stay: the foreign keys need them)."""
     cursor.execute(
@@ -135,7 +140,7 @@ def _secondary_indexes(cursor: Any, tables: Sequence[str]) -> list[tuple[str, st
     return [(name, definition) for name, definition in cursor.fetchall()]
 
 
-def _copy_in(cursor: Any, tar: tarfile.TarFile, manifest: Manifest, table: TablePart) -> None:
+def _copy_in(cursor: Cursor, tar: tarfile.TarFile, manifest: Manifest, table: TablePart) -> None:
     source = tar.extractfile(table.member)
     if source is None:
         raise BackupError(f"the archive lacks {table.member}")
@@ -162,7 +167,7 @@ def _parents_first(names: Sequence[str], parents: dict[str, set[str]]) -> list[s
     return ordered
 
 
-def _advance_sequences(cursor: Any) -> None:
+def _advance_sequences(cursor: Cursor) -> None:
     """Each serial column's sequence to one past its table's largest value."""
     cursor.execute(
         "SELECT c.relname, a.attname, pg_get_serial_sequence(quote_ident(current_schema()) || "

@@ -68,7 +68,8 @@ def is_empty(path: str) -> bool:
         return True
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        count: int = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        return count == 0
     finally:
         connection.close()
 

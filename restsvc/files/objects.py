@@ -20,6 +20,8 @@ What the local storage promises holds here too:
 import functools
 import hashlib
 import logging
+from collections.abc import Callable, Iterable
+from typing import Any
 
 try:
     import boto3
@@ -28,17 +30,24 @@ try:
 except ImportError:                 # pragma: no cover - depends on the installation
     boto3 = None
 
+from ..settinggroups import ObjectStorageSettings
 from ..settings import SettingsError
 from .refs import FileRef
-from .storage import (FileInfo, FileStorage, StorageUnavailable, StoredFile, is_plain_path,
-                      new_path)
+from .storage import (ByteRange, FileInfo, FileStorage, Readable, StorageUnavailable, StoredFile,
+                      is_plain_path, new_path)
 
 log = logging.getLogger("restsvc.files")
 MAX_PARTS = 10_000                  # S3's limit per multipart upload
 _MISSING = {"404", "NoSuchKey", "NotFound", "NoSuchBucket"}
 
+# boto3 and botocore come without type information: a client is Any, and an
+# S3 call answers a dict as botocore parses it (values of many types).
+S3Client = Any
+S3Answer = dict[str, Any]
 
-def _config(connect_timeout, read_timeout, attempts, addressing_style):
+
+def _config(connect_timeout: float, read_timeout: float, attempts: int,
+            addressing_style: str) -> Any:
     return Config(connect_timeout=connect_timeout, read_timeout=read_timeout,
                   retries={"max_attempts": attempts, "mode": "standard"},
                   s3={"addressing_style": addressing_style},
@@ -49,14 +58,14 @@ def _config(connect_timeout, read_timeout, attempts, addressing_style):
 
 
 @functools.cache
-def _session():
+def _session() -> Any:
     """One boto3 session per process: its clients share the loaded service model
     (loading it costs a good part of a second); clients are thread-safe."""
     return boto3.session.Session()
 
 
 class ObjectFileStorage(FileStorage):
-    def __init__(self, config, max_file_size):
+    def __init__(self, config: ObjectStorageSettings, max_file_size: int) -> None:
         if boto3 is None:
             raise SettingsError(f"svc.file-storage.{config.name}: an S3 storage needs boto3 "
                                 f"(pip install 'restsvc[s3]')")
@@ -67,19 +76,20 @@ class ObjectFileStorage(FileStorage):
         self.part_size = max(config.part_size, -(-max_file_size // MAX_PARTS))
         session = _session()
         where = {"endpoint_url": config.endpoint or None, "region_name": config.region}
-        self.s3 = session.client("s3", config=_config(5, 60, 3, config.addressing_style),
+        self.s3: S3Client = session.client("s3", config=_config(5, 60, 3, config.addressing_style),
                                   **where)
         # The readiness check must answer within a balancer's check interval.
-        self._probe = session.client("s3", config=_config(1, 2, 1, config.addressing_style),
+        self._probe: S3Client = session.client("s3", config=_config(1, 2, 1, config.addressing_style),
                                      **where)
 
-    def _key(self, ref):
+    def _key(self, ref: FileRef) -> str:
         return self.prefix + ref.path
 
-    def write(self, chunks, file_name):
+    def write(self, chunks: Iterable[bytes], file_name: str) -> StoredFile:
         path = new_path(file_name)
         key = self.prefix + path
-        buffer, size, upload = bytearray(), 0, None
+        buffer, size = bytearray(), 0
+        upload: _MultipartUpload | None = None
         try:
             for chunk in chunks:
                 buffer += chunk
@@ -105,22 +115,23 @@ class ObjectFileStorage(FileStorage):
             raise
         return StoredFile(FileRef(self.name, path, file_name), size)
 
-    def accepts(self, ref):
+    def accepts(self, ref: FileRef) -> bool:
         return ref.storage == self.name and is_plain_path(ref.path)
 
-    def stat(self, ref):
+    def stat(self, ref: FileRef) -> FileInfo:
         head = self._call(self.s3.head_object, Bucket=self.bucket, Key=self._key(ref))
         # The same on every instance: computed from what S3 says only.
         tag = hashlib.sha256(f"{ref.path}:{head['ContentLength']}:{head['ETag']}".encode())
         return FileInfo(head["ContentLength"], head["LastModified"].timestamp(),
                         tag.hexdigest()[:32])
 
-    def open(self, ref, byte_range=None):
+    def open(self, ref: FileRef, byte_range: ByteRange | None = None) -> Readable:
         extra = {} if byte_range is None else {"Range": f"bytes={byte_range[0]}-{byte_range[1] - 1}"}
-        return self._call(self.s3.get_object, Bucket=self.bucket, Key=self._key(ref),
-                          **extra)["Body"]
+        body: Readable = self._call(self.s3.get_object, Bucket=self.bucket, Key=self._key(ref),
+                                    **extra)["Body"]
+        return body
 
-    def delete(self, ref):
+    def delete(self, ref: FileRef) -> bool:
         try:
             self.stat(ref)
         except FileNotFoundError:
@@ -128,10 +139,10 @@ class ObjectFileStorage(FileStorage):
         self._call(self.s3.delete_object, Bucket=self.bucket, Key=self._key(ref))
         return True
 
-    def check(self):
+    def check(self) -> None:
         self._call(self._probe.head_bucket, Bucket=self.bucket)
 
-    def _call(self, operation, **params):
+    def _call(self, operation: Callable[..., S3Answer], **params: object) -> S3Answer:
         """An S3 call; a missing object is FileNotFoundError, an unreachable or
         refusing S3 is StorageUnavailable (503), with no credentials in the text."""
         try:
@@ -142,34 +153,36 @@ class ObjectFileStorage(FileStorage):
             raise StorageUnavailable(self.name, _reason(exc)) from None
 
 
-def _code(exc):
-    return exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
+def _code(exc: Exception) -> str:
+    code: str = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) \
+        else ""
+    return code
 
 
-def _reason(exc):
+def _reason(exc: Exception) -> str:
     """What went wrong, in words that carry no endpoint, key or credential."""
     return f"S3 answered {_code(exc) or 'an error'}" if isinstance(exc, ClientError) \
         else type(exc).__name__
 
 
 class _MultipartUpload:
-    def __init__(self, s3, bucket, key):
+    def __init__(self, s3: S3Client, bucket: str, key: str) -> None:
         self.s3, self.bucket, self.key = s3, bucket, key
-        self.upload_id = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
-        self.parts = []
+        self.upload_id: str = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        self.parts: list[dict[str, int | str]] = []
 
-    def send(self, data):
+    def send(self, data: bytes | bytearray) -> None:
         number = len(self.parts) + 1
         answer = self.s3.upload_part(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
                                      PartNumber=number, Body=data)
         self.parts.append({"PartNumber": number, "ETag": answer["ETag"]})
 
-    def complete(self):
+    def complete(self) -> None:
         self.s3.complete_multipart_upload(Bucket=self.bucket, Key=self.key,
                                           UploadId=self.upload_id,
                                           MultipartUpload={"Parts": self.parts})
 
-    def abort(self):
+    def abort(self) -> None:
         try:
             self.s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key,
                                            UploadId=self.upload_id)

@@ -9,14 +9,16 @@ from ..errors import BadRequest
 from ..model.datatypes import split_file_ref
 from ..model.valuetypes import FileRef
 
+__all__ = ["INVALID_REF", "FileRef", "check_file_name", "invalid_ref", "parse_file_ref"]
+
 INVALID_REF = "Invalid file reference"
 
 
-def invalid_ref(text):
+def invalid_ref(text: str) -> BadRequest:
     return BadRequest(INVALID_REF, f"Cannot convert '{text}' into valid file reference")
 
 
-def parse_file_ref(text):
+def parse_file_ref(text: str) -> FileRef:
     """A FileRef, or 400 Invalid file reference."""
     try:
         return FileRef(*split_file_ref(text))
@@ -24,7 +26,7 @@ def parse_file_ref(text):
         raise invalid_ref(text) from None
 
 
-def check_file_name(name):
+def check_file_name(name: str) -> str:
     """The rules a stored file name follows; 400 Invalid file name otherwise.
 
     The name travels in references (at most 1024 characters as an attribute

@@ -29,8 +29,10 @@ import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import BinaryIO, Protocol
 
 from ..errors import ApiError, BadRequest, NotFound
 from .refs import FileRef, invalid_ref, parse_file_ref
@@ -47,6 +49,17 @@ class StoredFile:
     size: int
 
 
+class Readable(Protocol):
+    """What ``FileStorage.open`` gives: the file's bytes by the reader's chunks."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+ByteRange = tuple[int, int]     # (start, stop): the bytes from start up to, not including, stop
+
+
 @dataclass(frozen=True)
 class FileInfo:
     size: int
@@ -59,31 +72,31 @@ class StorageUnavailable(ApiError):
 
     status = 503
 
-    def __init__(self, storage_name, reason):
+    def __init__(self, storage_name: str, reason: str) -> None:
         super().__init__("File storage unavailable",
                          f"File storage '{storage_name}' cannot be reached: {reason}",
                          headers={"Retry-After": "5"})
         self.reason = reason
 
 
-def file_not_found(text):
+def file_not_found(text: str) -> NotFound:
     return NotFound("File not found", f"File not found. File reference: {text}")
 
 
-def extension(file_name):
+def extension(file_name: str) -> str:
     """The part after the last dot when it is a plain extension, else ""."""
     _, dot, ext = file_name.rpartition(".")
     return ext if dot and _EXTENSION.match(ext) else ""
 
 
-def new_path(file_name):
+def new_path(file_name: str) -> str:
     """``<yyyy>/<MM>/<dd>/<uuid>[.<ext>]`` for a new file: unique without any shared state."""
     ext = extension(file_name)
     return (datetime.now(timezone.utc).strftime("%Y/%m/%d/") + str(uuid.uuid4())
             + (f".{ext}" if ext else ""))
 
 
-def is_plain_path(path):
+def is_plain_path(path: str) -> bool:
     """Only plain segments: no ``..``, no leading dot, no separators or escapes."""
     return all(_SEGMENT.match(part) for part in path.split("/"))
 
@@ -94,36 +107,36 @@ class FileStorage(ABC):
     name: str
 
     @abstractmethod
-    def write(self, chunks, file_name):
+    def write(self, chunks: Iterable[bytes], file_name: str) -> StoredFile:
         """Store an iterable of bytes as a new file; return a StoredFile.
         If iterating ``chunks`` raises, nothing is stored and the error propagates."""
 
     @abstractmethod
-    def accepts(self, ref):
+    def accepts(self, ref: FileRef) -> bool:
         """Whether the reference's path is one this storage could have written."""
 
     @abstractmethod
-    def stat(self, ref):
+    def stat(self, ref: FileRef) -> FileInfo:
         """FileInfo of an accepted reference; FileNotFoundError when there is no such file."""
 
     @abstractmethod
-    def open(self, ref, byte_range=None):
+    def open(self, ref: FileRef, byte_range: ByteRange | None = None) -> Readable:
         """A binary object with ``read(size)`` and ``close()`` giving the file's
         bytes, or only those from ``start`` to ``stop`` for ``byte_range=(start,
         stop)``; FileNotFoundError when there is no such file."""
 
     @abstractmethod
-    def delete(self, ref):
+    def delete(self, ref: FileRef) -> bool:
         """Remove the file; return whether there was one."""
 
     @abstractmethod
-    def check(self):
+    def check(self) -> None:
         """Raise StorageUnavailable unless the storage can be used now. Cheap:
         the readiness check calls it."""
 
 
 class LocalFileStorage(FileStorage):
-    def __init__(self, root, name="fs"):
+    def __init__(self, root: str, name: str = "fs") -> None:
         self.name = name
         self.root = os.path.abspath(root)
         self.temp_dir = os.path.join(self.root, TEMP_DIR)
@@ -131,7 +144,7 @@ class LocalFileStorage(FileStorage):
         self._real_root = os.path.realpath(self.root)
         self.sweep_temp_files()
 
-    def write(self, chunks, file_name):
+    def write(self, chunks: Iterable[bytes], file_name: str) -> StoredFile:
         path = new_path(file_name)
         relative_dir, _, stored_name = path.rpartition("/")
         fd, temp_path = tempfile.mkstemp(prefix="upload-", suffix=".part", dir=self.temp_dir)
@@ -153,17 +166,17 @@ class LocalFileStorage(FileStorage):
         _fsync_directory(directory)
         return StoredFile(FileRef(self.name, path, file_name), size)
 
-    def accepts(self, ref):
+    def accepts(self, ref: FileRef) -> bool:
         return ref.storage == self.name and is_plain_path(ref.path)
 
-    def _existing_path(self, ref):
+    def _existing_path(self, ref: FileRef) -> str:
         path = os.path.realpath(os.path.join(self.root, *ref.path.split("/")))
         # A symlink leading outside the root is treated as no file at all.
         if not path.startswith(self._real_root + os.sep):
             raise FileNotFoundError(ref.path)
         return path
 
-    def stat(self, ref):
+    def stat(self, ref: FileRef) -> FileInfo:
         try:
             st = os.stat(self._existing_path(ref))
         except NotADirectoryError:
@@ -174,7 +187,7 @@ class LocalFileStorage(FileStorage):
         tag = hashlib.sha256(f"{ref.path}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
         return FileInfo(st.st_size, st.st_mtime, tag[:32])
 
-    def open(self, ref, byte_range=None):
+    def open(self, ref: FileRef, byte_range: ByteRange | None = None) -> Readable:
         try:
             file = open(self._existing_path(ref), "rb")
         except (IsADirectoryError, NotADirectoryError):
@@ -182,18 +195,18 @@ class LocalFileStorage(FileStorage):
         # The whole file is the file object itself: gunicorn sends it with sendfile.
         return file if byte_range is None else _Slice(file, *byte_range)
 
-    def delete(self, ref):
+    def delete(self, ref: FileRef) -> bool:
         try:
             os.unlink(self._existing_path(ref))
             return True
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return False
 
-    def check(self):
+    def check(self) -> None:
         if not os.access(self.temp_dir, os.W_OK | os.X_OK):
             raise StorageUnavailable(self.name, "its directory is not writable")
 
-    def sweep_temp_files(self, older_than=STALE_TEMP_SECONDS):
+    def sweep_temp_files(self, older_than: float = STALE_TEMP_SECONDS) -> int:
         """Remove temporary files no write has touched for ``older_than`` seconds."""
         cutoff = time.time() - older_than
         removed = 0
@@ -212,29 +225,29 @@ class LocalFileStorage(FileStorage):
 class _Slice:
     """The bytes of ``file`` from ``start`` to ``stop``, read by the caller's chunks."""
 
-    def __init__(self, file, start, stop):
+    def __init__(self, file: BinaryIO, start: int, stop: int) -> None:
         file.seek(start)
         self.file = file
         self.remaining = stop - start
 
-    def read(self, size=-1):
+    def read(self, size: int | None = -1, /) -> bytes:
         size = self.remaining if size is None or size < 0 else min(size, self.remaining)
         chunk = self.file.read(size) if size else b""
         self.remaining -= len(chunk)
         return chunk
 
-    def close(self):
+    def close(self) -> None:
         self.file.close()
 
 
-def _remove_quietly(path):
+def _remove_quietly(path: str) -> None:
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
 
 
-def _fsync_directory(directory):
+def _fsync_directory(directory: str) -> None:
     """Make the rename itself durable; not every platform can open a directory."""
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -251,20 +264,20 @@ def _fsync_directory(directory):
 class FileStorages:
     """The configured storages by name; uploads go to the default one."""
 
-    def __init__(self, storages, default):
+    def __init__(self, storages: Iterable[FileStorage], default: str) -> None:
         self._storages = {storage.name: storage for storage in storages}
         self.default = self._storages[default]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[FileStorage]:
         return iter(self._storages.values())
 
-    def get(self, name):
+    def get(self, name: str) -> FileStorage:
         storage = self._storages.get(name)
         if storage is None:
             raise BadRequest("Invalid file reference", f"Cannot find FileStorage with name: '{name}'")
         return storage
 
-    def locate(self, text):
+    def locate(self, text: str) -> tuple[FileStorage, FileRef, FileInfo]:
         """(storage, ref, FileInfo) of an existing file; 400 or 404 naming ``text`` as given."""
         ref = parse_file_ref(text)
         storage = self.get(ref.storage)

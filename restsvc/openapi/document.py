@@ -299,9 +299,9 @@ class _Shown:
         caller may read the entity log."""
         return meta.history is not None and self.log is not None and self.can(self.log, "read")
 
-    def properties(self, meta: MetaClass) -> list[MetaProperty]:
+    def properties(self, meta: MetaClass) -> tuple[MetaProperty, ...]:
         if self.permissions is None:
-            return list(meta.properties.values())
+            return tuple(meta.properties.values())
         return self.permissions.readable_properties(meta)
 
     def modifiable(self, prop: MetaProperty) -> bool:

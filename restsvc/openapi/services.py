@@ -117,7 +117,7 @@ def _result(metadata: Metadata, method: ServiceMethod) -> dict[str, JsonObject]:
         return {"204": {"description": "Done; no body"}}
     if kind == "text":
         return ok("The result in its text form", {
-            "type": "string", "description": f"{_in_words(schema)}, as text"}, media=TEXT)
+            "type": "string", "description": f"{_in_words(schema or {})}, as text"}, media=TEXT)
     entity = _entity_result(metadata, method)
     return ok("The result", entity if entity is not None else schema)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import peewee
 
 from ..db import database_proxy
+from .tokens import TokenStore
 
 CODE_TTL = 60          # seconds; RFC 6749 4.1.2 recommends at most 10 minutes
 KEEP_USED = 3600       # seconds a used or expired code is remembered for reuse detection
@@ -51,26 +52,27 @@ class Grant:
     redirect_uri: str
     code_challenge: str
     user_id: str
-    scope: str
+    scope: str | None
     expires_at: int
     used: bool
 
 
-def s256(verifier):
+def s256(verifier: str) -> str:
     """The S256 code challenge of a verifier (RFC 7636 4.2)."""
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def verifier_matches(verifier, challenge):
-    return bool(VERIFIER.match(verifier or "")) and hmac.compare_digest(s256(verifier), challenge)
+def verifier_matches(verifier: str | None, challenge: str) -> bool:
+    return verifier is not None and bool(VERIFIER.match(verifier)) and hmac.compare_digest(s256(verifier), challenge)
 
 
 class CodeStore:
-    def __init__(self, tokens):
+    def __init__(self, tokens: TokenStore) -> None:
         self.tokens = tokens        # for the one keyed hash
 
-    def issue(self, client_id, redirect_uri, code_challenge, user_id, scope):
+    def issue(self, client_id: str, redirect_uri: str, code_challenge: str, user_id: object,
+              scope: str | None) -> str:
         code = secrets.token_urlsafe(32)
         now = int(time.time())
         AuthorizationCode.delete().where(AuthorizationCode.expires_at <= now - KEEP_USED).execute()
@@ -80,7 +82,7 @@ class CodeStore:
             expires_at=now + CODE_TTL).execute()
         return code
 
-    def find(self, code):
+    def find(self, code: str | None) -> Grant | None:
         """The code's record (used or not, expired or not), or None."""
         if not code or len(code) > 512:
             return None
@@ -91,8 +93,9 @@ class CodeStore:
                      row.user_id, row.scope, row.expires_at, row.used)
 
     @staticmethod
-    def redeem(grant):
+    def redeem(grant: Grant) -> bool:
         """Mark the code used; False when another request did first."""
-        return AuthorizationCode.update(used=True).where(
+        count: int = AuthorizationCode.update(used=True).where(
             AuthorizationCode.code_hash == grant.code_hash,
-            AuthorizationCode.used == False).execute() == 1     # noqa: E712 (SQL, not Python)
+            AuthorizationCode.used == False).execute()      # noqa: E712 (SQL, not Python)
+        return count == 1

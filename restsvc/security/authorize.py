@@ -15,16 +15,19 @@ the user exists or not.
 """
 import hmac
 import secrets
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import NoReturn
 from urllib.parse import urlencode, urlsplit
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from ..errors import OAuthError
+from ..settinggroups import ClientSettings
 from ..values import is_plain_uri
 from .authcodes import CHALLENGE
-from .authserver import granted_scope
-from .users import lookup_name
+from .authserver import AuthServer, granted_scope
+from .users import User, lookup_name
 
 FORM_TTL = 600                  # seconds a sign-in form stays valid
 NONCE_LENGTH = 43               # secrets.token_urlsafe(32)
@@ -37,7 +40,8 @@ class PageError(Exception):
     """Shown on the sign-in page, never redirected. ``key``: the message
     (``restsvc.signin.error.<key>``); ``form``: whether the form is shown again."""
 
-    def __init__(self, key, status=400, headers=None, form=False):
+    def __init__(self, key: str, status: int = 400, headers: dict[str, str] | None = None,
+                 form: bool = False) -> None:
         super().__init__(key)
         self.key = key
         self.status = status
@@ -48,7 +52,7 @@ class PageError(Exception):
 class Redirect(Exception):
     """An answer that sends the browser back to the client (a code or an error)."""
 
-    def __init__(self, location):
+    def __init__(self, location: str) -> None:
         super().__init__("redirect")
         self.location = location
 
@@ -58,8 +62,8 @@ class AuthorizationRequest:
     client_id: str
     redirect_uri: str       # as sent ("" when left out)
     target: str             # where the answer goes
-    scope: str
-    state: str
+    scope: str | None       # None: the client has no registered scopes
+    state: str | None
     code_challenge: str
 
 
@@ -83,19 +87,19 @@ def redirect_uri_matches(registered: str, given: str) -> bool:
             and got.path == want.path and got.query == want.query and not got.fragment)
 
 
-def with_query(uri, params):
+def with_query(uri: str, params: Mapping[str, str | None]) -> str:
     """``uri`` with ``params`` (None values left out) added to its query."""
     query = urlencode({k: v for k, v in params.items() if v is not None})
     return f"{uri}{'&' if urlsplit(uri).query else '?'}{query}"
 
 
 class Authorizer:
-    def __init__(self, authserver, secret_key):
+    def __init__(self, authserver: AuthServer, secret_key: str) -> None:
         self.authserver = authserver
         self.clients = authserver.clients
         self._signer = URLSafeTimedSerializer(secret_key, salt="restsvc.signin-form")
 
-    def _target(self, params):
+    def _target(self, params: Mapping[str, str]) -> tuple[ClientSettings, str]:
         """The client and the redirect URI to answer to, or a PageError."""
         client = self.clients.get(params.get("client_id") or "")
         if client is None or not client.redirect_uris:
@@ -107,7 +111,8 @@ class Authorizer:
             return client, given
         raise PageError("redirect")
 
-    def check(self, params, repeated, issuer):
+    def check(self, params: Mapping[str, str], repeated: Collection[str],
+              issuer: str) -> AuthorizationRequest:
         """The authorization request of ``params`` (a dict; ``repeated``: names
         sent more than once), or raise PageError or Redirect (an error)."""
         if {"client_id", "redirect_uri"} & set(repeated):
@@ -115,7 +120,7 @@ class Authorizer:
         client, target = self._target(params)
         state = params.get("state")
 
-        def refuse(error, description):
+        def refuse(error: str, description: str) -> NoReturn:
             raise Redirect(with_query(target, {"error": error, "error_description": description,
                                                "state": state, "iss": issuer}))
         if repeated:
@@ -139,17 +144,17 @@ class Authorizer:
                                     scope, state, params["code_challenge"])
 
     @staticmethod
-    def nonce(cookie):
+    def nonce(cookie: str | None) -> str:
         """The browser's sign-in nonce: the one it holds, or a new one."""
         if cookie and len(cookie) == NONCE_LENGTH and cookie.isascii():
             return cookie
         return secrets.token_urlsafe(32)
 
-    def form_token(self, request, nonce):
+    def form_token(self, request: AuthorizationRequest, nonce: str) -> str:
         return self._signer.dumps([request.client_id, request.redirect_uri, request.scope,
                                    request.state, request.code_challenge, nonce])
 
-    def from_form(self, token, cookie, issuer):
+    def from_form(self, token: str | None, cookie: str | None, issuer: str) -> AuthorizationRequest:
         """The authorization request a posted form carries, checked again."""
         try:
             client_id, redirect_uri, scope, state, challenge, nonce = self._signer.loads(
@@ -163,16 +168,17 @@ class Authorizer:
                   "code_challenge_method": "S256"}
         return self.check({k: v for k, v in params.items() if v is not None}, (), issuer)
 
-    def sign_in(self, request, username, password, address, issuer):
+    def sign_in(self, request: AuthorizationRequest, username: str | None, password: str | None,
+                address: str | None, issuer: str) -> str:
         """The redirect URI with a new code, or PageError (the form again)."""
         if not username or not password:
             raise PageError("failed", form=True)
-        username = lookup_name(username)
+        name, given = lookup_name(username), password
         users = self.authserver.users
         try:
-            user = self.authserver.limited("user", username, address,
-                                           lambda: users.authenticate(username, password),
-                                           OAuthError("invalid_grant", "Bad credentials"))
+            user: User = self.authserver.limited("user", name, address,
+                                                 lambda: users.authenticate(name, given),
+                                                 OAuthError("invalid_grant", "Bad credentials"))
         except OAuthError as exc:
             raise PageError("limited" if exc.status == 429 else "failed",
                             status=exc.status, headers=exc.headers, form=True) from None

@@ -8,38 +8,51 @@ RFC 6749 section 5.2 code.
 import base64
 import dataclasses
 import time
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 from urllib.parse import unquote
 
 from ..errors import OAuthError
-from .authcodes import verifier_matches
-from .tokens import ACCESS, REFRESH, ROTATED, Identity
-from .users import User, lookup_name
+from ..jsonio import JsonObject
+from ..settinggroups import ClientSettings
+from .authcodes import CodeStore, verifier_matches
+from .clients import Clients
+from .ratelimit import FailureLimiter
+from .tokens import ACCESS, REFRESH, ROTATED, Identity, TokenInfo, TokenStore
+from .users import User, Users, lookup_name
+
+# The fields of a form posted to an /oauth2 endpoint.
+Form = Mapping[str, str]
+# A grant type's part of the token endpoint: (client, form, caller's address) -> answer.
+Grant = Callable[[ClientSettings, Form, str | None], JsonObject]
+T = TypeVar("T")
 
 
-def _required(form, name):
+def _required(form: Form, name: str) -> str:
     value = form.get(name)
     if not value:
         raise OAuthError("invalid_request", f"OAuth 2.0 Parameter: {name}")
     return value
 
 
-def granted_scope(client, requested, ceiling=None):
+def granted_scope(client: ClientSettings, requested: str | None,
+                  ceiling: str | None = None) -> str | None:
     """The scopes a request gets, space-separated (RFC 6749 3.3): the subset it
     asks for, or all the client's registered scopes (``ceiling``: those already
     granted) when it asks for none. None for a client without scopes, which
     may not ask for any: roles alone decide what its tokens may do."""
-    requested = (requested or "").split()
+    asked = (requested or "").split()
     if not client.scopes:
-        if requested:
+        if asked:
             raise OAuthError("invalid_scope", "No scopes are registered for this client; leave "
                                               "out the scope parameter (roles decide what a "
                                               "token may do)")
         return None
     allowed = client.scopes if ceiling is None else tuple(ceiling.split())
-    unknown = [scope for scope in requested if scope not in allowed]
+    unknown = [scope for scope in asked if scope not in allowed]
     if unknown:
         raise OAuthError("invalid_scope", f"Scope not allowed: {unknown[0]}")
-    return " ".join(scope for scope in allowed if not requested or scope in requested)
+    return " ".join(scope for scope in allowed if not asked or scope in asked)
 
 
 BAD_CODE = "The authorization code is invalid, expired or already used"
@@ -47,28 +60,29 @@ BAD_REFRESH = "The refresh token is invalid, expired or revoked"
 
 
 class AuthServer:
-    def __init__(self, clients, tokens, codes, users, limiter, realm):
+    def __init__(self, clients: Clients, tokens: TokenStore, codes: CodeStore, users: Users,
+                 limiter: FailureLimiter, realm: str) -> None:
         self.clients = clients
         self.tokens = tokens
         self.codes = codes
         self.users = users
         self.limiter = limiter
         self.realm = realm
-        self.grants = {"client_credentials": self._client_credentials,
+        self.grants: dict[str, Grant] = {"client_credentials": self._client_credentials,
                        "password": self._password,
                        "authorization_code": self._authorization_code,
                        "refresh_token": self._refresh_token}
 
-    def enabled_grants(self):
+    def enabled_grants(self) -> list[str]:
         """The grant types at least one registered client may use."""
         used = {grant for client in self.clients.all() for grant in client.grant_types}
         return [grant for grant in self.grants if grant in used]
 
-    def _invalid_client(self, description):
+    def _invalid_client(self, description: str) -> OAuthError:
         return OAuthError("invalid_client", description, status=401,
                           headers={"WWW-Authenticate": f'Basic realm="{self.realm}"'})
 
-    def _credentials(self, form, authorization):
+    def _credentials(self, form: Form, authorization: str | None) -> tuple[str, str | None]:
         """HTTP Basic (client_secret_basic) or form fields (client_secret_post)."""
         form_id, form_secret = form.get("client_id"), form.get("client_secret")
         if authorization and authorization[:6].lower() == "basic ":
@@ -88,7 +102,8 @@ class AuthServer:
             return form_id, form_secret
         raise self._invalid_client("Client authentication is required")
 
-    def limited(self, kind, account, address, check, failure):
+    def limited(self, kind: str, account: str, address: str | None, check: Callable[[], T | None],
+                failure: OAuthError) -> T:
         """``check()`` within the sign-in limits (ratelimit.py): refused with 429
         before checking when the address has failed too often; ``failure``
         raised when the check finds nothing, with the wait it caused, if any."""
@@ -104,13 +119,15 @@ class AuthServer:
             raise failure
         return found
 
-    def authenticate_client(self, form, authorization, address):
+    def authenticate_client(self, form: Form, authorization: str | None,
+                            address: str | None) -> ClientSettings:
         client_id, secret = self._credentials(form, authorization)
         return self.limited("client", client_id, address,
                             lambda: self.clients.authenticate(client_id, secret),
                             self._invalid_client("Client authentication failed"))
 
-    def token(self, form, authorization, address=None):
+    def token(self, form: Form, authorization: str | None, address: str | None = None
+              ) -> JsonObject:
         """``POST /oauth2/token``: the token response body."""
         client = self.authenticate_client(form, authorization, address)
         grant_type = _required(form, "grant_type")
@@ -122,13 +139,14 @@ class AuthServer:
                              f"The client is not allowed to use the grant type {grant_type}")
         return grant(client, form, address)
 
-    def _client_credentials(self, client, form, address):
+    def _client_credentials(self, client: ClientSettings, form: Form,
+                            address: str | None) -> JsonObject:
         identity = Identity(client.client_id, resource_roles=client.resource_roles,
                             row_level_roles=client.row_level_roles,
                             scope=granted_scope(client, form.get("scope")))
         return self._issue(client, identity)
 
-    def _password(self, client, form, address):
+    def _password(self, client: ClientSettings, form: Form, address: str | None) -> JsonObject:
         username, password = _required(form, "username"), _required(form, "password")
         # Counted per user, not per client: one user's typing errors must not
         # hold back the other users of a shared client; per user by the name it
@@ -141,7 +159,8 @@ class AuthServer:
         scope = granted_scope(client, form.get("scope"))
         return self._sign_in(client, self.users.identity(user, client.client_id, scope))
 
-    def _sign_in(self, client, identity, family=None):
+    def _sign_in(self, client: ClientSettings, identity: Identity,
+                 family: str | None = None) -> JsonObject:
         """Tokens for a new sign-in: an access token, and a refresh token when
         the client may refresh; ``family``: the code they were issued from."""
         refresh = None
@@ -150,7 +169,8 @@ class AuthServer:
                                         parent_hash=family)
         return self._issue(client, identity, refresh, family)
 
-    def _authorization_code(self, client, form, address):
+    def _authorization_code(self, client: ClientSettings, form: Form,
+                            address: str | None) -> JsonObject:
         """RFC 6749 4.1.3 with PKCE (RFC 7636 4.6). Everything is checked before
         the code is spent, so a request without the verifier cannot burn it."""
         grant = self.codes.find(_required(form, "code"))
@@ -168,7 +188,7 @@ class AuthServer:
             raise OAuthError("invalid_grant", "code_verifier is required (PKCE)")
         if not verifier_matches(form["code_verifier"], grant.code_challenge):
             raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
-        user = User.get_or_none(User.id == grant.user_id)
+        user: User | None = User.get_or_none(User.id == grant.user_id)
         if not self.codes.redeem(grant):
             self.tokens.revoke_family(grant.code_hash)
             raise OAuthError("invalid_grant", BAD_CODE)
@@ -177,7 +197,8 @@ class AuthServer:
         identity = self.users.identity(user, client.client_id, grant.scope)
         return self._sign_in(client, identity, family=grant.code_hash)
 
-    def _refresh_token(self, client, form, address):
+    def _refresh_token(self, client: ClientSettings, form: Form,
+                       address: str | None) -> JsonObject:
         refresh = _required(form, "refresh_token")
         info = self.tokens.find_any(refresh)
         if info is None or info.kind not in (REFRESH, ROTATED) \
@@ -196,16 +217,20 @@ class AuthServer:
         if client.is_public:
             # RFC 9700 4.14.2: a public client's refresh token is used once.
             if not self.tokens.rotate(info):
-                self.tokens.revoke_family(info.parent_hash)
+                # A public client's refresh token always has a family (its code):
+                # revoke_family(None) would end every sign-in that has none.
+                if info.parent_hash:
+                    self.tokens.revoke_family(info.parent_hash)
                 raise OAuthError("invalid_grant", BAD_REFRESH)
             return self._sign_in(client, identity, family=info.parent_hash)
         # A confidential client keeps its refresh token; the new access token
         # carries the same identity (or fewer scopes).
         return self._issue(client, identity, refresh)
 
-    def _issue(self, client, identity, refresh=None, family=None):
+    def _issue(self, client: ClientSettings, identity: Identity, refresh: str | None = None,
+               family: str | None = None) -> JsonObject:
         parent = self.tokens.hash(refresh) if refresh else family
-        body = {"access_token": self.tokens.issue(ACCESS, identity, client.access_token_ttl,
+        body: JsonObject = {"access_token": self.tokens.issue(ACCESS, identity, client.access_token_ttl,
                                                   parent_hash=parent)}
         if refresh:
             body["refresh_token"] = refresh
@@ -214,7 +239,8 @@ class AuthServer:
             body["scope"] = identity.scope
         return body
 
-    def _own_token(self, form, authorization, address):
+    def _own_token(self, form: Form, authorization: str | None,
+                   address: str | None) -> TokenInfo | None:
         """The client's live token named by the form, or None: another client's
         token is treated exactly like an unknown one."""
         client = self.authenticate_client(form, authorization, address)
@@ -223,27 +249,28 @@ class AuthServer:
             return None
         return info
 
-    def revoke(self, form, authorization, address=None):
+    def revoke(self, form: Form, authorization: str | None, address: str | None = None) -> None:
         """``POST /oauth2/revoke`` (RFC 7009). ``token_type_hint`` is not needed: one
         lookup finds either kind. Unknown tokens are not an error."""
         info = self._own_token(form, authorization, address)
         if info is not None:
             self.tokens.revoke(info)
 
-    def introspect(self, form, authorization, address=None):
+    def introspect(self, form: Form, authorization: str | None,
+                   address: str | None = None) -> JsonObject:
         """``POST /oauth2/introspect`` (RFC 7662)."""
         info = self._own_token(form, authorization, address)
         if info is None:
             return {"active": False}
         who = info.identity
-        body = {"active": True, "client_id": who.client_id,
+        body: JsonObject = {"active": True, "client_id": who.client_id,
                 "username": who.username or who.client_id, "sub": who.username or who.client_id}
         if info.kind == ACCESS:
             body["token_type"] = "Bearer"
         body.update(iat=info.issued_at, exp=info.expires_at)
         return body
 
-    def metadata(self, issuer, auth_path="/oauth2"):
+    def metadata(self, issuer: str, auth_path: str = "/oauth2") -> JsonObject:
         """RFC 8414 authorization server metadata: exactly what is enabled
         (``auth_path``: where the endpoints are, svc.authserver.base-path)."""
         endpoints = issuer + auth_path
@@ -252,7 +279,7 @@ class AuthServer:
         auth_methods = ["client_secret_basic", "client_secret_post"]
         if any(client.is_public for client in clients):
             auth_methods.append("none")
-        body = {"issuer": issuer, "token_endpoint": f"{endpoints}/token"}
+        body: JsonObject = {"issuer": issuer, "token_endpoint": f"{endpoints}/token"}
         if "authorization_code" in grants:
             body.update(authorization_endpoint=f"{endpoints}/authorize",
                         response_types_supported=["code"], response_modes_supported=["query"],

@@ -12,7 +12,9 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Container, Sequence
 
+from ..settinggroups import ClientSettings
 from ..settings import SettingsError
 
 _HASH_PREFIX = "{pbkdf2-sha256}"
@@ -28,16 +30,16 @@ def hash_secret(secret: str, iterations: int | None = None, salt: bytes | None =
             f"${base64.b64encode(digest).decode()}")
 
 
-def _parse_hash(stored):
+def _parse_hash(stored: str) -> tuple[int, bytes, bytes]:
     iterations, salt, digest = stored[len(_HASH_PREFIX):].split("$")
     return int(iterations), base64.b64decode(salt), base64.b64decode(digest)
 
 
-def is_hash(stored):
+def is_hash(stored: str) -> bool:
     return stored.startswith(_HASH_PREFIX)
 
 
-def verify_secret(stored, given):
+def verify_secret(stored: str, given: str) -> bool:
     given_bytes = given.encode("utf-8")
     if is_hash(stored):
         iterations, salt, digest = _parse_hash(stored)
@@ -47,12 +49,12 @@ def verify_secret(stored, given):
     return hmac.compare_digest(plain.encode("utf-8"), given_bytes)
 
 
-def cost(stored):
+def cost(stored: str) -> int:
     """The pbkdf2 iterations a verification of this stored secret takes (plain: 0)."""
     return _parse_hash(stored)[0] if is_hash(stored) else 0
 
 
-def verify_at_cost(stored, given, iterations):
+def verify_at_cost(stored: str, given: str, iterations: int) -> bool:
     """``verify_secret``, padded with dummy pbkdf2 rounds to ``iterations`` in
     all, so a plain secret, a cheaper hash or a decoy takes as long as the
     dearest check. Only the count of rounds matters for the time, not the input."""
@@ -70,8 +72,9 @@ _PAD_SALT = secrets.token_bytes(16)
 
 
 class Clients:
-    def __init__(self, client_settings, known_roles):
-        self._by_id = {}
+    def __init__(self, client_settings: Sequence[ClientSettings], known_roles: Container[str]
+                 ) -> None:
+        self._by_id: dict[str, ClientSettings] = {}
         for client in client_settings:
             key = f"svc.authserver.client.{client.name}"
             if is_hash(client.client_secret):
@@ -86,16 +89,16 @@ class Clients:
         # Every client authentication costs what the dearest registered secret costs.
         self._cost = max((cost(client.client_secret) for client in client_settings), default=0)
 
-    def get(self, client_id):
-        return self._by_id.get(client_id)
+    def get(self, client_id: str | None) -> ClientSettings | None:
+        return self._by_id.get(client_id) if client_id is not None else None
 
-    def all(self):
+    def all(self) -> tuple[ClientSettings, ...]:
         return tuple(self._by_id.values())
 
-    def authenticate(self, client_id, secret):
+    def authenticate(self, client_id: str | None, secret: str | None) -> ClientSettings | None:
         """The client when id and secret match, else None (same work either way).
         A public client has no secret and must send none."""
-        client = self._by_id.get(client_id)
+        client = self.get(client_id)
         if client is not None and client.is_public:
             return None if secret else client
         if secret is None:

@@ -10,44 +10,61 @@ headers (the browser then hides the response), not refused: a same-origin
 POST carries an ``Origin`` too.
 """
 
+from typing import Protocol, overload
+
+from ..settings import Settings
+
 PREFLIGHT_VARY = ("Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers")
 
 
-def _names(header):
+class RequestHeaders(Protocol):
+    """A request's headers as the web layer holds them (read only)."""
+
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+
+    @overload
+    def get(self, key: str, default: str, /) -> str: ...
+
+    def __contains__(self, key: str, /) -> bool: ...
+
+
+def _names(header: str | None) -> list[str]:
     return [name.strip() for name in (header or "").split(",") if name.strip()]
 
 
 class Cors:
-    def __init__(self, settings):
+    def __init__(self, settings: Settings) -> None:
         self.any_origin = "*" in settings.cors_allowed_origins
         self.origins = frozenset(settings.cors_allowed_origins)
         methods = tuple(m.upper() for m in settings.cors_allowed_methods)
-        self.methods = None if "*" in methods else methods
+        self.methods: tuple[str, ...] | None = None if "*" in methods else methods
         headers = settings.cors_allowed_headers
-        self.headers = None if "*" in headers else frozenset(h.lower() for h in headers)
+        self.headers: frozenset[str] | None = None if "*" in headers else frozenset(
+            h.lower() for h in headers)
         self.exposed = ", ".join(settings.cors_exposed_headers)
         self.credentials = settings.cors_allow_credentials
         self.max_age = str(settings.cors_max_age)
 
     @staticmethod
-    def is_preflight(method, headers):
+    def is_preflight(method: str, headers: RequestHeaders) -> bool:
         return (method == "OPTIONS" and "Origin" in headers
                 and "Access-Control-Request-Method" in headers)
 
-    def _allowed_origin(self, origin):
+    def _allowed_origin(self, origin: str | None) -> str | None:
         if not origin:
             return None
         if self.any_origin:          # never with credentials (settings refuse it)
             return "*"
         return origin if origin in self.origins else None
 
-    def _common(self, origin):
+    def _common(self, origin: str) -> dict[str, str]:
         headers = {"Access-Control-Allow-Origin": origin}
         if self.credentials:
             headers["Access-Control-Allow-Credentials"] = "true"
         return headers
 
-    def preflight(self, headers):
+    def preflight(self, headers: RequestHeaders) -> dict[str, str] | None:
         """The headers of a 204 answer, or None when the origin, the method or a
         header is not allowed (the caller answers 403)."""
         origin = self._allowed_origin(headers.get("Origin"))
@@ -66,7 +83,7 @@ class Cors:
         answer["Access-Control-Max-Age"] = self.max_age
         return answer
 
-    def actual(self, headers):
+    def actual(self, headers: RequestHeaders) -> dict[str, str]:
         """Headers for the response to an actual (non-preflight) request."""
         origin = self._allowed_origin(headers.get("Origin"))
         if origin is None:

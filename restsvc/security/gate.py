@@ -15,16 +15,20 @@ the permissions come from the token's roles, so nothing about them outlives it.
 import json
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import Forbidden, Text, Unauthorized
+from ..paths import Paths
+from ..settings import Settings
 from ..values import SettingsError
-from .tokens import ACCESS
+from .registry import RoleRegistry
+from .roles import Permissions
+from .tokens import ACCESS, TokenStore
 
 if TYPE_CHECKING:
-    from .roles import Permissions
+    from .jwtissuers import JwtIssuers      # needs the optional jwt extra (PyJWT)
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
@@ -37,7 +41,7 @@ def needs_token(handler: Handler) -> Handler:
     return handler
 
 
-def looks_like_jwt(token):
+def looks_like_jwt(token: str) -> bool:
     """Three dot-separated parts, the first a JSON header: never one of ours."""
     return token.startswith("eyJ") and token.count(".") == 2
 
@@ -45,7 +49,7 @@ RECHECK_SECONDS = 0.5
 _RECENT_MAX = 10_000        # principals kept at most (then forgotten all at once)
 
 
-def ant_to_regex(pattern):
+def ant_to_regex(pattern: str) -> str:
     out = []
     i = 0
     while i < len(pattern):
@@ -67,18 +71,19 @@ def ant_to_regex(pattern):
     return "".join(out)
 
 
-def compile_patterns(patterns):
+def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str] | None:
     if not patterns:
         return None
     return re.compile(_alternatives(patterns))
 
 
-def _alternatives(patterns):
+def _alternatives(patterns: Sequence[str]) -> str:
     # The end anchor holds for every alternative, not only the last one.
     return "(?:" + "|".join(f"(?:{ant_to_regex(p)})" for p in patterns) + r")\Z"
 
 
-def protection_pattern(authenticated, anonymous):
+def protection_pattern(authenticated: Sequence[str], anonymous: Sequence[str]
+                       ) -> re.Pattern[str] | None:
     """One expression for ``Gate.is_protected``: its group ``protected``
     matches a path that needs a token (an authenticated pattern matches, no
     anonymous one does: the anonymous alternative comes first and wins)."""
@@ -90,25 +95,25 @@ def protection_pattern(authenticated, anonymous):
                       f"(?P<protected>{_alternatives(authenticated)})")
 
 
-def rest_enabled_patterns(paths):
+def rest_enabled_patterns(paths: Paths) -> re.Pattern[str]:
     """The paths that need the specific policy rest.enabled (reference 1.2)."""
-    return compile_patterns((
+    return re.compile(_alternatives((
         *(f"{paths.rest(part)}/**" for part in ("entities", "services", "queries", "messages",
                                                  "metadata", "files")),
         paths.rest("user_info"), paths.rest("permissions"),
         paths.rest("user_session"), f"{paths.rest('user_session')}/locale",
         paths.rest("events"), f"{paths.rest('events')}/tickets",
-        paths.rest("webhooks"), f"{paths.rest('webhooks')}/**", paths.rest("batch")))
+        paths.rest("webhooks"), f"{paths.rest('webhooks')}/**", paths.rest("batch"))))
 
 
-def docs_page_patterns(paths):
+def docs_page_patterns(paths: Paths) -> tuple[str, str]:
     """The documentation page and its files are open to everyone: they hold no
     data, and the page is where a person signs in. The documents stay behind the token."""
     docs = paths.rest("docs")
     return docs, f"{docs}/assets/*"
 
 
-def ticket_stream_patterns(paths):
+def ticket_stream_patterns(paths: Paths) -> tuple[str]:
     """A change feed opened by a browser with a stream ticket: the handler checks
     the ticket and the token it names (api/events.py)."""
     return (f"{paths.rest('events')}/stream",)
@@ -116,11 +121,11 @@ def ticket_stream_patterns(paths):
 
 @dataclass(frozen=True)
 class Principal:
-    client_id: str
+    client_id: str | None  # None for the anonymous caller
     username: str          # the user, or the client id for client-credentials tokens
     is_user: bool
-    locale: str            # the caller's own locale, None when it has none
-    permissions: "Permissions"
+    locale: str | None     # the caller's own locale, None when it has none
+    permissions: Permissions
     token_hash: str | None = None
     user_id: str | None = None    # the User's id (a string) for user tokens
     stored: bool = True    # a token of this service (not an identity provider's JWT)
@@ -143,8 +148,15 @@ class Principal:
         return None
 
 
+# A principal read from the database, kept for RECHECK_SECONDS: (monotonic
+# time of the read, the token's expiry in epoch seconds, TokenStore.changes
+# then, the principal).
+_Recent = tuple[float, float, int, Principal]
+
+
 class Gate:
-    def __init__(self, settings, tokens, roles, jwt_issuers=None):
+    def __init__(self, settings: Settings, tokens: TokenStore, roles: RoleRegistry,
+                 jwt_issuers: "JwtIssuers | None" = None) -> None:
         self.realm = settings.realm
         self.tokens = tokens
         self.roles = roles
@@ -163,15 +175,16 @@ class Gate:
                 f"svc.resource-server.authenticated-url-patterns (add {settings.paths.base}/**)")
         self.anonymous_principal = Principal(None, "anonymous", False, None,
                                              roles.permissions(()))
-        self._recent = {}       # token hash -> (read at, expires at, changes, principal)
+        # token hash -> (read at, expires at, changes, principal)
+        self._recent: dict[str, _Recent] = {}
 
-    def is_protected(self, path):
+    def is_protected(self, path: str) -> bool:
         if self._protection is None:
             return False
         found = self._protection.match(path)
         return found is not None and found.lastgroup == "protected"
 
-    def principal(self, path, authorization):
+    def principal(self, path: str, authorization: str | None) -> Principal:
         """The caller of a request, or raise 401/403. Unprotected paths get the
         anonymous principal unless a valid token is sent anyway."""
         protected = self.is_protected(path)
@@ -195,7 +208,7 @@ class Gate:
                                                 "User is not allowed to use the REST API"))
         return principal
 
-    def _token_principal(self, token):
+    def _token_principal(self, token: str) -> Principal | None:
         """The principal of a live access token, or None."""
         is_jwt = self.jwt_issuers is not None and looks_like_jwt(token)
         if len(token) > 512 and not is_jwt:
@@ -209,7 +222,7 @@ class Gate:
             return self._jwt_principal(token, token_hash, now, changes)
         return self._stored_principal(token_hash, now, changes)
 
-    def principal_of_hash(self, token_hash):
+    def principal_of_hash(self, token_hash: str) -> Principal | None:
         """The principal of a live access token issued here, by its hash (a
         change feed's stream ticket names the token so), or None."""
         now, changes = time.monotonic(), self.tokens.changes
@@ -218,14 +231,14 @@ class Gate:
             return recent
         return self._stored_principal(token_hash, now, changes)
 
-    def _recent_principal(self, token_hash, now, changes):
+    def _recent_principal(self, token_hash: str, now: float, changes: int) -> Principal | None:
         recent = self._recent.get(token_hash)
         if recent is not None and recent[0] > now - RECHECK_SECONDS and recent[2] == changes \
                 and recent[1] > time.time():
             return recent[3]
         return None
 
-    def _stored_principal(self, token_hash, now, changes):
+    def _stored_principal(self, token_hash: str, now: float, changes: int) -> Principal | None:
         info = self.tokens.find_hash(token_hash)
         if info is None or info.kind != ACCESS:
             self._recent.pop(token_hash, None)
@@ -245,13 +258,15 @@ class Gate:
         self._remember(token_hash, (now, info.expires_at, changes, principal))
         return principal
 
-    def _remember(self, token_hash, entry):
+    def _remember(self, token_hash: str, entry: "_Recent") -> None:
         if len(self._recent) >= _RECENT_MAX:
             self._recent.clear()
         self._recent[token_hash] = entry
 
-    def _jwt_principal(self, token, token_hash, now, changes):
+    def _jwt_principal(self, token: str, token_hash: str, now: float,
+                       changes: int) -> Principal | None:
         """The principal of a valid JWT of a configured issuer, or None."""
+        assert self.jwt_issuers is not None     # only a token that looks like a JWT of one
         claims = self.jwt_issuers.claims(token)
         if claims is None:
             self._recent.pop(token_hash, None)

@@ -19,10 +19,14 @@ import logging
 import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import jwt
+from jwt.algorithms import AllowedPublicKeys
 
+from ..jsonio import JsonObject, JsonValue
+from ..settinggroups import JwtIssuerSettings
 from .users import canonical_username
 
 log = logging.getLogger("restsvc.jwt")
@@ -36,7 +40,11 @@ MAX_TOKEN_LENGTH = 16 * 1024
 _now = time.monotonic       # one clock for the cache (tests move it)
 
 
-def _fetch(uri):
+# Reads a JWKS document (JSON) from its address.
+Fetch = Callable[[str], JsonValue]
+
+
+def _fetch(uri: str) -> JsonValue:
     with urllib.request.urlopen(uri, timeout=FETCH_TIMEOUT) as answer:
         return json.loads(answer.read(JWKS_MAX_BYTES + 1)[:JWKS_MAX_BYTES])
 
@@ -44,14 +52,14 @@ def _fetch(uri):
 class JwksCache:
     """An issuer's signing keys by ``kid``."""
 
-    def __init__(self, uri, fetch=_fetch):
+    def __init__(self, uri: str, fetch: Fetch = _fetch) -> None:
         self.uri = uri
         self._fetch = fetch
-        self._keys = {}
-        self._fetched_at = None      # monotonic time of the last attempt
+        self._keys: dict[str | None, jwt.PyJWK] = {}
+        self._fetched_at: float | None = None      # monotonic time of the last attempt
         self._lock = threading.Lock()
 
-    def key(self, kid):
+    def key(self, kid: str | None) -> jwt.PyJWK | None:
         keys, fetched_at, now = self._keys, self._fetched_at, _now()
         stale = fetched_at is None or now - fetched_at > JWKS_MAX_AGE
         unknown = self._find(keys, kid) is None and (
@@ -61,19 +69,19 @@ class JwksCache:
         return self._find(keys, kid)
 
     @staticmethod
-    def _find(keys, kid):
+    def _find(keys: dict[str | None, jwt.PyJWK], kid: str | None) -> jwt.PyJWK | None:
         if kid is None:     # a token without kid: only when the issuer has one key
             return next(iter(keys.values())) if len(keys) == 1 else None
         return keys.get(kid)
 
-    def _refresh(self, seen):
+    def _refresh(self, seen: float | None) -> dict[str | None, jwt.PyJWK]:
         with self._lock:
             if self._fetched_at != seen:        # another thread fetched meanwhile
                 return self._keys
             self._fetched_at = _now()
             try:
                 document = self._fetch(self.uri)
-                keys = {}
+                keys: dict[str | None, jwt.PyJWK] = {}
                 for entry in document.get("keys", ()):
                     if entry.get("use", "sig") != "sig":
                         continue
@@ -93,32 +101,34 @@ class Claims:
     """What a valid JWT says about its caller."""
     client_id: str
     username: str
-    locale: str
-    role_codes: tuple
+    locale: str | None
+    role_codes: tuple[str, ...]
     expires_at: float
     issuer: str
     subject: str        # ``sub``; the username claim when the token has none
 
 
-def _path(claims, dotted):
-    value = claims
+def _path(claims: JsonObject, dotted: str) -> JsonValue:
+    value: JsonValue = claims
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value
 
 
 class Issuer:
-    def __init__(self, settings, fetch=_fetch):
+    def __init__(self, settings: JwtIssuerSettings, fetch: Fetch = _fetch) -> None:
         self.settings = settings
         self.jwks = JwksCache(settings.jwks_uri, fetch) if settings.jwks_uri else None
 
-    def key(self, algorithm, kid):
+    def key(self, algorithm: str, kid: str | None) -> str | AllowedPublicKeys | None:
+        """The secret (HS*) or the public key from the JWKS to check the signature with."""
         if algorithm.startswith("HS"):
             return self.settings.secret
         found = self.jwks.key(kid) if self.jwks else None
-        return found.key if found is not None else None
+        key: AllowedPublicKeys | None = found.key if found is not None else None
+        return key
 
-    def claims(self, token, algorithm, kid):
+    def claims(self, token: str, algorithm: str, kid: str | None) -> Claims | None:
         key = self.key(algorithm, kid)
         if key is None:
             return None
@@ -144,18 +154,20 @@ class Issuer:
 
 
 class JwtIssuers:
-    def __init__(self, issuer_settings, fetch=_fetch):
+    def __init__(self, issuer_settings: Iterable[JwtIssuerSettings], fetch: Fetch = _fetch) -> None:
         self.by_iss = {s.issuer: Issuer(s, fetch) for s in issuer_settings}
 
-    def claims(self, token):
+    def claims(self, token: str) -> Claims | None:
         """The token's Claims when it is valid, else None (never an exception)."""
         if len(token) > MAX_TOKEN_LENGTH:
             return None
         try:
             header = jwt.get_unverified_header(token)
             unverified = jwt.decode(token, options={"verify_signature": False})
-            issuer = self.by_iss.get(unverified.get("iss"))
-            algorithm = header.get("alg")
+            # Claims and header values are any JSON until checked.
+            iss: JsonValue = unverified.get("iss")
+            algorithm: JsonValue = header.get("alg")
+            issuer = self.by_iss.get(iss)
             if issuer is None or algorithm not in issuer.settings.algorithms:
                 return None
             kid = header.get("kid")

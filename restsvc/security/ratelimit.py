@@ -49,7 +49,17 @@ class AuthAttempt(peewee.Model):
         table_name = "restsvc_auth_attempt"
 
 
-def _key(*parts):
+class TooManyFailures(OAuthError):
+    """429 of a sign-in limit; ``limit`` says which one refused (metrics)."""
+
+    def __init__(self, wait: int, limit: str) -> None:
+        super().__init__("temporarily_unavailable",
+                         "Too many failed authentication attempts; try again later",
+                         status=429, headers={"Retry-After": str(wait)})
+        self.limit = limit      # "account" or "address"
+
+
+def _key(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
 
@@ -58,23 +68,24 @@ class Attempt:
     """One running attempt and the slots it holds."""
     pair: str           # the key of account and address
     account: str        # the key of the account
-    taken: tuple        # keys whose slot this attempt holds
+    taken: tuple[str, ...]  # keys whose slot this attempt holds
 
 
-def delay_after(failures):
+def delay_after(failures: int) -> int:
     """Seconds the failing address waits after the account's ``failures``-th failure."""
     if failures <= FREE_FAILURES:
         return 0
-    return min(2 ** min(failures - FREE_FAILURES - 1, 16), MAX_DELAY)
+    doubled: int = 2 ** min(failures - FREE_FAILURES - 1, 16)    # a whole number: exponent >= 0
+    return min(doubled, MAX_DELAY)
 
 
 class FailureLimiter:
-    def __init__(self, max_failures, address_max_failures, window):
+    def __init__(self, max_failures: int, address_max_failures: int, window: int) -> None:
         self.max_failures = max_failures                  # 0: no limits at all
         self.address_max_failures = address_max_failures  # 0: no per-address limit
         self.window = window
 
-    def begin(self, kind, account, address):
+    def begin(self, kind: str, account: str, address: str | None) -> Attempt | None:
         """Take a slot for an attempt on ``kind:account`` from ``address``, or raise
         429 without checking anything. Returns the Attempt to ``end``."""
         if not self.max_failures:
@@ -85,17 +96,15 @@ class FailureLimiter:
         if self.address_max_failures:
             limits.append((by_address, self.address_max_failures))
         now = int(time.time())
-        taken = []
+        taken: list[str] = []
         for key, limit in limits:
             if self._take(key, limit, now) is None:
                 self._give_back(taken)
-                refusal = self._refusal(key, limit, now)
-                refusal.limit = "address" if key == by_address else "account"   # for metrics
-                raise refusal
+                raise self._refusal(key, limit, now, "address" if key == by_address else "account")
             taken.append(key)
         return Attempt(pair, _key("account", kind, account), tuple(taken))
 
-    def end(self, attempt, succeeded):
+    def end(self, attempt: Attempt | None, succeeded: bool) -> int:
         """Settle an attempt. A success gives its slots back (and clears the
         address's delay for the account); a failure counts against the account
         and returns the seconds the address must now wait (0: none)."""
@@ -106,7 +115,9 @@ class FailureLimiter:
             self._give_back([key for key in attempt.taken if key != attempt.pair])
             return 0
         now = int(time.time())
-        delay = min(delay_after(self._take(attempt.account, None, now)), self.window)
+        failures = self._take(attempt.account, None, now)
+        assert failures is not None         # no limit: never refused
+        delay = min(delay_after(failures), self.window)
         if delay:
             (AuthAttempt.update(retry_at=now + delay)
              .where(AuthAttempt.key == attempt.pair).execute())
@@ -117,7 +128,7 @@ class FailureLimiter:
          .execute())
         return delay
 
-    def _take(self, key, limit, now):
+    def _take(self, key: str, limit: int | None, now: int) -> int | None:
         """Count one attempt against ``key`` in one atomic upsert: a new window
         when the last one is over; with a ``limit``, only while the key is under
         it and not waiting. Returns the new count, or None when refused."""
@@ -130,16 +141,16 @@ class FailureLimiter:
         query = (row.insert(key=key, failures=1, window_start=now, retry_at=0)
                  .on_conflict(conflict_target=[row.key], update=update, where=condition)
                  .returning(row.failures).tuples())
-        counts = [count for (count,) in query.execute()]
+        counts: list[int] = [count for (count,) in query.execute()]
         return counts[0] if counts else None
 
     @staticmethod
-    def _give_back(keys):
+    def _give_back(keys: list[str]) -> None:
         if keys:
             (AuthAttempt.update(failures=AuthAttempt.failures - 1)
              .where(AuthAttempt.key.in_(keys), AuthAttempt.failures > 0).execute())
 
-    def _refusal(self, key, limit, now):
+    def _refusal(self, key: str, limit: int, now: int, limit_name: str) -> TooManyFailures:
         """429 with the seconds until ``key`` may try again: the end of its delay,
         or of its window when it is at its limit."""
         row = AuthAttempt.get_or_none(AuthAttempt.key == key)
@@ -148,6 +159,4 @@ class FailureLimiter:
             wait = max(wait, row.retry_at - now)
             if row.failures >= limit:
                 wait = max(wait, row.window_start + self.window - now)
-        return OAuthError("temporarily_unavailable",
-                          "Too many failed authentication attempts; try again later",
-                          status=429, headers={"Retry-After": str(wait)})
+        return TooManyFailures(wait, limit_name)

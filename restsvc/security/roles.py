@@ -44,12 +44,14 @@ A token's scopes (clients registered with ``scopes``) narrow what its roles
 give, never widen it, by the one table of security/scopes.py: ``read`` keeps
 what only reads, ``write`` what only changes, what does both needs both.
 """
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from ..model.metadata import MetadataError
-from .modelmaps import HIDDEN, attribute_names, embedded_levels, keyed_attributes, restricted_owners
+from ..jsonio import JsonObject, JsonValue
+from ..model.metadata import MetaClass, MetaEnum, MetadataError, MetaProperty, Metadata
+from .modelmaps import (HIDDEN, Owner, attribute_names, embedded_levels, keyed_attributes,
+                        restricted_owners)
 from .scopes import ACTIONS, ALL_SCOPES, granted_scopes, keeps
 
 OPERATIONS = ("create", "read", "update", "delete")
@@ -57,13 +59,23 @@ SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabl
              "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge",
              "reports.rest.enabled")
 VIEW, MODIFY = 1, 2
-_LEVELS = {"view": VIEW, "modify": MODIFY}
+ATTRIBUTE_LEVELS = {"view": VIEW, "modify": MODIFY}
 API = "API"
 
 
+# The stored model instance a write rule's predicate is given: each predicate
+# declares its own entity's class, which a narrower type here would refuse.
+StoredRow = Any
 # A row-level write rule: a condition in the search filter format, or a
 # predicate(row, session) -> bool.
-WriteRule = Mapping[str, Any] | Callable[[Any, Mapping[str, str]], bool]
+WriteRule = Mapping[str, JsonValue] | Callable[[StoredRow, Mapping[str, str]], bool]
+
+# What readers and writers work out once for these permissions, each under a
+# key of its own (serializers, readers, ETags): a dict of values of as many
+# types, until the one typed memo of issue 38 replaces it. Any for now, not
+# dict[Hashable, Any]: data/bound.py keeps an _Everything there and passes it
+# where a Permissions is declared.
+PermissionsMemo = Any
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,7 @@ class ResourceRole:
 class RowLevelRole:
     code: str
     name: str = ""
-    filters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # entity -> search filter
+    filters: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)  # entity -> filter
     # entity -> {action: rule or (rules)}; a rule is a search filter or a
     # predicate(row, session) -> bool
     writes: Mapping[str, Mapping[str, "WriteRule | Sequence[WriteRule]"]] = field(default_factory=dict)
@@ -106,7 +118,7 @@ METRICS_READER = ResourceRole("metrics-reader", "Operations: read the metrics", 
 PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS, METRICS_READER)
 
 
-def _operations(value):
+def entity_operations(value: str | Sequence[str]) -> set[str]:
     items = value.split(",") if isinstance(value, str) else list(value)
     ops = {item.strip() for item in items}
     return set(OPERATIONS) if "*" in ops else ops
@@ -115,28 +127,31 @@ def _operations(value):
 class Permissions:
     """What one combination of roles allows, resolved against the metadata."""
 
-    def __init__(self, metadata, resource_roles, row_level_roles, granted=(), scope=None):
+    def __init__(self, metadata: Metadata, resource_roles: Sequence[ResourceRole],
+                 row_level_roles: Sequence[RowLevelRole], granted: Iterable[str] = (),
+                 scope: str | None = None) -> None:
         # Every role code the caller holds, also those that grant nothing to REST
         # requests: what user management compares (security/users.py).
         self.granted = frozenset(granted)
         self.resource_roles = tuple(role.code for role in resource_roles)
         self.row_level_roles = tuple(role.code for role in row_level_roles)
-        self._entities = {name: set() for name in metadata.entities}
-        self._attributes = {name: dict.fromkeys(attribute_names(meta), HIDDEN)
-                            for name, meta in metadata.entities.items()}
-        self._specifics = set()
-        self._services = set()
-        self._reports = set()
+        self._entities: dict[str, set[str]] = {name: set() for name in metadata.entities}
+        self._attributes: dict[str, dict[str, int]] = {
+            name: dict.fromkeys(attribute_names(meta), HIDDEN)
+            for name, meta in metadata.entities.items()}
+        self._specifics: set[str] = set()
+        self._services: set[str] = set()
+        self._reports: set[str] = set()
         for role in resource_roles:
             for target, ops in role.entities.items():
                 for name in _names(self._entities, target):
-                    self._entities[name] |= _operations(ops)
+                    self._entities[name] |= entity_operations(ops)
             for target, policies in role.attributes.items():
                 for name in _names(self._attributes, target):
                     levels = self._attributes[name]
                     for attr, action in policies.items():
                         for attr_name in _names(levels, attr):
-                            levels[attr_name] = max(levels[attr_name], _LEVELS[action])
+                            levels[attr_name] = max(levels[attr_name], ATTRIBUTE_LEVELS[action])
             self._specifics |= set(role.specifics)
             self._services |= set(role.services)
             self._reports |= set(role.reports)
@@ -156,17 +171,18 @@ class Permissions:
             if "read" in self._entities[name]:
                 for system in ("id", "version"):
                     levels[system] = max(levels[system], VIEW)
-        self._row_filters = {}
-        for role in row_level_roles:
-            for entity_name, condition in role.filters.items():
+        self._row_filters: dict[str, list[Mapping[str, JsonValue]]] = {}
+        for row_role in row_level_roles:
+            for entity_name, condition in row_role.filters.items():
                 self._row_filters.setdefault(entity_name, []).append(condition)
         self._row_owners = restricted_owners(metadata, set(self._row_filters))
-        self._write_rules = {}      # (entity, action) -> [condition or predicate]
-        for role in row_level_roles:
-            for entity_name, actions in role.writes.items():
+        self._write_rules: dict[tuple[str, str], list[WriteRule]] = {}
+        for row_role in row_level_roles:
+            for entity_name, actions in row_role.writes.items():
                 for action, rules in actions.items():
+                    # a tuple or list of rules, or one rule (a Mapping or a predicate)
                     self._write_rules.setdefault((entity_name, action), []).extend(
-                        rules if isinstance(rules, (tuple, list)) else [rules])
+                        rules if isinstance(rules, (tuple, list)) else [cast(WriteRule, rules)])
         self._write_owners = restricted_owners(
             metadata, {name for name, action in self._write_rules if action == "update"})
         self._write_checked = {name for name, _ in self._write_rules} | set(self._write_owners)
@@ -175,7 +191,7 @@ class Permissions:
         # customer's userId would make that customer's orders its own (to read,
         # or to write under own-orders-writer). Those attributes are view-only
         # to the rule's holders, whatever their resource roles grant.
-        conditions = {}
+        conditions: dict[str, list[JsonValue]] = {}
         for (entity_name, _), rules in self._write_rules.items():
             conditions.setdefault(entity_name, []).extend(r for r in rules if not callable(r))
         for entity_name, specs in self._row_filters.items():
@@ -193,11 +209,11 @@ class Permissions:
             levels = self._attributes[name]
             for prop in meta.properties.values():
                 if prop.is_embedded and levels[prop.name]:
-                    parts = self._attributes.setdefault(prop.target.name, {})
-                    for part in prop.target.properties:
+                    parts = self._attributes.setdefault(prop.related.name, {})
+                    for part in prop.related.properties:
                         parts[part] = max(parts.get(part, HIDDEN), levels[f"{prop.name}.{part}"])
         # What serializers work out once for these permissions (serialize.py).
-        self.memo = {}
+        self.memo: PermissionsMemo = {}
 
     def _narrow(self, scopes: frozenset[str]) -> None:
         """Take away what the token's scopes do not keep (security/scopes.py)."""
@@ -228,14 +244,14 @@ class Permissions:
         roles give: what the documents filtered per caller leave out."""
         return ACTIONS[action].needs <= self._scopes
 
-    def can(self, entity_name, operation):
+    def can(self, entity_name: str, operation: str) -> bool:
         return operation in self._entities.get(entity_name, ())
 
-    def attribute(self, entity_name, attribute):
+    def attribute(self, entity_name: str, attribute: str) -> int:
         """0 hidden, 1 view, 2 modify."""
         return self._attributes.get(entity_name, {}).get(attribute, HIDDEN)
 
-    def attribute_levels(self, entity_name):
+    def attribute_levels(self, entity_name: str) -> dict[str, int]:
         return self._attributes.get(entity_name, {})
 
     def specific(self, name: str) -> bool:
@@ -246,22 +262,22 @@ class Permissions:
             return name in self._allowed
         return self._holds(name) and self._scopes == ALL_SCOPES
 
-    def can_call(self, service, method):
+    def can_call(self, service: str, method: str) -> bool:
         """Whether a service method is granted (patterns ``*``, ``svc.*``, ``svc.method``)."""
         grants = self._services
         return bool(grants) and ("*" in grants or f"{service}.*" in grants
                                  or f"{service}.{method}" in grants)
 
-    def may_run_report(self, report_id, code=None):
+    def may_run_report(self, report_id: str, code: str | None = None) -> bool:
         return "*" in self._reports or report_id in self._reports or (
             code is not None and code in self._reports)
 
-    def readable_properties(self, meta):
+    def readable_properties(self, meta: MetaClass) -> tuple[MetaProperty, ...]:
         """The properties of ``meta`` the caller may read (none unless it may read
         the entity; a reference only while it may read the target too): what
         the caller-facing metadata and OpenAPI document show. Worked out once."""
         key = ("readable", meta.name)
-        found = self.memo.get(key)
+        found: tuple[MetaProperty, ...] | None = self.memo.get(key)
         if found is None:
             if meta.is_embedded:      # a value type: its parts, as its readers see them
                 found = tuple(prop for prop in meta.properties.values()
@@ -277,19 +293,20 @@ class Permissions:
             self.memo[key] = found
         return found
 
-    def reads_value_type(self, metadata, name):
+    def reads_value_type(self, metadata: Metadata, name: str) -> bool:
         """Whether an attribute the caller may read embeds the value type ``name``."""
-        return any(prop.is_embedded and prop.target.name == name
+        return any(prop.is_embedded and prop.target is not None and prop.target.name == name
                    for meta in metadata.entities.values()
                    for prop in self.readable_properties(meta))
 
-    def visible_enums(self, metadata):
+    def visible_enums(self, metadata: Metadata) -> tuple[MetaEnum, ...]:
         """The enums the caller gets to see: those no entity attribute uses (a
         service may), and those a readable attribute uses."""
         key = ("enums",)
-        found = self.memo.get(key)
+        found: tuple[MetaEnum, ...] | None = self.memo.get(key)
         if found is None:
-            used, shown = set(), set()
+            used: set[str] = set()
+            shown: set[str] = set()
             for meta in metadata.entities.values():
                 readable = self.readable_properties(meta)
                 for prop in meta.properties.values():
@@ -301,33 +318,33 @@ class Permissions:
                                            if name not in used or name in shown)
         return found
 
-    def row_filters(self, entity_name):
+    def row_filters(self, entity_name: str) -> Sequence[Mapping[str, JsonValue]]:
         """The row-level filters declared on the entity itself."""
         return self._row_filters.get(entity_name, ())
 
-    def row_owners(self, entity_name):
+    def row_owners(self, entity_name: str) -> tuple[Owner, ...]:
         """(owner entity, child's foreign key) of the compositions that own
         this entity and whose owner rows are restricted themselves."""
         return self._row_owners.get(entity_name, ())
 
-    def write_rules(self, entity_name, action):
+    def write_rules(self, entity_name: str, action: str) -> Sequence[WriteRule]:
         """The row rules on ``action`` (create, update, delete) of the entity itself."""
         return self._write_rules.get((entity_name, action), ())
 
-    def write_owners(self, entity_name):
+    def write_owners(self, entity_name: str) -> tuple[Owner, ...]:
         """(owner entity, child's foreign key) of the compositions that own this
         entity and whose owner rows have update rules (directly or through theirs)."""
         return self._write_owners.get(entity_name, ())
 
-    def write_checked(self, entity_name):
+    def write_checked(self, entity_name: str) -> bool:
         """Whether row rules apply to writes of the entity (its own or an owner's)."""
         return entity_name in self._write_checked
 
-    def row_restricted(self, entity_name):
+    def row_restricted(self, entity_name: str) -> bool:
         """Whether row-level rules hide any rows of the entity (its own or an owner's)."""
         return entity_name in self._row_filters or entity_name in self._row_owners
 
-    def to_json(self):
+    def to_json(self) -> JsonObject:
         """``GET /permissions``: every entity operation and attribute, 0/1(/2)."""
         return {
             "entities": [{"target": f"{name}:{op}", "value": int(op in ops)}
@@ -342,62 +359,9 @@ class Permissions:
         }
 
 
-def _names(known, target):
+def _names(known: Mapping[str, object], target: str) -> list[str]:
     if target == "*":
         return list(known)
     if target not in known:
         raise MetadataError(f"role policy names unknown entity or attribute {target!r}")
     return [target]
-
-
-class RoleRegistry:
-    """All declared roles; permissions per role combination are computed once."""
-
-    def __init__(self, metadata, resource_roles, row_level_roles):
-        self.metadata = metadata
-        self.resource = {}
-        self.row_level = {}
-        for role in tuple(PREDEFINED) + tuple(resource_roles):
-            self._add(self.resource, role)
-        for role in row_level_roles:
-            self._add(self.row_level, role)
-        self._cache = {}
-        # Validate every declaration now rather than at a client's first request.
-        for role in self.resource.values():
-            Permissions(metadata, [role], [])
-            for action in (a for p in role.attributes.values() for a in p.values()):
-                if action not in _LEVELS:
-                    raise MetadataError(f"role {role.code}: attribute action must be view or modify")
-            for ops in role.entities.values():
-                if not _operations(ops) <= set(OPERATIONS):
-                    raise MetadataError(f"role {role.code}: unknown entity operation in {ops!r}")
-        for role in self.row_level.values():
-            for entity_name in role.filters:
-                if entity_name not in metadata.entities:
-                    raise MetadataError(f"row-level role {role.code}: unknown entity {entity_name}")
-
-    def _add(self, registry, role):
-        if role.code in self.resource or role.code in self.row_level:
-            raise MetadataError(f"role code {role.code} is declared twice")
-        registry[role.code] = role
-
-    def __contains__(self, code):
-        return code in self.resource or code in self.row_level
-
-    def split(self, codes):
-        """Role codes of either kind -> (resource codes, row-level codes); unknown ones drop."""
-        return (tuple(c for c in codes if c in self.resource),
-                tuple(c for c in codes if c in self.row_level))
-
-    def permissions(self, resource_codes, row_level_codes=(), scope=None):
-        """Effective permissions for REST (API-scope) requests; unknown codes grant
-        nothing; ``scope`` (a token's granted scopes) narrows them."""
-        key = (tuple(resource_codes), tuple(row_level_codes), scope)
-        permissions = self._cache.get(key)
-        if permissions is None:
-            resource = [self.resource[c] for c in resource_codes
-                        if c in self.resource and API in self.resource[c].scope]
-            row_level = [self.row_level[c] for c in row_level_codes if c in self.row_level]
-            permissions = self._cache[key] = Permissions(self.metadata, resource, row_level,
-                                                         granted=key[0] + key[1], scope=scope)
-        return permissions

@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 from string import Template
 
+from ..model.messages import Messages
 from ..settings import SettingsError
 
 BUILT_IN = Path(__file__).resolve().parent.parent / "templates" / "signin.html"
@@ -37,7 +38,7 @@ PLACEHOLDERS = ("lang", "title", "stylesheet", "client_label", "client", "messag
 
 
 class SignInPage:
-    def __init__(self, messages, template_path=None):
+    def __init__(self, messages: Messages, template_path: str | Path | None = None) -> None:
         self.messages = messages
         path = Path(template_path) if template_path else BUILT_IN
         try:
@@ -51,15 +52,17 @@ class SignInPage:
             raise SettingsError(f"svc.authserver.signin-template: {path}: unknown or malformed "
                                 f"placeholder {exc}") from None
 
-    def text(self, key, locale):
+    def text(self, key: str, locale: str) -> str:
         for language in (locale, self.messages.default_locale):
             if self.messages.has(key, language):
-                return self.messages.caption(key, language)
+                caption: str = self.messages.caption(key, language)
+                return caption
         return TEXTS[key]
 
-    def render(self, locale, auth, error=None, form_token=None, client="", username=""):
+    def render(self, locale: str, auth: str, error: str | None = None,
+               form_token: str | None = None, client: str = "", username: str = "") -> str:
         """The page; ``form_token`` None: only the message (an error page)."""
-        def text(name):
+        def text(name: str) -> str:
             return self.text(f"restsvc.signin.{name}", locale)
         values = {
             "lang": locale, "title": text("title"), "stylesheet": f"{auth}/signin.css",

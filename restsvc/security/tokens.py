@@ -60,8 +60,8 @@ class Identity:
     username: str | None = None          # None for client-credentials tokens
     user_id: str | None = None
     locale: str | None = None
-    resource_roles: tuple = ()
-    row_level_roles: tuple = ()
+    resource_roles: tuple[str, ...] = ()
+    row_level_roles: tuple[str, ...] = ()
     scope: str | None = None             # granted scopes, space-separated; None: no scopes
 
 
@@ -75,12 +75,12 @@ class TokenInfo:
     parent_hash: str | None = None
 
 
-def user_key(user_id):
+def user_key(user_id: object) -> str:
     """The one spelling of a user id in the token table, whatever form the caller holds."""
     return str(uuid.UUID(str(user_id)))
 
 
-def _split(text):
+def _split(text: str | None) -> tuple[str, ...]:
     return tuple(part for part in (text or "").split(",") if part)
 
 
@@ -99,19 +99,19 @@ class TokenStore:
     changes = 0
 
     @classmethod
-    def _changed(cls):
+    def _changed(cls) -> None:
         cls.changes = next(_changes)
 
-    def __init__(self, secret_key):
+    def __init__(self, secret_key: str) -> None:
         self._key = secret_key.encode("utf-8")
-        self._find_sql = None
+        self._find_sql: str | None = None
         self._issued = 0
 
-    def hash(self, token):
+    def hash(self, token: str) -> str:
         # hmac.digest: the one-shot C path (no HMAC object per request)
         return hmac.digest(self._key, token.encode("utf-8"), "sha256").hex()
 
-    def issue(self, kind, identity, ttl, parent_hash=None):
+    def issue(self, kind: str, identity: Identity, ttl: int, parent_hash: str | None = None) -> str:
         """A new token string; only its hash is stored."""
         token = secrets.token_urlsafe(32)
         now = int(time.time())
@@ -128,19 +128,19 @@ class TokenStore:
             self.purge_expired()
         return token
 
-    def find(self, token):
+    def find(self, token: str | None) -> TokenInfo | None:
         """The live token's record of either kind, or None (unknown, expired,
         revoked, rotated)."""
         info = self.find_any(token)
         return None if info is None or info.kind == ROTATED else info
 
-    def find_any(self, token):
+    def find_any(self, token: str | None) -> TokenInfo | None:
         """``find``, rotated refresh tokens included."""
         if not token or len(token) > 512:
             return None
         return self.find_hash(self.hash(token))
 
-    def find_hash(self, token_hash):
+    def find_hash(self, token_hash: str) -> TokenInfo | None:
         """``find`` for a token already hashed."""
         if self._find_sql is None:      # built once: this runs on every request
             self._find_sql = StoredToken.select(*_COLUMNS).where(
@@ -156,12 +156,12 @@ class TokenStore:
                             scope)
         return TokenInfo(token_hash, kind, identity, issued_at, expires_at, parent_hash)
 
-    def lookup(self, token, kind=ACCESS):
+    def lookup(self, token: str | None, kind: str = ACCESS) -> TokenInfo | None:
         """The live token of this kind, or None."""
         info = self.find(token)
         return info if info is not None and info.kind == kind else None
 
-    def revoke(self, info):
+    def revoke(self, info: TokenInfo) -> int:
         """Delete a token; a refresh token takes its access tokens with it, and
         one of an authorization code sign-in the whole family (sign-out)."""
         if info.kind == REFRESH and info.parent_hash:
@@ -170,10 +170,11 @@ class TokenStore:
         if info.kind == REFRESH:
             condition |= StoredToken.parent_hash == info.token_hash
         TokenStore._changed()
-        return StoredToken.delete().where(condition).execute()
+        count: int = StoredToken.delete().where(condition).execute()
+        return count
 
     @staticmethod
-    def revoke_family(family_hash):
+    def revoke_family(family_hash: str) -> int:
         """Every token of one authorization code sign-in, rotated ones included."""
         with database_proxy.atomic():
             refresh = [row.token_hash for row in StoredToken.select(StoredToken.token_hash)
@@ -182,34 +183,38 @@ class TokenStore:
             if refresh:
                 condition |= StoredToken.parent_hash.in_(refresh)
             TokenStore._changed()
-            return StoredToken.delete().where(condition).execute()
+            count: int = StoredToken.delete().where(condition).execute()
+            return count
 
     @staticmethod
-    def rotate(info):
+    def rotate(info: TokenInfo) -> bool:
         """Mark a refresh token as exchanged. False when it already was (two
         requests raced with one token): the caller treats that as reuse."""
         TokenStore._changed()
-        return StoredToken.update(kind=ROTATED).where(
-            StoredToken.token_hash == info.token_hash, StoredToken.kind == REFRESH).execute() == 1
+        count: int = StoredToken.update(kind=ROTATED).where(
+            StoredToken.token_hash == info.token_hash, StoredToken.kind == REFRESH).execute()
+        return count == 1
 
     @staticmethod
-    def revoke_user(user_id):
+    def revoke_user(user_id: object) -> int:
         """All tokens of a user (on disable, delete or a new password)."""
         TokenStore._changed()
-        return StoredToken.delete().where(StoredToken.user_id == user_key(user_id)).execute()
+        count: int = StoredToken.delete().where(StoredToken.user_id == user_key(user_id)).execute()
+        return count
 
     @staticmethod
-    def follow_user(user_id, username, locale):
+    def follow_user(user_id: object, username: str, locale: str | None) -> int:
         """Keep a user's live tokens in step with a new locale. A new username
         ends them: what was granted to one name must not pass to another."""
         key = user_key(user_id)
         TokenStore._changed()
         StoredToken.delete().where(StoredToken.user_id == key,
                                    StoredToken.username != username).execute()
-        return StoredToken.update(locale=locale).where(StoredToken.user_id == key).execute()
+        count: int = StoredToken.update(locale=locale).where(StoredToken.user_id == key).execute()
+        return count
 
     @staticmethod
-    def set_locale(token_hash, locale):
+    def set_locale(token_hash: str, locale: str | None) -> bool:
         """The locale of an access token's session: the token, the refresh token
         it came with and the other tokens of that refresh token or sign-in.
         False when the token is not in the store (a JWT of an identity provider)."""
@@ -225,5 +230,6 @@ class TokenStore:
         StoredToken.update(locale=locale).where(condition).execute()
         return True
 
-    def purge_expired(self):
-        return StoredToken.delete().where(StoredToken.expires_at <= int(time.time())).execute()
+    def purge_expired(self) -> int:
+        count: int = StoredToken.delete().where(StoredToken.expires_at <= int(time.time())).execute()
+        return count

@@ -13,15 +13,17 @@ row-level codes share one namespace (the registry refuses duplicates), so one
 list holds both.
 """
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import peewee
 
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..model.entity import Entity, entity
+from ..jsonio import JsonObject
 from . import clients
 from .clients import DECOY, hash_secret, is_hash, verify_at_cost
+from .registry import RoleRegistry
 from .roles import SYSTEM_FULL_ACCESS
 from .tokens import Identity, TokenStore
 
@@ -49,7 +51,7 @@ _INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0") | fro
 _REFUSED_CATEGORIES = ("C", "Zl", "Zp")    # control, format, private use, unassigned; line breaks
 
 
-def canonical_username(text):
+def canonical_username(text: object) -> str:
     """The one form a username is stored, compared and signed in with: NFKC
     (fullwidth and other compatibility forms become plain ones), trimmed, runs
     of spaces as one. ValueError, saying why, for a name no user may have:
@@ -65,7 +67,7 @@ def canonical_username(text):
     return name
 
 
-def lookup_name(text):
+def lookup_name(text: str) -> str:
     """The name to look a user up by: canonical, or the text as given when no
     user can have it (so it finds nobody, at the same cost)."""
     try:
@@ -99,7 +101,7 @@ class User(Entity):
         before the validators: usernames in their canonical form, and no id
         chosen by the client for a new user (the service assigns them, so the
         nil id of client tokens and a deleted user's id never name a user)."""
-        refused = []
+        refused: list[tuple[str, str]] = []
         if creating and user_id is not None:
             refused.append(("id", "must not be set: the service assigns the ids of users"))
         if values.get("username") is not None:
@@ -141,24 +143,24 @@ class User(Entity):
         TokenStore.revoke_user(self.id)
 
 
-def _check_password(password):
+def _check_password(password: str | None) -> None:
     if not password or len(password) < MIN_PASSWORD_LENGTH:
         raise BadRequest("Invalid password",
                          f"A password needs at least {MIN_PASSWORD_LENGTH} characters")
 
 
-def _joined(role_codes):
+def _joined(role_codes: Sequence[str]) -> str:
     return ",".join(dict.fromkeys(role_codes))
 
 
 class Users:
-    def __init__(self, roles):
+    def __init__(self, roles: RoleRegistry) -> None:
         self.roles = roles
 
-    def authenticate(self, username, password):
+    def authenticate(self, username: str, password: str) -> User | None:
         """The active user whose password matches, else None. Unknown, inactive and
         password-less users cost the same as a real check at today's hashing cost."""
-        user = User.select().where(User.username == lookup_name(username)).first()
+        user: User | None = User.select().where(User.username == lookup_name(username)).first()
         stored = user.password if user is not None and user.password else None
         stored = stored if stored and is_hash(stored) else None
         matches = verify_at_cost(stored or DECOY, password, clients.ITERATIONS)
@@ -166,21 +168,23 @@ class Users:
             return None
         return user
 
-    def identity(self, user, client_id, scope=None):
+    def identity(self, user: User, client_id: str, scope: str | None = None) -> Identity:
         """What the tokens of this user's sign-in through this client carry."""
         resource, row_level = self.roles.split(user.role_codes)
         return Identity(client_id, user.username, str(user.id), user.locale, resource, row_level,
                         scope)
 
-    def info(self, user_id):
+    def info(self, user_id: object) -> JsonObject:
         """``userInfo`` attributes: every plain attribute of the user, secrets excluded."""
         user = User.get_or_none(User.id == user_id) if user_id else None
         if user is None:
             return {}
         meta = self.roles.metadata.of_model(User)
-        attributes = {}
+        assert meta is not None         # the built-in User is an entity of every application
+        attributes: JsonObject = {}
         for name, prop in meta.properties.items():
-            if prop.attribute_type == "DATATYPE" and prop.persistent:
+            # A DATATYPE property always has its datatype.
+            if prop.attribute_type == "DATATYPE" and prop.persistent and prop.datatype is not None:
                 value = getattr(user, name)
                 attributes[name] = None if value is None else prop.datatype.to_json(value)
         return attributes
@@ -188,12 +192,13 @@ class Users:
     # Administration (CLI). Each change goes through save() and the same hooks the
     # data manager calls, inside one transaction.
 
-    def _check_roles(self, role_codes):
+    def _check_roles(self, role_codes: Sequence[str]) -> None:
         unknown = [code for code in role_codes if code not in self.roles]
         if unknown:
             raise BadRequest("Unknown role", f"Unknown role code(s): {', '.join(unknown)}")
 
-    def add(self, username, password=None, role_codes=()):
+    def add(self, username: str, password: str | None = None,
+            role_codes: Sequence[str] = ()) -> User:
         try:
             username = canonical_username(username)
         except ValueError as exc:
@@ -210,13 +215,13 @@ class Users:
             user.after_save(created=True)
         return user
 
-    def get(self, username):
-        user = User.select().where(User.username == lookup_name(username)).first()
+    def get(self, username: str) -> User:
+        user: User | None = User.select().where(User.username == lookup_name(username)).first()
         if user is None:
             raise NotFound("User not found", f"User {username} not found")
         return user
 
-    def _change(self, username, sign_out=True, **values):
+    def _change(self, username: str, sign_out: bool = True, **values: object) -> None:
         """Change a user through the hooks. Tokens carry what was true at sign-in
         (roles, password), so by default they end."""
         with User._meta.database.atomic():
@@ -228,14 +233,14 @@ class Users:
             if sign_out:
                 TokenStore.revoke_user(user.id)
 
-    def set_password(self, username, password):
+    def set_password(self, username: str, password: str) -> None:
         _check_password(password)
         self._change(username, password=hash_secret(password))
 
-    def set_roles(self, username, role_codes):
+    def set_roles(self, username: str, role_codes: Sequence[str]) -> None:
         self._check_roles(role_codes)
         self._change(username, roles=_joined(role_codes))
 
-    def set_active(self, username, active):
+    def set_active(self, username: str, active: bool) -> None:
         # after_save itself revokes a disabled user's tokens.
         self._change(username, sign_out=False, active=active)

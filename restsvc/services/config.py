@@ -15,18 +15,26 @@ match the method's type hints. Every problem stops startup with the file,
 line and element.
 """
 import dataclasses
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import NoReturn
+from xml.etree.ElementTree import Element
 
 from .. import xmlfile
-from ..model.valuetypes import EnumType, ScalarType, value_type
+from ..model.metadata import Metadata
+from ..model.valuetypes import ArrayType, EnumType, ScalarType, value_type
 from .declare import HTTP_METHODS
+from .params import ObjectType, Param, ValueType
 from .registry import ServiceConfigError, ServiceMethod, method_params, method_result
 
-_ATTRIBUTES = {"services": set(), "service": {"name"}, "method": {"name", "httpMethod"},
-               "param": {"name", "type", "required"}}
+_ATTRIBUTES: dict[str, set[str]] = {
+    "services": set(), "service": {"name"}, "method": {"name", "httpMethod"},
+    "param": {"name", "type", "required"}}
 _CHILD = {"services": "service", "service": "method", "method": "param"}
 
 
-def load_services_config(path, metadata, objects):
+def load_services_config(path: Path, metadata: Metadata,
+                         objects: Mapping[str, object]) -> list[ServiceMethod]:
     """The ServiceMethods of the file at ``path``; ServiceConfigError names the problem."""
     try:
         data = path.read_bytes()
@@ -42,15 +50,16 @@ def load_services_config(path, metadata, objects):
 
 
 class _Reader:
-    def __init__(self, path, lines, metadata, objects):
+    def __init__(self, path: Path, lines: Mapping[Element, int], metadata: Metadata,
+                 objects: Mapping[str, object]) -> None:
         self.path, self.lines, self.metadata, self.objects = path, lines, metadata, objects
 
-    def fail(self, element, message):
+    def fail(self, element: Element, message: str) -> NoReturn:
         attributes = "".join(f' {k}="{v}"' for k, v in element.attrib.items())
         raise ServiceConfigError(f"{self.path}, line {self.lines.get(element, '?')}, "
                                  f"<{xmlfile.local_name(element.tag)}{attributes}>: {message}")
 
-    def check(self, element, tag):
+    def check(self, element: Element, tag: str) -> None:
         if xmlfile.local_name(element.tag) != tag:
             self.fail(element, f"expected <{tag}>")
         unknown = sorted(set(element.attrib) - _ATTRIBUTES[tag])
@@ -60,11 +69,11 @@ class _Reader:
             if xmlfile.local_name(child.tag) != _CHILD.get(tag):
                 self.fail(child, f"unexpected element in <{tag}>")
 
-    def service(self, element):
+    def service(self, element: Element) -> Iterator[ServiceMethod]:
         self.check(element, "service")
         name = element.get("name")
-        target = self.objects.get(name)
-        if target is None:
+        target = self.objects.get(name) if name is not None else None
+        if name is None or target is None:
             self.fail(element, f"no service object named {name} is registered "
                                f"(Application.services)")
         seen = set()
@@ -75,11 +84,11 @@ class _Reader:
             seen.add(method.name)
             yield method
 
-    def method(self, element, service, target):
+    def method(self, element: Element, service: str, target: object) -> ServiceMethod:
         self.check(element, "method")
         name = element.get("name") or ""
         function = getattr(target, name, None) if not name.startswith("_") else None
-        if not callable(function):
+        if function is None or not callable(function):
             self.fail(element, f"service {service} has no method {name}")
         http = element.get("httpMethod")
         if http is not None and http not in HTTP_METHODS:
@@ -100,10 +109,10 @@ class _Reader:
         return ServiceMethod(service, name, function, (http,) if http else HTTP_METHODS,
                              exposed, declared_http=http, from_xml=True, result=result)
 
-    def param(self, element, params, method):
+    def param(self, element: Element, params: dict[str, Param], method: str) -> str:
         name = element.get("name")
-        param = params.get(name)
-        if param is None or param.is_injected:
+        param = params.get(name) if name is not None else None
+        if name is None or param is None or param.is_injected:
             self.fail(element, f"{method} has no request parameter {name}")
         required = element.get("required", "true")
         if required not in ("true", "false"):
@@ -119,16 +128,21 @@ class _Reader:
             params[name] = dataclasses.replace(param, value_type=narrowed, type_name=declared)
         return name
 
-    def matching_type(self, param, declared):
+    def matching_type(self, param: Param, declared: str) -> ValueType | ObjectType | None:
         """The declared type when it fits the hint (it may narrow it: int is 32-bit), else None."""
         if param.kind in ("entity", "entities", "object"):
             short = param.type_name.rsplit(".", 1)[-1]
             return param.value_type if declared in (param.type_name, short) else None
-        found = value_type(self.metadata, declared, entities=False)
+        found: ValueType | None = value_type(self.metadata, declared, entities=False)
         if found is None or (param.kind == "array") != declared.endswith("[]"):
             return None
-        ours, theirs = (param.value_type, found) if param.kind == "value" else (
-            param.value_type.item, found.item)
+        ours: object
+        theirs: object
+        if param.kind == "value":
+            ours, theirs = param.value_type, found
+        else:
+            assert isinstance(param.value_type, ArrayType) and isinstance(found, ArrayType)
+            ours, theirs = param.value_type.item, found.item
         same = (isinstance(ours, ScalarType) and isinstance(theirs, ScalarType)
                 and ours.datatype.python_type is theirs.datatype.python_type
                 and (ours.datatype.name == "fileRef") == (theirs.datatype.name == "fileRef")) or (

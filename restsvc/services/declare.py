@@ -39,13 +39,13 @@ class ServiceDeclaration:
 @dataclass(frozen=True)
 class MethodDeclaration:
     name: str
-    http_methods: tuple
+    http_methods: tuple[str, ...]
 
 
-def service_name(obj):
+def service_name(obj: object) -> str:
     """The declared name, or the class name with its first letter in lowercase."""
     declared = getattr(type(obj) if not isinstance(obj, type) else obj, "_rest_service", None)
-    if declared is not None and declared.name:
+    if isinstance(declared, ServiceDeclaration) and declared.name:
         return declared.name
     class_name = (obj if isinstance(obj, type) else type(obj)).__name__
     return class_name[:1].lower() + class_name[1:]
@@ -87,11 +87,11 @@ def rest_method(function: Any = None, name: str | None = None,
     return mark(function) if function is not None else mark
 
 
-def declared_methods(obj):
+def declared_methods(obj: object) -> list[tuple[str, str, MethodDeclaration]]:
     """(exposed name, Python attribute name, MethodDeclaration) of a service object."""
     found = []
     for attribute in dir(type(obj)):
         declared = getattr(getattr(type(obj), attribute, None), "_rest_method", None)
-        if declared is not None:
+        if isinstance(declared, MethodDeclaration):
             found.append((declared.name, attribute, declared))
     return found

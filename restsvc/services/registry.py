@@ -6,12 +6,18 @@ its parameters and running it in one transaction.
 import inspect
 import logging
 import typing
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..data.bound import DataAccess
+from ..data.read.queries import invalid_parameter
 from ..errors import ApiError, Forbidden, NotFound
-from .declare import declared_methods, service_name
-from .params import invalid_parameter, make_param, result_schema
-from .results import shape_result
+from ..jsonio import JsonObject, JsonValue
+from ..model.metadata import Metadata
+from ..security.roles import Permissions, ResourceRole
+from .declare import Caller, declared_methods, service_name
+from .params import Hint, Param, make_param, result_schema
+from .results import Result, shape_result
 
 log = logging.getLogger("restsvc")
 
@@ -24,18 +30,19 @@ class ServiceConfigError(ValueError):
 class ServiceMethod:
     service: str
     name: str
-    function: object               # the bound method
-    http_methods: tuple            # allowed: GET and/or POST
-    params: tuple                  # Param, injected ones included
-    declared_http: object = None   # the XML's httpMethod (None: both), descriptor only
+    function: Callable[..., object]    # the bound method
+    http_methods: tuple[str, ...]      # allowed: GET and/or POST
+    params: tuple[Param, ...]          # injected ones included
+    declared_http: str | None = None   # the XML's httpMethod (None: both), descriptor only
     from_xml: bool = False
-    result: tuple = ("json", {})   # (answer kind, JSON Schema) from the return hint
+    # (answer kind, JSON Schema) from the return hint
+    result: tuple[str, JsonObject | None] = ("json", {})
 
     @property
-    def request_params(self):
+    def request_params(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if not p.is_injected)
 
-    def descriptors(self):
+    def descriptors(self) -> list[JsonObject]:
         """Reference 4.2: code methods once per allowed HTTP method, XML ones as declared."""
         params = [p.descriptor() for p in self.request_params]
         methods = (self.declared_http,) if self.from_xml else self.http_methods
@@ -46,22 +53,23 @@ class ServiceMethod:
 class Service:
     name: str
     target: object
-    methods: dict = field(default_factory=dict)    # name -> ServiceMethod
+    methods: dict[str, ServiceMethod] = field(default_factory=dict)
 
-    def descriptor(self, permissions):
+    def descriptor(self, permissions: Permissions) -> JsonObject:
         return {"name": self.name, "methods": [
             entry for method in self.methods.values()
             if permissions.can_call(self.name, method.name) for entry in method.descriptors()]}
 
 
-def _hints(function):
+def _hints(function: Callable[..., object]) -> dict[str, Hint]:
     try:
         return typing.get_type_hints(function)
     except (NameError, TypeError) as exc:
         raise ServiceConfigError(f"cannot read the type hints: {exc}") from None
 
 
-def method_result(metadata, function):
+def method_result(metadata: Metadata, function: Callable[..., object]
+                  ) -> tuple[str, JsonObject | None]:
     """(answer kind, JSON Schema) of a function's return hint (see params.result_schema)."""
     hints = _hints(function)
     if "return" not in hints:
@@ -72,7 +80,7 @@ def method_result(metadata, function):
         raise ServiceConfigError(f"return type: {exc}") from None
 
 
-def method_params(metadata, function):
+def method_params(metadata: Metadata, function: Callable[..., object]) -> tuple[Param, ...]:
     """The Params of a function from its signature and type hints."""
     hints = _hints(function)
     params = []
@@ -90,9 +98,9 @@ def method_params(metadata, function):
     return tuple(params)
 
 
-def registered_objects(objects):
+def registered_objects(objects: Iterable[object]) -> dict[str, object]:
     """Application.services (objects, or classes made with no arguments) by name."""
-    by_name = {}
+    by_name: dict[str, object] = {}
     for item in objects:
         target = item() if isinstance(item, type) else item
         name = service_name(target)
@@ -103,7 +111,8 @@ def registered_objects(objects):
 
 
 class Services:
-    def __init__(self, metadata, objects, xml_methods=()):
+    def __init__(self, metadata: Metadata, objects: Mapping[str, object],
+                 xml_methods: Iterable[ServiceMethod] = ()) -> None:
         """``objects``: name -> service object; ``xml_methods``: ServiceMethods of
         the services file, which win over code declarations of the same name."""
         # Every registered object is a service (a method it does not expose is
@@ -123,11 +132,11 @@ class Services:
         for method in xml_methods:
             self._add(method.service, objects[method.service], method)
 
-    def _add(self, name, target, method):
+    def _add(self, name: str, target: object, method: ServiceMethod) -> None:
         service = self.services.setdefault(name, Service(name, target))
         service.methods[method.name] = method
 
-    def check_grants(self, roles):
+    def check_grants(self, roles: Iterable[ResourceRole]) -> None:
         """Every service pattern of a resource role must name a registered
         service (and a method it has): a typo would otherwise grant nothing, silently."""
         for role in roles:
@@ -141,20 +150,22 @@ class Services:
                                              f"registered service method (use *, service.* or "
                                              f"service.method)")
 
-    def describe(self, permissions, name=None):
+    def describe(self, permissions: Permissions,
+                 name: str | None = None) -> JsonObject | list[JsonObject]:
         """Descriptors of what the caller may call (one service, or all)."""
         if name is not None:
             return self._service(name).descriptor(permissions)
         described = [s.descriptor(permissions) for s in self.services.values()]
         return [d for d in described if d["methods"]]
 
-    def _service(self, name):
+    def _service(self, name: str) -> Service:
         service = self.services.get(name)
         if service is None:
             raise NotFound("Service not found", f"Service {name} not found")
         return service
 
-    def find(self, permissions, service_name_, method_name, http_method):
+    def find(self, permissions: Permissions, service_name_: str, method_name: str,
+             http_method: str) -> ServiceMethod:
         """The method to call: 404 unknown, 403 not granted, 405 HTTP method not allowed."""
         method = self._service(service_name_).methods.get(method_name)
         if method is None:
@@ -167,13 +178,14 @@ class Services:
                            headers={"Allow": ", ".join(method.http_methods)})
         return method
 
-    def invoke(self, method, raw_values, is_text, caller, data):
+    def invoke(self, method: ServiceMethod, raw_values: Mapping[str, JsonValue], is_text: bool,
+               caller: Callable[[], Caller], data: DataAccess) -> Result:
         """Bind the parameters and call the method in one unit of work (what it
         writes through ``data`` is rolled back when it raises); the Result to
         answer with. ``caller`` makes the Caller, for methods that declare one."""
         data = data.for_service(method.service)
         with data.unit_of_work():
-            arguments = {}
+            arguments: dict[str, object] = {}
             for param in method.params:
                 if param.kind == "caller":
                     arguments[param.name] = caller()

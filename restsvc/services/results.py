@@ -10,11 +10,15 @@
 """
 import dataclasses
 import enum
+from collections.abc import Callable
+from typing import cast
 
 from ..data.bound import Record, to_entity_json
 from ..files.refs import FileRef
+from ..jsonio import JsonValue
 from ..model.datatypes import DATATYPES
 from ..model.valuetypes import PYTHON_TYPES
+from ..security.roles import Permissions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,7 +27,7 @@ class Result:
     body: object = None
 
 
-def shape_result(value, permissions):
+def shape_result(value: object, permissions: Permissions) -> Result:
     if value is None:
         return Result("empty")
     text = _text(value)
@@ -32,16 +36,20 @@ def shape_result(value, permissions):
     return Result("json", to_json(value, permissions))
 
 
-def _text(value):
+def _text(value: object) -> str | None:
     if isinstance(value, enum.Enum):
         return value.name
     if isinstance(value, FileRef):
         return str(value)
     name = PYTHON_TYPES.get(type(value))
-    return DATATYPES[name].to_text(value) if name is not None else None
+    if name is None:
+        return None
+    # model/datatypes.py declares a Datatype's converters ``object``.
+    to_text = cast(Callable[[object], str], DATATYPES[name].to_text)
+    return to_text(value)
 
 
-def to_json(value, permissions):
+def to_json(value: object, permissions: Permissions) -> JsonValue:
     if isinstance(value, Record):
         return to_entity_json(value, permissions)
     if isinstance(value, (list, tuple)):
@@ -58,4 +66,5 @@ def to_json(value, permissions):
     name = PYTHON_TYPES.get(type(value))
     if name is None:
         raise TypeError(f"a service result of type {type(value).__name__} cannot be written as JSON")
-    return DATATYPES[name].to_json(value)
+    to_json_value = cast(Callable[[object], JsonValue], DATATYPES[name].to_json)
+    return to_json_value(value)

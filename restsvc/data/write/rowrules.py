@@ -27,7 +27,8 @@ from ..read.query import EntityQuery
 
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass, Metadata, MetaProperty
-    from ...security.roles import RoleRegistry, WriteRule
+    from ...security.registry import RoleRegistry
+    from ...security.roles import WriteRule
 
 WRITE_ACTIONS = ("create", "update", "delete")
 
