@@ -15,7 +15,7 @@ from .fields import EnumField, transient
 # Their names here too, where the rest of restsvc has always imported them.
 from .meta import Captions as Captions, Link as Link, MetaClass as MetaClass
 from .meta import MetadataError as MetadataError, MetaProperty as MetaProperty
-from .valuetypes import MetaEnum, enum_name
+from .valuetypes import MetaEnum as MetaEnum, enum_name     # MetaEnum: its name here too
 
 
 
@@ -47,7 +47,7 @@ def _keys_field(meta: "MetaClass", name: str,
 
 
 def _link(meta: "MetaClass", name: str, m2m: peewee.ManyToManyField) -> Link:
-    through = m2m.get_through_model()
+    through = m2m.get_through_model()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     keys = [f for f in through._meta.sorted_fields if isinstance(f, peewee.ForeignKeyField)]
     owner = [f for f in keys if f.rel_model is meta.model]
     member = [f for f in keys if f.rel_model is m2m.rel_model and f is not owner[0]] \

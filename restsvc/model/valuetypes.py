@@ -20,14 +20,32 @@ import datetime
 import decimal
 import enum
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
-from .datatypes import DATATYPES, split_file_ref
+from .datatypes import DATATYPES, Datatype, split_file_ref
+
 
 MAX_ARRAY_ITEMS = 1_000
+
+
+class ValueType(Protocol):
+    """How one kind of value is parsed and written, as JSON and as text."""
+
+    name: str
+    sample: Any         # a valid raw value: configurations are checked with it
+
+    def from_json(self, raw: Any, /) -> Any: ...
+
+    def from_text(self, text: Any, /) -> Any: ...     # an array's: a list of texts
+
+    def to_json(self, value: Any, /) -> Any: ...
+
+    def to_text(self, value: Any, /) -> str: ...
+
+    def json_schema(self) -> dict[str, Any]: ...
 
 # The reference's Java parameter types, so its configuration files port as they are.
 JAVA_TYPES = {
@@ -59,7 +77,7 @@ SAMPLES = {"string": "x", "int": "0", "long": "0", "decimal": "0", "double": "0"
            "localTime": "00:00:00", "fileRef": "fs://sample?name=sample"}
 
 
-def enum_name(enum_class):
+def enum_name(enum_class: type) -> str:
     """Fully qualified name: the Python module path plus the class name."""
     return f"{enum_class.__module__}.{enum_class.__qualname__}"
 
@@ -79,25 +97,57 @@ class MetaEnum:
             for m in self.enum_class]}
 
 
+# What value types read of the metadata (meta.py's MetaClass and MetaProperty,
+# metadata.py's Metadata), named here so that this module imports neither:
+# the metadata is made of value types.
+class Entity(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def properties(self) -> Mapping[str, "Attribute"]: ...
+
+
+class Attribute(Protocol):
+    @property
+    def is_reference(self) -> bool: ...
+
+    @property
+    def meta_enum(self) -> MetaEnum | None: ...
+
+    @property
+    def related(self) -> Entity: ...
+
+    @property
+    def value_datatype(self) -> Datatype: ...
+
+
+class Names(Protocol):
+    @property
+    def enums(self) -> Mapping[str, MetaEnum]: ...
+
+    def entity(self, name: str) -> Entity | None: ...
+
+
 class ScalarType:
-    def __init__(self, datatype, name=None):
+    def __init__(self, datatype: Datatype, name: str | None = None) -> None:
         self.datatype = datatype
         self.name = name or datatype.name
-        self.sample = SAMPLES[datatype.name]
+        self.sample: Any = SAMPLES[datatype.name]
 
-    def from_json(self, raw):
+    def from_json(self, raw: Any) -> Any:
         return self.datatype.from_json(raw)
 
-    def from_text(self, text):
+    def from_text(self, text: Any) -> Any:
         return self.datatype.from_text(text)
 
-    def to_json(self, value):
+    def to_json(self, value: Any) -> Any:
         return self.datatype.to_json(value)
 
-    def to_text(self, value):
+    def to_text(self, value: Any) -> str:
         return self.datatype.to_text(value)
 
-    def json_schema(self):
+    def json_schema(self) -> dict[str, Any]:
         return dict(self.datatype.json_schema)
 
 
@@ -118,28 +168,29 @@ class FileRef:
 class FileRefType(ScalarType):
     """File references bound to ``FileRef`` objects (service parameters)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(DATATYPES["fileRef"])
 
-    @staticmethod
-    def from_json(raw):
+    def from_json(self, raw: Any) -> FileRef:
         return FileRef(*split_file_ref(raw))
 
-    from_text = from_json
+    def from_text(self, text: Any) -> FileRef:
+        return self.from_json(text)
 
-    def to_json(self, value):
+    def to_json(self, value: Any) -> str:
         return str(value)
 
-    to_text = to_json
+    def to_text(self, value: Any) -> str:
+        return str(value)
 
 
 class EnumType:
-    def __init__(self, meta_enum):
+    def __init__(self, meta_enum: MetaEnum) -> None:
         self.meta_enum = meta_enum
         self.name = meta_enum.name
-        self.sample = next(iter(meta_enum.enum_class)).name
+        self.sample: Any = next(iter(meta_enum.enum_class)).name
 
-    def from_json(self, raw):
+    def from_json(self, raw: Any) -> Any:
         if isinstance(raw, self.meta_enum.enum_class):
             return raw
         member = self.meta_enum.member(raw)
@@ -147,15 +198,16 @@ class EnumType:
             raise ValueError("not a constant of the enum")
         return member
 
-    from_text = from_json
+    def from_text(self, text: Any) -> Any:
+        return self.from_json(text)
 
-    @staticmethod
-    def to_json(member):
-        return member.name
+    def to_json(self, member: Any) -> str:
+        return str(member.name)
 
-    to_text = to_json
+    def to_text(self, member: Any) -> str:
+        return str(member.name)
 
-    def json_schema(self):
+    def json_schema(self) -> dict[str, Any]:
         # The title names the enum's one schema in an OpenAPI document (enum_<title>).
         return {"type": "string", "title": self.meta_enum.name,
                 "enum": [m.name for m in self.meta_enum.enum_class]}
@@ -164,56 +216,56 @@ class EnumType:
 class EntityIdType:
     """An entity given by its id, or by an object ``{"id": ...}`` in JSON."""
 
-    def __init__(self, meta, name=None):
+    def __init__(self, meta: Entity, name: str | None = None) -> None:
         self.meta = meta
-        self.id_type = ScalarType(meta.properties["id"].datatype)
+        self.id_type = ScalarType(meta.properties["id"].value_datatype)
         self.name = name or meta.name
-        self.sample = self.id_type.sample
+        self.sample: Any = self.id_type.sample
 
-    def from_json(self, raw):
+    def from_json(self, raw: Any) -> Any:
         return self.id_type.from_json(raw.get("id") if isinstance(raw, dict) else raw)
 
-    def from_text(self, text):
+    def from_text(self, text: Any) -> Any:
         return self.id_type.from_text(text)
 
-    def to_json(self, value):
+    def to_json(self, value: Any) -> Any:
         return self.id_type.to_json(value)
 
-    def to_text(self, value):
+    def to_text(self, value: Any) -> str:
         return self.id_type.to_text(value)
 
-    def json_schema(self):
+    def json_schema(self) -> dict[str, Any]:
         return self.id_type.json_schema()
 
 
 class ArrayType:
-    def __init__(self, item, name=None):
+    def __init__(self, item: "ValueType", name: str | None = None) -> None:
         self.item = item
         self.name = name or f"{item.name}[]"
-        self.sample = [item.sample]
+        self.sample: Any = [item.sample]
 
-    def from_json(self, raw):
+    def from_json(self, raw: Any) -> list[Any]:
         if not isinstance(raw, list) or len(raw) > MAX_ARRAY_ITEMS:
             raise ValueError(f"expected an array of at most {MAX_ARRAY_ITEMS} values")
         return [self.item.from_json(value) for value in raw]
 
-    def from_text(self, texts):
+    def from_text(self, texts: Any) -> list[Any]:
         """A list of texts (a repeated query parameter)."""
         if not isinstance(texts, list) or len(texts) > MAX_ARRAY_ITEMS:
             raise ValueError(f"expected at most {MAX_ARRAY_ITEMS} values")
         return [self.item.from_text(text) for text in texts]
 
-    def to_json(self, values):
+    def to_json(self, values: Any) -> list[Any]:
         return [self.item.to_json(value) for value in values]
 
-    def to_text(self, values):
+    def to_text(self, values: Any) -> str:
         return ",".join(self.item.to_text(value) for value in values)
 
-    def json_schema(self):
+    def json_schema(self) -> dict[str, Any]:
         return {"type": "array", "items": self.item.json_schema(), "maxItems": MAX_ARRAY_ITEMS}
 
 
-def value_type(metadata, declared, entities=True):
+def value_type(metadata: Names, declared: str, entities: bool = True) -> ValueType | None:
     """The ValueType for a declared type name, or None when the name is unknown.
     ``entities=False`` leaves entity names unresolved (their value is not an id)."""
     if declared.endswith("[]"):
@@ -228,7 +280,7 @@ def value_type(metadata, declared, entities=True):
     return EntityIdType(meta, declared) if meta is not None else None
 
 
-def python_value_type(metadata, hint):
+def python_value_type(metadata: Names, hint: Any) -> ValueType | None:
     """The ValueType of a simple Python type hint (a datatype's class, FileRef
     or an enum), or None for anything else."""
     if hint is FileRef:
@@ -241,11 +293,11 @@ def python_value_type(metadata, hint):
     return None
 
 
-def property_value_type(prop):
+def property_value_type(prop: Attribute) -> ValueType:
     """How values of an attribute are parsed: its datatype, its enum, or the
     id of the entity it refers to."""
     if prop.is_reference:
-        return EntityIdType(prop.target)
+        return EntityIdType(prop.related)
     if prop.meta_enum is not None:
         return EnumType(prop.meta_enum)
-    return ScalarType(prop.datatype)
+    return ScalarType(prop.value_datatype)

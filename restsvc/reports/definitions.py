@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..data.bound import DataAccess
     from ..model.fetchplan import FetchPlan
     from ..model.metadata import MetaClass, MetaEnum, MetaProperty
-    from ..model.valuetypes import ArrayType, EntityIdType, EnumType, ScalarType
+    from ..model.valuetypes import ValueType
 
 # A function band: fn(parameters' Python values, data) -> its rows (None: none).
 BandFunction = Callable[[dict[str, Any], "DataAccess"], "Iterable[dict[str, Any]] | None"]
@@ -46,7 +46,7 @@ class Parameter:
     enum: "MetaEnum | None" = None         # for ENUMERATION
 
     @property
-    def value_type(self) -> "ScalarType | EnumType | EntityIdType | ArrayType":
+    def value_type(self) -> "ValueType":
         """How values of this parameter are parsed and written (valuetypes)."""
         return values.parameter_value_type(self.type, self.entity, self.enum)
 

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..model.datatypes import DATATYPES, Datatype, column_text
-from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType
+from ..model.valuetypes import PYTHON_TYPES, ArrayType, EntityIdType, EnumType, ScalarType, ValueType
 from .cells import guarded_text
 
 if TYPE_CHECKING:
@@ -23,13 +23,15 @@ _CELL_KINDS = {"int": "number", "long": "number", "decimal": "number", "double":
 
 def parameter_value_type(kind: str, entity: "MetaClass | None" = None,
                          enum: "MetaEnum | None" = None,
-                         ) -> ScalarType | EnumType | EntityIdType | ArrayType:
+                         ) -> ValueType:
     """The value type (``from_text``, ``to_json``, ``to_text``, ``sample``) of
     a report parameter type."""
     if kind in PARAMETER_DATATYPES:
         return ScalarType(DATATYPES[PARAMETER_DATATYPES[kind]])
-    if kind == "ENUMERATION":
+    if kind == "ENUMERATION" and enum is not None:
         return EnumType(enum)
+    if entity is None:
+        raise ValueError(f"a report parameter of type {kind} names no entity or enum")
     if kind == "ENTITY":
         return EntityIdType(entity)
     return ArrayType(EntityIdType(entity))

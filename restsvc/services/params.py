@@ -19,7 +19,6 @@ Kinds of parameter (``Param.kind``):
 import dataclasses
 import types
 import typing
-from typing import Protocol
 
 from ..data.bound import DataAccess, Record
 from ..data.read.queries import invalid_parameter
@@ -27,7 +26,7 @@ from ..errors import MUST_NOT_BE_NULL, Text, ValidationFailed, invalid_value
 from ..jsonio import JsonObject, JsonValue, loads
 from ..model.entity import Entity
 from ..model.metadata import MetaClass, Metadata
-from ..model.valuetypes import MAX_ARRAY_ITEMS, ArrayType, python_value_type
+from ..model.valuetypes import MAX_ARRAY_ITEMS, ArrayType, ValueType, python_value_type
 from .declare import Caller
 
 INVALID = "{restsvc.validation.InvalidValue}"
@@ -35,18 +34,6 @@ NOT_NULL = "{jakarta.validation.constraints.NotNull.message}"
 
 # A type hint as ``typing.get_type_hints`` gives it: a class, a generic alias, a union...
 Hint = object
-
-
-class ValueType(Protocol):
-    """What ``model.valuetypes`` parses a simple value or an array of them with."""
-
-    name: str
-
-    def from_json(self, raw: JsonValue, /) -> object: ...
-
-    def from_text(self, text: str | list[str], /) -> object: ...    # a list: an array's texts
-
-    def json_schema(self) -> JsonObject: ...
 
 
 def optional_of(hint: Hint) -> Hint | None:
@@ -105,6 +92,15 @@ class ObjectType:
         if violations:
             raise ValidationFailed(violations)
         return self.cls(**values)
+
+    def from_text(self, text: object) -> object:
+        raise ValueError("an object has no text form")
+
+    def to_json(self, value: object) -> JsonValue:
+        return dataclasses.asdict(value)    # type: ignore[call-overload]  # an instance of cls
+
+    def to_text(self, value: object) -> str:
+        raise TypeError("an object has no text form")
 
     def json_schema(self) -> JsonObject:
         return {"type": "object",
@@ -235,9 +231,16 @@ def make_param(metadata: Metadata, name: str, hint: Hint, default: object = None
         meta = _entity_meta(metadata, item)
         return Param(name, "entities", f"{meta.name}[]", required, default, meta=meta)
     if item is not None and python_value_type(metadata, item) is not None:
-        array: ValueType = ArrayType(python_value_type(metadata, item))
+        array = ArrayType(_value_type(metadata, item))
         return Param(name, "array", array.name, required, default, array)
     raise TypeError(f"parameter {name}: type {hint!r} is not supported")
+
+
+def _value_type(metadata: Metadata, hint: Hint) -> ValueType:
+    found = python_value_type(metadata, hint)
+    if found is None:
+        raise TypeError(f"type {hint!r} is not supported here")
+    return found
 
 
 def result_schema(metadata: Metadata, hint: Hint) -> tuple[str, JsonObject | None]:
@@ -252,7 +255,7 @@ def result_schema(metadata: Metadata, hint: Hint) -> tuple[str, JsonObject | Non
         return "text", simple.json_schema()
     item = list_item(hint)
     if item is not None and python_value_type(metadata, item) is not None:
-        return "json", ArrayType(python_value_type(metadata, item)).json_schema()
+        return "json", ArrayType(_value_type(metadata, item)).json_schema()
     model = item if item is not None else hint     # a list's hint is no class, so no entity
     if _is_entity(model):
         meta = _entity_meta(metadata, model)
