@@ -54,6 +54,13 @@ class Operation:
     instance: Entity | None = None      # creating: the model instance the validators saw, then inserted
 
     @property
+    def key(self) -> str | int:
+        """The id, once known (one the database assigns: after the INSERT)."""
+        if self.id is None:
+            raise ValueError(f"{self.meta.name}: the row has no id yet")
+        return self.id
+
+    @property
     def is_one_statement(self) -> bool:
         """Written by one INSERT or UPDATE, which is atomic on its own."""
         return (not self.children and not self.members

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import peewee
 
-from ...db import database_proxy
+from ...db import database_proxy, execute
 from ...jsonio import dumps
 from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
 from ..access import utc_now
 from .history import id_text
+from .sqlwrite import Statement
 
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass
@@ -37,7 +38,7 @@ KINDS = ("CREATE", "UPDATE", "DELETE")
 TABLE = "restsvc_event"
 NOT_LISTED = frozenset(("id", "version") + AUDIT_FIELDS + DELETION_FIELDS)
 # (SQL, parameters) of a statement the writer sends with the others of a lone write.
-Batch = list[tuple[str, Sequence[Any]]]
+Batch = list[Statement]     # a lone write's statements, sent as one (writer.py)
 
 
 class ChangeEvent(peewee.Model):
@@ -90,12 +91,12 @@ def record(access: Access, meta: MetaClass, ids: Sequence[Any], kind: str,
     (the writer sends those together); its SQL text is built once per entity."""
     values: dict[str, Any] = {
         "entity": meta.name, "kind": kind, "changed": dumps(changed),
-        "username": access.username, "time": ChangeEvent.time.db_value(utc_now())}
+        "username": access.username, "time": _stored_time()}
     if len(ids) != 1:
         slots = {name: peewee.Value(value) for name, value in values.items()}
         _statement(access.database, meta, slots, meta.model.id.in_(list(ids))).execute()
         return
-    values["key"] = meta.model.id.db_value(ids[0])
+    values["key"] = meta.model.id.db_value(ids[0])  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     key = ("event-insert", meta.name)
     cached: tuple[str, list[Any]] | None = access.sql_cache.get(key)
     if cached is None:
@@ -111,7 +112,7 @@ def record(access: Access, meta: MetaClass, ids: Sequence[Any], kind: str,
     if batch is not None:
         batch.append((sql, params))
     else:
-        access.database.execute_sql(sql, params)
+        execute(access.database, sql, params)
 
 
 def record_created(access: Access, meta: MetaClass, entity_id: Any, version: int | None,
@@ -125,9 +126,9 @@ def record_created(access: Access, meta: MetaClass, entity_id: Any, version: int
             entity="", entityId="", kind="", changed="", version=0, username="",
             time=utc_now()).sql()[0]
     params = [meta.name, str(entity_id), "CREATE", dumps(changed), version, access.username,
-              ChangeEvent.time.db_value(utc_now())]
+              _stored_time()]
     if batch is None:
-        access.database.execute_sql(sql, params)
+        execute(access.database, sql, params)
     else:
         batch.append((sql, params))
 
@@ -141,3 +142,9 @@ def _statement(database: peewee.Database, meta: MetaClass, slots: dict[str, Any]
     return ChangeEvent.insert_from(query.where(condition), [
         ChangeEvent.entity, ChangeEvent.entityId, ChangeEvent.kind, ChangeEvent.changed,
         ChangeEvent.version, ChangeEvent.username, ChangeEvent.time])
+
+
+def _stored_time() -> object:
+    """Now, as the ``time`` column stores it."""
+    stored: object = ChangeEvent.time.db_value(utc_now())  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+    return stored

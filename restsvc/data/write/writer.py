@@ -31,18 +31,30 @@ to writes (audit, history, events) is a further step here, never a second
 path; a step that writes adds its statement to ``batch`` when there is one.
 """
 import dataclasses
+import datetime
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import peewee
 
+from ...db import execute
 from ...errors import Conflict, PreconditionFailed
 from . import history, outbox
 from . import softdelete
-from ..access import require, utc_now
+from ..access import Access, require, utc_now
 from ..answer.etags import version_is
-from .owned import child_ids, composed, referrers
+from .history import Before
+from .owned import Reached, child_ids, composed, referrers
 from ..read.query import EntityQuery
 from .rowrules import check_members, check_rows
-from .sqlwrite import insert_sql, one_statement, refusals, update_refused
+from .sqlwrite import Statement, insert_sql, one_statement, refusals, update_refused
+
+if TYPE_CHECKING:
+    from ...model.entity import Entity
+    from ...model.meta import MetaClass
+    from .importer import Operation
+
+Id = str | int
 
 
 class _NotAtOnce(Exception):
@@ -50,15 +62,16 @@ class _NotAtOnce(Exception):
 
 
 class Writer:
-    def __init__(self, access):
+    def __init__(self, access: Access) -> None:
         self.access = access
         # ``save_at_once`` (PostgreSQL): the statements of a lone write, sent
         # as one by ``flush``; a step that writes too (history) adds its own.
-        self.batch = None
-        self.at_version = None      # the version an UPDATE sent at once applies at
+        self.batch: list[Statement] | None = None
+        self.at_version: int | None = None     # the version an UPDATE sent at once applies at
 
     # -- save --------------------------------------------------------------
-    def save(self, operation, owner_field=None, owner_id=None):
+    def save(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None = None,
+             owner_id: Id | None = None) -> Id | None:
         """Write one planned operation and what it owns; returns its id."""
         self.rules_before(operation, owner_field)
         self.audit(operation)
@@ -72,15 +85,18 @@ class Writer:
         self.after_save(operation, instance)
         return operation.id
 
-    def rules_before(self, operation, owner_field):
+    def rules_before(self, operation: "Operation",
+                     owner_field: peewee.ForeignKeyField | None) -> None:
         if not operation.creating:
-            check_rows(self.access, operation.meta, "update", [operation.id], before=True,
+            check_rows(self.access, operation.meta, "update", [operation.key], before=True,
                        owners=owner_field is None)
 
-    def rules_after(self, operation, owner_field):
+    def rules_after(self, operation: "Operation",
+                    owner_field: peewee.ForeignKeyField | None) -> None:
         check_rows(self.access, operation.meta, "create" if operation.creating else "update",
-                   [operation.id], owners=owner_field is None)
-    def audit(self, operation):
+                   [operation.key], owners=owner_field is None)
+
+    def audit(self, operation: "Operation") -> None:
         if not operation.meta.audited:
             return
         values = self.audit_values(operation.creating)
@@ -92,16 +108,16 @@ class Writer:
             for name, value in values.items():
                 setattr(operation.instance, name, value)
 
-    def audit_values(self, creating):
+    def audit_values(self, creating: bool) -> dict[str, str | datetime.datetime]:
         """Who and when (UTC) for the audit fields of a create or an update."""
         now = utc_now()
-        values = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
+        values: dict[str, str | datetime.datetime] = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
         if creating:
             values.update(createdBy=values["lastModifiedBy"], createdDate=now)
         return values
 
     # -- at once -----------------------------------------------------------
-    def save_at_once(self, operation):
+    def save_at_once(self, operation: "Operation") -> bool:
         """PostgreSQL, a lone create or update (``Operation.is_one_statement``,
         no row rules on writes) of an entity that records its writes: ``save``'s
         steps, their statements sent as one (no BEGIN and COMMIT round trips).
@@ -119,16 +135,17 @@ class Writer:
         finally:
             self.batch, self.at_version = None, None
 
-    def flush(self, operation):
+    def flush(self, operation: "Operation") -> bool:
         """Send the batched statements as one (``sqlwrite.one_statement``);
         whether the row was written."""
-        batch, self.batch = self.batch, None
+        batch, self.batch = self.batch or [], None
         sql, params = one_statement(self.access, batch, operation.creating)
         with refusals(operation):
-            changed = self.access.database.execute_sql(sql, params).rowcount
+            changed = execute(self.access.database, sql, params).rowcount
         return operation.creating or changed == 1
 
-    def statement(self, operation, owner_field, owner_id):
+    def statement(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None,
+                  owner_id: Id | None) -> "Entity | None":
         with refusals(operation):
             if operation.creating:
                 return self._insert(operation, owner_field, owner_id)
@@ -138,7 +155,7 @@ class Writer:
             self._update(operation, values)
             return None
 
-    def compositions(self, operation):
+    def compositions(self, operation: "Operation") -> None:
         if not operation.children:
             return
         if not operation.creating:
@@ -147,22 +164,23 @@ class Writer:
             # the last committed replacement left, and stay so until commit.
             for prop, children in operation.children:
                 kept = {child.id for child in children}
-                removed = [child_id for child_id in child_ids(self.access, prop, operation.id)
+                removed = [child_id for child_id in child_ids(self.access, prop, operation.key)
                            if child_id not in kept]
                 if removed:
-                    require(self.access, prop.target, "delete")
-                    self.delete(prop.target, removed, with_owner=True)
+                    require(self.access, prop.related, "delete")
+                    self.delete(prop.related, removed, with_owner=True)
         for prop, children in operation.children:
             for child in children:
                 self.save(child, prop.back_field, operation.id)
 
-    def memberships(self, operation):
+    def memberships(self, operation: "Operation") -> None:
         for prop, member_ids in operation.members:
-            check_members(self.access, prop, operation.id, member_ids, operation.creating)
+            check_members(self.access, prop, operation.key, member_ids, operation.creating)
             link = prop.link
+            assert link is not None         # a many-to-many attribute has its link table
             if not operation.creating:      # after the UPDATE: the owner's row is locked
                 stale = link.through.delete().where(link.owner_field == operation.id)
-                visible = EntityQuery(prop.target, self.access).visible_ids(prop.target)
+                visible = EntityQuery(prop.related, self.access).visible_ids(prop.related)
                 if visible is not None:
                     stale = stale.where(link.member_field.in_(visible))
                 stale.execute()
@@ -171,36 +189,40 @@ class Writer:
                     [{link.owner_field.name: operation.id, link.member_field.name: member}
                      for member in member_ids]).execute()
 
-    def history_before(self, operation):
+    def history_before(self, operation: "Operation") -> Before | None:
         """What history compares with: the row's recorded values and its
         collections' member ids, read before anything is written."""
         meta = operation.meta
         if meta.history is None or operation.creating:
             return None
         at_once = self.batch is not None
-        values = history.old_values(self.access, meta, operation.id, lock=not at_once)
+        values = history.old_values(self.access, meta, operation.key, lock=not at_once)
         if at_once:
             expected = operation.expected_version
             if values is None or (expected is not None and values["version"] not in (
                     expected if isinstance(expected, tuple) else (expected,))):
                 raise _NotAtOnce()
-            self.at_version = values["version"]
+            version = values["version"]
+            assert isinstance(version, int)
+            self.at_version = version
         values = values or {}
-        collections = {}
+        collections: dict[str, set[Id]] = {}
         for prop, _ in operation.children:
-            collections[prop.name] = child_ids(self.access, prop, operation.id)
+            collections[prop.name] = child_ids(self.access, prop, operation.key)
         for prop, _ in operation.members:
             link = prop.link
-            collections[prop.name] = {row[0] for row in link.through.select(
-                link.member_field).where(link.owner_field == operation.id).tuples()}
+            assert link is not None
+            collections[prop.name] = set(link.through.select(
+                link.member_field).where(link.owner_field == operation.id).scalars())
         return values, collections
 
-    def history(self, operation, before, owner_field=None, owner_id=None):
+    def history(self, operation: "Operation", before: Before | None,
+                owner_field: peewee.ForeignKeyField | None = None, owner_id: Id | None = None) -> None:
         item = history.item_of_save(operation, before, owner_field, owner_id)
         if item is not None:
             history.record(self.access, [item], self.batch)
 
-    def events(self, operation, instance):
+    def events(self, operation: "Operation", instance: "Entity | None") -> None:
         meta = operation.meta
         if not meta.events:
             return
@@ -213,13 +235,14 @@ class Writer:
                           outbox.changed_names(meta, operation), self.batch)
 
     @staticmethod
-    def after_save(operation, instance):
+    def after_save(operation: "Operation", instance: "Entity | None") -> None:
         model = operation.meta.model
         hook = getattr(model, "after_save", None)
         if hook is not None:
             hook(instance or model.get_by_id(operation.id), operation.creating)
 
-    def _insert(self, operation, owner_field, owner_id):
+    def _insert(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None,
+                owner_id: Id | None) -> "Entity":
         """INSERT (``sqlwrite.insert_sql``); ids the database assigns come back
         from Peewee's own INSERT."""
         model = operation.meta.model
@@ -239,11 +262,11 @@ class Writer:
         if self.batch is not None:
             self.batch.append((sql, params))
         else:
-            self.access.database.execute_sql(sql, params)
+            execute(self.access.database, sql, params)
         operation.id = operation.meta.row_id(instance.id)
         return instance
 
-    def _update(self, operation, values):
+    def _update(self, operation: "Operation", values: dict[str, object]) -> None:
         model = operation.meta.model
         condition = model.id == operation.id
         expected = operation.expected_version
@@ -257,10 +280,12 @@ class Writer:
             condition &= version_is(model, expected)
         changed = model.update(**values, version=model.version + 1).where(condition).execute()
         if changed == 0:
-            raise update_refused(operation.meta.name, operation.id, expected)
+            raise update_refused(operation.meta.name, operation.key, expected)
 
     # -- delete ------------------------------------------------------------
-    def delete(self, meta, ids, expected_versions=None, with_owner=False, purge=False):
+    def delete(self, meta: "MetaClass", ids: Sequence[Id],
+               expected_versions: int | tuple[int, ...] | None = None,
+               with_owner: bool = False, purge: bool = False) -> None:
         """Delete rows (their compositions and memberships go with them);
         refuse while other rows refer to them. ``expected_versions`` (If-Match):
         only rows at one of them are deleted, else nothing is. ``with_owner``:
@@ -298,27 +323,28 @@ class Writer:
                            f"Unable to delete {meta.name} because other rows refer to it") from None
         if expected_versions is not None and deleted < len(ids):
             raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
-        for instance in doomed:
-            hook(instance)
+        if hook is not None:
+            for instance in doomed:
+                hook(instance)
 
-    def events_of_delete(self, rows):
+    def events_of_delete(self, rows: Reached) -> None:
         """DELETE events of the rows that publish them (``rows`` as ``composed``
         finds them), from the rows as they are (a marked row: after its marking)."""
         for meta, ids in rows:
             if meta.events and ids:
                 outbox.record(self.access, meta, ids, "DELETE", [])
 
-    def history_of_delete(self, rows):
+    def history_of_delete(self, rows: Reached) -> None:
         """DELETE items of the rows and of the composition children that go
         with them (``rows`` as ``composed`` finds them)."""
-        items = []
+        items: list[history.HistoryEntry] = []
         for meta, ids in rows:
             if meta.history is not None:
                 items += history.deleted_items(meta, ids)
         history.record(self.access, items)
 
     # -- restore -----------------------------------------------------------
-    def restore(self, meta, key, deleted):
+    def restore(self, meta: "MetaClass", key: Id, deleted: datetime.datetime) -> None:
         """Unmark a soft-deleted row and the composition children deleted with
         it (at the instant ``deleted``, at every depth): an update, in the
         update's steps. 409 when a live row now holds one of its unique keys."""
@@ -334,15 +360,15 @@ class Writer:
         self.history_of_restore(rows, deleted)
         self.events_of_restore(rows)
 
-    def rules_before_restore(self, meta, key):
+    def rules_before_restore(self, meta: "MetaClass", key: Id) -> None:
         """The caller's write rules on the row as it was (deleted)."""
         seeing = dataclasses.replace(self.access, include_deleted=True)
         check_rows(seeing, meta, "update", [key], before=True)
 
-    def history_of_restore(self, rows, deleted):
+    def history_of_restore(self, rows: Reached, deleted: datetime.datetime) -> None:
         history.record(self.access, softdelete.restore_items(rows, deleted))
 
-    def events_of_restore(self, rows):
+    def events_of_restore(self, rows: Reached) -> None:
         """A restore is an update: UPDATE events naming the unmarked attributes."""
         for meta, ids in rows:
             if meta.events and ids:
