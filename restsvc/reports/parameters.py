@@ -155,7 +155,8 @@ def filter_for(spec: JsonObject | None, bound: Bound) -> JsonObject | None:
     if spec is None:
         return None
     absent = {alias for alias, value in bound.filter.items() if value is None}
-    return fill_filter(_without_absent(spec, absent), bound.filter)
+    filled: JsonObject = fill_filter(_without_absent(spec, absent), bound.filter)
+    return filled
 
 
 def _without_absent(spec: JsonObject, absent: set[str]) -> JsonObject:

@@ -22,9 +22,9 @@ from xml.etree.ElementTree import Element
 
 from .. import xmlfile
 from ..model.metadata import Metadata
-from ..model.valuetypes import ArrayType, EnumType, ScalarType, value_type
+from ..model.valuetypes import ArrayType, EnumType, ScalarType, ValueType, value_type
 from .declare import HTTP_METHODS
-from .params import ObjectType, Param, ValueType
+from .params import ObjectType, Param
 from .registry import ServiceConfigError, ServiceMethod, method_params, method_result
 
 _ATTRIBUTES: dict[str, set[str]] = {

@@ -160,12 +160,13 @@ class EntityQuery:
         lowered = lower(database, column)
         if op == "startsWith" and is_sqlite(database):
             low, high = prefix_bounds(value.lower())
-            condition = lowered >= low
+            condition: Expression = lowered >= low
             return condition if high is None else condition & (lowered < high)
         like = peewee.NodeList((lowered, peewee.SQL("LIKE"),
                                 lower(database, like_pattern(op, value)), _LIKE_ESCAPE))
         if op == "doesNotContain":
-            return ~like
+            negated: Expression = ~like
+            return negated
         table = trigram.match_table(database, op, field, value)
         if table is None:
             return like
