@@ -94,29 +94,27 @@ class Router:
 
     def _find(self, path: str, method: str) -> Route:
         segments = path.split("/")[1:]
-        if "" not in segments and not self._under_unsure(segments):
-            found = _walk(self._root, segments, 0, method, [])
+        if "" not in segments and not self._root.unsure:
+            try:
+                found = _walk(self._root, segments, 0, method, [])
+            except _Unsure:
+                found = None
             if found is not None:
                 return found
         # return_rule=True: Werkzeug answers the Rule itself, not its endpoint.
         return cast(Route, self._adapter.match(path, method, return_rule=True))
 
-    def _under_unsure(self, segments: list[str]) -> bool:
-        """Whether the path starts with the static segments of a rule the tree cannot read."""
-        node = self._root
-        for segment in segments:
-            if node.unsure:
-                return True
-            child = node.static.get(segment)
-            if child is None:
-                return False
-            node = child
-        return node.unsure
+
+class _Unsure(Exception):
+    """The path starts with the static segments of a rule the tree cannot read."""
 
 
 def _walk(node: _Node, segments: list[str], index: int, method: str,
           values: list[str]) -> Route | None:
-    """Werkzeug's order: static, then ``<name>``; the first rule for the method wins."""
+    """Werkzeug's order: static, then ``<name>``; the first rule for the method wins.
+    Static segments are tried first at every segment, so a path under a rule
+    the tree cannot read meets that rule's flagged node before any answer
+    (only nodes reached by static segments from the root are flagged)."""
     if index == len(segments):
         for rule, names in node.rules:
             if rule.methods is None or method in rule.methods:
@@ -124,6 +122,8 @@ def _walk(node: _Node, segments: list[str], index: int, method: str,
         return None
     child = node.static.get(segments[index])
     if child is not None:
+        if child.unsure:
+            raise _Unsure
         found = _walk(child, segments, index + 1, method, values)
         if found is not None:
             return found

@@ -106,3 +106,9 @@ def test_the_app_and_a_batch_ask_the_one_router(app, client, auth, monkeypatch):
     ).status_code == 200
     assert asked[0] == ("/rest/entities/Customer", "GET")
     assert ("/rest/entities/Customer", "POST") in asked[2:]
+
+
+def test_a_rule_without_a_static_first_segment_leaves_every_path_to_werkzeug():
+    url_map = Map([Rule(rule, endpoint=rule, methods=["GET"]) for rule in (
+        "/<int:number>", "/a/<b>", "/a/c", "/")], strict_slashes=False, merge_slashes=False)
+    assert _assert_same(url_map) > 50
