@@ -1,10 +1,12 @@
 """RestApp: the WSGI callable. Everything is built once, in ``__init__``."""
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import peewee
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map
+from werkzeug.wrappers import Response
 
 from . import db, schema
 from .api import all_rules, batch, oauth, replay, signin
@@ -13,7 +15,7 @@ from .application import Application, import_application
 from .bodies import limit_body
 from .data.datamanager import DataManager
 from .data.write.history import HistoryItem
-from .data.read.queries import PredefinedQueries
+from .data.read.queries import PredefinedQueries, Query
 from .data.read.queryconfig import QueryConfigError, load_queries
 from .data.write.rowrules import check_declarations
 from .events.feed import StreamSlots, Tickets
@@ -30,7 +32,9 @@ from .model.metadata import Metadata, MetadataError
 from .observability import requestid
 from .observability.logs import escape_controls
 from .observability import setup as setup_observability
-from .observability.quotas import QuotaBucket
+from .observability.instruments import Instruments
+from .observability.quotas import QuotaBucket, Quotas
+from .observability.serving import Observer
 from .reports.loader import ReportConfigError, load_reports
 from .reports.registry import Reports
 from .security.authcodes import AuthorizationCode, CodeStore
@@ -46,11 +50,13 @@ from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
 from .services.config import load_services_config
 from .services.registry import ServiceConfigError, Services, registered_objects
-from .settings import SettingsError
+from .settings import Settings, SettingsError
 from .web import Context, Request, add_header, caller_locale, empty_response, error_response
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+    from .security.jwtissuers import JwtIssuers
 
 log = logging.getLogger("restsvc")
 
@@ -76,7 +82,8 @@ def load_model(application: Application) -> tuple[Metadata, RoleRegistry]:
 
 
 class RestApp:
-    def __init__(self, settings, application=None, check_schema=True, announce=True):
+    def __init__(self, settings: Settings, application: Application | None = None,
+                 check_schema: bool = True, announce: bool = True) -> None:
         self.settings = settings
         self.application = application or import_application(settings.application, settings.base_dir)
         self.metadata, self.roles = load_model(self.application)
@@ -109,11 +116,12 @@ class RestApp:
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)
-        self._router = Router(self.url_map)
-        self._matched = {}
+        # The one matcher of routes (router.py): every request's rule, a batch's operations'.
+        self.router = Router(self.url_map)
         observability = setup_observability(self)
-        self.observer, self.instruments = observability.observer, observability.instruments
-        self.quotas = observability.quotas
+        self.observer: Observer | None = observability.observer
+        self.instruments: Instruments | None = observability.instruments
+        self.quotas: Quotas | None = observability.quotas
         self.documents = documents(self, queries)
         # The start-up summary: one line per fact (restsvc/docs/operations.md "Running in production").
         facts = [f"settings: {settings.source or '(given in code, no file)'}",
@@ -129,7 +137,7 @@ class RestApp:
             for fact in facts:
                 log.info("%s", fact)
 
-    def _jwt_issuers(self):
+    def _jwt_issuers(self) -> "JwtIssuers | None":
         """Resource-server mode for JWTs of configured identity providers, or None."""
         issuers = self.settings.jwt_issuers
         if not issuers:
@@ -147,15 +155,17 @@ class RestApp:
                                 "pip install 'restsvc[jwt]'") from None
         return JwtIssuers(issuers)
 
-    def _load_queries(self):
+    def _load_queries(self) -> Sequence[Query]:
         if not self.settings.queries_config:
             return ()
         try:
-            return load_queries(self.settings.path(self.settings.queries_config), self.metadata)
+            queries: Sequence[Query] = load_queries(
+                self.settings.path(self.settings.queries_config), self.metadata)
         except QueryConfigError as exc:
             raise SettingsError(f"svc.rest.queries-config: {exc}") from None
+        return queries
 
-    def _load_services(self):
+    def _load_services(self) -> Services:
         try:
             objects = registered_objects(self.application.services)
             registry = Services(self.metadata, objects)
@@ -170,7 +180,7 @@ class RestApp:
         except ServiceConfigError as exc:
             raise SettingsError(f"svc.rest.services-config: {exc}") from None
 
-    def _load_reports(self):
+    def _load_reports(self) -> Reports:
         settings = self.settings
         try:
             groups, reports = load_reports(settings.path(settings.reports_dir), self.metadata)
@@ -179,11 +189,11 @@ class RestApp:
             raise SettingsError(f"svc.reports.dir: {exc}") from None
 
     @property
-    def models(self):
-        return (BUILT_IN_MODELS + BUILT_IN_ENTITIES + tuple(self.application.entities)
-                + self.metadata.link_models())
+    def models(self) -> tuple[type[peewee.Model], ...]:
+        links: tuple[type[peewee.Model], ...] = self.metadata.link_models()
+        return BUILT_IN_MODELS + BUILT_IN_ENTITIES + tuple(self.application.entities) + links
 
-    def init_schema(self, demo_data=False):
+    def init_schema(self, demo_data: bool = False) -> list[str]:
         """Apply what ``restsvc migrate`` would without asking (a new database:
         all of it), then the start-up check; fill an empty database with demo
         data. Concurrent workers starting together serialize on a lock.
@@ -208,7 +218,7 @@ class RestApp:
             if not self.database.is_closed():
                 self.database.close()
 
-    def check_schema(self):
+    def check_schema(self) -> None:
         """Refuse a database that does not match the model (``schema.SchemaMismatch``)."""
         try:
             schema.check(self.database, self.models, self.metadata.indexed_text_fields())
@@ -229,6 +239,7 @@ class RestApp:
         context = requestid.current.set(request_id)
         try:
             request = Request(environ)
+            response: Response
             if self.observer is None:
                 response = self._answer(request)
             else:
@@ -238,50 +249,37 @@ class RestApp:
         finally:
             requestid.current.reset(context)
 
-    def _answer(self, request):
-        if self.cors is not None and self.cors.is_preflight(request.method, request.headers):
-            response = self._preflight(request)
-        else:
-            response = self._respond(request)
-            if self.cors is not None:
-                response.headers.update(self.cors.actual(request.headers))
-                response.vary.add("Origin")
+    def _answer(self, request: Request) -> Response:
+        cors = self.cors
+        if cors is not None and cors.is_preflight(request.method, request.headers):
+            return self._preflight(cors, request)
+        response = self._respond(request)
+        if cors is not None:
+            response.headers.update(cors.actual(request.headers))
+            response.vary.add("Origin")
         return response
 
-    def _preflight(self, request):
+    def _preflight(self, cors: Cors, request: Request) -> Response:
         """Answered before the gate: a browser sends no token with a preflight."""
-        headers = self.cors.preflight(request.headers)
-        response = empty_response(204, headers) if headers is not None else error_response(
-            Forbidden("Forbidden", "Invalid CORS request"))
+        headers = cors.preflight(request.headers)
+        response: Response = empty_response(204, headers) if headers is not None else \
+            error_response(Forbidden("Forbidden", "Invalid CORS request"))
         response.vary.update(PREFLIGHT_VARY)
         return response
 
-    def _messages_for(self, request):
+    def _messages_for(self, request: Request) -> Callable[[str], str | None]:
         """The message lookup of the caller's language (Accept-Language, the
         session's locale, the default): bundle key -> template or None."""
         locale = caller_locale(request, getattr(request, "principal", None),
                                self.settings.available_locales)
         return lambda key: self.messages.text(key, locale)
 
-    def match(self, path, method):
-        """The router's match (router.py), with recent answers kept: a matched
-        path costs a dict lookup the next time (bounded, so odd paths cannot
-        grow it). (rule, arguments): the rule's template names the route in
-        logs and metrics."""
-        key = (path, method)
-        found = self._matched.get(key)
-        if found is None:
-            found = self._router.match(path, method)
-            if len(self._matched) >= 4096:
-                self._matched.clear()
-            self._matched[key] = found
-        return found
-
-    def _respond(self, request):
+    def _respond(self, request: Request) -> Response:
+        response: Response
         try:
             principal = request.principal = self.gate.principal(
                 request.path, request.environ.get("HTTP_AUTHORIZATION"))
-            rule, args = self.match(request.path, request.method)
+            rule, args = self.router.match(request.path, request.method)
             request.route, endpoint = rule.rule, rule.endpoint
             quota = None
             if self.quotas is not None and endpoint not in _UNMETERED:
@@ -299,30 +297,31 @@ class RestApp:
             if quota is not None:
                 for name, value in quota.items():
                     add_header(response, name, value)
-            return response
         except ApiError as exc:
             request.error = exc.error
-            return error_response(exc, self._messages_for(request))
+            response = error_response(exc, self._messages_for(request))
         except MethodNotAllowed as exc:
             request.error = "Method not allowed"
-            return error_response(ApiError(
+            response = error_response(ApiError(
                 "Method not allowed", f"{request.method} is not supported here", status=405,
                 headers={"Allow": ", ".join(exc.valid_methods or ())}))
         except HTTPException as exc:
             request.error = exc.name
-            return error_response(ApiError(exc.name, exc.description or "", status=exc.code))
+            response = error_response(ApiError(exc.name, exc.description or "", status=exc.code))
         except Exception as exc:
             if db.is_unavailable(exc, self.database):
                 log.warning("database unavailable on %s %s: %s", *_logged(request), exc)
                 request.error = DATABASE_UNAVAILABLE.error
-                return error_response(DATABASE_UNAVAILABLE)
-            log.exception("unhandled error on %s %s", *_logged(request))
-            request.error = "Server error"
-            # The id is what the caller can quote; the log line has the traceback.
-            return error_response(ApiError(
-                "Server error", f"Request id {requestid.current.get()}", status=500))
+                response = error_response(DATABASE_UNAVAILABLE)
+            else:
+                log.exception("unhandled error on %s %s", *_logged(request))
+                request.error = "Server error"
+                # The id is what the caller can quote; the log line has the traceback.
+                response = error_response(ApiError(
+                    "Server error", f"Request id {requestid.current.get()}", status=500))
         finally:
             db.release(self.database)
+        return response
 
 
 def _logged(request: Request) -> tuple[str, str]:

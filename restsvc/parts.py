@@ -7,13 +7,11 @@ never app.py, which imports them (ARCHITECTURE.md rule 15).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import peewee
-    from werkzeug.routing import Map, Rule
-    from werkzeug.wrappers import Request, Response
+    from werkzeug.routing import Map
 
     from .application import Application
     from .data.datamanager import DataManager
@@ -26,8 +24,10 @@ if TYPE_CHECKING:
     from .model.metadata import Metadata
     from .observability.instruments import Instruments
     from .observability.quotas import Quotas
+    from .observability.serving import Observer
     from .openapi import Documents
     from .reports.registry import Reports
+    from .router import Router
     from .security.authorize import Authorizer
     from .security.authserver import AuthServer
     from .security.clients import Clients
@@ -38,17 +38,6 @@ if TYPE_CHECKING:
     from .security.users import Users
     from .services.registry import Services
     from .settings import Settings
-
-
-AnyRequest = TypeVar("AnyRequest", bound="Request")
-
-
-class Observing(Protocol):
-    """The per-request observer (observability/serving.py), as a handler that
-    answers requests of its own (a batch) calls it."""
-
-    def observe(self, answer: Callable[[AnyRequest], Response],
-                request: AnyRequest) -> Response: ...
 
 
 class AppParts(Protocol):
@@ -103,12 +92,13 @@ class AppParts(Protocol):
     @property
     def quotas(self) -> Quotas | None: ...
     @property
-    def observer(self) -> Observing | None: ...
+    def observer(self) -> "Observer | None": ...
     @property
     def documents(self) -> Documents: ...
     @property
     def url_map(self) -> Map: ...
 
-    def match(self, path: str, method: str) -> tuple[Rule, dict[str, Any]]:
-        """The route of a path and method, and its arguments (404 or 405 when none)."""
+    @property
+    def router(self) -> Router:
+        """The one route matcher (a batch's operations ask it too)."""
         ...

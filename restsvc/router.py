@@ -1,43 +1,72 @@
-"""Matching a request's path and method to a rule of the route table.
+"""Route matching: the one object that tells which rule of the route table
+(``app.url_map``) a request's path and method take, and with what arguments.
 
-Werkzeug's matcher costs several microseconds a path; the app keeps recent
-answers, but a service whose URLs carry ids sees few paths twice. Most rules
-are whole segments, each static text or a plain ``<name>`` (Werkzeug's
-default converter: any non-empty segment), and those this router matches in
-a tree of segments, as Werkzeug does: static before ``<name>`` at every
-segment, backtracking when the method does not match, rules in table order.
-Whatever it is not sure of -- a path with an empty segment (trailing or
-doubled slashes), one under a rule it cannot read (another converter, part
-of a segment, defaults, hosts), no rule for the method (404 or 405) -- goes
-to Werkzeug, which decides as before.
+``Router.match`` answers in three steps, each as Werkzeug's matcher would:
+
+1. Recent answers: a bounded memo of (path, method) -> (rule, arguments). A
+   path matched once costs a dict lookup the next time; when the memo is
+   full it is emptied (its one eviction rule), so odd paths cannot grow it.
+   Refusals (404, 405, redirects) are not kept: they are asked again.
+2. A tree of segments. Werkzeug's matcher costs several microseconds a path
+   (about four times the tree's), and a service whose URLs carry ids sees
+   few paths twice. Most rules are whole segments, each static text or a
+   plain ``<name>`` (Werkzeug's default converter: any non-empty segment);
+   the tree matches those as Werkzeug does: static before ``<name>`` at every
+   segment, backtracking when the method does not match, rules in table
+   order.
+3. Werkzeug's matcher, for whatever the tree is not sure of: a path with an
+   empty segment (trailing or doubled slashes), one under a rule the tree
+   cannot read (another converter, part of a segment, defaults, hosts), no
+   rule for the method (404 or 405). It decides as before, and raises what
+   it raises (``NotFound``, ``MethodNotAllowed`` with the allowed methods,
+   ``RequestRedirect``).
 """
 import re
+from collections.abc import Mapping
+from typing import Final, cast
 
-_PLAIN_PARAMETER = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>\Z")
+from werkzeug.routing import Map, Rule
+
+# What a rule's handler receives as keyword arguments: text from the tree,
+# whatever a converter makes of its segment from Werkzeug (an int, ...).
+Arguments = Mapping[str, object]
+Route = tuple[Rule, Arguments]
+
+RECENT: Final = 4096        # answers the memo keeps at most
+_PLAIN_PARAMETER: Final = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>\Z")
 
 
 class _Node:
-    __slots__ = ("static", "parameter", "rules")
+    __slots__ = ("static", "parameter", "rules", "unsure")
 
-    def __init__(self):
-        self.static = {}         # segment text -> _Node
-        self.parameter = None    # the _Node after a <name> segment
-        self.rules = []          # (rule, its argument names in order) ending here, in table order
+    def __init__(self) -> None:
+        self.static: dict[str, _Node] = {}           # segment text -> the node after it
+        self.parameter: _Node | None = None          # the node after a <name> segment
+        # The rules ending here, each with its argument names in order, in table order.
+        self.rules: list[tuple[Rule, tuple[str, ...]]] = []
+        # A rule the tree cannot read starts with the static segments leading here.
+        self.unsure = False
 
 
 class Router:
-    def __init__(self, url_map):
+    def __init__(self, url_map: Map) -> None:
         self._adapter = url_map.bind("restsvc")
+        self._recent: dict[tuple[str, str], Route] = {}
         self._root = _Node()
-        self._unsure = []        # leading static segments of rules left to Werkzeug
         for rule in url_map.iter_rules():
             segments = _plain_segments(rule)
             if segments is None:
-                self._unsure.append(_static_prefix(rule.rule))
+                self._static_node(_static_prefix(rule.rule)).unsure = True
             else:
                 self._add(rule, segments)
 
-    def _add(self, rule, segments):
+    def _static_node(self, segments: list[str]) -> _Node:
+        node = self._root
+        for segment in segments:
+            node = node.static.setdefault(segment, _Node())
+        return node
+
+    def _add(self, rule: Rule, segments: list[str]) -> None:
         node, names = self._root, []
         for segment in segments:
             match = _PLAIN_PARAMETER.match(segment)
@@ -50,19 +79,42 @@ class Router:
             node = node.parameter
         node.rules.append((rule, tuple(names)))
 
-    def match(self, path, method):
-        """(rule, arguments), or raise what Werkzeug's matcher raises (404, 405)."""
+    def match(self, path: str, method: str) -> Route:
+        """(rule, arguments), or raise what Werkzeug's matcher raises (404,
+        405, a redirect). The rule's template names the route in logs and
+        metrics."""
+        key = (path, method)
+        found = self._recent.get(key)
+        if found is None:
+            found = self._find(path, method)
+            if len(self._recent) >= RECENT:
+                self._recent.clear()
+            self._recent[key] = found
+        return found
+
+    def _find(self, path: str, method: str) -> Route:
         segments = path.split("/")[1:]
-        if "" not in segments and not any(segments[:len(prefix)] == prefix
-                                          for prefix in self._unsure):
-            found = _walk(self._root, segments, 0, method, [])
+        if "" not in segments and not self._root.unsure:
+            try:
+                found = _walk(self._root, segments, 0, method, [])
+            except _Unsure:
+                found = None
             if found is not None:
                 return found
-        return self._adapter.match(path, method, return_rule=True)
+        # return_rule=True: Werkzeug answers the Rule itself, not its endpoint.
+        return cast(Route, self._adapter.match(path, method, return_rule=True))
 
 
-def _walk(node, segments, index, method, values):
-    """Werkzeug's order: static, then ``<name>``; the first rule for the method wins."""
+class _Unsure(Exception):
+    """The path starts with the static segments of a rule the tree cannot read."""
+
+
+def _walk(node: _Node, segments: list[str], index: int, method: str,
+          values: list[str]) -> Route | None:
+    """Werkzeug's order: static, then ``<name>``; the first rule for the method wins.
+    Static segments are tried first at every segment, so a path under a rule
+    the tree cannot read meets that rule's flagged node before any answer
+    (only nodes reached by static segments from the root are flagged)."""
     if index == len(segments):
         for rule, names in node.rules:
             if rule.methods is None or method in rule.methods:
@@ -70,6 +122,8 @@ def _walk(node, segments, index, method, values):
         return None
     child = node.static.get(segments[index])
     if child is not None:
+        if child.unsure:
+            raise _Unsure
         found = _walk(child, segments, index + 1, method, values)
         if found is not None:
             return found
@@ -81,7 +135,7 @@ def _walk(node, segments, index, method, values):
     return None
 
 
-def _plain_segments(rule):
+def _plain_segments(rule: Rule) -> list[str] | None:
     """The rule's segments when each is static text or a plain ``<name>``, else None."""
     if rule.defaults or rule.host or rule.subdomain or rule.websocket or rule.redirect_to \
             or rule.build_only or not rule.rule.startswith("/"):
@@ -95,7 +149,7 @@ def _plain_segments(rule):
     return segments
 
 
-def _static_prefix(text):
+def _static_prefix(text: str) -> list[str]:
     """The static segments a rule's path starts with."""
     prefix = []
     for segment in text.split("/")[1:]:

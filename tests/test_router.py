@@ -7,7 +7,7 @@ import pytest
 from werkzeug.exceptions import MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
 
-from restsvc.router import Router
+from restsvc.router import RECENT, Router
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 # Values for <name> segments: plain ones, and words other rules have as static text.
@@ -79,3 +79,36 @@ def test_a_method_no_static_rule_takes_falls_back_to_the_parameter_rule(app, pat
     rule, arguments = Router(app.url_map).match(path, "DELETE")
     assert rule.rule == "/rest/entities/<entity_name>/<entity_id>"
     assert arguments == {"entity_name": "Customer", "entity_id": path.rsplit("/", 1)[1]}
+
+
+def test_recent_answers_are_kept_in_a_bounded_memo_and_refusals_are_not(app):
+    router = Router(app.url_map)
+    path = "/rest/entities/Customer/1"
+    assert router.match(path, "GET") is router.match(path, "GET")
+    for number in range(RECENT + 10):
+        assert router.match(f"/rest/entities/Customer/{number}", "GET")[1]["entity_id"] \
+            == str(number)
+    assert len(router._recent) <= RECENT
+    for _ in range(2):
+        with pytest.raises(NotFound):
+            router.match("/nowhere", "GET")
+    assert ("/nowhere", "GET") not in router._recent
+
+
+def test_the_app_and_a_batch_ask_the_one_router(app, client, auth, monkeypatch):
+    asked = []
+    match = app.router.match
+    monkeypatch.setattr(app.router, "match", lambda path, method: asked.append((path, method))
+                        or match(path, method))
+    assert client.get("/rest/entities/Customer?limit=1", headers=auth).status_code == 200
+    assert client.post("/rest/batch", headers=auth, json={"operations": [
+        {"method": "POST", "path": "/rest/entities/Customer", "body": {"name": "Batch"}}]}
+    ).status_code == 200
+    assert asked[0] == ("/rest/entities/Customer", "GET")
+    assert ("/rest/entities/Customer", "POST") in asked[2:]
+
+
+def test_a_rule_without_a_static_first_segment_leaves_every_path_to_werkzeug():
+    url_map = Map([Rule(rule, endpoint=rule, methods=["GET"]) for rule in (
+        "/<int:number>", "/a/<b>", "/a/c", "/")], strict_slashes=False, merge_slashes=False)
+    assert _assert_same(url_map) > 50

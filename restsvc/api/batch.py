@@ -30,6 +30,7 @@ from ..bodies import limit_body, read_json_body
 from ..db import write_transaction
 from ..errors import ApiError, BadRequest, NotFound, PayloadTooLarge, localized_body
 from ..jsonio import JsonObject, JsonValue, dumps_bytes, loads
+from ..router import Arguments
 from ..security.scopes import checks
 from ..web import Context, Request, caller_locale, error_response, json_response
 from . import changes, entities, services
@@ -157,7 +158,7 @@ def _route(ctx: Context, operation: _Operation) -> None:
     """The operation's rule and caller, as its request alone would get them."""
     path = operation.path.partition("?")[0]
     try:
-        rule, _ = ctx.app.match(path, operation.method)
+        rule, _ = ctx.app.router.match(path, operation.method)
     except RouteNotFound:
         raise NotFound("Not found", f"No route {operation.method} {path}") from None
     except MethodNotAllowed:
@@ -208,7 +209,7 @@ def _answer_body(response: Response) -> JsonValue:
 
 
 def _request(ctx: Context, operation: _Operation,
-             results: list[JsonObject]) -> tuple[Request, JsonObject]:
+             results: list[JsonObject]) -> tuple[Request, Arguments]:
     """The operation's request and its route's arguments: its method, path
     and body (references to earlier answers put in), the batch's token,
     language and address."""
@@ -225,7 +226,7 @@ def _request(ctx: Context, operation: _Operation,
     request = Request(environ)
     limit_body(request, ctx.app.settings.max_request_size)
     try:
-        rule, args = ctx.app.match(request.path, request.method)
+        rule, args = ctx.app.router.match(request.path, request.method)
     except (RouteNotFound, MethodNotAllowed):
         rule, args = None, {}
     if rule is not operation.rule:      # an id put in the path that reads as a static segment
