@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import peewee
 
-from ..db import is_sqlite, release, write_transaction
+from ..db import is_sqlite, release, write_transaction, execute
 from ..jsonio import JsonObject, loads
 from . import outbox, sender
 from .webhooks import WebhookDelivery, WebhookSubscription
@@ -176,7 +176,7 @@ class Deliverer:
         sql = _claim_sql(self.database)
         with write_transaction(self.database):
             return [Claimed(*row) for key in keys
-                    for row in self.database.execute_sql(sql, (lease, key, now, now)).fetchall()]
+                    for row in execute(self.database, sql, (lease, key, now, now)).fetchall()]
 
     # -- 3. deliver ----------------------------------------------------------------
     def _start(self, row: Claimed) -> Future[None]:

@@ -38,7 +38,7 @@ import peewee
 
 from ..data.access import utc_now
 from ..data.write.outbox import KINDS, NOT_LISTED, TABLE, ChangeEvent
-from ..db import delete_in_batches, is_sqlite, write_transaction
+from ..db import delete_in_batches, is_sqlite, write_transaction, execute
 from ..jsonio import loads
 from ..model.datatypes import format_utc_instant
 
@@ -72,17 +72,17 @@ _PENDING = f"SELECT 1 FROM {TABLE} WHERE id IS NULL LIMIT 1"
 def assign(database: peewee.Database, limit: int = 10_000) -> int:
     """Give committed events without an id theirs; how many got one (0 also
     when another sequencer is at work: it assigns them)."""
-    if database.execute_sql(_PENDING).fetchone() is None:
+    if execute(database, _PENDING).fetchone() is None:
         return 0
     if is_sqlite(database):
         with write_transaction(database):
-            return int(database.execute_sql(_ASSIGN.format(limit=int(limit))).rowcount)
+            return int(execute(database, _ASSIGN.format(limit=int(limit))).rowcount)
     with database.atomic():
-        locked = database.execute_sql("SELECT pg_try_advisory_xact_lock(%s)",
-                                      (_SEQUENCER_LOCK,)).fetchone()[0]
-        if not locked:
+        row = execute(database, "SELECT pg_try_advisory_xact_lock(%s)",
+                      (_SEQUENCER_LOCK,)).fetchone()
+        if row is None or not row[0]:
             return 0
-        return int(database.execute_sql(_ASSIGN.format(limit=int(limit))).rowcount)
+        return int(execute(database, _ASSIGN.format(limit=int(limit))).rowcount)
 
 
 # -- reading -----------------------------------------------------------------
@@ -124,7 +124,7 @@ def as_event(row: tuple[Any, ...]) -> Event:
 
 def bounds(database: peewee.Database) -> tuple[int | None, int | None]:
     """(smallest, largest) id kept, (None, None) before the first event."""
-    row = database.execute_sql(
+    row = execute(database,
         f"SELECT MIN(id), MAX(id) FROM {TABLE} WHERE id IS NOT NULL").fetchone()
     return (row[0], row[1]) if row else (None, None)
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import peewee
 
-from ...db import is_sqlite
+from ...db import is_sqlite, execute
 from ...errors import BadRequest
 from ..columns import stored
 from .query import EntityQuery, _all
@@ -200,7 +200,7 @@ def sort_key(access: "Access", meta: "MetaClass", sort: str | None,
     select = query.apply_joins(meta.model.select(*columns))
     for row in reversed(rows):
         sql, params = select.where(meta.model.id == row["id"]).limit(1).sql()
-        found = access.database.execute_sql(sql, params).fetchone()
+        found = execute(access.database, sql, params).fetchone()
         if found is not None:
             return [bytes(value) if isinstance(value, memoryview) else value for value in found]
     return None
