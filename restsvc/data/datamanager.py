@@ -18,7 +18,6 @@ from .read.cursors import Cursors, sort_key
 from .answer.etags import entity_tag, versioned
 from .read.filters import Condition, Group, parse_filter
 from .read.flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_each
-from .read import byid
 from .write import softdelete
 from .write.history import HISTORY_ITEM
 from .write.importer import Importer, parse_id, too_many_entities
@@ -99,15 +98,6 @@ class DataManager:
                 ) -> "tuple[RawJson | None, str | None] | None":
         """``load_tagged``'s answer for a parsed id; None when the caller
         cannot see the row."""
-        read = byid.reader(access, meta, plan, key, return_nulls)
-        if read is not None:
-            values = read.load(access, key)
-            if values is None:
-                return None
-            tag = read.tag(values, access)
-            if tag is not None and unchanged is not None and unchanged(tag):
-                return None, tag
-            return RawJson(read.write(values)), tag
         model: Any = meta.model        # a Peewee model: its fields are class attributes
         rows = self._load(access, meta, plan, tagged=True, key_field=model.id, keys=[key],
                           raw=plan is not None)
