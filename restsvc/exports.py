@@ -38,7 +38,7 @@ FILE_EXTENSIONS = {CSV: "csv", NDJSON: "ndjson", JSON_ARRAY: "json"}
 # Numbers as their JSON text (no float or Decimal in between): a cell shows
 # exactly what the JSON answer says.
 _CELLS = json.JSONDecoder(parse_float=str, parse_int=str)
-_BOOLEAN_TEXT = cast(Callable[[Any], str], DATATYPES["boolean"].to_text)     # true / false
+_BOOLEAN_TEXT = DATATYPES["boolean"].to_text     # true / false
 
 
 def export_chunks(data: "DataManager", access: "Access", export: Export,

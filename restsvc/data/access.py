@@ -1,14 +1,14 @@
 """Who is asking, as the data layer sees it: permissions plus session values."""
 import datetime
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Forbidden, Text
 
 if TYPE_CHECKING:
     import peewee
 
-    from ..model.metadata import Metadata
+    from ..model.metadata import MetaClass, Metadata
     from ..security.roles import Permissions
 
 _WORDS = {"read": "Reading", "create": "Creation", "update": "Updating", "delete": "Deletion"}
@@ -20,7 +20,7 @@ class Access:
     permissions: "Permissions"
     session: dict[str, str]   # values for :session$username / :session$userId
     database: "peewee.Database"
-    sql_cache: dict           # shared per app: SQL text of parameter-free query shapes
+    sql_cache: dict[Any, Any]   # shared per app: SQL text of parameter-free query shapes
     include_deleted: bool = False   # soft-deleted rows too (``?includeDeleted=true``, by grant)
     # Set only by application code through DataAccess (data/bound.py), never
     # from a request: the name writes are recorded under instead of the
@@ -30,7 +30,7 @@ class Access:
     keeps_audit: bool = False
     # What is worked out once per caller and kept (filter trees of URL
     # filters: DataManager.filter); shared by the copies ``replace`` makes.
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def username(self) -> str:
@@ -43,7 +43,7 @@ class Access:
 SERVICE_NAME = "restsvc"
 
 
-def utc_now():
+def utc_now() -> datetime.datetime:
     """The clock of audit fields and history: UTC, stored without a zone."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
@@ -53,13 +53,14 @@ def utc_now():
 NO_USER_ID = "00000000-0000-0000-0000-000000000000"
 
 
-def access_for(app, principal):
+def access_for(app: Any, principal: Any) -> Access:
     """The caller as the data layer sees it; one Access per principal (the
     gate keeps a token's principal while it trusts it), not one per request."""
     memo = app.data.accesses
     found = memo.get(id(principal))
     if found is not None and found[0] is principal:
-        return found[1]
+        known: Access = found[1]
+        return known
     session = {"username": principal.username,
                "userId": str(principal.user_id or NO_USER_ID)}
     access = Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache)
@@ -72,7 +73,7 @@ def access_for(app, principal):
 _ACCESSES_MAX = 10_000
 
 
-def require(access, meta, operation):
+def require(access: Access, meta: "MetaClass", operation: str) -> None:
     """403 ``Reading forbidden`` etc. unless the caller's roles allow the operation."""
     if not access.permissions.can(meta.name, operation):
         word = _WORDS[operation]

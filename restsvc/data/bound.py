@@ -60,8 +60,8 @@ class Record(dict[str, Any]):
             return value
         nested = self.plan.properties.get(name) if self.plan is not None else None
         if prop.is_collection:
-            return [Record(prop.target, nested, child) for child in value]
-        return Record(prop.target, nested, value)
+            return [Record(prop.related, nested, child) for child in value]
+        return Record(prop.related, nested, value)
 
 
 def to_entity_json(record: "Record | Entity", permissions: "Permissions", skip_denied: bool = True,

@@ -42,26 +42,26 @@ from .numbers import integer_parser, number_of
 @dataclass(frozen=True)
 class Datatype:
     name: str
-    to_json: object
-    from_json: object
+    to_json: Callable[[Any], Any]
+    from_json: Callable[[Any], Any]
     # The JSON/Python kind the filter operators are chosen by (reference 2.4).
     kind: str
-    json_schema: dict = field(default_factory=dict)
+    json_schema: dict[str, Any] = field(default_factory=dict)
     python_type: type = str
-    to_text: object = str
-    from_text: object = None
+    to_text: Callable[[Any], str] = str
+    from_text: Callable[[str], Any] = None   # type: ignore[assignment]  # from_json, by __post_init__
     fraction_digits: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.from_text is None:
             object.__setattr__(self, "from_text", self.from_json)
 
 
-def _identity(value):
+def _identity(value: Any) -> Any:
     return value
 
 
-def _string(value):
+def _string(value: Any) -> str:
     if isinstance(value, str):
         if "\x00" in value:   # PostgreSQL cannot store it; SQLite's LIKE stops at it
             raise ValueError("NUL characters are not allowed")
@@ -75,22 +75,22 @@ def _string(value):
     raise ValueError("expected a string")
 
 
-def _double(value):
+def _double(value: Any) -> float:
     number = float(number_of(value))
     if number in (float("inf"), float("-inf")):
         raise ValueError("number out of range")
     return number
 
 
-def _boolean(value):
+def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     if value in ("true", "false"):
-        return value == "true"
+        return bool(value == "true")
     raise ValueError("expected true or false")
 
 
-def _uuid(value):
+def _uuid(value: Any) -> uuid.UUID:
     if isinstance(value, uuid.UUID):
         return value
     if not isinstance(value, str):
@@ -98,8 +98,8 @@ def _uuid(value):
     return uuid.UUID(value)
 
 
-def _iso(parser):
-    def parse(value):
+def _iso(parser: Callable[[str], Any]) -> Callable[[Any], Any]:
+    def parse(value: Any) -> Any:
         if not isinstance(value, str):
             raise ValueError("expected an ISO 8601 string")
         return parser(value)
@@ -139,14 +139,14 @@ def format_utc_instant(value: datetime.datetime) -> str:
     return value.isoformat(timespec="milliseconds") + "Z"
 
 
-def _parse_datetime(text):
+def _parse_datetime(text: str) -> datetime.datetime:
     parsed = datetime.datetime.fromisoformat(text)
     if parsed.tzinfo is not None:  # stored in UTC without an offset
         parsed = parsed.astimezone(datetime.timezone.utc).replace(tzinfo=None)
     return parsed
 
 
-def _parse_time(text):
+def _parse_time(text: str) -> datetime.time:
     parsed = datetime.time.fromisoformat(text)
     return parsed.replace(tzinfo=None)
 
@@ -158,7 +158,7 @@ def _parse_time(text):
 FILE_REF = re.compile(r"^([a-z][a-z0-9+.-]*)://([^?#\s]+)\?name=([^&#\s]*)(&[^#\s]*)?$")
 
 
-def split_file_ref(value):
+def split_file_ref(value: Any) -> tuple[str, str, str, str]:
     """``(storage, path, file name, extra "&k=v" params)``; ValueError when malformed."""
     match = FILE_REF.match(value) if isinstance(value, str) else None
     if not match:
@@ -172,20 +172,20 @@ def split_file_ref(value):
     return storage, path, name, extra or ""
 
 
-def _file_ref(value):
+def _file_ref(value: Any) -> str:
     split_file_ref(value)
-    return value
+    return str(value)
 
 
-def _decimal_text(value):
+def _decimal_text(value: Any) -> str:
     return format(value, "f")       # never an exponent: "100.00", not "1.0000E+2"
 
 
-def _boolean_text(value):
+def _boolean_text(value: Any) -> str:
     return "true" if value else "false"
 
 
-def _schema(kind, format_=None):
+def _schema(kind: str, format_: str | None = None) -> dict[str, str]:
     return {"type": kind, "format": format_} if format_ else {"type": kind}
 
 
@@ -198,9 +198,9 @@ _LOCAL_TIME = {"type": "string", "pattern": r"^[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9
                "description": "ISO 8601 time without an offset"}
 
 
-def _json_text(value):
+def _json_text(value: Any) -> str:
     from ..jsonio import dumps     # jsonio imports this module: imported when first used
-    return dumps(value)
+    return str(dumps(value))
 
 
 DATATYPES = {datatype.name: datatype for datatype in (
@@ -244,14 +244,13 @@ def column_json(datatype: Datatype, field: object) -> Callable[[Any], Any]:
         def scaled(value: decimal.Decimal) -> decimal.Decimal:
             return value.quantize(exponent)
         return scaled
-    to_json: Callable[[Any], Any] = datatype.to_json    # type: ignore[assignment]
-    return to_json
+    return datatype.to_json
 
 
 def column_text(datatype: Datatype, field: object) -> Callable[[Any], str]:
     """value -> text form of one column's values (a CSV cell): the datatype's
     text form of ``column_json``'s value (a decimal at the column's scale)."""
-    to_text: Callable[[Any], str] = datatype.to_text     # type: ignore[assignment]
+    to_text = datatype.to_text
     to_json = column_json(datatype, field)
     if to_json is datatype.to_json:
         return to_text
@@ -301,14 +300,14 @@ _FIELD_TYPES = (
 )
 
 
-def datatype_of(field):
+def datatype_of(field: peewee.Field) -> Datatype | None:
     """The datatype of a Peewee field, or None when restsvc does not map it."""
     if isinstance(field, EnumField):
         return None
-    name = getattr(field, "datatype", None)
+    name: str | None = getattr(field, "datatype", None)
     if name is None:
         for field_class, type_name in _FIELD_TYPES:
             if isinstance(field, field_class):
                 name = type_name
                 break
-    return DATATYPES.get(name)
+    return DATATYPES.get(name) if name is not None else None

@@ -57,15 +57,15 @@ class Entity(peewee.Model):
 @dataclass(frozen=True)
 class EntityDeclaration:
     name: str
-    instance_name: tuple
-    read_only: tuple
-    compositions: tuple
-    fetch_plans: tuple
-    validators: tuple = field(default=())
-    secret: tuple = field(default=())
-    renames: dict = field(default_factory=dict)
+    instance_name: tuple[str, ...]
+    read_only: tuple[str, ...]
+    compositions: tuple[str, ...]
+    fetch_plans: tuple[Any, ...]     # each a plan's JSON form
+    validators: tuple[Callable[..., Any], ...] = field(default=())
+    secret: tuple[str, ...] = field(default=())
+    renames: dict[str, str] = field(default_factory=dict)
     audited: bool = False
-    history: tuple | None = None           # None: no history; () every attribute; else the attributes
+    history: tuple[str, ...] | None = None           # None: no history; () every attribute; else the attributes
     soft_delete: bool = False
     events: bool = False            # changes published through the outbox (restsvc/events/)
     natural_key: str | None = None  # an attribute that names a row (imports, references)
@@ -149,16 +149,17 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
     return declare
 
 
-def _add_embedded_columns(model):
+def _add_embedded_columns(model: type["Entity"]) -> None:
     """Each ``Embedded`` attribute's fields become columns ``<attribute>_<field>``."""
     for name, value in list(vars(model).items()):
         if not isinstance(value, Embedded):
             continue
-        for part, template in value.value_type._embeddable_fields.items():
+        templates: dict[str, peewee.Field] = value.value_type._embeddable_fields  # type: ignore[attr-defined]
+        for part, template in templates.items():
             column = copy.copy(template)        # an unbound template: each owner its own
             if isinstance(column, peewee.ForeignKeyField):
                 column.backref = "+"
-            column.embedded_in = (name, part)
+            column.embedded_in = (name, part)       # type: ignore[attr-defined]
             model._meta.add_field(f"{name}_{part}", column)
 
 
@@ -166,11 +167,11 @@ AUDIT_FIELDS = ("createdBy", "createdDate", "lastModifiedBy", "lastModifiedDate"
 DELETION_FIELDS = ("deletedDate", "deletedBy")
 
 
-def _add_audit_fields(model):
+def _add_audit_fields(model: type["Entity"]) -> tuple[str, ...]:
     return _add_fields(model, AUDIT_FIELDS)
 
 
-def _add_fields(model, names):
+def _add_fields(model: type["Entity"], names: tuple[str, ...]) -> tuple[str, ...]:
     """Audit or deletion attributes; who as text, when as an instant (UTC)."""
     for name in names:
         if name not in model._meta.fields:
@@ -180,8 +181,8 @@ def _add_fields(model, names):
     return names
 
 
-def declaration_of(model):
-    declared = model.__dict__.get("_entity")
+def declaration_of(model: type) -> EntityDeclaration:
+    declared: EntityDeclaration | None = model.__dict__.get("_entity")
     if declared is None:
         raise TypeError(f"{model.__name__} is not declared with @entity")
     return declared

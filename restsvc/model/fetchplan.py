@@ -14,10 +14,15 @@ form clients send inline:
 A nested ``fetchPlan`` is a plan name, or an object with ``properties`` (and
 optionally ``extends``), or an object with only ``name``.
 """
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import BadRequest
 from ..jsonio import loads
+
+if TYPE_CHECKING:
+    from .metadata import MetaClass
 
 BUILT_IN = ("_local", "_base", "_instance_name")
 MAX_DEPTH = 8       # declared plans; a request's plans: svc.rest.max-fetch-plan-depth
@@ -33,17 +38,17 @@ class FetchPlanTooDeep(FetchPlanError):
 
 @dataclass(eq=False)
 class FetchPlan:
-    name: str
-    entity: object              # MetaClass
-    properties: dict            # attribute name -> nested FetchPlan, or None for values
+    name: str | None            # None: an inline plan's, or a nested one
+    entity: "MetaClass"
+    properties: dict[str, Optional["FetchPlan"]]   # attribute -> nested plan, or None for values
 
-    def to_json(self, top=True):
-        body = {}
+    def to_json(self, top: bool = True) -> dict[str, Any]:
+        body: dict[str, Any] = {}
         if self.name:
             body["name"] = self.name
         if top:
             body["entity"] = self.entity.name
-        items = []
+        items: list[Any] = []
         for name, nested in self.properties.items():
             if nested is None:
                 items.append(name)
@@ -53,19 +58,19 @@ class FetchPlan:
         return body
 
 
-def _local(meta):
+def _local(meta: "MetaClass") -> dict[str, Optional[FetchPlan]]:
     return {name: None for name, prop in meta.properties.items()
             if prop.persistent and not prop.is_reference and not prop.is_collection
             and not prop.is_embedded}
 
 
-def build_built_in_plans(meta):
+def build_built_in_plans(meta: "MetaClass") -> None:
     meta.fetch_plans["_local"] = FetchPlan("_local", meta, _local(meta))
     meta.fetch_plans["_instance_name"] = _instance_name_plan(meta, set())
     meta.fetch_plans["_base"] = _base_plan(meta, set())
 
 
-def build_named_plans(meta, declared):
+def build_named_plans(meta: "MetaClass", declared: Iterable[Any]) -> None:
     """Add the declared plans; every entity's built-ins must exist already."""
     for spec in declared:
         name = spec.get("name") if isinstance(spec, dict) else None
@@ -77,38 +82,39 @@ def build_named_plans(meta, declared):
             raise FetchPlanError(f"{meta.name}: fetch plan {name}: {exc}") from None
 
 
-def _instance_name_plan(meta, seen):
-    properties = {}
+def _instance_name_plan(meta: "MetaClass", seen: set["MetaClass"]) -> FetchPlan:
+    properties: dict[str, FetchPlan | None] = {}
     for name in meta.instance_name:
         prop = meta.properties[name]
         if prop.is_reference and prop.target not in seen:
-            properties[name] = _instance_name_plan(prop.target, seen | {meta})
+            properties[name] = _instance_name_plan(prop.related, seen | {meta})
         elif not prop.is_reference:
             properties[name] = None
     return FetchPlan("_instance_name", meta, properties)
 
 
-def _base_plan(meta, seen):
+def _base_plan(meta: "MetaClass", seen: set["MetaClass"]) -> FetchPlan:
     properties = _local(meta)
     for name, prop in meta.properties.items():      # embedded values with their _base
         if prop.is_embedded:
-            properties[name] = prop.target.fetch_plans["_base"]
+            properties[name] = prop.related.fetch_plans["_base"]
     for name in meta.instance_name:
         prop = meta.properties[name]
         if prop.is_reference and prop.target not in seen:
-            properties[name] = _base_plan(prop.target, seen | {meta})
+            properties[name] = _base_plan(prop.related, seen | {meta})
     return FetchPlan("_base", meta, properties)
 
 
-def ids_only(meta):
+def ids_only(meta: "MetaClass") -> FetchPlan:
     return FetchPlan(None, meta, {"id": None})
 
 
-def named_plan(meta, name):
+def named_plan(meta: "MetaClass", name: str) -> FetchPlan | None:
     return meta.fetch_plans.get(name)
 
 
-def parse_plan(meta, spec, strict=False, depth=0, max_depth=MAX_DEPTH):
+def parse_plan(meta: "MetaClass", spec: Any, strict: bool = False, depth: int = 0,
+               max_depth: int = MAX_DEPTH) -> FetchPlan:
     """A FetchPlan from its JSON form. ``strict`` refuses unknown attributes
     (declarations); clients' inline plans skip them, as the reference does.
     A reference's plan is one level deeper, and so is an object in ``extends``;
@@ -125,7 +131,7 @@ def parse_plan(meta, spec, strict=False, depth=0, max_depth=MAX_DEPTH):
         raise FetchPlanError("a fetch plan must be a name or a JSON object")
     if "properties" not in spec and "extends" not in spec:
         return parse_plan(meta, spec.get("name") or "_base", strict, depth, max_depth)
-    properties = {} if meta.is_embedded else {"id": None}
+    properties: dict[str, FetchPlan | None] = {} if meta.is_embedded else {"id": None}
     base = spec.get("extends")
     if base is not None:
         deeper = depth if isinstance(base, str) else depth + 1
@@ -147,22 +153,23 @@ def parse_plan(meta, spec, strict=False, depth=0, max_depth=MAX_DEPTH):
             continue
         if prop.is_reference:
             properties[name] = parse_plan(
-                prop.target, "_instance_name" if nested_spec is None else nested_spec,
+                prop.related, "_instance_name" if nested_spec is None else nested_spec,
                 strict, depth + 1, max_depth)
         elif prop.is_embedded:
-            properties[name] = parse_plan(prop.target, "_base" if nested_spec is None
+            properties[name] = parse_plan(prop.related, "_base" if nested_spec is None
                                           else nested_spec, strict, depth + 1, max_depth)
         else:
             properties[name] = None
     return FetchPlan(spec.get("name") if depth == 0 else None, meta, properties)
 
 
-def _inline_disabled():
+def _inline_disabled() -> BadRequest:
     return BadRequest("Inline fetch plans are disabled",
                       "Inline fetch plans are disabled. Use only named fetch plans.")
 
 
-def resolve_request_plan(meta, value, inline_enabled, default="_base", max_depth=MAX_DEPTH):
+def resolve_request_plan(meta: "MetaClass", value: Any, inline_enabled: bool,
+                         default: str = "_base", max_depth: int = MAX_DEPTH) -> FetchPlan:
     """The plan a request names with ``fetchPlan``: a name or inline JSON."""
     if value is None or value == "":
         return meta.fetch_plans[default]

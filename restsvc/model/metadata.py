@@ -1,24 +1,28 @@
 """Metadata: MetaClass, MetaProperty and MetaEnum, derived once from the models."""
 import functools
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import peewee
 
 from ..db import leading_index_fields
 from ..schema.linkkeys import keys_column
-from .datatypes import DATATYPES, column_json, datatype_of
+from .datatypes import DATATYPES, Datatype, column_json, datatype_of
 from .entity import Entity, declaration_of
-from .fetchplan import FetchPlanError, build_built_in_plans, build_named_plans
+from .fetchplan import FetchPlan, FetchPlanError, build_built_in_plans, build_named_plans
 from .fields import EnumField, transient
 from .valuetypes import property_value_type
+
+Captions = Callable[[str], str]
 
 
 class MetadataError(Exception):
     """A declaration that cannot work; raised at startup."""
 
 
-def enum_name(enum_class):
+def enum_name(enum_class: type) -> str:
     """Fully qualified name: the Python module path plus the class name."""
     return f"{enum_class.__module__}.{enum_class.__qualname__}"
 
@@ -26,13 +30,13 @@ def enum_name(enum_class):
 @dataclass(eq=False)
 class MetaEnum:
     name: str
-    enum_class: type
+    enum_class: Any     # an enum.Enum subclass
 
-    def member(self, constant):
+    def member(self, constant: object) -> Any:
         """The member for a constant name, or None."""
         return self.enum_class.__members__.get(constant) if isinstance(constant, str) else None
 
-    def to_json(self, captions):
+    def to_json(self, captions: Captions) -> dict[str, Any]:
         return {"name": self.name, "values": [
             {"name": m.name, "id": str(m.value), "caption": captions(f"{self.name}.{m.name}")}
             for m in self.enum_class]}
@@ -48,39 +52,47 @@ class MetaProperty:
     read_only: bool
     persistent: bool
     owner: "MetaClass"
-    field: object = None         # the Peewee field (persistent single-valued properties)
-    datatype: object = None      # Datatype for DATATYPE properties
+    field: Any = None            # the Peewee field (persistent single-valued properties)
+    datatype: Datatype | None = None   # for DATATYPE properties
     meta_enum: MetaEnum | None = None   # for ENUM properties
     target: "MetaClass | None" = None   # for references; the value type's for EMBEDDED
-    back_field: object = None    # child's ForeignKeyField for ONE_TO_MANY compositions
+    back_field: Any = None       # child's ForeignKeyField for ONE_TO_MANY compositions
     link: "Link | None" = None          # the link table of a MANY_TO_MANY association
-    getter: object = None        # transient attributes
+    getter: Callable[[Any], Any] | None = None   # transient attributes
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.json_value = _json_converter(self)
 
     @functools.cached_property
-    def value_type(self):
+    def value_type(self) -> Any:
         """How request values of the attribute are parsed (valuetypes.py)."""
         return property_value_type(self)
 
     @property
-    def transient(self):
+    def related(self) -> "MetaClass":
+        """What a reference, a collection or an embedded attribute reaches
+        (an entity, or the embedded value type)."""
+        if self.target is None:
+            raise MetadataError(f"{self.owner.name}.{self.name} reaches no entity")
+        return self.target
+
+    @property
+    def transient(self) -> bool:
         return not self.persistent
 
     @property
-    def is_reference(self):
+    def is_reference(self) -> bool:
         return self.attribute_type in ("ASSOCIATION", "COMPOSITION")
 
     @property
-    def is_embedded(self):
+    def is_embedded(self) -> bool:
         return self.attribute_type == "EMBEDDED"
 
     @property
-    def is_collection(self):
+    def is_collection(self) -> bool:
         return self.cardinality in ("ONE_TO_MANY", "MANY_TO_MANY")
 
-    def to_json(self, captions):
+    def to_json(self, captions: Captions) -> dict[str, Any]:
         return {
             "name": self.name,
             "attributeType": self.attribute_type,
@@ -94,7 +106,7 @@ class MetaProperty:
         }
 
 
-def _id_kind(meta, key):
+def _id_kind(meta: "MetaClass", key: peewee.Field) -> str:
     """uuid, integer (an AutoField: the database assigns it) or string (a
     CharField primary key: the application assigns it)."""
     if isinstance(key, peewee.UUIDField):
@@ -108,7 +120,7 @@ def _id_kind(meta, key):
                         "(the application assigns it)")
 
 
-def _json_converter(prop):
+def _json_converter(prop: MetaProperty) -> Callable[[Any], Any] | None:
     """How a stored value of the property is written to JSON."""
     if prop.meta_enum is not None:
         return lambda member: member.name
@@ -124,13 +136,14 @@ class Link:
     Both sides of a bidirectional association share the table. The side that
     declares the field (not its backref) has ``keys_field``: the owner's
     column of the row's link keys (schema/linkkeys.py), no attribute."""
-    through: type
-    owner_field: object
-    member_field: object
-    keys_field: object = None
+    through: type[peewee.Model]
+    owner_field: peewee.ForeignKeyField
+    member_field: peewee.ForeignKeyField
+    keys_field: peewee.TextField | None = None
 
 
-def _keys_field(meta, name, m2m):
+def _keys_field(meta: "MetaClass", name: str,
+                m2m: peewee.ManyToManyField) -> peewee.TextField | None:
     column = keys_column(m2m)
     if column is None:
         return None
@@ -142,7 +155,7 @@ def _keys_field(meta, name, m2m):
     return field
 
 
-def _link(meta, name, m2m):
+def _link(meta: "MetaClass", name: str, m2m: peewee.ManyToManyField) -> Link:
     through = m2m.get_through_model()
     keys = [f for f in through._meta.sorted_fields if isinstance(f, peewee.ForeignKeyField)]
     owner = [f for f in keys if f.rel_model is meta.model]
@@ -157,34 +170,35 @@ def _link(meta, name, m2m):
 @dataclass(eq=False)
 class MetaClass:
     name: str
-    model: type
-    ancestor: "MetaClass"
-    instance_name: tuple
-    validators: tuple
-    properties: dict = field(default_factory=dict)
-    fetch_plans: dict = field(default_factory=dict)   # name -> FetchPlan (built-ins too)
+    model: type[Entity]
+    ancestor: "MetaClass | None"
+    instance_name: tuple[str, ...]
+    validators: tuple[Callable[..., Any], ...]
+    properties: dict[str, MetaProperty] = field(default_factory=dict)
+    fetch_plans: dict[str, FetchPlan] = field(default_factory=dict)   # name -> FetchPlan (built-ins too)
     id_kind: str = "uuid"       # uuid (the default), integer (the database assigns it), string
-    links: list = field(default_factory=list)      # Link of each many-to-many attribute
+    links: list[Link] = field(default_factory=list)      # Link of each many-to-many attribute
     is_embedded: bool = False   # an embedded value type (no id): properties only
     audited: bool = False       # audit fields filled by the write path (data/write/writer.py)
-    history: tuple | None = None       # recorded attributes' names (data/write/history.py); None: no history
+    history: tuple[str, ...] | None = None       # recorded attributes' names (data/write/history.py); None: no history
     soft_delete: bool = False   # DELETE marks the row (data/write/softdelete.py)
     events: bool = False        # changes published through the outbox (events/outbox.py)
     natural_key: str | None = None  # the attribute that names a row (data/transfer/imports.py)
 
     @property
-    def database_assigns_id(self):
+    def database_assigns_id(self) -> bool:
         return self.id_kind == "integer"
 
-    def row_id(self, value):
+    def row_id(self, value: Any) -> str | int:
         """An id in the form loaded rows hold it: UUIDs as canonical text,
         integers as int, strings as they are."""
         return str(value) if self.id_kind != "integer" else int(value)
 
-    def property(self, name):
+    def property(self, name: str) -> MetaProperty | None:
         return self.properties.get(name)
 
-    def to_json(self, captions, properties=None):
+    def to_json(self, captions: Captions,
+                properties: Iterable[MetaProperty] | None = None) -> dict[str, Any]:
         """The reference's MetaClassInfo, with ``properties`` (default: all) listed."""
         return {
             "entityName": self.name,
@@ -197,11 +211,11 @@ class MetaClass:
 class Metadata:
     """All entities and enums of the application, by name."""
 
-    def __init__(self, models, extra_enums=()):
-        self.entities = {}
-        self.embeddables = {}       # value types of embedded attributes, by name
-        self.enums = {}
-        self._by_model = {}
+    def __init__(self, models: Iterable[type[Entity]], extra_enums: Iterable[type] = ()) -> None:
+        self.entities: dict[str, MetaClass] = {}
+        self.embeddables: dict[str, MetaClass] = {}   # value types of embedded attributes, by name
+        self.enums: dict[str, MetaEnum] = {}
+        self._by_model: dict[type, MetaClass] = {}
         for model in models:
             declared = declaration_of(model)
             if declared.name in self.entities:
@@ -226,59 +240,60 @@ class Metadata:
             except FetchPlanError as exc:
                 raise MetadataError(str(exc)) from None
 
-    def entity(self, name):
+    def entity(self, name: str) -> MetaClass | None:
         return self.entities.get(name)
 
-    def described(self, name):
+    def described(self, name: str) -> MetaClass | None:
         """An entity or an embedded value type, for the metadata API."""
         return self.entities.get(name) or self.embeddables.get(name)
 
-    def _embedded_types(self):
+    def _embedded_types(self) -> Iterator[MetaClass]:
         for meta in self.entities.values():
             for prop in meta.properties.values():
-                if prop.is_embedded:
+                if prop.is_embedded and prop.target is not None:
                     yield prop.target
 
-    def indexed_text_fields(self):
+    def indexed_text_fields(self) -> list[tuple[type[Entity], peewee.Field]]:
         """(model, field) of each indexed string attribute: the columns whose
         lower-cased values get an index of their own for the case-insensitive
         filter operators (``db.lowered_index_sql``)."""
-        found = []
+        found: list[tuple[type[Entity], peewee.Field]] = []
         for meta in self.entities.values():
             leading = {id(field) for field in leading_index_fields(meta.model)}
             props = [part for prop in meta.properties.values()
-                     for part in (prop.target.properties.values() if prop.is_embedded else (prop,))]
+                     for part in (prop.target.properties.values()
+                                  if prop.is_embedded and prop.target else (prop,))]
             found += [(meta.model, prop.field) for prop in props
                       if prop.datatype is not None and prop.datatype.kind == "string"
                       and prop.persistent and id(prop.field) in leading]
         return found
 
-    def of_model(self, model):
+    def of_model(self, model: type) -> MetaClass | None:
         return self._by_model.get(model)
 
-    def link_models(self):
+    def link_models(self) -> tuple[type[peewee.Model], ...]:
         """The link tables of many-to-many associations, each once (create_schema makes them)."""
-        found = {}
+        found: dict[type[peewee.Model], None] = {}
         for meta in self.entities.values():
             for link in meta.links:
                 found.setdefault(link.through, None)
         return tuple(found)
 
-    def _enum(self, enum_class):
+    def _enum(self, enum_class: type) -> MetaEnum:
         name = enum_name(enum_class)
         meta_enum = self.enums.get(name)
         if meta_enum is None:
             meta_enum = self.enums[name] = MetaEnum(name, enum_class)
         return meta_enum
 
-    def _target(self, meta, prop_name, model):
+    def _target(self, meta: MetaClass, prop_name: str, model: type) -> MetaClass:
         target = self._by_model.get(model)
         if target is None:
             raise MetadataError(
                 f"{meta.name}.{prop_name} refers to {model.__name__}, which is not a declared entity")
         return target
 
-    def _build(self, meta, declared):
+    def _build(self, meta: MetaClass, declared: Any) -> None:
         model = meta.model
         for base in model.__mro__[1:]:
             if base in self._by_model:
@@ -286,7 +301,7 @@ class Metadata:
                 break
         read_only = set(declared.read_only)
         secret = set(declared.secret)
-        embedded = {}
+        embedded: dict[str, list[tuple[str, peewee.Field]]] = {}
         for peewee_field in model._meta.sorted_fields:
             if peewee_field.name in secret:
                 continue
@@ -352,9 +367,10 @@ class Metadata:
             raise MetadataError(f"{meta.name} must inherit id and version from Entity")
         if not issubclass(model, Entity):
             raise MetadataError(f"{meta.name} must subclass restsvc.Entity")
-        meta.id_kind = _id_kind(meta, model._meta.primary_key)
+        meta.id_kind = _id_kind(meta, model._meta.primary_key)   # type: ignore[arg-type]  # peewee's stub: False when there is none
 
-    def _field_property(self, meta, peewee_field, read_only, name=None):
+    def _field_property(self, meta: MetaClass, peewee_field: peewee.Field, read_only: bool,
+                        name: str | None = None) -> MetaProperty:
         mandatory = not peewee_field.null and peewee_field.default is None
         name = name or peewee_field.name
         if isinstance(peewee_field, peewee.ForeignKeyField):

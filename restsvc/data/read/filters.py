@@ -10,11 +10,15 @@ tree into SQL. A client filter may only use attributes the caller can see:
 a hidden attribute is reported exactly like an unknown one, so a filter
 cannot tell them apart.
 """
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Union
 
 from ...errors import BadRequest
 from ...model.numbers import NumberOutOfBounds, decimal_fits
 from ...model.valuetypes import MAX_ARRAY_ITEMS
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass, MetaProperty
+    from ...security.roles import Permissions
 
 MAX_DEPTH = 16
 MAX_CONDITIONS = 500
@@ -40,28 +44,32 @@ OPERATORS_BY_KIND = {
 
 
 class Condition(NamedTuple):   # named tuples: built per request, cheaper than dataclasses
-    path: tuple          # MetaProperty chain, the last one holds the value
+    path: tuple["MetaProperty", ...]    # the chain, the last one holds the value
     operator: str
     value: Any           # parsed: a Python value, a list for in/notIn, a bool for isNull/notEmpty
 
 
 class Group(NamedTuple):
     is_or: bool
-    items: tuple
+    items: tuple["Condition | Group", ...]
 
 
-def _fail(message):
+Node = Union[Condition, Group]
+
+
+def _fail(message: str) -> NoReturn:
     raise BadRequest("Cannot parse entities filter", message)
 
 
 class _Parser:
-    def __init__(self, meta, permissions, session):
+    def __init__(self, meta: "MetaClass", permissions: "Permissions | None",
+                 session: dict[str, str] | None) -> None:
         self.meta = meta
         self.permissions = permissions      # None: no visibility check (row-level roles)
         self.session = session or {}
         self.count = 0
 
-    def root(self, spec):
+    def root(self, spec: Any) -> Group:
         if spec is None:
             _fail("Entities filter cannot be null")
         if not isinstance(spec, dict):
@@ -69,13 +77,13 @@ class _Parser:
                              "The filter must be a JSON object")
         return Group(False, self.items(spec.get("conditions", ()), 0))
 
-    def items(self, conditions, depth):
+    def items(self, conditions: Any, depth: int) -> tuple[Node, ...]:
         if not isinstance(conditions, (list, tuple)):
             raise BadRequest("Malformed request JSON data structure",
                              "Field 'conditions' must be a JSON array")
         if depth > MAX_DEPTH:
             _fail(f"Conditions are nested deeper than {MAX_DEPTH} levels")
-        parsed = []
+        parsed: list[Node] = []
         for item in conditions:
             if not isinstance(item, dict):
                 raise BadRequest("Malformed request JSON data structure",
@@ -86,7 +94,7 @@ class _Parser:
             parsed.append(self.group(item, depth) if "group" in item else self.condition(item))
         return tuple(parsed)
 
-    def group(self, item, depth):
+    def group(self, item: dict[str, Any], depth: int) -> Group:
         kind = item.get("group")
         if not isinstance(kind, str) or kind.upper() not in ("AND", "OR"):
             _fail(f"Invalid conditions group type: {_show(kind)}")
@@ -94,7 +102,7 @@ class _Parser:
             _fail("Field 'conditions' is not defined for conditions group")
         return Group(kind.upper() == "OR", self.items(item.get("conditions"), depth + 1))
 
-    def condition(self, item):
+    def condition(self, item: dict[str, Any]) -> Condition:
         prop_name, operator = item.get("property"), item.get("operator")
         if not isinstance(prop_name, str) or not prop_name:
             _fail("Field 'property' is not defined for filter condition")
@@ -120,8 +128,10 @@ class _Parser:
             return Condition(path, operator, tuple(self.value(prop, v) for v in value))
         return Condition(path, operator, self.value(prop, value))
 
-    def path(self, dotted):
-        meta, chain, owner = self.meta, [], None
+    def path(self, dotted: str) -> tuple["MetaProperty", ...]:
+        meta: MetaClass | None = self.meta
+        chain: list[MetaProperty] = []
+        owner: tuple[str, str] | None = None
         names = dotted.split(".")
         for position, name in enumerate(names):
             prop = meta.property(name) if meta is not None else None
@@ -132,10 +142,10 @@ class _Parser:
             # its attributes are visible as the owner's permissions on
             # "address.city" say.
             inner = prop is not None and prop.is_embedded and position < len(names) - 1
-            visible = prop is not None and prop.persistent and (
+            visible = meta is not None and prop is not None and prop.persistent and (
                 not (prop.is_collection or prop.is_embedded) or crossed or inner) and (
                 self.permissions is None or attribute_visible(self.permissions, meta, name, owner))
-            if not visible:
+            if not visible or meta is None or prop is None:
                 _fail(f"Property for {self.meta.name} not found: {dotted}")
             chain.append(prop)
             owner = (meta.name, name) if inner else None
@@ -145,14 +155,14 @@ class _Parser:
         return tuple(chain)
 
     @staticmethod
-    def flag(value):
+    def flag(value: Any) -> bool:
         if isinstance(value, bool):
             return value
         if value in ("true", "false"):
-            return value == "true"
+            return bool(value == "true")
         _fail(f"Cannot parse property value: {_show(value)}")
 
-    def value(self, prop, value):
+    def value(self, prop: "MetaProperty", value: Any) -> Any:
         if isinstance(value, str):
             if len(value) > MAX_VALUE_LENGTH:
                 _fail(f"Value is longer than {MAX_VALUE_LENGTH} characters")
@@ -176,34 +186,36 @@ class _Parser:
         return parsed
 
 
-def value_kind(prop):
+def value_kind(prop: "MetaProperty") -> str:
     if prop.is_reference:
         return "reference"
     if prop.meta_enum is not None:
         return "enum"
-    return prop.datatype.kind
+    return prop.datatype.kind if prop.datatype is not None else "json"
 
 
-def _show(value):
+def _show(value: Any) -> str:
     text = value if isinstance(value, str) else repr(value) if not isinstance(value, dict) else "{...}"
     if value is None:
         text = "null"
     return text if len(text) <= 100 else text[:100] + "..."
 
 
-def parse_filter(meta, spec, permissions=None, session=None):
+def parse_filter(meta: "MetaClass", spec: Any, permissions: "Permissions | None" = None,
+                 session: dict[str, str] | None = None) -> Group:
     """Validate a filter; ``permissions`` limits it to attributes the caller sees."""
     return _Parser(meta, permissions, session).root(spec)
 
 
-def parse_path(meta, dotted, permissions=None, session=None):
+def parse_path(meta: "MetaClass", dotted: str, permissions: "Permissions | None" = None,
+               session: dict[str, str] | None = None) -> tuple["MetaProperty", ...]:
     """A dotted attribute path as a filter condition resolves it (to-one
     references, embedded values and collections crossed; 400 for what the
     caller cannot see)."""
     return _Parser(meta, permissions, session).path(dotted)
 
 
-def attribute_visible(permissions: Any, meta: Any, name: str,
+def attribute_visible(permissions: "Permissions", meta: "MetaClass", name: str,
                       owner: tuple[str, str] | None = None) -> bool:
     """Whether the caller may read ``meta.name`` (an attribute of an entity it
     may read, or of an embedded value: ``owner`` is then the owning entity's
@@ -223,7 +235,7 @@ def attribute_visible(permissions: Any, meta: Any, name: str,
     return permissions.can(meta.name, "read") and permissions.attribute(meta.name, name) > 0
 
 
-def compares_values(prop: Any) -> bool:
+def compares_values(prop: "MetaProperty") -> bool:
     """Whether SQL may order, group or count distinct ``prop``'s stored values.
     Not a JSON value: its stored text may hold values the caller may not see
     (``HistoryItem.changes`` holds other entities' attribute values, masked

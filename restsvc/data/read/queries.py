@@ -7,14 +7,20 @@ filter and hands the result to ``DataManager.search``/``count``, so entity,
 attribute and row-level policies apply exactly as for ``/entities`` searches.
 """
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ...errors import BadRequest, NotFound
 from ...jsonio import loads
 from ...model.datatypes import DATATYPES
 from ...model.fetchplan import FetchPlanError, parse_plan
 from ...model.valuetypes import value_type
-from ..access import require
+from ..access import Access, require
+
+if TYPE_CHECKING:
+    from ...model.fetchplan import FetchPlan
+    from ...model.metadata import MetaClass, Metadata
 
 ALL = "all"                     # the implicit query: every row, plan _instance_name
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -26,14 +32,14 @@ SESSION_PARAMETERS = {"username": "username", "userLogin": "username", "userId":
 class QueryParam:
     name: str
     type: str            # as declared in the configuration file
-    value_type: object   # model.valuetypes: raw value -> typed value
-    sample: object       # a value of the type in its JSON form, for checking filters at startup
+    value_type: Any      # model.valuetypes: raw value -> typed value
+    sample: Any       # a value of the type in its JSON form, for checking filters at startup
 
     @property
-    def is_array(self):
+    def is_array(self) -> bool:
         return self.type.endswith("[]")
 
-    def bind(self, raw):
+    def bind(self, raw: Any) -> Any:
         """One raw value (JSON, or text from a query string) -> its JSON form in a filter."""
         return self.value_type.to_json(self.value_type.from_json(raw))
 
@@ -43,7 +49,7 @@ def invalid_parameter(name: str) -> BadRequest:
     return BadRequest("Invalid parameter value", f"Invalid parameter value for {name}")
 
 
-def make_param(metadata, name, declared):
+def make_param(metadata: "Metadata", name: str, declared: str) -> QueryParam | None:
     """A QueryParam for a declared type, or None when the type is unknown.
 
     Types: a restsvc datatype name, a Java class name of the reference, an
@@ -56,14 +62,14 @@ def make_param(metadata, name, declared):
         param_type.from_json(param_type.sample)))
 
 
-def parameter_reference(value):
+def parameter_reference(value: Any) -> str | None:
     """``":status"`` -> ``"status"``; None for anything else (literals, session values)."""
     if isinstance(value, str) and value.startswith(":") and PARAM_NAME.match(value[1:]):
         return value[1:]
     return None
 
 
-def fill_filter(spec, values):
+def fill_filter(spec: Any, values: Mapping[str, Any]) -> Any:
     """The filter template with ``:name`` values replaced (also inside arrays)."""
     if isinstance(spec, list):
         return [fill_filter(item, values) for item in spec]
@@ -75,7 +81,7 @@ def fill_filter(spec, values):
     return filled
 
 
-def _fill_value(value, values):
+def _fill_value(value: Any, values: Mapping[str, Any]) -> Any:
     if isinstance(value, list):
         return [_fill_value(item, values) for item in value]
     name = parameter_reference(value)
@@ -85,23 +91,23 @@ def _fill_value(value, values):
 @dataclass(frozen=True)
 class Query:
     name: str
-    entity: object               # MetaClass
+    entity: "MetaClass"
     fetch_plan: str
     limit: int | None = None
     offset: int | None = None
-    params: tuple = ()
-    filter: dict | None = None          # a filter template; None with a function, or for all rows
-    function: object = None      # fn(params, access) -> filter JSON or None
+    params: tuple[QueryParam, ...] = ()
+    filter: dict[str, Any] | None = None   # a filter template; None with a function, or for all rows
+    function: Callable[[dict[str, Any], Access], Any] | None = None  # -> filter JSON or None
 
-    def descriptor(self):
+    def descriptor(self) -> dict[str, Any]:
         return {"name": self.name, "entityName": self.entity.name,
                 "viewName": self.fetch_plan, "fetchPlanName": self.fetch_plan,
                 "limit": self.limit, "offset": self.offset,
                 "params": [{"name": p.name, "type": p.type} for p in self.params]}
 
-    def bind(self, raw_values):
+    def bind(self, raw_values: Mapping[str, Any]) -> dict[str, Any]:
         """Declared parameter -> converted value; a 400 for a missing or bad one."""
-        values = {}
+        values: dict[str, Any] = {}
         for param in self.params:
             raw = raw_values.get(param.name)
             if raw is None:
@@ -112,16 +118,16 @@ class Query:
                 raise invalid_parameter(param.name) from None
         return values
 
-    def search_filter(self, values, access):
+    def search_filter(self, values: Mapping[str, Any], access: Access) -> Any:
         if self.function is not None:
             return self.function(dict(values), access)
         return fill_filter(self.filter, values) if self.filter is not None else None
 
 
-def query_string_values(query, args):
+def query_string_values(query: Query, args: Mapping[str, Sequence[str]]) -> dict[str, Any]:
     """Raw values from a query string (name -> list of strings): an array
     parameter is a JSON array (``ids=["a","b"]``) or the parameter repeated."""
-    raw = {}
+    raw: dict[str, Any] = {}
     for param in query.params:
         given = args.get(param.name)
         if not given:
@@ -141,17 +147,17 @@ def query_string_values(query, args):
 class PredefinedQueries:
     """The configured queries by entity, run through the data manager."""
 
-    def __init__(self, data, queries=()):
-        self.data = data
-        self._by_entity = {}
+    def __init__(self, data: Any, queries: Iterable[Query] = ()) -> None:
+        self.data = data         # the DataManager
+        self._by_entity: dict[str, dict[str, Query]] = {}
         for query in queries:
             self._by_entity.setdefault(query.entity.name, {})[query.name] = query
 
-    def describe(self, access, meta):
+    def describe(self, access: Access, meta: "MetaClass") -> list[dict[str, Any]]:
         require(access, meta, "read")
         return [query.descriptor() for query in self._by_entity.get(meta.name, {}).values()]
 
-    def find(self, access, meta, name):
+    def find(self, access: Access, meta: "MetaClass", name: str) -> Query:
         require(access, meta, "read")
         if name == ALL:
             return Query(ALL, meta, "_instance_name")
@@ -160,8 +166,10 @@ class PredefinedQueries:
             raise NotFound("Query not found", f"Query with name {name} for entity {meta.name} not found")
         return query
 
-    def run(self, access, query, raw_values, fetch_plan=None, limit=None, offset=None,
-            return_nulls=False, return_count=False, after=None):
+    def run(self, access: Access, query: Query, raw_values: Mapping[str, Any],
+            fetch_plan: str | None = None, limit: int | None = None, offset: int | None = None,
+            return_nulls: bool = False, return_count: bool = False,
+            after: str | None = None) -> Any:
         """A page of results, the total count when asked (None otherwise) and
         the next page's cursor (DataManager.search).
         Request limit/offset win over the query's; without both, the maximum
@@ -172,8 +180,10 @@ class PredefinedQueries:
                                 offset=offset, return_nulls=return_nulls,
                                 return_count=return_count, after=after)
 
-    def search_of(self, access, query, raw_values, fetch_plan=None, limit=None, offset=None,
-                  after=None):
+    def search_of(self, access: Access, query: Query, raw_values: Mapping[str, Any],
+                  fetch_plan: str | None = None, limit: int | None = None,
+                  offset: int | None = None, after: str | None = None,
+                  ) -> tuple["FetchPlan", Any, int | None, int | None]:
         """(plan, filter, limit, offset) of a run: what ``run`` searches, and
         what an export of the query reads (api/export.py)."""
         plan = _named_plan(query.entity, fetch_plan or query.fetch_plan)
@@ -182,12 +192,13 @@ class PredefinedQueries:
         return (plan, search_filter, limit if limit is not None else query.limit,
                 offset if offset is not None or after is not None else query.offset)
 
-    def count(self, access, query, raw_values):
-        return self.data.count(access, query.entity,
-                               query.search_filter(query.bind(raw_values), access))
+    def count(self, access: Access, query: Query, raw_values: Mapping[str, Any]) -> int:
+        counted: int = self.data.count(access, query.entity,
+                                       query.search_filter(query.bind(raw_values), access))
+        return counted
 
 
-def _named_plan(meta, name):
+def _named_plan(meta: "MetaClass", name: str) -> "FetchPlan":
     """Queries take plan names only; inline JSON is looked up as a name (reference 1.6)."""
     try:
         return parse_plan(meta, name)

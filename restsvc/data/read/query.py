@@ -8,34 +8,45 @@ collection (``lines.product.name``, ``tags.name``) means "at least one member
 the caller can see matches": ``EXISTS (...)``, never a join, so rows are not
 repeated and counts and pages stay right.
 """
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 import peewee
 
 from ...db import is_sqlite, lower
 from ...errors import BadRequest
 from ...schema import trigram
-from .filters import Condition, Group, attribute_visible, compares_values, parse_filter
+from .filters import Condition, Group, Node, attribute_visible, compares_values, parse_filter
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass, MetaProperty
+    from ..access import Access
+
+Expression = peewee.Node       # a condition, a column or a subquery of Peewee's
+Path = tuple["MetaProperty", ...]
 
 # LIKE patterns escape their wildcards with "!", so % and _ in values are literal.
 _LIKE_ESCAPE = peewee.SQL("ESCAPE '!'")
 MAX_SORT_TERMS = 32
 
 
-def like_literal(text):
+def like_literal(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 class EntityQuery:
     """Builds the joins, WHERE and ORDER BY of one query rooted at ``meta``."""
 
-    def __init__(self, meta, access, resolving=(), alias_prefix="j", with_deleted=False):
+    def __init__(self, meta: "MetaClass", access: "Access", resolving: tuple[str, ...] = (),
+                 alias_prefix: str = "j", with_deleted: bool = False) -> None:
         self.meta = meta
         # Soft-deleted rows of the root too: the caller asked (and may), or a
         # reference from a live row is loaded (it stays readable by id).
         self.with_deleted = with_deleted or access.include_deleted
         self.model = meta.model
         self.access = access            # data.access.Access: permissions + session + database
-        self._aliases = {}              # join key -> aliased model
-        self._joins = []                # (alias, on) in join order
+        self._aliases: dict[tuple[str, ...], Any] = {}      # join key -> aliased model
+        self._joins: list[tuple[Any, Expression]] = []      # (alias, on) in join order
         # Entities whose visibility is being worked out around this query: a
         # composition cycle (a tree of one entity) stops there.
         self._resolving = resolving + (meta.name,)
@@ -44,8 +55,9 @@ class EntityQuery:
         self._alias_prefix = alias_prefix
 
     # -- paths and joins -------------------------------------------------
-    def column(self, path):
-        source, key = self.model, ()
+    def column(self, path: Path) -> peewee.ColumnBase:
+        source: Any = self.model
+        key: tuple[str, ...] = ()
         for prop in path[:-1]:
             key = key + (prop.name,)
             if prop.is_embedded:        # its columns are the owner's
@@ -54,10 +66,11 @@ class EntityQuery:
             if alias is None:
                 alias = self._join(source, prop, key)
             source = alias
-        return getattr(source, path[-1].field.name)
+        found: peewee.ColumnBase = getattr(source, path[-1].field.name)
+        return found
 
-    def _join(self, source, prop, key):
-        target = prop.target
+    def _join(self, source: Any, prop: "MetaProperty", key: tuple[str, ...]) -> Any:
+        target = prop.related
         alias = target.model.alias(f"{self._alias_prefix}{len(self._joins)}")
         self._aliases[key] = alias
         on = getattr(source, prop.field.name) == alias.id
@@ -67,28 +80,29 @@ class EntityQuery:
         self._joins.append((alias, on))
         return alias
 
-    def visible_ids(self, meta):
+    def visible_ids(self, meta: "MetaClass") -> peewee.Select | None:
         """A subquery of the ids of ``meta`` the caller's row-level roles let it
         see, or None when they do not restrict ``meta``."""
         if not self.access.permissions.row_restricted(meta.name):
             return None
         inner = EntityQuery(meta, self.access, self._resolving)
         condition = inner.row_condition(meta)
-        return inner.apply_joins(meta.model.select(meta.model.id)).where(condition)
+        ids: peewee.Select = inner.apply_joins(meta.model.select(meta.model.id)).where(condition)
+        return ids
 
-    def apply_joins(self, select, root=None):
+    def apply_joins(self, select: Any, root: Any = None) -> Any:
         for alias, on in self._joins:
             select = select.join_from(root or self.model, alias, peewee.JOIN.LEFT_OUTER, on=on)
         return select
 
     # -- conditions ------------------------------------------------------
-    def compile(self, node):
+    def compile(self, node: Node) -> Expression | None:
         """A parsed filter tree -> Peewee expression, or None for "everything"."""
         if isinstance(node, Group):
             return _all((self.compile(item) for item in node.items), node.is_or)
         return self._condition(node)
 
-    def _condition(self, condition: Condition):
+    def _condition(self, condition: Condition) -> Expression:
         crossing = next((index for index, prop in enumerate(condition.path)
                          if prop.is_collection), None)
         if crossing is not None:
@@ -105,16 +119,17 @@ class EntityQuery:
             return column.not_in(list(value))
         if op in ("contains", "doesNotContain", "startsWith", "endsWith"):
             return self._text_match(column, op, value, condition.path[-1].field)
-        return {"=": column.__eq__, "<>": column.__ne__, ">": column.__gt__,
-                ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
+        compared: Expression = {"=": column.__eq__, "<>": column.__ne__, ">": column.__gt__,
+                                ">=": column.__ge__, "<": column.__lt__, "<=": column.__le__}[op](value)
+        return compared
 
-    def _some_member(self, condition, crossing):
+    def _some_member(self, condition: Condition, crossing: int) -> Expression:
         """EXISTS (a member of the collection at ``crossing`` that the
         caller's row-level roles let it see and that meets the rest of the
         condition); further collections on the way nest the same way."""
         path = condition.path
         prop = path[crossing]
-        target = prop.target
+        target = prop.related
         owner_id = self.column(path[:crossing] + (prop.owner.properties["id"],))
         inner = EntityQuery(target, self.access, self._resolving, self._alias_prefix + "x")
         matches = inner.compile(Condition(path[crossing + 1:], condition.operator,
@@ -129,9 +144,10 @@ class EntityQuery:
         else:
             owned = prop.back_field == owner_id
         members = inner.apply_joins(members).where(_all((owned, visible, matches)))
-        return peewee.fn.EXISTS(members)
+        exists: Expression = peewee.fn.EXISTS(members)
+        return exists
 
-    def _text_match(self, column, op, value, field):
+    def _text_match(self, column: Any, op: str, value: str, field: peewee.Field) -> Expression:
         """The case-insensitive text operators, on the same lower-cased expression
         as the search index (``db.lower``). A ``startsWith`` must stay a prefix
         search the index serves: SQLite applies its LIKE optimization to plain
@@ -159,9 +175,9 @@ class EntityQuery:
         narrowed = rowid.in_(fts.select(peewee.SQL("rowid")).where(
             peewee.NodeList((peewee.Entity(table), peewee.SQL("MATCH"),
                              trigram.match_query(value)))))
-        return _all((like, narrowed))
+        return peewee.NodeList((like, narrowed), " AND ", parens=True)     # _all of the two
 
-    def row_condition(self, meta):
+    def row_condition(self, meta: "MetaClass") -> Expression | None:
         """The caller's row-level conditions for this query's root entity: its
         own filters, and for a composition child, that its owner is visible."""
         session = self.access.session
@@ -172,22 +188,22 @@ class EntityQuery:
                   for owner, back_field in permissions.row_owners(meta.name)
                   if owner.name not in self._resolving)
         rule = getattr(meta.model, "row_rule", None)      # e.g. HistoryItem
-        live = meta.model.deletedDate.is_null() if meta.soft_delete and not (
+        live = meta.model._meta.fields["deletedDate"].is_null() if meta.soft_delete and not (
             self.with_deleted and meta is self.meta) else None
         return _all(list(own) + list(owners) + ([rule(self)] if rule is not None else [])
                     + [live])
 
-    def where(self, filter_tree=None):
+    def where(self, filter_tree: Node | None = None) -> Expression | None:
         return _all((self.row_condition(self.meta),
                      self.compile(filter_tree) if filter_tree is not None else None))
 
     # -- sort --------------------------------------------------------------
-    def sort_terms(self, sort):
+    def sort_terms(self, sort: str | None) -> list[tuple[Any, bool]]:
         """``name,-date,+customer.name`` -> (column, descending) pairs of ORDER
         BY, the id last to break ties (may add joins). Unknown, hidden and
         to-many properties are skipped (reference 2.3), and so are JSON
         values (``filters.compares_values``)."""
-        terms = []
+        terms: list[tuple[Any, bool]] = []
         for item in (sort or "").split(","):
             item = item.strip()
             if not item:
@@ -201,13 +217,15 @@ class EntityQuery:
         terms.append((self.model.id, False))
         return terms
 
-    def _sort_path(self, dotted):
-        meta, chain, owner = self.meta, [], None
+    def _sort_path(self, dotted: str) -> Path | None:
+        meta: MetaClass | None = self.meta
+        chain: list[MetaProperty] = []
+        owner: tuple[str, str] | None = None
         permissions = self.access.permissions
         names = dotted.split(".")
         for position, name in enumerate(names):
             prop = meta.property(name) if meta else None
-            if (prop is None or not prop.persistent or prop.is_collection
+            if (meta is None or prop is None or not prop.persistent or prop.is_collection
                     or (prop.is_embedded and position == len(names) - 1)
                     or not attribute_visible(permissions, meta, name, owner)
                     or (position == len(names) - 1 and not compares_values(prop))):
@@ -217,17 +235,17 @@ class EntityQuery:
             meta = prop.target
         return tuple(chain)
 
-    def _expand(self, path, seen):
+    def _expand(self, path: Path, seen: set["MetaClass"]) -> list[Path]:
         """A to-one reference sorts by its target's instance-name attributes."""
         prop = path[-1]
         if not prop.is_reference:
             return [path]
-        target = prop.target
+        target = prop.related
         permissions = self.access.permissions
         names = [n for n in target.instance_name if attribute_visible(permissions, target, n)]
         if not names or target in seen:
             return [path]
-        expanded = []
+        expanded: list[Path] = []
         for name in names:
             sub = target.properties[name]
             if sub.is_collection or not sub.persistent:
@@ -236,7 +254,7 @@ class EntityQuery:
         return expanded or [path]
 
 
-def prefix_bounds(prefix):
+def prefix_bounds(prefix: str) -> tuple[str, str | None]:
     """(low, high): a text starts with ``prefix`` exactly when ``low <= text < high``.
     Text compares by code point (SQLite: UTF-8 bytes), so ``high`` is the prefix
     with its last character one higher (None when it is all U+10FFFF)."""
@@ -252,11 +270,11 @@ _LIKE_PATTERNS = {"contains": "%{}%", "doesNotContain": "%{}%", "startsWith": "{
                   "endsWith": "%{}"}
 
 
-def like_pattern(op, value):
+def like_pattern(op: str, value: str) -> str:
     return _LIKE_PATTERNS[op].format(like_literal(value))
 
 
-def filter_shape(database, node):
+def filter_shape(database: peewee.Database, node: Node) -> tuple[Any, list[Any]]:
     """(shape, parameters) of a parsed filter tree: trees of one shape compile to
     the same SQL text, which then takes these parameters in this order (what
     ``EntityQuery.compile`` binds; the loader checks that once per shape)."""
@@ -265,6 +283,7 @@ def filter_shape(database, node):
         return ((node.is_or, tuple(shape for shape, _ in parts)),
                 [param for _, params in parts for param in params])
     op, value, field = node.operator, node.value, node.path[-1].field
+    params: list[Any]
     if op in ("isNull", "notEmpty"):
         params = []
     elif op in ("in", "notIn"):
@@ -281,7 +300,7 @@ def filter_shape(database, node):
     return (names, op, len(params), value if op in ("isNull", "notEmpty") else None), params
 
 
-def _all(parts, any_of=False):
+def _all(parts: Iterable[Expression | None], any_of: bool = False) -> Expression | None:
     """AND (or OR) of the expressions that are not None; None when there are none.
     One flat list in parentheses, not Peewee's ``a & b`` (a left-nested binary
     tree, which nests the SQL one level per condition: SQLite's parser
@@ -293,7 +312,7 @@ def _all(parts, any_of=False):
     return peewee.NodeList(present, " OR " if any_of else " AND ", parens=True)
 
 
-def check_sort(sort):
+def check_sort(sort: str | None) -> None:
     """At most MAX_SORT_TERMS terms (empty ones do not count), checked before
     the sort is parsed: each becomes an ORDER BY term or more (SQLite refuses
     more than 2,000)."""
@@ -303,7 +322,7 @@ def check_sort(sort):
                          f"Parameter sort may have at most {MAX_SORT_TERMS} terms")
 
 
-def check_limit(limit, maximum):
+def check_limit(limit: int | None, maximum: int) -> None:
     if limit is not None and limit > maximum:
         raise BadRequest("The value of limit exceeded",
                          "The value of the limit exceeds the maximum possible value from "

@@ -179,7 +179,7 @@ def _resolve_references(access: "Access", meta: "MetaClass", body: dict[str, Any
         if prop is None:
             continue
         if prop.is_embedded and isinstance(value, dict):
-            _resolve_references(access, prop.target, value)
+            _resolve_references(access, prop.related, value)
         elif prop.link is not None and isinstance(value, list):
             for member in value:
                 _by_natural_key(access, prop, member)

@@ -197,20 +197,20 @@ def _column(access: "Access", meta: "MetaClass", name: str) -> _Column:
     if prop.link is not None:          # many-to-many: tags[0].id
         if member is None or len(steps) != 2 or int(member) >= MAX_ARRAY_ITEMS:
             raise unknown
-        return _Column(name, (prop.name, int(member), _key(prop.target, steps[1], unknown)), str,
+        return _Column(name, (prop.name, int(member), _key(prop.related, steps[1], unknown)), str,
                        "member")
     if member is not None or prop.is_collection:
         raise unknown
     if prop.is_reference:              # customer.id, customer.email
         if len(steps) != 2:
             raise unknown
-        return _Column(name, (prop.name, _key(prop.target, steps[1], unknown)), str, "ref")
+        return _Column(name, (prop.name, _key(prop.related, steps[1], unknown)), str, "ref")
     if prop.is_embedded:               # address.city, address.country.id
-        part = prop.target.properties.get(steps[1]) if len(steps) > 1 else None
+        part = prop.related.properties.get(steps[1]) if len(steps) > 1 else None
         if part is None or levels.get(f"{prop.name}.{part.name}", 0) < VIEW:
             raise unknown
         if part.is_reference and len(steps) == 3:
-            return _Column(name, (prop.name, part.name, _key(part.target, steps[2], unknown)),
+            return _Column(name, (prop.name, part.name, _key(part.related, steps[2], unknown)),
                            str, "ref")
         if part.is_reference or len(steps) != 2:
             raise unknown
@@ -241,7 +241,7 @@ def _cell(prop: "MetaProperty") -> Cell:
 
     def read(text: str) -> Any:
         try:
-            return datatype.to_json(datatype.from_text(text))  # type: ignore[attr-defined]
+            return datatype.to_json(datatype.from_text(text))
         except (ValueError, TypeError, ArithmeticError) as exc:
             raise ValueError(str(invalid_value(prop.type_name, exc))) from None
     return read
