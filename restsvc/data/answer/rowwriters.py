@@ -14,6 +14,7 @@ caller cannot see is null, as a missing one.
 from ...jsonio import quoted, value_text
 from ...model.serialize import Generated, _text_writer, instance_namer
 from ..columns import converter, row_id
+from ..memo import plan_facts
 from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer
 
 NAMES = "\0names"       # texts[(NAMES, name)]: foreign key -> the referenced row's instance name
@@ -30,11 +31,13 @@ def shows_reference(meta, prop, permissions):
 
 
 def row_writer(meta, rows, plan, permissions, return_nulls):
-    """The row writer, compiled once per entity, plan shape, permissions and
-    ``returnNulls``: an inline plan (a new object per request) of a shape seen
-    before finds it too. An entry holds its entity and permissions, so their
-    ids cannot be reused by others while it exists."""
-    key = (id(meta), id(permissions), return_nulls, flat_shape(plan), tuple(rows.names),
+    """The row writer, compiled once per entity, plan shape (None: the
+    instance name and id only), permissions and ``returnNulls``: an inline
+    plan (a new object per request) of a shape seen before finds it too.
+    An entry holds its entity and permissions, so their ids cannot be
+    reused by others while it exists."""
+    key = (id(meta), id(permissions), return_nulls,
+           None if plan is None else flat_shape(plan), tuple(rows.names),
            rows.transients)
     entry = _WRITERS.get(key)
     if entry is None or entry[0] is not meta or entry[1] is not permissions:
@@ -49,9 +52,10 @@ def flat_shape(plan):
     """What of a plan decides one level's rows and writer, kept on the plan:
     an inline plan (a new object per request) of a shape seen before shares
     them. A reference's own plan is written by a writer of its own."""
-    shape = plan.__dict__.get("_flat_shape")
+    facts = plan_facts(plan)
+    shape = facts.shape
     if shape is None:
-        shape = plan._flat_shape = tuple(
+        shape = facts.shape = tuple(
             (name, None if nested is None else tuple(nested.properties))
             for name, nested in plan.properties.items())
     return shape
@@ -103,7 +107,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
     lines.append(f"    x = {_name_expression(meta, permissions, index, const)}")
     lines.append(f"    out = ({const(no_name)} if x is None else "
                  f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + {const(write_id)}(v[0])")
-    for name, nested in plan.properties.items():
+    for name, nested in plan.properties.items() if plan is not None else ():
         if name == "id" or not levels.get(name):
             continue
         prop, key = meta.properties[name], f",{quoted(name)}:"

@@ -2,12 +2,13 @@
 stored children (at every depth) and the entities that refer to a row."""
 from ...model.fetchplan import ids_only
 from ..read.loader import select_rows
+from ..read.request import Load
 
 
 def child_ids(access, prop, parent_id):
     """The ids of a composition's stored children the caller can see."""
-    rows = select_rows(access, prop.target, ids_only(prop.target), sort=None,
-                       key_field=prop.back_field, keys=[parent_id])
+    rows = select_rows(access, prop.target, ids_only(prop.target),
+                       Load(key_field=prop.back_field, keys=[parent_id]))
     return {row["id"] for row in rows}
 
 
