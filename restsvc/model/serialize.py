@@ -278,7 +278,8 @@ def write_entity(meta: Any, row: Any, plan: Any, permissions: Any,
 def write_entities(meta: Any, rows: Any, plan: Any, permissions: Any,
                    return_nulls: bool = False) -> RawJson:
     """A JSON array of entities."""
-    write, written = _compiled_for(meta, plan, permissions, return_nulls), {}
+    write = _compiled_for(meta, plan, permissions, return_nulls)
+    written: dict[Any, Any] = {}
     return raw_array([write(row, written) for row in rows])
 
 
@@ -321,7 +322,8 @@ def count_objects(meta: Any, rows: Any, plan: Any, permissions: Any, limit: int)
     refs = _references(meta, plan, permissions) if plan is not None else ()
     if not refs:
         return len(rows)
-    memo, total = {}, 0
+    memo: dict[Any, Any] = {}
+    total = 0
     for row in rows:
         total += _count(row, refs, memo, limit)
         if total > limit:

@@ -118,11 +118,12 @@ def select_rows(access: Any, meta: Any, plan: Any, load: Load) -> Any:
         # loads what the general way loads (members too where they are hidden:
         # transient attributes may read them); a flat page only what it shows.
         nested = rows.nested = kind == NESTED or raw == NESTED
-        load = _nested_load if nested else _raw_load
+        by_ids = _nested_load if nested else _raw_load
         if rows.links:
-            fill_flat_members(access, rows, budget, load, shows=readable if nested else shows_reference)
+            fill_flat_members(access, rows, budget, by_ids,
+                              shows=readable if nested else shows_reference)
         if nested:      # no rows: no statements, but the rows' shape (transient attributes)
-            fill_nested(access, rows, budget, load)
+            fill_nested(access, rows, budget, by_ids)
         return rows
     return _complete(access, meta, plan, rows, budget)
 
