@@ -1,8 +1,7 @@
 """What is worked out once per plan, permissions or entity, in one kind of memo.
 
 A ``Memo`` is a bounded dict with one eviction rule: when it is full, it is
-emptied (a new dict: a thread reading the old one keeps reading it) and
-filled again by what is asked next. Keys are values (names, shapes, ids of
+emptied and filled again by what is asked next. Keys are values (names, shapes, ids of
 objects); an entry that is keyed by an object's id holds that object in its
 value, so that the id cannot name another object while the entry lives
 (``Memo.owned``).
@@ -14,36 +13,29 @@ V = TypeVar("V")
 OwnerT = TypeVar("OwnerT")
 
 
-class Memo(Generic[V]):
-    """A bounded dict of values worked out once; ``size``: entries kept at most."""
+class Memo(dict[Hashable, V]):
+    """A bounded dict of values worked out once; ``size``: entries kept at
+    most. ``get`` is the dict's own (the look-up costs no Python call)."""
 
-    __slots__ = ("_entries", "size", "name")
+    __slots__ = ("size", "name")
 
     def __init__(self, name: str, size: int) -> None:
+        super().__init__()
         self.name, self.size = name, size
-        self._entries: dict[Hashable, V] = {}
-
-    def get(self, key: Hashable) -> V | None:
-        return self._entries.get(key)
 
     def put(self, key: Hashable, value: V) -> V:
-        if len(self._entries) >= self.size:
-            self._entries = {}
-        self._entries[key] = value
+        """Keep ``value`` for ``key``; a full memo is emptied first."""
+        if len(self) >= self.size:
+            self.clear()
+        self[key] = value
         return value
 
     def find(self, key: Hashable, build: Callable[[], V]) -> V:
         """The value kept for ``key``, worked out by ``build`` the first time."""
-        found = self._entries.get(key)
+        found = self.get(key)
         if found is None:
             found = self.put(key, build())
         return found
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def clear(self) -> None:
-        self._entries = {}
 
 
 class Owned(Generic[OwnerT, V]):

@@ -11,16 +11,18 @@ A reference the caller does not see (its attribute hidden, its entity not
 readable) is left out as ``serialize`` leaves it out; a referenced row the
 caller cannot see is null, as a missing one.
 """
+from collections.abc import Callable
+from typing import Any
+
 from ...jsonio import quoted, value_text
 from ...model.serialize import Generated, _text_writer, instance_namer
 from ..columns import converter, row_id
-from ..memo import plan_facts
+from ..memo import Memo, plan_facts
 from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer
 
 NAMES = "\0names"       # texts[(NAMES, name)]: foreign key -> the referenced row's instance name
 
-_WRITERS: dict[tuple, tuple] = {}
-_WRITERS_MAX = 1024
+_WRITERS: "Memo[tuple[Any, Any, Any]]" = Memo("row writers", 1024)
 
 
 def shows_reference(meta, prop, permissions):
@@ -30,7 +32,8 @@ def shows_reference(meta, prop, permissions):
         and permissions.can(prop.target.name, "read")
 
 
-def row_writer(meta, rows, plan, permissions, return_nulls):
+def row_writer(meta: Any, rows: Any, plan: Any, permissions: Any,
+               return_nulls: bool) -> Callable[..., str]:
     """The row writer, compiled once per entity, plan shape (None: the
     instance name and id only), permissions and ``returnNulls``: an inline
     plan (a new object per request) of a shape seen before finds it too.
@@ -41,10 +44,8 @@ def row_writer(meta, rows, plan, permissions, return_nulls):
            rows.transients)
     entry = _WRITERS.get(key)
     if entry is None or entry[0] is not meta or entry[1] is not permissions:
-        if len(_WRITERS) >= _WRITERS_MAX:
-            _WRITERS.clear()
-        entry = _WRITERS[key] = (meta, permissions,
-                                 _compile(meta, plan, rows, permissions, return_nulls))
+        entry = _WRITERS.put(key, (meta, permissions,
+                                   _compile(meta, plan, rows, permissions, return_nulls)))
     return entry[2]
 
 

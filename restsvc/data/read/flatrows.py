@@ -38,16 +38,18 @@ class RawRows(list):
     ``transients``: the names of the values worked out after loading, each
     row's last ones (nestedrows.py)."""
 
-    def __init__(self, values, meta, loading, names, converting):
+    def __init__(self, values: Any, meta: Any, loading: Any, names: tuple[str, ...],
+                 converting: Any) -> None:
         super().__init__(values)
         self.meta, self.loading = meta, loading
         self.names, self._converting = names, converting
         self.links = _links(meta, loading, names)
-        self.members = {}
+        self.members: dict[str, Any] = {}
         self.nested = False     # loaded as the loader's general way loads (nestedrows.py)
-        self.targets, self.children = {}, {}
-        self.transients = ()
-        self.view = None        # what transient attributes see of a row (nestedrows.py)
+        self.targets: dict[str, Any] = {}
+        self.children: dict[str, Any] = {}
+        self.transients: tuple[str, ...] = ()
+        self.view: Any = None   # what transient attributes see of a row (nestedrows.py)
 
     def extend(self, more):
         """Another chunk of the same load (loader._by_ids): its rows and what
@@ -138,7 +140,7 @@ def raw_kind(meta: Any, loading: Any) -> str | None:
     return kind
 
 
-def is_flat(meta, loading):
+def is_flat(meta: Any, loading: Any) -> bool:
     """Whether ``loading`` is loaded by one statement (and its members' own):
     raw, without references, compositions or transient attributes."""
     return raw_kind(meta, loading) in (FLAT, MEMBERS)

@@ -55,6 +55,7 @@ class Columns:
 
 
 _COLUMNS: "Memo[Owned[Any, Columns]]" = Memo("loader.columns", 2048)
+_ROW_VIEWS: "Memo[Owned[Any, Any]]" = Memo("row views", 1024)    # per entity
 
 
 def columns_of(meta: Any, plan: Any, database: Any) -> Columns:
@@ -106,7 +107,7 @@ def select_rows(access: Any, meta: Any, plan: Any, load: Load) -> Any:
         columns = columns + [(_PARENT, parent_column)]
         names = names + (_PARENT,)
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
-    sql, params = _statement(access, meta, Selected(columns, signature), load)
+    sql, params = statement(access, meta, Selected(columns, signature), load)
     cursor = access.database.execute_sql(sql, params)
     kind = raw_kind(meta, plan) if raw else None
     rows = RawRows(cursor.fetchall(), meta, plan, names, converting) if kind \
@@ -155,7 +156,7 @@ def _complete(access, meta, plan, rows, budget):
     return rows
 
 
-def session_free(access, meta):
+def session_free(access: Any, meta: Any) -> bool:
     """Whether the statements reading ``meta`` hold nothing of the caller's
     session (no row-level role or row rule applies): their text can be kept."""
     return not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule")
@@ -178,7 +179,7 @@ class Selected(NamedTuple):
     signature: str
 
 
-def _statement(access: Any, meta: Any, selected: Selected, load: Load) -> tuple[str, list[Any]]:
+def statement(access: Any, meta: Any, selected: Selected, load: Load) -> tuple[str, list[Any]]:
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
@@ -324,9 +325,7 @@ def row_view(meta, row):
     as attributes (the row itself is the view's ``__dict__``: no copy), loaded
     references as views too, and for anything the plan did not load, the
     stored entity (loaded at the first such access). Read-only."""
-    cls = meta.__dict__.get("_row_view")
-    if cls is None:
-        cls = meta._row_view = _view_class(meta)
+    cls = owned(_ROW_VIEWS, meta, None, lambda: _view_class(meta))
     view = cls.__new__(cls)
     view.__dict__ = row
     view._stored = None

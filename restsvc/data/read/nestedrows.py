@@ -22,10 +22,12 @@ from ...model.serialize import _references
 from ..columns import converter, row_id
 from .members import shown_lists
 from .request import By
+from ..memo import Memo, Owned, owned
 from ..answer.rowwriters import NAMES, positions, raw_namer, row_writer, shows_reference
 
 PARENT = "\0parent"     # the owner's id on composition children while loading
-_VIEWS_MAX = 256        # view classes per entity (one per set of loaded columns)
+# View classes, one per entity and set of loaded columns (inline plans choose them).
+_VIEWS: "Memo[Owned[Any, type]]" = Memo("raw views", 1024)
 
 
 def readable(meta, prop, permissions):
@@ -288,14 +290,7 @@ def _view_of(rows):
 
 def view_class(meta, names):
     """The view class of rows of ``meta`` with the loaded columns ``names``."""
-    views = meta.__dict__.setdefault("_raw_views", {})
-    key = tuple(names)
-    found = views.get(key)
-    if found is None:
-        if len(views) >= _VIEWS_MAX:        # inline plans choose the columns
-            views.clear()
-        found = views[key] = _view_class(meta, names)
-    return found
+    return owned(_VIEWS, meta, tuple(names), lambda: _view_class(meta, names))
 
 
 def _view_class(meta, names):

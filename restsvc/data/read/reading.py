@@ -10,22 +10,25 @@ loader's general way: Python consumers, and what the raw way does not
 cover), and the ETag digest's shape. It is kept per permissions in a
 ``Memo``; a get is then one statement, one row writer and its tag.
 """
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from ...jsonio import RawJson
 from ...model.serialize import count_objects, write_entities, write_entity
 from ..answer.etags import entity_tag, plan_key, tag_of, tag_shape, versioned
 from ..memo import Memo
-from .flatrows import KeyRows, RawRows, raw_kind, tag_row, write_flat, write_flat_each
-from .loader import loading_plan, select_rows
+from ..answer.rowwriters import row_writer
+from ..columns import row_id, stored
+from .flatrows import KeyRows, RawRows, is_flat, raw_kind, tag_row, write_flat, write_flat_each
+from .loader import Selected, columns_of, loading_plan, select_rows, session_free, statement
 from .nestedrows import too_many
 from .request import Budget, Load
 
 _READINGS_MAX = 256     # per permissions: inline plans of new shapes cannot grow it without end
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reading:
     """How one plan of one entity is read and written for one set of permissions."""
     meta: Any
@@ -34,6 +37,59 @@ class Reading:
     raw: bool               # rows as the database gives them (flatrows.RawRows)
     return_nulls: bool
     shape: str | None       # the ETag digest's shape; None: per caller (row-level roles)
+    # The load of one row by id, worked out at the first (``one``), per
+    # whether soft-deleted rows are read (the statement differs).
+    ones: dict[bool, "One | None"] = field(default_factory=dict)
+
+
+class One(NamedTuple):
+    """A load of one row by id of a flat ``Reading``, worked out once: the
+    statement the loader builds for it, the id's stored form, the row's id as
+    the loader converts it, where its version is, and its row writer."""
+    sql: str
+    stored: Callable[[Any], Any]
+    row_id: Callable[[Any], Any]
+    version: int | None
+    write: Callable[..., str]
+
+
+def one(access: Any, read: Reading, key: Any) -> One | None:
+    """The ``One`` of ``read``, or None where the statement holds the caller's
+    session (row-level roles, row rules) or the plan loads more than its own
+    row's columns (references, compositions, members, transient attributes):
+    then ``load`` reads it as any page."""
+    deleted = bool(read.meta.soft_delete and access.include_deleted)
+    if deleted in read.ones:
+        return read.ones[deleted]
+    found = read.ones[deleted] = _one(access, read, key)
+    return found
+
+
+def _one(access: Any, read: Reading, key: Any) -> One | None:
+    meta, loading = read.meta, read.loading
+    if not read.raw or not session_free(access, meta) or not is_flat(meta, loading):
+        return None
+    columns = columns_of(meta, loading, access.database)
+    rows = RawRows((), meta, loading, columns.names, columns.converting)
+    if rows.links:
+        return None
+    model: Any = meta.model
+    sql, _ = statement(access, meta, Selected(columns.selected, columns.signature),
+                       Load(key_field=model.id, keys=[key]))
+    names = columns.names
+    return One(sql, stored(model.id), row_id(meta),
+               names.index("version") if "version" in names else None,
+               row_writer(meta, rows, read.plan, access.permissions, read.return_nulls))
+
+
+def one_tag(access: Any, read: Reading, found: One, values: Any) -> str | None:
+    """The ETag of a row ``found`` read (``tag``), or None without a version."""
+    if found.version is None or values[found.version] is None:
+        return None
+    # With row-level roles the session's values are part of the digest.
+    shape = read.shape or tag_shape(read.plan, access.permissions, access.session,
+                                    read.return_nulls)
+    return tag_of(found.row_id(values), values[found.version], shape)
 
 
 def reading(access: Any, meta: Any, plan: Any, return_nulls: bool = False, tagged: bool = False,
