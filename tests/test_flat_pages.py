@@ -39,7 +39,7 @@ def test_a_page_writes_each_entity_as_its_single_load(client_with_roles, role, n
 
 @pytest.mark.parametrize("role", [FULL, READER], ids=["full", "reader"])
 def test_a_get_tags_what_it_answers_as_the_general_loader_tags_it(client_with_roles, role):
-    """A get of a flat plan (data/read/byid.py) gives the ETag the general loader's
+    """A get of a flat plan (data/read/reading.py) gives the ETag the general loader's
     row gives, per plan and returnNulls; a tag it gave answers 304."""
     from restsvc.data.access import access_for
     from restsvc.data.answer.etags import entity_tag

@@ -10,6 +10,8 @@ native objects.
 """
 import datetime
 import decimal
+from collections.abc import Callable
+from typing import Any
 from operator import itemgetter
 
 import peewee
@@ -89,7 +91,7 @@ def converter(field):
     return result
 
 
-def row_id(meta):
+def row_id(meta: Any) -> Callable[[Any], Any]:
     """A row of database values (the loader's columns, the id first) -> its id,
     converted as the loader converts it; worked out once per entity."""
     read = meta.__dict__.get("_flat_row_id")
@@ -100,7 +102,7 @@ def row_id(meta):
     return read
 
 
-def stored(field):
+def stored(field: Any) -> Callable[[Any], Any]:
     """A one-argument function: a Python value -> the column's value as the
     database takes it (``field.db_value``). Ids are canonical UUID text here
     (rows and ``parse_id`` make them so): the 32 hex digits Peewee binds are

@@ -12,18 +12,16 @@ from ..errors import (BadRequest, NotFound, PreconditionFailed, ValidationFailed
                       entity_name_not_found, entity_not_found)
 from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
-from ..model.serialize import count_objects, write_entities, write_entity
+from ..model.serialize import write_entity
 from .access import require
 from .read.cursors import Cursors, sort_key
-from .answer.etags import entity_tag, versioned
 from .read.filters import Condition, Group, parse_filter
-from .read.flatrows import KeyRows, RawRows, tag_row, write_flat, write_flat_each
-from .read import byid
 from .write import softdelete
 from .write.history import HISTORY_ITEM
 from .write.importer import Importer, parse_id, too_many_entities
-from .read.loader import Budget, count_rows, loading_plan, select_rows, visible_ids
-from .read.nestedrows import too_many
+from .read.loader import count_rows, select_rows, visible_ids
+from .read.reading import load, one, one_tag, reading, sort_rows, tag, write_all, write_each
+from .read.request import Budget, Load
 from .read.query import check_limit, check_sort
 from .write.writer import Writer
 
@@ -60,25 +58,6 @@ class DataManager:
         return resolve_request_plan(meta, value, self.settings.inline_fetch_plans, default,
                                     self.settings.max_fetch_plan_depth)
 
-    def _load(self, access, meta, plan, tagged=False, spare=0, **query):
-        """Rows to serialize along ``plan`` (None: instance names only), within
-        the answer's entity budget; what serializing them would write is
-        counted before anything is written. ``tagged``: with their versions."""
-        budget = Budget(self.settings.max_response_entities, spare)
-        loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
-        if tagged:
-            loading = versioned(meta, loading)
-        rows = select_rows(access, meta, loading, budget=budget, **query)
-        allowed = budget.limit + budget.spare
-        if isinstance(rows, RawRows):
-            # A flat page counted its members as it loaded them (members.py).
-            exceeded = rows.nested and too_many(rows, plan, access.permissions, allowed)
-        else:
-            exceeded = count_objects(meta, rows, plan, access.permissions, allowed) > allowed
-        if exceeded:
-            raise budget.exceeded()
-        return rows
-
     # -- reading -----------------------------------------------------------
     def load(self, access, meta, entity_id, plan, return_nulls=False):
         return self.load_tagged(access, meta, entity_id, plan, return_nulls)[0]
@@ -99,28 +78,25 @@ class DataManager:
                 ) -> "tuple[RawJson | None, str | None] | None":
         """``load_tagged``'s answer for a parsed id; None when the caller
         cannot see the row."""
-        read = byid.reader(access, meta, plan, key, return_nulls)
-        if read is not None:
-            values = read.load(access, key)
+        read = reading(access, meta, plan, return_nulls, tagged=True)
+        found = one(access, read, key)
+        if found is not None:       # the plan's load by id, worked out once
+            values = access.database.execute_sql(found.sql, [found.stored(key)]).fetchone()
             if values is None:
                 return None
-            tag = read.tag(values, access)
-            if tag is not None and unchanged is not None and unchanged(tag):
-                return None, tag
-            return RawJson(read.write(values)), tag
+            etag = one_tag(access, read, found, values)
+            if etag is not None and unchanged is not None and unchanged(etag):
+                return None, etag
+            return RawJson(found.write(values)), etag
         model: Any = meta.model        # a Peewee model: its fields are class attributes
-        rows = self._load(access, meta, plan, tagged=True, key_field=model.id, keys=[key],
-                          raw=plan is not None)
+        rows = load(access, read, Budget(self.settings.max_response_entities),
+                    Load(key_field=model.id, keys=[key]))
         if not rows:
             return None
-        flat = isinstance(rows, RawRows)
-        tag = entity_tag(tag_row(rows) if flat else rows[0], plan, access.permissions,
-                         access.session, return_nulls)
-        if tag is not None and unchanged is not None and unchanged(tag):
-            return None, tag
-        if flat:
-            return write_flat_each(meta, rows, plan, access.permissions, return_nulls)[0][1], tag
-        return write_entity(meta, rows[0], plan, access.permissions, return_nulls), tag
+        etag = tag(access, read, rows)
+        if etag is not None and unchanged is not None and unchanged(etag):
+            return None, etag
+        return write_each(access, read, rows)[0][1], etag
 
     def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
                return_nulls=False, return_count=False, after=None):
@@ -131,19 +107,16 @@ class DataManager:
         key = self.after_key(after, offset, meta, sort, filter_spec)
         # One row more than asked for: whether a next page exists.
         rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset, key,
-                                 spare=int(limit is not None), raw=plan is not None)
-        flat = isinstance(rows, RawRows)
+                                 spare=int(limit is not None), answer=return_nulls)
         cursor = None
         if limit is not None and len(rows) > limit:
             del rows[limit:]
             # limit=0: an empty page, and no cursor (nothing to continue from)
-            last = sort_key(access, meta, sort or "", KeyRows(rows) if flat else rows) if rows else None
+            last = sort_key(access, meta, sort or "", sort_rows(rows)) if rows else None
             if last is not None:
                 cursor = self.cursors.token(meta, sort, filter_spec, last)
         total = count_rows(access, meta, tree) if return_count else None
-        if flat:
-            return write_flat(meta, rows, plan, access.permissions, return_nulls), total, cursor
-        return write_entities(meta, rows, plan, access.permissions, return_nulls), total, cursor
+        return write_all(access, reading(access, meta, plan, return_nulls), rows), total, cursor
 
     def after_key(self, after, offset, meta, sort, filter_spec):
         """The sort key of a cursor from a request (None without one)."""
@@ -155,25 +128,29 @@ class DataManager:
         return self.cursors.key(after, meta, sort, filter_spec)
 
     def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
-               after=None, spare=0, raw=False):
-        """Rows (Python values, not yet serialized) and the parsed filter;
-        ``after``: a sort key (cursors.py); ``spare``: rows loaded beyond ``limit``;
-        ``raw``: a raw plan's rows as the database gives them (flatrows.RawRows)."""
+               after=None, spare=0, answer=None):
+        """Rows along ``plan`` and the parsed filter; ``after``: a sort key
+        (cursors.py); ``spare``: rows loaded beyond ``limit``; ``answer``:
+        None for Python values (converted rows), else the rows of an answer
+        with that ``returnNulls``, as reading.py reads them (the database's
+        values where the row writers write them)."""
         require(access, meta, "read")
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)
         check_sort(sort)
         tree = self.filter(access, meta, filter_spec)
-        rows = self._load(access, meta, plan, where_filter=tree, sort=sort or "",
-                          limit=(limit if limit is not None else maximum) + spare,
-                          offset=offset, after=after, spare=spare, raw=raw)
+        read = reading(access, meta, plan, bool(answer), answer=answer is not None)
+        rows = load(access, read, Budget(self.settings.max_response_entities, spare), Load(
+            where=tree, sort=sort or "", limit=(limit if limit is not None else maximum) + spare,
+            offset=offset, after=after))
         return rows, tree
 
     def select_by_id(self, access, meta, plan, entity_id):
         """The row of one entity (Python values, not yet serialized), or None."""
         require(access, meta, "read")
-        rows = self._load(access, meta, plan, key_field=meta.model.id,
-                          keys=[parse_id(meta, entity_id)])
+        read = reading(access, meta, plan, answer=False)
+        rows = load(access, read, Budget(self.settings.max_response_entities),
+                    Load(key_field=meta.model.id, keys=[parse_id(meta, entity_id)]))
         return rows[0] if rows else None
 
     def batches(self, access, meta, plan, filter_spec=None, sort="", size=1000):
@@ -185,7 +162,7 @@ class DataManager:
         with one, by offset."""
         require(access, meta, "read")
         tree = self.filter(access, meta, filter_spec)
-        loading = loading_plan(plan)
+        loading = reading(access, meta, plan, answer=False).loading
         id_path = (meta.properties["id"],)
         offset, after = 0, None
         while True:
@@ -193,8 +170,8 @@ class DataManager:
             if after is not None:
                 after_last = Condition(id_path, ">", after)
                 where = after_last if tree is None else Group(False, (tree, after_last))
-            rows = select_rows(access, meta, loading, where, sort or "", size,
-                               offset if sort else None)
+            rows = select_rows(access, meta, loading,
+                               Load(where, sort or "", size, offset if sort else None))
             if rows:
                 yield rows
             if len(rows) < size:
@@ -368,13 +345,10 @@ class DataManager:
         ids = [op.id for op in saved]
         by_id = {}
         if readable:
-            rows = self._load(access, meta, plan, key_field=meta.model.id, keys=ids,
-                              raw=plan is not None)
-            if isinstance(rows, RawRows):
-                by_id = dict(write_flat_each(meta, rows, plan, access.permissions, return_nulls))
-            else:
-                by_id = {row["id"]: write_entity(meta, row, plan, access.permissions, return_nulls)
-                         for row in rows}
+            read = reading(access, meta, plan, return_nulls)
+            rows = load(access, read, Budget(self.settings.max_response_entities),
+                        Load(key_field=meta.model.id, keys=ids))
+            by_id = dict(write_each(access, read, rows))
         return [by_id[key] if key in by_id else RawJson(dumps({"_entityName": meta.name, "id": key}))
                 for key in ids]
 

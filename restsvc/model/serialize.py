@@ -8,6 +8,8 @@ Answers are written as JSON text directly (``write_entity``, ``write_entities``)
 building dicts and then encoding them cost twice as much. ``serialize`` gives
 the same entity as a dict, for application code that adds it to JSON of its own.
 """
+from typing import Any
+
 from ..jsonio import RawJson, loads, quoted, raw_array, value_text
 from .datatypes import DATATYPES
 
@@ -267,14 +269,17 @@ def _compiled_for(meta, plan, permissions, return_nulls):
     return compiled
 
 
-def write_entity(meta, row, plan, permissions, return_nulls=False):
+def write_entity(meta: Any, row: Any, plan: Any, permissions: Any,
+                 return_nulls: bool = False) -> RawJson:
     """One entity as JSON text (plan None: ``_entityName``, ``_instanceName`` and ``id``)."""
     return RawJson(_compiled_for(meta, plan, permissions, return_nulls)(row, {}))
 
 
-def write_entities(meta, rows, plan, permissions, return_nulls=False):
+def write_entities(meta: Any, rows: Any, plan: Any, permissions: Any,
+                   return_nulls: bool = False) -> RawJson:
     """A JSON array of entities."""
-    write, written = _compiled_for(meta, plan, permissions, return_nulls), {}
+    write = _compiled_for(meta, plan, permissions, return_nulls)
+    written: dict[Any, Any] = {}
     return raw_array([write(row, written) for row in rows])
 
 
@@ -307,7 +312,7 @@ def _find_references(meta, plan, permissions):
     return found
 
 
-def count_objects(meta, rows, plan, permissions, limit):
+def count_objects(meta: Any, rows: Any, plan: Any, permissions: Any, limit: int) -> int:
     """How many JSON objects serializing ``rows`` along ``plan`` writes, found
     without writing them, or a number above ``limit`` as soon as it is one.
     A loaded row that several parents share (the order of each of its lines)
@@ -317,7 +322,8 @@ def count_objects(meta, rows, plan, permissions, limit):
     refs = _references(meta, plan, permissions) if plan is not None else ()
     if not refs:
         return len(rows)
-    memo, total = {}, 0
+    memo: dict[Any, Any] = {}
+    total = 0
     for row in rows:
         total += _count(row, refs, memo, limit)
         if total > limit:

@@ -11,17 +11,19 @@ part of it).
 """
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import peewee
 
 from ...jsonio import dumps
+from ..memo import plan_facts
 
 if TYPE_CHECKING:
     from ...security.roles import Permissions
 
 
-def entity_tag(row, plan, permissions, session, return_nulls):
+def entity_tag(row: Any, plan: Any, permissions: Any, session: Any,
+               return_nulls: bool) -> str | None:
     """The strong ETag (quoted) of one entity row, or None without a version."""
     version = row.get("version")
     if version is None:
@@ -29,19 +31,20 @@ def entity_tag(row, plan, permissions, session, return_nulls):
     return make_tag(row["id"], version, plan, permissions, session, return_nulls)
 
 
-def make_tag(entity_id, version, plan, permissions, session, return_nulls):
+def make_tag(entity_id: Any, version: Any, plan: Any, permissions: Any, session: Any,
+             return_nulls: bool) -> str:
     """The strong ETag (quoted) of the entity ``entity_id`` at ``version``."""
     return tag_of(entity_id, version, tag_shape(plan, permissions, session, return_nulls))
 
 
-def tag_shape(plan, permissions, session, return_nulls):
+def tag_shape(plan: Any, permissions: Any, session: Any, return_nulls: bool) -> str:
     """What besides the id shapes the body, as the tag's digest reads it (the
     same for every entity of one plan, caller and ``returnNulls``)."""
     return (f"\0{plan_key(plan)}\0{permissions_key(permissions, session)}\0"
             f"{'n' if return_nulls else ''}")
 
 
-def tag_of(entity_id, version, shape):
+def tag_of(entity_id: Any, version: Any, shape: str) -> str:
     """The strong ETag (quoted) of ``entity_id`` at ``version``, ``shape`` from ``tag_shape``."""
     digest = hashlib.blake2b(f"{entity_id}{shape}".encode("utf-8"), digest_size=9).hexdigest()
     return f'"{version}-{digest}"'
@@ -55,26 +58,28 @@ def tag_version(tag):
     return int(head)
 
 
-def versioned(meta, loading):
+def versioned(meta: Any, loading: Any) -> Any:
     """The loading plan with the version at its top, so the tag can be made
     (the serializer writes only what the request's plan holds)."""
     if "version" in loading.properties or "version" not in meta.properties:
         return loading
-    cached = loading.__dict__.get("_versioned")
+    facts = plan_facts(loading)
+    cached = facts.versioned
     if cached is None:
         cached = type(loading)(loading.name, loading.entity, {**loading.properties, "version": None})
-        cached._loading = cached
-        loading._versioned = cached
+        plan_facts(cached).loading = cached
+        facts.versioned = cached
     return cached
 
 
-def plan_key(plan):
+def plan_key(plan: Any) -> str:
     """Named plans by entity and name; inline plans by their whole shape."""
     if plan is None:
         return "_instance_name"
-    key = plan.__dict__.get("_tag_key")
+    facts = plan_facts(plan)
+    key = facts.tag_key
     if key is None:
-        key = plan._tag_key = dumps(plan.to_json())
+        key = facts.tag_key = dumps(plan.to_json())
     return key
 
 

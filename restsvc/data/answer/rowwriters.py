@@ -11,15 +11,18 @@ A reference the caller does not see (its attribute hidden, its entity not
 readable) is left out as ``serialize`` leaves it out; a referenced row the
 caller cannot see is null, as a missing one.
 """
+from collections.abc import Callable
+from typing import Any
+
 from ...jsonio import quoted, value_text
 from ...model.serialize import Generated, _text_writer, instance_namer
 from ..columns import converter, row_id
+from ..memo import Memo, plan_facts
 from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer
 
 NAMES = "\0names"       # texts[(NAMES, name)]: foreign key -> the referenced row's instance name
 
-_WRITERS: dict[tuple, tuple] = {}
-_WRITERS_MAX = 1024
+_WRITERS: "Memo[tuple[Any, Any, Any]]" = Memo("row writers", 1024)
 
 
 def shows_reference(meta, prop, permissions):
@@ -29,19 +32,20 @@ def shows_reference(meta, prop, permissions):
         and permissions.can(prop.target.name, "read")
 
 
-def row_writer(meta, rows, plan, permissions, return_nulls):
-    """The row writer, compiled once per entity, plan shape, permissions and
-    ``returnNulls``: an inline plan (a new object per request) of a shape seen
-    before finds it too. An entry holds its entity and permissions, so their
-    ids cannot be reused by others while it exists."""
-    key = (id(meta), id(permissions), return_nulls, flat_shape(plan), tuple(rows.names),
+def row_writer(meta: Any, rows: Any, plan: Any, permissions: Any,
+               return_nulls: bool) -> Callable[..., str]:
+    """The row writer, compiled once per entity, plan shape (None: the
+    instance name and id only), permissions and ``returnNulls``: an inline
+    plan (a new object per request) of a shape seen before finds it too.
+    An entry holds its entity and permissions, so their ids cannot be
+    reused by others while it exists."""
+    key = (id(meta), id(permissions), return_nulls,
+           None if plan is None else flat_shape(plan), tuple(rows.names),
            rows.transients)
     entry = _WRITERS.get(key)
     if entry is None or entry[0] is not meta or entry[1] is not permissions:
-        if len(_WRITERS) >= _WRITERS_MAX:
-            _WRITERS.clear()
-        entry = _WRITERS[key] = (meta, permissions,
-                                 _compile(meta, plan, rows, permissions, return_nulls))
+        entry = _WRITERS.put(key, (meta, permissions,
+                                   _compile(meta, plan, rows, permissions, return_nulls)))
     return entry[2]
 
 
@@ -49,9 +53,10 @@ def flat_shape(plan):
     """What of a plan decides one level's rows and writer, kept on the plan:
     an inline plan (a new object per request) of a shape seen before shares
     them. A reference's own plan is written by a writer of its own."""
-    shape = plan.__dict__.get("_flat_shape")
+    facts = plan_facts(plan)
+    shape = facts.shape
     if shape is None:
-        shape = plan._flat_shape = tuple(
+        shape = facts.shape = tuple(
             (name, None if nested is None else tuple(nested.properties))
             for name, nested in plan.properties.items())
     return shape
@@ -103,7 +108,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
     lines.append(f"    x = {_name_expression(meta, permissions, index, const)}")
     lines.append(f"    out = ({const(no_name)} if x is None else "
                  f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + {const(write_id)}(v[0])")
-    for name, nested in plan.properties.items():
+    for name, nested in plan.properties.items() if plan is not None else ():
         if name == "id" or not levels.get(name):
             continue
         prop, key = meta.properties[name], f",{quoted(name)}:"

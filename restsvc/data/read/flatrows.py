@@ -14,15 +14,16 @@ are left out), and the row-level roles and soft-delete rules were applied by
 the query as for every other load.
 """
 from collections import Counter
+from typing import Any
 from itertools import repeat
 from operator import itemgetter
 
 from ...jsonio import RawJson, raw_array
-from ..columns import row_id as _row_id     # byid.py's name for it
+from ..memo import UNKNOWN, plan_facts
+from ..columns import row_id as _row_id
 from .members import load_members
 from .nestedrows import nested_texts
 from ..answer.rowwriters import row_writer as _writer, shows_reference as _shows_members
-from ..answer.rowwriters import flat_shape as flat_shape     # byid.py imports it from here
 
 FLAT, MEMBERS, NESTED = "flat", "members", "nested"
 
@@ -37,16 +38,18 @@ class RawRows(list):
     ``transients``: the names of the values worked out after loading, each
     row's last ones (nestedrows.py)."""
 
-    def __init__(self, values, meta, loading, names, converting):
+    def __init__(self, values: Any, meta: Any, loading: Any, names: tuple[str, ...],
+                 converting: Any) -> None:
         super().__init__(values)
         self.meta, self.loading = meta, loading
         self.names, self._converting = names, converting
         self.links = _links(meta, loading, names)
-        self.members = {}
+        self.members: dict[str, Any] = {}
         self.nested = False     # loaded as the loader's general way loads (nestedrows.py)
-        self.targets, self.children = {}, {}
-        self.transients = ()
-        self.view = None        # what transient attributes see of a row (nestedrows.py)
+        self.targets: dict[str, Any] = {}
+        self.children: dict[str, Any] = {}
+        self.transients: tuple[str, ...] = ()
+        self.view: Any = None   # what transient attributes see of a row (nestedrows.py)
 
     def extend(self, more):
         """Another chunk of the same load (loader._by_ids): its rows and what
@@ -83,7 +86,7 @@ class KeyRows:
     """What ``cursors.sort_key`` reads of a page: its last row, the rows from
     the end; of a row only the columns asked for are converted."""
 
-    def __init__(self, raw):
+    def __init__(self, raw: "RawRows") -> None:
         self._raw = raw
 
     def __getitem__(self, index):
@@ -108,34 +111,36 @@ class _KeyRow:
 
 def _key_columns(raw):
     """Column name -> (position, converter or None) of a flat plan's rows."""
-    found = raw.loading.__dict__.get("_flat_key_columns")
+    facts = plan_facts(raw.loading)
+    found = facts.key_columns
     if found is None:
         convert = dict(raw._converting)
-        found = raw.loading._flat_key_columns = {
+        found = facts.key_columns = {
             name: (position, convert.get(position)) for position, name in enumerate(raw.names)}
     return found
 
 
-def raw_kind(meta, loading):
+def raw_kind(meta: Any, loading: Any) -> str | None:
     """Whether and how rows of ``loading`` (a loading plan) are loaded raw,
     kept on it: FLAT (columns of the entity's table and of its embedded
     values), MEMBERS (those, and many-to-many members along FLAT or MEMBERS
     plans), NESTED (besides those, to-one references or compositions along
     raw plans, or transient attributes), or None: the loader's general way
     (a model that presents its rows, references inside embedded values)."""
-    kind = loading.__dict__.get("_raw_kind", False)
-    if kind is False:
+    facts = plan_facts(loading)
+    kind = facts.raw_kind
+    if kind is UNKNOWN:
         kinds = {_property_kind(meta.properties[name], nested)
                  for name, nested in loading.properties.items()}
         if None in kinds or getattr(meta.model, "present_rows", None) is not None:
             kind = None
         else:
             kind = NESTED if NESTED in kinds else MEMBERS if MEMBERS in kinds else FLAT
-        loading._raw_kind = kind
+        facts.raw_kind = kind
     return kind
 
 
-def is_flat(meta, loading):
+def is_flat(meta: Any, loading: Any) -> bool:
     """Whether ``loading`` is loaded by one statement (and its members' own):
     raw, without references, compositions or transient attributes."""
     return raw_kind(meta, loading) in (FLAT, MEMBERS)
@@ -166,9 +171,10 @@ def _column(prop):
 
 def _links(meta, loading, names):
     """(name, position of the link text) of the plan's many-to-many attributes."""
-    links = loading.__dict__.get("_flat_links")
+    facts = plan_facts(loading)
+    links = facts.links
     if links is None:
-        links = loading._flat_links = [(name, names.index(name)) for name in loading.properties
+        links = facts.links = [(name, names.index(name)) for name in loading.properties
                                        if meta.properties[name].link is not None]
     return links
 
@@ -189,7 +195,8 @@ def fill_flat_members(access, rows, budget, load, shows=_shows_members):
             _row_id(prop.target))
 
 
-def write_flat(meta, rows, plan, permissions, return_nulls=False):
+def write_flat(meta: Any, rows: "RawRows", plan: Any, permissions: Any,
+               return_nulls: bool = False) -> RawJson:
     """A JSON array of the entities of ``rows`` (RawRows) along ``plan``."""
     write = _writer(meta, rows, plan, permissions, return_nulls)
     texts = _texts(rows, plan, permissions, return_nulls)
@@ -198,7 +205,8 @@ def write_flat(meta, rows, plan, permissions, return_nulls=False):
     return raw_array(map(write, rows, repeat(texts)))
 
 
-def write_flat_each(meta, rows, plan, permissions, return_nulls=False):
+def write_flat_each(meta: Any, rows: "RawRows", plan: Any, permissions: Any,
+                    return_nulls: bool = False) -> list[tuple[Any, RawJson]]:
     """Each entity of ``rows`` (RawRows) along ``plan``: [(id, JSON text)] in
     the rows' order, the ids as the loader converts them."""
     write, row_id = _writer(meta, rows, plan, permissions, return_nulls), _row_id(meta)
@@ -240,7 +248,7 @@ def _member_texts(rows, plan, permissions, return_nulls):
     return texts
 
 
-def tag_row(rows):
+def tag_row(rows: "RawRows") -> dict[str, Any]:
     """What ``etags.entity_tag`` reads of the first row of ``rows``: id and
     version, converted as the loader converts them."""
     values, version = rows[0], _key_columns(rows).get("version")

@@ -7,11 +7,12 @@ rows and its members are loaded by id (members.py). References to entities
 the caller may not read are left out; referenced rows hidden by row-level
 roles become null (to-one) or are absent (collections).
 """
-from functools import partial
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from ...db import is_sqlite
-from ...errors import BadRequest
 from ...model.fetchplan import ids_only
+from ..memo import Memo, Owned, owned, plan_facts
 from ..columns import conversions, converter, read_rows, stored
 from .cursors import after_key
 from .members import fill_members, member_column
@@ -19,16 +20,16 @@ from .flatrows import NESTED, RawRows, fill_flat_members, raw_kind
 from .nestedrows import PARENT as _PARENT, fill_nested, readable
 from ..answer.rowwriters import shows_reference
 from .query import EntityQuery, filter_shape
+from .request import PLAIN, By, Load
 
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
-RESPONSE_TOO_LARGE = "Response too large"    # the error of an answer beyond its entity budget
 
 
-def loading_plan(plan):
+def loading_plan(plan: Any) -> Any:
     """The plan plus what ``_instanceName`` needs, at every level (cached on the plan)."""
-    cached = getattr(plan, "_loading", None)
-    if cached is not None:
-        return cached
+    facts = plan_facts(plan)
+    if facts.loading is not None:
+        return facts.loading
     merged = dict(plan.properties)
     extra = plan.entity.fetch_plans["_instance_name"]
     for name, nested in extra.properties.items():
@@ -37,66 +38,54 @@ def loading_plan(plan):
     properties = {name: (loading_plan(nested) if nested is not None else None)
                   for name, nested in merged.items()}
     result = type(plan)(plan.name, plan.entity, properties)
-    result._loading = result
-    plan._loading = result
+    plan_facts(result).loading = facts.loading = result
     return result
 
 
-def _columns(meta, plan, database):
-    """(attribute name, peewee field or expression) pairs the root query
-    selects, their names, the conversions of their values, a text signature
-    for the SQL cache, the plan's transient attributes, its embedded values
-    (name, their attributes) and its many-to-many attributes (each selected
-    as its link keys, members.py); worked out once per plan and database kind."""
-    kind = "_columns_sqlite" if is_sqlite(database) else "_columns_pg"
-    cached = plan.__dict__.get(kind)
-    if cached is None:
-        columns, embedded, links = [("id", meta.model.id)], [], []
-        for name, nested in plan.properties.items():
-            prop = meta.properties[name]
-            if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
-                columns.append((name, prop.field))
-            elif prop.is_embedded:
-                parts = [part for part in nested.properties
-                         if prop.target.properties[part].field is not None]
-                columns += [(f"{name}.{part}", prop.target.properties[part].field)
-                            for part in parts]
-                embedded.append((name, parts))
-            elif prop.link is not None:
-                links.append((name, member_column(database, prop)))
-        transients = [meta.properties[name] for name in plan.properties
-                      if meta.properties[name].getter is not None]
-        converters = [converter(field) for _, field in columns] + [None] * len(links)
-        columns += links
-        cached = (columns, [name for name, _ in columns], conversions(converters),
-                  f"{meta.name}:{','.join(name for name, _ in columns)}", transients, embedded)
-        setattr(plan, kind, cached)
-    return cached
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """What the root statement of a loading plan selects, worked out once per
+    plan and kind of database (``columns_of``)."""
+    selected: list[tuple[str, Any]]     # (attribute name, peewee field or expression)
+    names: tuple[str, ...]              # the selected names, in order
+    converting: list[tuple[int, Any]]   # (position, converter) of the values converted
+    signature: str                      # the columns, as the SQL cache tells shapes apart
+    transients: list[Any]               # the plan's transient attributes
+    embedded: list[tuple[str, list[str]]]   # (embedded attribute, its selected parts)
 
 
-class Budget:
-    """How many entities one answer may hold (svc.rest.max-response-entities).
-    Loading counts the rows it reads and asks no query for more than are
-    left; the serializer counts the objects it would write before writing."""
+_COLUMNS: "Memo[Owned[Any, Columns]]" = Memo("loader.columns", 2048)
+_ROW_VIEWS: "Memo[Owned[Any, Any]]" = Memo("row views", 1024)    # per entity
 
-    def __init__(self, limit, spare=0):
-        # ``spare`` rows more may be loaded to see whether a next page
-        # exists; they are dropped before writing, and each holds at least
-        # one entity, so what is written stays within ``limit``.
-        self.limit = limit
-        self.spare = spare
-        self.left = limit + spare
 
-    def take(self, count):
-        self.left -= count
-        if self.left < 0:
-            raise self.exceeded()
+def columns_of(meta: Any, plan: Any, database: Any) -> Columns:
+    """The ``Columns`` of a loading plan: the id, the entity's own columns and
+    its embedded values' (``address.city``), then its many-to-many
+    attributes, each selected as its link keys (members.py)."""
+    return owned(_COLUMNS, plan, is_sqlite(database), lambda: _columns(meta, plan, database))
 
-    def exceeded(self):
-        return BadRequest(RESPONSE_TOO_LARGE,
-                          f"The answer would hold more than {self.limit} entities "
-                          "(svc.rest.max-response-entities); ask for fewer rows or a "
-                          "smaller fetch plan")
+
+def _columns(meta: Any, plan: Any, database: Any) -> Columns:
+    columns: list[tuple[str, Any]] = [("id", meta.model.id)]
+    embedded: list[tuple[str, list[str]]] = []
+    links = []
+    for name, nested in plan.properties.items():
+        prop = meta.properties[name]
+        if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
+            columns.append((name, prop.field))
+        elif prop.is_embedded:
+            parts = [part for part in nested.properties
+                     if prop.target.properties[part].field is not None]
+            columns += [(f"{name}.{part}", prop.target.properties[part].field) for part in parts]
+            embedded.append((name, parts))
+        elif prop.link is not None:
+            links.append((name, member_column(database, prop)))
+    transients = [meta.properties[name] for name in plan.properties
+                  if meta.properties[name].getter is not None]
+    converters = [converter(field) for _, field in columns] + [None] * len(links)
+    columns += links
+    return Columns(columns, tuple(name for name, _ in columns), conversions(converters),
+                   f"{meta.name}:{','.join(name for name, _ in columns)}", transients, embedded)
 
 
 def visible_ids(access, meta, keys):
@@ -104,26 +93,21 @@ def visible_ids(access, meta, keys):
     return {row["id"] for row in _by_ids(access, meta, ids_only(meta), meta.model.id, keys)}
 
 
-def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, offset=None,
-                key_field=None, keys=None, parent_column=None, budget=None,
-                with_deleted=False, after=None, raw=False):
-    """Rows of ``meta`` matching the filter tree, the caller's row-level roles
-    and ``key_field IN keys``, loaded along ``plan`` (already a loading plan),
-    counted against ``budget`` (a Budget, or None for no bound).
-    Soft-deleted rows are left out unless the caller asked for them or
-    ``with_deleted`` (a to-one reference from a live row). ``after``: a sort
-    key (cursors.py); only rows after it in the sort. ``raw``: the rows of a
-    plan ``flatrows.raw_kind`` covers as the database gives them
-    (flatrows.RawRows), at every level."""
-    columns, names, converting, signature, _, embedded = _columns(meta, plan, access.database)
+def select_rows(access: Any, meta: Any, plan: Any, load: Load) -> Any:
+    """Rows of ``meta`` matching ``load``'s filter, the caller's row-level roles
+    and keys, loaded along ``plan`` (already a loading plan), counted against
+    the load's budget. Soft-deleted rows are left out unless the caller asked
+    for them or ``load.with_deleted``."""
+    shape = columns_of(meta, plan, access.database)
+    columns, names, converting, signature = \
+        shape.selected, shape.names, shape.converting, shape.signature
+    parent_column, budget, raw = load.parent_column, load.budget, load.raw
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
-        names = names + [_PARENT]
+        names = names + (_PARENT,)
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
-    keys = list(keys) if keys is not None else None
-    sql, params = _statement(access, meta, columns, signature, where_filter, sort, limit, offset,
-                             key_field, keys, with_deleted=with_deleted, after=after)
+    sql, params = statement(access, meta, Selected(columns, signature), load)
     cursor = access.database.execute_sql(sql, params)
     kind = raw_kind(meta, plan) if raw else None
     rows = RawRows(cursor.fetchall(), meta, plan, names, converting) if kind \
@@ -135,21 +119,33 @@ def select_rows(access, meta, plan, where_filter=None, sort=None, limit=None, of
         # loads what the general way loads (members too where they are hidden:
         # transient attributes may read them); a flat page only what it shows.
         nested = rows.nested = kind == NESTED or raw == NESTED
-        load = partial(_by_ids, raw=NESTED if nested else True)
+        by_ids = _nested_load if nested else _raw_load
         if rows.links:
-            fill_flat_members(access, rows, budget, load, shows=readable if nested else shows_reference)
+            fill_flat_members(access, rows, budget, by_ids,
+                              shows=readable if nested else shows_reference)
         if nested:      # no rows: no statements, but the rows' shape (transient attributes)
-            fill_nested(access, rows, budget, load)
+            fill_nested(access, rows, budget, by_ids)
         return rows
     return _complete(access, meta, plan, rows, budget)
+
+
+def _raw_load(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By) -> Any:
+    """``_by_ids`` of the rows under a flat page's (its many-to-many members)."""
+    return _by_ids(access, meta, plan, key_field, ids, by._replace(raw=True))
+
+
+def _nested_load(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By) -> Any:
+    """``_by_ids`` of the rows under a nested page's (references, compositions, members)."""
+    return _by_ids(access, meta, plan, key_field, ids, by._replace(raw=NESTED))
 
 
 def _complete(access, meta, plan, rows, budget):
     """Converted rows -> what the plan asks: embedded values folded, references
     loaded, transient attributes worked out."""
-    _, _, _, _, transients, embedded = _columns(meta, plan, access.database)
-    if embedded:
-        _fold_embedded(rows, embedded)
+    shape = columns_of(meta, plan, access.database)
+    transients = shape.transients
+    if shape.embedded:
+        _fold_embedded(rows, shape.embedded)
     fill_references(access, meta, plan, rows, budget)
     for row in rows:
         for prop in transients:
@@ -160,7 +156,7 @@ def _complete(access, meta, plan, rows, budget):
     return rows
 
 
-def session_free(access, meta):
+def session_free(access: Any, meta: Any) -> bool:
     """Whether the statements reading ``meta`` hold nothing of the caller's
     session (no row-level role or row rule applies): their text can be kept."""
     return not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule")
@@ -177,8 +173,13 @@ def kept_shape(access, tree):
     return kept[1]
 
 
-def _statement(access, meta, columns, signature, where_filter, sort, limit, offset, key_field,
-               keys, with_deleted=False, after=None):
+class Selected(NamedTuple):
+    """The columns of a statement and their signature (``Columns``)."""
+    columns: list[tuple[str, Any]]
+    signature: str
+
+
+def statement(access: Any, meta: Any, selected: Selected, load: Load) -> tuple[str, list[Any]]:
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
@@ -186,9 +187,13 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     parameters, worked out without Peewee, are exactly the ones Peewee bound.
     A page after a cursor is built each time (its key's values are parameters
     of a shape of their own)."""
+    keys, key_field, limit, offset, sort = load.keys, load.key_field, load.limit, load.offset, \
+        load.sort
+    where_filter, with_deleted, after = load.where, load.with_deleted, load.after
     if keys is None:
         params = []
     else:
+        keys = list(keys)
         params = list(map(stored(key_field), keys))
     if limit is not None:
         params.append(limit)
@@ -200,7 +205,7 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
         if where_filter is not None:
             shape, filter_params = kept_shape(access, where_filter)
             params = filter_params + params
-        cache_key = (signature, shape, sort, limit is not None, bool(offset),
+        cache_key = (selected.signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
                      id(access.permissions) if sort or shape else None,
@@ -216,9 +221,9 @@ def _statement(access, meta, columns, signature, where_filter, sort, limit, offs
     terms = query.sort_terms(sort) if sort is not None else None    # may add joins
     order = [column.desc() if descending else column.asc() for column, descending in terms or ()]
     if after is not None:
-        keyset = after_key(access.database, terms, after)
+        keyset = after_key(access.database, terms or [], after)
         condition = keyset if condition is None else condition & keyset
-    select = query.apply_joins(meta.model.select(*[field for _, field in columns]))
+    select = query.apply_joins(meta.model.select(*[field for _, field in selected.columns]))
     if condition is not None:
         select = select.where(condition)
     if order:
@@ -275,23 +280,24 @@ def fill_references(access, meta, plan, rows, budget=None):
             _fill_children(access, prop, nested, rows, budget)
         else:
             ids = {row[name] for row in rows if row.get(name) is not None}
-            found = _by_ids(access, target, nested, target.model.id, ids, budget=budget,
-                            with_deleted=True)
+            found = _by_ids(access, target, nested, target.model.id, ids,
+                            By(budget=budget, with_deleted=True))
             by_id = {row["id"]: row for row in found}
             for row in rows:
                 if row.get(name) is not None:
                     row[name] = by_id.get(row[name])
 
 
-def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None,
-            with_deleted=False, raw=False):
-    rows = []
+def _by_ids(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By = PLAIN) -> Any:
+    """The rows of ``plan`` whose ``key_field`` is one of ``ids``, in chunks."""
+    rows: Any = []
     ids = sorted(ids)
+    budget = by.budget
     for start in range(0, len(ids), _CHUNK):
-        chunk = select_rows(access, meta, plan, sort="", parent_column=parent_column,
-                            key_field=key_field, keys=ids[start:start + _CHUNK],
-                            limit=None if budget is None else budget.left + 1,
-                            budget=budget, with_deleted=with_deleted, raw=raw)
+        chunk = select_rows(access, meta, plan, Load(
+            sort="", parent_column=by.parent_column, key_field=key_field,
+            keys=ids[start:start + _CHUNK], limit=None if budget is None else budget.left + 1,
+            budget=budget, with_deleted=by.with_deleted, raw=by.raw))
         if start:
             rows.extend(chunk)  # RawRows: with what was loaded for the chunk's rows
         else:
@@ -302,7 +308,7 @@ def _by_ids(access, meta, plan, key_field, ids, parent_column=None, budget=None,
 def _fill_children(access, prop, plan, rows, budget):
     back = prop.back_field
     children = _by_ids(access, prop.target, plan, back, {row["id"] for row in rows},
-                       parent_column=back, budget=budget)
+                       By(parent_column=back, budget=budget))
     _group(prop, rows, children)
 
 
@@ -319,9 +325,7 @@ def row_view(meta, row):
     as attributes (the row itself is the view's ``__dict__``: no copy), loaded
     references as views too, and for anything the plan did not load, the
     stored entity (loaded at the first such access). Read-only."""
-    cls = meta.__dict__.get("_row_view")
-    if cls is None:
-        cls = meta._row_view = _view_class(meta)
+    cls = owned(_ROW_VIEWS, meta, None, lambda: _view_class(meta))
     view = cls.__new__(cls)
     view.__dict__ = row
     view._stored = None

@@ -21,6 +21,7 @@ import peewee
 
 from ...db import is_sqlite
 from ..columns import converter
+from .request import By
 
 
 def member_column(database, prop):
@@ -89,7 +90,7 @@ def load_members(access, prop, plan, counts, budget, load, key_of):
     counts.pop(None, None)
     keys = parsed_keys(access.database, prop, counts)
     wanted = set().union(*map(keys.__getitem__, counts))
-    members = load(access, prop.target, plan, prop.target.model.id, wanted, budget=budget) \
+    members = load(access, prop.target, plan, prop.target.model.id, wanted, By(budget=budget)) \
         if wanted else []
     by_key = {key_of(member): member for member in members}
     complete = len(by_key) == len(wanted)

@@ -15,15 +15,19 @@ its foreign key names, and each composition's array once per parent; the
 row writers splice them in.
 """
 from collections import Counter
+from typing import Any
 from operator import itemgetter
 
 from ...model.serialize import _references
 from ..columns import converter, row_id
 from .members import shown_lists
+from .request import By
+from ..memo import Memo, Owned, owned
 from ..answer.rowwriters import NAMES, positions, raw_namer, row_writer, shows_reference
 
 PARENT = "\0parent"     # the owner's id on composition children while loading
-_VIEWS_MAX = 256        # view classes per entity (one per set of loaded columns)
+# View classes, one per entity and set of loaded columns (inline plans choose them).
+_VIEWS: "Memo[Owned[Any, type]]" = Memo("raw views", 1024)
 
 
 def readable(meta, prop, permissions):
@@ -72,8 +76,8 @@ def _targets(access, rows, prop, nested, budget, load):
     wanted = set(ids.values())
     wanted.discard(None)
     target = prop.target
-    found = load(access, target, nested, target.model.id, wanted, budget=budget,
-                 with_deleted=True)
+    found = load(access, target, nested, target.model.id, wanted,
+                 By(budget=budget, with_deleted=True))
     # A row whose id is stored as the key is: its id converts as the key did.
     # Others (none, unless the keys are stored in other forms) by the converted ids.
     by_raw, by_id, by_key = {values[0]: values for values in found}, None, {}
@@ -93,7 +97,7 @@ def _children(access, rows, prop, nested, budget, load):
     loader's order) of one composition."""
     ids = list(map(row_id(rows.meta), rows))
     back = prop.back_field
-    found = load(access, prop.target, nested, back, set(ids), parent_column=back, budget=budget)
+    found = load(access, prop.target, nested, back, set(ids), By(parent_column=back, budget=budget))
     grouped = {}
     if found:
         # A child's parent as the loader converts it: the same value as its
@@ -151,13 +155,13 @@ def _written(meta, plan, name, permissions):
     return nested
 
 
-def too_many(rows, plan, permissions, limit):
+def too_many(rows: Any, plan: Any, permissions: Any, limit: int) -> bool:
     """Whether writing ``rows`` along ``plan`` writes more than ``limit`` JSON
     objects (``serialize.count_objects`` for raw rows: a referenced row
     counts once per row that refers to it). They are counted only when a
     bound worked out per level (how many rows, how many a row refers to at
     most) is above ``limit``."""
-    refs = _references(rows.meta, plan, permissions)
+    refs = _references(rows.meta, plan, permissions) if plan is not None else ()
     return _bound(rows, refs)[0] > limit and _total(rows, refs) > limit
 
 
@@ -286,14 +290,7 @@ def _view_of(rows):
 
 def view_class(meta, names):
     """The view class of rows of ``meta`` with the loaded columns ``names``."""
-    views = meta.__dict__.setdefault("_raw_views", {})
-    key = tuple(names)
-    found = views.get(key)
-    if found is None:
-        if len(views) >= _VIEWS_MAX:        # inline plans choose the columns
-            views.clear()
-        found = views[key] = _view_class(meta, names)
-    return found
+    return owned(_VIEWS, meta, tuple(names), lambda: _view_class(meta, names))
 
 
 def _view_class(meta, names):

@@ -8,6 +8,7 @@ import peewee
 from ...model.fetchplan import ids_only
 from ..access import Access
 from ..read.loader import select_rows
+from ..read.request import Load
 
 if TYPE_CHECKING:
     import datetime
@@ -20,8 +21,8 @@ Reached = list[tuple["MetaClass", list[str | int]]]
 
 def child_ids(access: Access, prop: "MetaProperty", parent_id: str | int) -> set[str | int]:
     """The ids of a composition's stored children the caller can see."""
-    rows = select_rows(access, prop.related, ids_only(prop.related), sort=None,
-                       key_field=prop.back_field, keys=[parent_id])
+    rows = select_rows(access, prop.related, ids_only(prop.related),
+                       Load(key_field=prop.back_field, keys=[parent_id]))
     return {row["id"] for row in rows}
 
 

@@ -1,0 +1,90 @@
+"""What is worked out once per plan, permissions or entity, in one kind of memo.
+
+A ``Memo`` is a bounded dict with one eviction rule: when it is full, it is
+emptied and filled again by what is asked next. Keys are values (names, shapes, ids of
+objects); an entry that is keyed by an object's id holds that object in its
+value, so that the id cannot name another object while the entry lives
+(``Memo.owned``).
+"""
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
+OwnerT = TypeVar("OwnerT")
+
+
+class Memo(dict[Hashable, V]):
+    """A bounded dict of values worked out once; ``size``: entries kept at
+    most. ``get`` is the dict's own (the look-up costs no Python call)."""
+
+    __slots__ = ("size", "name")
+
+    def __init__(self, name: str, size: int) -> None:
+        super().__init__()
+        self.name, self.size = name, size
+
+    def put(self, key: Hashable, value: V) -> V:
+        """Keep ``value`` for ``key``; a full memo is emptied first."""
+        if len(self) >= self.size:
+            self.clear()
+        self[key] = value
+        return value
+
+    def find(self, key: Hashable, build: Callable[[], V]) -> V:
+        """The value kept for ``key``, worked out by ``build`` the first time."""
+        found = self.get(key)
+        if found is None:
+            found = self.put(key, build())
+        return found
+
+
+class Owned(Generic[OwnerT, V]):
+    """An entry of a memo keyed by ``id(owner)``: the owner is held, so its id
+    is not reused while the entry lives."""
+
+    __slots__ = ("owner", "value")
+
+    def __init__(self, owner: OwnerT, value: V) -> None:
+        self.owner, self.value = owner, value
+
+
+def owned(memo: "Memo[Owned[OwnerT, V]]", owner: OwnerT, variant: Hashable, build: Callable[[], V]) -> V:
+    """What ``build()`` works out for ``owner`` (and ``variant``), kept in ``memo``."""
+    key = (id(owner), variant)
+    entry = memo.get(key)
+    if entry is None or entry.owner is not owner:
+        entry = memo.put(key, Owned(owner, build()))
+    return entry.value
+
+
+class PlanFacts:
+    """What is worked out once for one fetch plan object (``plan_facts``),
+    each by the module that needs it: its loading plan and versioned
+    loading plan (loader.py, etags.py), its shape and tag key (rowwriters.py,
+    etags.py), and as a loading plan: how its rows are read, its
+    many-to-many columns and its columns by name (flatrows.py)."""
+
+    __slots__ = ("plan", "loading", "versioned", "shape", "tag_key", "raw_kind", "links",
+                 "key_columns")
+
+    def __init__(self, plan: object) -> None:
+        self.plan = plan
+        self.loading: Any = None
+        self.versioned: Any = None
+        self.shape: Any = None
+        self.tag_key: str | None = None
+        self.raw_kind: Any = UNKNOWN
+        self.links: Any = None
+        self.key_columns: Any = None
+
+
+UNKNOWN = object()      # a fact not worked out yet, where None is a fact
+_PLANS: "Memo[PlanFacts]" = Memo("plans", 4096)     # inline plans are new objects per request
+
+
+def plan_facts(plan: object) -> PlanFacts:
+    """The ``PlanFacts`` of a plan object (held by them: its id is not reused meanwhile)."""
+    found = _PLANS.get(id(plan))
+    if found is None or found.plan is not plan:
+        found = _PLANS.put(id(plan), PlanFacts(plan))
+    return found

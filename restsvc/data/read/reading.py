@@ -1,0 +1,166 @@
+"""How a plan is read: the one place that decides it, worked out once.
+
+A ``Reading`` is what every load of one entity along one plan (None: the
+instance name and id only) has in common for one caller's permissions,
+``returnNulls`` and whether it is tagged: the loading plan (the plan plus
+what instance names need, and the version when tagged), whether its rows
+are the database's values written by the row writers (``raw``:
+``flatrows.raw_kind`` covers the plan, for answers) or converted rows (the
+loader's general way: Python consumers, and what the raw way does not
+cover), and the ETag digest's shape. It is kept per permissions in a
+``Memo``; a get is then one statement, one row writer and its tag.
+"""
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ...jsonio import RawJson
+from ...model.serialize import count_objects, write_entities, write_entity
+from ..answer.etags import entity_tag, plan_key, tag_of, tag_shape, versioned
+from ..memo import Memo
+from ..answer.rowwriters import row_writer
+from ..columns import row_id, stored
+from .flatrows import KeyRows, RawRows, is_flat, raw_kind, tag_row, write_flat, write_flat_each
+from .loader import Selected, columns_of, loading_plan, select_rows, session_free, statement
+from .nestedrows import too_many
+from .request import Budget, Load
+
+_READINGS_MAX = 256     # per permissions: inline plans of new shapes cannot grow it without end
+
+
+@dataclass(slots=True)
+class Reading:
+    """How one plan of one entity is read and written for one set of permissions."""
+    meta: Any
+    plan: Any               # the request's plan; None: instance names only
+    loading: Any            # the loading plan
+    raw: bool               # rows as the database gives them (flatrows.RawRows)
+    return_nulls: bool
+    shape: str | None       # the ETag digest's shape; None: per caller (row-level roles)
+    # The load of one row by id, worked out at the first (``one``), per
+    # whether soft-deleted rows are read (the statement differs).
+    ones: dict[bool, "One | None"] = field(default_factory=dict)
+
+
+class One(NamedTuple):
+    """A load of one row by id of a flat ``Reading``, worked out once: the
+    statement the loader builds for it, the id's stored form, the row's id as
+    the loader converts it, where its version is, and its row writer."""
+    sql: str
+    stored: Callable[[Any], Any]
+    row_id: Callable[[Any], Any]
+    version: int | None
+    write: Callable[..., str]
+
+
+def one(access: Any, read: Reading, key: Any) -> One | None:
+    """The ``One`` of ``read``, or None where the statement holds the caller's
+    session (row-level roles, row rules) or the plan loads more than its own
+    row's columns (references, compositions, members, transient attributes):
+    then ``load`` reads it as any page."""
+    deleted = bool(read.meta.soft_delete and access.include_deleted)
+    if deleted in read.ones:
+        return read.ones[deleted]
+    found = read.ones[deleted] = _one(access, read, key)
+    return found
+
+
+def _one(access: Any, read: Reading, key: Any) -> One | None:
+    meta, loading = read.meta, read.loading
+    if not read.raw or not session_free(access, meta) or not is_flat(meta, loading):
+        return None
+    columns = columns_of(meta, loading, access.database)
+    rows = RawRows((), meta, loading, columns.names, columns.converting)
+    if rows.links:
+        return None
+    model: Any = meta.model
+    sql, _ = statement(access, meta, Selected(columns.selected, columns.signature),
+                       Load(key_field=model.id, keys=[key]))
+    names = columns.names
+    return One(sql, stored(model.id), row_id(meta),
+               names.index("version") if "version" in names else None,
+               row_writer(meta, rows, read.plan, access.permissions, read.return_nulls))
+
+
+def one_tag(access: Any, read: Reading, found: One, values: Any) -> str | None:
+    """The ETag of a row ``found`` read (``tag``), or None without a version."""
+    if found.version is None or values[found.version] is None:
+        return None
+    # With row-level roles the session's values are part of the digest.
+    shape = read.shape or tag_shape(read.plan, access.permissions, access.session,
+                                    read.return_nulls)
+    return tag_of(found.row_id(values), values[found.version], shape)
+
+
+def reading(access: Any, meta: Any, plan: Any, return_nulls: bool = False, tagged: bool = False,
+            answer: bool = True) -> Reading:
+    """The ``Reading`` of a load; ``answer``: its rows are written as JSON text
+    (else Python code reads them: converted rows)."""
+    permissions = access.permissions
+    memo = permissions.memo.get("readings")
+    if memo is None:
+        memo = permissions.memo["readings"] = Memo("readings", _READINGS_MAX)
+    # The plan's tag key: plans of one shape write the same bytes, but a
+    # named and an inline plan are told apart by their ETags.
+    key = (meta.name, plan_key(plan), return_nulls, tagged, answer)
+    found: Reading | None = memo.get(key)
+    if found is None:
+        loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
+        if tagged:
+            loading = versioned(meta, loading)
+        shape = None if permissions.row_level_roles \
+            else tag_shape(plan, permissions, access.session, return_nulls)
+        found = memo.put(key, Reading(meta, plan, loading, answer and raw_kind(meta, loading)
+                                      is not None, return_nulls, shape))
+    return found
+
+
+def load(access: Any, read: Reading, budget: Budget, query: Load) -> Any:
+    """Rows of ``read`` matching ``query`` within the answer's entity budget;
+    what writing them would write is counted before anything is written."""
+    query.budget, query.raw = budget, read.raw
+    rows = select_rows(access, read.meta, read.loading, query)
+    allowed = budget.limit + budget.spare
+    if isinstance(rows, RawRows):
+        # A flat page counted its members as it loaded them (members.py).
+        exceeded = rows.nested and too_many(rows, read.plan, access.permissions, allowed)
+    else:
+        exceeded = count_objects(read.meta, rows, read.plan, access.permissions,
+                                 allowed) > allowed
+    if exceeded:
+        raise budget.exceeded()
+    return rows
+
+
+def tag(access: Any, read: Reading, rows: Any) -> str | None:
+    """The ETag of the first of ``rows`` (``etags.entity_tag``), or None without a version."""
+    if not isinstance(rows, RawRows):
+        return entity_tag(rows[0], read.plan, access.permissions, access.session,
+                          read.return_nulls)
+    if read.shape is None:
+        return entity_tag(tag_row(rows), read.plan, access.permissions, access.session,
+                          read.return_nulls)
+    found = tag_row(rows)
+    version = found["version"]
+    return None if version is None else tag_of(found["id"], version, read.shape)
+
+
+def write_all(access: Any, read: Reading, rows: Any) -> RawJson:
+    """A JSON array of the entities of ``rows``."""
+    if isinstance(rows, RawRows):
+        return write_flat(read.meta, rows, read.plan, access.permissions, read.return_nulls)
+    return write_entities(read.meta, rows, read.plan, access.permissions, read.return_nulls)
+
+
+def write_each(access: Any, read: Reading, rows: Any) -> list[tuple[Any, RawJson]]:
+    """[(id, JSON text)] of each entity of ``rows``, in their order."""
+    if isinstance(rows, RawRows):
+        return write_flat_each(read.meta, rows, read.plan, access.permissions, read.return_nulls)
+    return [(row["id"], write_entity(read.meta, row, read.plan, access.permissions,
+                                     read.return_nulls)) for row in rows]
+
+
+def sort_rows(rows: Any) -> Any:
+    """What ``cursors.sort_key`` reads of a page (flatrows.KeyRows for raw rows)."""
+    return KeyRows(rows) if isinstance(rows, RawRows) else rows
+
