@@ -2,6 +2,7 @@
 (data/read/flatrows.py, data/read/nestedrows.py): what the general loader and
 serializer write for the same request, to compare byte for byte."""
 import json
+from restsvc.data.read.request import Page
 from urllib.parse import quote
 
 
@@ -25,7 +26,7 @@ def general_rows(client, auth, entity, fetch_plan=None, filter_spec=None, includ
     access = caller(client, auth, entity, include_deleted)
     meta = app.data.entity(entity)
     plan = app.data.plan(meta, fetch_plan)
-    rows, _ = app.data.select(access, meta, plan, filter_spec, limit=1000)
+    rows, _ = app.data.select(access, meta, plan, filter_spec, Page(limit=1000))
     return access, meta, plan, rows
 
 

@@ -9,6 +9,7 @@ from urllib.parse import quote
 from conftest import demo_id
 from pages_support import general as _general, same_as_general as _same_as_general
 from restsvc import ResourceRole
+from restsvc.data.read.request import Page
 
 READER = ResourceRole(
     "t-flat-reader", entities={"Customer": "read", "Product": "read", "Country": "read"},
@@ -49,7 +50,7 @@ def test_a_get_tags_what_it_answers_as_the_general_loader_tags_it(client_with_ro
     meta = app.data.entity("Customer")
     for plan_name, nulls in (("_base", False), ("_base", True), ("_instance_name", False)):
         plan = app.data.plan(meta, plan_name)
-        rows, _ = app.data.select(access, meta, app.data.plan(meta, "_base"), limit=3)
+        rows, _ = app.data.select(access, meta, app.data.plan(meta, "_base"), None, Page(limit=3))
         for row in rows:
             query = {"fetchPlan": plan_name, "returnNulls": str(nulls).lower()}
             got = client.get(f"/rest/entities/Customer/{row['id']}", headers=auth,

@@ -15,6 +15,7 @@ from conftest import bearer, demo_id, get_token
 from pages_support import caller, general, general_rows, same_as_general
 from restsvc import Entity, ResourceRole, RowLevelRole, entity, transient
 from restsvc.demo import application as demo
+from restsvc.data.read.request import Page
 
 DETAILS = "order-with-details"
 ENTITIES = ("Order", "OrderLine", "Customer", "Product")
@@ -226,9 +227,9 @@ def test_an_answer_too_large_is_refused_where_the_general_loader_refuses_it(clie
         data.settings = dataclasses.replace(settings, max_response_entities=budget)
         try:
             if raw:
-                data.search(access, meta, data.plan(meta, DETAILS), limit=20)
+                data.search(access, meta, data.plan(meta, DETAILS), None, Page(limit=20))
             else:
-                data.select(access, meta, data.plan(meta, DETAILS), limit=20, spare=1)
+                data.select(access, meta, data.plan(meta, DETAILS), None, Page(limit=20), spare=1)
         except BadRequest as exc:
             assert exc.error == "Response too large"
             return True

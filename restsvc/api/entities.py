@@ -1,5 +1,5 @@
 """Entities API: generic CRUD and search (reference section 2)."""
-from typing import TYPE_CHECKING, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
 from werkzeug.routing import Rule
@@ -8,6 +8,7 @@ from werkzeug.wrappers import Response
 from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..data.read.aggregates import FUNCTIONS, aggregate
 from ..data.answer.etags import tag_version
+from ..data.read.request import Page
 from ..data.write.softdelete import including_deleted
 from ..errors import BadRequest, invalid_parameter_value
 from ..jsonio import JsonObject, JsonValue, RawJson, loads, raw_array
@@ -25,16 +26,6 @@ if TYPE_CHECKING:
 
 BASE = "/rest/entities/<entity_name>"
 T = TypeVar("T")
-
-
-class Page(TypedDict):
-    """A list's paging parameters, as ``search`` and ``export_response`` take them."""
-    sort: str | None
-    limit: int | None
-    offset: int | None
-    after: str | None
-    return_nulls: bool
-    return_count: bool
 
 
 def _page(ctx: "Context") -> Page:
@@ -64,8 +55,8 @@ def _answer(ctx: "Context", meta: "MetaClass", plan: "FetchPlan", filter_spec: J
     """The page of a list or search, or every row as an export when asked (api/export.py)."""
     form = export_form(ctx.request)
     if form is not None:
-        return export_response(ctx, form, _reader(ctx), meta, plan, filter_spec, **page)
-    return _listed(ctx, *ctx.app.data.search(_reader(ctx), meta, plan, filter_spec, **page))
+        return export_response(ctx, form, _reader(ctx), meta, plan, filter_spec, page)
+    return _listed(ctx, *ctx.app.data.search(_reader(ctx), meta, plan, filter_spec, page))
 
 
 def list_entities(ctx: "Context", entity_name: str) -> Response:
@@ -105,7 +96,7 @@ def entity_history(ctx: "Context", entity_name: str, entity_id: str) -> Response
     """One entity's HistoryItems, newest first (data/write/history.py)."""
     data = ctx.app.data
     meta = data.entity(entity_name)
-    return _listed(ctx, *data.entity_history(ctx.access, meta, entity_id, **_page(ctx)))
+    return _listed(ctx, *data.entity_history(ctx.access, meta, entity_id, _page(ctx)))
 
 
 def _url_filter(ctx: "Context", required: bool = True) -> JsonValue:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from werkzeug.wrappers import Response
 
+from ..data.read.request import Page
 from ..data.transfer.export import Export
 from ..errors import invalid_parameter_value
 from ..exports import CONTENT_TYPES, CSV, FILE_EXTENSIONS, JSON_ARRAY, NDJSON, export_chunks
@@ -38,17 +39,15 @@ def export_form(request: "Request") -> str | None:
 
 
 def export_response(ctx: "Context", form: str, access: "Access", meta: "MetaClass",
-                    plan: "FetchPlan", filter_spec: JsonValue = None, sort: str | None = None,
-                    limit: int | None = None, offset: int | None = None,
-                    after: str | None = None, return_nulls: bool = False,
-                    **_paging: object) -> Response:
-    """Every row the list with these parameters would page through (``limit``
-    and ``offset`` only when given; ``after``: a page's cursor to start
-    after), streamed. The first chunk is read before answering, so a bad
-    filter or a refusal is still a JSON error."""
+                    plan: "FetchPlan", filter_spec: JsonValue, page: Page) -> Response:
+    """Every row the list of this page would page through (its ``limit`` and
+    ``offset`` only when given; ``after``: a page's cursor to start after),
+    streamed. The first chunk is read before answering, so a bad filter or a
+    refusal is still a JSON error."""
     data = ctx.app.data
-    key = data.after_key(after, offset, meta, sort, filter_spec)
-    export = Export(meta, plan, filter_spec, sort or "", offset, limit, key, return_nulls)
+    key = data.after_key(page.after, page.offset, meta, page.sort, filter_spec)
+    export = Export(meta, plan, filter_spec, page.sort or "", page.offset, page.limit, key,
+                    page.return_nulls)
     chunks = export_chunks(data, access, export, form)
     first = next(chunks, None)
     headers = {**NO_STORE, "Content-Type": CONTENT_TYPES[form], "Vary": "Accept",

@@ -6,6 +6,7 @@ from werkzeug.wrappers import Response
 
 from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..data.read.queries import query_string_values
+from ..data.read.request import Page
 from ..errors import BadRequest
 from ..web import json_response, list_response, next_page_url, query_bool, query_int
 from .export import export_form, export_response
@@ -42,20 +43,21 @@ def run_query(ctx: "Context", entity_name: str, query_name: str) -> Response:
     args = ctx.request.args
     form = export_form(ctx.request)
     if form is not None:        # every row, as api/export.py streams them
-        after = args.get("after")
-        plan, spec, limit, offset = ctx.app.queries.search_of(
-            ctx.access, query, values, args.get("fetchPlan") or args.get("view"),
-            query_int(ctx.request, "limit"), query_int(ctx.request, "offset"), after)
-        return export_response(ctx, form, ctx.access, query.entity, plan,
-                               spec, None, limit, offset, after,
-                               query_bool(ctx.request, "returnNulls"))
+        plan, spec, page = ctx.app.queries.search_of(
+            ctx.access, query, values, args.get("fetchPlan") or args.get("view"), _page(ctx))
+        return export_response(ctx, form, ctx.access, query.entity, plan, spec, page)
     rows, total, cursor = ctx.app.queries.run(
-        ctx.access, query, values, fetch_plan=args.get("fetchPlan") or args.get("view"),
-        limit=query_int(ctx.request, "limit"), offset=query_int(ctx.request, "offset"),
-        return_nulls=query_bool(ctx.request, "returnNulls"),
-        return_count=query_bool(ctx.request, "returnCount"), after=args.get("after"))
+        ctx.access, query, values, args.get("fetchPlan") or args.get("view"), _page(ctx))
     return list_response(rows, total, next_page_url(ctx.request, ctx.app.settings.public_url,
                                                     cursor))
+
+
+def _page(ctx: "Context") -> Page:
+    """A run's paging: what the request asks (no sort: the query's filter orders by id)."""
+    return Page(limit=query_int(ctx.request, "limit"), offset=query_int(ctx.request, "offset"),
+                after=ctx.request.args.get("after"),
+                return_nulls=query_bool(ctx.request, "returnNulls"),
+                return_count=query_bool(ctx.request, "returnCount"))
 
 
 def count_query(ctx: "Context", entity_name: str, query_name: str) -> Response:

@@ -25,6 +25,7 @@ from ..db import write_transaction
 from ..errors import entity_not_found
 from ..model.metadata import MetaClass
 from ..model.serialize import serialize
+from .read.request import Page
 
 if TYPE_CHECKING:
     from ..model.entity import Entity
@@ -252,5 +253,6 @@ class DataAccess:
 
     def _records(self, meta, fetch_plan, filter_spec, sort=None, limit=None, offset=None):
         plan = self._data.plan(meta, fetch_plan)
-        rows, _ = self._data.select(self.access, meta, plan, filter_spec, sort, limit, offset)
+        rows, _ = self._data.select(self.access, meta, plan, filter_spec,
+                                    Page(sort=sort, limit=limit, offset=offset))
         return [Record(meta, plan, row) for row in rows]

@@ -5,6 +5,7 @@ applies entity, attribute and row-level policies; results come back as JSON
 text (``jsonio.RawJson``), already serialized along the fetch plan.
 """
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..db import is_sqlite, write_transaction
@@ -21,7 +22,7 @@ from .write.history import HISTORY_ITEM
 from .write.importer import Importer, parse_id, too_many_entities
 from .read.loader import count_rows, select_rows, visible_ids
 from .read.reading import load, one, one_tag, reading, sort_rows, tag, write_all, write_each
-from .read.request import Budget, Load
+from .read.request import UNPAGED, Budget, Load
 from .read.query import check_limit, check_sort
 from .write.writer import Writer
 
@@ -98,15 +99,15 @@ class DataManager:
             return None, etag
         return write_each(access, read, rows)[0][1], etag
 
-    def search(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
-               return_nulls=False, return_count=False, after=None):
+    def search(self, access, meta, plan, filter_spec=None, page=UNPAGED):
         """A page of entities (JSON text), the total count when asked (None
-        otherwise) and, when ``limit`` was given and more rows follow, the
-        cursor of the next page (None otherwise). ``after``: a cursor from
+        otherwise) and, when ``page.limit`` was given and more rows follow, the
+        cursor of the next page (None otherwise). ``page.after``: a cursor from
         an earlier page of the same entity, sort and filter."""
-        key = self.after_key(after, offset, meta, sort, filter_spec)
+        sort, limit, return_nulls = page.sort, page.limit, page.return_nulls
+        key = self.after_key(page.after, page.offset, meta, sort, filter_spec)
         # One row more than asked for: whether a next page exists.
-        rows, tree = self.select(access, meta, plan, filter_spec, sort, limit, offset, key,
+        rows, tree = self.select(access, meta, plan, filter_spec, page, key,
                                  spare=int(limit is not None), answer=return_nulls)
         cursor = None
         if limit is not None and len(rows) > limit:
@@ -115,7 +116,7 @@ class DataManager:
             last = sort_key(access, meta, sort or "", sort_rows(rows)) if rows else None
             if last is not None:
                 cursor = self.cursors.token(meta, sort, filter_spec, last)
-        total = count_rows(access, meta, tree) if return_count else None
+        total = count_rows(access, meta, tree) if page.return_count else None
         return write_all(access, reading(access, meta, plan, return_nulls), rows), total, cursor
 
     def after_key(self, after, offset, meta, sort, filter_spec):
@@ -127,14 +128,16 @@ class DataManager:
                              "Parameters after and offset cannot be used together")
         return self.cursors.key(after, meta, sort, filter_spec)
 
-    def select(self, access, meta, plan, filter_spec=None, sort=None, limit=None, offset=None,
-               after=None, spare=0, answer=None):
-        """Rows along ``plan`` and the parsed filter; ``after``: a sort key
-        (cursors.py); ``spare``: rows loaded beyond ``limit``; ``answer``:
+    def select(self, access, meta, plan, filter_spec=None, page=UNPAGED, after=None, spare=0,
+               answer=None):
+        """Rows along ``plan`` and the parsed filter, as ``page`` sorts and
+        limits them (its cursor and counts are ``search``'s); ``after``: a sort
+        key (cursors.py); ``spare``: rows loaded beyond ``limit``; ``answer``:
         None for Python values (converted rows), else the rows of an answer
         with that ``returnNulls``, as reading.py reads them (the database's
         values where the row writers write them)."""
         require(access, meta, "read")
+        sort, limit = page.sort, page.limit
         maximum = self.settings.max_fetch_size(meta.name)
         check_limit(limit, maximum)
         check_sort(sort)
@@ -142,7 +145,7 @@ class DataManager:
         read = reading(access, meta, plan, bool(answer), answer=answer is not None)
         rows = load(access, read, Budget(self.settings.max_response_entities, spare), Load(
             where=tree, sort=sort or "", limit=(limit if limit is not None else maximum) + spare,
-            offset=offset, after=after))
+            offset=page.offset, after=after))
         return rows, tree
 
     def select_by_id(self, access, meta, plan, entity_id):
@@ -181,7 +184,7 @@ class DataManager:
             else:
                 after = rows[-1]["id"]
 
-    def entity_history(self, access, meta, entity_id, sort=None, **page):
+    def entity_history(self, access, meta, entity_id, page=UNPAGED):
         """The HistoryItems of one entity (newest first unless ``sort`` says
         otherwise), as ``search`` answers; the caller needs to read both."""
         if meta.history is None:
@@ -193,7 +196,7 @@ class DataManager:
             {"property": "entityName", "operator": "=", "value": meta.name},
             {"property": "entityId", "operator": "=", "value": str(key)}]}
         return self.search(access, items, self.plan(items, None), spec,
-                           sort or "-changedDate,-id", **page)
+                           replace(page, sort=page.sort or "-changedDate,-id"))
 
     def count(self, access, meta, filter_spec=None):
         require(access, meta, "read")

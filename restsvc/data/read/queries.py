@@ -8,7 +8,7 @@ attribute and row-level policies apply exactly as for ``/entities`` searches.
 """
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BadRequest, NotFound
@@ -17,6 +17,7 @@ from ...model.datatypes import DATATYPES
 from ...model.fetchplan import FetchPlanError, parse_plan
 from ...model.valuetypes import value_type
 from ..access import Access, require
+from .request import UNPAGED, Page
 
 if TYPE_CHECKING:
     from ...model.fetchplan import FetchPlan
@@ -167,30 +168,27 @@ class PredefinedQueries:
         return query
 
     def run(self, access: Access, query: Query, raw_values: Mapping[str, Any],
-            fetch_plan: str | None = None, limit: int | None = None, offset: int | None = None,
-            return_nulls: bool = False, return_count: bool = False,
-            after: str | None = None) -> Any:
+            fetch_plan: str | None = None, page: Page = UNPAGED) -> Any:
         """A page of results, the total count when asked (None otherwise) and
         the next page's cursor (DataManager.search).
         Request limit/offset win over the query's; without both, the maximum
         fetch size applies (and caps both). ``after``: a cursor, as for searches."""
-        plan, search_filter, limit, offset = self.search_of(access, query, raw_values, fetch_plan,
-                                                            limit, offset, after)
-        return self.data.search(access, query.entity, plan, search_filter, limit=limit,
-                                offset=offset, return_nulls=return_nulls,
-                                return_count=return_count, after=after)
+        plan, search_filter, page = self.search_of(access, query, raw_values, fetch_plan, page)
+        return self.data.search(access, query.entity, plan, search_filter, page)
 
     def search_of(self, access: Access, query: Query, raw_values: Mapping[str, Any],
-                  fetch_plan: str | None = None, limit: int | None = None,
-                  offset: int | None = None, after: str | None = None,
-                  ) -> tuple["FetchPlan", Any, int | None, int | None]:
-        """(plan, filter, limit, offset) of a run: what ``run`` searches, and
-        what an export of the query reads (api/export.py)."""
+                  fetch_plan: str | None = None, page: Page = UNPAGED,
+                  ) -> tuple["FetchPlan", Any, Page]:
+        """(plan, filter, page) of a run: what ``run`` searches, and what an
+        export of the query reads (api/export.py). The request's limit and
+        offset win over the query's own."""
         plan = _named_plan(query.entity, fetch_plan or query.fetch_plan)
         search_filter = query.search_filter(query.bind(raw_values), access)
         # A cursor continues where the query's own offset started.
-        return (plan, search_filter, limit if limit is not None else query.limit,
-                offset if offset is not None or after is not None else query.offset)
+        return plan, search_filter, replace(
+            page, limit=page.limit if page.limit is not None else query.limit,
+            offset=page.offset if page.offset is not None or page.after is not None
+            else query.offset)
 
     def count(self, access: Access, query: Query, raw_values: Mapping[str, Any]) -> int:
         counted: int = self.data.count(access, query.entity,

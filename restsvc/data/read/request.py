@@ -1,10 +1,27 @@
-"""What a load asks of the loader (``Load``, ``By``) and the answer's entity budget."""
+"""What a read asks: a list's page (``Page``), a load of the loader (``Load``,
+``By``), and the answer's entity budget."""
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ...errors import BadRequest
 
 RESPONSE_TOO_LARGE = "Response too large"    # the error of an answer beyond its entity budget
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """What a list or a search asks beyond its entity, plan and filter: the
+    sort, ``limit``/``offset`` or ``after`` (a page's cursor), whether nulls
+    are written and whether the total is counted."""
+    sort: str | None = None
+    limit: int | None = None
+    offset: int | None = None
+    after: str | None = None
+    return_nulls: bool = False
+    return_count: bool = False
+
+
+UNPAGED = Page()     # every row (up to the maximum fetch size), no count
 
 
 class Budget:

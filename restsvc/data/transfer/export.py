@@ -26,7 +26,7 @@ from ...jsonio import JsonValue
 from ...model.serialize import write_entities, write_entity
 from ..read.cursors import sort_key
 from ..read.flatrows import KeyRows, RawRows, write_flat, write_flat_each
-from ..read.request import RESPONSE_TOO_LARGE
+from ..read.request import RESPONSE_TOO_LARGE, Page
 
 if TYPE_CHECKING:
     from ...model.fetchplan import FetchPlan
@@ -67,8 +67,9 @@ def row_chunks(data: "DataManager", access: "Access", export: Export) -> Iterato
         wanted = size if left is None else min(size, left)
         rows: Chunk
         try:
-            rows, _ = data.select(access, meta, export.plan, export.filter_spec, sort, wanted,
-                                  offset, after, answer=export.return_nulls)
+            rows, _ = data.select(access, meta, export.plan, export.filter_spec,
+                                  Page(sort=sort, limit=wanted, offset=offset), after,
+                                  answer=export.return_nulls)
         except BadRequest as exc:
             if exc.error != RESPONSE_TOO_LARGE or wanted == 1:
                 raise
