@@ -4,10 +4,12 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Iterable
-from json.encoder import encode_basestring as quoted    # C: "text" with JSON escapes
+from json.encoder import encode_basestring
 from typing import Any, NoReturn
 
 from .numbers import parse_json_int, parse_number
+
+quoted = encode_basestring      # C: "text" with JSON escapes
 
 # Any JSON value as this module reads and writes it (str, int, Decimal, float,
 # bool, None, lists and dicts of them, RawJson). A recursive union would make

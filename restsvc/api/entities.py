@@ -210,7 +210,8 @@ def _response_plan(ctx: "Context", meta: "MetaClass") -> "FetchPlan | None":
     value = ctx.request.args.get("responseFetchPlan") or ctx.request.args.get("responseView")
     if not value or not ctx.app.settings.response_fetch_plans:
         return None
-    return ctx.app.data.plan(meta, value)
+    plan: FetchPlan = ctx.app.data.plan(meta, value)
+    return plan
 
 
 @idempotent

@@ -118,8 +118,9 @@ class Run:
         if total > self.max_rows:
             raise run_error(f"The report has {total} rows in band {band.name}; at most "
                             f"{self.max_rows} are allowed (svc.reports.max-rows)")
-        return self.data.batches(self.access, band.entity, template_band.plan, spec, band.sort,
-                                 BATCH_ROWS)
+        batches: Iterator[Batch] = self.data.batches(
+            self.access, band.entity, template_band.plan, spec, band.sort, BATCH_ROWS)
+        return batches
 
     # -- columns -------------------------------------------------------------
     def columns(self, template_band: "TemplateBand") -> list[OutputColumn]:
