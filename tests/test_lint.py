@@ -6,8 +6,9 @@
 Their settings are in pyproject.toml ([tool.ruff]) and setup.cfg ([mypy]):
 ``--strict`` holds for all of restsvc and tests/typed_app.py, a test
 application that uses every public name, except the read-pipeline modules
-setup.cfg names (checked where annotated until issue 38 makes them one). Both come with the ``test`` extra; mypy keeps its cache in
-``.mypy_cache`` of the checkout, so a second run takes seconds.
+setup.cfg names (checked where annotated until issue 38 makes them one).
+Both come with the ``test`` extra; mypy keeps its cache in ``.mypy_cache``
+of the checkout, so a second run takes seconds.
 """
 import importlib.util
 import subprocess
