@@ -51,6 +51,7 @@ Why these values (restsvc/docs/operations.md "Running in production"):
   --control-socket PATH`` when you use ``gunicornc``.
 """
 import functools
+import gc
 import json
 import os
 import signal
@@ -162,6 +163,11 @@ def post_worker_init(worker: Any) -> None:
         close_streams()
         stop(sig, frame)
     signal.signal(signal.SIGTERM, handle_exit)
+    # The app is built and lives as long as the worker: its objects (metadata,
+    # plans, modules) leave the collector's generations, so a full collection
+    # no longer walks them all (tests/benchmark/README.md, "One read path").
+    gc.collect()
+    gc.freeze()
 
 
 def on_starting(arbiter: "Arbiter") -> None:
