@@ -165,7 +165,7 @@ def post_worker_init(worker: Any) -> None:
     signal.signal(signal.SIGTERM, handle_exit)
     # The app is built and lives as long as the worker: its objects (metadata,
     # plans, modules) leave the collector's generations, so a full collection
-    # no longer walks them all (tests/benchmark/README.md, "One read path").
+    # no longer walks them all (tests/benchmark/README.md, "One read path, first steps (issue 38)").
     gc.collect()
     gc.freeze()
 
