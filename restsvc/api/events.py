@@ -46,7 +46,7 @@ def ticket_stream(ctx: "Context") -> Response:
     if principal is None or token_hash is None:
         raise Unauthorized(app.settings.realm, "invalid_token",
                            "The stream ticket is invalid or expired, or its token is")
-    known = token_hash
+    known = token_hash      # a str here; a lambda does not keep that narrowing
     return _open(ctx, principal, lambda: app.gate.principal_of_hash(known) is not None)
 
 
