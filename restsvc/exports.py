@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .data.transfer.export import Export, entity_texts, json_arrays
 from .data.answer.rowwriters import shows_reference
 from .model.datatypes import DATATYPES
-from .model.serialize import Generated
+from .data.answer.generated import Generated
 from .reports.cells import guarded_text
 from .reports.runner import csv_lines
 

@@ -44,7 +44,7 @@ _ENCODERS = {ascii_only: json.JSONEncoder(ensure_ascii=ascii_only, separators=("
 
 
 class RawJson(str):
-    """Text that already is JSON (entity answers, written by model/serialize.py
+    """Text that already is JSON (entity answers, written by the row writers
     without building dicts first): ``dumps`` gives it back as it is."""
 
 

@@ -1,6 +1,8 @@
 """Helpers for the tests of pages written from the database's rows
-(data/read/flatrows.py, data/read/nestedrows.py): what the general loader and
-serializer write for the same request, to compare byte for byte."""
+(data/read/flatrows.py, data/read/nestedrows.py): what the same rows,
+converted for Python code (data/read/records.py) and written by the writer of
+application code's records (data/answer/recordjson.py), write for the same request,
+to compare byte for byte."""
 import json
 from restsvc.data.read.request import Page
 from urllib.parse import quote
@@ -21,7 +23,7 @@ def caller(client, auth, entity, include_deleted=False):
 
 
 def general_rows(client, auth, entity, fetch_plan=None, filter_spec=None, include_deleted=False):
-    """(Access, meta, plan, rows) of the general loader: converted rows in id order."""
+    """(Access, meta, plan, rows): the rows converted for Python code, in id order."""
     app = client.application
     access = caller(client, auth, entity, include_deleted)
     meta = app.data.entity(entity)
@@ -34,10 +36,11 @@ def general(client, auth, entity, return_nulls, fetch_plan=None, filter_spec=Non
             include_deleted=False):
     """The entity's rows as the general loader and serializer write them:
     {id: JSON text} in id order."""
-    from restsvc.model.serialize import write_entity
+    from restsvc.data.answer.recordjson import record_json
+    from restsvc.jsonio import dumps
     access, meta, plan, rows = general_rows(client, auth, entity, fetch_plan, filter_spec,
                                             include_deleted)
-    return {row["id"]: write_entity(meta, row, plan, access.permissions, return_nulls)
+    return {row["id"]: dumps(record_json(meta, row, plan, access.permissions, return_nulls))
             for row in rows}
 
 

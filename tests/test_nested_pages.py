@@ -312,9 +312,9 @@ def test_transient_attributes_read_the_members_and_rows_the_caller_may_see(make_
     assert ("parts" in kits["first"]) == (role is KIT_FULL)
 
 
-def test_pages_of_a_model_that_presents_its_rows_keep_the_general_way(client, auth):
-    """HistoryItem (present_rows) is not loaded raw."""
-    assert _kind(client, "HistoryItem", None) is None
+def test_pages_of_a_model_that_presents_its_rows_write_what_its_records_write(client, auth):
+    """HistoryItem (present_rows) is read as every entity is."""
+    assert _kind(client, "HistoryItem", None) == "flat"
     changed = client.put(f"/rest/entities/Customer/{demo_id('customer', 1)}", headers=auth,
                          json={"name": "Bruno Berg-Haas"})
     assert changed.status_code == 200

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from ..db import write_transaction
 from ..errors import entity_not_found
 from ..model.metadata import MetaClass
-from ..model.serialize import serialize
+from .answer.recordjson import record_json
 from .read.request import Page
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def to_entity_json(record: "Record | Entity", permissions: "Permissions", skip_d
             everything = permissions.memo["everything"] = _Everything(permissions)
         permissions = everything
     record = cast(Record, record)       # loads typed as the entity are Records at run time
-    return serialize(record.meta, record, record.plan, permissions, return_nulls)
+    return record_json(record.meta, record, record.plan, permissions, return_nulls)
 
 
 class _Everything:

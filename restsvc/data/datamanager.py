@@ -13,7 +13,7 @@ from ..errors import (BadRequest, NotFound, PreconditionFailed, ValidationFailed
                       entity_name_not_found, entity_not_found)
 from ..jsonio import RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
-from ..model.serialize import write_entity
+from .answer.rowwriters import names_only
 from .access import require
 from .read.cursors import Cursors, sort_key
 from .read.filters import Condition, Group, parse_filter
@@ -21,7 +21,9 @@ from .write import softdelete
 from .write.history import HISTORY_ITEM
 from .write.importer import Importer, parse_id, too_many_entities
 from .read.loader import count_rows, select_rows, visible_ids
-from .read.reading import load, one, one_tag, reading, sort_rows, tag, write_all, write_each
+from .read.reading import load, one, one_tag, reading, tag, write_all, write_each
+from .read.records import records
+from .read.flatrows import KeyRows
 from .read.request import UNPAGED, Budget, Load
 from .read.query import check_limit, check_sort
 from .write.writer import Writer
@@ -113,7 +115,7 @@ class DataManager:
         if limit is not None and len(rows) > limit:
             del rows[limit:]
             # limit=0: an empty page, and no cursor (nothing to continue from)
-            last = sort_key(access, meta, sort or "", sort_rows(rows)) if rows else None
+            last = sort_key(access, meta, sort or "", KeyRows(rows)) if rows else None
             if last is not None:
                 cursor = self.cursors.token(meta, sort, filter_spec, last)
         total = count_rows(access, meta, tree) if page.return_count else None
@@ -133,9 +135,9 @@ class DataManager:
         """Rows along ``plan`` and the parsed filter, as ``page`` sorts and
         limits them (its cursor and counts are ``search``'s); ``after``: a sort
         key (cursors.py); ``spare``: rows loaded beyond ``limit``; ``answer``:
-        None for Python values (converted rows), else the rows of an answer
-        with that ``returnNulls``, as reading.py reads them (the database's
-        values where the row writers write them)."""
+        None for Python values (what the caller may read, converted by
+        records.py), else the rows of an answer with that ``returnNulls``
+        (what it shows: flatrows.RawRows), as reading.py reads them."""
         require(access, meta, "read")
         sort, limit = page.sort, page.limit
         maximum = self.settings.max_fetch_size(meta.name)
@@ -146,7 +148,7 @@ class DataManager:
         rows = load(access, read, Budget(self.settings.max_response_entities, spare), Load(
             where=tree, sort=sort or "", limit=(limit if limit is not None else maximum) + spare,
             offset=page.offset, after=after))
-        return rows, tree
+        return (rows if answer is not None else records(rows)), tree
 
     def select_by_id(self, access, meta, plan, entity_id):
         """The row of one entity (Python values, not yet serialized), or None."""
@@ -154,7 +156,7 @@ class DataManager:
         read = reading(access, meta, plan, answer=False)
         rows = load(access, read, Budget(self.settings.max_response_entities),
                     Load(key_field=meta.model.id, keys=[parse_id(meta, entity_id)]))
-        return rows[0] if rows else None
+        return records(rows)[0] if rows else None
 
     def batches(self, access, meta, plan, filter_spec=None, sort="", size=1000):
         """Every row matching the filter, ``size`` rows at a time, for outputs
@@ -173,8 +175,8 @@ class DataManager:
             if after is not None:
                 after_last = Condition(id_path, ">", after)
                 where = after_last if tree is None else Group(False, (tree, after_last))
-            rows = select_rows(access, meta, loading,
-                               Load(where, sort or "", size, offset if sort else None))
+            rows = records(select_rows(access, meta, loading,
+                                       Load(where, sort or "", size, offset if sort else None)))
             if rows:
                 yield rows
             if len(rows) < size:
@@ -343,8 +345,8 @@ class DataManager:
         ``_entityName`` and ``id``."""
         readable = access.permissions.can(meta.name, "read")
         if readable and plan is None and _name_from_values(meta, saved):
-            return [write_entity(meta, {**op.values, "id": op.id}, None, access.permissions,
-                                 return_nulls) for op in saved]
+            write = names_only(meta, access.permissions, return_nulls)
+            return [RawJson(write({**op.values, "id": op.id})) for op in saved]
         ids = [op.id for op in saved]
         by_id = {}
         if readable:

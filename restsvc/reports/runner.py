@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, cast
 
 from ..data.bound import DataAccess
 from ..data.read.filters import attribute_visible
-from ..model.serialize import instance_namer
+from ..data.answer.names import instance_namer
 from . import values
 from .cells import CellValue, Row, guarded_text, guarded_texts
 from .parameters import filter_for, run_error
@@ -140,7 +140,7 @@ class Run:
         caption = column.caption or self.captions(f"{last.owner.name}.{last.name}")
         walk = walker(tuple(prop.name for prop in path))
         if last.is_reference:
-            return OutputColumn(caption, column_values(walk, instance_namer(last.target, permissions)),
+            return OutputColumn(caption, column_values(walk, instance_namer(last.related, permissions)),
                                 guarded_text, "string")
         if last.meta_enum is not None:
             members = last.meta_enum.enum_class

@@ -4,8 +4,8 @@ Each column's writer is worked out once (``raw_writer``): 32 hex digits ->
 the UUID's text by slicing, a stored enum id -> its quoted name by one look-up,
 the ISO text SQLite stores for a date or date-time -> the answer's form;
 anything else goes through the loader's conversion (``columns.converter``)
-and the serializer's text writer, so the text is the one ``serialize``
-writes from a converted row.
+and the value's text writer (``value_writer``: a Python value -> its JSON
+text, for transient attributes and records too).
 """
 import datetime
 from collections.abc import Callable
@@ -15,8 +15,27 @@ import peewee
 
 from ...jsonio import quoted, value_text
 from ...model.fields import EnumField
-from ...model.serialize import _text_writer
+from ...model.datatypes import DATATYPES
 from ..columns import _uuid, converter
+
+
+_AS_IS = DATATYPES["string"].to_json       # the identity: the value is its JSON
+
+
+def value_writer(prop):
+    """A Python value (not None) of the property -> its JSON text: a stored
+    attribute whose JSON form is a string (text, ids, dates, enums) is quoted
+    without asking its type; the names of enum constants are quoted once."""
+    convert = prop.json_value
+    if prop.field is not None and prop.meta_enum is not None:
+        return {member: quoted(member.name) for member in prop.meta_enum.enum_class}.__getitem__
+    strings = prop.field is not None and (
+        prop.datatype is not None and prop.datatype.json_schema.get("type") == "string")
+    if convert is None or convert is _AS_IS:
+        return quoted if strings else value_text
+    if strings:
+        return lambda value: quoted(convert(value))
+    return lambda value: value_text(convert(value))
 
 
 def plain_text(prop):
@@ -29,7 +48,7 @@ def plain_text(prop):
 def raw_writer(prop):
     """A database value (not None) of the property's column -> its JSON text, or
     None where the loader would have made it None (an unknown enum id)."""
-    convert, text = converter(prop.field), _text_writer(prop)
+    convert, text = converter(prop.field), value_writer(prop)
     field = prop.field
     if convert is None:
         return text
@@ -51,7 +70,7 @@ def raw_writer(prop):
 
 
 def id_writer(prop):
-    """The id is always written as text (an integer id too), as ``serialize`` does."""
+    """The id is always written as text (an integer id too)."""
     convert = converter(prop.field)
     if convert is _uuid:
         return _uuid_text

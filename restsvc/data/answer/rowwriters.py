@@ -8,27 +8,27 @@ in what is written once per answer for many rows (``texts``, keyed by what
 the row holds): a to-one reference's row by its foreign key, a composition's
 array by the row's id, a many-to-many attribute's array by its link text.
 A reference the caller does not see (its attribute hidden, its entity not
-readable) is left out as ``serialize`` leaves it out; a referenced row the
-caller cannot see is null, as a missing one.
+readable) is left out; a referenced row the caller cannot see is null, as
+a missing one.
 """
 from collections.abc import Callable
 from typing import Any
 
 from ...jsonio import quoted, value_text
-from ...model.serialize import Generated, _text_writer, instance_namer
-from ..columns import converter, row_id
+from ..columns import converter
 from ..memo import Memo, plan_facts
-from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer
-
-NAMES = "\0names"       # texts[(NAMES, name)]: foreign key -> the referenced row's instance name
+from .generated import Generated
+from .names import NAMES, instance_namer, raw_namer
+from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer, value_writer
 
 _WRITERS: "Memo[tuple[Any, Any, Any]]" = Memo("row writers", 1024)
 
 
-def shows_reference(meta, prop, permissions):
+def shows_reference(meta, prop, permissions, name=None):
     """Whether the caller sees what a reference attribute refers to: the
-    attribute visible and its entity readable (else it is not written)."""
-    return bool(permissions.attribute_levels(meta.name).get(prop.name)) \
+    attribute visible (``name``: inside an embedded value, ``address.country``)
+    and its entity readable (else it is not written)."""
+    return bool(permissions.attribute_levels(meta.name).get(name or prop.name)) \
         and permissions.can(prop.target.name, "read")
 
 
@@ -102,9 +102,17 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         if return_nulls:
             lines.append(f"    else:\n        {target} += {const(key + 'null')}")
 
-    head = f'{{"_entityName":{quoted(meta.name)}'
-    no_name = head + (',"_instanceName":null,"id":' if return_nulls else ',"id":')
-    named, write_id = head + ',"_instanceName":', id_writer(meta.properties["id"])
+    def reference(target, key, column):
+        """A to-one reference's text spliced in by its foreign key (in ``column``)."""
+        lines.append(f"    t = m[{const(column)}].get(v[{index[column]}])")
+        lines.append(f"    if t is not None:\n        {target} += {const(key)} + t")
+        if return_nulls and target == "e":
+            lines.append("        p = True")
+        if return_nulls:
+            lines.append(f"    else:\n        {target} += {const(key + 'null')}")
+
+    named, no_name = _heads(meta, return_nulls)
+    write_id = id_writer(meta.properties["id"])
     lines.append(f"    x = {_name_expression(meta, permissions, index, const)}")
     lines.append(f"    out = ({const(no_name)} if x is None else "
                  f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + {const(write_id)}(v[0])")
@@ -120,13 +128,10 @@ def _compile(meta, plan, rows, permissions, return_nulls):
             elif prop.is_collection:        # the composition's array, by the row's id
                 lines.append(f"    out += {const(key)} + m[{const(name)}].get(v[0], '[]')")
             else:                           # the referenced row, by the foreign key
-                lines.append(f"    t = m[{const(name)}].get(v[{index[name]}])")
-                lines.append(f"    if t is not None:\n        out += {const(key)} + t")
-                if return_nulls:
-                    lines.append(f"    else:\n        out += {const(key + 'null')}")
+                reference("out", key, name)
             continue
         if prop.getter is not None:         # worked out while loading, a Python value
-            attribute("out", key, index[name], _text_writer(prop))
+            attribute("out", key, index[name], value_writer(prop))
             continue
         if nested is None:
             attribute("out", key, index[name], raw_writer(prop))
@@ -135,16 +140,40 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         if return_nulls:
             lines.append("    p = False")
         for part in nested.properties:
-            if not levels.get(f"{name}.{part}"):      # address.city: the owner's permission
+            column, part_prop = f"{name}.{part}", prop.target.properties[part]
+            if not levels.get(column):      # address.city: the owner's permission
                 continue
-            attribute("e", f",{quoted(part)}:", index[f"{name}.{part}"],
-                      raw_writer(prop.target.properties[part]))
+            if part_prop.is_reference:      # address.country: its row, by the foreign key
+                if shows_reference(meta, part_prop, permissions, column):
+                    reference("e", f",{quoted(part)}:", column)
+                continue
+            attribute("e", f",{quoted(part)}:", index[column], raw_writer(part_prop))
         lines.append(f"    if {'p' if return_nulls else 'e'}:\n"
                      f"        out += {const(key + '{')} + e[1:] + '}}'")
         if return_nulls:
             lines.append(f"    else:\n        out += {const(key + 'null')}")
     lines.append("    return out + '}'")
     return source.function("v, m=None", lines, f"<row writer {meta.name}>")
+
+
+def _heads(meta, return_nulls):
+    """The text of an entity before its instance name, and before its id
+    when it has no instance name."""
+    head = f'{{"_entityName":{quoted(meta.name)}'
+    return head + ',"_instanceName":', head + (
+        ',"_instanceName":null,"id":' if return_nulls else ',"id":')
+
+
+def names_only(meta: Any, permissions: Any, return_nulls: bool) -> Callable[[Any], str]:
+    """A row of Python values by name (its id and instance-name attributes)
+    -> the entity's text along no plan: ``_entityName``, ``_instanceName``
+    and ``id`` (a create's answer from the values it wrote)."""
+    namer, (named, no_name) = instance_namer(meta, permissions), _heads(meta, return_nulls)
+
+    def write(row):
+        name, key = namer(row), quoted(str(row["id"]))
+        return f"{no_name}{key}}}" if name is None else f'{named}{quoted(name)},"id":{key}}}'
+    return write
 
 
 def _name_expression(meta, permissions, index, const):
@@ -161,31 +190,3 @@ def _name_expression(meta, permissions, index, const):
         if shown and prop.is_reference and permissions.can(prop.target.name, "read"):
             return f"m[{const((NAMES, name))}].get(v[{index[name]}])"
     return f"{const(raw_namer(meta, permissions, index))}(v, m)"
-
-
-def raw_namer(meta, permissions, index):
-    """(values, texts) -> the instance name (a Python text), or None when the
-    entity has none or a part of it is hidden; a reference's part is the name
-    its row has (``texts``), as ``serialize``'s namer reads it from the row."""
-    if not meta.instance_name:
-        namer, read_id = instance_namer(meta, permissions), row_id(meta)
-        return lambda values, texts=None: namer({"id": read_id(values)})
-    namer = instance_namer(meta, permissions, named_references=True)
-    parts = []
-    for name in meta.instance_name:
-        prop = meta.properties[name]
-        convert = None if prop.field is None or prop.is_reference else converter(prop.field)
-        parts.append((name, index.get(name), convert, (NAMES, name) if prop.is_reference else None))
-
-    def name_of(values, texts=None):
-        row = {}
-        for name, position, convert, names in parts:
-            value = None if position is None else values[position]
-            if value is not None:
-                if names is not None:       # not loaded when its entity is not readable
-                    value = texts[names].get(value) if texts and names in texts else None
-                elif convert is not None:
-                    value = convert(value)
-            row[name] = value
-        return namer(row)
-    return name_of

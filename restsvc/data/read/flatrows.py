@@ -1,17 +1,17 @@
-"""Pages written straight from the database's rows.
+"""The one row shape: the database's value tuples of a load, and pages of them.
 
-A plan is loaded raw when what it loads can be written from the database's
-values without Python objects in between (``raw_kind``): the columns of the
-entity's own table and of its embedded values, the members of many-to-many
-attributes along flat plans, and to-one references, compositions and
-transient attributes (nestedrows.py). Each column's database value is
-written as JSON text by one function worked out once per column
-(rawvalues.py), and a row -> JSON writer is compiled once per entity, plan
-shape, permissions and ``returnNulls`` (rowwriters.py). The bytes are the
-same as ``serialize.write_entities`` writes from converted rows; permissions
-decide the same way (hidden attributes and instance names built from them
-are left out), and the row-level roles and soft-delete rules were applied by
-the query as for every other load.
+Every load gives its rows as the database gives them (``RawRows``), with
+what was loaded for them, and ``raw_kind`` says how a plan is loaded: FLAT
+(the columns of the entity's own table and of its embedded values), MEMBERS
+(and the members of many-to-many attributes along flat plans), NESTED (and
+to-one references, compositions and transient attributes: nestedrows.py).
+Answers write the rows without Python objects in between: each column's
+database value as JSON text by one function worked out once per column
+(rawvalues.py), each row by a writer compiled once per entity, plan shape,
+permissions and ``returnNulls`` (rowwriters.py); permissions decide there
+(hidden attributes and instance names built from them are left out), and
+the row-level roles and soft-delete rules were applied by the query. Python
+code reads the same rows converted (records.py).
 """
 from collections import Counter
 from typing import Any
@@ -21,7 +21,7 @@ from operator import itemgetter
 from ...jsonio import RawJson, raw_array
 from ..memo import UNKNOWN, plan_facts
 from ..columns import row_id as _row_id
-from .members import load_members
+from .members import load_members, shown_lists
 from .nestedrows import nested_texts
 from ..answer.rowwriters import row_writer as _writer, shows_reference as _shows_members
 
@@ -42,14 +42,24 @@ class RawRows(list):
                  converting: Any) -> None:
         super().__init__(values)
         self.meta, self.loading = meta, loading
-        self.names, self._converting = names, converting
+        self.names, self.converting = names, converting
         self.links = _links(meta, loading, names)
         self.members: dict[str, Any] = {}
-        self.nested = False     # loaded as the loader's general way loads (nestedrows.py)
+        self.nested = False     # loaded with what the caller may read (nestedrows.py)
         self.targets: dict[str, Any] = {}
         self.children: dict[str, Any] = {}
         self.transients: tuple[str, ...] = ()
         self.view: Any = None   # what transient attributes see of a row (nestedrows.py)
+        self._shown: dict[str, Any] = {}
+
+    def shown_members(self, name: str) -> tuple[dict[Any, list[Any]], "RawRows"]:
+        """(link text -> the members the caller sees, in key order; the
+        members loaded) of one many-to-many attribute, worked out once."""
+        found = self._shown.get(name)
+        if found is None:
+            counts, keys, by_key, members, _ = self.members[name]
+            found = self._shown[name] = (shown_lists(counts, keys, by_key), members)
+        return found
 
     def extend(self, more):
         """Another chunk of the same load (loader._by_ids): its rows and what
@@ -114,25 +124,25 @@ def _key_columns(raw):
     facts = plan_facts(raw.loading)
     found = facts.key_columns
     if found is None:
-        convert = dict(raw._converting)
+        convert = dict(raw.converting)
         found = facts.key_columns = {
             name: (position, convert.get(position)) for position, name in enumerate(raw.names)}
     return found
 
 
 def raw_kind(meta: Any, loading: Any) -> str | None:
-    """Whether and how rows of ``loading`` (a loading plan) are loaded raw,
-    kept on it: FLAT (columns of the entity's table and of its embedded
-    values), MEMBERS (those, and many-to-many members along FLAT or MEMBERS
-    plans), NESTED (besides those, to-one references or compositions along
-    raw plans, or transient attributes), or None: the loader's general way
-    (a model that presents its rows, references inside embedded values)."""
+    """How rows of ``loading`` (a loading plan) are loaded, kept on it: FLAT
+    (columns of the entity's table and of its embedded values), MEMBERS
+    (those, and many-to-many members along FLAT or MEMBERS plans), NESTED
+    (besides those, to-one references or compositions, also inside embedded
+    values, or transient attributes), or None: a plan no fetch plan makes
+    (a reference without a plan of its own; the loader refuses it)."""
     facts = plan_facts(loading)
     kind = facts.raw_kind
     if kind is UNKNOWN:
         kinds = {_property_kind(meta.properties[name], nested)
                  for name, nested in loading.properties.items()}
-        if None in kinds or getattr(meta.model, "present_rows", None) is not None:
+        if None in kinds:
             kind = None
         else:
             kind = NESTED if NESTED in kinds else MEMBERS if MEMBERS in kinds else FLAT
@@ -157,11 +167,23 @@ def _property_kind(prop, nested):
         if nested is None or not (to_one or composition):
             return None
         return NESTED if raw_kind(prop.target, nested) is not None else None
-    if prop.is_embedded:
-        return FLAT if nested is not None and all(
-            part_nested is None and _column(prop.target.properties[part])
-            for part, part_nested in nested.properties.items()) else None
+    if prop.is_embedded:        # its columns, and to-one references inside it
+        if nested is None:
+            return None
+        kinds = {_part_kind(prop.target.properties[part], part_nested)
+                 for part, part_nested in nested.properties.items()}
+        return None if None in kinds else NESTED if NESTED in kinds else FLAT
     return FLAT if nested is None and _column(prop) else None
+
+
+def _part_kind(part, nested):
+    """How a part of an embedded value is loaded: a column, or a to-one
+    reference along a raw plan (NESTED)."""
+    if nested is None:
+        return FLAT if _column(part) else None
+    if part.is_reference and part.field is not None and not part.is_collection:
+        return NESTED if raw_kind(part.target, nested) is not None else None
+    return None
 
 
 def _column(prop):

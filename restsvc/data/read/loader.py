@@ -1,6 +1,7 @@
 """Loading entity graphs along a fetch plan.
 
-Rows are plain dicts keyed by attribute name. One query loads the root rows;
+Rows are the database's value tuples (flatrows.RawRows): answers write them
+as they are, Python code converts them (records.py). One query loads the root rows;
 each reference in the plan costs one more query for all rows at once (never
 one per row): a many-to-many association's link keys come with the owners'
 rows and its members are loaded by id (members.py). References to entities
@@ -13,9 +14,9 @@ from typing import Any, NamedTuple
 from ...db import is_sqlite
 from ...model.fetchplan import ids_only
 from ..memo import Memo, Owned, owned, plan_facts
-from ..columns import conversions, converter, read_rows, stored
+from ..columns import conversions, converter, row_id, stored
 from .cursors import after_key
-from .members import fill_members, member_column
+from .members import member_column
 from .flatrows import NESTED, RawRows, fill_flat_members, raw_kind
 from .nestedrows import PARENT as _PARENT, fill_nested, readable
 from ..answer.rowwriters import shows_reference
@@ -50,12 +51,9 @@ class Columns:
     names: tuple[str, ...]              # the selected names, in order
     converting: list[tuple[int, Any]]   # (position, converter) of the values converted
     signature: str                      # the columns, as the SQL cache tells shapes apart
-    transients: list[Any]               # the plan's transient attributes
-    embedded: list[tuple[str, list[str]]]   # (embedded attribute, its selected parts)
 
 
 _COLUMNS: "Memo[Owned[Any, Columns]]" = Memo("loader.columns", 2048)
-_ROW_VIEWS: "Memo[Owned[Any, Any]]" = Memo("row views", 1024)    # per entity
 
 
 def columns_of(meta: Any, plan: Any, database: Any) -> Columns:
@@ -67,7 +65,6 @@ def columns_of(meta: Any, plan: Any, database: Any) -> Columns:
 
 def _columns(meta: Any, plan: Any, database: Any) -> Columns:
     columns: list[tuple[str, Any]] = [("id", meta.model.id)]
-    embedded: list[tuple[str, list[str]]] = []
     links = []
     for name, nested in plan.properties.items():
         prop = meta.properties[name]
@@ -77,83 +74,67 @@ def _columns(meta: Any, plan: Any, database: Any) -> Columns:
             parts = [part for part in nested.properties
                      if prop.target.properties[part].field is not None]
             columns += [(f"{name}.{part}", prop.target.properties[part].field) for part in parts]
-            embedded.append((name, parts))
         elif prop.link is not None:
             links.append((name, member_column(database, prop)))
-    transients = [meta.properties[name] for name in plan.properties
-                  if meta.properties[name].getter is not None]
     converters = [converter(field) for _, field in columns] + [None] * len(links)
     columns += links
     return Columns(columns, tuple(name for name, _ in columns), conversions(converters),
-                   f"{meta.name}:{','.join(name for name, _ in columns)}", transients, embedded)
+                   f"{meta.name}:{','.join(name for name, _ in columns)}")
 
 
 def visible_ids(access, meta, keys):
     """Which of ``keys`` name rows of ``meta`` the caller's row-level roles let it see."""
-    return {row["id"] for row in _by_ids(access, meta, ids_only(meta), meta.model.id, keys)}
+    return set(map(row_id(meta), _by_ids(access, meta, ids_only(meta), meta.model.id, keys)))
 
 
-def select_rows(access: Any, meta: Any, plan: Any, load: Load) -> Any:
+def select_rows(access: Any, meta: Any, plan: Any, load: Load) -> RawRows:
     """Rows of ``meta`` matching ``load``'s filter, the caller's row-level roles
     and keys, loaded along ``plan`` (already a loading plan), counted against
-    the load's budget. Soft-deleted rows are left out unless the caller asked
-    for them or ``load.with_deleted``."""
+    the load's budget: the database's value tuples and what was loaded for
+    them (flatrows.RawRows). Soft-deleted rows are left out unless the caller
+    asked for them or ``load.with_deleted``."""
     shape = columns_of(meta, plan, access.database)
     columns, names, converting, signature = \
         shape.selected, shape.names, shape.converting, shape.signature
-    parent_column, budget, raw = load.parent_column, load.budget, load.raw
+    parent_column, budget = load.parent_column, load.budget
     if parent_column is not None:
         converting = converting + conversions([None] * len(columns) + [converter(parent_column)])
         columns = columns + [(_PARENT, parent_column)]
         names = names + (_PARENT,)
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
     sql, params = statement(access, meta, Selected(columns, signature), load)
-    cursor = access.database.execute_sql(sql, params)
-    kind = raw_kind(meta, plan) if raw else None
-    rows = RawRows(cursor.fetchall(), meta, plan, names, converting) if kind \
-        else read_rows(cursor, names, converting)
+    kind = raw_kind(meta, plan)
+    if kind is None:
+        raise TypeError(f"{meta.name}: the plan {plan.name!r} holds what the loader cannot load")
+    rows = RawRows(access.database.execute_sql(sql, params).fetchall(), meta, plan, names,
+                   converting)
     if budget is not None:
         budget.take(len(rows))
-    if kind:
-        # Under references, compositions and transient attributes, each level
-        # loads what the general way loads (members too where they are hidden:
-        # transient attributes may read them); a flat page only what it shows.
-        nested = rows.nested = kind == NESTED or raw == NESTED
-        by_ids = _nested_load if nested else _raw_load
-        if rows.links:
-            fill_flat_members(access, rows, budget, by_ids,
-                              shows=readable if nested else shows_reference)
-        if nested:      # no rows: no statements, but the rows' shape (transient attributes)
-            fill_nested(access, rows, budget, by_ids)
-        return rows
-    return _complete(access, meta, plan, rows, budget)
+    present = getattr(meta.model, "present_rows", None)     # e.g. HistoryItem
+    if present is not None:
+        present(rows, access)
+    # Under references, compositions and transient attributes, and for
+    # Python code, each level loads what may be read (members too where
+    # they are hidden: transient attributes may read them); an answer's
+    # flat page only what it shows.
+    nested = rows.nested = kind == NESTED or not load.shown
+    by_ids = _shown_load if not nested else _nested_load
+    if rows.links:
+        fill_flat_members(access, rows, budget, by_ids,
+                          shows=readable if nested else shows_reference)
+    if nested:      # no rows: no statements, but the rows' shape (transient attributes)
+        fill_nested(access, rows, budget, by_ids)
+    return rows
 
 
-def _raw_load(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By) -> Any:
-    """``_by_ids`` of the rows under a flat page's (its many-to-many members)."""
-    return _by_ids(access, meta, plan, key_field, ids, by._replace(raw=True))
+def _shown_load(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By) -> Any:
+    """``_by_ids`` of the rows under an answer's flat page (its many-to-many members)."""
+    return _by_ids(access, meta, plan, key_field, ids, by._replace(shown=True))
 
 
 def _nested_load(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By) -> Any:
     """``_by_ids`` of the rows under a nested page's (references, compositions, members)."""
-    return _by_ids(access, meta, plan, key_field, ids, by._replace(raw=NESTED))
-
-
-def _complete(access, meta, plan, rows, budget):
-    """Converted rows -> what the plan asks: embedded values folded, references
-    loaded, transient attributes worked out."""
-    shape = columns_of(meta, plan, access.database)
-    transients = shape.transients
-    if shape.embedded:
-        _fold_embedded(rows, shape.embedded)
-    fill_references(access, meta, plan, rows, budget)
-    for row in rows:
-        for prop in transients:
-            row[prop.name] = prop.getter(row_view(meta, row))
-    present = getattr(meta.model, "present_rows", None)     # e.g. HistoryItem
-    if present is not None:
-        present(rows, access)
-    return rows
+    return _by_ids(access, meta, plan, key_field, ids, by._replace(shown=False))
 
 
 def session_free(access: Any, meta: Any) -> bool:
@@ -240,14 +221,6 @@ def statement(access: Any, meta: Any, selected: Selected, load: Load) -> tuple[s
     return sql, built
 
 
-def _fold_embedded(rows, embedded):
-    """The columns of each embedded value -> one nested dict (None when all are null)."""
-    for row in rows:
-        for name, parts in embedded:
-            value = {part: row.pop(f"{name}.{part}") for part in parts}
-            row[name] = value if any(item is not None for item in value.values()) else None
-
-
 def count_rows(access, meta, where_filter=None):
     query = EntityQuery(meta, access)
     condition = query.where(where_filter)
@@ -255,37 +228,6 @@ def count_rows(access, meta, where_filter=None):
     if condition is not None:
         select = select.where(condition)
     return select.count()
-
-
-def fill_references(access, meta, plan, rows, budget=None):
-    if not rows:
-        return
-    permissions = access.permissions
-    for name, nested in plan.properties.items():
-        if nested is None:
-            continue
-        prop = meta.properties[name]
-        target = prop.target
-        if prop.is_embedded:        # the references inside embedded values
-            fill_references(access, target, nested,
-                            [row[name] for row in rows if row.get(name) is not None], budget)
-            continue
-        if not permissions.can(target.name, "read"):
-            for row in rows:
-                row.pop(name, None)
-            continue
-        if prop.link is not None:
-            fill_members(access, prop, nested, rows, budget, _by_ids)
-        elif prop.is_collection:
-            _fill_children(access, prop, nested, rows, budget)
-        else:
-            ids = {row[name] for row in rows if row.get(name) is not None}
-            found = _by_ids(access, target, nested, target.model.id, ids,
-                            By(budget=budget, with_deleted=True))
-            by_id = {row["id"]: row for row in found}
-            for row in rows:
-                if row.get(name) is not None:
-                    row[name] = by_id.get(row[name])
 
 
 def _by_ids(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By = PLAIN) -> Any:
@@ -297,76 +239,9 @@ def _by_ids(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By 
         chunk = select_rows(access, meta, plan, Load(
             sort="", parent_column=by.parent_column, key_field=key_field,
             keys=ids[start:start + _CHUNK], limit=None if budget is None else budget.left + 1,
-            budget=budget, with_deleted=by.with_deleted, raw=by.raw))
+            budget=budget, with_deleted=by.with_deleted, shown=by.shown))
         if start:
             rows.extend(chunk)  # RawRows: with what was loaded for the chunk's rows
         else:
             rows = chunk        # a raw plan's RawRows stay RawRows
     return rows
-
-
-def _fill_children(access, prop, plan, rows, budget):
-    back = prop.back_field
-    children = _by_ids(access, prop.target, plan, back, {row["id"] for row in rows},
-                       By(parent_column=back, budget=budget))
-    _group(prop, rows, children)
-
-
-def _group(prop, rows, children):
-    grouped = {}
-    for child in children:
-        grouped.setdefault(child.pop(_PARENT), []).append(child)
-    for row in rows:
-        row[prop.name] = grouped.get(row["id"], [])
-
-
-def row_view(meta, row):
-    """What a transient attribute's getter sees as ``self``: the loaded values
-    as attributes (the row itself is the view's ``__dict__``: no copy), loaded
-    references as views too, and for anything the plan did not load, the
-    stored entity (loaded at the first such access). Read-only."""
-    cls = owned(_ROW_VIEWS, meta, None, lambda: _view_class(meta))
-    view = cls.__new__(cls)
-    view.__dict__ = row
-    view._stored = None
-    return view
-
-
-class _RowView:
-    __slots__ = ("__dict__", "_stored")
-    _view_meta = None
-
-    def __getattr__(self, name):        # not loaded
-        return getattr(self._entity(), name)
-
-    def _entity(self):
-        if self._stored is None:
-            self._stored = self._view_meta.model.get_by_id(self.__dict__["id"])
-        return self._stored
-
-
-def _view_class(meta):
-    """The view class of one entity: references and transient attributes are
-    properties (they win over the row's values); other values are read from
-    the row directly."""
-    namespace = {"__slots__": (), "_view_meta": meta}
-    for name, prop in meta.properties.items():
-        if prop.getter is not None:
-            namespace[name] = property(lambda self, name=name: getattr(self._entity(), name))
-        elif prop.is_reference:
-            namespace[name] = property(_reference_getter(prop))
-    return type(f"{meta.name}RowView", (_RowView,), namespace)
-
-
-def _reference_getter(prop):
-    name, target, many = prop.name, prop.target, prop.is_collection
-
-    def get(self):
-        row = self.__dict__
-        if name not in row:
-            return getattr(self._entity(), name)
-        value = row[name]
-        if many:
-            return [row_view(target, child) for child in value]
-        return row_view(target, value) if isinstance(value, dict) else value
-    return get

@@ -14,8 +14,7 @@ several owners is one row they share, and each distinct text is parsed once
 per process (``parsed_keys``).
 """
 import json
-from collections import Counter
-from operator import itemgetter, mul
+from operator import mul
 
 import peewee
 
@@ -31,7 +30,7 @@ def member_column(database, prop):
     correlated with the owner's id (SQLite ``json_group_array`` gives ``[]``
     for none, PostgreSQL ``json_agg`` NULL). PostgreSQL sorts the keys; SQLite
     reads them in the order of the link table's (owner, member) index where it
-    has one (``fill_members`` sorts them anyway), so owners with the same
+    has one (``parsed_keys`` sorts them anyway), so owners with the same
     members have the same text."""
     link = prop.link
     if link.keys_field is not None:
@@ -49,25 +48,6 @@ def member_column(database, prop):
         cached = through.select(keys).where(owner == link.owner_field.rel_field)
         setattr(prop, key, cached)
     return cached
-
-
-def fill_members(access, prop, plan, rows, budget, load):
-    """Each row's link text (``row[prop.name]``) -> the list of its members the
-    caller may see, loaded along ``plan`` by ``load`` (the loader's select of
-    rows by id: row-level rules, soft delete and the budget apply). The links
-    shown count against ``budget`` as entities of the answer."""
-    name = prop.name
-    lists, _ = member_lists(access, prop, plan, Counter(map(itemgetter(name), rows)), budget,
-                            load, itemgetter("id"))
-    for row in rows:
-        row[name] = lists[row[name]]
-
-
-def member_lists(access, prop, plan, counts, budget, load, key_of):
-    """Distinct link texts (each with how many owners have it) -> ({text: the
-    visible members in key order, None: []}, the members loaded)."""
-    keys, by_key, members, _ = load_members(access, prop, plan, counts, budget, load, key_of)
-    return shown_lists(counts, keys, by_key), members
 
 
 def shown_lists(counts, keys, by_key):

@@ -1,29 +1,26 @@
 """To-one references, compositions and transient attributes of raw rows.
 
-Rows whose plan has them (``flatrows.raw_kind``: NESTED) are loaded as the
-database's value tuples at every level, as the loader's general way loads
-them (``loader.fill_references``): each reference and composition of a page
-costs one statement for all its rows (the loader's select by id: the
-target's row-level roles and row rules, soft delete as for any reference, the
-answer's budget), and its rows are kept beside the page's: a to-one
-reference's rows by the foreign key, a composition's children by their
-parent's id, in the order the loader gives them. Transient attributes are
-worked out while loading; a getter sees its row as ``loader.row_view`` shows
-it (``RawView``: only what it reads is converted). Writing
-(``nested_texts``) writes each referenced row once per answer, as the text
-its foreign key names, and each composition's array once per parent; the
-row writers splice them in.
+Rows whose plan has them (``flatrows.raw_kind``: NESTED), and every load for
+Python code, are loaded as the database's value tuples at every level: each
+reference and composition of a page costs one statement for all its rows
+(the loader's select by id: the target's row-level roles and row rules,
+soft delete as for any reference, the answer's budget), and its rows are
+kept beside the page's: a to-one reference's rows by the foreign key (also
+inside an embedded value: ``address.country``), a composition's children by
+their parent's id, in the order the loader gives them. Transient attributes
+are worked out while loading; a getter sees its row through a ``RawView``
+(only what it reads is converted). Writing (``nested_texts``) writes each
+referenced row once per answer, as the text its foreign key names, and each
+composition's array once per parent; the row writers splice them in.
 """
-from collections import Counter
 from typing import Any
 from operator import itemgetter
 
-from ...model.serialize import _references
 from ..columns import converter, row_id
-from .members import shown_lists
 from .request import By
 from ..memo import Memo, Owned, owned
-from ..answer.rowwriters import NAMES, positions, raw_namer, row_writer, shows_reference
+from ..answer.names import NAMES, raw_namer
+from ..answer.rowwriters import positions, row_writer, shows_reference
 
 PARENT = "\0parent"     # the owner's id on composition children while loading
 # View classes, one per entity and set of loaded columns (inline plans choose them).
@@ -52,6 +49,9 @@ def fill_nested(access, rows, budget, load):
             rows.children[name] = _children(access, rows, prop, nested, budget, load)
         else:
             rows.targets[name] = _targets(access, rows, prop, nested, budget, load)
+    for name, part, nested in embedded_references(meta, rows.loading):
+        if readable(meta, part, permissions):
+            rows.targets[name] = _targets(access, rows, part, nested, budget, load, name)
     getters = [(name, meta.properties[name].getter) for name in rows.loading.properties
                if meta.properties[name].getter is not None]
     if getters:
@@ -65,11 +65,25 @@ def fill_nested(access, rows, budget, load):
         rows.transients = tuple(name for name, _ in getters)
 
 
-def _targets(access, rows, prop, nested, budget, load):
+def embedded_references(meta, plan):
+    """(column name, part, the part's plan) of each to-one reference inside
+    an embedded value of ``plan`` (``address.country``)."""
+    found = []
+    for name, nested in plan.properties.items():
+        prop = meta.properties[name]
+        if nested is not None and prop.is_embedded:
+            found += [(f"{name}.{part}", prop.target.properties[part], part_nested)
+                      for part, part_nested in nested.properties.items()
+                      if part_nested is not None]
+    return found
+
+
+def _targets(access, rows, prop, nested, budget, load, column=None):
     """(the referenced rows, foreign key -> its row or None when the caller
-    cannot see it) of one to-one reference: the keys converted as the loader
-    converts them, each distinct key once."""
-    position, convert = rows.names.index(prop.name), converter(prop.field)
+    cannot see it) of one to-one reference (in the column ``column``, by
+    default the attribute's): the keys converted as the loader converts
+    them, each distinct key once."""
+    position, convert = rows.names.index(column or prop.name), converter(prop.field)
     keys = set(map(itemgetter(position), rows))
     keys.discard(None)
     ids = {key: key if convert is None else convert(key) for key in keys}
@@ -126,7 +140,7 @@ def nested_texts(rows, plan, permissions, return_nulls, texts_of):
         nested, named = _written(meta, plan, name, permissions), name in meta.instance_name
         if nested is None and not named:
             continue
-        target = meta.properties[name].target
+        target = reference_of(meta, name).target
         found = [(key, values) for key, values in by_key.items() if values is not None]
         inner = texts_of(loaded, nested, permissions, return_nulls) if found else None
         if nested is not None:
@@ -148,109 +162,27 @@ def nested_texts(rows, plan, permissions, return_nulls, texts_of):
 
 
 def _written(meta, plan, name, permissions):
-    """The plan ``name`` is written along, or None when it is not written."""
-    nested = None if plan is None else plan.properties.get(name)
-    if nested is None or not shows_reference(meta, meta.properties[name], permissions):
+    """The plan ``name`` (``address.country`` inside an embedded value) is
+    written along, or None when it is not written."""
+    owner, dot, part = name.partition(".")
+    nested = None if plan is None else plan.properties.get(owner)
+    if dot and nested is not None:
+        nested = nested.properties.get(part)
+    if nested is None or not shows_reference(meta, reference_of(meta, name), permissions, name):
         return None
     return nested
 
 
-def too_many(rows: Any, plan: Any, permissions: Any, limit: int) -> bool:
-    """Whether writing ``rows`` along ``plan`` writes more than ``limit`` JSON
-    objects (``serialize.count_objects`` for raw rows: a referenced row
-    counts once per row that refers to it). They are counted only when a
-    bound worked out per level (how many rows, how many a row refers to at
-    most) is above ``limit``."""
-    refs = _references(rows.meta, plan, permissions) if plan is not None else ()
-    return _bound(rows, refs)[0] > limit and _total(rows, refs) > limit
-
-
-def _bound(rows, refs):
-    """(at least as many objects as writing all of ``rows`` writes, at least as
-    many as writing any one of them writes)."""
-    total, most = len(rows), 1
-    for name, _, inner, _ in refs if rows else ():
-        found = _loaded(rows, name)
-        if found is None:
-            continue
-        _, groups, loaded, shared = found
-        below, each = _bound(loaded, inner)
-        widest = max(map(len, groups.values()), default=0)
-        total += len(rows) * widest * each if shared else below    # a child: under one row
-        most += widest * each
-    return total, most
-
-
-def _total(rows, refs):
-    """The objects writing all of ``rows`` writes."""
-    total = len(rows)
-    for name, _, inner, _ in refs if rows else ():
-        found = _loaded(rows, name)
-        if found is None:
-            continue
-        key, groups, loaded, shared = found
-        if not shared and sum(map(len, groups.values())) == len(loaded):
-            total += _total(loaded, inner)      # each child written under one row
-            continue
-        each = _counts(loaded, inner)
-        for value, times in Counter(map(key, rows)).items():
-            shown = groups.get(value)
-            if shown:
-                total += times * (len(shown) if each is None
-                                  else sum([each[id(member)] for member in shown]))
-    return total
-
-
-def _counts(rows, refs):
-    """id(row values) -> the objects writing the row writes, or None when every row writes one."""
-    if not refs or not rows:
-        return None
-    counts = dict.fromkeys(map(id, rows), 1)
-    for name, _, inner, _ in refs:
-        found = _loaded(rows, name)
-        if found is None:
-            continue
-        key, groups, loaded, _ = found
-        each = _counts(loaded, inner)
-        for values in rows:
-            shown = groups.get(key(values))
-            if shown:
-                counts[id(values)] += len(shown) if each is None \
-                    else sum([each[id(member)] for member in shown])
-    return counts
-
-
-def _loaded(rows, name):
-    """(a row -> its key, key -> the rows written for it, those rows, whether
-    a row may be written for several) of one reference attribute of ``rows``,
-    or None when it was not loaded (its entity is not readable)."""
-    if name in rows.members:        # link text -> the members
-        lists, loaded = _member_lists(rows, name)
-        return itemgetter(rows.names.index(name)), lists, loaded, True
-    if name in rows.children:       # the parent's id -> its children
-        loaded, groups = rows.children[name]
-        return itemgetter(0), groups, loaded, False
-    if name in rows.targets:        # the foreign key -> the referenced row
-        loaded, found = rows.targets[name]
-        groups = {key: (values,) for key, values in found.items() if values is not None}
-        return itemgetter(rows.names.index(name)), groups, loaded, True
-    return None
-
-
-def _member_lists(rows, name):
-    """(link text -> the members the caller sees, the members loaded) of a
-    many-to-many attribute of ``rows`` (flatrows.fill_flat_members), worked out once."""
-    memo = rows.__dict__.setdefault("_member_lists", {})
-    found = memo.get(name)
-    if found is None:
-        counts, keys, by_key, members, _ = rows.members[name]
-        found = memo[name] = (shown_lists(counts, keys, by_key), members)
-    return found
+def reference_of(meta, name):
+    """The reference attribute of a column name (``address.country``: the embedded value's)."""
+    owner, dot, part = name.partition(".")
+    prop = meta.properties[owner]
+    return prop.target.properties[part] if dot else prop
 
 
 class RawView:
-    """What a transient attribute's getter sees as ``self`` (``loader.row_view``)
-    over a row of database values: the loaded values as attributes (each
+    """What a transient attribute's getter sees as ``self``, over a row of
+    database values: the loaded values as attributes (each
     converted as the loader converts it, when read), the referenced rows and
     children as views too, and anything the plan did not load, or whose
     entity the caller may not read, from the stored entity (loaded at the
@@ -356,7 +288,7 @@ def _members(name, position):
     def get(self):
         if name not in self._rows.members:          # its entity is not readable
             return getattr(self._entity(), name)
-        loaded = _member_lists(self._rows, name)
+        loaded = self._rows.shown_members(name)
         shown = loaded[0][self._values[position]]
         if not shown:
             return []

@@ -4,25 +4,23 @@ A ``Reading`` is what every load of one entity along one plan (None: the
 instance name and id only) has in common for one caller's permissions,
 ``returnNulls`` and whether it is tagged: the loading plan (the plan plus
 what instance names need, and the version when tagged), whether its rows
-are the database's values written by the row writers (``raw``:
-``flatrows.raw_kind`` covers the plan, for answers) or converted rows (the
-loader's general way: Python consumers, and what the raw way does not
-cover), and the ETag digest's shape. It is kept per permissions in a
-``Memo``; a get is then one statement, one row writer and its tag.
+are an answer's (written by the row writers: only what it shows is loaded)
+or Python code's (converted by records.py: what the caller may read), and
+the ETag digest's shape. It is kept per permissions in a ``Memo``; a get is
+then one statement, one row writer and its tag.
 """
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ...jsonio import RawJson
-from ...model.serialize import count_objects, write_entities, write_entity
 from ..answer.etags import entity_tag, plan_key, tag_of, tag_shape, versioned
 from ..memo import Memo
 from ..answer.rowwriters import row_writer
 from ..columns import row_id, stored
-from .flatrows import KeyRows, RawRows, is_flat, raw_kind, tag_row, write_flat, write_flat_each
+from .flatrows import RawRows, is_flat, tag_row, write_flat, write_flat_each
 from .loader import Selected, columns_of, loading_plan, select_rows, session_free, statement
-from .nestedrows import too_many
+from .sizes import too_many
 from .request import Budget, Load
 
 _READINGS_MAX = 256     # per permissions: inline plans of new shapes cannot grow it without end
@@ -34,7 +32,7 @@ class Reading:
     meta: Any
     plan: Any               # the request's plan; None: instance names only
     loading: Any            # the loading plan
-    raw: bool               # rows as the database gives them (flatrows.RawRows)
+    answer: bool            # rows written as an answer (else converted for Python code)
     return_nulls: bool
     shape: str | None       # the ETag digest's shape; None: per caller (row-level roles)
     # The load of one row by id, worked out at the first (``one``), per
@@ -67,7 +65,7 @@ def one(access: Any, read: Reading, key: Any) -> One | None:
 
 def _one(access: Any, read: Reading, key: Any) -> One | None:
     meta, loading = read.meta, read.loading
-    if not read.raw or not session_free(access, meta) or not is_flat(meta, loading):
+    if not read.answer or not session_free(access, meta) or not is_flat(meta, loading):
         return None
     columns = columns_of(meta, loading, access.database)
     rows = RawRows((), meta, loading, columns.names, columns.converting)
@@ -110,33 +108,23 @@ def reading(access: Any, meta: Any, plan: Any, return_nulls: bool = False, tagge
             loading = versioned(meta, loading)
         shape = None if permissions.row_level_roles \
             else tag_shape(plan, permissions, access.session, return_nulls)
-        found = memo.put(key, Reading(meta, plan, loading, answer and raw_kind(meta, loading)
-                                      is not None, return_nulls, shape))
+        found = memo.put(key, Reading(meta, plan, loading, answer, return_nulls, shape))
     return found
 
 
-def load(access: Any, read: Reading, budget: Budget, query: Load) -> Any:
+def load(access: Any, read: Reading, budget: Budget, query: Load) -> RawRows:
     """Rows of ``read`` matching ``query`` within the answer's entity budget;
     what writing them would write is counted before anything is written."""
-    query.budget, query.raw = budget, read.raw
+    query.budget, query.shown = budget, read.answer
     rows = select_rows(access, read.meta, read.loading, query)
-    allowed = budget.limit + budget.spare
-    if isinstance(rows, RawRows):
-        # A flat page counted its members as it loaded them (members.py).
-        exceeded = rows.nested and too_many(rows, read.plan, access.permissions, allowed)
-    else:
-        exceeded = count_objects(read.meta, rows, read.plan, access.permissions,
-                                 allowed) > allowed
-    if exceeded:
+    # A flat page counted its members as it loaded them (members.py).
+    if rows.nested and too_many(rows, read.plan, access.permissions, budget.limit + budget.spare):
         raise budget.exceeded()
     return rows
 
 
-def tag(access: Any, read: Reading, rows: Any) -> str | None:
+def tag(access: Any, read: Reading, rows: RawRows) -> str | None:
     """The ETag of the first of ``rows`` (``etags.entity_tag``), or None without a version."""
-    if not isinstance(rows, RawRows):
-        return entity_tag(rows[0], read.plan, access.permissions, access.session,
-                          read.return_nulls)
     if read.shape is None:
         return entity_tag(tag_row(rows), read.plan, access.permissions, access.session,
                           read.return_nulls)
@@ -145,22 +133,11 @@ def tag(access: Any, read: Reading, rows: Any) -> str | None:
     return None if version is None else tag_of(found["id"], version, read.shape)
 
 
-def write_all(access: Any, read: Reading, rows: Any) -> RawJson:
+def write_all(access: Any, read: Reading, rows: RawRows) -> RawJson:
     """A JSON array of the entities of ``rows``."""
-    if isinstance(rows, RawRows):
-        return write_flat(read.meta, rows, read.plan, access.permissions, read.return_nulls)
-    return write_entities(read.meta, rows, read.plan, access.permissions, read.return_nulls)
+    return write_flat(read.meta, rows, read.plan, access.permissions, read.return_nulls)
 
 
-def write_each(access: Any, read: Reading, rows: Any) -> list[tuple[Any, RawJson]]:
+def write_each(access: Any, read: Reading, rows: RawRows) -> list[tuple[Any, RawJson]]:
     """[(id, JSON text)] of each entity of ``rows``, in their order."""
-    if isinstance(rows, RawRows):
-        return write_flat_each(read.meta, rows, read.plan, access.permissions, read.return_nulls)
-    return [(row["id"], write_entity(read.meta, row, read.plan, access.permissions,
-                                     read.return_nulls)) for row in rows]
-
-
-def sort_rows(rows: Any) -> Any:
-    """What ``cursors.sort_key`` reads of a page (flatrows.KeyRows for raw rows)."""
-    return KeyRows(rows) if isinstance(rows, RawRows) else rows
-
+    return write_flat_each(read.meta, rows, read.plan, access.permissions, read.return_nulls)

@@ -56,9 +56,9 @@ class Load:
     the sort; ``key_field IN keys``; ``parent_column``: selected too, as
     each child's owner (compositions); ``budget``: the answer's, counted
     (None: no bound); ``with_deleted``: soft-deleted rows too (a to-one
-    reference from a live row); ``raw``: the rows as the database gives
-    them (flatrows.RawRows) where ``flatrows.raw_kind`` covers the plan,
-    NESTED: loaded as under references (members shown or not)."""
+    reference from a live row); ``shown``: an answer's load, of only what
+    its flat page shows (else what the caller may read: members of hidden
+    attributes too, for transient attributes and Python code)."""
     where: Any = None
     sort: str | None = None
     limit: int | None = None
@@ -69,7 +69,7 @@ class Load:
     budget: "Budget | None" = None
     with_deleted: bool = False
     after: Any = None
-    raw: bool | str = False
+    shown: bool = False
 
 
 class By(NamedTuple):
@@ -77,7 +77,7 @@ class By(NamedTuple):
     parent_column: Any = None
     budget: "Budget | None" = None
     with_deleted: bool = False
-    raw: bool | str = False
+    shown: bool = False
 
 
 PLAIN = By()     # a load by ids of nothing but its keys

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from ...errors import BadRequest
 from ...jsonio import JsonValue
-from ...model.serialize import write_entities, write_entity
 from ..read.cursors import sort_key
 from ..read.flatrows import KeyRows, RawRows, write_flat, write_flat_each
 from ..read.request import RESPONSE_TOO_LARGE, Page
@@ -52,20 +51,16 @@ class Export:
     return_nulls: bool = False
 
 
-# A chunk as ``DataManager.select`` gives it: raw rows, or rows of values by name.
-Chunk = RawRows | list[dict[str, object]]
-
-
-def row_chunks(data: "DataManager", access: "Access", export: Export) -> Iterator[Chunk]:
+def row_chunks(data: "DataManager", access: "Access", export: Export) -> Iterator[RawRows]:
     """The matching rows, a chunk at a time, in the list's order; each chunk
-    as ``select`` gives it (``flatrows.RawRows`` or converted rows)."""
+    as ``select`` gives it (``flatrows.RawRows``)."""
     meta, sort = export.meta, export.sort
     size = min(CHUNK_ROWS, data.settings.max_fetch_size(meta.name),
                data.settings.max_response_entities)
     offset, after, left = export.offset, export.after, export.limit
     while left is None or left > 0:
         wanted = size if left is None else min(size, left)
-        rows: Chunk
+        rows: RawRows
         try:
             rows, _ = data.select(access, meta, export.plan, export.filter_spec,
                                   Page(sort=sort, limit=wanted, offset=offset), after,
@@ -82,7 +77,7 @@ def row_chunks(data: "DataManager", access: "Access", export: Export) -> Iterato
         if left is not None:
             left -= len(rows)
         offset = None
-        after = sort_key(access, meta, sort, KeyRows(rows) if isinstance(rows, RawRows) else rows)
+        after = sort_key(access, meta, sort, KeyRows(rows))
         if after is None:
             return
 
@@ -91,10 +86,7 @@ def json_arrays(data: "DataManager", access: "Access", export: Export) -> Iterat
     """Each chunk as the JSON list writes a page: a JSON array of entities."""
     meta, plan, permissions = export.meta, export.plan, access.permissions
     for rows in row_chunks(data, access, export):
-        if isinstance(rows, RawRows):
-            yield write_flat(meta, rows, plan, permissions, export.return_nulls)
-        else:
-            yield write_entities(meta, rows, plan, permissions, export.return_nulls)
+        yield write_flat(meta, rows, plan, permissions, export.return_nulls)
 
 
 def entity_texts(data: "DataManager", access: "Access", export: Export) -> Iterator[list[str]]:
@@ -102,9 +94,5 @@ def entity_texts(data: "DataManager", access: "Access", export: Export) -> Itera
     writes it."""
     meta, plan, permissions = export.meta, export.plan, access.permissions
     for rows in row_chunks(data, access, export):
-        if isinstance(rows, RawRows):
-            yield [text for _, text in write_flat_each(meta, rows, plan, permissions,
-                                                         export.return_nulls)]
-        else:
-            yield [write_entity(meta, row, plan, permissions, export.return_nulls)
-                   for row in rows]
+        yield [text for _, text in write_flat_each(meta, rows, plan, permissions,
+                                                     export.return_nulls)]

@@ -34,6 +34,7 @@ from .sqlwrite import Statement
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass, MetaProperty
     from ...security.roles import Permissions
+    from ..read.flatrows import RawRows
     from .importer import Operation
 
 KINDS = ("CREATE", "UPDATE", "DELETE", "RESTORE")
@@ -93,7 +94,7 @@ class HistoryItem(Entity):
         return visible_history(query)
 
     @classmethod
-    def present_rows(cls, rows: Sequence[dict[str, JsonValue]], access: Access) -> None:
+    def present_rows(cls, rows: "RawRows", access: Access) -> None:
         hide_unreadable(rows, access)
 
 
@@ -313,18 +314,25 @@ def id_text(database: peewee.Database, meta: "MetaClass") -> Expression:
     return text
 
 
-def hide_unreadable(rows: Sequence[dict[str, JsonValue]], access: Access) -> None:
+def hide_unreadable(rows: "RawRows", access: Access) -> None:
     """Values of attributes the caller may not view leave ``changes``: the
     rule filters, sorts and answers follow (``filters.attribute_visible``)."""
-    permissions = access.permissions
-    for row in rows:
-        changes = row.get("changes")
-        name = row.get("entityName")
-        if not changes:
+    names = rows.names
+    if "changes" not in names:
+        return
+    at = names.index("changes")
+    entity_at = names.index("entityName") if "entityName" in names else None
+    permissions, parse = access.permissions, HistoryItem.changes.python_value
+    for index, values in enumerate(rows):
+        changes = parse(values[at])
+        if not isinstance(changes, list) or not changes:
             continue
+        name = None if entity_at is None else values[entity_at]
         meta = access.metadata.entity(name) if name else None
-        row["changes"] = [change if meta is not None and _shows(meta, change["name"], permissions)
-                          else {"name": change["name"]} for change in changes]
+        shown = [change if meta is not None and _shows(meta, change["name"], permissions)
+                 else {"name": change["name"]} for change in changes]
+        # The value itself: the column's converter takes a value as it is.
+        rows[index] = (*values[:at], shown, *values[at + 1:])
 
 
 def _shows(meta: "MetaClass", name: str, permissions: "Permissions") -> bool:

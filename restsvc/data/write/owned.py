@@ -7,6 +7,7 @@ import peewee
 
 from ...model.fetchplan import ids_only
 from ..access import Access
+from ..columns import row_id
 from ..read.loader import select_rows
 from ..read.request import Load
 
@@ -23,7 +24,7 @@ def child_ids(access: Access, prop: "MetaProperty", parent_id: str | int) -> set
     """The ids of a composition's stored children the caller can see."""
     rows = select_rows(access, prop.related, ids_only(prop.related),
                        Load(key_field=prop.back_field, keys=[parent_id]))
-    return {row["id"] for row in rows}
+    return set(map(row_id(prop.related), rows))
 
 
 def composed(meta: "MetaClass", ids: Collection[str | int], soft: bool = False,
