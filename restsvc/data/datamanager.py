@@ -23,7 +23,7 @@ from .write.importer import Importer, parse_id, too_many_entities
 from .read.loader import count_rows, select_rows, visible_ids
 from .read.reading import load, one, one_tag, reading, tag, write_all, write_each
 from .read.records import records
-from .read.flatrows import KeyRows
+from .read.rows import KeyRows
 from .read.request import UNPAGED, Budget, Load
 from .read.query import check_limit, check_sort
 from .write.writer import Writer

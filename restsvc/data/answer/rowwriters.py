@@ -11,8 +11,8 @@ A reference the caller does not see (its attribute hidden, its entity not
 readable) is left out; a referenced row the caller cannot see is null, as
 a missing one.
 """
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...jsonio import quoted, value_text
 from ..columns import converter
@@ -21,19 +21,34 @@ from .generated import Generated
 from .names import NAMES, instance_namer, raw_namer
 from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer, value_writer
 
-_WRITERS: "Memo[tuple[Any, Any, Any]]" = Memo("row writers", 1024)
+if TYPE_CHECKING:
+    from ...model.meta import FetchPlan, MetaClass, MetaProperty
+    from ...security.roles import Permissions
+
+# (a row of database values, the texts spliced in) -> the entity's JSON text.
+RowWriter = Callable[..., str]
+# The shape of a plan's level: (attribute, its nested plan's attributes or None).
+Shape = tuple[tuple[str, "tuple[str, ...] | None"], ...]
+_WRITERS: "Memo[tuple[MetaClass, Permissions, RowWriter]]" = Memo("row writers", 1024)
 
 
-def shows_reference(meta, prop, permissions, name=None):
+class Columns(Protocol):
+    """What a row writer is compiled for besides the plan (flatrows.RawRows)."""
+    names: tuple[str, ...]          # the loaded columns
+    transients: tuple[str, ...]     # the transient attributes' values after them
+
+
+def shows_reference(meta: "MetaClass", prop: "MetaProperty", permissions: "Permissions",
+                    name: str | None = None) -> bool:
     """Whether the caller sees what a reference attribute refers to: the
     attribute visible (``name``: inside an embedded value, ``address.country``)
     and its entity readable (else it is not written)."""
     return bool(permissions.attribute_levels(meta.name).get(name or prop.name)) \
-        and permissions.can(prop.target.name, "read")
+        and permissions.can(prop.related.name, "read")
 
 
-def row_writer(meta: Any, rows: Any, plan: Any, permissions: Any,
-               return_nulls: bool) -> Callable[..., str]:
+def row_writer(meta: "MetaClass", rows: Columns, plan: "FetchPlan | None",
+               permissions: "Permissions", return_nulls: bool) -> RowWriter:
     """The row writer, compiled once per entity, plan shape (None: the
     instance name and id only), permissions and ``returnNulls``: an inline
     plan (a new object per request) of a shape seen before finds it too.
@@ -49,12 +64,12 @@ def row_writer(meta: Any, rows: Any, plan: Any, permissions: Any,
     return entry[2]
 
 
-def flat_shape(plan):
+def flat_shape(plan: "FetchPlan") -> Shape:
     """What of a plan decides one level's rows and writer, kept on the plan:
     an inline plan (a new object per request) of a shape seen before shares
     them. A reference's own plan is written by a writer of its own."""
     facts = plan_facts(plan)
-    shape = facts.shape
+    shape: Shape | None = facts.shape
     if shape is None:
         shape = facts.shape = tuple(
             (name, None if nested is None else tuple(nested.properties))
@@ -62,13 +77,14 @@ def flat_shape(plan):
     return shape
 
 
-def positions(rows):
+def positions(rows: Columns) -> dict[str, int]:
     """Name -> position in a row of ``rows``: the loaded columns, then the
     transient attributes' values."""
     return {name: position for position, name in enumerate((*rows.names, *rows.transients))}
 
 
-def _compile(meta, plan, rows, permissions, return_nulls):
+def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
+             permissions: "Permissions", return_nulls: bool) -> RowWriter:
     """The row writer ``write(v, texts)``; key texts and writers are constants
     of its source (``Generated``)."""
     index = positions(rows)
@@ -76,7 +92,8 @@ def _compile(meta, plan, rows, permissions, return_nulls):
     source, lines = Generated(), []
     const = source.const
 
-    def attribute(target, key, position, write):
+    def attribute(target: str, key: str, position: int,
+                  write: Callable[[Any], "str | None"]) -> None:
         """One attribute appended to ``target``; inside an embedded value with
         ``returnNulls``, ``p`` says whether one of its attributes is not null."""
         flag = return_nulls and target == "e"
@@ -102,7 +119,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         if return_nulls:
             lines.append(f"    else:\n        {target} += {const(key + 'null')}")
 
-    def reference(target, key, column):
+    def reference(target: str, key: str, column: str) -> None:
         """A to-one reference's text spliced in by its foreign key (in ``column``)."""
         lines.append(f"    t = m[{const(column)}].get(v[{index[column]}])")
         lines.append(f"    if t is not None:\n        {target} += {const(key)} + t")
@@ -140,7 +157,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
         if return_nulls:
             lines.append("    p = False")
         for part in nested.properties:
-            column, part_prop = f"{name}.{part}", prop.target.properties[part]
+            column, part_prop = f"{name}.{part}", prop.related.properties[part]
             if not levels.get(column):      # address.city: the owner's permission
                 continue
             if part_prop.is_reference:      # address.country: its row, by the foreign key
@@ -156,7 +173,7 @@ def _compile(meta, plan, rows, permissions, return_nulls):
     return source.function("v, m=None", lines, f"<row writer {meta.name}>")
 
 
-def _heads(meta, return_nulls):
+def _heads(meta: "MetaClass", return_nulls: bool) -> tuple[str, str]:
     """The text of an entity before its instance name, and before its id
     when it has no instance name."""
     head = f'{{"_entityName":{quoted(meta.name)}'
@@ -164,19 +181,21 @@ def _heads(meta, return_nulls):
         ',"_instanceName":null,"id":' if return_nulls else ',"id":')
 
 
-def names_only(meta: Any, permissions: Any, return_nulls: bool) -> Callable[[Any], str]:
+def names_only(meta: "MetaClass", permissions: "Permissions",
+               return_nulls: bool) -> Callable[[Mapping[str, Any]], str]:
     """A row of Python values by name (its id and instance-name attributes)
     -> the entity's text along no plan: ``_entityName``, ``_instanceName``
     and ``id`` (a create's answer from the values it wrote)."""
     namer, (named, no_name) = instance_namer(meta, permissions), _heads(meta, return_nulls)
 
-    def write(row):
+    def write(row: Mapping[str, Any]) -> str:
         name, key = namer(row), quoted(str(row["id"]))
         return f"{no_name}{key}}}" if name is None else f'{named}{quoted(name)},"id":{key}}}'
     return write
 
 
-def _name_expression(meta, permissions, index, const):
+def _name_expression(meta: "MetaClass", permissions: "Permissions", index: Mapping[str, int],
+                     const: Callable[[object], str]) -> str:
     """The source of the row's instance name (a Python text, or None): a
     visible text column as it is stored, a visible reference's as its row
     has it, else worked out by ``raw_namer``."""
@@ -187,6 +206,6 @@ def _name_expression(meta, permissions, index, const):
         if shown and prop.field is not None and converter(prop.field) is None \
                 and plain_text(prop):
             return f"v[{index[name]}]"
-        if shown and prop.is_reference and permissions.can(prop.target.name, "read"):
+        if shown and prop.is_reference and permissions.can(prop.related.name, "read"):
             return f"m[{const((NAMES, name))}].get(v[{index[name]}])"
     return f"{const(raw_namer(meta, permissions, index))}(v, m)"

@@ -8,29 +8,40 @@ rows and its members are loaded by id (members.py). References to entities
 the caller may not read are left out; referenced rows hidden by row-level
 roles become null (to-one) or are absent (collections).
 """
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...db import is_sqlite
+import peewee
+
+from ...db import execute, is_sqlite
 from ...model.fetchplan import ids_only
 from ..memo import Memo, Owned, owned, plan_facts
 from ..columns import conversions, converter, row_id, stored
 from .cursors import after_key
 from .members import member_column
-from .flatrows import NESTED, RawRows, fill_flat_members, raw_kind
+from .flatrows import NESTED, fill_flat_members, raw_kind
+from .rows import Converter, Key, RawRows, Values
+from .filters import Node
 from .nestedrows import PARENT as _PARENT, fill_nested, readable
 from ..answer.rowwriters import shows_reference
 from .query import EntityQuery, filter_shape
 from .request import PLAIN, By, Load
 
+if TYPE_CHECKING:
+    from ...model.meta import FetchPlan, MetaClass
+    from ..access import Access
+
+Field = Any     # a Peewee field, or an expression a statement selects
 _CHUNK = 500        # ids per IN (...) when loading referenced rows
 
 
-def loading_plan(plan: Any) -> Any:
+def loading_plan(plan: "FetchPlan") -> "FetchPlan":
     """The plan plus what ``_instanceName`` needs, at every level (cached on the plan)."""
     facts = plan_facts(plan)
-    if facts.loading is not None:
-        return facts.loading
+    known: "FetchPlan | None" = facts.loading
+    if known is not None:
+        return known
     merged = dict(plan.properties)
     extra = plan.entity.fetch_plans["_instance_name"]
     for name, nested in extra.properties.items():
@@ -47,33 +58,34 @@ def loading_plan(plan: Any) -> Any:
 class Columns:
     """What the root statement of a loading plan selects, worked out once per
     plan and kind of database (``columns_of``)."""
-    selected: list[tuple[str, Any]]     # (attribute name, peewee field or expression)
+    selected: list[tuple[str, Field]]   # (attribute name, peewee field or expression)
     names: tuple[str, ...]              # the selected names, in order
-    converting: list[tuple[int, Any]]   # (position, converter) of the values converted
+    converting: list[tuple[int, Converter]]     # (position, converter) of the values converted
     signature: str                      # the columns, as the SQL cache tells shapes apart
 
 
 _COLUMNS: "Memo[Owned[Any, Columns]]" = Memo("loader.columns", 2048)
 
 
-def columns_of(meta: Any, plan: Any, database: Any) -> Columns:
+def columns_of(meta: "MetaClass", plan: "FetchPlan", database: peewee.Database) -> Columns:
     """The ``Columns`` of a loading plan: the id, the entity's own columns and
     its embedded values' (``address.city``), then its many-to-many
     attributes, each selected as its link keys (members.py)."""
     return owned(_COLUMNS, plan, is_sqlite(database), lambda: _columns(meta, plan, database))
 
 
-def _columns(meta: Any, plan: Any, database: Any) -> Columns:
-    columns: list[tuple[str, Any]] = [("id", meta.model.id)]
+def _columns(meta: "MetaClass", plan: "FetchPlan", database: peewee.Database) -> Columns:
+    model: Any = meta.model     # a Peewee model: its fields are class attributes
+    columns: list[tuple[str, Field]] = [("id", model.id)]
     links = []
     for name, nested in plan.properties.items():
         prop = meta.properties[name]
         if name != "id" and prop.persistent and prop.field is not None and not prop.is_collection:
             columns.append((name, prop.field))
-        elif prop.is_embedded:
-            parts = [part for part in nested.properties
-                     if prop.target.properties[part].field is not None]
-            columns += [(f"{name}.{part}", prop.target.properties[part].field) for part in parts]
+        elif prop.is_embedded and nested is not None:
+            embedded = prop.related.properties
+            columns += [(f"{name}.{part}", embedded[part].field) for part in nested.properties
+                        if embedded[part].field is not None]
         elif prop.link is not None:
             links.append((name, member_column(database, prop)))
     converters = [converter(field) for _, field in columns] + [None] * len(links)
@@ -82,12 +94,13 @@ def _columns(meta: Any, plan: Any, database: Any) -> Columns:
                    f"{meta.name}:{','.join(name for name, _ in columns)}")
 
 
-def visible_ids(access, meta, keys):
+def visible_ids(access: "Access", meta: "MetaClass", keys: Collection[Key]) -> set[Key]:
     """Which of ``keys`` name rows of ``meta`` the caller's row-level roles let it see."""
-    return set(map(row_id(meta), _by_ids(access, meta, ids_only(meta), meta.model.id, keys)))
+    model: Any = meta.model     # a Peewee model: its fields are class attributes
+    return set(map(row_id(meta), _by_ids(access, meta, ids_only(meta), model.id, keys)))
 
 
-def select_rows(access: Any, meta: Any, plan: Any, load: Load) -> RawRows:
+def select_rows(access: "Access", meta: "MetaClass", plan: "FetchPlan", load: Load) -> RawRows:
     """Rows of ``meta`` matching ``load``'s filter, the caller's row-level roles
     and keys, loaded along ``plan`` (already a loading plan), counted against
     the load's budget: the database's value tuples and what was loaded for
@@ -102,12 +115,14 @@ def select_rows(access: Any, meta: Any, plan: Any, load: Load) -> RawRows:
         columns = columns + [(_PARENT, parent_column)]
         names = names + (_PARENT,)
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
-    sql, params = statement(access, meta, Selected(columns, signature), load)
     kind = raw_kind(meta, plan)
     if kind is None:
         raise TypeError(f"{meta.name}: the plan {plan.name!r} holds what the loader cannot load")
-    rows = RawRows(access.database.execute_sql(sql, params).fetchall(), meta, plan, names,
-                   converting)
+    found: list[Values] = []
+    if load.keys is None or load.keys:      # no keys: no rows, and no statement
+        sql, params = statement(access, meta, Selected(columns, signature), load)
+        found = execute(access.database, sql, params).fetchall()
+    rows = RawRows(found, meta, plan, names, converting)
     if budget is not None:
         budget.take(len(rows))
     present = getattr(meta.model, "present_rows", None)     # e.g. HistoryItem
@@ -127,23 +142,25 @@ def select_rows(access: Any, meta: Any, plan: Any, load: Load) -> RawRows:
     return rows
 
 
-def _shown_load(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By) -> Any:
+def _shown_load(access: "Access", meta: "MetaClass", plan: "FetchPlan", key_field: Field,
+                ids: Collection[Key], by: By) -> RawRows:
     """``_by_ids`` of the rows under an answer's flat page (its many-to-many members)."""
     return _by_ids(access, meta, plan, key_field, ids, by._replace(shown=True))
 
 
-def _nested_load(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By) -> Any:
+def _nested_load(access: "Access", meta: "MetaClass", plan: "FetchPlan", key_field: Field,
+                 ids: Collection[Key], by: By) -> RawRows:
     """``_by_ids`` of the rows under a nested page's (references, compositions, members)."""
     return _by_ids(access, meta, plan, key_field, ids, by._replace(shown=False))
 
 
-def session_free(access: Any, meta: Any) -> bool:
+def session_free(access: "Access", meta: "MetaClass") -> bool:
     """Whether the statements reading ``meta`` hold nothing of the caller's
     session (no row-level role or row rule applies): their text can be kept."""
     return not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule")
 
 
-def kept_shape(access, tree):
+def kept_shape(access: "Access", tree: Node) -> tuple[Any, list[Any]]:
     """``filter_shape`` of a tree, worked out once for a tree the caller
     keeps (DataManager.filter)."""
     kept = access.memo.get(id(tree))
@@ -151,16 +168,18 @@ def kept_shape(access, tree):
         return filter_shape(access.database, tree)
     if kept[1] is None:
         kept = access.memo[id(tree)] = (tree, filter_shape(access.database, tree))
-    return kept[1]
+    shape: tuple[Any, list[Any]] = kept[1]
+    return shape
 
 
 class Selected(NamedTuple):
     """The columns of a statement and their signature (``Columns``)."""
-    columns: list[tuple[str, Any]]
+    columns: list[tuple[str, Field]]
     signature: str
 
 
-def statement(access: Any, meta: Any, selected: Selected, load: Load) -> tuple[str, list[Any]]:
+def statement(access: "Access", meta: "MetaClass", selected: Selected,
+              load: Load) -> tuple[str, list[Any]]:
     """SQL and parameters. Building SQL with Peewee costs more than running a
     small query, so the text of each shape (the columns, the filter's paths,
     operators and number of values, sort, paging; no row-level roles) is kept
@@ -221,27 +240,33 @@ def statement(access: Any, meta: Any, selected: Selected, load: Load) -> tuple[s
     return sql, built
 
 
-def count_rows(access, meta, where_filter=None):
+def count_rows(access: "Access", meta: "MetaClass", where_filter: Node | None = None) -> int:
+    """How many rows of ``meta`` match the filter under the caller's row-level roles."""
     query = EntityQuery(meta, access)
     condition = query.where(where_filter)
-    select = query.apply_joins(meta.model.select(meta.model.id))
+    model: Any = meta.model
+    select = query.apply_joins(model.select(model.id))
     if condition is not None:
         select = select.where(condition)
-    return select.count()
+    count: int = select.count()
+    return count
 
 
-def _by_ids(access: Any, meta: Any, plan: Any, key_field: Any, ids: Any, by: By = PLAIN) -> Any:
-    """The rows of ``plan`` whose ``key_field`` is one of ``ids``, in chunks."""
-    rows: Any = []
-    ids = sorted(ids)
+def _by_ids(access: "Access", meta: "MetaClass", plan: "FetchPlan", key_field: Field,
+            keys: Collection[Key], by: By = PLAIN) -> RawRows:
+    """The rows of ``plan`` whose ``key_field`` is one of ``keys``, in chunks."""
+    rows: RawRows | None = None
+    ids = sorted(keys)
     budget = by.budget
-    for start in range(0, len(ids), _CHUNK):
+    # No keys: one load of none, which gives the rows' shape without a statement.
+    for start in range(0, max(len(ids), 1), _CHUNK):
         chunk = select_rows(access, meta, plan, Load(
             sort="", parent_column=by.parent_column, key_field=key_field,
             keys=ids[start:start + _CHUNK], limit=None if budget is None else budget.left + 1,
             budget=budget, with_deleted=by.with_deleted, shown=by.shown))
-        if start:
-            rows.extend(chunk)  # RawRows: with what was loaded for the chunk's rows
+        if rows is None:
+            rows = chunk
         else:
-            rows = chunk        # a raw plan's RawRows stay RawRows
+            rows.extend(chunk)  # with what was loaded for the chunk's rows
+    assert rows is not None
     return rows

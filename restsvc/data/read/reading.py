@@ -18,7 +18,8 @@ from ..answer.etags import entity_tag, plan_key, tag_of, tag_shape, versioned
 from ..memo import Memo
 from ..answer.rowwriters import row_writer
 from ..columns import row_id, stored
-from .flatrows import RawRows, is_flat, tag_row, write_flat, write_flat_each
+from .flatrows import is_flat, write_flat, write_flat_each
+from .rows import RawRows, tag_row
 from .loader import Selected, columns_of, loading_plan, select_rows, session_free, statement
 from .sizes import too_many
 from .request import Budget, Load

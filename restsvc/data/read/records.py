@@ -14,19 +14,17 @@ out. A reference to an entity the caller may not read is left out. A row
 that several rows refer to is one dict they share.
 """
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..columns import convert_rows
 from .nestedrows import PARENT, embedded_references
-
-if TYPE_CHECKING:
-    from .flatrows import RawRows
+from .rows import RawRows, Values
 
 # A row converted for Python code: attribute name -> its Python value.
 Record = dict[str, Any]
 
 
-def records(rows: "RawRows") -> list[Record]:
+def records(rows: RawRows) -> list[Record]:
     """The rows of one load as Python values (see the module's text)."""
     return _Converter().convert(rows)
 
@@ -38,17 +36,19 @@ class _Converter:
     def __init__(self) -> None:
         self.done: dict[int, list[Record]] = {}
 
-    def convert(self, rows: "RawRows") -> list[Record]:
+    def convert(self, rows: RawRows) -> list[Record]:
         found = self.done.get(id(rows))
         if found is None:
             found = self.done[id(rows)] = self._convert(rows)
         return found
 
-    def _by_values(self, rows: "RawRows") -> dict[int, Record]:
-        """id(a row's value tuple) -> its dict."""
+    def _by_values(self, rows: RawRows | list[Values]) -> dict[int, Record]:
+        """id(a row's value tuple) -> its dict (none where nothing was loaded)."""
+        if not isinstance(rows, RawRows):
+            return {}
         return dict(zip(map(id, rows), self.convert(rows)))
 
-    def _convert(self, rows: "RawRows") -> list[Record]:
+    def _convert(self, rows: RawRows) -> list[Record]:
         names = rows.names
         converted: list[Record] = convert_rows(rows, names, rows.converting)
         meta, plan = rows.meta, rows.loading
@@ -73,7 +73,7 @@ class _Converter:
                 row[name] = values[position]
         return converted
 
-    def _embedded_reference(self, rows: "RawRows", converted: list[Record], column: str) -> None:
+    def _embedded_reference(self, rows: RawRows, converted: list[Record], column: str) -> None:
         """A reference inside an embedded value (``address.country``), in its dict."""
         owner, _, part = column.partition(".")
         loaded = rows.targets.get(column)
@@ -90,7 +90,7 @@ class _Converter:
                 target = by_key.get(values[position])
                 value[part] = None if target is None else by_values[id(target)]
 
-    def _reference(self, rows: "RawRows", converted: list[Record], name: str) -> None:
+    def _reference(self, rows: RawRows, converted: list[Record], name: str) -> None:
         """One reference attribute's values: rows, lists of rows, or left out
         (its entity is not readable: nothing was loaded for it)."""
         if name in rows.targets:

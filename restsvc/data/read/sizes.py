@@ -13,14 +13,11 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..memo import Memo, Owned, owned
+from .rows import RawRows, Values
 
 if TYPE_CHECKING:
     from ...model.meta import FetchPlan, MetaClass
     from ...security.roles import Permissions
-    from .flatrows import RawRows
-
-Values = tuple[Any, ...]       # a row of database values
-
 
 class Reference(NamedTuple):
     """A reference written along a plan: its name and the references written below it."""
@@ -32,7 +29,7 @@ class Loaded(NamedTuple):
     """What was loaded for one reference attribute of a page."""
     key: Callable[[Values], Any]            # a row -> the key of what it refers to
     groups: Mapping[Any, Sequence[Values]]  # key -> the rows written for it
-    rows: "RawRows"                         # those rows
+    rows: RawRows                           # those rows
     shared: bool                            # whether a row may be written for several
 
 
@@ -40,7 +37,7 @@ class Loaded(NamedTuple):
 _REFERENCES: "Memo[Owned[FetchPlan, tuple[Reference, ...]]]" = Memo("plan references", 1024)
 
 
-def too_many(rows: "RawRows", plan: "FetchPlan | None", permissions: "Permissions",
+def too_many(rows: RawRows, plan: "FetchPlan | None", permissions: "Permissions",
              limit: int) -> bool:
     """Whether writing ``rows`` along ``plan`` writes more than ``limit`` JSON
     objects (a referenced row counts once per row that refers to it). They
@@ -71,7 +68,7 @@ def _find_references(meta: "MetaClass", plan: "FetchPlan",
     return tuple(found)
 
 
-def _bound(rows: "RawRows", refs: Sequence[Reference]) -> tuple[int, int]:
+def _bound(rows: RawRows, refs: Sequence[Reference]) -> tuple[int, int]:
     """(at least as many objects as writing all of ``rows`` writes, at least as
     many as writing any one of them writes)."""
     total, most = len(rows), 1
@@ -87,7 +84,7 @@ def _bound(rows: "RawRows", refs: Sequence[Reference]) -> tuple[int, int]:
     return total, most
 
 
-def _total(rows: "RawRows", refs: Sequence[Reference]) -> int:
+def _total(rows: RawRows, refs: Sequence[Reference]) -> int:
     """The objects writing all of ``rows`` writes."""
     total = len(rows)
     for ref in refs if rows else ():
@@ -107,7 +104,7 @@ def _total(rows: "RawRows", refs: Sequence[Reference]) -> int:
     return total
 
 
-def _counts(rows: "RawRows", refs: Sequence[Reference]) -> dict[int, int] | None:
+def _counts(rows: RawRows, refs: Sequence[Reference]) -> dict[int, int] | None:
     """id(row values) -> the objects writing the row writes, or None when every row writes one."""
     if not refs or not rows:
         return None
@@ -125,11 +122,13 @@ def _counts(rows: "RawRows", refs: Sequence[Reference]) -> dict[int, int] | None
     return counts
 
 
-def _loaded(rows: "RawRows", name: str) -> Loaded | None:
+def _loaded(rows: RawRows, name: str) -> Loaded | None:
     """What was loaded for one reference attribute of ``rows``, or None when
     nothing was (its entity is not readable)."""
     if name in rows.members:        # link text -> the members
         lists, loaded = rows.shown_members(name)
+        if not isinstance(loaded, RawRows):     # no members at all
+            return None
         return Loaded(itemgetter(rows.names.index(name)), lists, loaded, True)
     if name in rows.children:       # the parent's id -> its children
         loaded, groups = rows.children[name]

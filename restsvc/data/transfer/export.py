@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from ...errors import BadRequest
 from ...jsonio import JsonValue
 from ..read.cursors import sort_key
-from ..read.flatrows import KeyRows, RawRows, write_flat, write_flat_each
+from ..read.flatrows import write_flat, write_flat_each
+from ..read.rows import KeyRows, RawRows
 from ..read.request import RESPONSE_TOO_LARGE, Page
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from .sqlwrite import Statement
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass, MetaProperty
     from ...security.roles import Permissions
-    from ..read.flatrows import RawRows
+    from ..read.rows import RawRows
     from .importer import Operation
 
 KINDS = ("CREATE", "UPDATE", "DELETE", "RESTORE")
