@@ -9,7 +9,7 @@ the written values of a create); ``raw_namer`` a row of database values, as
 the row writers hold it.
 """
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..columns import converter, row_id
 
@@ -94,6 +94,14 @@ def _reference_namer(target: "MetaClass", permissions: "Permissions") -> Callabl
     return name_of
 
 
+class _Part(NamedTuple):
+    """One instance-name attribute as ``raw_namer`` reads it from a row of database values."""
+    name: str
+    position: int | None                    # its column's, None: not loaded
+    convert: Callable[[Any], Any] | None    # its column's converter
+    names: tuple[str, str] | None           # a reference's: where its rows' names are
+
+
 def raw_namer(meta: "MetaClass", permissions: "Permissions", index: Mapping[str, int]) -> RawNamer:
     """(values, texts) -> the instance name (a Python text), or None when the
     entity has none or a part of it is hidden; ``index``: a column's position
@@ -102,21 +110,23 @@ def raw_namer(meta: "MetaClass", permissions: "Permissions", index: Mapping[str,
         namer, read_id = instance_namer(meta, permissions), row_id(meta)
         return lambda values, texts=None: namer({"id": read_id(values)})
     namer = instance_namer(meta, permissions, named_references=True)
-    parts: list[tuple[str, int | None, Callable[[Any], Any] | None, tuple[str, str] | None]] = []
+    parts = []
     for name in meta.instance_name:
         prop = meta.properties[name]
         convert = None if prop.field is None or prop.is_reference else converter(prop.field)
-        parts.append((name, index.get(name), convert, (NAMES, name) if prop.is_reference else None))
+        parts.append(_Part(name, index.get(name), convert,
+                           (NAMES, name) if prop.is_reference else None))
 
     def name_of(values: tuple[Any, ...], texts: Mapping[Any, Any] | None = None) -> str | None:
         row = {}
-        for name, position, convert, names in parts:
-            value = None if position is None else values[position]
+        for part in parts:
+            value = None if part.position is None else values[part.position]
             if value is not None:
-                if names is not None:       # not loaded when its entity is not readable
-                    value = texts[names].get(value) if texts and names in texts else None
-                elif convert is not None:
-                    value = convert(value)
-            row[name] = value
+                if part.names is not None:      # not loaded when its entity is not readable
+                    found = texts.get(part.names) if texts else None
+                    value = None if found is None else found.get(value)
+                elif part.convert is not None:
+                    value = part.convert(value)
+            row[part.name] = value
         return namer(row)
     return name_of

@@ -11,7 +11,7 @@ then one statement, one row writer and its tag.
 """
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...jsonio import RawJson
 from ..answer.etags import entity_tag, plan_key, tag_of, tag_shape, versioned
@@ -23,6 +23,12 @@ from .rows import RawRows, tag_row
 from .loader import Selected, columns_of, loading_plan, select_rows, session_free, statement
 from .sizes import too_many
 from .request import Budget, Load
+from .rows import Converter, Key, Values
+from ..answer.rowwriters import RowWriter
+
+if TYPE_CHECKING:
+    from ...model.meta import FetchPlan, MetaClass
+    from ..access import Access
 
 _READINGS_MAX = 256     # per permissions: inline plans of new shapes cannot grow it without end
 
@@ -30,9 +36,9 @@ _READINGS_MAX = 256     # per permissions: inline plans of new shapes cannot gro
 @dataclass(slots=True)
 class Reading:
     """How one plan of one entity is read and written for one set of permissions."""
-    meta: Any
-    plan: Any               # the request's plan; None: instance names only
-    loading: Any            # the loading plan
+    meta: "MetaClass"
+    plan: "FetchPlan | None"    # the request's plan; None: instance names only
+    loading: "FetchPlan"        # the loading plan
     answer: bool            # rows written as an answer (else converted for Python code)
     return_nulls: bool
     shape: str | None       # the ETag digest's shape; None: per caller (row-level roles)
@@ -46,13 +52,13 @@ class One(NamedTuple):
     statement the loader builds for it, the id's stored form, the row's id as
     the loader converts it, where its version is, and its row writer."""
     sql: str
-    stored: Callable[[Any], Any]
-    row_id: Callable[[Any], Any]
+    stored: Converter
+    row_id: Callable[[Values], Key]
     version: int | None
-    write: Callable[..., str]
+    write: RowWriter
 
 
-def one(access: Any, read: Reading, key: Any) -> One | None:
+def one(access: "Access", read: Reading, key: Key) -> One | None:
     """The ``One`` of ``read``, or None where the statement holds the caller's
     session (row-level roles, row rules) or the plan loads more than its own
     row's columns (references, compositions, members, transient attributes):
@@ -64,7 +70,7 @@ def one(access: Any, read: Reading, key: Any) -> One | None:
     return found
 
 
-def _one(access: Any, read: Reading, key: Any) -> One | None:
+def _one(access: "Access", read: Reading, key: Key) -> One | None:
     meta, loading = read.meta, read.loading
     if not read.answer or not session_free(access, meta) or not is_flat(meta, loading):
         return None
@@ -81,7 +87,7 @@ def _one(access: Any, read: Reading, key: Any) -> One | None:
                row_writer(meta, rows, read.plan, access.permissions, read.return_nulls))
 
 
-def one_tag(access: Any, read: Reading, found: One, values: Any) -> str | None:
+def one_tag(access: "Access", read: Reading, found: One, values: Values) -> str | None:
     """The ETag of a row ``found`` read (``tag``), or None without a version."""
     if found.version is None or values[found.version] is None:
         return None
@@ -91,8 +97,8 @@ def one_tag(access: Any, read: Reading, found: One, values: Any) -> str | None:
     return tag_of(found.row_id(values), values[found.version], shape)
 
 
-def reading(access: Any, meta: Any, plan: Any, return_nulls: bool = False, tagged: bool = False,
-            answer: bool = True) -> Reading:
+def reading(access: "Access", meta: "MetaClass", plan: "FetchPlan | None",
+            return_nulls: bool = False, tagged: bool = False, answer: bool = True) -> Reading:
     """The ``Reading`` of a load; ``answer``: its rows are written as JSON text
     (else Python code reads them: converted rows)."""
     permissions = access.permissions
@@ -113,7 +119,7 @@ def reading(access: Any, meta: Any, plan: Any, return_nulls: bool = False, tagge
     return found
 
 
-def load(access: Any, read: Reading, budget: Budget, query: Load) -> RawRows:
+def load(access: "Access", read: Reading, budget: Budget, query: Load) -> RawRows:
     """Rows of ``read`` matching ``query`` within the answer's entity budget;
     what writing them would write is counted before anything is written."""
     query.budget, query.shown = budget, read.answer
@@ -124,7 +130,7 @@ def load(access: Any, read: Reading, budget: Budget, query: Load) -> RawRows:
     return rows
 
 
-def tag(access: Any, read: Reading, rows: RawRows) -> str | None:
+def tag(access: "Access", read: Reading, rows: RawRows) -> str | None:
     """The ETag of the first of ``rows`` (``etags.entity_tag``), or None without a version."""
     if read.shape is None:
         return entity_tag(tag_row(rows), read.plan, access.permissions, access.session,
@@ -134,11 +140,11 @@ def tag(access: Any, read: Reading, rows: RawRows) -> str | None:
     return None if version is None else tag_of(found["id"], version, read.shape)
 
 
-def write_all(access: Any, read: Reading, rows: RawRows) -> RawJson:
+def write_all(access: "Access", read: Reading, rows: RawRows) -> RawJson:
     """A JSON array of the entities of ``rows``."""
     return write_flat(read.meta, rows, read.plan, access.permissions, read.return_nulls)
 
 
-def write_each(access: Any, read: Reading, rows: RawRows) -> list[tuple[Any, RawJson]]:
+def write_each(access: "Access", read: Reading, rows: RawRows) -> list[tuple[Key, RawJson]]:
     """[(id, JSON text)] of each entity of ``rows``, in their order."""
     return write_flat_each(read.meta, rows, read.plan, access.permissions, read.return_nulls)
