@@ -62,10 +62,11 @@ class PlanFacts:
     each by the module that needs it: its loading plan and versioned
     loading plan (loader.py, etags.py), its shape and tag key (rowwriters.py,
     etags.py), and as a loading plan: how its rows are read, its
-    many-to-many columns and its columns by name (flatrows.py)."""
+    many-to-many columns, its columns by name and the references inside its
+    embedded values (rows.py, nestedrows.py)."""
 
     __slots__ = ("plan", "loading", "versioned", "shape", "tag_key", "raw_kind", "links",
-                 "key_columns")
+                 "key_columns", "embedded_references")
 
     def __init__(self, plan: object) -> None:
         self.plan = plan
@@ -76,6 +77,7 @@ class PlanFacts:
         self.raw_kind: Any = UNKNOWN
         self.links: Any = None
         self.key_columns: Any = None
+        self.embedded_references: Any = None
 
 
 UNKNOWN = object()      # a fact not worked out yet, where None is a fact

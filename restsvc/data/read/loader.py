@@ -21,7 +21,7 @@ from ..columns import conversions, converter, row_id, stored
 from .cursors import after_key
 from .members import member_column
 from .flatrows import NESTED, fill_flat_members, raw_kind
-from .rows import Converter, Key, RawRows, Values
+from .rows import Converter, Key, RawRows
 from .filters import Node
 from .nestedrows import PARENT as _PARENT, fill_nested, readable
 from ..answer.rowwriters import shows_reference
@@ -118,11 +118,11 @@ def select_rows(access: "Access", meta: "MetaClass", plan: "FetchPlan", load: Lo
     kind = raw_kind(meta, plan)
     if kind is None:
         raise TypeError(f"{meta.name}: the plan {plan.name!r} holds what the loader cannot load")
-    found: list[Values] = []
-    if load.keys is None or load.keys:      # no keys: no rows, and no statement
-        sql, params = statement(access, meta, Selected(columns, signature), load)
-        found = execute(access.database, sql, params).fetchall()
-    rows = RawRows(found, meta, plan, names, converting)
+    if load.keys is not None and not load.keys:     # no keys: no rows, and no statement
+        return RawRows((), meta, plan, names, converting)
+    sql, params = statement(access, meta, Selected(columns, signature), load)
+    rows = RawRows(execute(access.database, sql, params).fetchall(), meta, plan, names,
+                   converting)
     if budget is not None:
         budget.take(len(rows))
     present = getattr(meta.model, "present_rows", None)     # e.g. HistoryItem

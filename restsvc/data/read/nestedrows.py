@@ -18,6 +18,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..columns import converter, row_id
+from ..memo import plan_facts
 from .request import By
 from .rows import Children, Key, RawRows, Targets, Values
 from .views import viewer
@@ -81,7 +82,11 @@ def fill_nested(access: "Access", rows: RawRows, budget: "Budget | None", load: 
 def embedded_references(meta: "MetaClass", plan: "FetchPlan"
                         ) -> list[tuple[str, "MetaProperty", "FetchPlan"]]:
     """(column name, part, the part's plan) of each to-one reference inside
-    an embedded value of ``plan`` (``address.country``)."""
+    an embedded value of ``plan`` (``address.country``), worked out once per plan."""
+    facts = plan_facts(plan)
+    known: list[tuple[str, MetaProperty, FetchPlan]] | None = facts.embedded_references
+    if known is not None:
+        return known
     found = []
     for name, nested in plan.properties.items():
         prop = meta.properties[name]
@@ -89,6 +94,7 @@ def embedded_references(meta: "MetaClass", plan: "FetchPlan"
             found += [(f"{name}.{part}", prop.related.properties[part], part_nested)
                       for part, part_nested in nested.properties.items()
                       if part_nested is not None]
+    facts.embedded_references = found
     return found
 
 
