@@ -35,7 +35,7 @@ def test_one_reading_per_plan_caller_and_nulls(client_with_roles):
     page = reading(access, meta, plan)
     assert reading(access, meta, app.data.plan(meta, "_base")) is page
     assert reading(access, meta, plan, True) is not page
-    assert page.raw and not reading(access, meta, plan, answer=False).raw
+    assert page.answer and not reading(access, meta, plan, answer=False).answer
     tagged = reading(access, meta, plan, tagged=True)
     assert "version" in tagged.loading.properties and tagged.shape is not None
     listed = client.get("/rest/entities/Customer?limit=2", headers=auth).json
