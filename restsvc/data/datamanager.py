@@ -48,7 +48,7 @@ class DataManager(DataWrites):
         self.settings = settings
         self.metadata = metadata
         self.database = database
-        self.sql_cache: dict[Hashable, object] = {}     # Access.sql_cache: statements' texts by shape
+        self.sql_cache: dict[Hashable, object] = {}     # Access.sql_cache: SQL of statement shapes
         self.accesses: dict[int, tuple[Principal, Access]] = {}   # access.access_for: id(principal)
         self.url_filters: dict[str, FilterSpec] = {}    # url_filter: JSON text -> its filter
         self._shared: dict[int, FilterSpec] = {}        # id -> a filter of url_filters
