@@ -19,17 +19,21 @@ import contextlib
 import dataclasses
 import sys
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from ..db import write_transaction
 from ..errors import entity_not_found
+from ..jsonio import JsonObject
 from ..model.metadata import MetaClass
 from .answer.recordjson import record_json
 from .read.request import Page
 
 if TYPE_CHECKING:
+    import peewee
+
     from ..model.entity import Entity
-    from ..security.roles import Permissions
+    from ..model.meta import FetchPlan as Plan
+    from ..security.roles import Permissions, PermissionsMemo
     from .access import Access
     from .datamanager import DataManager
 
@@ -39,19 +43,23 @@ E = TypeVar("E", bound="Entity")
 FetchPlan = str | Mapping[str, Any]
 # A search filter of the Entities API ({"conditions": [...]}).
 Filter = Mapping[str, Any]
+# An attribute's value in a Record: the database's value converted for Python
+# code (records.py: Decimal, date, enum member, ids as text), a reference's
+# values by name (a list of them for a collection), or a transient value.
+Value = Any
 
 
-class Record(dict[str, Any]):
+class Record(dict[str, Value]):
     """One loaded entity: a dict of attribute values, readable as attributes too."""
 
     __slots__ = ("meta", "plan")
 
-    def __init__(self, meta: MetaClass, plan: Any, values: Mapping[str, Any]) -> None:
+    def __init__(self, meta: MetaClass, plan: "Plan | None", values: Mapping[str, Value]) -> None:
         super().__init__(values)
         self.meta = meta
         self.plan = plan
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Value:
         try:
             value = self[name]
         except KeyError:
@@ -66,15 +74,16 @@ class Record(dict[str, Any]):
 
 
 def to_entity_json(record: "Record | Entity", permissions: "Permissions", skip_denied: bool = True,
-                   return_nulls: bool = False) -> dict[str, Any]:
+                   return_nulls: bool = False) -> JsonObject:
     """Entity JSON of a Record along the plan it was loaded with.
     ``skip_denied`` (the default) leaves out every attribute the caller may not read,
     also in nested references; only turn it off for data the caller may see whole."""
     if not skip_denied:
-        everything = permissions.memo.get("everything")
+        everything: _Everything | None = permissions.memo.get("everything")
         if everything is None:
             everything = permissions.memo["everything"] = _Everything(permissions)
-        permissions = everything
+        # What record_json reads of a Permissions, _Everything has: attribute_levels and memo.
+        permissions = cast("Permissions", everything)
     record = cast(Record, record)       # loads typed as the entity are Records at run time
     return record_json(record.meta, record, record.plan, permissions, return_nulls)
 
@@ -84,12 +93,12 @@ class _Everything:
     Permissions, living as long as it (serializers keep what they work out
     for permissions in ``memo``)."""
 
-    def __init__(self, permissions):
+    def __init__(self, permissions: "Permissions") -> None:
         self._permissions = permissions
-        self._levels = {}
-        self.memo = {}
+        self._levels: dict[str, dict[str, int]] = {}
+        self.memo: PermissionsMemo = {}
 
-    def attribute_levels(self, entity_name):
+    def attribute_levels(self, entity_name: str) -> dict[str, int]:
         levels = self._levels.get(entity_name)
         if levels is None:
             levels = self._levels[entity_name] = {
@@ -121,7 +130,8 @@ class DataAccess:
         self._data = data_manager
         self.access = access
         self.service = service      # the name of the service it was given to, if any
-        self._unit: Any = None      # None: outside a unit of work; False: no write yet
+        # None: outside a unit of work; False: no write yet; else its transaction
+        self._unit: peewee._atomic | Literal[False] | None = None
 
     def for_service(self, name: str) -> "DataAccess":
         """The same caller's DataAccess, handed to the service ``name``."""
@@ -135,7 +145,7 @@ class DataAccess:
         name = name or self.service
         if not name or not isinstance(name, str):
             raise ValueError("as_service() needs a name outside a service method")
-        with self._changed(writer=name):
+        with self._changed(dataclasses.replace(self.access, writer=name)):
             yield self
 
     @contextlib.contextmanager
@@ -144,13 +154,13 @@ class DataAccess:
         ``createdDate``, ``lastModifiedBy``, ``lastModifiedDate``) a body gives,
         as imports of rows from elsewhere need; those it leaves out are filled
         as always. Clients never can: the Entities API ignores them."""
-        with self._changed(keeps_audit=True):
+        with self._changed(dataclasses.replace(self.access, keeps_audit=True)):
             yield self
 
     @contextlib.contextmanager
-    def _changed(self, **values):
+    def _changed(self, access: "Access") -> Iterator["DataAccess"]:
         before = self.access
-        self.access = dataclasses.replace(before, **values)
+        self.access = access
         try:
             yield self
         finally:
@@ -175,7 +185,7 @@ class DataAccess:
         finally:
             self._unit = None
 
-    def _writing(self):
+    def _writing(self) -> None:
         if self._unit is False:
             self._unit = write_transaction(self.access.database)
             self._unit.__enter__()
@@ -197,8 +207,8 @@ class DataAccess:
     def load(self, entity: str | MetaClass, entity_id: object,
              fetch_plan: FetchPlan = "_base") -> Record: ...
 
-    def load(self, entity: "str | type[Entity] | MetaClass", entity_id: object,
-             fetch_plan: FetchPlan = "_base") -> Any:
+    def load(self, entity: "str | type[E] | MetaClass", entity_id: object,
+             fetch_plan: FetchPlan = "_base") -> "Record | E":
         """One entity by id; NotFound (404) when it does not exist or the caller cannot see it."""
         meta = self.entity(entity)
         plan = self._data.plan(meta, fetch_plan)
@@ -216,9 +226,9 @@ class DataAccess:
                fetch_plan: FetchPlan = "_base", sort: str | None = None, limit: int | None = None,
                offset: int | None = None) -> list[Record]: ...
 
-    def search(self, entity: "str | type[Entity] | MetaClass", filter: Filter | None = None,
+    def search(self, entity: "str | type[E] | MetaClass", filter: Filter | None = None,
                fetch_plan: FetchPlan = "_base", sort: str | None = None, limit: int | None = None,
-               offset: int | None = None) -> Any:
+               offset: int | None = None) -> "list[Record] | list[E]":
         """Entities matching a search filter of the Entities API (None: all the caller sees)."""
         return self._records(self.entity(entity), fetch_plan, filter, sort, limit, offset)
 
@@ -232,8 +242,8 @@ class DataAccess:
     def save(self, entity: str | MetaClass, body: "Mapping[str, Any] | Entity",
              entity_id: object = None, fetch_plan: FetchPlan = "_base") -> Record: ...
 
-    def save(self, entity: "str | type[Entity] | MetaClass", body: "Mapping[str, Any] | Entity",
-             entity_id: object = None, fetch_plan: FetchPlan = "_base") -> Any:
+    def save(self, entity: "str | type[E] | MetaClass", body: "Mapping[str, Any] | Entity",
+             entity_id: object = None, fetch_plan: FetchPlan = "_base") -> "Record | E":
         """Create (or, with ``entity_id``, update) from entity JSON as the
         Entities API accepts it, compositions included; the stored entity."""
         meta = self.entity(entity)
@@ -251,7 +261,8 @@ class DataAccess:
                  path: str = "") -> None:
         self._data.validate(self.access, self.entity(entity), body, path)
 
-    def _records(self, meta, fetch_plan, filter_spec, sort=None, limit=None, offset=None):
+    def _records(self, meta: MetaClass, fetch_plan: FetchPlan, filter_spec: Filter | None,
+                 sort: str | None = None, limit: int | None = None, offset: int | None = None) -> list[Record]:
         plan = self._data.plan(meta, fetch_plan)
         rows, _ = self._data.select(self.access, meta, plan, filter_spec,
                                     Page(sort=sort, limit=limit, offset=offset))

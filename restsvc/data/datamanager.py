@@ -2,35 +2,38 @@
 
 Every call takes an ``Access`` (the caller's permissions and session) and
 applies entity, attribute and row-level policies; results come back as JSON
-text (``jsonio.RawJson``), already serialized along the fetch plan.
+text (``jsonio.RawJson``), already serialized along the fetch plan. Its
+writes are in writes.py (``DataWrites``).
 """
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast, overload
 
-from ..db import is_sqlite, write_transaction
-from ..errors import (BadRequest, NotFound, PreconditionFailed, ValidationFailed,
-                      entity_name_not_found, entity_not_found)
-from ..jsonio import RawJson, dumps
+from ..db import execute
+from ..errors import BadRequest, NotFound, entity_name_not_found, entity_not_found
+from ..jsonio import JsonValue, RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
 from .answer.rowwriters import names_only
 from .access import require
-from .read.cursors import Cursors, sort_key
-from .read.filters import Condition, Group, parse_filter
-from .write import softdelete
+from .read.cursors import Cursors, FilterSpec, SortValue, sort_key
+from .read.filters import Condition, Group, Node, parse_filter
 from .write.history import HISTORY_ITEM
-from .write.importer import Importer, parse_id, too_many_entities
-from .read.loader import count_rows, select_rows, visible_ids
+from .write.importer import parse_id
+from .read.loader import count_rows, select_rows
 from .read.reading import load, one, one_tag, reading, tag, write_all, write_each
-from .read.records import records
-from .read.rows import KeyRows
-from .read.request import UNPAGED, Budget, Load
+from .read.records import Record, records
+from .read.rows import KeyRows, RawRows
+from .read.request import UNPAGED, Budget, Load, Page
 from .read.query import check_limit, check_sort
-from .write.writer import Writer
+from .writes import DataWrites
 
 if TYPE_CHECKING:
+    import peewee
+
     from ..model.fetchplan import FetchPlan
-    from ..model.metadata import MetaClass
+    from ..model.metadata import MetaClass, Metadata
+    from ..security.gate import Principal
+    from ..settings import Settings
     from .access import Access
     from .write.importer import Operation
 
@@ -40,32 +43,37 @@ _KEPT_TREES = 64              # filter trees kept per caller at most
 _KEPT_FILTER_TEXT = 2000      # characters of a URL filter that is kept
 
 
-class DataManager:
-    def __init__(self, settings, metadata, database):
+class DataManager(DataWrites):
+    def __init__(self, settings: "Settings", metadata: "Metadata", database: "peewee.Database") -> None:
         self.settings = settings
         self.metadata = metadata
         self.database = database
-        self.sql_cache = {}
-        self.accesses = {}      # access.access_for: principal -> Access
-        self.url_filters = {}   # url_filter: JSON text -> its filter
-        self._shared = {}       # id -> a filter of url_filters
+        self.sql_cache: dict[Hashable, object] = {}     # Access.sql_cache: SQL of statement shapes
+        self.accesses: dict[int, tuple[Principal, Access]] = {}   # access.access_for: id(principal)
+        self.url_filters: dict[str, FilterSpec] = {}    # url_filter: JSON text -> its filter
+        self._shared: dict[int, FilterSpec] = {}        # id -> a filter of url_filters
         self.cursors = Cursors(settings.secret_key)
 
-    def entity(self, name):
+    def entity(self, name: str) -> "MetaClass":
         meta = self.metadata.entity(name)
         if meta is None:
             raise entity_name_not_found(name)
         return meta
 
-    def plan(self, meta, value, default="_base"):
+    def plan(self, meta: "MetaClass", value: JsonValue, default: str = "_base") -> "FetchPlan":
+        """The plan a request names: a name, an inline plan or its JSON text (None, "": ``default``)."""
         return resolve_request_plan(meta, value, self.settings.inline_fetch_plans, default,
                                     self.settings.max_fetch_plan_depth)
 
     # -- reading -----------------------------------------------------------
-    def load(self, access, meta, entity_id, plan, return_nulls=False):
-        return self.load_tagged(access, meta, entity_id, plan, return_nulls)[0]
+    def load(self, access: "Access", meta: "MetaClass", entity_id: JsonValue, plan: "FetchPlan | None",
+             return_nulls: bool = False) -> RawJson:
+        body, _ = self.load_tagged(access, meta, entity_id, plan, return_nulls)
+        return cast(RawJson, body)      # written: no ``unchanged`` to leave it out
 
-    def load_tagged(self, access, meta, entity_id, plan, return_nulls=False, unchanged=None):
+    def load_tagged(self, access: "Access", meta: "MetaClass", entity_id: JsonValue,
+                    plan: "FetchPlan | None", return_nulls: bool = False,
+                    unchanged: "Callable[[str], bool] | None" = None) -> "tuple[RawJson | None, str | None]":
         """(JSON text, ETag) of one entity; the ETag is None for an entity
         without a version. When ``unchanged(etag)`` holds, the body is not
         written (None): the caller already has it."""
@@ -84,16 +92,15 @@ class DataManager:
         read = reading(access, meta, plan, return_nulls, tagged=True)
         found = one(access, read, key)
         if found is not None:       # the plan's load by id, worked out once
-            values = access.database.execute_sql(found.sql, [found.stored(key)]).fetchone()
+            values = execute(access.database, found.sql, [found.stored(key)]).fetchone()
             if values is None:
                 return None
             etag = one_tag(access, read, found, values)
             if etag is not None and unchanged is not None and unchanged(etag):
                 return None, etag
             return RawJson(found.write(values)), etag
-        model: Any = meta.model        # a Peewee model: its fields are class attributes
         rows = load(access, read, Budget(self.settings.max_response_entities),
-                    Load(key_field=model.id, keys=[key]))
+                    Load(key_field=meta.model.id, keys=[key]))
         if not rows:
             return None
         etag = tag(access, read, rows)
@@ -101,7 +108,8 @@ class DataManager:
             return None, etag
         return write_each(access, read, rows)[0][1], etag
 
-    def search(self, access, meta, plan, filter_spec=None, page=UNPAGED):
+    def search(self, access: "Access", meta: "MetaClass", plan: "FetchPlan | None", filter_spec: FilterSpec = None,
+               page: Page = UNPAGED) -> tuple[RawJson, int | None, str | None]:
         """A page of entities (JSON text), the total count when asked (None
         otherwise) and, when ``page.limit`` was given and more rows follow, the
         cursor of the next page (None otherwise). ``page.after``: a cursor from
@@ -121,7 +129,8 @@ class DataManager:
         total = count_rows(access, meta, tree) if page.return_count else None
         return write_all(access, reading(access, meta, plan, return_nulls), rows), total, cursor
 
-    def after_key(self, after, offset, meta, sort, filter_spec):
+    def after_key(self, after: str | None, offset: int | None, meta: "MetaClass", sort: str | None,
+                  filter_spec: FilterSpec) -> list[SortValue] | None:
         """The sort key of a cursor from a request (None without one)."""
         if after is None:
             return None
@@ -130,8 +139,18 @@ class DataManager:
                              "Parameters after and offset cannot be used together")
         return self.cursors.key(after, meta, sort, filter_spec)
 
-    def select(self, access, meta, plan, filter_spec=None, page=UNPAGED, after=None, spare=0,
-               answer=None):
+    @overload
+    def select(self, access: "Access", meta: "MetaClass", plan: "FetchPlan | None", filter_spec: FilterSpec = None,
+               page: Page = UNPAGED, after: Sequence[SortValue] | None = None, spare: int = 0,
+               answer: None = None) -> "tuple[list[Record], Group | None]": ...
+    @overload
+    def select(self, access: "Access", meta: "MetaClass", plan: "FetchPlan | None", filter_spec: FilterSpec = None,
+               page: Page = UNPAGED, after: Sequence[SortValue] | None = None, spare: int = 0, *,
+               answer: bool) -> "tuple[RawRows, Group | None]": ...
+
+    def select(self, access: "Access", meta: "MetaClass", plan: "FetchPlan | None", filter_spec: FilterSpec = None,
+               page: Page = UNPAGED, after: Sequence[SortValue] | None = None, spare: int = 0,
+               answer: bool | None = None) -> "tuple[RawRows | list[Record], Group | None]":
         """Rows along ``plan`` and the parsed filter, as ``page`` sorts and
         limits them (its cursor and counts are ``search``'s); ``after``: a sort
         key (cursors.py); ``spare``: rows loaded beyond ``limit``; ``answer``:
@@ -150,7 +169,8 @@ class DataManager:
             offset=page.offset, after=after))
         return (rows if answer is not None else records(rows)), tree
 
-    def select_by_id(self, access, meta, plan, entity_id):
+    def select_by_id(self, access: "Access", meta: "MetaClass", plan: "FetchPlan | None",
+                     entity_id: JsonValue) -> Record | None:
         """The row of one entity (Python values, not yet serialized), or None."""
         require(access, meta, "read")
         read = reading(access, meta, plan, answer=False)
@@ -158,7 +178,8 @@ class DataManager:
                     Load(key_field=meta.model.id, keys=[parse_id(meta, entity_id)]))
         return records(rows)[0] if rows else None
 
-    def batches(self, access, meta, plan, filter_spec=None, sort="", size=1000):
+    def batches(self, access: "Access", meta: "MetaClass", plan: "FetchPlan | None", filter_spec: FilterSpec = None,
+                sort: str | None = "", size: int = 1000) -> Iterator[list[Record]]:
         """Every row matching the filter, ``size`` rows at a time, for outputs
         too long to hold at once (reports). Rows are loaded along ``plan`` under
         the caller's entity and row-level policies but not serialized: the
@@ -169,9 +190,10 @@ class DataManager:
         tree = self.filter(access, meta, filter_spec)
         loading = reading(access, meta, plan, answer=False).loading
         id_path = (meta.properties["id"],)
-        offset, after = 0, None
+        offset = 0
+        after: SortValue = None     # the last id of the batch before (keyset)
         while True:
-            where = tree
+            where: Node | None = tree
             if after is not None:
                 after_last = Condition(id_path, ">", after)
                 where = after_last if tree is None else Group(False, (tree, after_last))
@@ -186,7 +208,8 @@ class DataManager:
             else:
                 after = rows[-1]["id"]
 
-    def entity_history(self, access, meta, entity_id, page=UNPAGED):
+    def entity_history(self, access: "Access", meta: "MetaClass", entity_id: JsonValue,
+                       page: Page = UNPAGED) -> tuple[RawJson, int | None, str | None]:
         """The HistoryItems of one entity (newest first unless ``sort`` says
         otherwise), as ``search`` answers; the caller needs to read both."""
         if meta.history is None:
@@ -200,11 +223,12 @@ class DataManager:
         return self.search(access, items, self.plan(items, None), spec,
                            replace(page, sort=page.sort or "-changedDate,-id"))
 
-    def count(self, access, meta, filter_spec=None):
+    def count(self, access: "Access", meta: "MetaClass", filter_spec: FilterSpec = None) -> int:
         require(access, meta, "read")
-        return count_rows(access, meta, self.filter(access, meta, filter_spec))
+        counted: int = count_rows(access, meta, self.filter(access, meta, filter_spec))
+        return counted
 
-    def url_filter(self, text, parse):
+    def url_filter(self, text: str, parse: Callable[[str], FilterSpec]) -> FilterSpec:
         """The filter of a URL's JSON text, ``parse``d once per text: the same
         object for the same text, which nobody changes, so that the tree each
         caller parses from it is kept too (``filter``)."""
@@ -218,7 +242,7 @@ class DataManager:
                 self.url_filters[text] = self._shared[id(spec)] = spec
         return spec
 
-    def filter(self, access, meta, filter_spec):
+    def filter(self, access: "Access", meta: "MetaClass", filter_spec: FilterSpec) -> Group | None:
         """The parsed tree of a filter (query.py compiles it) for this caller,
         kept per caller for a filter of ``url_filter``."""
         if filter_spec is None:
@@ -226,7 +250,7 @@ class DataManager:
         if self._shared.get(id(filter_spec)) is not filter_spec:
             return parse_filter(meta, filter_spec, access.permissions, access.session)
         memo, key = access.memo, (meta.name, id(filter_spec))
-        found = memo.get(key)
+        found: tuple[FilterSpec, Group] | None = memo.get(key)
         if found is None or found[0] is not filter_spec:
             tree = parse_filter(meta, filter_spec, access.permissions, access.session)
             if len(memo) >= 2 * _KEPT_TREES:      # each tree: two entries
@@ -234,94 +258,6 @@ class DataManager:
             found = memo[key] = (filter_spec, tree)
             memo[id(tree)] = (tree, None)       # its SQL shape: loader.kept_shape
         return found[1]
-
-    # -- writing -----------------------------------------------------------
-    def validate(self, access, meta, body, path=""):
-        """Check entity JSON as a save would (permissions, values, references,
-        validators) without writing; ValidationFailed lists the violations."""
-        importer = Importer(access, self.settings.optimistic_locking, self.settings.max_bulk_size)
-        importer.plan(meta, body, path)
-        if importer.violations:
-            raise ValidationFailed(importer.violations)
-
-    def save(self, access, meta, bodies, entity_ids=None, creating=None, bulk=False,
-             if_match=None):
-        """Create or update entities in one transaction; returns the operations
-        (each with its ``id`` and the ``values`` written).
-
-        ``entity_ids`` gives the ids from URLs (updates); ``creating`` None means
-        upsert by the body's id (create), False means the rows must exist (update).
-        ``if_match``: the versions an update's ``If-Match`` names (412 otherwise)."""
-        limit = self.settings.max_bulk_size
-        if len(bodies) > limit:
-            raise too_many_entities(limit)
-        importer = Importer(access, self.settings.optimistic_locking, limit)
-        # Checked before the write transaction, so SQLite's single write lock is
-        # held only for the writes; what can change in between is caught by the
-        # writes themselves (foreign keys, the version and row count of UPDATE).
-        operations = []
-        for index, body in enumerate(bodies):
-            prefix = f"entities[{index}]." if bulk else ""
-            entity_id = entity_ids[index] if entity_ids else None
-            if creating is False and entity_id is None:
-                entity_id = _required_id(meta, body)
-            operations.append(importer.plan(meta, body, prefix, entity_id, creating))
-        if importer.violations:
-            raise ValidationFailed(importer.violations)
-        if if_match is not None:
-            for operation in operations:
-                _check_versioned(meta, operation.id)
-                operation.expected_version = if_match
-        single = operations[0] if len(operations) == 1 and operations[0].is_one_statement else None
-        # Row rules on writes need the transaction: a refusal after the
-        # statement rolls it back.
-        alone = single is not None and not access.permissions.write_checked(meta.name)
-        if alone and single.meta.history is None and not single.meta.events:
-            # No BEGIN/COMMIT around a single statement: SQLite's write lock is
-            # then held only while the statement runs, and concurrent writers
-            # wait for each other far less.
-            Writer(access).save(single)
-        elif alone and not is_sqlite(self.database) and _at_once(single) and \
-                Writer(access).save_at_once(single):
-            pass        # its statement, its history item and its event sent as one
-        else:
-            writer = Writer(access)
-            with write_transaction(self.database):
-                for operation in operations:
-                    writer.save(operation)
-        return operations
-
-    def delete(self, access, meta, entity_ids, if_match=None):
-        """Delete rows by id, all or nothing; ``if_match`` as for ``save``."""
-        require(access, meta, "delete")
-        if len(entity_ids) > self.settings.max_bulk_size:
-            raise too_many_entities(self.settings.max_bulk_size)
-        keys = [parse_id(meta, entity_id) for entity_id in entity_ids]
-        with write_transaction(self.database):
-            found = visible_ids(access, meta, keys)
-            for key, entity_id in zip(keys, entity_ids):
-                if key not in found:
-                    raise entity_not_found(meta.name, entity_id)
-                if hasattr(meta.model, "check_change"):     # e.g. User
-                    meta.model.check_change(access, key, None)
-            if if_match is not None:
-                _check_versioned(meta, entity_ids[0])
-            Writer(access).delete(meta, keys, if_match)
-
-    def restore(self, access, meta, entity_id):
-        """Bring a soft-deleted row back with the children deleted with it;
-        its id. 409 when it is not deleted or a live row took its unique key."""
-        with write_transaction(self.database):
-            key, deleted = softdelete.deleted_row(access, meta, entity_id,
-                                                  softdelete.RESTORE, "update")
-            Writer(access).restore(meta, key, deleted)
-        return key
-
-    def purge(self, access, meta, entity_id):
-        """Remove a soft-deleted row for good (409 while other rows refer to it)."""
-        with write_transaction(self.database):
-            key, _ = softdelete.deleted_row(access, meta, entity_id, softdelete.PURGE, "delete")
-            Writer(access).delete(meta, [key], purge=True)
 
     def saved_entity(self, access: "Access", meta: "MetaClass", operation: "Operation",
                      plan: "FetchPlan | None",
@@ -337,7 +273,8 @@ class DataManager:
                 return found
         return self.saved_response(access, meta, [operation], plan, return_nulls)[0], None
 
-    def saved_response(self, access, meta, saved, plan, return_nulls=False):
+    def saved_response(self, access: "Access", meta: "MetaClass", saved: "Sequence[Operation]",
+                       plan: "FetchPlan | None", return_nulls: bool = False) -> list[RawJson]:
         """What create/update answer for the saved operations, one JSON text
         each: the entities reloaded along ``plan``, or only ``_entityName``,
         ``_instanceName`` and ``id`` when ``plan`` is None. A row the caller may
@@ -348,7 +285,7 @@ class DataManager:
             write = names_only(meta, access.permissions, return_nulls)
             return [RawJson(write({**op.values, "id": op.id})) for op in saved]
         ids = [op.id for op in saved]
-        by_id = {}
+        by_id: dict[object, RawJson] = {}
         if readable:
             read = reading(access, meta, plan, return_nulls)
             rows = load(access, read, Budget(self.settings.max_response_entities),
@@ -358,33 +295,9 @@ class DataManager:
                 for key in ids]
 
 
-def _at_once(operation):
-    """Whether ``Writer.save_at_once`` may try a lone write: a create of a row
-    whose id it knows, an update of a versioned row that publishes no events
-    (an event is read from the row as written: the UPDATE's WITH would show
-    it the row as it was)."""
-    meta = operation.meta
-    if operation.creating:
-        return not meta.database_assigns_id
-    return "version" in meta.properties and not meta.events
-
-
-def _name_from_values(meta, saved):
+def _name_from_values(meta: "MetaClass", saved: "Sequence[Operation]") -> bool:
     """Whether the written values alone make the instance name (no reload)."""
     names = meta.instance_name
-    return names and all(
+    return bool(names) and all(
         not meta.properties[name].is_reference and name in op.values
         for op in saved for name in names)
-
-
-def _check_versioned(meta, entity_id):
-    """An entity without a version has no ETag: no If-Match can match it."""
-    if "version" not in meta.properties:
-        raise PreconditionFailed(meta.name, entity_id)
-
-
-def _required_id(meta, body):
-    if not isinstance(body, dict) or body.get("id") is None:
-        raise BadRequest("Required attribute id is not presented",
-                         "Required attribute id is not presented")
-    return body["id"]

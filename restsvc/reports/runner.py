@@ -26,7 +26,7 @@ from .xlsx import Workbook, XColumn
 if TYPE_CHECKING:
     from ..data.access import Access
     from ..data.datamanager import DataManager
-    from ..model.metadata import MetaProperty
+    from ..model.metadata import MetaClass, MetaProperty
     from ..security.roles import Permissions
     from .definitions import Column, Template, TemplateBand
     from .parameters import Bound
@@ -114,12 +114,13 @@ class Run:
             rows = band.function(dict(bound.python), DataAccess(self.data, self.access))
             return _batched(iter(rows or ()))
         spec = filter_for(band.filter, bound)
-        total = self.data.count(self.access, band.entity, spec)
+        entity = cast("MetaClass", band.entity)      # a band without a function reads an entity
+        total = self.data.count(self.access, entity, spec)
         if total > self.max_rows:
             raise run_error(f"The report has {total} rows in band {band.name}; at most "
                             f"{self.max_rows} are allowed (svc.reports.max-rows)")
         batches: Iterator[Batch] = self.data.batches(
-            self.access, band.entity, template_band.plan, spec, band.sort, BATCH_ROWS)
+            self.access, entity, template_band.plan, spec, band.sort, BATCH_ROWS)
         return batches
 
     # -- columns -------------------------------------------------------------

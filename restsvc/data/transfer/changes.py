@@ -20,7 +20,7 @@ the choice is not changed; one it deletes meanwhile makes the change 404
 the same values on each row whatever its version); each written row's
 version goes up as with any update.
 """
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ...db import is_sqlite, write_transaction
 from ...errors import BadRequest, Conflict, Text
@@ -93,7 +93,7 @@ def delete_by_filter(data: "DataManager", access: "Access", meta: "MetaClass",
 def _tree(data: "DataManager", access: "Access", meta: "MetaClass", filter_spec: object) -> "Group":
     if filter_spec is None:
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
-    tree: Group = data.filter(access, meta, filter_spec)
+    tree = cast("Group", data.filter(access, meta, filter_spec))   # a filter given: its tree
     return tree
 
 
