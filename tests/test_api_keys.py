@@ -231,3 +231,37 @@ def test_the_last_use_is_written_after_the_answer_at_most_once_a_minute(make_app
     two.get(CUSTOMERS, headers=key)
     assert first.keys.record_uses() + second.keys.record_uses() == 1    # one writes it
     assert last_use() == "2033-05-18T03:35:20.000Z"
+
+
+def test_a_key_opens_the_change_feed_with_a_stream_ticket_as_a_token_does(client, monkeypatch):
+    monkeypatch.setattr(gate, "RECHECK_SECONDS", 0)        # the ticket's hash is read again
+    alice = sign_in(client)
+    made = make_key(client, alice)
+    ticket = client.post("/rest/events/tickets", headers=bearer(made["key"]))
+    assert ticket.status_code == 200, ticket.json
+    stream = client.get("/rest/events/stream", buffered=False,
+                        query_string={"ticket": ticket.json["ticket"], "entity": "Customer"})
+    assert stream.status_code == 200 and stream.mimetype == "text/event-stream"
+    stream.close()
+    client.delete(f"/rest/api-keys/{made['id']}", headers=alice)
+    assert client.get("/rest/events/stream", query_string={
+        "ticket": ticket.json["ticket"]}).status_code == 401
+
+
+def test_an_expired_key_stays_listed_until_its_owner_makes_a_new_one(app, client):
+    alice = sign_in(client)
+    expired = make_key(client, alice, expiresIn=60)
+    app.database.execute_sql("UPDATE restsvc_api_key SET expires_at = 1")
+    assert [k["id"] for k in client.get("/rest/api-keys", headers=alice).json] == [expired["id"]]
+    fresh = make_key(client, alice)
+    assert [k["id"] for k in client.get("/rest/api-keys", headers=alice).json] == [fresh["id"]]
+    longer = f"/rest/api-keys/{fresh['id']}x"
+    assert client.get(longer, headers=alice).status_code == 404
+
+
+def test_an_owner_has_a_bounded_number_of_keys(client, monkeypatch):
+    monkeypatch.setattr(apikeys, "MAX_KEYS", 2)
+    alice = sign_in(client)
+    make_key(client, alice), make_key(client, alice)
+    refused = client.post("/rest/api-keys", json={"name": "third"}, headers=alice)
+    assert refused.status_code == 409 and refused.json["error"] == "Too many API keys"

@@ -3,7 +3,7 @@ from collections.abc import Callable
 
 from ..jsonio import JsonObject
 from .operations import AUTH
-from .parts import failures, json_body, ok, operation, query
+from .parts import ERROR, JSON, failures, json_body, ok, operation, query
 from .schemas import STRING, array
 
 _NULLABLE_TEXT: JsonObject = {"type": ["string", "null"]}
@@ -44,11 +44,13 @@ def _op(summary: str, answers: dict[str, JsonObject], *fails: str,
                              parameters, body=body, description=_ABOUT)
 
 
+_TOO_MANY = {"409": {"description": "The owner has as many keys as it may (100); revoke one",
+                     "content": {JSON: {"schema": ERROR}}}}
 _K = "/rest/api-keys/<key_id>"
 API_KEY_ENDPOINTS: dict[tuple[str, str], Callable[[], JsonObject]] = {
     ("POST", "/rest/api-keys"): _op(
         "Make an API key (its secret is answered this once)",
-        ok("The key and its secret", _MADE, "201"), "BadRequest", "NotFound", "Conflict",
+        {**ok("The key and its secret", _MADE, "201"), **_TOO_MANY}, "BadRequest", "NotFound",
         body=_REQUEST),
     ("GET", "/rest/api-keys"): _op("API keys: one's own, or an owner's",
                                    ok("The keys, without secrets", array(_KEY)), "NotFound",

@@ -159,6 +159,13 @@ def as_json(row: ApiKey, owner: Owner) -> JsonObject:
     return shown
 
 
+def _of(owner: Owner) -> "peewee.Expression":
+    """The condition on the owner's keys."""
+    if owner.user_id:
+        return ApiKey.user_id == user_key(owner.user_id)
+    return ApiKey.client_id == owner.client_id
+
+
 class KeyStore:
     def __init__(self, tokens: TokenStore, clients: Clients, roles: RoleRegistry) -> None:
         self.tokens, self.clients, self.roles = tokens, clients, roles
@@ -239,7 +246,9 @@ class KeyStore:
         secret = PREFIX + secrets.token_urlsafe(32)
         now = int(time.time())
         with database_proxy.atomic():
-            if self._owned(owner).count() >= MAX_KEYS:
+            # Expired keys stay listed until their owner revokes them or makes a new one.
+            ApiKey.delete().where(_of(owner), ApiKey.expires_at <= now).execute()
+            if ApiKey.select().where(_of(owner)).count() >= MAX_KEYS:
                 raise Conflict("Too many API keys",
                                f"The {owner.label} has {MAX_KEYS} keys; revoke one first")
             row: ApiKey = ApiKey.create(
@@ -250,17 +259,14 @@ class KeyStore:
         return row, secret
 
     @staticmethod
-    def _owned(owner: Owner) -> "peewee.ModelSelect[ApiKey]":
-        if owner.user_id:
-            return ApiKey.select().where(ApiKey.user_id == user_key(owner.user_id))
-        return ApiKey.select().where(ApiKey.client_id == owner.client_id)
-
-    def listed(self, owner: Owner) -> list[ApiKey]:
-        return list(self._owned(owner).order_by(ApiKey.created_at, ApiKey.id))
+    def listed(owner: Owner) -> list[ApiKey]:
+        return list(ApiKey.select().where(_of(owner)).order_by(ApiKey.created_at, ApiKey.id))
 
     @staticmethod
     def find(key_id: str) -> ApiKey | None:
-        found: ApiKey | None = ApiKey.get_or_none(ApiKey.id == key_id[:36])
+        if len(key_id) > 36:            # no id is longer (and a column may refuse it)
+            return None
+        found: ApiKey | None = ApiKey.get_or_none(ApiKey.id == key_id)
         return found
 
     @staticmethod
