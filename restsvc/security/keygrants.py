@@ -16,6 +16,7 @@ A key that is not the caller's and that the grant does not open is
 answered as one that does not exist (404).
 """
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..errors import BadRequest, Forbidden, NotFound
 from ..jsonio import JsonValue
@@ -32,13 +33,14 @@ MANAGE_READ, MANAGE_WRITE = "rest.apiKeys.manage.read", "rest.apiKeys.manage.wri
 GRANT = "rest.apiKeys.manage"
 
 
+@dataclass(frozen=True)
 class Creation:
     """A checked request for a new key."""
-
-    def __init__(self, owner: Owner, name: str, scope: str | None, lifetime: int | None,
-                 created_by: str) -> None:
-        self.owner, self.name, self.scope = owner, name, scope
-        self.lifetime, self.created_by = lifetime, created_by
+    owner: Owner
+    name: str
+    scope: str | None
+    lifetime: int | None        # seconds; None: until revoked
+    created_by: str
 
 
 def _refused(action: str) -> Forbidden:
