@@ -34,6 +34,9 @@ def test_an_administrator_makes_lists_and_revokes_any_users_keys(client, auth):
     assert [k["id"] for k in client.get("/rest/api-keys?username=alice",
                                         headers=auth).json] == [made["id"]]
     assert client.get(f"/rest/api-keys/{made['id']}", headers=auth).json["username"] == "alice"
+    assert client.get("/rest/api-keys?username=&clientId=reader", headers=auth).json == []
+    both = client.get("/rest/api-keys?username=alice&clientId=reader", headers=auth)
+    assert both.status_code == 400 and both.json["error"] == "Invalid API key owner"
     assert client.delete(f"/rest/api-keys/{made['id']}", headers=auth).status_code == 204
     assert client.get("/rest/userInfo", headers=key).status_code == 401
 

@@ -30,8 +30,8 @@ def create(ctx: Context) -> Response:
 @checks(keygrants.READ)
 def list_keys(ctx: Context) -> Response:
     args = ctx.request.args
-    owner = keygrants.listing_owner(ctx.principal, ctx.app.clients, args.get("username"),
-                                    args.get("clientId"))
+    owner = keygrants.listing_owner(ctx.principal, ctx.app.clients,
+                                    args.get("username") or None, args.get("clientId") or None)
     return json_response([as_json(row, owner) for row in ctx.app.keys.listed(owner)],
                          headers=NO_STORE)
 

@@ -53,8 +53,8 @@ API_KEY_ENDPOINTS: dict[tuple[str, str], Callable[[], JsonObject]] = {
         {**ok("The key and its secret", _MADE, "201"), **_TOO_MANY}, "BadRequest", "NotFound",
         body=_REQUEST),
     ("GET", "/rest/api-keys"): _op("API keys: one's own, or an owner's",
-                                   ok("The keys, without secrets", array(_KEY)), "NotFound",
-                                   parameters=_OWNERS),
+                                   ok("The keys, without secrets", array(_KEY)), "BadRequest",
+                                   "NotFound", parameters=_OWNERS),
     ("GET", _K): _op("One API key", ok("The key, without its secret", _KEY), "NotFound"),
     ("DELETE", _K): _op("Revoke an API key", {"204": {"description": "Revoked"}}, "NotFound"),
 }
