@@ -37,12 +37,14 @@ from .observability.quotas import QuotaBucket, Quotas
 from .observability.serving import Observer
 from .reports.loader import ReportConfigError, load_reports
 from .reports.registry import Reports
+from .security.apikeys import KeyStore
 from .security.authcodes import AuthorizationCode, CodeStore
 from .security.authorize import Authorizer
 from .security.authserver import AuthServer
 from .security.clients import Clients
 from .security.cors import PREFLIGHT_VARY, Cors
 from .security.gate import Gate
+from .security.keytable import ApiKey
 from .security.ratelimit import AuthAttempt, FailureLimiter
 from .security.registry import RoleRegistry
 from .security.signinpage import SignInPage
@@ -63,7 +65,7 @@ log = logging.getLogger("restsvc")
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User, HistoryItem)
 BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest,
-                   ChangeEvent, WebhookSubscription, WebhookDelivery)
+                   ChangeEvent, WebhookSubscription, WebhookDelivery, ApiKey)
 # Sign-in requests are held by the sign-in limits, not by quotas; a batch
 # counts itself and each of its operations (api/batch.py).
 _UNMETERED = frozenset([*(rule.endpoint for rule in oauth.rules + signin.rules), batch.run_batch])
@@ -99,6 +101,7 @@ class RestApp:
         self.replays = Replays(settings.idempotency_expiry)
         self.clients = Clients(settings.clients, self.roles)
         self.users = Users(self.roles)
+        self.keys = KeyStore(self.tokens, self.clients, self.roles)
         limiter = FailureLimiter(settings.auth_max_failures, settings.auth_address_max_failures,
                                  settings.auth_failure_window)
         self.authserver = AuthServer(self.clients, self.tokens, CodeStore(self.tokens), self.users,
@@ -106,7 +109,7 @@ class RestApp:
         self.authorizer = Authorizer(self.authserver, settings.secret_key)
         self.signin_page = SignInPage(self.messages, settings.signin_template
                                       and settings.path(settings.signin_template))
-        self.gate = Gate(settings, self.tokens, self.roles, self._jwt_issuers())
+        self.gate = Gate(settings, self.tokens, self.roles, self._jwt_issuers(), self.keys)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         # None without trusted proxies: nothing to ask per request.
         self.proxies = TrustedProxies(settings.trusted_proxies) or None
@@ -321,7 +324,18 @@ class RestApp:
                     "Server error", f"Request id {requestid.current.get()}", status=500))
         finally:
             db.release(self.database)
+        if self.keys.pending:       # API keys' last uses: written once the answer is out
+            response.call_on_close(self._record_key_uses)
         return response
+
+    def _record_key_uses(self) -> None:
+        try:
+            self.keys.record_uses()
+        except Exception:
+            # The answer is out; the next use of the key notes it again.
+            log.warning("the last use of API keys was not written", exc_info=True)
+        finally:
+            db.release(self.database)
 
 
 def _logged(request: Request) -> tuple[str, str]:

@@ -1,5 +1,5 @@
 """``restsvc serve | deliver | initdb | demo-data | migrate | backup | restore | import |
-export | routes | bundle | new | history | events | hash-secret | user``."""
+export | routes | bundle | new | history | events | hash-secret | user | key``."""
 import argparse
 import getpass
 import sys
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .clibase import CommandError, app_of
 from .datacommands import add_data_commands
 from .errors import ApiError
+from .keycommands import add_key_commands
 from .settings import SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -218,14 +219,14 @@ def user_command(args: argparse.Namespace) -> None:
         elif args.action == "passwd":
             app.users.set_password(args.username, _read_secret(
                 "new password: ", args.password_stdin, confirm=True))
-            print(f"password of {args.username} changed; its tokens are revoked")
+            print(f"password of {args.username} changed; its tokens and API keys are revoked")
         elif args.action == "roles":
             app.users.set_roles(args.username, tuple(args.codes))
             print(f"roles of {args.username}: {', '.join(args.codes) or '(none)'}; "
                   f"its tokens are revoked")
         elif args.action == "disable":
             app.users.set_active(args.username, False)
-            print(f"user {args.username} disabled; its tokens are revoked")
+            print(f"user {args.username} disabled; its tokens and API keys are revoked")
         else:
             app.users.set_active(args.username, True)
             print(f"user {args.username} enabled")
@@ -316,9 +317,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = commands.add_parser("user", help="manage users: add, passwd, roles, disable, enable")
     actions = p.add_subparsers(dest="action", required=True)
     for action, help_text in (("add", "create a user (asks for the password)"),
-                              ("passwd", "set a new password; ends the user's sign-ins"),
+                              ("passwd", "set a new password; ends the user's sign-ins "
+                                         "and API keys"),
                               ("roles", "replace the user's role codes; ends its sign-ins"),
-                              ("disable", "stop a user signing in; revokes its tokens"),
+                              ("disable", "stop a user signing in; revokes its tokens "
+                                          "and API keys"),
                               ("enable", "let a disabled user sign in again")):
         a = actions.add_parser(action, help=help_text)
         a.add_argument("username")
@@ -332,6 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             a.add_argument("codes", nargs="*", metavar="CODE",
                            help="resource and row-level role codes (none: no roles)")
     p.set_defaults(run=user_command)
+    add_key_commands(commands)
 
     args = parser.parse_args(argv)
     from .schema import MigrationError, SchemaMismatch

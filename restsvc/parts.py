@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .openapi import Documents
     from .reports.registry import Reports
     from .router import Router
+    from .security.apikeys import KeyStore
     from .security.authorize import Authorizer
     from .security.authserver import AuthServer
     from .security.clients import Clients
@@ -71,6 +72,8 @@ class AppParts(Protocol):
     def clients(self) -> Clients: ...
     @property
     def users(self) -> Users: ...
+    @property
+    def keys(self) -> KeyStore: ...
     @property
     def authserver(self) -> AuthServer: ...
     @property

@@ -6,8 +6,9 @@ The route tables, handlers and OpenAPI operation tables are written with the
 default paths (``/rest/entities/...``, ``/oauth2/token``); ``Paths.mount``
 moves a default path to the configured one, ``Paths.unmount`` back. The
 version (``/version``), the Reports API (``/reports``), the change feed
-(``/events``) and webhooks (``/webhooks``) follow the base path; the RFC 8414
-metadata stays at ``/.well-known/oauth-authorization-server``.
+(``/events``), webhooks (``/webhooks``) and API keys (``/api-keys``) follow
+the base path; the RFC 8414 metadata stays at
+``/.well-known/oauth-authorization-server``.
 """
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -30,7 +31,7 @@ REST_SEGMENTS = {
 }
 # Under the base path, not configurable (as in the reference).
 FIXED_SEGMENTS = {"version": "/version", "reports": "/reports", "events": "/events",
-                  "webhooks": "/webhooks", "batch": "/batch"}
+                  "webhooks": "/webhooks", "batch": "/batch", "api_keys": "/api-keys"}
 SETTINGS = {"svc.rest.base-path": ("base", REST_BASE),
             **REST_SEGMENTS, "svc.authserver.base-path": ("auth", AUTH_BASE)}
 

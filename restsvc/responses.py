@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Response
+from werkzeug.wsgi import ClosingIterator
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -47,7 +48,10 @@ class CompleteResponse(Response):
                  start_response: "StartResponse") -> Iterable[bytes]:
         start_response(self._status, self._header_list if self._headers is None
                        else self._headers.to_wsgi_list())
-        return [] if environ["REQUEST_METHOD"] == "HEAD" else self.response
+        body = [] if environ["REQUEST_METHOD"] == "HEAD" else self.response
+        if self._on_close:      # call_on_close: run once the server has sent the body
+            return ClosingIterator(body, self.close)
+        return body
 
 
 _CONTENT_TYPE, _CONTENT_LENGTH = "Content-Type", "Content-Length"

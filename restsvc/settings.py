@@ -114,7 +114,8 @@ _KEYS: Keys = {
     "svc.tracing.enabled": ("tracing", parse.boolean, False),
 }
 
-# svc.rate-limit.client.<client id> and svc.rate-limit.user.<username>: "100/s burst 200"
+# svc.rate-limit.client.<client id>, svc.rate-limit.user.<username> and
+# svc.rate-limit.key.<API key id>: "100/s burst 200"
 _RATE_LIMIT_PREFIX = "svc.rate-limit."
 
 # Per-entity override: svc.rest.entity-max-fetch-size.<entityName>
@@ -260,9 +261,10 @@ def build_settings(values: Mapping[str, object] | None, base_dir: str | Path = "
             storage_values[key] = value
         elif key.startswith(_RATE_LIMIT_PREFIX):
             kind, _, name = key[len(_RATE_LIMIT_PREFIX):].partition(".")
-            if kind not in ("client", "user") or not name:
-                raise SettingsError(f"{key}: unknown setting (svc.rate-limit.client.<client id> "
-                                    f"or svc.rate-limit.user.<username>)")
+            if kind not in ("client", "user", "key") or not name:
+                raise SettingsError(f"{key}: unknown setting (svc.rate-limit.client.<client id>, "
+                                    f"svc.rate-limit.user.<username> or "
+                                    f"svc.rate-limit.key.<API key id>)")
             parsed.setdefault("rate_limits", {})[(kind, name)] = parse_value(key, parse.rate_limit, value)
         elif key.startswith(JWT_PREFIX):
             jwt_values[key] = value

@@ -7,6 +7,7 @@ tables reloaded with the demo data.
 """
 import base64
 import dataclasses
+import io
 import json
 import os
 import shutil
@@ -199,6 +200,21 @@ def password_grant(client, username="alice", password="alice-password",
 def auth(client):
     """Authorization headers of the demo's full-access client."""
     return {"Authorization": f"Bearer {get_token(client)}"}
+
+
+@pytest.fixture
+def run_cli(database_url, tmp_path, monkeypatch):
+    """`restsvc --config <the test database> ...`, with stdin as given."""
+    from restsvc.cli import main as cli
+    config = shipped_config()
+    config["svc"].update({"data-dir": str(tmp_path), "datasource": {"url": database_url}})
+    path = tmp_path / "cli.yaml"
+    path.write_text(yaml.safe_dump(config))
+
+    def run(*args, stdin=""):
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        return cli(["--config", str(path), *args])
+    return run
 
 
 @pytest.fixture

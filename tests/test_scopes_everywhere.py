@@ -90,6 +90,11 @@ ROUTES = {
     "webhooks.delete": ("write", ("DELETE", f"/rest/webhooks/{MISSING}")),
     "webhooks.dead_letters": ("read", ("GET", f"/rest/webhooks/{MISSING}/dead-letters")),
     "webhooks.replay": ("write", ("POST", f"/rest/webhooks/{MISSING}/dead-letters/replay")),
+    # The job client's keys, under the grant rest.apiKeys.manage (system-full-access).
+    "apikeys.create": ("write", ("POST", "/rest/api-keys", {"name": "k", "clientId": "job"})),
+    "apikeys.list_keys": ("read", ("GET", "/rest/api-keys")),
+    "apikeys.read_key": ("read", ("GET", f"/rest/api-keys/{MISSING}")),
+    "apikeys.revoke": ("write", ("DELETE", f"/rest/api-keys/{MISSING}")),
     "docs.page": ("neither", None), "docs.asset": ("neither", None),
     "docs.generic_json": ("neither", None), "docs.generic_yaml": ("neither", None),
     "docs.detailed_json": ("neither", None), "docs.detailed_yaml": ("neither", None),

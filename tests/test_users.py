@@ -1,11 +1,7 @@
 """The built-in User entity, GET /rest/userInfo, and `restsvc user`."""
-import io
-
 import pytest
-import yaml
 
-from conftest import basic, bearer, password_grant, shipped_config
-from restsvc.cli import main as cli
+from conftest import basic, bearer, password_grant
 from restsvc.security.users import User
 
 SECRET_WORDS = ("password", "alice-password", "pbkdf2", "roles", "sales-reader")
@@ -83,20 +79,6 @@ def test_a_new_locale_keeps_a_users_tokens_in_step(client, alice_auth):
 
 
 # --- restsvc user ------------------------------------------------------------
-
-@pytest.fixture
-def run_cli(database_url, tmp_path, monkeypatch):
-    """`restsvc --config <the test database> ...`, with stdin as given."""
-    config = shipped_config()
-    config["svc"].update({"data-dir": str(tmp_path), "datasource": {"url": database_url}})
-    path = tmp_path / "cli.yaml"
-    path.write_text(yaml.safe_dump(config))
-
-    def run(*args, stdin=""):
-        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-        return cli(["--config", str(path), *args])
-    return run
-
 
 def test_cli_user_add_creates_a_user_who_can_sign_in(client, run_cli, capsys):
     assert run_cli("user", "add", "bob", "--role", "rest-minimal", "--role", "sales-reader",

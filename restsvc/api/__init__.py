@@ -6,15 +6,15 @@ from typing import TYPE_CHECKING
 from werkzeug.routing import Rule
 
 from ..paths import DEFAULT_PATHS
-from . import (batch, changes, docs, entities, events, files, health, imports, messages, metadata,
-               metrics, oauth, queries, reports, services, session, signin, webhooks)
+from . import (apikeys, batch, changes, docs, entities, events, files, health, imports, messages,
+               metadata, metrics, oauth, queries, reports, services, session, signin, webhooks)
 
 if TYPE_CHECKING:
     from ..application import Application
     from ..settings import Settings
 
 API_MODULES = (oauth, signin, entities, imports, changes, batch, queries, services, files,
-               metadata, messages, session, reports, events, webhooks, docs, health)
+               metadata, messages, session, apikeys, reports, events, webhooks, docs, health)
 
 
 def all_rules(application: "Application", settings: "Settings | None" = None) -> list[Rule]:

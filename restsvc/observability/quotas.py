@@ -1,7 +1,9 @@
-"""Per-client and per-user request quotas (``svc.rate-limit.client.<client
-id>`` and ``svc.rate-limit.user.<username>``: ``100/s burst 200``), counted
-in the database so that every worker of every instance counts the same
-requests.
+"""Per-client, per-user and per-key request quotas (``svc.rate-limit.client.<client
+id>``, ``svc.rate-limit.user.<username>``, ``svc.rate-limit.key.<API key
+id>``: ``100/s burst 200``), counted in the database so that every worker of
+every instance counts the same requests. A key with a quota of its own is
+held by it alone: its requests neither count against its user's or client's
+quota nor are held by it, so a busy key leaves the owner's other tokens alone.
 
 The count is GCRA (a token bucket kept as one number): each key's row holds
 its theoretical arrival time ``tat``; a request at ``now`` is allowed when
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 
 class QuotaBucket(peewee.Model):
-    key = peewee.CharField(primary_key=True, max_length=255)     # client:<id> | user:<name>
+    key = peewee.CharField(primary_key=True, max_length=255)     # client:<id> | user:<name> | key:<id>
     tat = peewee.DoubleField()                                   # epoch seconds
 
     class Meta:
@@ -54,7 +56,7 @@ def _user_bucket(principal: "Principal") -> str:
     return f"user:jwt:{digest}"
 
 
-# ("client" | "user", name) -> (requests per second, burst)
+# ("client" | "user" | "key", name) -> (requests per second, burst)
 Limits = dict[tuple[str, str], tuple[float, int]]
 Headers = dict[str, int]      # RateLimit-Limit, -Remaining, -Reset
 
@@ -62,7 +64,7 @@ Headers = dict[str, int]      # RateLimit-Limit, -Remaining, -Reset
 class Quotas:
     def __init__(self, limits: Limits, refusals: Metric | None = None,
                  clock: Callable[[], float] = time.time) -> None:
-        self.limits = limits         # ("client" | "user", name) -> (per second, burst)
+        self.limits = limits         # ("client" | "user" | "key", name) -> (per second, burst)
         self.refusals = refusals     # the counter of refusals by kind, when metrics are on
         self.clock = clock
 
@@ -80,6 +82,10 @@ class Quotas:
         found: list[tuple[str, tuple[float, int]]] = []
         if principal.client_id is None:
             return found
+        if principal.key_id is not None:
+            limit = self.limits.get(("key", principal.key_id))
+            if limit is not None:
+                return [(f"key:{principal.key_id}", limit)]
         limit = self.limits.get(("client", principal.client_id))
         if limit is not None:
             found.append((f"client:{principal.client_id}", limit))

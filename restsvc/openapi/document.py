@@ -50,7 +50,7 @@ WRITES = {("POST", E): "create", ("PUT", E): "update", ("DELETE", E): "delete",
           ("POST", f"{E}/<entity_id>/purge"): "delete", ("POST", f"{E}/import"): "create",
           ("PUT", f"{E}/search"): "update", ("DELETE", f"{E}/search"): "delete"}
 TAGS = [
-    ("Authentication", "OAuth 2 tokens: get, revoke, introspect"),
+    ("Authentication", "OAuth 2 tokens: get, revoke, introspect; API keys"),
     ("Entities", "Generic access to every entity, under the caller's policies"),
     ("Queries", "Predefined queries"),
     ("Services", "Business services of the application"),

@@ -4,6 +4,7 @@ from collections.abc import Callable, Iterable
 
 from ..jsonio import JsonObject
 from .operations import AUTH, DOCS, FILES, MESSAGES, METADATA, QUERIES, SESSION
+from .apikeys import API_KEY_ENDPOINTS
 from .batch import run_batch
 from .events import EVENT_ENDPOINTS
 from .parts import (ERROR, JSON, failures, flag, header, ok, operation, query)
@@ -311,4 +312,5 @@ ENDPOINTS: dict[tuple[str, str], Build] = {
     ("GET", "/rest/docs/openapiDetailed.yaml"): _document("This project's OpenAPI document"),
 }
 ENDPOINTS.update(EVENT_ENDPOINTS)
+ENDPOINTS.update(API_KEY_ENDPOINTS)
 ENDPOINTS[("POST", "/rest/batch")] = run_batch

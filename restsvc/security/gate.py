@@ -23,9 +23,10 @@ from ..errors import Forbidden, Text, Unauthorized
 from ..paths import Paths
 from ..settings import Settings
 from ..values import SettingsError
+from .apikeys import KeyStore, is_key
 from .registry import RoleRegistry
 from .roles import Permissions
-from .tokens import ACCESS, TokenStore
+from .tokens import ACCESS, Identity, TokenStore
 
 if TYPE_CHECKING:
     from .jwtissuers import JwtIssuers      # needs the optional jwt extra (PyJWT)
@@ -103,7 +104,8 @@ def rest_enabled_patterns(paths: Paths) -> re.Pattern[str]:
         paths.rest("user_info"), paths.rest("permissions"),
         paths.rest("user_session"), f"{paths.rest('user_session')}/locale",
         paths.rest("events"), f"{paths.rest('events')}/tickets",
-        paths.rest("webhooks"), f"{paths.rest('webhooks')}/**", paths.rest("batch"))))
+        paths.rest("webhooks"), f"{paths.rest('webhooks')}/**", paths.rest("batch"),
+        paths.rest("api_keys"), f"{paths.rest('api_keys')}/*")))
 
 
 def docs_page_patterns(paths: Paths) -> tuple[str, str]:
@@ -133,6 +135,7 @@ class Principal:
     # Its username may be anyone's, a local user's too: it names nothing kept here.
     issuer: str | None = None
     subject: str | None = None
+    key_id: str | None = None     # called with an API key (security/apikeys.py): its id
 
     @property
     def identity(self) -> str | None:
@@ -156,9 +159,10 @@ _Recent = tuple[float, float, int, Principal]
 
 class Gate:
     def __init__(self, settings: Settings, tokens: TokenStore, roles: RoleRegistry,
-                 jwt_issuers: "JwtIssuers | None" = None) -> None:
+                 jwt_issuers: "JwtIssuers | None" = None, keys: KeyStore | None = None) -> None:
         self.realm = settings.realm
         self.tokens = tokens
+        self.keys = keys        # API keys: tokens that start with apikeys.PREFIX
         self.roles = roles
         self.available_locales = settings.available_locales
         # security/jwtissuers.py, when svc.resource-server.jwt.* names issuers
@@ -220,6 +224,10 @@ class Gate:
             return recent
         if is_jwt:
             return self._jwt_principal(token, token_hash, now, changes)
+        if self.keys is not None and is_key(token):
+            found = self._key_principal(self.keys, token_hash, now, changes)
+            if found is not None:
+                return found
         return self._stored_principal(token_hash, now, changes)
 
     def principal_of_hash(self, token_hash: str) -> Principal | None:
@@ -229,7 +237,10 @@ class Gate:
         recent = self._recent_principal(token_hash, now, changes)
         if recent is not None and recent.stored:
             return recent
-        return self._stored_principal(token_hash, now, changes)
+        found = self._stored_principal(token_hash, now, changes)
+        if found is None and self.keys is not None:
+            found = self._key_principal(self.keys, token_hash, now, changes)
+        return found
 
     def _recent_principal(self, token_hash: str, now: float, changes: int) -> Principal | None:
         recent = self._recent.get(token_hash)
@@ -243,20 +254,28 @@ class Gate:
         if info is None or info.kind != ACCESS:
             self._recent.pop(token_hash, None)
             return None
-        who = info.identity
-        principal = Principal(
-            client_id=who.client_id,
-            username=who.username or who.client_id,
-            is_user=who.username is not None,
-            # Copied into the token at issue time (and kept in step by User.after_save),
-            # so a user token costs no extra query.
-            locale=who.locale,
-            permissions=self.roles.permissions(who.resource_roles, who.row_level_roles, who.scope),
-            token_hash=info.token_hash,
-            user_id=who.user_id,
-        )
+        # The locale is copied into the token at issue time (and kept in step by
+        # User.after_save), so a user token costs no extra query.
+        principal = self._principal(info.identity, info.token_hash)
         self._remember(token_hash, (now, info.expires_at, changes, principal))
         return principal
+
+    def _key_principal(self, keys: KeyStore, token_hash: str, now: float,
+                       changes: int) -> Principal | None:
+        """The principal of a live API key, or None."""
+        info = keys.find_hash(token_hash)
+        if info is None:
+            return None
+        principal = self._principal(info.identity, token_hash, info.key_id)
+        self._remember(token_hash, (now, info.expires_at, changes, principal))
+        return principal
+
+    def _principal(self, who: Identity, token_hash: str, key_id: str | None = None) -> Principal:
+        return Principal(
+            client_id=who.client_id, username=who.username or who.client_id,
+            is_user=who.username is not None, locale=who.locale,
+            permissions=self.roles.permissions(who.resource_roles, who.row_level_roles, who.scope),
+            token_hash=token_hash, user_id=who.user_id, key_id=key_id)
 
     def _remember(self, token_hash: str, entry: "_Recent") -> None:
         if len(self._recent) >= _RECENT_MAX:

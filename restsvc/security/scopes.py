@@ -68,6 +68,13 @@ ACTIONS: Mapping[str, Action] = {
     # A batch runs writes only; each operation is refused as it would be alone,
     # with its index (this entry leaves the batch out of a read token's document).
     "rest.batch": Action("rest.enabled", _W),
+    # API keys (keygrants.py): one's own under rest.enabled, anyone's under
+    # rest.apiKeys.manage; making or revoking one writes, listing reads.
+    "rest.apiKeys.create": Action("rest.enabled", _W),
+    "rest.apiKeys.read": Action("rest.enabled", _R),
+    "rest.apiKeys.delete": Action("rest.enabled", _W),
+    "rest.apiKeys.manage.read": Action("rest.apiKeys.manage", _R),
+    "rest.apiKeys.manage.write": Action("rest.apiKeys.manage", _W),
 }
 
 

@@ -23,6 +23,7 @@ from ..model.entity import Entity, entity
 from ..jsonio import JsonObject
 from . import clients
 from .clients import DECOY, hash_secret, is_hash, verify_at_cost
+from .keytable import revoke_user_keys
 from .registry import RoleRegistry
 from .roles import SYSTEM_FULL_ACCESS
 from .tokens import Identity, TokenStore
@@ -65,6 +66,12 @@ def canonical_username(text: object) -> str:
     if not 1 <= len(name) <= MAX_USERNAME_LENGTH:
         raise ValueError(f"size must be between 1 and {MAX_USERNAME_LENGTH}")
     return name
+
+
+def reaches(granted: frozenset[str], role_codes: Sequence[str]) -> bool:
+    """Whether a caller holding the role codes ``granted`` reaches a holder of
+    ``role_codes``: it holds each of them (``system-full-access`` holds them all)."""
+    return SYSTEM_FULL_ACCESS.code in granted or set(role_codes) <= granted
 
 
 def lookup_name(text: str) -> str:
@@ -123,24 +130,26 @@ class User(Entity):
         user = cls.get_or_none(cls.id == user_id)
         if user is None:
             return
-        granted = access.permissions.granted
-        if SYSTEM_FULL_ACCESS.code not in granted and not set(user.role_codes) <= granted:
+        if not reaches(access.permissions.granted, user.role_codes):
             raise Forbidden("Forbidden", f"User {user.username} holds roles you do not hold")
         renamed = values is not None and values.get("username", user.username) != user.username
         if renamed and str(user.id) == access.session.get("userId"):
             raise Forbidden("Forbidden", "You may not change your own username")
 
     # Called by the data manager inside the transaction of every REST change, and
-    # by the CLI: a disabled or deleted user's tokens die with the change; a
-    # renamed user's tokens too (they name the user by its old username).
+    # by the CLI: a disabled or deleted user's tokens and API keys die with the
+    # change; a renamed user's tokens too (they name the user by its old
+    # username; its keys follow the user by id).
     def after_save(self, created: bool) -> None:
         if not self.active:
             TokenStore.revoke_user(self.id)
+            revoke_user_keys(self.id)
         elif not created:
             TokenStore.follow_user(self.id, self.username, self.locale)
 
     def after_delete(self) -> None:
         TokenStore.revoke_user(self.id)
+        revoke_user_keys(self.id)
 
 
 def _check_password(password: str | None) -> None:
@@ -234,8 +243,12 @@ class Users:
                 TokenStore.revoke_user(user.id)
 
     def set_password(self, username: str, password: str) -> None:
+        """A new password ends the user's sign-ins and its API keys: whoever
+        knew the old one may have made them."""
         _check_password(password)
-        self._change(username, password=hash_secret(password))
+        with User._meta.database.atomic():
+            self._change(username, password=hash_secret(password))
+            revoke_user_keys(self.get(username).id)
 
     def set_roles(self, username: str, role_codes: Sequence[str]) -> None:
         self._check_roles(role_codes)
