@@ -6,7 +6,8 @@ compares ids (``parse_id``, the loader, the importer) uses that form.
 Peewee's own converters are general (a DateField tries several formats);
 these take the shape each database really returns: SQLite gives ISO text
 for dates, hex text for UUIDs and numbers for decimals, PostgreSQL gives
-native objects.
+native objects, except UUIDs: restsvc's connections read them as their
+canonical text (db.py), which ``_uuid`` keeps as it is.
 """
 import datetime
 import decimal
