@@ -13,6 +13,7 @@ Connection handling per request (``release``), chosen per engine:
   that a one-time cost, and ``release`` hands the connection back at the end of
   every request so idle workers do not hold server connections.
 """
+import functools
 import logging
 import math
 import os
@@ -181,6 +182,35 @@ class _Sqlite(_Statements, peewee.SqliteDatabase):
     pass
 
 
+UUID_OID, _UUID_ARRAY_OID = 2950, 2951      # PostgreSQL's uuid and uuid[] (type_code)
+
+
+@functools.cache
+def _uuid_text_casters() -> tuple[Any, Any]:
+    """psycopg2 typecasters that read uuid and uuid[] as their text (the
+    driver's own C caster of text), built once."""
+    from psycopg2 import extensions
+    text = extensions.new_type((UUID_OID,), "RESTSVC_UUID_TEXT", extensions.UNICODE)
+    return text, extensions.new_array_type((_UUID_ARRAY_OID,), "RESTSVC_UUID_TEXT[]", text)
+
+
+class _UuidAsText(peewee.Psycopg2Adapter):
+    """Peewee registers psycopg2's ``uuid.UUID`` typecaster for every
+    connection of the process (``register_uuid`` when it is imported); restsvc
+    keeps ids as canonical text (data/columns.py), which is the text
+    PostgreSQL sends: its connections read uuid columns as that text, so no
+    ``uuid.UUID`` is made per value and turned back into text. Peewee's
+    models still see ``uuid.UUID`` (``UUIDField.python_value``), and a
+    ``uuid.UUID`` parameter is still sent as one."""
+
+    def connect(self, db: Any, **params: Any) -> Any:
+        conn = super().connect(db, **params)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+        from psycopg2 import extensions
+        for caster in _uuid_text_casters():
+            extensions.register_type(caster, conn)
+        return conn
+
+
 # playhouse has no type information: its pool class is Any to mypy.
 class _Pool(_Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-ignore]
     """Peewee's pool sends ``SELECT 1`` on every check-out to see that the
@@ -191,6 +221,7 @@ class _Pool(_Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused
     the idle connections are dropped (``is_unavailable``)."""
 
     PING_AFTER = 1.0
+    psycopg2_adapter = _UuidAsText
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -6,20 +6,39 @@ compares ids (``parse_id``, the loader, the importer) uses that form.
 Peewee's own converters are general (a DateField tries several formats);
 these take the shape each database really returns: SQLite gives ISO text
 for dates, hex text for UUIDs and numbers for decimals, PostgreSQL gives
-native objects.
+native objects, except UUIDs: restsvc's connections read them as their
+canonical text (db.py), which ``_uuid`` keeps as it is.
 """
 import datetime
 import decimal
-from collections.abc import Callable
-from typing import Any
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 from operator import itemgetter
 
 import peewee
 
 from ..model.fields import EnumField
 
+if TYPE_CHECKING:
+    from ..model.meta import MetaClass
 
-def _uuid(value):
+# A value as the database driver gives it or takes it: text, numbers, bytes,
+# dates and times, None... (the column and the database decide which).
+DbValue = Any
+# A column's value as loaded rows hold it (``converter``'s result): ids as
+# canonical UUID text, dates as ``datetime.date``, decimals at the column's
+# scale, enum members...: a database value in its Python form.
+RowValue = Any
+# A database value (not None) -> the value loaded rows hold.
+Converter = Callable[[DbValue], RowValue]
+# (position in the row, converter) of each column that is converted.
+Conversions = Sequence[tuple[int, Converter]]
+# A row read by the loader: attribute name -> value.
+Row = dict[str, RowValue]
+
+
+def _uuid(value: DbValue) -> str:
     """UUIDs are kept in their canonical text form: that is what JSON shows,
     Peewee accepts it as a parameter, and SQLite's 32 hex digits become it by
     slicing rather than by a round trip through uuid.UUID."""
@@ -30,40 +49,40 @@ def _uuid(value):
     return str(value)
 
 
-def _iso(kind):
+def _iso(kind: type[datetime.date] | type[datetime.time]) -> Converter:
     parse = kind.fromisoformat
 
-    def convert(value):
+    def convert(value: DbValue) -> RowValue:
         return parse(value) if isinstance(value, str) else value
     return convert
 
 
-def _decimal(places):
+def _decimal(places: int | None) -> Converter:
     """Decimals at the column's scale: SQLite hands back 649 for a stored 649.00."""
     exponent = decimal.Decimal(1).scaleb(-places) if places is not None else None
 
-    def convert(value):
-        if not isinstance(value, decimal.Decimal):
-            value = decimal.Decimal(str(value))
-        return value.quantize(exponent) if exponent is not None else value
+    def convert(value: DbValue) -> decimal.Decimal:
+        number = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+        return number.quantize(exponent) if exponent is not None else number
     return convert
 
 
-def _boolean(value):
+def _boolean(value: DbValue) -> bool | None:
     return value if value is None else bool(value)
 
 
-def _enum(enum_class):
+def _enum(enum_class: type[enum.Enum]) -> Converter:
     members = {str(member.value): member for member in enum_class}
     return members.get
 
 
-def converter(field):
+def converter(field: "peewee.Field[Any]") -> Converter | None:
     """A one-argument function for the column's values, or None when the
     database value already is the Python value."""
-    cached = field.__dict__.get("_restsvc_converter", False)
+    cached: Converter | None | Literal[False] = field.__dict__.get("_restsvc_converter", False)
     if cached is not False:
         return cached
+    result: Converter | None
     if getattr(field, "converts_values", False):     # e.g. data/write/history.py JsonField
         result = field.python_value
     elif isinstance(field, peewee.ForeignKeyField):
@@ -87,68 +106,66 @@ def converter(field):
         result = None
     else:
         result = field.python_value
-    field._restsvc_converter = result
+    field.__dict__["_restsvc_converter"] = result
     return result
 
 
-def row_id(meta: Any) -> Callable[[Any], Any]:
+def row_id(meta: "MetaClass") -> Callable[[Sequence[DbValue]], RowValue]:
     """A row of database values (the loader's columns, the id first) -> its id,
     converted as the loader converts it; worked out once per entity."""
-    read = meta.__dict__.get("_flat_row_id")
+    read: Callable[[Sequence[DbValue]], RowValue] | None = meta.__dict__.get("_flat_row_id")
     if read is None:
         convert = converter(meta.model.id)
-        read = meta._flat_row_id = itemgetter(0) if convert is None \
-            else (lambda values: convert(values[0]))
+        read = itemgetter(0) if convert is None else (lambda values: convert(values[0]))
+        meta.__dict__["_flat_row_id"] = read
     return read
 
 
-def stored(field: Any) -> Callable[[Any], Any]:
+def stored(field: "peewee.Field[Any]") -> Callable[[RowValue], DbValue]:
     """A one-argument function: a Python value -> the column's value as the
     database takes it (``field.db_value``). Ids are canonical UUID text here
     (rows and ``parse_id`` make them so): the 32 hex digits Peewee binds are
     that text without its dashes, with no round trip through ``uuid.UUID``."""
-    cached = field.__dict__.get("_restsvc_stored")
+    cached: Callable[[RowValue], DbValue] | None = field.__dict__.get("_restsvc_stored")
     if cached is not None:
         return cached
+    result: Callable[[RowValue], DbValue]
+    db_value: Callable[[RowValue], DbValue] = field.db_value
     target = field
     while isinstance(target, peewee.ForeignKeyField):
         target = target.rel_field
     if isinstance(target, peewee.UUIDField):
-        def result(value):
+        def result(value: RowValue) -> DbValue:
             if isinstance(value, str) and len(value) == 36:
                 return value.replace("-", "").lower()
-            return field.db_value(value)
+            return db_value(value)
     else:
-        result = field.db_value
-    field._restsvc_stored = result
+        result = db_value
+    field.__dict__["_restsvc_stored"] = result
     return result
 
 
-def conversions(converters):
+def conversions(converters: Iterable[Converter | None]) -> list[tuple[int, Converter]]:
     """(column index, converter) of the columns that need converting."""
     return [(index, convert) for index, convert in enumerate(converters) if convert is not None]
 
 
-def read_rows(cursor, names, conversions):
-    """Cursor rows -> dicts keyed by attribute name (see ``convert_rows``)."""
-    return convert_rows(cursor.fetchall(), names, conversions)
-
-
-def convert_rows(rows, names, conversions):
+def convert_rows(rows: Sequence[Sequence[DbValue]], names: Sequence[str],
+                 conversions: Conversions) -> list[Row]:
     """Value tuples -> dicts keyed by attribute name (values past ``names`` are
     left out). Many rows are converted a column at a time (a comprehension per
     column), a few a row at a time (setting up the comprehensions would cost more)."""
     if not conversions:
         return [dict(zip(names, values)) for values in rows]
     if len(rows) > 4:
-        columns = list(zip(*rows))
+        columns: list[Sequence[DbValue]] = list(zip(*rows))
         for index, convert in conversions:
             columns[index] = [None if value is None else convert(value)
                               for value in columns[index]]
         return [dict(zip(names, values)) for values in zip(*columns)]
     result = []
-    for values in rows:
-        values = list(values)
+    for row in rows:
+        values = list(row)
         for index, convert in conversions:
             value = values[index]
             if value is not None:

@@ -1,12 +1,15 @@
 """CPU instructions per request, restsvc and baseline, counted by valgrind (callgrind).
 
-    python tests/benchmark/instructions.py [--only get] [--requests 1000]
+    python tests/benchmark/instructions.py [--only get] [--requests 1000] [--postgres URL]
 
 Timings on a shared machine move with its load; instruction counts do not.
 For each app and operation the script runs a process that answers N and then
 N + ``--requests`` requests in process under ``valgrind --tool=callgrind``
 and divides the difference by ``--requests`` (start-up cancels out). Needs
 valgrind (``apt-get install valgrind``); slow: about a minute per figure.
+With ``--postgres URL`` restsvc runs on PostgreSQL (a schema of its own,
+dropped afterwards; the baseline stays on SQLite, as ``run.py --postgres``):
+only restsvc's process is counted, not the server's.
 """
 import argparse
 import json
@@ -55,6 +58,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append")
     parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--postgres", metavar="URL",
+                        help="restsvc on this PostgreSQL database (a schema of its own)")
     parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
@@ -64,12 +69,21 @@ def main(argv=None):
         print("valgrind is not installed: apt-get install -y valgrind", file=sys.stderr)
         return 2
     from baseline_data import build
-    from dataset import prepare, tag_shape
+    from dataset import prepare, share_token, tag_shape
     from run import OPERATIONS
     workdir = Path(tempfile.mkdtemp(prefix="restsvc-instructions-"))
+    cleanups = []
     try:
         app, env, token, ids = prepare(workdir)
+        if args.postgres:   # the same data on PostgreSQL; the baseline stays on SQLite
+            from growth import postgres_schema
+            url, drop_schema = postgres_schema(args.postgres)
+            cleanups.append(drop_schema)
+            app, env, token, _ = prepare(workdir, url, env["RESTSVC_SECRET_KEY"])
+            cleanups.insert(0, app.database.close_all)
         build(workdir / "restsvc.db", workdir / "baseline.db", tag_shape(app, token))
+        if args.postgres:
+            share_token(app, token, workdir / "baseline.db")
         (workdir / "state.json").write_text(json.dumps({"env": env, "token": token, "ids": ids}))
         print(f"{'instructions per request':<26}{'restsvc':>12}{'baseline':>12}{'ratio':>8}")
         for operation in args.only or OPERATIONS:
@@ -81,6 +95,8 @@ def main(argv=None):
             print(f"{operation:<26}{figures[0]:>12,.0f}{figures[1]:>12,.0f}"
                   f"{figures[0] / figures[1]:>8.2f}", flush=True)
     finally:
+        for cleanup in cleanups:
+            cleanup()
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

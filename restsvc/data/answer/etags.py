@@ -11,18 +11,25 @@ part of it).
 """
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import peewee
 
 from ...jsonio import dumps
+from ..columns import RowValue
 from ..memo import plan_facts
 
 if TYPE_CHECKING:
+    from ...model.entity import Entity
+    from ...model.meta import FetchPlan, MetaClass
     from ...security.roles import Permissions
 
+# An entity's id as loaded rows hold it (canonical UUID text, an integer or a string).
+EntityId = str | int
 
-def entity_tag(row: Any, plan: Any, permissions: Any, session: Any,
+
+def entity_tag(row: Mapping[str, RowValue], plan: "FetchPlan | None",
+               permissions: "Permissions", session: Mapping[str, str],
                return_nulls: bool) -> str | None:
     """The strong ETag (quoted) of one entity row, or None without a version."""
     version = row.get("version")
@@ -31,26 +38,27 @@ def entity_tag(row: Any, plan: Any, permissions: Any, session: Any,
     return make_tag(row["id"], version, plan, permissions, session, return_nulls)
 
 
-def make_tag(entity_id: Any, version: Any, plan: Any, permissions: Any, session: Any,
-             return_nulls: bool) -> str:
+def make_tag(entity_id: EntityId, version: int, plan: "FetchPlan | None",
+             permissions: "Permissions", session: Mapping[str, str], return_nulls: bool) -> str:
     """The strong ETag (quoted) of the entity ``entity_id`` at ``version``."""
     return tag_of(entity_id, version, tag_shape(plan, permissions, session, return_nulls))
 
 
-def tag_shape(plan: Any, permissions: Any, session: Any, return_nulls: bool) -> str:
+def tag_shape(plan: "FetchPlan | None", permissions: "Permissions", session: Mapping[str, str],
+              return_nulls: bool) -> str:
     """What besides the id shapes the body, as the tag's digest reads it (the
     same for every entity of one plan, caller and ``returnNulls``)."""
     return (f"\0{plan_key(plan)}\0{permissions_key(permissions, session)}\0"
             f"{'n' if return_nulls else ''}")
 
 
-def tag_of(entity_id: Any, version: Any, shape: str) -> str:
+def tag_of(entity_id: EntityId, version: int, shape: str) -> str:
     """The strong ETag (quoted) of ``entity_id`` at ``version``, ``shape`` from ``tag_shape``."""
     digest = hashlib.blake2b(f"{entity_id}{shape}".encode("utf-8"), digest_size=9).hexdigest()
     return f'"{version}-{digest}"'
 
 
-def tag_version(tag):
+def tag_version(tag: str) -> int | None:
     """The version an ETag (unquoted, as Werkzeug parses it) stands for, or None."""
     head, dash, _ = tag.partition("-")
     if not dash or not head.isdigit() or len(head) > 18:
@@ -58,13 +66,13 @@ def tag_version(tag):
     return int(head)
 
 
-def versioned(meta: Any, loading: Any) -> Any:
+def versioned(meta: "MetaClass", loading: "FetchPlan") -> "FetchPlan":
     """The loading plan with the version at its top, so the tag can be made
     (the serializer writes only what the request's plan holds)."""
     if "version" in loading.properties or "version" not in meta.properties:
         return loading
     facts = plan_facts(loading)
-    cached = facts.versioned
+    cached: FetchPlan | None = facts.versioned
     if cached is None:
         cached = type(loading)(loading.name, loading.entity, {**loading.properties, "version": None})
         plan_facts(cached).loading = cached
@@ -72,7 +80,7 @@ def versioned(meta: Any, loading: Any) -> Any:
     return cached
 
 
-def plan_key(plan: Any) -> str:
+def plan_key(plan: "FetchPlan | None") -> str:
     """Named plans by entity and name; inline plans by their whole shape."""
     if plan is None:
         return "_instance_name"
@@ -84,7 +92,7 @@ def plan_key(plan: Any) -> str:
 
 
 def permissions_key(permissions: "Permissions", session: Mapping[str, str]) -> str:
-    key = permissions.memo.get("etag")
+    key: str | None = permissions.memo.get("etag")
     if key is None:
         key = permissions.memo["etag"] = hashlib.blake2b(
             dumps(permissions.to_json()).encode("utf-8") + repr(sorted(permissions.granted)).encode(),
@@ -94,7 +102,7 @@ def permissions_key(permissions: "Permissions", session: Mapping[str, str]) -> s
     return key
 
 
-def version_is(model, expected):
+def version_is(model: "type[Entity]", expected: int | tuple[int, ...]) -> peewee.ColumnBase:
     """The condition a statement adds for an expected version: one version
     (optimistic locking), or a tuple of them (If-Match; none matches none)."""
     if isinstance(expected, tuple):

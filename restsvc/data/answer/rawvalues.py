@@ -9,26 +9,35 @@ text, for transient attributes and records too).
 """
 import datetime
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import peewee
 
 from ...jsonio import quoted, value_text
 from ...model.fields import EnumField
 from ...model.datatypes import DATATYPES
-from ..columns import _uuid, converter
+from ..columns import Converter, DbValue, RowValue, _uuid, converter
 
+if TYPE_CHECKING:
+    from ...model.meta import MetaProperty
+
+# A database value (not None) of a column -> its JSON text, or None where the
+# loader would have made it None (an unknown enum id).
+Writer = Callable[[DbValue], str | None]
+# A value as loaded rows hold it -> its JSON text (``value_writer``).
+TextWriter = Callable[[RowValue], str | None]
 
 _AS_IS = DATATYPES["string"].to_json       # the identity: the value is its JSON
 
 
-def value_writer(prop):
+def value_writer(prop: "MetaProperty") -> TextWriter:
     """A Python value (not None) of the property -> its JSON text: a stored
     attribute whose JSON form is a string (text, ids, dates, enums) is quoted
     without asking its type; the names of enum constants are quoted once."""
     convert = prop.json_value
     if prop.field is not None and prop.meta_enum is not None:
-        return {member: quoted(member.name) for member in prop.meta_enum.enum_class}.__getitem__
+        names = {member: quoted(member.name) for member in prop.meta_enum.enum_class}
+        return names.__getitem__
     strings = prop.field is not None and (
         prop.datatype is not None and prop.datatype.json_schema.get("type") == "string")
     if convert is None or convert is _AS_IS:
@@ -38,22 +47,22 @@ def value_writer(prop):
     return lambda value: value_text(convert(value))
 
 
-def plain_text(prop):
+def plain_text(prop: "MetaProperty") -> bool:
     """A text attribute whose stored value is its JSON value and instance name."""
     return (isinstance(prop.field, (peewee.CharField, peewee.TextField))
             and not isinstance(prop.field, EnumField) and prop.meta_enum is None
             and prop.datatype is not None and prop.datatype.name == "string")
 
 
-def raw_writer(prop):
+def raw_writer(prop: "MetaProperty") -> Writer:
     """A database value (not None) of the property's column -> its JSON text, or
     None where the loader would have made it None (an unknown enum id)."""
-    convert, text = converter(prop.field), value_writer(prop)
-    field = prop.field
+    text: TextWriter = value_writer(prop)
+    convert, field = converter(prop.field), prop.field
     if convert is None:
         return text
     if isinstance(field, EnumField):      # the stored value, as it is or as text
-        names = {}
+        names: dict[DbValue, str | None] = {}
         for member in field.enum_class:
             names[member.value] = names[str(member.value)] = text(member)
         return names.get
@@ -69,7 +78,7 @@ def raw_writer(prop):
     return _general(convert, text)
 
 
-def id_writer(prop):
+def id_writer(prop: "MetaProperty") -> Callable[[DbValue], str]:
     """The id is always written as text (an integer id too)."""
     convert = converter(prop.field)
     if convert is _uuid:
@@ -77,28 +86,30 @@ def id_writer(prop):
     return lambda value: quoted(str(value if convert is None else convert(value)))
 
 
-def _uuid_text(value):
-    """Never None (as ``quoted`` and ``value_text``: see NEVER_NONE)."""
-    if value.__class__ is str and len(value) == 32:
-        return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
+def _uuid_text(value: DbValue) -> str:
+    """Never None (as ``quoted`` and ``value_text``: see NEVER_NONE). SQLite
+    stores 32 hex digits; PostgreSQL's uuid comes as its canonical text (db.py)."""
+    if value.__class__ is str:
+        if len(value) == 32:
+            return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
+        return quoted(value)
     return quoted(_uuid(value))
 
 
-def _date_writer(convert, text):
+def _date_writer(convert: Converter, text: TextWriter) -> Writer:
     """SQLite's ``2024-01-31`` is the answer's text; anything else is parsed."""
     fallback = _general(convert, text)
     if text(datetime.date(2024, 1, 31)) != '"2024-01-31"':
         return fallback
 
-    def write(value):
+    def write(value: DbValue) -> str | None:
         if value.__class__ is str and len(value) == 10 and value[4] == "-" == value[7]:
             return f'"{value}"'
         return fallback(value)
     return write
 
 
-def _date_time_writer(convert: Callable[[Any], Any], text: Callable[[Any], str | None],
-                      digits: int) -> Callable[[Any], str | None]:
+def _date_time_writer(convert: Converter, text: TextWriter, digits: int) -> Writer:
     """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
     answer's ``2024-01-31T09:00:00[.f]``, at most ``digits`` digits of the
     fraction (the datatype's); anything else is parsed. Used only when it
@@ -106,7 +117,7 @@ def _date_time_writer(convert: Callable[[Any], Any], text: Callable[[Any], str |
     fallback = _general(convert, text)
     end = 20 + digits
 
-    def write(value: Any) -> str | None:
+    def write(value: DbValue) -> str | None:
         if value.__class__ is str and value[10:11] == " ":
             if len(value) == 19:
                 return f'"{value[:10]}T{value[11:]}"'
@@ -122,13 +133,13 @@ def _date_time_writer(convert: Callable[[Any], Any], text: Callable[[Any], str |
     return write
 
 
-def _remembered(write):
+def _remembered(write: Writer) -> Writer:
     """``write``, keeping the text of each value other than zero by its type
     (a decimal column holds few distinct values, prices above all, and each
     costs two roundings); zero is written each time (-0.0 equals 0.0)."""
-    memos = {}
+    memos: dict[type, dict[DbValue, str | None]] = {}
 
-    def remembered(value):
+    def remembered(value: DbValue) -> str | None:
         if not value:
             return write(value)
         memo = memos.get(value.__class__)
@@ -146,13 +157,12 @@ def _remembered(write):
 _REMEMBERED = 4096      # texts kept per column and type
 
 
-def _general(convert: Callable[[Any], Any], text: Callable[[Any], str | None]
-             ) -> Callable[[Any], str | None]:
-    def write(value: Any) -> str | None:
+def _general(convert: Converter, text: TextWriter) -> Writer:
+    def write(value: DbValue) -> str | None:
         value = convert(value)
         return None if value is None else text(value)
     return write
 
 
 # The writers that never give None (the row writers then need no check).
-NEVER_NONE = {quoted, value_text, _uuid_text}
+NEVER_NONE: set[Callable[[DbValue], str]] = {quoted, value_text, _uuid_text}

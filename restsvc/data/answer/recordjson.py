@@ -47,7 +47,8 @@ def _attributes(out: JsonObject, meta: "MetaClass", row: Mapping[str, Any],
             continue
         found = True
         if nested is None:
-            out[name] = loads(value_writer(prop)(value))
+            text = value_writer(prop)(value)
+            out[name] = None if text is None else loads(text)
         elif prop.is_embedded:      # the owner's permissions on address.city decide
             owner = permissions.attribute_levels(meta.name)
             inner: JsonObject = {}

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import peewee
 
-from ...db import is_sqlite, execute
+from ...db import UUID_OID, is_sqlite, execute
 from ...errors import BadRequest
 from ..columns import stored
 from .query import EntityQuery, _all
@@ -200,10 +200,24 @@ def sort_key(access: "Access", meta: "MetaClass", sort: str | None,
     select = query.apply_joins(meta.model.select(*columns))
     for row in reversed(rows):
         sql, params = select.where(meta.model.id == row["id"]).limit(1).sql()
-        found = execute(access.database, sql, params).fetchone()
+        cursor = execute(access.database, sql, params)
+        found = cursor.fetchone()
         if found is not None:
-            return [bytes(value) if isinstance(value, memoryview) else value for value in found]
+            return [_driver_value(value, column[1])
+                    for value, column in zip(found, cursor.description)]
     return None
+
+
+def _driver_value(value: SortValue, type_code: object) -> SortValue:
+    """A value the database gave, as a cursor holds it: bytes, not a
+    memoryview; a PostgreSQL uuid (which restsvc's connections read as text,
+    db.py) as ``uuid.UUID``, as the driver used to give it, so cursors keep
+    their form."""
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if type_code == UUID_OID and isinstance(value, str):
+        return uuid.UUID(value)
+    return value
 
 
 def _sort_columns(access: "Access", meta: "MetaClass", sort: str | None) -> _SortColumns:

@@ -112,8 +112,9 @@ def fill_flat_members(access: "Access", rows: RawRows, budget: "Budget | None", 
         counts: Counter[Key] = Counter(map(itemgetter(position), rows))
         nested = rows.loading.properties[name]
         assert nested is not None       # a many-to-many attribute is loaded along a plan
-        rows.members[name] = Members(counts, *load_members(
-            access, prop, nested, counts, budget, load, _row_id(prop.related)))
+        found = load_members(access, prop, nested, counts, budget, load, _row_id(prop.related))
+        rows.members[name] = Members(counts, found.keys, found.by_key, found.members,
+                                     found.complete)
 
 
 def write_flat(meta: "MetaClass", rows: RawRows, plan: "FetchPlan | None",

@@ -14,16 +14,55 @@ several owners is one row they share, and each distinct text is parsed once
 per process (``parsed_keys``).
 """
 import json
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from operator import mul
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 import peewee
 
 from ...db import is_sqlite
 from ..columns import converter
-from .request import By
+from .request import Budget, By
+
+if TYPE_CHECKING:
+    from ...model.meta import FetchPlan, Link, MetaClass, MetaProperty
+    from ..access import Access
+
+# The link keys of one owner row as the database gives them: the JSON text of
+# an array of member keys, None for none.
+LinkText = str | None
+# A member's key: its id as loaded rows hold it (canonical UUID text, an
+# integer or a string).
+Key = str | int
+# A loaded member: a row of the loader (a dict) or a flat page's value tuple.
+Member = TypeVar("Member")
+Loaded = TypeVar("Loaded", covariant=True)
 
 
-def member_column(database, prop):
+class LoadByIds(Protocol[Loaded]):
+    """The loader's select of rows by id (``loader._by_ids`` and its kinds):
+    the rows of ``meta`` along ``plan`` whose ``key_field`` is one of ``ids``."""
+
+    def __call__(self, access: "Access", meta: "MetaClass", plan: "FetchPlan",
+                 key_field: "peewee.Field[Any]", ids: set[Key], by: By, /) -> Sequence[Loaded]: ...
+
+
+class LoadedMembers(NamedTuple, Generic[Member]):
+    """What ``load_members`` loaded for the distinct link texts of a page."""
+    keys: dict[LinkText, list[Key]]   # each text's member keys
+    by_key: dict[Key, Member]   # the members the caller sees, by key
+    members: Sequence[Member]   # the members loaded
+    complete: bool              # whether the caller sees every member the texts name
+
+
+def _link(prop: "MetaProperty") -> "Link":
+    link = prop.link
+    assert link is not None     # a many-to-many attribute's
+    return link
+
+
+def member_column(database: peewee.Database, prop: "MetaProperty") -> "peewee.Node":
     """The link keys of one owner row, as JSON text: on the owning side the
     column the link table's triggers keep (schema/linkkeys.py), in key order,
     NULL for none; on the inverse side a scalar subquery
@@ -32,15 +71,17 @@ def member_column(database, prop):
     reads them in the order of the link table's (owner, member) index where it
     has one (``parsed_keys`` sorts them anyway), so owners with the same
     members have the same text."""
-    link = prop.link
-    if link.keys_field is not None:
-        return link.keys_field
+    link = _link(prop)
+    keys_field: peewee.Node | None = link.keys_field   # (the stubs read a field as its value)
+    if keys_field is not None:
+        return keys_field
     key = "_member_sqlite" if is_sqlite(database) else "_member_pg"
-    cached = prop.__dict__.get(key)
+    cached: peewee.Node | None = prop.__dict__.get(key)
     if cached is None:
         through = link.through.alias()
         member = getattr(through, link.member_field.name)
         owner = getattr(through, link.owner_field.name)
+        keys: peewee.ColumnBase
         if is_sqlite(database):
             keys = peewee.fn.json_group_array(member)
         else:
@@ -50,27 +91,30 @@ def member_column(database, prop):
     return cached
 
 
-def shown_lists(counts, keys, by_key):
+def shown_lists(counts: Mapping[LinkText, int], keys: Mapping[LinkText, list[Key]],
+                by_key: Mapping[Key, Member]) -> dict[LinkText, list[Member]]:
     """{link text: the members of it the caller sees, in key order, None: []}."""
-    lists = {None: []}
+    lists: dict[LinkText, list[Member]] = {None: []}
     for text in counts:
         lists[text] = [by_key[key] for key in keys[text] if key in by_key]
     return lists
 
 
-def load_members(access, prop, plan, counts, budget, load, key_of):
+def load_members(access: "Access", prop: "MetaProperty", plan: "FetchPlan",
+                 counts: Counter[LinkText], budget: Budget | None, load: LoadByIds[Member],
+                 key_of: Callable[[Member], Key]) -> LoadedMembers[Member]:
     """The members of the distinct link texts ``counts`` names (each with how
-    many owners have it; None, no links, is dropped from it): ({text: its
-    keys}, {key: member} of the members the caller sees, the members loaded,
-    whether the caller sees every member the texts name).
+    many owners have it; None, no links, is dropped from it): ``LoadedMembers``
+    (a tuple: flatrows keeps it after the counts).
     ``load`` reads the members by id, ``key_of`` gives a loaded member's id as
     the keys name it (flat pages load value tuples). Each link shown is an
     entity of the answer: the links beyond the members loaded are taken from
     ``budget``."""
     counts.pop(None, None)
     keys = parsed_keys(access.database, prop, counts)
-    wanted = set().union(*map(keys.__getitem__, counts))
-    members = load(access, prop.target, plan, prop.target.model.id, wanted, By(budget=budget)) \
+    wanted: set[Key] = set().union(*map(keys.__getitem__, counts))
+    target = prop.related
+    members = load(access, target, plan, target.model.id, wanted, By(budget=budget)) \
         if wanted else []
     by_key = {key_of(member): member for member in members}
     complete = len(by_key) == len(wanted)
@@ -82,34 +126,36 @@ def load_members(access, prop, plan, counts, budget, load, key_of):
                         for text, count in counts.items())
         if links > len(members):
             budget.take(links - len(members))
-    return keys, by_key, members, complete
+    return LoadedMembers(keys, by_key, members, complete)
 
 
 _PARSED_MAX = 4096      # link texts kept per attribute and kind of database
 
 
-def parsed_keys(database, prop, texts):
+def parsed_keys(database: peewee.Database, prop: "MetaProperty",
+                texts: Mapping[LinkText, int]) -> dict[LinkText, list[Key]]:
     """{link text: its member keys}, for at least ``texts`` (a dict): in the database's
     order and converted as loaded rows hold ids (SQLite's hex UUIDs ->
     canonical). A text always means the same keys, so each is parsed once
     and kept (a page of owners with a few member sets parses nothing)."""
     sqlite = is_sqlite(database)
     attribute = "_parsed_sqlite" if sqlite else "_parsed_pg"
-    known = prop.__dict__.get(attribute)
+    known: dict[LinkText, list[Key]] | None = prop.__dict__.get(attribute)
     if known is None or len(known) > _PARSED_MAX:
         known = {}      # a new dict: another thread may be reading the old one
         setattr(prop, attribute, known)
     if texts.keys() <= known.keys():
         return known
-    missing = [text for text in texts if text not in known]
-    parsed = json.loads(f"[{','.join(missing)}]")
-    if sqlite and prop.link.keys_field is None:
+    missing = [text for text in texts if text is not None and text not in known]
+    parsed: list[list[Key]] = json.loads(f"[{','.join(missing)}]")
+    link = _link(prop)
+    if sqlite and link.keys_field is None:
         # In the database's order, as the members' statement sorts them: SQLite
         # compares integers and text (UUIDs as hex) as Python does. The stored
         # keys (linkkeys.py) and PostgreSQL's aggregate are sorted already.
         for keys in parsed:
             keys.sort()
-    convert = converter(prop.link.member_field)       # e.g. SQLite's hex UUIDs -> canonical
+    convert = converter(link.member_field)       # e.g. SQLite's hex UUIDs -> canonical
     if convert is not None:
         parsed = [[convert(key) for key in keys] for keys in parsed]
     known.update(zip(missing, parsed))

@@ -14,6 +14,7 @@ out. A reference to an entity the caller may not read is left out. A row
 that several rows refer to is one dict they share.
 """
 from operator import itemgetter
+from collections.abc import Sequence
 from typing import Any
 
 from ..columns import convert_rows
@@ -42,7 +43,7 @@ class _Converter:
             found = self.done[id(rows)] = self._convert(rows)
         return found
 
-    def _by_values(self, rows: RawRows | list[Values]) -> dict[int, Record]:
+    def _by_values(self, rows: Sequence[Values]) -> dict[int, Record]:
         """id(a row's value tuple) -> its dict (none where nothing was loaded)."""
         if not isinstance(rows, RawRows):
             return {}

@@ -10,7 +10,7 @@ columns. Answers write them (rowwriters.py); Python code reads them
 converted (records.py) or through a view (``nestedrows.RawView``).
 """
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..columns import row_id
@@ -30,7 +30,7 @@ class Members(NamedTuple):
     counts: Counter[Key]                # link text -> how many rows have it
     keys: dict[Key, list[Key]]          # link text -> its member keys, in order
     by_key: dict[Key, Values]           # member key -> the member's row, if the caller sees it
-    rows: "RawRows | list[Values]"      # the members loaded
+    rows: Sequence[Values]              # the members loaded (RawRows, or none: [])
     complete: bool                      # whether the caller sees every member named
 
 
@@ -64,9 +64,9 @@ class RawRows(list[Values]):
         self.children: dict[str, Children] = {}
         self.transients: tuple[str, ...] = ()
         self.view: Any = None   # the class of what transient attributes see of a row
-        self._shown: dict[str, tuple[dict[Key, list[Values]], RawRows | list[Values]]] = {}
+        self._shown: dict[str, tuple[dict[Key, list[Values]], Sequence[Values]]] = {}
 
-    def shown_members(self, name: str) -> tuple[dict[Key, list[Values]], "RawRows | list[Values]"]:
+    def shown_members(self, name: str) -> tuple[dict[Key, list[Values]], Sequence[Values]]:
         """(link text -> the members the caller sees, in key order; the
         members loaded) of one many-to-many attribute, worked out once."""
         found = self._shown.get(name)
@@ -98,7 +98,7 @@ class RawRows(list[Values]):
                 _joined(was.rows, children.rows), {**was.groups, **children.groups})
 
 
-def _joined(rows: "RawRows | list[Values]", more: "RawRows | list[Values]") -> Any:
+def _joined(rows: Sequence[Values], more: Sequence[Values]) -> Any:
     """The rows of two chunks of one load (an empty list where none were loaded)."""
     if not isinstance(rows, RawRows):
         return more
