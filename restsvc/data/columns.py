@@ -13,12 +13,13 @@ import datetime
 import decimal
 import enum
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from operator import itemgetter
 
 import peewee
 
 from ..model.fields import EnumField
+from .memo import UNKNOWN, column_facts, entity_facts
 
 if TYPE_CHECKING:
     from ..model.meta import MetaClass
@@ -79,8 +80,9 @@ def _enum(enum_class: type[enum.Enum]) -> Converter:
 def converter(field: "peewee.Field[Any]") -> Converter | None:
     """A one-argument function for the column's values, or None when the
     database value already is the Python value."""
-    cached: Converter | None | Literal[False] = field.__dict__.get("_restsvc_converter", False)
-    if cached is not False:
+    facts = column_facts(field)
+    cached: Converter | None = facts.converter
+    if cached is not UNKNOWN:
         return cached
     result: Converter | None
     if getattr(field, "converts_values", False):     # e.g. data/write/history.py JsonField
@@ -106,18 +108,19 @@ def converter(field: "peewee.Field[Any]") -> Converter | None:
         result = None
     else:
         result = field.python_value
-    field.__dict__["_restsvc_converter"] = result
+    facts.converter = result
     return result
 
 
 def row_id(meta: "MetaClass") -> Callable[[Sequence[DbValue]], RowValue]:
     """A row of database values (the loader's columns, the id first) -> its id,
     converted as the loader converts it; worked out once per entity."""
-    read: Callable[[Sequence[DbValue]], RowValue] | None = meta.__dict__.get("_flat_row_id")
+    facts = entity_facts(meta)
+    read: Callable[[Sequence[DbValue]], RowValue] | None = facts.row_id
     if read is None:
         convert = converter(meta.model.id)
-        read = itemgetter(0) if convert is None else (lambda values: convert(values[0]))
-        meta.__dict__["_flat_row_id"] = read
+        read = facts.row_id = itemgetter(0) if convert is None \
+            else (lambda values: convert(values[0]))
     return read
 
 
@@ -126,7 +129,8 @@ def stored(field: "peewee.Field[Any]") -> Callable[[RowValue], DbValue]:
     database takes it (``field.db_value``). Ids are canonical UUID text here
     (rows and ``parse_id`` make them so): the 32 hex digits Peewee binds are
     that text without its dashes, with no round trip through ``uuid.UUID``."""
-    cached: Callable[[RowValue], DbValue] | None = field.__dict__.get("_restsvc_stored")
+    facts = column_facts(field)
+    cached: Callable[[RowValue], DbValue] | None = facts.stored
     if cached is not None:
         return cached
     result: Callable[[RowValue], DbValue]
@@ -141,7 +145,7 @@ def stored(field: "peewee.Field[Any]") -> Callable[[RowValue], DbValue]:
             return db_value(value)
     else:
         result = db_value
-    field.__dict__["_restsvc_stored"] = result
+    facts.stored = result
     return result
 
 

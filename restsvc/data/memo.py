@@ -90,3 +90,53 @@ def plan_facts(plan: object) -> PlanFacts:
     if found is None or found.plan is not plan:
         found = _PLANS.put(id(plan), PlanFacts(plan))
     return found
+
+
+class EntityFacts:
+    """What is worked out once per entity (``entity_facts``), each by the
+    module that needs it: how a row's id is read (columns.py), cursor
+    bindings and the entity's own columns by id (cursors.py)."""
+
+    __slots__ = ("meta", "row_id", "cursor_bindings", "cursor_columns")
+
+    def __init__(self, meta: object) -> None:
+        self.meta = meta
+        self.row_id: Any = None
+        self.cursor_bindings: dict[str | None, str] = {}
+        self.cursor_columns: dict[int, str] | None = None
+
+
+class ColumnFacts:
+    """What is worked out once per column or attribute (``column_facts``): a
+    field's converter and stored form (columns.py), a many-to-many
+    attribute's link-keys column and its parsed link texts, per kind of
+    database (members.py)."""
+
+    __slots__ = ("owner", "converter", "stored", "member_column", "parsed_keys")
+
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+        self.converter: Any = UNKNOWN
+        self.stored: Any = None
+        self.member_column: dict[bool, Any] = {}        # is SQLite -> the column
+        self.parsed_keys: dict[bool, dict[Any, Any]] = {}   # is SQLite -> text -> keys
+
+
+_ENTITIES: "Memo[EntityFacts]" = Memo("entities", 1024)
+_COLUMNS: "Memo[ColumnFacts]" = Memo("columns", 8192)
+
+
+def entity_facts(meta: object) -> EntityFacts:
+    """The ``EntityFacts`` of an entity's metadata (held by them: its id is not reused meanwhile)."""
+    found = _ENTITIES.get(id(meta))
+    if found is None or found.meta is not meta:
+        found = _ENTITIES.put(id(meta), EntityFacts(meta))
+    return found
+
+
+def column_facts(owner: object) -> ColumnFacts:
+    """The ``ColumnFacts`` of a Peewee field or an attribute's metadata."""
+    found = _COLUMNS.get(id(owner))
+    if found is None or found.owner is not owner:
+        found = _COLUMNS.put(id(owner), ColumnFacts(owner))
+    return found

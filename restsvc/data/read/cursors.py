@@ -32,6 +32,7 @@ import peewee
 
 from ...db import UUID_OID, is_sqlite, execute
 from ...errors import BadRequest
+from ..memo import entity_facts
 from ..columns import stored
 from .query import EntityQuery, _all
 
@@ -113,7 +114,7 @@ def _payload(text: str) -> bytes:
 
 def _binding(meta: "MetaClass", sort: str | None, filter_spec: FilterSpec) -> str:
     if filter_spec is None:         # the usual page: worked out once per entity and sort
-        unfiltered: dict[str | None, str] = meta.__dict__.setdefault("_cursor_bindings", {})
+        unfiltered = entity_facts(meta).cursor_bindings
         binding = unfiltered.get(sort)
         if binding is None:
             if len(unfiltered) >= _MEMO_MAX:       # sort texts come from requests
@@ -242,9 +243,10 @@ def _sort_columns(access: "Access", meta: "MetaClass", sort: str | None) -> _Sor
 def _own_attributes(meta: "MetaClass") -> dict[int, str]:
     """id() of the entity's own columns (Peewee fields, not their aliases in
     joins) -> their attribute names."""
-    found: dict[int, str] | None = meta.__dict__.get("_cursor_columns")
+    facts = entity_facts(meta)
+    found = facts.cursor_columns
     if found is None:
-        found = meta.__dict__["_cursor_columns"] = {
+        found = facts.cursor_columns = {
             id(prop.field): name for name, prop in meta.properties.items()
             if prop.field is not None and prop.persistent and not prop.is_reference
             and not prop.is_embedded and prop.field.model is meta.model}

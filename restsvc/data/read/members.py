@@ -23,6 +23,7 @@ import peewee
 
 from ...db import is_sqlite
 from ..columns import converter
+from ..memo import column_facts
 from .request import Budget, By
 
 if TYPE_CHECKING:
@@ -75,19 +76,19 @@ def member_column(database: peewee.Database, prop: "MetaProperty") -> "peewee.No
     keys_field: peewee.Node | None = link.keys_field   # (the stubs read a field as its value)
     if keys_field is not None:
         return keys_field
-    key = "_member_sqlite" if is_sqlite(database) else "_member_pg"
-    cached: peewee.Node | None = prop.__dict__.get(key)
+    sqlite, facts = is_sqlite(database), column_facts(prop)
+    cached: peewee.Node | None = facts.member_column.get(sqlite)
     if cached is None:
         through = link.through.alias()
         member = getattr(through, link.member_field.name)
         owner = getattr(through, link.owner_field.name)
         keys: peewee.ColumnBase
-        if is_sqlite(database):
+        if sqlite:
             keys = peewee.fn.json_group_array(member)
         else:
             keys = peewee.Cast(peewee.fn.json_agg(member).order_by(member), "text")
-        cached = through.select(keys).where(owner == link.owner_field.rel_field)
-        setattr(prop, key, cached)
+        cached = facts.member_column[sqlite] = \
+            through.select(keys).where(owner == link.owner_field.rel_field)
     return cached
 
 
@@ -139,11 +140,10 @@ def parsed_keys(database: peewee.Database, prop: "MetaProperty",
     canonical). A text always means the same keys, so each is parsed once
     and kept (a page of owners with a few member sets parses nothing)."""
     sqlite = is_sqlite(database)
-    attribute = "_parsed_sqlite" if sqlite else "_parsed_pg"
-    known: dict[LinkText, list[Key]] | None = prop.__dict__.get(attribute)
+    facts = column_facts(prop)
+    known: dict[LinkText, list[Key]] | None = facts.parsed_keys.get(sqlite)
     if known is None or len(known) > _PARSED_MAX:
-        known = {}      # a new dict: another thread may be reading the old one
-        setattr(prop, attribute, known)
+        known = facts.parsed_keys[sqlite] = {}  # a new dict: another thread may read the old one
     if texts.keys() <= known.keys():
         return known
     missing = [text for text in texts if text is not None and text not in known]
