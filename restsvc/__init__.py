@@ -14,11 +14,11 @@ from .data.access import Access
 from .data.bound import DataAccess, Record, to_entity_json
 from .data.read.queries import invalid_parameter
 from .errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
+from .model.datatypes import FileRef
 from .model.entity import Entity, entity
 from .model.fields import DateTimeField, Embedded, EnumField, FileRefField, embeddable, transient
 from .security.clients import hash_secret
 from .security.roles import ResourceRole, RowLevelRole
-from .model.valuetypes import FileRef
 from .security.users import User
 from .services.declare import Caller, rest_method, rest_service
 from .web import Context

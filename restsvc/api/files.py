@@ -17,7 +17,7 @@ from ..uploads import CHUNK_SIZE, UPLOAD_FAILED, read_upload
 from ..web import content_disposition, json_response, location_url, query_bool, streams_body
 
 if TYPE_CHECKING:
-    from ..model.valuetypes import FileRef
+    from ..model.datatypes import FileRef
     from ..settings import Settings
     from ..web import Context, Request
 

@@ -28,11 +28,13 @@ def _require_grant(ctx: Context, action: str) -> None:
 @checks(REGISTER)
 def register(ctx: Context) -> Response:
     _require_grant(ctx, REGISTER)
-    url, entities, kinds, secret = webhooks.checked(
+    wanted = webhooks.checked(
         ctx.app.metadata, read_json_body(ctx.request, max_bytes=_MAX_BODY),
         ctx.app.settings.webhooks_allow_private)
-    visibility.check_subscription(ctx.permissions, ctx.app.metadata, entities, kinds)
-    row = webhooks.create(ctx.app.database, url, entities, kinds, secret)
+    visibility.check_subscription(ctx.permissions, ctx.app.metadata, wanted.entities,
+                                  wanted.kinds)
+    row = webhooks.create(ctx.app.database, wanted.url, wanted.entities, wanted.kinds,
+                          wanted.secret)
     location = location_url(ctx.request, ctx.app.settings.public_url) + "/" + row.id
     return json_response(webhooks.as_json(row), status=201,
                          headers={**NO_STORE, "Location": location})

@@ -11,6 +11,7 @@ import hashlib
 import json
 import tarfile
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..files.storage import is_plain_path
 from ..jsonio import JsonValue
@@ -21,6 +22,24 @@ FORMAT = "restsvc-backup"
 VERSION = 1
 MAX_BYTES = 256 * 1024 * 1024        # a manifest lists every file: generous, still bounded
 _SHA256 = frozenset("0123456789abcdef")
+
+
+# The schema history as the manifest keeps it, read the same way from either engine.
+HISTORY_TABLE = "restsvc_migration"
+HISTORY_SQL = (f"SELECT name, applied_at, restsvc_version, checksum FROM {HISTORY_TABLE} "
+               "ORDER BY id")
+
+
+class HistoryRow(NamedTuple):
+    """A row of ``HISTORY_SQL``."""
+    name: str
+    applied_at: object              # SQLite: text; PostgreSQL: a datetime
+    restsvc_version: str
+    checksum: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"name": self.name, "appliedAt": str(self.applied_at),
+                "restsvcVersion": self.restsvc_version, "checksum": self.checksum}
 
 
 @dataclass(frozen=True)

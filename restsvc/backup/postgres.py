@@ -24,9 +24,8 @@ from typing import IO, Any
 
 from ..schema.inspect import inspect_database
 from .archive import BackupError, VerifiedReader, private_temp_file
-from .manifest import Manifest, TablePart
+from .manifest import HISTORY_SQL, HISTORY_TABLE, HistoryRow, Manifest, TablePart
 
-HISTORY_TABLE = "restsvc_migration"
 # A DB-API cursor of psycopg2, which comes without type information.
 Cursor = Any
 # A peewee PostgresqlDatabase: peewee's stubs leave connection(), cursor() and
@@ -77,10 +76,8 @@ def snapshot(database: Database, declared: Iterable[str], directory: str
             parts.append((TablePart(name, writer.rows, columns, member), path))
         records: tuple[dict[str, str], ...] = ()
         if HISTORY_TABLE in existing:
-            cursor.execute("SELECT name, applied_at, restsvc_version, checksum "
-                           f"FROM {HISTORY_TABLE} ORDER BY id")
-            records = tuple({"name": n, "appliedAt": str(a), "restsvcVersion": v,
-                             "checksum": c} for n, a, v, c in cursor.fetchall())
+            cursor.execute(HISTORY_SQL)
+            records = tuple(HistoryRow._make(row).as_json() for row in cursor.fetchall())
         return parts, records
     except BaseException:
         for _, path in parts:

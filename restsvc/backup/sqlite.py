@@ -11,7 +11,7 @@ import sqlite3
 import tarfile
 
 from .archive import BackupError, Member, copy_verified, private_temp_file
-from .manifest import TablePart
+from .manifest import HISTORY_SQL, HistoryRow, TablePart
 
 MEMBER = "database/restsvc.sqlite"
 
@@ -54,10 +54,8 @@ def history(path: str) -> tuple[dict[str, str], ...]:
         if not connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
                                   "name = 'restsvc_migration'").fetchone():
             return ()
-        return tuple({"name": name, "appliedAt": str(applied), "restsvcVersion": version,
-                      "checksum": checksum} for name, applied, version, checksum in
-                     connection.execute("SELECT name, applied_at, restsvc_version, checksum "
-                                        "FROM restsvc_migration ORDER BY id"))
+        return tuple(HistoryRow._make(row).as_json()
+                     for row in connection.execute(HISTORY_SQL))
     finally:
         connection.close()
 

@@ -53,7 +53,7 @@ def post(url: str, secret: str, event: Event, timeout: float,
     body = dumps(event).encode()
     try:
         target = webhooks.normalised_url(url)
-        scheme, host, port, address = webhooks.check_address(target, allow_private)
+        destination = webhooks.check_address(target, allow_private)
     except BadRequest as exc:
         return None, str(exc.details)
     parts = urlsplit(target)
@@ -61,7 +61,7 @@ def post(url: str, secret: str, event: Event, timeout: float,
     headers = {"Content-Type": "application/json", "User-Agent": "restsvc-webhooks",
                "Svc-Event-Id": str(event["id"]),
                "Svc-Signature": webhooks.signature(secret, body, time.time())}
-    connection = _Connection(scheme, host, port, address, deadline)
+    connection = _Connection(destination, deadline)
     try:
         connection.request("POST", path, body, headers)
         answer = connection.getresponse()
@@ -78,13 +78,12 @@ class _Connection(http.client.HTTPConnection):
     """Connects to the address that was checked, whatever the name resolves to
     now, and spends no more than the deadline on the whole exchange."""
 
-    def __init__(self, scheme: str, host: str, port: int, address: str,
-                 deadline: Deadline) -> None:
-        super().__init__(host, port)
-        if scheme == "https":
+    def __init__(self, destination: webhooks.Destination, deadline: Deadline) -> None:
+        super().__init__(destination.host, destination.port)
+        if destination.scheme == "https":
             self.default_port = 443         # the Host header names no port for 443
-        self.scheme = scheme
-        self.address = address
+        self.scheme = destination.scheme
+        self.address = destination.address
         self.deadline = deadline
         self._socket: socket.socket | None = None
 

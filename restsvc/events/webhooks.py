@@ -234,10 +234,19 @@ def _host_text(hostname: str) -> str:
     return name
 
 
-def check_address(url: str, allow_private: bool) -> tuple[str, str, int, str]:
-    """(scheme, host, port, the address to connect to) of a URL that may be
-    called; 400 when the scheme is not http(s), the host does not resolve, or
-    it resolves to a non-public address (unless ``allow_private``)."""
+class Destination(NamedTuple):
+    """Where a URL that may be called is sent: ``address`` is the one the
+    host resolved to when it was checked."""
+    scheme: str
+    host: str
+    port: int
+    address: str
+
+
+def check_address(url: str, allow_private: bool) -> Destination:
+    """Where a URL that may be called goes; 400 when the scheme is not
+    http(s), the host does not resolve, or it resolves to a non-public
+    address (unless ``allow_private``)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadRequest("Invalid webhook", _ONLY_HTTP)
@@ -253,4 +262,4 @@ def check_address(url: str, allow_private: bool) -> tuple[str, str, int, str]:
             if not ip.is_global or ip.is_multicast:
                 raise BadRequest("Invalid webhook", "url: the host is a loopback, link-local "
                                                     "or private address")
-    return parts.scheme, parts.hostname, port, addresses[0]
+    return Destination(parts.scheme, parts.hostname, port, addresses[0])

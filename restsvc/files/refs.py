@@ -6,8 +6,7 @@ always a valid attribute value and the other way round. Whether a path is
 acceptable is the storage's decision.
 """
 from ..errors import BadRequest
-from ..model.datatypes import split_file_ref
-from ..model.valuetypes import FileRef
+from ..model.datatypes import FileRef, split_file_ref
 
 __all__ = ["INVALID_REF", "FileRef", "check_file_name", "invalid_ref", "parse_file_ref"]
 
@@ -21,7 +20,7 @@ def invalid_ref(text: str) -> BadRequest:
 def parse_file_ref(text: str) -> FileRef:
     """A FileRef, or 400 Invalid file reference."""
     try:
-        return FileRef(*split_file_ref(text))
+        return split_file_ref(text)
     except ValueError:
         raise invalid_ref(text) from None
 

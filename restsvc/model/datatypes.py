@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import quote, unquote_plus
 
 import peewee
 
@@ -155,21 +155,35 @@ def _parse_time(text: str) -> datetime.time:
 # reference. The Files API parses with split_file_ref too, so attribute values
 # and the references it hands out always agree; whether a path exists or is
 # acceptable is the storage's business (restsvc.files.storage).
-FILE_REF = re.compile(r"^([a-z][a-z0-9+.-]*)://([^?#\s]+)\?name=([^&#\s]*)(&[^#\s]*)?$")
+FILE_REF = re.compile(r"^(?P<storage>[a-z][a-z0-9+.-]*)://(?P<path>[^?#\s]+)"
+                      r"\?name=(?P<name>[^&#\s]*)(?P<extra>&[^#\s]*)?$")
 
 
-def split_file_ref(value: Any) -> tuple[str, str, str, str]:
-    """``(storage, path, file name, extra "&k=v" params)``; ValueError when malformed."""
+@dataclass(frozen=True)
+class FileRef:
+    """A file reference, ``<storage>://<path>?name=<url-encoded file name>[&k=v...]``:
+    what a ``fileRef`` attribute or service parameter holds (restsvc.files stores them)."""
+    storage: str
+    path: str
+    name: str
+    extra: str = ""       # further "&k=v" parameters, kept as given
+
+    def __str__(self) -> str:
+        # quote(safe="") never writes "+", so split_file_ref reads the name back exactly.
+        return f"{self.storage}://{self.path}?name={quote(self.name, safe='')}{self.extra}"
+
+
+def split_file_ref(value: Any) -> FileRef:
+    """The reference ``value`` spells; ValueError when malformed."""
     match = FILE_REF.match(value) if isinstance(value, str) else None
     if not match:
         raise ValueError("expected a file reference such as fs://2024/01/31/<uuid>.png?name=photo.png")
-    storage, path, encoded_name, extra = match.groups()
     try:
         # unquote_plus: references written by Java's URLEncoder carry "+" for spaces.
-        name = unquote_plus(encoded_name, errors="strict")
+        name = unquote_plus(match.group("name"), errors="strict")
     except UnicodeDecodeError:
         raise ValueError("the file name in the reference is not UTF-8") from None
-    return storage, path, name, extra or ""
+    return FileRef(match.group("storage"), match.group("path"), name, match.group("extra") or "")
 
 
 def _file_ref(value: Any) -> str:

@@ -23,9 +23,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import quote
 
-from .datatypes import DATATYPES, Datatype, split_file_ref
+from .datatypes import DATATYPES, Datatype, FileRef, split_file_ref
 
 
 MAX_ARRAY_ITEMS = 1_000
@@ -151,20 +150,6 @@ class ScalarType:
         return dict(self.datatype.json_schema)
 
 
-@dataclass(frozen=True)
-class FileRef:
-    """A file reference, ``<storage>://<path>?name=<url-encoded file name>[&k=v...]``:
-    what a ``fileRef`` attribute or service parameter holds (restsvc.files stores them)."""
-    storage: str
-    path: str
-    name: str
-    extra: str = ""       # further "&k=v" parameters, kept as given
-
-    def __str__(self) -> str:
-        # quote(safe="") never writes "+", so split_file_ref reads the name back exactly.
-        return f"{self.storage}://{self.path}?name={quote(self.name, safe='')}{self.extra}"
-
-
 class FileRefType(ScalarType):
     """File references bound to ``FileRef`` objects (service parameters)."""
 
@@ -172,7 +157,7 @@ class FileRefType(ScalarType):
         super().__init__(DATATYPES["fileRef"])
 
     def from_json(self, raw: Any) -> FileRef:
-        return FileRef(*split_file_ref(raw))
+        return split_file_ref(raw)
 
     def from_text(self, text: Any) -> FileRef:
         return self.from_json(text)

@@ -117,10 +117,11 @@ class Instruments:
         del times[:len(statements)]
         with self.registry.lock:
             self.in_flight.series[()] = in_flight
-            for _, seconds, method, route, status, length, bytes_out, principal, _, _, _, \
-                    error in records:
-                route = route or UNMATCHED
-                key: tuple[str, ...] = (method_label(method), route, classes.get(status, "other"))
+            for record in records:
+                route = record.route or UNMATCHED
+                status, seconds = record.status, record.seconds
+                key: tuple[str, ...] = (method_label(record.method), route,
+                                        classes.get(status, "other"))
                 requests[key] = requests.get(key, 0) + 1
                 key = key[:2]
                 counts = durations.get(key)
@@ -128,17 +129,17 @@ class Instruments:
                     counts = durations[key] = [0] * width
                 counts[bisect_left(bounds, seconds)] += 1
                 counts[-1] += seconds
-                if length:
-                    size = bytes_in(length)
+                if record.length:
+                    size = bytes_in(record.length)
                     if size:
                         request_bytes[(route,)] = request_bytes.get((route,), 0) + size
-                if bytes_out:
-                    response_bytes[(route,)] = response_bytes.get((route,), 0) + bytes_out
-                if clients is not None and principal is not None:
-                    key = (client_label(principal.client_id, clients),)
+                if record.bytes_out:
+                    response_bytes[(route,)] = response_bytes.get((route,), 0) + record.bytes_out
+                if clients is not None and record.principal is not None:
+                    key = (client_label(record.principal.client_id, clients),)
                     clients[key] = clients.get(key, 0) + 1
-                if error is not None:
-                    self._error(status, error)
+                if record.error is not None:
+                    self._error(status, record.error)
             if statements:
                 counts = cast("list[float] | None", self.statements.series.get(()))
                 if counts is None:

@@ -187,27 +187,29 @@ class RequestLog:
         lines: list[str] = []
         add = lines.append
         json_form = self.json_form
-        for ended, seconds, method, route, status, length, bytes_out, principal, remote_addr, \
-                request_id, trace_id, _ in records:
-            answer = answers.get((method, route, status))
+        for record in records:
+            answer = answers.get((record.method, record.route, record.status))
             if answer is None:
-                answer = self._answer(method, route, status)
+                answer = self._answer(record.method, record.route, record.status)
+            principal, remote_addr = record.principal, record.remote_addr
             caller = callers.get((remote_addr, id(principal)))
             if caller is None or caller[0] is not principal:
                 caller = self._caller(remote_addr, principal)
-            wall = ended + offset
+            wall = record.ended + offset
             if int(wall) != second:          # lines come many to a second
                 second = int(wall)
                 stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            millis = "%.3f" % (seconds * 1000)
+            millis = "%.3f" % (record.seconds * 1000)
+            bytes_out, trace_id = record.bytes_out, record.trace_id
             if json_form:
+                length = record.length
                 add(_JSON_LINE % (
-                    stamp, (wall - second) * 1000, answer[0], millis, request_id,
+                    stamp, (wall - second) * 1000, answer[0], millis, record.request_id,
                     f'"trace_id": "{trace_id}", ' if trace_id else "", answer[1], millis,
                     int(length) if length and length.isdigit() else 0,
                     "null" if bytes_out is None else bytes_out, caller[1]))
             else:
-                add(_PLAIN_LINE % (stamp, (wall - second) * 1000, request_id, caller[2],
+                add(_PLAIN_LINE % (stamp, (wall - second) * 1000, record.request_id, caller[2],
                                    answer[2], millis, bytes_out or 0))
         stream = sys.stderr
         stream.write("".join(lines))

@@ -1,17 +1,26 @@
 """What is kept of one answered request (``serving``), and read by the
 metrics (``instruments.Instruments.add_records``) and the request lines
 (``logs.RequestLog.write_records``)."""
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ..security.gate import Principal
 
-# One answered request: (perf_counter at the end, seconds, method, route or
-# None, status, CONTENT_LENGTH text or None, response bytes or None,
-# principal or None, remote address, request id, trace id or None, error
-# code or None). A principal is small and immutable (``security.gate``).
-Record = tuple[float, float, str, str | None, int, str | None, int | None, "Principal | None",
-               str | None, str | None, str | None, str | None]
+
+class Record(NamedTuple):
+    """One answered request. A principal is small and immutable (``security.gate``)."""
+    ended: float                    # perf_counter at the end
+    seconds: float
+    method: str
+    route: str | None
+    status: int
+    length: str | None              # CONTENT_LENGTH's text
+    bytes_out: int | None           # the response's bytes, when known
+    principal: "Principal | None"
+    remote_addr: str | None
+    request_id: str | None
+    trace_id: str | None
+    error: str | None               # the answer's error code
 
 
 def bytes_in(length: str | None) -> int:

@@ -46,6 +46,9 @@ MAX_RECORDS = 4096       # a request that finds more drains them itself
 log = logging.getLogger("restsvc.observability")
 _clock = time.perf_counter
 _request_id = requestid.current.get
+# A Record made by the tuple's own __new__, one C call: ``Record(...)`` would
+# run the Python-level __new__ NamedTuple writes, on every request.
+_new_tuple = tuple.__new__
 
 
 class Observer:
@@ -102,10 +105,10 @@ class Observer:
             self.aborted.append(None)
             raise
         records = self.records
-        records.append((ended, ended - started, request.method, request.route,
-                        response.status_code, environ.get("CONTENT_LENGTH"), body_size(response),
-                        request.principal, environ.get("REMOTE_ADDR"), _request_id(), trace_id,
-                        request.error))
+        records.append(_new_tuple(Record, (
+            ended, ended - started, request.method, request.route, response.status_code,
+            environ.get("CONTENT_LENGTH"), body_size(response), request.principal,
+            environ.get("REMOTE_ADDR"), _request_id(), trace_id, request.error)))
         if self.logged is not None and tracing is None:
             self._log(self.logged, request, response, ended - started, environ)
         if len(records) >= MAX_RECORDS:

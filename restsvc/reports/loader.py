@@ -268,7 +268,9 @@ class _Reader:
             self.fail(f"{field}.outputType", f"must be one of {', '.join(OUTPUT_TYPES)}")
         file_name = self.text(item.get("fileName"), f"{field}.fileName") or "report"
         try:
-            names = [name for _, name, _, _ in string.Formatter().parse(file_name) if name is not None]
+            # parse yields (literal text, field name, format spec, conversion)
+            names = [part[1] for part in string.Formatter().parse(file_name)
+                     if part[1] is not None]
         except ValueError as exc:
             self.fail(f"{field}.fileName", str(exc))
         for name in names:

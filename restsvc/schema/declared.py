@@ -21,7 +21,7 @@ import peewee
 
 from ..db import is_sqlite, lowered_index_sql
 from . import linkkeys, trigram
-from .inspect import Column, ForeignKey, Index, Table, normalize_type
+from .inspect import Column, DeclaredTrigram, ForeignKey, Index, Table, normalize_type
 
 KEYS_TYPE = "TEXT"      # the type of a link keys column (linkkeys.py)
 # (model, field) of each indexed string attribute: its lower-cased index and
@@ -68,10 +68,11 @@ def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Mode
             name, sql = lowered_index_sql(database, model, field)
             table.indexes[name] = Index(name, False, sql)
             assert support is not None      # worked out when there are lowered fields
-            substring = trigram.declared_index(database, model, field, support)
-            if substring is not None:
-                name, sql, create, drop = substring
-                table.indexes[name] = Index(name, False, sql, create, drop)
+            declared = trigram.declared_index(database, model, field, support)
+            if declared is not None:
+                substring = DeclaredTrigram._make(declared)
+                table.indexes[substring.name] = Index(substring.name, False, substring.sql,
+                                                      substring.create, substring.drop)
         schema[table.name] = DeclaredTable(table, model, _renamed_columns(model),
                                            tuple(internal.get(table.name, ())),
                                            tuple(link_keys.get(table.name, ())))

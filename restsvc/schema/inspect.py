@@ -6,6 +6,7 @@ kept in a normalized spelling that ``declared.py`` produces for the model too.
 """
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import peewee
 
@@ -47,6 +48,55 @@ class ForeignKey:
 class Trigger:
     name: str
     function: str | None = None     # PostgreSQL: the function it executes
+
+
+class DeclaredTrigram(NamedTuple):
+    """``trigram.declared_index``'s (name, sql, create, drop), by name."""
+    name: str
+    sql: str
+    create: tuple[str, ...]
+    drop: tuple[str, ...]
+
+
+class _FoundTrigram(NamedTuple):
+    """An index of ``trigram.inspect_sqlite``: (name, sql, drop, covers), by name."""
+    name: str
+    sql: str
+    drop: tuple[str, ...]
+    covers: tuple[str, ...]
+
+
+# The rows of the catalog queries below, by name.
+class _SqliteColumn(NamedTuple):     # PRAGMA table_info
+    cid: int
+    name: str
+    type: str
+    notnull: int
+    default: str | None
+    pk: int
+
+
+class _PostgresColumn(NamedTuple):
+    table: str
+    name: str
+    type: str
+    notnull: bool
+    default: str | None
+
+
+class _PostgresIndex(NamedTuple):
+    table: str
+    name: str
+    unique: bool
+    sql: str
+
+
+class _PostgresForeignKey(NamedTuple):
+    table: str
+    name: str
+    column: str
+    target: str
+    to_column: str
 
 
 @dataclass
@@ -91,15 +141,17 @@ def _inspect_sqlite(database: peewee.Database) -> dict[str, Table]:
             continue
         table = tables[name] = Table(name)
         quoted = name.replace('"', '""')
-        for _, column, type_, notnull, default, _pk in execute(database,
-                f'PRAGMA table_info("{quoted}")'):
-            table.columns[column] = Column(column, normalize_type(type_), not notnull, default)
+        for column in map(_SqliteColumn._make,
+                          execute(database, f'PRAGMA table_info("{quoted}")')):
+            table.columns[column.name] = Column(column.name, normalize_type(column.type),
+                                                not column.notnull, column.default)
         for index, sql in execute(database,
                 "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
                 "AND sql IS NOT NULL ORDER BY name", (name,)):
             table.indexes[index] = Index(index, sql.upper().startswith("CREATE UNIQUE"), sql)
-        for index, sql, drop, covers in substring.get(name, ()):
-            table.indexes[index] = Index(index, False, sql, drop=drop, covers=covers)
+        for found in map(_FoundTrigram._make, substring.get(name, ())):
+            table.indexes[found.name] = Index(found.name, False, found.sql, drop=found.drop,
+                                              covers=found.covers)
         for row in execute(database, f'PRAGMA foreign_key_list("{quoted}")'):
             table.foreign_keys[row[3]] = ForeignKey(row[3], row[2], row[4])
     for name, table in execute(database,
@@ -112,35 +164,36 @@ def _inspect_sqlite(database: peewee.Database) -> dict[str, Table]:
 def _inspect_postgres(database: peewee.Database) -> dict[str, Table]:
     tables = {name: Table(name) for (name,) in execute(database,
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")}
-    for table, column, type_, notnull, default in execute(database,
+    for column in map(_PostgresColumn._make, execute(database,
             "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
             "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a "
             "JOIN pg_class c ON c.oid = a.attrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
             "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
             "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND a.attnum > 0 "
-            "AND NOT a.attisdropped ORDER BY c.relname, a.attnum"):
-        if table in tables:
-            tables[table].columns[column] = Column(column, normalize_type(type_), not notnull,
-                                                   default)
-    for table, index, unique, sql in execute(database,
+            "AND NOT a.attisdropped ORDER BY c.relname, a.attnum")):
+        if column.table in tables:
+            tables[column.table].columns[column.name] = Column(
+                column.name, normalize_type(column.type), not column.notnull, column.default)
+    for index in map(_PostgresIndex._make, execute(database,
             "SELECT t.relname, i.relname, x.indisunique, pg_get_indexdef(x.indexrelid) "
             "FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
             "JOIN pg_class t ON t.oid = x.indrelid "
             "JOIN pg_namespace n ON n.oid = t.relnamespace "
-            "WHERE n.nspname = current_schema() AND NOT x.indisprimary ORDER BY i.relname"):
-        if table in tables:
-            tables[table].indexes[index] = Index(index, unique, sql)
-    for table, name, column, target, to_column in execute(database,
+            "WHERE n.nspname = current_schema() AND NOT x.indisprimary ORDER BY i.relname")):
+        if index.table in tables:
+            tables[index.table].indexes[index.name] = Index(index.name, index.unique, index.sql)
+    for key in map(_PostgresForeignKey._make, execute(database,
             "SELECT c.relname, k.conname, a.attname, r.relname, ra.attname "
             "FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
             "JOIN pg_class r ON r.oid = k.confrelid "
             "JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1] "
             "JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1] "
-            "WHERE k.contype = 'f' AND n.nspname = current_schema() ORDER BY k.conname"):
-        if table in tables:
-            tables[table].foreign_keys[column] = ForeignKey(column, target, to_column, name)
+            "WHERE k.contype = 'f' AND n.nspname = current_schema() ORDER BY k.conname")):
+        if key.table in tables:
+            tables[key.table].foreign_keys[key.column] = ForeignKey(key.column, key.target,
+                                                                    key.to_column, key.name)
     for table, name, function in execute(database,
             "SELECT c.relname, t.tgname, p.proname FROM pg_trigger t "
             "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "

@@ -17,7 +17,7 @@ import hmac
 import secrets
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 from urllib.parse import urlencode, urlsplit
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
@@ -65,6 +65,17 @@ class AuthorizationRequest:
     scope: str | None       # None: the client has no registered scopes
     state: str | None
     code_challenge: str
+
+
+class _SignedForm(NamedTuple):
+    """What the sign-in form carries signed: the request as checked (a JSON
+    array in this order) and the browser's nonce."""
+    client_id: str
+    redirect_uri: str
+    scope: str | None
+    state: str | None
+    code_challenge: str
+    nonce: str
 
 
 def redirect_uri_matches(registered: str, given: str) -> bool:
@@ -151,21 +162,21 @@ class Authorizer:
         return secrets.token_urlsafe(32)
 
     def form_token(self, request: AuthorizationRequest, nonce: str) -> str:
-        return self._signer.dumps([request.client_id, request.redirect_uri, request.scope,
-                                   request.state, request.code_challenge, nonce])
+        return self._signer.dumps(list(_SignedForm(
+            request.client_id, request.redirect_uri, request.scope, request.state,
+            request.code_challenge, nonce)))
 
     def from_form(self, token: str | None, cookie: str | None, issuer: str) -> AuthorizationRequest:
         """The authorization request a posted form carries, checked again."""
         try:
-            client_id, redirect_uri, scope, state, challenge, nonce = self._signer.loads(
-                token or "", max_age=FORM_TTL)
-        except (BadSignature, ValueError, TypeError):
+            form = _SignedForm._make(self._signer.loads(token or "", max_age=FORM_TTL))
+        except (BadSignature, ValueError, TypeError):      # TypeError: not 6 values
             raise PageError("expired") from None
-        if not cookie or not hmac.compare_digest(nonce.encode(), cookie.encode()):
+        if not cookie or not hmac.compare_digest(form.nonce.encode(), cookie.encode()):
             raise PageError("expired")
-        params = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri,
-                  "scope": scope, "state": state, "code_challenge": challenge,
-                  "code_challenge_method": "S256"}
+        params = {"response_type": "code", "client_id": form.client_id,
+                  "redirect_uri": form.redirect_uri, "scope": form.scope, "state": form.state,
+                  "code_challenge": form.code_challenge, "code_challenge_method": "S256"}
         return self.check({k: v for k, v in params.items() if v is not None}, (), issuer)
 
     def sign_in(self, request: AuthorizationRequest, username: str | None, password: str | None,

@@ -12,6 +12,7 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import peewee
 
@@ -84,10 +85,23 @@ def _split(text: str | None) -> tuple[str, ...]:
     return tuple(part for part in (text or "").split(",") if part)
 
 
-_COLUMNS = (StoredToken.token_hash, StoredToken.kind, StoredToken.client_id, StoredToken.username,
-            StoredToken.user_id, StoredToken.locale, StoredToken.resource_roles,
-            StoredToken.row_level_roles, StoredToken.issued_at, StoredToken.expires_at,
-            StoredToken.parent_hash, StoredToken.scope)
+class _Row(NamedTuple):
+    """A token's row as ``find_hash`` reads it: its columns, by their names."""
+    token_hash: str
+    kind: str
+    client_id: str
+    username: str | None
+    user_id: str | None
+    locale: str | None
+    resource_roles: str
+    row_level_roles: str
+    issued_at: int
+    expires_at: int
+    parent_hash: str | None
+    scope: str | None
+
+
+_COLUMNS = tuple(StoredToken._meta.fields[name] for name in _Row._fields)
 
 
 _changes = itertools.count(1)
@@ -145,16 +159,16 @@ class TokenStore:
         if self._find_sql is None:      # built once: this runs on every request
             self._find_sql = StoredToken.select(*_COLUMNS).where(
                 StoredToken.token_hash == "").sql()[0]
-        row = database_proxy.execute_sql(self._find_sql, (token_hash,)).fetchone()
-        if row is None:
+        found = database_proxy.execute_sql(self._find_sql, (token_hash,)).fetchone()
+        if found is None:
             return None
-        (token_hash, kind, client_id, username, user_id, locale, roles, row_roles,
-         issued_at, expires_at, parent_hash, scope) = row
-        if expires_at <= time.time():
+        row = _Row._make(found)
+        if row.expires_at <= time.time():
             return None
-        identity = Identity(client_id, username, user_id, locale, _split(roles), _split(row_roles),
-                            scope)
-        return TokenInfo(token_hash, kind, identity, issued_at, expires_at, parent_hash)
+        identity = Identity(row.client_id, row.username, row.user_id, row.locale,
+                            _split(row.resource_roles), _split(row.row_level_roles), row.scope)
+        return TokenInfo(row.token_hash, row.kind, identity, row.issued_at, row.expires_at,
+                         row.parent_hash)
 
     def lookup(self, token: str | None, kind: str = ACCESS) -> TokenInfo | None:
         """The live token of this kind, or None."""
