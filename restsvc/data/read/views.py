@@ -149,7 +149,7 @@ def _members(name: str, position: int) -> Getter:
         shown = lists[self._values[position]]
         if not shown or not isinstance(members, RawRows):
             return []
-        return [seen(members, values) for values in shown]
+        return list(map(viewer(members), shown))
     return get
 
 
@@ -162,5 +162,5 @@ def _composition(name: str) -> Getter:
         kids = loaded.groups.get(self._values[0])
         if not kids:
             return []
-        return [seen(loaded.rows, values) for values in kids]
+        return list(map(viewer(loaded.rows), kids))
     return get
