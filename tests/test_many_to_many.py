@@ -86,7 +86,10 @@ def test_a_page_of_products_with_tags_loads_in_a_fixed_number_of_statements(clie
             answer = client.get(f"/rest/entities/Product?limit={limit}&fetchPlan={WITH_TAGS}",
                                 headers=auth)
         assert len(answer.json) == limit
-        return len([r for r in caplog.records if r.name == "peewee"])
+        # The data's statements: the gate may read the caller's token again
+        # (restsvc_* tables) when its cached caller is older than half a second.
+        return len([r for r in caplog.records
+                    if r.name == "peewee" and '"restsvc_' not in str(r.msg)])
     assert statements(50) == statements(5) == statements(1) == 2     # products, their tags
 
 
