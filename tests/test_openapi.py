@@ -302,3 +302,31 @@ def test_stream_operations_document_the_per_caller_share_answer(make_app, client
         for stream in ("/rest/events", "/rest/events/stream"):
             answer = document["paths"][stream]["get"]["responses"]["429"]
             assert "Retry-After" in answer["headers"], (path, stream)
+
+
+def _patterns(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "pattern" and isinstance(value, str):
+                yield value
+            else:
+                yield from _patterns(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _patterns(item)
+
+
+# Python-only regex syntax that ECMAScript (the dialect OpenAPI names, and the one
+# generated TypeScript/zod clients compile) rejects or reads otherwise.
+PYTHON_ONLY = re.compile(r"\(\?P[<=]|\(\?[aiLmsux]+[):]|\\[AZ]|\(\?#")
+
+
+@pytest.mark.parametrize("path", ("/rest/docs/openapi.json", "/rest/docs/openapiDetailed.json"))
+def test_every_pattern_is_written_in_the_portable_regex_subset(client, auth, path):
+    _, document = fetch(client, auth, path)
+    patterns = set(_patterns(document))
+    if "Detailed" in path:          # the demo's fileRef attributes are described there
+        assert any("://" in pattern for pattern in patterns)
+    for pattern in patterns:
+        re.compile(pattern)
+        assert not PYTHON_ONLY.search(pattern), pattern

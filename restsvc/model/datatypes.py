@@ -157,6 +157,9 @@ def _parse_time(text: str) -> datetime.time:
 # acceptable is the storage's business (restsvc.files.storage).
 FILE_REF = re.compile(r"^(?P<storage>[a-z][a-z0-9+.-]*)://(?P<path>[^?#\s]+)"
                       r"\?name=(?P<name>[^&#\s]*)(?P<extra>&[^#\s]*)?$")
+# The same shape for the OpenAPI document: plain groups, which every regex
+# dialect reads (ECMAScript writes a named group "(?<name>", Python "(?P<name>").
+_PORTABLE_FILE_REF = re.sub(r"\(\?P<\w+>", "(", FILE_REF.pattern)
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,7 @@ DATATYPES = {datatype.name: datatype for datatype in (
     # Any JSON value, stored as its text (HistoryItem.changes): written, not filtered by.
     Datatype("json", _identity, _identity, "json", {}, object, _json_text),
     Datatype("fileRef", _identity, _file_ref, "string",
-             {"type": "string", "pattern": FILE_REF.pattern,
+             {"type": "string", "pattern": _PORTABLE_FILE_REF,
               "description": "A file reference: <storage>://<path>?name=<file name>"}),
 )}
 
