@@ -95,15 +95,19 @@ def plan_facts(plan: object) -> PlanFacts:
 class EntityFacts:
     """What is worked out once per entity (``entity_facts``), each by the
     module that needs it: how a row's id is read (columns.py), cursor
-    bindings and the entity's own columns by id (cursors.py)."""
+    bindings and the entity's own columns by id (cursors.py), the attributes
+    its history records (write/history.py) and the attribute an event names
+    for each field (write/outbox.py)."""
 
-    __slots__ = ("meta", "row_id", "cursor_bindings", "cursor_columns")
+    __slots__ = ("meta", "row_id", "cursor_bindings", "cursor_columns", "recorded", "event_names")
 
     def __init__(self, meta: object) -> None:
         self.meta = meta
         self.row_id: Any = None
         self.cursor_bindings: dict[str | None, str] = {}
         self.cursor_columns: dict[int, str] | None = None
+        self.recorded: Any = None
+        self.event_names: dict[str, str] | None = None
 
 
 class ColumnFacts:

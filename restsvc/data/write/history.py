@@ -27,6 +27,7 @@ from ...jsonio import JsonObject, JsonValue, dumps, loads
 from ...model.entity import AUDIT_FIELDS, Entity, entity
 from ...model.fields import DateTimeField
 from ..access import Access, utc_now
+from ..memo import entity_facts
 from ..read.filters import attribute_visible
 from ..read.query import EntityQuery, Expression
 from .sqlwrite import Statement
@@ -102,7 +103,8 @@ class HistoryItem(Entity):
 def recorded(meta: "MetaClass") -> list[Recorded]:
     """(JSON name, peewee field, property) of each recorded scalar or
     reference attribute (embedded values by ``address.city``), worked out once."""
-    cached: list[Recorded] | None = vars(meta).get("_recorded")
+    facts = entity_facts(meta)
+    cached: list[Recorded] | None = facts.recorded
     if cached is None:
         chosen = meta.history or None
         cached = []
@@ -115,7 +117,7 @@ def recorded(meta: "MetaClass") -> list[Recorded]:
                            if part.field is not None]
             elif prop.field is not None and not prop.is_collection:
                 cached.append((name, prop.field, prop))
-        vars(meta)["_recorded"] = cached
+        facts.recorded = cached
     return cached
 
 

@@ -27,6 +27,7 @@ from ...jsonio import dumps
 from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
 from ..access import utc_now
+from ..memo import entity_facts
 from .history import id_text
 from .sqlwrite import Statement
 
@@ -69,7 +70,8 @@ def changed_names(meta: MetaClass, operation: Any) -> list[str]:
 
 def _field_names(meta: MetaClass) -> dict[str, str]:
     """Field name -> the attribute an event names for it, worked out once per entity."""
-    cached: dict[str, str] | None = meta.__dict__.get("_event_names")
+    facts = entity_facts(meta)
+    cached = facts.event_names
     if cached is None:
         cached = {}
         for name, prop in meta.properties.items():
@@ -80,7 +82,7 @@ def _field_names(meta: MetaClass) -> dict[str, str]:
                               if part.field is not None)
             elif prop.field is not None and not prop.is_collection:
                 cached[prop.field.name] = name
-        meta.__dict__["_event_names"] = cached
+        facts.event_names = cached
     return cached
 
 
