@@ -58,6 +58,26 @@ def test_new_app_serves_its_entity_with_its_client(tmp_path, capsys):
             close_app(app)
 
 
+def test_new_apps_documents_carry_its_own_name_and_version(tmp_path, capsys):
+    """A client generated from the OpenAPI document is named after the
+    application, not ``restsvc_project_rest_api_client``."""
+    directory = tmp_path / "notes"
+    client_id, secret = new_app(directory, capsys)
+    with database(tmp_path) as environ:
+        app = create_app(load_settings(directory / "restsvc.yaml", environ=environ))
+        try:
+            client = Client(app)
+            token = client.post("/oauth2/token", data={"grant_type": "client_credentials"},
+                                headers={"Authorization": basic(client_id, secret)}).json
+            document = client.get("/rest/docs/openapiDetailed.json",
+                                  headers=bearer(token["access_token"])).json
+            assert (document["info"]["title"], document["info"]["version"]) == ("notes API", "0.1.0")
+            public = client.get("/rest/docs/assets/openapiPublic.json").json
+            assert public["info"]["title"] == "notes API"
+        finally:
+            close_app(app)
+
+
 def test_new_app_keeps_only_the_hash_of_the_client_secret(tmp_path, capsys):
     directory = tmp_path / "notes"
     _, secret = new_app(directory, capsys)
