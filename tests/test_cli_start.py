@@ -153,7 +153,7 @@ def test_the_logged_database_url_has_no_password():
 
 
 def test_the_readmes_first_model_change_migrates_as_it_shows(tmp_path, capsys, monkeypatch):
-    """README "First ten minutes", steps 5 to 7: ``restsvc new notes``, the
+    """README.md "First ten minutes", steps 5 to 7: ``restsvc new notes``, the
     attribute step 6 adds, then ``migrate --plan`` and ``migrate`` print what
     the README shows."""
     text = README.read_text(encoding="utf-8")
