@@ -8,6 +8,7 @@ and German. The module lives beside the settings file: ``svc.application``
 finds it there (restsvc/application.py) and ``restsvc bundle`` carries it.
 """
 import importlib.util
+import json
 import os
 import re
 import secrets
@@ -51,6 +52,7 @@ NOTE_EDITOR = ResourceRole(
 application = Application(
     entities=(Note,),
     resource_roles=(NOTE_EDITOR,),
+    version="0.1.0",                  # GET /rest/version and the OpenAPI documents' version
 )
 ''')
 
@@ -66,6 +68,8 @@ svc:
     messages-dir: messages            # relative to this file
   rest:
     optimistic-locking-enabled: true  # a stale "version" is refused, not overwritten
+    docs:
+      title: $title          # the OpenAPI documents' title (a generated client is named after it)
   authserver:
     client:
       app:
@@ -121,6 +125,7 @@ def create(directory: str | Path, module: str | None = None) -> Starter:
     config = folder / "restsvc.yaml"
     files = {
         config: SETTINGS.substitute(name=name, module=module, short=short, client_id=client_id,
+                                    title=json.dumps(f"{name} API"),
                                     secret_key=secrets.token_urlsafe(32),
                                     client_secret=hash_secret(client_secret)),
         folder / f"{module}.py": MODULE.substitute(name=name, config=config),

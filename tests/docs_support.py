@@ -25,7 +25,7 @@ def anchor(title: str) -> str:
     return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
 
 
-def _prose(text: str) -> str:
+def prose(text: str) -> str:
     """The text without its code: fenced blocks and indented blocks."""
     text = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
     return re.sub(r"(?:^(?: {4}| {7}).*\n)+", "", text, flags=re.MULTILINE)
@@ -34,13 +34,13 @@ def _prose(text: str) -> str:
 def headings(text: str) -> list[tuple[int, str]]:
     """(level, title) of each heading, in order."""
     return [(len(hashes), title.strip()) for hashes, title in
-            re.findall(r"^(#{1,4}) (.+)$", _prose(text), flags=re.MULTILINE)]
+            re.findall(r"^(#{1,4}) (.+)$", prose(text), flags=re.MULTILINE)]
 
 
 def links(path: Path) -> list[tuple[str, str]]:
     """(target, section) of each Markdown link of a document: target is a
     relative path or URL ('' for the same document), section an anchor or ''."""
-    text = re.sub(r"`[^`\n]*`", "", _prose(path.read_text(encoding="utf-8")))
+    text = re.sub(r"`[^`\n]*`", "", prose(path.read_text(encoding="utf-8")))
     found = []
     for target in re.findall(r"\]\(([^)\s]+)\)", text):
         file, _, section = target.partition("#")
@@ -107,7 +107,7 @@ def examples(path: Path) -> list[Example]:
         if NOT_RUN.search(before) or "curl " not in match.group(0):
             continue
         first_line = text[:match.start()].count("\n") + 1
-        titles = re.findall(r"^## (.+)$", _prose(text[:match.start()]), flags=re.MULTILINE)
+        titles = re.findall(r"^## (.+)$", prose(text[:match.start()]), flags=re.MULTILINE)
         current = None
         block = match.group(0)
         settings = re.match(r"\n*((?: {4}svc[:.].*\n)(?: {4}.+\n)*)", block)

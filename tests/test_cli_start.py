@@ -1,8 +1,9 @@
 """Starting restsvc: ``gunicorn restsvc.wsgi:app`` from an application folder
 anywhere, what ``restsvc new`` says, and ``restsvc routes`` refusing what
-``restsvc serve`` refuses."""
+``restsvc serve`` refuses, and the README's first model change migrating as shown."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import restsvc
 import test_starter
 from conftest import basic
+from docs_support import README
 from servers import free_port
 from restsvc.cli import main
 from restsvc.db import display_url
@@ -148,3 +150,31 @@ def test_the_logged_database_url_has_no_password():
     assert display_url("postgresql://app:s3cr%40t@db.example:5432/shop?sslmode=require") == \
         "postgresql://app:***@db.example:5432/shop?sslmode=require"
     assert display_url("sqlite:///var/restsvc.db") == "sqlite:///var/restsvc.db"
+
+
+def test_the_readmes_first_model_change_migrates_as_it_shows(tmp_path, capsys, monkeypatch):
+    """README.md "First ten minutes", steps 5 to 7: ``restsvc new notes``, the
+    attribute step 6 adds, then ``migrate --plan`` and ``migrate`` print what
+    the README shows."""
+    text = README.read_text(encoding="utf-8")
+    attribute = re.search(r"\(`(due = peewee\.\w+\(null=True\))`\)", text).group(1)
+    plan, applied = re.findall(r"restsvc --config notes/restsvc\.yaml migrate(?: --plan)? +# (.+)$",
+                               text, flags=re.MULTILINE)
+    monkeypatch.chdir(tmp_path)
+    new_app(Path("notes"), capsys)
+    (module_path,) = Path("notes").glob("start_*_app.py")
+    config = ["--config", "notes/restsvc.yaml"]
+    with test_starter.database(tmp_path) as environ:
+        for name, value in environ.items():
+            monkeypatch.setenv(name, value)
+        assert main([*config, "initdb"]) == 0, capsys.readouterr().err
+        source = module_path.read_text(encoding="utf-8")
+        done = "    done = peewee.BooleanField(default=False)\n"
+        module_path.write_text(source.replace(done, f"{done}    {attribute}\n"), encoding="utf-8")
+        sys.modules.pop(module_path.stem, None)       # the edited module, as a new process reads it
+        capsys.readouterr()
+        assert main([*config, "migrate", "--plan"]) == 0
+        assert " / ".join(capsys.readouterr().out.strip().splitlines()) == plan
+        sys.modules.pop(module_path.stem, None)
+        assert main([*config, "migrate"]) == 0
+        assert capsys.readouterr().out.startswith(applied)

@@ -1,6 +1,7 @@
 """Webhooks: registration under the grant, signed deliveries, retries with
 backoff, dead letters and their replay (restsvc/events/webhooks.py, delivery.py)."""
 import json
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ def test_registration_needs_the_grant_and_never_answers_the_secret(make_app, rec
     assert created.status_code == 201, created.json
     hook = created.json
     assert set(hook) == {"id", "url", "entities", "kinds", "createdDate", "fromSettings"}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", hook["createdDate"])
     assert created.headers["Location"].endswith(f"/rest/webhooks/{hook['id']}")
     for answer in (c.get("/rest/webhooks", headers=auth),
                    c.get(f"/rest/webhooks/{hook['id']}", headers=auth)):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from docs_support import (BENCHMARK, PAGES, README, ROOT, anchor, documents, headings,
+from docs_support import (BENCHMARK, PAGES, README, ROOT, anchor, documents, headings, prose,
                           links)
 
 README_BUDGET = 630      # lines (issue 37)
@@ -115,3 +115,21 @@ def test_every_section_named_in_the_code_or_settings_exists():
                 f"{source.relative_to(ROOT)}: no section {section!r} in {name}")
             checked += 1
     assert checked >= 10
+
+
+# A measured figure: a time in ms or µs, a memory growth in MiB or GB, a
+# fractional time or size (a limit or a default is a round number: `16 KB`,
+# `30 s`). The manual links to tests/benchmark/README.md instead.
+_MEASURED = re.compile(r"\d\s?(?:ms|µs|GB)\b|\d\s?MiB\b|\d\.\d+\s?(?:s|MB)\b")
+_LIMITS = ("1 MiB", "64 MiB", "0.5 s")   # an answer kept for a replay, the suite's file, a token's re-read
+
+
+def test_benchmark_figures_are_beside_the_benchmark_not_in_the_manual():
+    found = []
+    for page in PAGES:
+        text = re.sub(r"`[^`]*`", "", prose(page.read_text(encoding="utf-8")))
+        for limit in _LIMITS:
+            text = text.replace(limit, "")
+        found += [f"{page.name}: {' '.join(text[max(0, m.start() - 40):m.end()].split())}"
+                  for m in _MEASURED.finditer(text)]
+    assert not found, found

@@ -32,7 +32,9 @@ def database(tmp_path):
         yield {"RESTSVC_DATA_DIR": str(tmp_path / "data"), "RESTSVC_DATABASE_URL": url}
 
 
-def test_new_app_serves_its_entity_with_its_client(tmp_path, capsys):
+@contextmanager
+def served(tmp_path, capsys):
+    """A new application ``notes``, built, and a token of its client: (client, auth)."""
     directory = tmp_path / "notes"
     client_id, secret = new_app(directory, capsys)
     with database(tmp_path) as environ:
@@ -42,20 +44,34 @@ def test_new_app_serves_its_entity_with_its_client(tmp_path, capsys):
             answer = client.post("/oauth2/token", data={"grant_type": "client_credentials"},
                                  headers={"Authorization": basic(client_id, secret)})
             assert answer.status_code == 200, answer.get_data(as_text=True)
-            auth = bearer(answer.json["access_token"])
-            created = client.post("/rest/entities/Note", json={"title": "Buy milk"}, headers=auth)
-            assert created.status_code == 201, created.get_data(as_text=True)
-            listed = client.get("/rest/entities/Note", headers=auth)
-            assert [note["title"] for note in listed.json] == ["Buy milk"]
-            missing = client.post("/rest/entities/Note", json={"text": "no title"}, headers=auth)
-            assert missing.status_code == 400 and missing.json[0]["path"] == "title"
-            # Its role grants notes and nothing else.
-            assert client.get("/rest/entities/User", headers=auth).status_code == 403
-            german = client.get("/rest/messages/entities/Note",
-                                headers={**auth, "Accept-Language": "de"})
-            assert german.json["Note.done"] == "Erledigt"
+            yield client, bearer(answer.json["access_token"])
         finally:
             close_app(app)
+
+
+def test_new_app_serves_its_entity_with_its_client(tmp_path, capsys):
+    with served(tmp_path, capsys) as (client, auth):
+        created = client.post("/rest/entities/Note", json={"title": "Buy milk"}, headers=auth)
+        assert created.status_code == 201, created.get_data(as_text=True)
+        listed = client.get("/rest/entities/Note", headers=auth)
+        assert [note["title"] for note in listed.json] == ["Buy milk"]
+        missing = client.post("/rest/entities/Note", json={"text": "no title"}, headers=auth)
+        assert missing.status_code == 400 and missing.json[0]["path"] == "title"
+        # Its role grants notes and nothing else.
+        assert client.get("/rest/entities/User", headers=auth).status_code == 403
+        german = client.get("/rest/messages/entities/Note",
+                            headers={**auth, "Accept-Language": "de"})
+        assert german.json["Note.done"] == "Erledigt"
+
+
+def test_new_apps_documents_carry_its_own_name_and_version(tmp_path, capsys):
+    """A client generated from the OpenAPI document is named after the
+    application, not ``restsvc_project_rest_api_client``."""
+    with served(tmp_path, capsys) as (client, auth):
+        document = client.get("/rest/docs/openapiDetailed.json", headers=auth).json
+        assert (document["info"]["title"], document["info"]["version"]) == ("notes API", "0.1.0")
+        public = client.get("/rest/docs/assets/openapiPublic.json").json
+        assert public["info"]["title"] == "notes API"
 
 
 def test_new_app_keeps_only_the_hash_of_the_client_secret(tmp_path, capsys):
