@@ -152,9 +152,14 @@ _NOT_IN_URI = re.compile(r"[\x00-\x20\x7f-\x9f]")
 def is_plain_uri(uri: str) -> bool:
     """Whether ``uri`` is exactly the URI ``urlsplit`` reads from it: no control
     character or space, nothing the parser drops, so the value compared is
-    the value redirected to."""
-    return not _NOT_IN_URI.search(uri) \
-        and urllib.parse.urlunsplit(urllib.parse.urlsplit(uri)) == uri
+    the value redirected to; none that the parser cannot read (an unclosed
+    IPv6 bracket)."""
+    if _NOT_IN_URI.search(uri):
+        return False
+    try:
+        return urllib.parse.urlunsplit(urllib.parse.urlsplit(uri)) == uri
+    except ValueError:
+        return False
 
 
 def redirect_uri_list(value: object) -> tuple[str, ...]:

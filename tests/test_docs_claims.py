@@ -189,3 +189,25 @@ def test_the_file_download_headers_claimed_are_the_ones_sent(app):
     assert answer.status_code == 200
     for name in ("Cache-Control", "X-Content-Type-Options"):
         assert answer.headers.get(name) == claimed[name], name
+
+
+def _hidden_customer_attributes(client: Client, client_id: str) -> set[str]:
+    answer = client.get("/rest/permissions",
+                        headers=bearer(get_token(client, client_id, f"{client_id}-secret"))).json
+    return {item["target"].split(":", 1)[1] for item in answer["entityAttributes"]
+            if item["target"].startswith("Customer:") and item["value"] == 0}
+
+
+def test_the_demo_roles_hide_what_the_security_page_says(app):
+    """security.md "Roles": the Customer attributes ``sales-reader`` does not
+    see are the ones its permissions hide, and ``auditor`` sees every one of
+    them but ``email`` and ``userId``."""
+    text = " ".join((DOCS / "security.md").read_text(encoding="utf-8").split())
+    sales = re.search(r"`sales-reader` reads .*? except, on Customer, (.*?) \(it does see", text)
+    auditor = re.search(r"`auditor` reads what `sales-reader` reads.*? It sees neither (.*?), "
+                        r"changes nothing", text)
+    assert sales and auditor, "security.md: the demo roles' paragraph moved"
+    c = Client(app)
+    assert _hidden_customer_attributes(c, "reader") == set(re.findall(r"`(\w+)`", sales.group(1)))
+    assert _hidden_customer_attributes(c, "auditor") == set(
+        re.findall(r"`Customer\.(\w+)`", auditor.group(1)))

@@ -1,5 +1,6 @@
 """A redirect URI is compared and redirected to as the same value: control
-characters and spaces (which the URL parser drops) are a 400 on the page."""
+characters and spaces (which the URL parser drops), and URIs the parser
+cannot read (an unclosed IPv6 bracket), are a 400 on the page."""
 import pytest
 
 from conftest import make_settings
@@ -9,12 +10,14 @@ from signin_support import authorize_params, pkce_pair
 ODD = ["http://127.0.0.1/call\r\nback", "http://127.0.0.1:8765/call\tback",
        "http://127.0.0.1/callback\n", " http://127.0.0.1/callback", "http://127.0.0.1/callback\x00",
        "\x01http://127.0.0.1/callback"]
+UNREADABLE = ["http://[::1/callback", "http://127.0.0.1]/callback", "http://[127.0.0.1/callback",
+              "http://[v1.x]/callback"]
 
 
-@pytest.mark.parametrize("redirect_uri", ODD)
+@pytest.mark.parametrize("redirect_uri", ODD + UNREADABLE)
 @pytest.mark.parametrize("response_type", ["code", "token"])
-def test_control_characters_in_a_redirect_uri_are_a_400_on_the_page(client, redirect_uri,
-                                                                     response_type):
+def test_control_characters_or_an_unreadable_redirect_uri_are_a_400_on_the_page(
+        client, redirect_uri, response_type):
     _, challenge = pkce_pair()
     answer = client.get("/oauth2/authorize", query_string=authorize_params(
         challenge, redirect_uri=redirect_uri, response_type=response_type))
