@@ -25,6 +25,7 @@ _FORMS_BY_TYPE = {"text/csv": CSV, "application/x-ndjson": NDJSON, "application/
                   ARRAY_TYPE: JSON_ARRAY}
 # The paged list first: it wins a tie (*/*, no Accept header).
 _OFFERED = ["application/json", *_FORMS_BY_TYPE]
+_PAGED = frozenset((None, "", "*/*", "application/json"))   # Accept values that keep the paged list
 
 
 def export_form(request: "Request") -> str | None:
@@ -35,6 +36,8 @@ def export_form(request: "Request") -> str | None:
         if value not in FILE_EXTENSIONS:
             raise invalid_parameter_value("format")
         return value
+    if request.headers.get("Accept") in _PAGED:    # what curl and most clients send: not parsed
+        return None
     return _FORMS_BY_TYPE.get(request.accept_mimetypes.best_match(_OFFERED) or "")
 
 
