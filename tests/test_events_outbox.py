@@ -196,3 +196,24 @@ def test_a_lone_create_publishes_its_id_version_and_names(app, client, auth):
         "Customer", response.json["id"], "CREATE", 1)
     assert set(event["changed"]) == {"name", "grade"}
     assert event["username"] == "demo-client"      # the client-credentials token's client
+
+
+def test_deletes_restores_and_purges_publish_each_rows_version_as_the_write_left_it(
+        app, client, auth):
+    start = outbox.position(app.database)
+    ids = [_created_order(client, auth, f"V-{n}") for n in range(3)]
+    assert client.put(f"/rest/entities/Order/{ids[0]}", headers=auth,
+                      json={"status": "NEW"}).status_code == 200          # version 2
+    response = client.delete("/rest/entities/Order", headers=auth, json=[{"id": key} for key in ids])
+    assert response.status_code == 204, response.json
+    assert client.post(f"/rest/entities/Order/{ids[1]}/restore", headers=auth).status_code == 200
+    assert client.post(f"/rest/entities/Order/{ids[2]}/purge", headers=auth).status_code == 204
+    events = [(e["entityId"], e["kind"], e["version"], e["changed"]) for e in _events(app, start)
+              if e["kind"] != "CREATE"]
+    deleted = {key: version for key, kind, version, _ in events[1:4]}
+    assert events[0] == (ids[0], "UPDATE", 2, ["status"])
+    assert [kind for _, kind, _, _ in events[1:4]] == ["DELETE"] * 3
+    assert deleted == {ids[0]: 3, ids[1]: 2, ids[2]: 2}         # each row's version, as marked
+    assert events[4] == (ids[1], "UPDATE", 3, ["deletedBy", "deletedDate"])   # the restore
+    assert events[5] == (ids[2], "DELETE", 2, [])           # the purge: the row as it was
+    assert len(events) == 6

@@ -52,6 +52,7 @@ class Operation:
     children: list[tuple["MetaProperty", list["Operation"]]] = field(default_factory=list)
     members: list[tuple["MetaProperty", list[str | int]]] = field(default_factory=list)
     instance: Entity | None = None      # creating: the model instance the validators saw, then inserted
+    version: int | None = None          # the version the write left (inserted, or the UPDATE's RETURNING)
 
     @property
     def key(self) -> str | int:

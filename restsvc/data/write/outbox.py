@@ -3,13 +3,12 @@ delete of an entity declared with ``events=True`` (step ``events`` of
 writer.py), written in the change's transaction: a rolled-back write leaves
 none, a committed one always has one.
 
-An event's row comes from the changed row as it is now stored: an ``INSERT
-... SELECT`` from that row, so the event's ``version`` and ``entityId`` are the
-row's own, without a round trip to read them (a lone write's statement is
-added to the writer's batch). A create's event is the exception, still made
-from the values just written (``record_created``): the ``INSERT ... SELECT``
-costs a create about 52k more instructions (1.594M against 1.542M per
-request, tests/benchmark/instructions.py), above the benchmark's bound.
+An event's row has one source: what the write left, as (id, version)
+pairs (``Written``), written by ``record`` with ``INSERT ... VALUES``. A
+create knows them (the values it inserted), an update reads them back from
+its own statement (``RETURNING``), and a delete, marking or restore, which
+reach rows by id at every depth of their compositions, reads them with
+``written`` (a delete: before its statement; the others: after).
 
 The events package (restsvc/events/) reads what is written here: it gives the
 rows their commit-ordered ids, serves them as a feed and delivers them to
@@ -17,8 +16,8 @@ webhooks, and prunes them.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import peewee
 
@@ -28,7 +27,6 @@ from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
 from ..access import utc_now
 from ..memo import entity_facts
-from .history import id_text
 from .sqlwrite import Statement
 
 if TYPE_CHECKING:
@@ -40,6 +38,9 @@ TABLE = "restsvc_event"
 NOT_LISTED = frozenset(("id", "version") + AUDIT_FIELDS + DELETION_FIELDS)
 # (SQL, parameters) of a statement the writer sends with the others of a lone write.
 Batch = list[Statement]     # a lone write's statements, sent as one (writer.py)
+# A row as a write left it: (its id as loaded rows hold it, its version or None).
+Written = tuple[Any, "int | None"]
+CHUNK = 500                 # rows per statement (7 parameters each: within every driver's limit)
 
 
 class ChangeEvent(peewee.Model):
@@ -86,64 +87,43 @@ def _field_names(meta: MetaClass) -> dict[str, str]:
     return cached
 
 
-def record(access: Access, meta: MetaClass, ids: Sequence[Any], kind: str,
+def written(meta: MetaClass, ids: Sequence[Any]) -> list[Written]:
+    """(id, version) of the stored rows ``ids`` of ``meta``."""
+    model = meta.model
+    version = model.version if "version" in model._meta.fields else peewee.SQL("NULL")
+    found: list[Written] = []
+    for start in range(0, len(ids), CHUNK):
+        pairs = cast(Iterable[tuple[Any, "int | None"]], model.select(model.id, version).where(
+            model.id.in_(list(ids[start:start + CHUNK]))).tuples())
+        found += [(meta.row_id(key), number) for key, number in pairs]
+    return found
+
+
+def record(access: Access, meta: MetaClass, rows: Sequence[Written], kind: str,
            changed: list[str], batch: Batch | None = None) -> None:
-    """Insert the events of rows ``ids`` of ``meta`` (one statement, from the
-    rows as now stored). One row's statement is added to ``batch`` when given
-    (the writer sends those together); its SQL text is built once per entity."""
-    values: dict[str, Any] = {
-        "entity": meta.name, "kind": kind, "changed": dumps(changed),
-        "username": access.username, "time": _stored_time()}
-    if len(ids) != 1:
-        slots = {name: peewee.Value(value) for name, value in values.items()}
-        _statement(access.database, meta, slots, meta.model.id.in_(list(ids))).execute()
-        return
-    values["key"] = meta.model.id.db_value(ids[0])  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-    key = ("event-insert", meta.name)
-    cached: tuple[str, list[Any]] | None = access.sql_cache.get(key)
-    if cached is None:
-        slots = {name: peewee.Value(f"\0{name}") for name in values}
-        sql, built = _statement(access.database, meta, slots,
-                                meta.model.id == slots["key"]).sql()
-        # Each parameter: the name of its slot, or (a constant of the statement,).
-        template = [param[1:] if isinstance(param, str) and param[:1] == "\0" else (param,)
-                    for param in built]
-        access.sql_cache[key] = cached = (sql, template)
-    sql, template = cached
-    params = [values[slot] if isinstance(slot, str) else slot[0] for slot in template]
-    if batch is not None:
-        batch.append((sql, params))
-    else:
-        execute(access.database, sql, params)
-
-
-def record_created(access: Access, meta: MetaClass, entity_id: Any, version: int | None,
-                   changed: list[str], batch: Batch | None) -> None:
-    """A create's event from the values just written (no read of the row),
-    added to ``batch`` when given (the writer sends it with the INSERT as one
-    statement), else run."""
+    """Insert the events of ``rows`` (what the write left, ``Written``), one
+    statement per ``CHUNK`` rows. A lone row's statement is added to ``batch``
+    when given (the writer sends those together)."""
     sql: str | None = access.sql_cache.get("event-values")
     if sql is None:
         sql = access.sql_cache["event-values"] = ChangeEvent.insert(
             entity="", entityId="", kind="", changed="", version=0, username="",
             time=utc_now()).sql()[0]
-    params = [meta.name, str(entity_id), "CREATE", dumps(changed), version, access.username,
-              _stored_time()]
-    if batch is None:
-        execute(access.database, sql, params)
-    else:
-        batch.append((sql, params))
-
-
-def _statement(database: peewee.Database, meta: MetaClass, slots: dict[str, Any],
-               condition: Any) -> Any:
-    model = meta.model
-    version = model.version if "version" in model._meta.fields else peewee.SQL("NULL")
-    query = model.select(slots["entity"], id_text(database, meta), slots["kind"],
-                         slots["changed"], version, slots["username"], slots["time"])
-    return ChangeEvent.insert_from(query.where(condition), [
-        ChangeEvent.entity, ChangeEvent.entityId, ChangeEvent.kind, ChangeEvent.changed,
-        ChangeEvent.version, ChangeEvent.username, ChangeEvent.time])
+    common = (dumps(changed), access.username, _stored_time())
+    params = [[meta.name, str(key), kind, common[0], version, common[1], common[2]]
+              for key, version in rows]
+    if len(params) == 1:
+        if batch is None:
+            execute(access.database, sql, params[0])
+        else:
+            batch.append((sql, params[0]))
+        return
+    head, _, values = sql.partition(" VALUES ")
+    row = values[:values.index(")") + 1]           # "(?, ..., ?)", without a RETURNING after it
+    for start in range(0, len(params), CHUNK):
+        chunk = params[start:start + CHUNK]
+        execute(access.database, f"{head} VALUES {', '.join([row] * len(chunk))}",
+                [value for one in chunk for value in one])
 
 
 def _stored_time() -> object:

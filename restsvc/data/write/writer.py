@@ -226,13 +226,9 @@ class Writer:
         meta = operation.meta
         if not meta.events:
             return
-        if operation.creating and instance is not None:
-            outbox.record_created(self.access, meta, operation.id, getattr(instance, "version", None),
-                                  outbox.changed_names(meta, operation), self.batch)
-        else:
-            outbox.record(self.access, meta, [operation.id],
-                          "CREATE" if operation.creating else "UPDATE",
-                          outbox.changed_names(meta, operation), self.batch)
+        outbox.record(self.access, meta, [(operation.key, operation.version)],
+                      "CREATE" if operation.creating else "UPDATE",
+                      outbox.changed_names(meta, operation), self.batch)
 
     @staticmethod
     def after_save(operation: "Operation", instance: "Entity | None") -> None:
@@ -254,6 +250,7 @@ class Writer:
         if operation.id is not None:
             instance.id = operation.id
         data = instance.__data__
+        operation.version = data.get("version")
         if operation.meta.database_assigns_id:
             operation.id = operation.meta.row_id(model.insert(**data).execute())
             instance.id = operation.id
@@ -278,7 +275,13 @@ class Writer:
             return
         if expected is not None:
             condition &= version_is(model, expected)
-        changed = model.update(**values, version=model.version + 1).where(condition).execute()
+        update = model.update(**values, version=model.version + 1).where(condition)
+        if operation.meta.events:       # its event is written from the version it leaves
+            left = update.returning(model.version).tuples().execute()
+            operation.version = next((version for version, in left), None)
+            changed = 0 if operation.version is None else 1
+        else:
+            changed = update.execute()
         if changed == 0:
             raise update_refused(operation.meta.name, operation.key, expected)
 
@@ -300,7 +303,7 @@ class Writer:
             marked = softdelete.mark(self.access, rows, utc_now(), versions=expected_versions)
             if expected_versions is not None and marked < len(ids):
                 raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
-            self.events_of_delete(rows)
+            self.events_of(rows, "DELETE", [])        # the rows as marked
             return
         model = meta.model
         for ref_meta, fk in referrers(self.access.metadata, meta):
@@ -308,7 +311,7 @@ class Writer:
                 raise Conflict("Delete policy violation",
                                f"Unable to delete {meta.name} because there are references from "
                                f"{ref_meta.name}")
-        self.events_of_delete(rows)
+        self.events_of(rows, "DELETE", [])            # the rows as they were
         for link in meta.links:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
         hook = getattr(model, "after_delete", None)
@@ -327,12 +330,12 @@ class Writer:
             for instance in doomed:
                 hook(instance)
 
-    def events_of_delete(self, rows: Reached) -> None:
-        """DELETE events of the rows that publish them (``rows`` as ``composed``
-        finds them), from the rows as they are (a marked row: after its marking)."""
+    def events_of(self, rows: Reached, kind: str, changed: list[str]) -> None:
+        """Events of the rows that publish them (``rows`` as ``composed`` finds
+        them: a delete's, a marking's or a restore's), from the rows as stored now."""
         for meta, ids in rows:
             if meta.events and ids:
-                outbox.record(self.access, meta, ids, "DELETE", [])
+                outbox.record(self.access, meta, outbox.written(meta, ids), kind, changed)
 
     def history_of_delete(self, rows: Reached) -> None:
         """DELETE items of the rows and of the composition children that go
@@ -358,7 +361,7 @@ class Writer:
                                                f"of {key}; change it first") from None
         check_rows(self.access, meta, "update", [key])              # rules_after
         self.history_of_restore(rows, deleted)
-        self.events_of_restore(rows)
+        self.events_of(rows, "UPDATE", ["deletedBy", "deletedDate"])   # a restore is an update
 
     def rules_before_restore(self, meta: "MetaClass", key: Id) -> None:
         """The caller's write rules on the row as it was (deleted)."""
@@ -367,9 +370,3 @@ class Writer:
 
     def history_of_restore(self, rows: Reached, deleted: datetime.datetime) -> None:
         history.record(self.access, softdelete.restore_items(rows, deleted))
-
-    def events_of_restore(self, rows: Reached) -> None:
-        """A restore is an update: UPDATE events naming the unmarked attributes."""
-        for meta, ids in rows:
-            if meta.events and ids:
-                outbox.record(self.access, meta, ids, "UPDATE", ["deletedBy", "deletedDate"])
