@@ -36,7 +36,7 @@ def export_form(request: "Request") -> str | None:
         if value not in FILE_EXTENSIONS:
             raise invalid_parameter_value("format")
         return value
-    if request.headers.get("Accept") in _PAGED:    # what curl and most clients send: not parsed
+    if request.environ.get("HTTP_ACCEPT") in _PAGED:    # what curl and most clients send: not parsed
         return None
     return _FORMS_BY_TYPE.get(request.accept_mimetypes.best_match(_OFFERED) or "")
 

@@ -89,11 +89,9 @@ def id_writer(prop: "MetaProperty") -> Callable[[DbValue], str]:
 def _uuid_text(value: DbValue) -> str:
     """Never None (as ``quoted`` and ``value_text``: see NEVER_NONE). SQLite
     stores 32 hex digits; PostgreSQL's uuid comes as its canonical text (db.py)."""
-    if value.__class__ is str:
-        if len(value) == 32:
-            return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
-        return quoted(value)
-    return quoted(_uuid(value))
+    if value.__class__ is str and len(value) == 32:     # one test on the hot path
+        return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
+    return quoted(value if value.__class__ is str else _uuid(value))
 
 
 def _date_writer(convert: Converter, text: TextWriter) -> Writer:

@@ -105,9 +105,11 @@ def reading(access: "Access", meta: "MetaClass", plan: "FetchPlan | None",
     memo = permissions.memo.get("readings")
     if memo is None:
         memo = permissions.memo["readings"] = Memo("readings", _READINGS_MAX)
-    # The plan's tag key: plans of one shape write the same bytes, but a
-    # named and an inline plan are told apart by their ETags.
-    key = (meta.name, plan_key(plan), return_nulls, tagged, answer)
+    # One of the entity's named plans by itself; any other (an inline plan
+    # is new per request) by its tag key: plans of one shape write the same
+    # bytes, but a named and an inline plan are told apart by their ETags.
+    named = plan is not None and meta.fetch_plans.get(plan.name or "") is plan
+    key = (meta.name, plan if named else plan_key(plan), return_nulls, tagged, answer)
     found: Reading | None = memo.get(key)
     if found is None:
         loading = loading_plan(plan or meta.fetch_plans["_instance_name"])
