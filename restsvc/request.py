@@ -8,6 +8,8 @@ from urllib.parse import unquote
 from werkzeug.datastructures import EnvironHeaders, Headers, ImmutableMultiDict
 from werkzeug.wrappers import Request as WerkzeugRequest
 
+from .data.memo import Memo
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
 
@@ -133,7 +135,7 @@ class Request(WerkzeugRequest):
         query = self.environ.get("QUERY_STRING")
         if not query:
             return _NO_PARAMETERS
-        return _Parameters(form_pairs(query.encode("latin-1").decode()))
+        return _Parameters(form_pairs(query.encode("latin-1").decode(), remembered=True))
 
 
 def _decoded(text: str) -> str:
@@ -141,13 +143,16 @@ def _decoded(text: str) -> str:
     return text if text.isascii() else text.encode("latin1").decode(errors="replace")
 
 
-def form_pairs(text: str) -> list[tuple[str, str]]:
-    """``application/x-www-form-urlencoded`` text -> (name, value) pairs."""
+def form_pairs(text: str, remembered: bool = False) -> list[tuple[str, str]]:
+    """``application/x-www-form-urlencoded`` text -> (name, value) pairs.
+    ``remembered`` (a query string, which never holds a secret): long
+    encoded values are decoded once and kept (``_DECODED``)."""
+    unquote_value = _remembered if remembered else _unquote
     pairs: list[tuple[str, str]] = []
     for field in text.split("&"):
         if field:
             name, _, value = field.partition("=")
-            pairs.append((_unquote(name), _unquote(value)))
+            pairs.append((_unquote(name), unquote_value(value)))
     return pairs
 
 
@@ -155,3 +160,17 @@ def _unquote(text: str) -> str:
     if "+" in text:
         text = text.replace("+", " ")
     return unquote(text, errors="werkzeug.url_quote") if "%" in text else text
+
+
+def _remembered(text: str) -> str:
+    """A search's filter comes back as each page of its results is asked
+    for: a long value is decoded once (decoding costs about 5 us)."""
+    if len(text) < 64 or "%" not in text:
+        return _unquote(text)
+    found = _DECODED.get(text)
+    if found is None:
+        found = _DECODED.put(text, _unquote(text))
+    return found
+
+
+_DECODED: Memo[str] = Memo("decoded query values", 256)

@@ -286,3 +286,24 @@ def test_count_body_that_is_not_an_object_is_still_malformed(client, auth):
         response = client.post("/rest/entities/Tag/search/count", data=data, headers=auth)
         assert response.status_code == 400, data
         assert response.json["error"] == "Malformed request JSON data structure"
+
+
+def test_a_long_url_filter_asked_again_or_changed_answers_as_its_own_text_says(client, auth):
+    # Long encoded query values are decoded once and kept: the same text
+    # answers the same, a different text of the same length its own rows,
+    # and a value that is not UTF-8 is read as the parser reads it each time.
+    inverter = [cond("name", "=", "Inverter"), cond("name", "<>", "Xnverter")]
+    wall_box = [cond("name", "=", "Wall box"), cond("name", "<>", "Xall box")]
+    assert len(json.dumps(inverter)) == len(json.dumps(wall_box))
+    for _ in range(2):
+        assert names(search(client, auth, "Product", inverter)) == ["Inverter"]
+        assert names(search(client, auth, "Product", wall_box)) == ["Wall box"]
+    plus = "/rest/entities/Product/search?filter=" + (
+        '{"conditions":[{"property":"name","operator":"=","value":"Wall+box"}]}'
+        .replace('"', "%22"))
+    for _ in range(2):
+        assert names(client.get(plus, headers=auth)) == ["Wall box"]
+    invalid = plus.replace("Wall", "W%FFall")
+    answers = [client.get(invalid, headers=auth) for _ in range(2)]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert answers[0].json == answers[1].json == []
