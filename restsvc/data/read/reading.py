@@ -124,8 +124,8 @@ def reading(access: "Access", meta: "MetaClass", plan: "FetchPlan | None",
 def load(access: "Access", read: Reading, budget: Budget, query: Load) -> RawRows:
     """Rows of ``read`` matching ``query`` within the answer's entity budget;
     what writing them would write is counted before anything is written."""
-    query.budget, query.shown = budget, read.answer
-    rows = select_rows(access, read.meta, read.loading, query)
+    rows = select_rows(access, read.meta, read.loading,
+                       query._replace(budget=budget, shown=read.answer))
     # A flat page counted its members as it loaded them (members.py).
     if rows.nested and too_many(rows, read.plan, access.permissions, budget.limit + budget.spare):
         raise budget.exceeded()

@@ -49,8 +49,7 @@ class Budget:
                           "smaller fetch plan")
 
 
-@dataclass(slots=True)
-class Load:
+class Load(NamedTuple):
     """What one statement of a load asks besides the plan: ``where``, a
     filter tree; ``after``, a sort key (cursors.py): only rows after it in
     the sort; ``key_field IN keys``; ``parent_column``: selected too, as
@@ -58,7 +57,8 @@ class Load:
     (None: no bound); ``with_deleted``: soft-deleted rows too (a to-one
     reference from a live row); ``shown``: an answer's load, of only what
     its flat page shows (else what the caller may read: members of hidden
-    attributes too, for transient attributes and Python code)."""
+    attributes too, for transient attributes and Python code). A tuple:
+    made per statement, by one C call."""
     where: Any = None
     sort: str | None = None
     limit: int | None = None
