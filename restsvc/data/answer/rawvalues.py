@@ -132,19 +132,18 @@ def _date_time_writer(convert: Converter, text: TextWriter, digits: int) -> Writ
 
 
 def _remembered(write: Writer) -> Writer:
-    """``write``, keeping the text of each value other than zero by its type
-    (a decimal column holds few distinct values, prices above all, and each
-    costs two roundings); zero is written each time (-0.0 equals 0.0)."""
-    memos: dict[type, dict[DbValue, str | None]] = {}
+    """``write``, keeping the text of each value other than zero (a decimal
+    column holds few distinct values, prices above all, and each costs two
+    roundings); zero is written each time (-0.0 equals 0.0). Values that are
+    equal (649, 649.0, Decimal("649.00")) are the same number, which the
+    column writes at its own scale: they share one text."""
+    memo: dict[DbValue, str | None] = {}
 
     def remembered(value: DbValue) -> str | None:
-        if not value:
-            return write(value)
-        memo = memos.get(value.__class__)
-        if memo is None:
-            memo = memos[value.__class__] = {}
         text = memo.get(value)
         if text is None:
+            if not value:
+                return write(value)
             if len(memo) >= _REMEMBERED:
                 memo.clear()
             text = memo[value] = write(value)
