@@ -8,7 +8,7 @@ sees are views too; anything the plan did not load, or whose entity the
 caller may not read, comes from the stored entity (loaded at the first such
 access). Read-only. One view class per entity and set of loaded columns.
 """
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..columns import converter, row_id
@@ -44,6 +44,17 @@ class RawView:
 def seen(rows: RawRows, values: Values) -> RawView:
     """A view of ``values``, one of ``rows``."""
     return viewer(rows)(values)
+
+
+def seen_all(rows: RawRows, many: Iterable[Values]) -> list[RawView]:
+    """Views of ``many``, each one of ``rows`` (no ``viewer`` made for a few)."""
+    view_type = _view_of(rows)
+    made = []
+    for values in many:
+        view = _new(view_type)
+        view._rows, view._values, view._stored = rows, values, None
+        made.append(view)
+    return made
 
 
 def viewer(rows: RawRows) -> Callable[[Values], RawView]:
@@ -149,7 +160,7 @@ def _members(name: str, position: int) -> Getter:
         shown = lists[self._values[position]]
         if not shown or not isinstance(members, RawRows):
             return []
-        return list(map(viewer(members), shown))
+        return seen_all(members, shown)
     return get
 
 
@@ -162,5 +173,5 @@ def _composition(name: str) -> Getter:
         kids = loaded.groups.get(self._values[0])
         if not kids:
             return []
-        return list(map(viewer(loaded.rows), kids))
+        return seen_all(loaded.rows, kids)
     return get
