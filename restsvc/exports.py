@@ -2,25 +2,27 @@
 reads the rows): CSV, NDJSON and one JSON array, as UTF-8 chunks.
 
 NDJSON lines and the JSON array's items are the entity texts the JSON list
-writes. A CSV row holds the same values: each chunk's JSON is read back and
-every cell is its JSON value's text (numbers exactly as written, ``true`` /
-``false``, enum constant names, empty for null or absent), through the
-reports' CSV writer and its formula-injection guard. The columns are the
-attributes the JSON answer has for this caller, in the plan's order after
-``id``: embedded values and to-one references as dotted columns
-(``address.city``, ``customer.id``); collections and structured (``json``)
-values only in the JSON forms.
+writes. A CSV row holds the same values, read from the same loaded rows a
+column at a time: each cell is its JSON value's text as the row writer's
+value writers (data/answer/rawvalues.py) write it, without the quotes of a
+JSON string (numbers exactly as written, ``true`` / ``false``, enum constant
+names, empty for null or absent; text as stored), through the reports' CSV
+writer and its formula-injection guard. The columns are the attributes the
+JSON answer has for this caller, in the plan's order after ``id``: embedded
+values and to-one references as dotted columns (``address.city``,
+``customer.id``); collections and structured (``json``) values only in the
+JSON forms.
 """
 import json
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from .data.transfer.export import Export, entity_texts, json_arrays
-from .data.answer.rowwriters import shows_reference
+from .data.answer.rawvalues import id_writer, plain_text, raw_writer, value_writer
+from .data.answer.rowwriters import positions, shows_reference
+from .data.read.rows import RawRows, Values
+from .data.transfer.export import Export, entity_texts, json_arrays, row_chunks
 from .model.datatypes import DATATYPES
-from .data.answer.generated import Generated
-from .reports.cells import guarded_text
+from .reports.cells import guarded_text, guarded_texts
 from .reports.runner import csv_lines
 
 if TYPE_CHECKING:
@@ -35,9 +37,6 @@ CONTENT_TYPES = {CSV: "text/csv;charset=UTF-8", NDJSON: "application/x-ndjson",
                  JSON_ARRAY: "application/json;charset=UTF-8"}
 FILE_EXTENSIONS = {CSV: "csv", NDJSON: "ndjson", JSON_ARRAY: "json"}
 
-# Numbers as their JSON text (no float or Decimal in between): a cell shows
-# exactly what the JSON answer says.
-_CELLS = json.JSONDecoder(parse_float=str, parse_int=str)
 _BOOLEAN_TEXT = DATATYPES["boolean"].to_text     # true / false
 
 
@@ -62,59 +61,70 @@ def _json_array(arrays: Iterator[str]) -> Iterator[bytes]:
 
 
 def _csv(data: "DataManager", access: "Access", export: Export) -> Iterator[bytes]:
-    """Each chunk's JSON array read back into rows of cells. A cell's value is
-    the JSON value; only booleans and values without a datatype need a text
-    form of their own, and text is guarded only in a chunk whose JSON text
-    holds a string the guard would change (one search of the chunk's text)."""
+    """Each chunk of loaded rows as rows of cells, made a column at a time."""
     paths = list(_paths(export.meta, export.plan, access.permissions, ()))
-    row_of = _row_reader([path for path, _ in paths])
-    guarded = [index for index, (_, text) in enumerate(paths) if text is guarded_text]
-    converted = [(index, text) for index, (_, text) in enumerate(paths)
-                 if text is not guarded_text and text is not str]
+    columns = [_column(export.meta, path, text not in (str, _BOOLEAN_TEXT)) for path, text in paths]
 
-    def rows() -> Iterator[list[list[Any]]]:
-        for array in json_arrays(data, access, export):
-            batch = [row_of(entity) for entity in _CELLS.decode(array)]
-            for index, text in converted:
-                for row in batch:
-                    if row[index] is not None:
-                        row[index] = text(row[index])
-            if guarded and _may_need_guard(array):
-                for row in batch:
-                    for index in guarded:
-                        if row[index] is not None:
-                            row[index] = guarded_text(row[index])
-            yield batch
+    def rows() -> Iterator[list[tuple[str | None, ...]]]:
+        for chunk in row_chunks(data, access, export):
+            yield list(zip(*[column(chunk, chunk) for column in columns]))
     return csv_lines([".".join(path) for path, _ in paths], rows())
 
 
-# Where a string value of JSON text may start as a formula or hold a
-# character the guard removes (json escapes controls, \b and \f; lone
-# surrogates and U+FFFE/U+FFFF are written as they are). False alarms only
-# cost the per-cell path.
-_GUARD_ALARMS = ('"=', '"+', '"-', '"@', '"\\t', '"\\r', "\\u000", "\\u001", "\\b", "\\f")
-_UNWRITABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
+# One column of a chunk: (the rows it is read from, None where a reference is
+# null or unseen; the loaded rows they belong to) -> its cells.
+Column = Callable[["Sequence[Values | None]", RawRows], "list[str | None]"]
 
 
-def _may_need_guard(text: str) -> bool:
-    """Substring tests and one character class: far faster over a long text
-    than one expression with alternatives (as reports/cells.py finds)."""
-    return any(alarm in text for alarm in _GUARD_ALARMS) or \
-        not text.isascii() and _UNWRITABLE.search(text) is not None
+def _column(meta: "MetaClass", path: tuple[str, ...], guarded: bool) -> Column:
+    """The cells of ``path`` (``id``, ``name``, ``address.city``, ``customer.name``)."""
+    prop = meta.properties[path[0]]
+    if len(path) > 1 and prop.is_reference:     # the referenced rows, by foreign key
+        below, name = _column(prop.related, path[1:], guarded), path[0]
+
+        def referenced(values: "Sequence[Values | None]", rows: RawRows) -> "list[str | None]":
+            targets = rows.targets.get(name)
+            if targets is None:
+                return [None] * len(values)
+            at, found = positions(rows)[name], targets.by_key.get
+            return below([None if row is None else found(row[at]) for row in values],
+                         targets.rows)
+        return referenced
+    name = ".".join(path)
+    if len(path) > 1:                           # a part of an embedded value
+        prop = prop.related.properties[path[1]]
+    cell = _cell_writer(prop, name == "id")
+
+    def column(values: "Sequence[Values | None]", rows: RawRows) -> "list[str | None]":
+        at = positions(rows).get(name)
+        if at is None:
+            return [None] * len(values)
+        cells: list[str | None] = [None if row is None else row[at] for row in values]
+        if cell is not None:
+            cells = [None if value is None else cell(value) for value in cells]
+        return list(guarded_texts(cells)) if guarded else cells
+    return column
 
 
-def _row_reader(paths: list[tuple[str, ...]]) -> Callable[[dict[str, Any]], list[Any]]:
-    """entity (parsed JSON) -> the list of its values at ``paths`` (None where
-    absent), generated once per export: one call per row."""
-    source = Generated(empty={})
-    cells = []
-    for path in paths:
-        expression = f"e.get({source.const(path[0])})"
-        for name in path[1:]:
-            expression = f"({expression} or empty).get({source.const(name)})"
-        cells.append(expression)
-    return cast(Callable[[dict[str, Any]], list[Any]],
-                source.function("e", [f"    return [{', '.join(cells)}]"], "<export row reader>"))
+def _cell_writer(prop: "MetaProperty", is_id: bool) -> "Callable[[Any], str | None] | None":
+    """A loaded value (not None) -> its cell text, the JSON text its value
+    writer writes without a string's quotes; None where the stored text is
+    the cell (plain text)."""
+    if is_id:
+        write: Callable[[Any], "str | None"] = id_writer(prop)
+    elif prop.getter is not None:               # worked out while loading: a Python value
+        write = value_writer(prop)
+    elif plain_text(prop):
+        return None
+    else:
+        write = raw_writer(prop)
+
+    def cell(value: Any) -> str | None:
+        text = write(value)
+        if text is None or text[:1] != '"':
+            return text
+        return text[1:-1] if "\\" not in text else cast(str, json.loads(text))
+    return cell
 
 
 def _paths(meta: "MetaClass", plan: "FetchPlan", permissions: "Permissions",
