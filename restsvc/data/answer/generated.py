@@ -1,6 +1,6 @@
-"""Python source generated at run time, compiled once (the row writers, the
-export's row readers): every value its text uses is passed in as a named
-constant, never written into the text."""
+"""Python source generated at run time, compiled once (the row writers):
+every value its text uses is passed in as a named constant, never written
+into the text."""
 from collections.abc import Callable
 from typing import Any
 
