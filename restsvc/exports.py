@@ -15,6 +15,7 @@ JSON forms.
 """
 import json
 from collections.abc import Callable, Iterator, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from .data.answer.rawvalues import id_writer, plain_text, raw_writer, value_writer
@@ -93,38 +94,30 @@ def _column(meta: "MetaClass", path: tuple[str, ...], guarded: bool) -> Column:
     name = ".".join(path)
     if len(path) > 1:                           # a part of an embedded value
         prop = prop.related.properties[path[1]]
-    cell = _cell_writer(prop, name == "id")
+    write = _value_writer(prop, name == "id")
 
     def column(values: "Sequence[Values | None]", rows: RawRows) -> "list[str | None]":
         at = positions(rows).get(name)
         if at is None:
             return [None] * len(values)
-        cells: list[str | None] = [None if row is None else row[at] for row in values]
-        if cell is not None:
-            cells = [None if value is None else cell(value) for value in cells]
+        cells: list[Any] = list(map(itemgetter(at), values)) if values is rows else \
+            [None if row is None else row[at] for row in values]
+        if write is not None:       # JSON text, a string's without its quotes
+            cells = [None if value is None else write(value) for value in cells]
+            cells = [text if text is None or text[:1] != '"' else
+                     text[1:-1] if "\\" not in text else json.loads(text) for text in cells]
         return list(guarded_texts(cells)) if guarded else cells
     return column
 
 
-def _cell_writer(prop: "MetaProperty", is_id: bool) -> "Callable[[Any], str | None] | None":
-    """A loaded value (not None) -> its cell text, the JSON text its value
-    writer writes without a string's quotes; None where the stored text is
-    the cell (plain text)."""
+def _value_writer(prop: "MetaProperty", is_id: bool) -> "Callable[[Any], str | None] | None":
+    """A loaded value (not None) -> its JSON text, as the row writer writes
+    it; None where the stored text is the cell (plain text)."""
     if is_id:
-        write: Callable[[Any], "str | None"] = id_writer(prop)
-    elif prop.getter is not None:               # worked out while loading: a Python value
-        write = value_writer(prop)
-    elif plain_text(prop):
-        return None
-    else:
-        write = raw_writer(prop)
-
-    def cell(value: Any) -> str | None:
-        text = write(value)
-        if text is None or text[:1] != '"':
-            return text
-        return text[1:-1] if "\\" not in text else cast(str, json.loads(text))
-    return cell
+        return id_writer(prop)
+    if prop.getter is not None:                 # worked out while loading: a Python value
+        return value_writer(prop)
+    return None if plain_text(prop) else raw_writer(prop)
 
 
 def _paths(meta: "MetaClass", plan: "FetchPlan", permissions: "Permissions",
