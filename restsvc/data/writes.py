@@ -80,10 +80,8 @@ class DataWrites:
                 Writer(access).save_at_once(alone):
             pass        # its statement, its history item and its event sent as one
         else:
-            writer = Writer(access)
             with write_transaction(self.database):
-                for operation in operations:
-                    writer.save(operation)
+                Writer(access).save_all(operations)
         return operations
 
     def delete(self, access: "Access", meta: "MetaClass", entity_ids: Sequence[JsonValue],
