@@ -7,6 +7,7 @@ import re
 from conftest import demo_id
 from restsvc.data.write.history import HistoryItem
 from restsvc.events import outbox
+from schema_support import columns, shop as shop  # noqa: F401  (the fixture)
 
 CUSTOMER = demo_id("customer", 3)
 _INSERT = re.compile(r'\s*INSERT INTO "?(\w+)"?', re.IGNORECASE)
@@ -113,3 +114,45 @@ def test_a_refused_row_of_a_bulk_writes_nothing_and_answers_as_before(app, clien
         "filter": '{"conditions": [{"property": "name", "operator": "startsWith", '
                   '"value": "Bulk twice"}]}'}).json
     assert found == [] and outbox.position(app.database) == before
+
+
+HISTORY_TRIGRAM = "history_item_entityName_trgm"
+HISTORIED = """
+@entity(instance_name="name", history=True)
+class Author(Entity):
+    name = peewee.CharField(max_length=50, index=True)
+"""
+
+
+def test_history_items_get_no_substring_index_and_migrate_drops_an_old_one(shop, capsys):
+    from restsvc.schema import trigram
+    shop.declare(HISTORIED)
+    app = shop.app(init_schema=True)
+    assert HISTORY_TRIGRAM not in columns(shop, "history_item").indexes
+    assert "author_name_trgm" in columns(shop, "author").indexes
+    # A database an older restsvc made: the index is there, kept by its triggers.
+    support = trigram.support(app.database)
+    _, _, create, _ = trigram.declared_index(app.database, HistoryItem,
+                                             HistoryItem.entityName, support)
+    for sql in create:
+        shop.sql(sql)
+    assert HISTORY_TRIGRAM in columns(shop, "history_item").indexes
+    code, output = shop.migrate(capsys=capsys)      # no --allow-destructive needed
+    assert code == 0, output
+    assert f"drop index {HISTORY_TRIGRAM} (a substring index no longer declared)" in output
+    assert HISTORY_TRIGRAM not in columns(shop, "history_item").indexes
+    client, auth = shop.client(shop.app())
+    assert client.post("/rest/entities/Author", json={"name": "Ann Oakley"},
+                       headers=auth).status_code == 201
+    found = client.get("/rest/entities/HistoryItem/search", headers=auth, query_string={
+        "filter": '{"conditions": [{"property": "entityName", "operator": "contains", '
+                  '"value": "utho"}]}'}).json
+    assert [item["entityName"] for item in found] == ["Author"]
+
+
+def test_an_application_that_wants_the_history_substring_index_declares_it(
+        shop, capsys, monkeypatch):
+    monkeypatch.setattr(HistoryItem, "substring_search", True)
+    shop.declare(HISTORIED)
+    shop.app(init_schema=True)
+    assert HISTORY_TRIGRAM in columns(shop, "history_item").indexes

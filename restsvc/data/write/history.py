@@ -86,6 +86,11 @@ class HistoryItem(Entity):
 
     # Written only by the write path: no client creates, changes or deletes one.
     is_read_only_entity = True
+    # No trigram index on entityName (schema/trigram.py): every item would
+    # write its own substring-search rows. An application that wants
+    # ``contains`` on it indexed sets ``HistoryItem.substring_search = True``
+    # before its app is made (then ``restsvc migrate`` creates the index).
+    substring_search = False
 
     class Meta:
         indexes = ((("entityName", "entityId", "changedDate"), False),)
