@@ -3,6 +3,7 @@
 the same rows, same run, same database.
 
     python tests/benchmark/bulk.py [--rows 1000] [--rounds 10] [--database-url URL]
+    python tests/benchmark/bulk.py --concurrent 50 [--rows 1000]
 
 Each round: ``POST /rest/entities/Customer`` with a list of ``--rows`` new
 customers (name, email, grade, birth date, an embedded address), called in
@@ -109,13 +110,92 @@ def _statements(app, environ, body):
     return counts
 
 
+def _concurrent(workdir, count, rows, serve_options=()):
+    """``count`` concurrent bulk creates of ``rows`` customers under
+    ``restsvc serve`` (its default workers and threads) on SQLite: every
+    answer 201, and every row has what a create one at a time writes (one
+    CREATE history item with the same changes, one event with the same
+    changed attributes, a substring-search row per indexed column)."""
+    import concurrent.futures
+    import os
+    import sqlite3
+    from servers import free_port, one_request, stop_server
+    import socket
+    import subprocess
+    app, env, token, _ = prepare(Path(workdir))
+    port = free_port()
+    log = Path(workdir) / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "restsvc.cli", "serve", "--port", str(port),
+                                 *serve_options],
+                                env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    url = f"http://127.0.0.1:{port}/rest/entities/Customer"
+    try:
+        deadline = time.monotonic() + 60
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"restsvc serve did not start:\n{log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        alone = one_request(url, "POST", token, json.dumps(_customers(1, "alone")[0]))
+        assert alone[0] == 201, alone
+        bodies = [json.dumps(_customers(rows, f"c{n}")) for n in range(count)]
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(count) as pool:
+            answers = list(pool.map(lambda body: one_request(url, "POST", token, body), bodies))
+        spent = time.perf_counter() - started
+    finally:
+        stop_server(proc)
+    statuses = {}
+    for status, _ in answers:
+        statuses[status] = statuses.get(status, 0) + 1
+    db = sqlite3.connect(Path(workdir) / "restsvc.db")
+    ids = [row["id"] for status, payload in answers if status == 201 for row in payload]
+    hexes = [entity_id.replace("-", "") for entity_id in ids]
+    db.execute("CREATE TEMP TABLE made (id TEXT, hex TEXT)")
+    db.executemany("INSERT INTO made VALUES (?, ?)", zip(ids, hexes))
+    one = lambda sql: db.execute(sql).fetchone()[0]     # noqa: E731
+    items = db.execute("SELECT kind, changes, count(*) FROM history_item WHERE entityId IN "
+                       "(SELECT id FROM made) GROUP BY kind, changes").fetchall()
+    events = db.execute("SELECT kind, changed, version, count(*) FROM restsvc_event WHERE "
+                        "entityId IN (SELECT id FROM made) GROUP BY kind, changed, version"
+                        ).fetchall()
+    alone_id = alone[1]["id"]
+    alone_item = db.execute("SELECT kind, changes FROM history_item WHERE entityId = ?",
+                            (alone_id,)).fetchall()
+    alone_event = db.execute("SELECT kind, changed, version FROM restsvc_event WHERE entityId = ?",
+                             (alone_id,)).fetchall()
+    names = lambda changes: sorted(c["name"] for c in json.loads(changes))     # noqa: E731
+    fts = {table: one(f'SELECT count(*) FROM "{table}" WHERE rowid IN (SELECT rowid FROM customer '
+                      "WHERE lower(id) IN (SELECT hex FROM made))")
+           for table in ("customer_name_trgm", "customer_email_trgm", "customer_address_city_trgm")}
+    print(f"SQLite, {count} concurrent bulk creates of {rows} customers under restsvc serve: "
+          f"{spent:.1f} s; answers {statuses}")
+    print(f"  rows {len(ids)}, history items {sum(n for *_, n in items)}, events "
+          f"{sum(n for *_, n in events)}, substring-search rows {fts}")
+    same = ({(k, tuple(names(c))) for k, c, _ in items} == {(k, tuple(names(c))) for k, c in alone_item}
+            and {e[:3] for e in events} == set(alone_event))
+    whole = (statuses == {201: count} and len(set(ids)) == count * rows
+             and sum(n for *_, n in items) == len(ids) == sum(n for *_, n in events)
+             and all(n == len(ids) for n in fts.values()))
+    print(f"  all 201 and every row written whole: {whole}; as a create one at a time: {same}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--database-url", default=None,
                         help="PostgreSQL URL (a fresh database: its tables are replaced)")
+    parser.add_argument("--concurrent", type=int, default=0,
+                        help="instead: this many concurrent bulk creates under restsvc serve (SQLite)")
+    parser.add_argument("--serve-option", action="append", default=[],
+                        help="passed to restsvc serve (for example --serve-option=--threads=1)")
     args = parser.parse_args()
+    if args.concurrent:
+        with tempfile.TemporaryDirectory() as workdir:
+            _concurrent(workdir, args.concurrent, args.rows, args.serve_option)
+        return
     with tempfile.TemporaryDirectory() as workdir:
         app, _, token, _ = prepare(Path(workdir), args.database_url)
         tables = _raw_tables(app)

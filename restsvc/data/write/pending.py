@@ -16,7 +16,11 @@ memberships or ``after_save`` hook), of an entity without row rules on
 writes (they read the row back). Any other save first flushes what is
 pending, so every write sees the rows written before it, in order, and the
 transaction holds the same rows, items and events as one save at a time.
+The transaction itself starts at the first ``flush``: a bulk of creates that
+stand alone is planned (audit values, history items, events) before SQLite's
+write lock is taken, and holds it only for its few statements.
 """
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import peewee
@@ -33,7 +37,8 @@ if TYPE_CHECKING:
 class Pending:
     """What a bulk's standing-alone creates left to write."""
 
-    def __init__(self) -> None:
+    def __init__(self, begin: Callable[[], object]) -> None:
+        self.begin: Callable[[], object] | None = begin     # the transaction, until started
         # (model, one-row INSERT text) -> rows' parameters, in the order first seen
         self.rows: dict[tuple[type[peewee.Model], str], list[list[object]]] = {}
         self.items: list[history.HistoryEntry] = []
@@ -57,8 +62,12 @@ class Pending:
         self.rows.setdefault((model, sql), []).append(params)
 
     def flush(self, access: "Access") -> None:
-        """Write what is pending: entity rows first (history items and events
-        name them), then items and events in the order of the saves."""
+        """Start the transaction if not yet, and write what is pending: entity
+        rows first (history items and events name them), then items and
+        events in the order of the saves."""
+        if self.begin is not None:
+            begin, self.begin = self.begin, None
+            begin()
         rows, self.rows = self.rows, {}
         first, self.first = self.first, None
         if rows:

@@ -34,7 +34,7 @@ path; a step that writes adds its statement to ``batch`` when there is one.
 """
 import dataclasses
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import peewee
@@ -72,7 +72,7 @@ class Writer:
         self.batch: list[Statement] | None = None
         self.at_version: int | None = None     # the version an UPDATE sent at once applies at
         self.pending: Pending | None = None     # ``save_all``: rows written together
-        self.deferred = False                   # the save in progress leaves its rows in ``pending``
+        self.deferred = False                   # the save in progress leaves its rows there
 
     # -- save --------------------------------------------------------------
     def save(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None = None,
@@ -94,10 +94,10 @@ class Writer:
         self.after_save(operation, instance)
         return operation.id
 
-    def save_all(self, operations: Sequence["Operation"]) -> None:
-        """Write a request's operations in order (in its transaction), the
-        rows of those that stand alone together (``Pending``)."""
-        self.pending = Pending()
+    def save_all(self, operations: Sequence["Operation"], begin: Callable[[], object]) -> None:
+        """Write a request's operations in order in one transaction (``begin``
+        starts it), the rows of those that stand alone together (``Pending``)."""
+        self.pending = Pending(begin)
         try:
             for operation in operations:
                 self.save(operation)
