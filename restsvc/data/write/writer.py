@@ -26,9 +26,8 @@ children at every depth, memberships removed, the statement, the hook).
 update: rules_before (on the row as deleted), audit, statement (unmark),
 rules_after, history (RESTORE items), events (UPDATE).
 ``Writer.save_at_once`` (PostgreSQL, a lone create or update) runs ``save``'s steps with their statements
-collected in ``batch`` and sent as one by ``flush``. ``Writer.save_all`` (a
-request's operations) lets the creates that stand alone leave their rows,
-history items and events in ``pending`` (pending.py), written together. A feature that reacts
+collected in ``batch`` and sent as one by ``flush``. ``Writer.save_all``: a request's
+creates that stand alone leave rows, items and events in ``pending`` (pending.py). A feature that reacts
 to writes (audit, history, events) is a further step here, never a second
 path; a step that writes adds its statement to ``batch`` when there is one.
 """
