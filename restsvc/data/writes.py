@@ -3,6 +3,7 @@ and these. Validate, save, delete, restore and purge entities under the
 caller's permissions, through the one write path (write/): ``Importer``
 plans what a body writes, ``Writer`` writes it.
 """
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -80,10 +81,12 @@ class DataWrites:
                 Writer(access).save_at_once(alone):
             pass        # its statement, its history item and its event sent as one
         else:
-            writer = Writer(access)
-            with write_transaction(self.database):
-                for operation in operations:
-                    writer.save(operation)
+            # Entered by the writer when it first writes: a bulk of creates
+            # plans its rows first and holds SQLite's write lock only for its
+            # few statements (write/pending.py).
+            with contextlib.ExitStack() as stack:
+                Writer(access).save_all(operations, lambda: stack.enter_context(
+                    write_transaction(self.database)))
         return operations
 
     def delete(self, access: "Access", meta: "MetaClass", entity_ids: Sequence[JsonValue],

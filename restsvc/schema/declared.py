@@ -68,6 +68,8 @@ def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Mode
             name, sql = lowered_index_sql(database, model, field)
             table.indexes[name] = Index(name, False, sql)
             assert support is not None      # worked out when there are lowered fields
+            if not getattr(model, "substring_search", True):
+                continue        # a model without substring indexes (HistoryItem, unless declared)
             declared = trigram.declared_index(database, model, field, support)
             if declared is not None:
                 substring = DeclaredTrigram._make(declared)

@@ -30,6 +30,7 @@ log = logging.getLogger("restsvc")
 _TRIGGERS = ("ai", "ad", "au")
 _SHADOWS = ("data", "idx", "content", "docsize", "config")
 MIN_LENGTH = 3          # characters a trigram match needs
+SUFFIX = "_trgm"        # of every trigram index's name
 
 Statements = tuple[str, ...]
 # (name, sql, create statements, drop statements) of a declared index.
@@ -39,7 +40,7 @@ FoundIndex = tuple[str, str, Statements, tuple[str, ...]]
 
 
 def index_name(table: str, column: str) -> str:
-    return f"{table}_{column}_trgm"[:63]
+    return f"{table}_{column}{SUFFIX}"[:63]
 
 
 def _q(identifier: str) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import peewee
 
-from ...db import delete_in_batches, is_sqlite
+from ...db import delete_in_batches, execute, is_sqlite
 from ...jsonio import JsonObject, JsonValue, dumps, loads
 from ...model.entity import AUDIT_FIELDS, Entity, entity
 from ...model.fields import DateTimeField
@@ -30,7 +30,7 @@ from ..access import Access, utc_now
 from ..memo import entity_facts
 from ..read.filters import attribute_visible
 from ..read.query import EntityQuery, Expression
-from .sqlwrite import Statement
+from .sqlwrite import Statement, many_rows
 
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass, MetaProperty
@@ -86,6 +86,11 @@ class HistoryItem(Entity):
 
     # Written only by the write path: no client creates, changes or deletes one.
     is_read_only_entity = True
+    # No trigram index on entityName (schema/trigram.py): every item would
+    # write its own substring-search rows. An application that wants
+    # ``contains`` on it indexed sets ``HistoryItem.substring_search = True``
+    # before its app is made (then ``restsvc migrate`` creates the index).
+    substring_search = False
 
     class Meta:
         indexes = ((("entityName", "entityId", "changedDate"), False),)
@@ -226,17 +231,21 @@ def item_of_save(operation: "Operation", before: Before | None,
 
 def record(access: Access, items: Sequence[HistoryEntry],
            batch: list[Statement] | None = None) -> None:
-    """Insert items ``(meta, entity id, kind, changes)``; one statement
-    (added to ``batch``, statements the writer sends together, for one item)."""
+    """Insert items ``(meta, entity id, kind, changes)``: as few multi-row
+    statements as ``sqlwrite.many_rows`` allows (one item's: added to
+    ``batch``, statements the writer sends together, when given)."""
     if not items:
         return
     rows = _rows(access, items)
     if len(rows) == 1 and batch is not None:
         batch.append(_insert_sql(access, rows[0]))
-    elif len(rows) == 1:
-        access.database.execute_sql(*_insert_sql(access, rows[0]))  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-    else:
-        HistoryItem.insert_many(rows).execute()
+        return
+    statements = [_insert_sql(access, row) for row in rows]
+    sql = statements[0][0]
+    together = None if len(rows) == 1 or any(text != sql for text, _ in statements) else \
+        many_rows(sql, [params for _, params in statements], access.database.param)
+    for text, params in together or statements:     # as few statements as ``many_rows`` allows
+        execute(access.database, text, params)
 
 
 def _rows(access: Access, items: Iterable[HistoryEntry]) -> list[dict[str, object]]:

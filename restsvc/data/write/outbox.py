@@ -27,7 +27,7 @@ from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
 from ..access import utc_now
 from ..memo import entity_facts
-from .sqlwrite import Statement
+from .sqlwrite import Statement, many_rows
 
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass
@@ -40,7 +40,7 @@ NOT_LISTED = frozenset(("id", "version") + AUDIT_FIELDS + DELETION_FIELDS)
 Batch = list[Statement]     # a lone write's statements, sent as one (writer.py)
 # A row as a write left it: (its id as loaded rows hold it, its version or None).
 Written = tuple[Any, "int | None"]
-CHUNK = 500                 # rows per statement (7 parameters each: within every driver's limit)
+CHUNK = 500                 # ids per IN list of ``written``
 
 
 class ChangeEvent(peewee.Model):
@@ -101,29 +101,38 @@ def written(meta: MetaClass, ids: Sequence[Any]) -> list[Written]:
 
 def record(access: Access, meta: MetaClass, rows: Sequence[Written], kind: str,
            changed: list[str], batch: Batch | None = None) -> None:
-    """Insert the events of ``rows`` (what the write left, ``Written``), one
-    statement per ``CHUNK`` rows. A lone row's statement is added to ``batch``
-    when given (the writer sends those together)."""
+    """Insert the events of ``rows`` (what the write left, ``Written``)."""
+    insert(access, event_rows(access, meta, rows, kind, changed), batch)
+
+
+def event_rows(access: Access, meta: MetaClass, rows: Sequence[Written], kind: str,
+               changed: list[str]) -> list[list[object]]:
+    """The parameters of the events of ``rows``, one list per row (``insert``
+    writes them; a bulk's writer collects them first, data/write/pending.py)."""
+    common = (dumps(changed), access.username, _stored_time())
+    return [[meta.name, str(key), kind, common[0], version, common[1], common[2]]
+            for key, version in rows]
+
+
+def insert(access: Access, params: Sequence[list[object]], batch: Batch | None = None) -> None:
+    """Insert events by their ``event_rows``: as few multi-row statements as
+    ``sqlwrite.many_rows`` allows. A lone row's statement is added to
+    ``batch`` when given (the writer sends those together)."""
     sql: str | None = access.sql_cache.get("event-values")
     if sql is None:
         sql = access.sql_cache["event-values"] = ChangeEvent.insert(
             entity="", entityId="", kind="", changed="", version=0, username="",
             time=utc_now()).sql()[0]
-    common = (dumps(changed), access.username, _stored_time())
-    params = [[meta.name, str(key), kind, common[0], version, common[1], common[2]]
-              for key, version in rows]
     if len(params) == 1:
         if batch is None:
             execute(access.database, sql, params[0])
         else:
             batch.append((sql, params[0]))
         return
-    head, _, values = sql.partition(" VALUES ")
-    row = values[:values.index(")") + 1]           # "(?, ..., ?)", without a RETURNING after it
-    for start in range(0, len(params), CHUNK):
-        chunk = params[start:start + CHUNK]
-        execute(access.database, f"{head} VALUES {', '.join([row] * len(chunk))}",
-                [value for one in chunk for value in one])
+    statements = many_rows(sql, params, access.database.param)
+    assert statements is not None       # every value of an event is a parameter
+    for text, values in statements:
+        execute(access.database, text, values)
 
 
 def _stored_time() -> object:

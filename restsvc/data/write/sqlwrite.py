@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # One statement as the driver takes it: SQL text and its parameters.
 Statement = tuple[str, list[object]]
+# Parameters per multi-row INSERT: within SQLite's limit (32766 since 3.32);
+# psycopg2 sends the values in the text, without a limit of its own.
+MAX_PARAMS = 32766
 
 
 @contextlib.contextmanager
@@ -60,6 +63,23 @@ def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object
         else:
             access.sql_cache[key] = sql
     return sql, params
+
+
+def many_rows(sql: str, rows: Sequence[Sequence[object]], param: str) -> list[Statement] | None:
+    """One-row INSERT ``sql`` (every value a parameter ``param``) as
+    multi-row INSERTs of ``rows``, as few as ``MAX_PARAMS`` allows:
+    ``ceil(len(rows) * columns / MAX_PARAMS)`` statements; None when the
+    text holds anything but parameters in its VALUES (then one row at a time)."""
+    if not rows:
+        return []
+    head, _, values = sql.partition(" VALUES ")
+    row = "(" + ", ".join([param] * len(rows[0])) + ")"
+    if not values.startswith(row):          # a RETURNING after it is left out
+        return None
+    per = max(1, MAX_PARAMS // len(rows[0]))
+    return [(f"{head} VALUES {', '.join([row] * len(rows[start:start + per]))}",
+             [value for one in rows[start:start + per] for value in one])
+            for start in range(0, len(rows), per)]
 
 
 def one_statement(access: Access, batch: Sequence[Statement], creating: bool) -> Statement:

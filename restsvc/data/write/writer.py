@@ -26,13 +26,14 @@ children at every depth, memberships removed, the statement, the hook).
 update: rules_before (on the row as deleted), audit, statement (unmark),
 rules_after, history (RESTORE items), events (UPDATE).
 ``Writer.save_at_once`` (PostgreSQL, a lone create or update) runs ``save``'s steps with their statements
-collected in ``batch`` and sent as one by ``flush``. A feature that reacts
+collected in ``batch`` and sent as one by ``flush``. ``Writer.save_all``: a request's
+creates that stand alone leave rows, items and events in ``pending`` (pending.py). A feature that reacts
 to writes (audit, history, events) is a further step here, never a second
 path; a step that writes adds its statement to ``batch`` when there is one.
 """
 import dataclasses
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import peewee
@@ -45,6 +46,7 @@ from ..access import Access, require, utc_now
 from ..answer.etags import version_is
 from .history import Before
 from .owned import Reached, child_ids, composed, referrers
+from .pending import Pending
 from ..read.query import EntityQuery
 from .rowrules import check_members, check_rows
 from .sqlwrite import Statement, insert_sql, one_statement, refusals, update_refused
@@ -68,11 +70,17 @@ class Writer:
         # as one by ``flush``; a step that writes too (history) adds its own.
         self.batch: list[Statement] | None = None
         self.at_version: int | None = None     # the version an UPDATE sent at once applies at
+        self.pending: Pending | None = None     # ``save_all``: rows written together
+        self.deferred = False                   # the save in progress leaves its rows there
 
     # -- save --------------------------------------------------------------
     def save(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None = None,
              owner_id: Id | None = None) -> Id | None:
         """Write one planned operation and what it owns; returns its id."""
+        if self.pending is not None:
+            self.deferred = self.pending.takes(self.access, operation, owner_field)
+            if not self.deferred:
+                self.pending.flush(self.access)
         self.rules_before(operation, owner_field)
         self.audit(operation)
         before = self.history_before(operation)
@@ -84,6 +92,17 @@ class Writer:
         self.events(operation, instance)
         self.after_save(operation, instance)
         return operation.id
+
+    def save_all(self, operations: Sequence["Operation"], begin: Callable[[], object]) -> None:
+        """Write a request's operations in order in one transaction (``begin``
+        starts it), the rows of those that stand alone together (``Pending``)."""
+        self.pending = Pending(begin)
+        try:
+            for operation in operations:
+                self.save(operation)
+            self.pending.flush(self.access)
+        finally:
+            self.pending, self.deferred = None, False
 
     def rules_before(self, operation: "Operation",
                      owner_field: peewee.ForeignKeyField | None) -> None:
@@ -219,16 +238,22 @@ class Writer:
     def history(self, operation: "Operation", before: Before | None,
                 owner_field: peewee.ForeignKeyField | None = None, owner_id: Id | None = None) -> None:
         item = history.item_of_save(operation, before, owner_field, owner_id)
-        if item is not None:
+        if item is not None and self.deferred and self.pending is not None:
+            self.pending.items.append(item)
+        elif item is not None:
             history.record(self.access, [item], self.batch)
 
     def events(self, operation: "Operation", instance: "Entity | None") -> None:
         meta = operation.meta
         if not meta.events:
             return
-        outbox.record(self.access, meta, [(operation.key, operation.version)],
-                      "CREATE" if operation.creating else "UPDATE",
-                      outbox.changed_names(meta, operation), self.batch)
+        rows = outbox.event_rows(self.access, meta, [(operation.key, operation.version)],
+                                 "CREATE" if operation.creating else "UPDATE",
+                                 outbox.changed_names(meta, operation))
+        if self.deferred and self.pending is not None:
+            self.pending.events += rows
+        else:
+            outbox.insert(self.access, rows, self.batch)
 
     @staticmethod
     def after_save(operation: "Operation", instance: "Entity | None") -> None:
@@ -256,7 +281,9 @@ class Writer:
             instance.id = operation.id
             return instance
         sql, params = insert_sql(self.access, model, data)
-        if self.batch is not None:
+        if self.deferred and self.pending is not None:
+            self.pending.add_row(operation, model, (sql, params))
+        elif self.batch is not None:
             self.batch.append((sql, params))
         else:
             execute(self.access.database, sql, params)

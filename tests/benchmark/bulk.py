@@ -1,0 +1,239 @@
+"""Benchmark (issue 41, bulk writes): one POST of 1,000 new demo customers
+(history, events and substring search on) against a raw ``executemany`` of
+the same rows, same run, same database.
+
+    python tests/benchmark/bulk.py [--rows 1000] [--rounds 10] [--database-url URL]
+    python tests/benchmark/bulk.py --concurrent 50 [--rows 1000]
+
+Each round: ``POST /rest/entities/Customer`` with a list of ``--rows`` new
+customers (name, email, grade, birth date, an embedded address), called in
+process (no server, no sockets: what is left is restsvc's own time and the
+database's), then the same rows written by one ``executemany`` in one
+transaction (the rows only: no history, no events), into the table itself
+(SQLite: its substring-search triggers run) and into a plain copy of it
+(the same columns and indexes, no triggers: the issue's "raw executemany").
+The raw rows are deleted after each round. Printed: the medians of wall
+time, their ratio, and the statements the POST sent per table.
+Targets (SQLite): at most 45 ms, at most 6x the raw write.
+"""
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dataset import prepare                     # noqa: E402
+from inprocess import _answer, _environs        # noqa: E402
+
+TARGET_MS, TARGET_RATIO = 45.0, 6.0
+
+
+def _customers(rows, tag):
+    return [{"name": f"Bulk {tag} {i:05d}", "email": f"bulk{tag}-{i}@example.com",
+             "grade": ("BRONZE", "SILVER", "GOLD")[i % 3], "birthDate": "1980-01-02",
+             "address": {"city": f"City {i % 50}", "street": f"{i} Main St"}}
+            for i in range(rows)]
+
+
+def _raw_tables(app):
+    """("customer", "raw_customer"): the table itself (SQLite: with its
+    substring-search triggers) and a plain copy of it, the same columns and
+    indexes without triggers (PostgreSQL: LIKE ... INCLUDING ALL, its
+    trigram indexes included)."""
+    from restsvc.db import execute, is_sqlite
+    database = app.database
+    execute(database, 'DROP TABLE IF EXISTS "raw_customer"')
+    if not is_sqlite(database):
+        execute(database, 'CREATE TABLE "raw_customer" (LIKE "customer" INCLUDING ALL)')
+        return "customer", "raw_customer"
+    execute(database, 'CREATE TABLE "raw_customer" AS SELECT * FROM "customer" WHERE 0')
+    for name, sql in list(execute(database, "SELECT name, sql FROM sqlite_master WHERE "
+                                            "type = 'index' AND tbl_name = 'customer' AND sql IS NOT NULL")):
+        execute(database, sql.replace(f'"{name}"', f'"raw_{name}"', 1).replace(
+            'ON "customer"', 'ON "raw_customer"', 1))
+    return "customer", "raw_customer"
+
+
+def _raw(app, table, rows, tag):
+    """Wall ms of one executemany of ``rows`` customers like the POST's into
+    ``table``, in a transaction on the app's own database."""
+    from restsvc.demo.model import Customer
+    fields = [Customer.id, Customer.version, Customer.name, Customer.email, Customer.grade,
+              Customer.birthDate, Customer.address_city, Customer.address_street,
+              Customer.createdDate, Customer.createdBy, Customer.lastModifiedDate,
+              Customer.lastModifiedBy]
+    database = app.database
+    marks = ", ".join([database.param] * len(fields))
+    columns = ", ".join('"%s"' % field.column_name for field in fields)
+    sql = f'INSERT INTO "{table}" ({columns}) VALUES ({marks})'
+    now = datetime.datetime(2026, 1, 1)
+    values = [tuple(field.db_value(value) for field, value in zip(fields, (
+        uuid.uuid4(), 1, f"Raw {tag} {i:05d}", f"raw{tag}-{i}@example.com", "B",
+        datetime.date(1980, 1, 2), f"City {i % 50}", f"{i} Main St", now, "admin", now,
+        "admin"))) for i in range(rows)]
+    cursor = database.cursor()
+    started = time.perf_counter()
+    with database.atomic():
+        cursor.executemany(sql, values)
+    spent = (time.perf_counter() - started) * 1e3
+    with database.atomic():
+        cursor.execute(f'DELETE FROM "{table}" WHERE "name" LIKE {database.param}',
+                       (f"Raw {tag} %",))
+    return spent
+
+
+def _statements(app, environ, body):
+    """{table: statements} of one POST, counted by a wrapper around execute_sql."""
+    database = app.database
+    counts = {}
+    original = database.execute_sql
+
+    def counting(sql, params=None, *args, **kwargs):
+        words = sql.split()
+        if words and words[0].upper() == "INSERT":
+            table = words[2].strip('"')
+            counts[table] = counts.get(table, 0) + 1
+        return original(sql, params, *args, **kwargs)
+    database.execute_sql = counting
+    try:
+        status, payload = _answer(app, environ, body)
+    finally:
+        del database.execute_sql
+    if not status.startswith("201"):
+        raise SystemExit(f"bulk create answered {status}: {payload[:300]!r}")
+    return counts
+
+
+def _concurrent(workdir, count, rows, serve_options=()):
+    """``count`` concurrent bulk creates of ``rows`` customers under
+    ``restsvc serve`` (its default workers and threads) on SQLite: every
+    answer 201, and every row has what a create one at a time writes (one
+    CREATE history item with the same changes, one event with the same
+    changed attributes, a substring-search row per indexed column)."""
+    import concurrent.futures
+    import os
+    import sqlite3
+    from servers import free_port, one_request, stop_server
+    import socket
+    import subprocess
+    app, env, token, _ = prepare(Path(workdir))
+    port = free_port()
+    log = Path(workdir) / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "restsvc.cli", "serve", "--port", str(port),
+                                 *serve_options],
+                                env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    url = f"http://127.0.0.1:{port}/rest/entities/Customer"
+    try:
+        deadline = time.monotonic() + 60
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"restsvc serve did not start:\n{log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        alone = one_request(url, "POST", token, json.dumps(_customers(1, "alone")[0]))
+        assert alone[0] == 201, alone
+        bodies = [json.dumps(_customers(rows, f"c{n}")) for n in range(count)]
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(count) as pool:
+            answers = list(pool.map(lambda body: one_request(url, "POST", token, body), bodies))
+        spent = time.perf_counter() - started
+    finally:
+        stop_server(proc)
+    statuses = {}
+    for status, _ in answers:
+        statuses[status] = statuses.get(status, 0) + 1
+    db = sqlite3.connect(Path(workdir) / "restsvc.db")
+    ids = [row["id"] for status, payload in answers if status == 201 for row in payload]
+    hexes = [entity_id.replace("-", "") for entity_id in ids]
+    db.execute("CREATE TEMP TABLE made (id TEXT, hex TEXT)")
+    db.executemany("INSERT INTO made VALUES (?, ?)", zip(ids, hexes))
+    one = lambda sql: db.execute(sql).fetchone()[0]     # noqa: E731
+    items = db.execute("SELECT kind, changes, count(*) FROM history_item WHERE entityId IN "
+                       "(SELECT id FROM made) GROUP BY kind, changes").fetchall()
+    events = db.execute("SELECT kind, changed, version, count(*) FROM restsvc_event WHERE "
+                        "entityId IN (SELECT id FROM made) GROUP BY kind, changed, version"
+                        ).fetchall()
+    alone_id = alone[1]["id"]
+    alone_item = db.execute("SELECT kind, changes FROM history_item WHERE entityId = ?",
+                            (alone_id,)).fetchall()
+    alone_event = db.execute("SELECT kind, changed, version FROM restsvc_event WHERE entityId = ?",
+                             (alone_id,)).fetchall()
+    names = lambda changes: sorted(c["name"] for c in json.loads(changes))     # noqa: E731
+    fts = {table: one(f'SELECT count(*) FROM "{table}" WHERE rowid IN (SELECT rowid FROM customer '
+                      "WHERE lower(id) IN (SELECT hex FROM made))")
+           for table in ("customer_name_trgm", "customer_email_trgm", "customer_address_city_trgm")}
+    print(f"SQLite, {count} concurrent bulk creates of {rows} customers under restsvc serve: "
+          f"{spent:.1f} s; answers {statuses}")
+    print(f"  rows {len(ids)}, history items {sum(n for *_, n in items)}, events "
+          f"{sum(n for *_, n in events)}, substring-search rows {fts}")
+    same = ({(k, tuple(names(c))) for k, c, _ in items} == {(k, tuple(names(c))) for k, c in alone_item}
+            and {e[:3] for e in events} == set(alone_event))
+    whole = (statuses == {201: count} and len(set(ids)) == count * rows
+             and sum(n for *_, n in items) == len(ids) == sum(n for *_, n in events)
+             and all(n == len(ids) for n in fts.values()))
+    print(f"  all 201 and every row written whole: {whole}; as a create one at a time: {same}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--database-url", default=None,
+                        help="PostgreSQL URL (a fresh database: its tables are replaced)")
+    parser.add_argument("--concurrent", type=int, default=0,
+                        help="instead: this many concurrent bulk creates under restsvc serve (SQLite)")
+    parser.add_argument("--serve-option", action="append", default=[],
+                        help="passed to restsvc serve (for example --serve-option=--threads=1)")
+    args = parser.parse_args()
+    if args.concurrent:
+        with tempfile.TemporaryDirectory() as workdir:
+            _concurrent(workdir, args.concurrent, args.rows, args.serve_option)
+        return
+    with tempfile.TemporaryDirectory() as workdir:
+        app, _, token, _ = prepare(Path(workdir), args.database_url)
+        tables = _raw_tables(app)
+        posts, cpus, raws = [], [], {table: [] for table in tables}
+        for round_number in range(args.rounds + 1):        # round 0: warm-up
+            body = json.dumps(_customers(args.rows, f"r{round_number}")).encode()
+            environ = _environs("POST", ["/rest/entities/Customer"], token, body)[0]
+            if round_number == 0:
+                counts = _statements(app, environ, body)
+                continue
+            started, cpu = time.perf_counter(), time.process_time()
+            status, payload = _answer(app, environ, body)
+            posts.append((time.perf_counter() - started) * 1e3)
+            cpus.append((time.process_time() - cpu) * 1e3)
+            if not status.startswith("201"):
+                raise SystemExit(f"bulk create answered {status}: {payload[:300]!r}")
+            for table in tables:
+                raws[table].append(_raw(app, table, args.rows, f"r{round_number}"))
+        post = statistics.median(posts)
+        kind = "PostgreSQL" if args.database_url else "SQLite"
+        print(f"{kind}, {args.rows} customers, {args.rounds} rounds (wall ms: median, range)")
+        print(f"  bulk POST                       {post:7.1f}  ({min(posts):.1f}-{max(posts):.1f})"
+              f"  CPU of this process {statistics.median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f})")
+        for table, spent in raws.items():
+            raw = statistics.median(spent)
+            ratios = sorted(p / r for p, r in zip(posts, spent))
+            print(f"  executemany into {table:14s} {raw:7.1f}  ({min(spent):.1f}-{max(spent):.1f})"
+                  f"  POST / it: {post / raw:.1f}x (rounds {ratios[0]:.1f}-{ratios[-1]:.1f})")
+        print("  INSERT statements per table (warm-up POST): "
+              + ", ".join(f"{table} {n}" for table, n in sorted(counts.items())))
+        if not args.database_url:
+            raw = statistics.median(raws["raw_customer"])
+            verdict = post <= TARGET_MS and post / raw <= TARGET_RATIO
+            print(f"  target (against the plain copy): <= {TARGET_MS:.0f} ms and "
+                  f"<= {TARGET_RATIO:.0f}x: {'met' if verdict else 'missed'}")
+        from restsvc.db import execute
+        execute(app.database, 'DROP TABLE IF EXISTS "raw_customer"')
+
+
+if __name__ == "__main__":
+    main()

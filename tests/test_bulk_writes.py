@@ -1,0 +1,158 @@
+"""Bulk writes (issue 41): the rows of one bulk create go to each table in a
+bounded number of statements whatever the row count (data/write/pending.py:
+one multi-row INSERT per column set and 32,766 parameters), and write
+exactly what the same creates made one at a time write."""
+import re
+
+from conftest import demo_id
+from restsvc.data.write.history import HistoryItem
+from restsvc.events import outbox
+from schema_support import columns, shop as shop  # noqa: F401  (the fixture)
+
+CUSTOMER = demo_id("customer", 3)
+_INSERT = re.compile(r'\s*INSERT INTO "?(\w+)"?', re.IGNORECASE)
+
+
+def _customers(count, tag):
+    return [{"name": f"Bulk {tag} {i:04d}", "email": f"bulk-{tag}-{i}@example.com",
+             "grade": ("BRONZE", "SILVER", "GOLD")[i % 3], "birthDate": "1980-01-02",
+             "address": {"city": f"Town {tag} {i % 7}", "street": f"{i} Main St"}}
+            for i in range(count)]
+
+
+def _counted_inserts(app, monkeypatch, action):
+    """{table: INSERT statements} sent while ``action`` runs (a wrapper
+    around the database's ``execute_sql``)."""
+    database, counts = app.database, {}
+    original = database.execute_sql
+
+    def counting(sql, params=None, *args, **kwargs):
+        found = _INSERT.match(sql)
+        if found:
+            counts[found.group(1)] = counts.get(found.group(1), 0) + 1
+        return original(sql, params, *args, **kwargs)
+    monkeypatch.setattr(database, "execute_sql", counting)
+    try:
+        action()
+    finally:
+        monkeypatch.undo()
+    return counts
+
+
+def _bulk(client, auth, bodies):
+    response = client.post("/rest/entities/Customer", headers=auth, json=bodies)
+    assert response.status_code == 201, response.json
+    return [row["id"] for row in response.json]
+
+
+def test_a_bulk_create_writes_each_table_in_one_statement_whatever_its_size(
+        app, client, auth, monkeypatch):
+    counts = {size: _counted_inserts(app, monkeypatch,
+                                     lambda size=size: _bulk(client, auth, _customers(size, size)))
+              for size in (3, 1000)}
+    for size in (3, 1000):
+        assert counts[size] == {"customer": 1, "history_item": 1, "restsvc_event": 1}, counts
+
+
+def _written(client, auth, ids):
+    """What the creates of ``ids`` left: the rows and their history items,
+    without what differs by row (ids, times, names)."""
+    rows = []
+    for entity_id in ids:
+        row = client.get(f"/rest/entities/Customer/{entity_id}", headers=auth).json
+        items = HistoryItem.select().where(HistoryItem.entityId == entity_id)
+        rows.append((
+            {key: value for key, value in row.items() if key not in (
+                "id", "name", "_instanceName", "email", "createdDate", "lastModifiedDate",
+                "address")},
+            [(item.entityName, item.kind, item.username,
+              sorted(change["name"] for change in item.changes)) for item in items]))
+    return rows
+
+
+def test_a_bulk_writes_what_the_same_creates_one_at_a_time_write(app, client, auth):
+    start = outbox.position(app.database)
+    alone = []
+    for body in _customers(4, "alone"):
+        response = client.post("/rest/entities/Customer", headers=auth, json=body)
+        assert response.status_code == 201, response.json
+        alone.append(response.json["id"])
+    together = _bulk(client, auth, _customers(4, "together"))
+    assert _written(client, auth, together) == _written(client, auth, alone)
+    outbox.assign(app.database)
+    events = outbox.read(app.database, start)
+    shape = [(e["entity"], e["kind"], e["changed"], e["version"]) for e in events]
+    assert [e["entityId"] for e in events] == alone + together
+    assert shape[:4] == shape[4:]
+    found = client.get("/rest/entities/Customer/search", headers=auth, query_string={
+        "filter": '{"conditions": [{"property": "address.city", "operator": "contains", '
+                  '"value": "own together 3"}]}'}).json
+    assert [row["id"] for row in found] == [together[3]]
+
+
+def test_creates_and_updates_of_one_bulk_keep_their_order(app, client, auth):
+    start = outbox.position(app.database)
+    first, last = _customers(2, "mixed")
+    response = client.post("/rest/entities/Customer", headers=auth, json=[
+        first, {"id": CUSTOMER, "name": "Renamed in a bulk"}, last])
+    assert response.status_code == 201, response.json
+    ids = [row["id"] for row in response.json]
+    outbox.assign(app.database)
+    events = outbox.read(app.database, start)
+    assert [(e["entityId"], e["kind"]) for e in events] == [
+        (ids[0], "CREATE"), (CUSTOMER, "UPDATE"), (ids[2], "CREATE")]
+
+
+def test_a_refused_row_of_a_bulk_writes_nothing_and_answers_as_before(app, client, auth):
+    bodies = _customers(3, "twice")
+    bodies[0]["id"] = bodies[2]["id"] = "01a226c0-09e6-7076-9cc9-9cac1191b05f"    # twice
+    before = outbox.position(app.database)
+    response = client.post("/rest/entities/Customer", headers=auth, json=bodies)
+    assert response.status_code == 400, response.json
+    assert response.json["error"] == "Entity creation failed"
+    found = client.get("/rest/entities/Customer/search", headers=auth, query_string={
+        "filter": '{"conditions": [{"property": "name", "operator": "startsWith", '
+                  '"value": "Bulk twice"}]}'}).json
+    assert found == [] and outbox.position(app.database) == before
+
+
+HISTORY_TRIGRAM = "history_item_entityName_trgm"
+HISTORIED = """
+@entity(instance_name="name", history=True)
+class Author(Entity):
+    name = peewee.CharField(max_length=50, index=True)
+"""
+
+
+def test_history_items_get_no_substring_index_and_migrate_drops_an_old_one(shop, capsys):
+    from restsvc.schema import trigram
+    shop.declare(HISTORIED)
+    app = shop.app(init_schema=True)
+    assert HISTORY_TRIGRAM not in columns(shop, "history_item").indexes
+    assert "author_name_trgm" in columns(shop, "author").indexes
+    # A database an older restsvc made: the index is there, kept by its triggers.
+    support = trigram.support(app.database)
+    _, _, create, _ = trigram.declared_index(app.database, HistoryItem,
+                                             HistoryItem.entityName, support)
+    for sql in create:
+        shop.sql(sql)
+    assert HISTORY_TRIGRAM in columns(shop, "history_item").indexes
+    code, output = shop.migrate(capsys=capsys)      # no --allow-destructive needed
+    assert code == 0, output
+    assert f"drop index {HISTORY_TRIGRAM} (a substring index no longer declared)" in output
+    assert HISTORY_TRIGRAM not in columns(shop, "history_item").indexes
+    client, auth = shop.client(shop.app())
+    assert client.post("/rest/entities/Author", json={"name": "Ann Oakley"},
+                       headers=auth).status_code == 201
+    found = client.get("/rest/entities/HistoryItem/search", headers=auth, query_string={
+        "filter": '{"conditions": [{"property": "entityName", "operator": "contains", '
+                  '"value": "utho"}]}'}).json
+    assert [item["entityName"] for item in found] == ["Author"]
+
+
+def test_an_application_that_wants_the_history_substring_index_declares_it(
+        shop, capsys, monkeypatch):
+    monkeypatch.setattr(HistoryItem, "substring_search", True)
+    shop.declare(HISTORIED)
+    shop.app(init_schema=True)
+    assert HISTORY_TRIGRAM in columns(shop, "history_item").indexes
