@@ -80,6 +80,9 @@ class DataWrites:
         elif alone is not None and not is_sqlite(self.database) and _at_once(alone) and \
                 Writer(access).save_at_once(alone):
             pass        # its statement, its history item and its event sent as one
+        elif len(operations) == 1:      # one row: its statements as they come
+            with write_transaction(self.database):
+                Writer(access).save(operations[0])
         else:
             # Entered by the writer when it first writes: a bulk of creates
             # plans its rows first and holds SQLite's write lock only for its
