@@ -1,6 +1,7 @@
 """Import (issue 39): CSV and NDJSON rows through the one write path."""
 import io
 import json
+import uuid
 
 import pytest
 import yaml
@@ -284,3 +285,44 @@ def test_openapi_describes_the_import_to_callers_who_may_create(client, auth, re
     assert "format" in {parameter["name"] for parameter in operation["parameters"]}
     shown = client.get("/rest/docs/openapiDetailed.json", headers=reader_auth).json["paths"]
     assert "/rest/entities/Customer/import" not in shown
+
+
+def _statements(app):
+    """The INSERT statements run while counting (per table)."""
+    from collections import Counter
+    counted = Counter()
+    database = app.database
+    original = database.execute_sql
+
+    def execute_sql(sql, params=None, *args, **kwargs):
+        if sql.startswith("INSERT INTO"):
+            counted[sql.split('"')[1]] += 1
+        return original(sql, params, *args, **kwargs)
+    return counted, execute_sql
+
+
+def test_a_large_create_import_writes_its_rows_in_few_statements(app, client, auth, monkeypatch):
+    counted, execute_sql = _statements(app)
+    monkeypatch.setattr(app.database, "execute_sql", execute_sql)
+    rows = "".join(f"Bulk {n},bulk{n}@import.example,SILVER\n" for n in range(1200))
+    response = post(client, auth, "name,email,grade\n" + rows)
+    assert response.status_code == 200, response.json
+    assert response.json["created"] == 1200
+    # 500 rows per batch: three batches, one INSERT each per table.
+    assert counted["customer"] == 3 and counted["history_item"] == 3
+    assert counted["restsvc_event"] == 3
+    assert len(customers_named(client, auth, "Bulk 0", "Bulk 611", "Bulk 1199")) == 3
+
+
+def test_a_row_the_database_refuses_inside_a_batch_names_its_line(client, auth):
+    ids = [str(uuid.UUID(int=0x6f1c3e0a00004000800000000000 + n)) for n in range(30)]
+    rows = [f"{ids[n]},Batch {n}\n" for n in range(30)]
+    rows[17] = f"{ids[3]},Batch 17\n"       # the id of line 5 again: the database refuses it
+    response = post(client, auth, "id,name\n" + "".join(rows))
+    assert response.status_code == 400, response.json
+    [refused] = response.json["details"]
+    assert refused["line"] == 19
+    assert customers_named(client, auth, "Batch 0", "Batch 29") == {}
+    response = post(client, auth, "id,name\n" + "".join(rows), "?partial=true")
+    assert response.json["created"] == 29 and response.json["failed"] == 1
+    assert response.json["errors"][0]["line"] == 19

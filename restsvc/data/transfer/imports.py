@@ -19,7 +19,7 @@ from ...errors import (ApiError, BadRequest, ImportRefused, Text, UnsupportedMed
                       ValidationFailed)
 from ...jsonio import JsonObject, JsonValue
 from ..access import require
-from ..write.importer import Importer, id_or_none
+from ..write.importer import Importer, Operation, id_or_none
 from ..read.loader import visible_ids
 from .rowsource import FORMATS, Row, rows, violation
 from ..write.writer import Writer
@@ -97,29 +97,101 @@ def import_rows(access: "Access", meta: "MetaClass", chunks: Iterable[bytes],
 
 def _run(access: "Access", meta: "MetaClass", source: Iterator[Row], options: ImportOptions,
          max_entities: int, report: ImportReport) -> None:
-    writing = True
+    batch = _Batch(access, options, report)
     for line, body in source:
-        errors, creating = (body, False) if isinstance(body, list) else \
-            _write(access, meta, body, options, max_entities, writing)
+        if isinstance(body, list):
+            errors, operation = body, None
+        else:
+            if batch.rows and not _plain(meta, body):
+                batch.write()           # a row that reads others sees every row before it
+            errors, operation = _plan(access, meta, body, options, max_entities)
+        if operation is not None and batch.writing:
+            if batch.takes(line, operation):
+                continue
+            errors = _save(access, operation)
+        if errors:
+            batch.write()               # the rows before it first: errors in line order
+        if not batch.count(line, errors, operation):
+            return      # nothing will be written: no more rows to check
+    batch.write()
+
+
+class _Batch:
+    """Rows of an import that may be written together (``Writer.save_all``):
+    creates of rows that refer to no other row, all or nothing. A refused
+    batch is rolled back to its savepoint and written again a row at a time,
+    so each refusal names its line."""
+
+    SIZE = 500
+
+    def __init__(self, access: "Access", options: ImportOptions, report: ImportReport) -> None:
+        self.access, self.options, self.report = access, options, report
+        self.rows: list[tuple[int, Operation]] = []
+        self.writing = True         # False after a refused row, unless partial
+
+    def takes(self, line: int, operation: Operation) -> bool:
+        """Whether ``operation`` waits in the batch: a create of a create-only
+        import (an upsert must see the rows before it as written)."""
+        if self.options.partial or self.options.mode != "create" or not operation.creating:
+            return False
+        self.rows.append((line, operation))
+        if len(self.rows) >= self.SIZE:
+            self.write()
+        return True
+
+    def write(self) -> None:
+        rows, self.rows = self.rows, []
+        if not rows:
+            return
+        try:
+            with self.access.database.atomic():
+                Writer(self.access).save_all([operation for _, operation in rows], _started)
+        except ApiError:
+            for line, operation in rows:
+                errors = _save(self.access, operation) if self.writing else []
+                self.count(line, errors, operation)
+            return
+        self.report.created += len(rows)
+
+    def count(self, line: int, errors: list[JsonObject], operation: "Operation | None") -> bool:
+        """Count one row; False when the import can stop checking."""
+        report = self.report
         if not errors:
-            if creating:
+            if operation is not None and operation.creating:
                 report.created += 1
             else:
                 report.updated += 1
-            continue
+            return True
         report.failed += 1
-        writing = options.partial
-        if len(report.errors) < options.max_errors:
+        self.writing = self.options.partial
+        if len(report.errors) < self.options.max_errors:
             report.errors.append({"line": line, "errors": errors})
-        else:
-            report.errors_truncated = True
-            if not options.partial:
-                return      # nothing will be written: no more rows to check
+            return True
+        report.errors_truncated = True
+        return self.options.partial
 
 
-def _write(access: "Access", meta: "MetaClass", body: JsonObject, options: ImportOptions,
-           max_entities: int, writing: bool) -> "tuple[list[JsonObject], bool]":
-    """(errors, whether it creates) of one row, written when ``writing``."""
+def _started() -> None:
+    """The import's write transaction is open already."""
+
+
+def _plain(meta: "MetaClass", body: JsonObject) -> bool:
+    """Whether a row names no other row (no reference, member or composition value)."""
+    for name, value in body.items():
+        prop = meta.properties.get(name)
+        if prop is None or value is None:
+            continue
+        if prop.is_embedded and isinstance(value, dict):
+            if not _plain(prop.related, value):
+                return False
+        elif prop.is_reference:
+            return False
+    return True
+
+
+def _plan(access: "Access", meta: "MetaClass", body: JsonObject, options: ImportOptions,
+          max_entities: int) -> "tuple[list[JsonObject], Operation | None]":
+    """(errors, the planned write) of one row."""
     importer = Importer(access, False, max_entities)
     try:
         _resolve_references(access, meta, body)
@@ -127,19 +199,26 @@ def _write(access: "Access", meta: "MetaClass", body: JsonObject, options: Impor
         operation = importer.plan(meta, body, "", entity_id, creating)
         if importer.violations:
             raise ValidationFailed(importer.violations)
-        if writing and (options.partial or not is_sqlite(access.database)):
-            # A savepoint: a refused row leaves the others (PostgreSQL also
-            # needs it to go on checking rows after a refused statement).
-            with access.database.atomic():
-                Writer(access).save(operation)
-        elif writing:       # all or nothing on SQLite: a refusal ends the writing anyway
-            Writer(access).save(operation)
-        return [], operation.creating
+        return [], operation
     except ValidationFailed as exc:
         violations: list[JsonObject] = exc.violations
-        return violations, False
+        return violations, None
     except ApiError as exc:
-        return [violation("", str(exc.details) or exc.error)], False
+        return [violation("", str(exc.details) or exc.error)], None
+
+
+def _save(access: "Access", operation: Operation) -> list[JsonObject]:
+    """Write one planned row in a savepoint (a refused row leaves the others;
+    PostgreSQL also needs it to go on after a refused statement); its errors."""
+    try:
+        with access.database.atomic():
+            Writer(access).save(operation)
+        return []
+    except ValidationFailed as exc:
+        violations: list[JsonObject] = exc.violations
+        return violations
+    except ApiError as exc:
+        return [violation("", str(exc.details) or exc.error)]
 
 
 def _target(access: "Access", meta: "MetaClass", body: JsonObject,
