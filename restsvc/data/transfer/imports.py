@@ -3,12 +3,15 @@
 Each row is planned by ``importer.Importer`` (permissions, values,
 references, validators) and written by ``writer.Writer`` (row rules, audit,
 the statement, history, the outbox row), all rows in ONE write transaction,
-each row in a savepoint so a refused row leaves the others as they were.
-All or nothing by default: the first bad row stops the writing (the rest is
-still checked, for the report) and the transaction is rolled back;
-``partial`` keeps the good rows; ``dry_run`` checks and writes every row and
-rolls everything back, so it reports what the import would. Memory holds one
-row and at most ``max_errors`` bad rows' errors, whatever the body's size.
+each row in a savepoint so a refused row leaves the others as they were,
+except creates of an all-or-nothing import that name no other row: those
+are written ``_Batch.SIZE`` at a time by ``Writer.save_all`` (a refused batch
+is written again a row at a time, so each refusal names its line). All or
+nothing by default: the first bad row stops the writing (the rest is still
+checked, for the report) and the transaction is rolled back; ``partial``
+keeps the good rows; ``dry_run`` checks and writes every row and rolls
+everything back, so it reports what the import would. Memory holds one
+batch and at most ``max_errors`` bad rows' errors, whatever the body's size.
 """
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
