@@ -93,7 +93,7 @@ class RestApp:
         queries = self._load_queries()
         self.services = self._load_services()
         self.database = db.open_database(settings.database_url, settings.database_pool_size,
-                                         settings.sqlite_synchronous)
+                                         settings.sqlite_synchronous, settings.sqlite_wal_limit)
         self.data = DataManager(settings, self.metadata, self.database)
         self.queries = PredefinedQueries(self.data, queries)
         self.reports = self._load_reports()
