@@ -99,3 +99,56 @@ def test_the_limit_is_the_connections_journal_size_limit(make_app):
 def test_the_default_limit_is_64_mib(app):
     assert app.database.execute_sql("PRAGMA journal_size_limit").fetchone()[0] == 64 << 20
     assert app.database.wal_bound.limit == 64 << 20
+
+
+def _write_locks(statements):
+    """How many times these statements took SQLite's write lock: each
+    BEGIN IMMEDIATE, and each write run outside a transaction (its own)."""
+    taken, open_ = 0, False
+    for sql in statements:
+        word = sql.lstrip().split(None, 1)[0].upper()
+        if sql.upper().startswith("BEGIN"):
+            taken, open_ = taken + 1, True
+        elif word in ("COMMIT", "ROLLBACK", "END") and not sql.upper().startswith("ROLLBACK TO"):
+            open_ = False
+        elif word in ("INSERT", "UPDATE", "DELETE", "REPLACE") and not open_:
+            taken += 1
+    return taken
+
+
+def _traced(app, request):
+    """The statements ``request()`` sent on this thread's connection."""
+    statements = []
+    connection = app.database.connection()
+    connection.set_trace_callback(statements.append)
+    try:
+        response = request()
+    finally:
+        connection.set_trace_callback(None)
+    return response, statements
+
+
+@pytest.mark.parametrize("body", [{"name": "Keyed", "email": "k@x.org"},
+                                  [{"name": "Keyed A"}, {"name": "Keyed B"}]])
+def test_a_create_with_an_idempotency_key_takes_the_write_lock_once(app, body):
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    keyed = {**auth, "Idempotency-Key": f"once-{len(str(body))}"}
+    response, statements = _traced(app, lambda: client.post(CUSTOMERS, json=body, headers=keyed))
+    assert response.status_code == 201
+    assert _write_locks(statements) == 1, statements
+    assert [s for s in statements if s.upper().startswith("BEGIN")] == ["BEGIN IMMEDIATE"]
+    again, statements = _traced(app, lambda: client.post(CUSTOMERS, json=body, headers=keyed))
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json == response.json
+    assert _write_locks(statements) <= 1
+
+
+def test_an_update_with_an_idempotency_key_takes_the_write_lock_once(app):
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    created = client.post(CUSTOMERS, json={"name": "To change"}, headers=auth).json
+    keyed = {**auth, "Idempotency-Key": "update-once"}
+    response, statements = _traced(app, lambda: client.put(
+        f"{CUSTOMERS}/{created['id']}", json={"name": "Changed"}, headers=keyed))
+    assert response.status_code == 200
+    assert _write_locks(statements) == 1, statements
