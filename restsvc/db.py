@@ -29,6 +29,7 @@ from playhouse.pool import MaxConnectionsExceeded, PooledPostgresqlDatabase
 from .errors import SettingsError
 from .privatefiles import ensure_private
 from .walbound import WalBound, wal_pragmas
+from .writequeue import Queued
 
 log = logging.getLogger("restsvc")
 
@@ -295,8 +296,8 @@ def is_sqlite(database: peewee.Database) -> bool:
 
 
 def release(database: peewee.Database) -> None:
-    """End of a request: never leave a transaction open; give pooled connections
-    back. On SQLite, the process's WAL bound runs from its first request on."""
+    """End of a request: no transaction left open, pooled connections given back
+    (on SQLite, the process's WAL bound runs from its first request on)."""
     if is_sqlite(database) and (bound := cast(_Sqlite, database).wal_bound) is not None:
         bound.ensure()
     if database.is_closed():
@@ -336,11 +337,10 @@ def is_unavailable(exc: BaseException, database: peewee.Database) -> bool:
 
 
 def write_transaction(database: peewee.Database) -> peewee._atomic:
-    """A transaction that will write. SQLite takes the write lock at BEGIN: one
-    that reads first and writes later cannot wait for the lock (busy_timeout
-    does not apply to that upgrade) and would fail at once."""
+    """A transaction that will write. SQLite takes the write lock at BEGIN (one
+    that read first could not wait for it), queued for in the process first."""
     if is_sqlite(database):
-        return database.atomic("IMMEDIATE")
+        return Queued(database)        # writequeue.py
     return database.atomic()
 
 

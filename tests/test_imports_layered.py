@@ -41,9 +41,9 @@ LAYERS = {
     "model": ("model", "values", "settings", "settinggroups"),
     # The database, its schema and migrations, and what knows no model: the
     # error family, JSON text, numbers from input, paths, private files, XML;
-    # the bound of SQLite's write-ahead log.
+    # the bound of SQLite's write-ahead log, the queue for its write lock.
     "db": ("db", "schema", "errors", "jsonio", "numbers", "paths", "privatefiles", "xmlfile",
-           "walbound"),
+           "walbound", "writequeue"),
 }
 ORDER = list(LAYERS)        # top first
 

@@ -1,7 +1,8 @@
 """The application the soak benchmark serves (``soak.py``): restsvc as
 ``restsvc.wsgi`` builds it, with ``svc.datasource.sqlite-wal-limit`` from
 ``$SOAK_WAL_LIMIT`` and the waits for SQLite's write lock recorded: the time
-of each ``BEGIN IMMEDIATE`` and of each write statement run outside a
+of each outermost write transaction's start (the process's queue for the
+lock, then ``BEGIN IMMEDIATE``) and of each write statement run outside a
 transaction (which takes the lock itself), written every 2 s to
 ``$SOAK_OUT/waits-<pid>.txt`` (milliseconds, one a line)."""
 import os
@@ -9,22 +10,25 @@ import threading
 import time
 from dataclasses import replace
 
-from restsvc import db
+from restsvc import db, writequeue
 from restsvc.app import RestApp
 from restsvc.settings import load_settings
 
 WAITS = []
-_begin, _run = db._Sqlite.begin, db._Sqlite._run
+_enter, _run = writequeue.Queued.__enter__, db._Sqlite._run
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLAC")
 
 
-def begin(self, lock_type=None):
+def enter(self):
+    """The outermost write transaction's start: the wait in the process's
+    queue (writequeue.py) and for SQLite's lock together."""
+    if self.db.in_transaction():
+        return _enter(self)
     started = time.perf_counter()
     try:
-        return _begin(self, lock_type)
+        return _enter(self)
     finally:
-        if lock_type == "IMMEDIATE":
-            WAITS.append((time.perf_counter() - started) * 1000)
+        WAITS.append((time.perf_counter() - started) * 1000)
 
 
 def run(self, sql, params):
@@ -45,7 +49,7 @@ def _flush():
             out.write("\n".join(f"{wait:.3f}" for wait in list(WAITS)))
 
 
-db._Sqlite.begin, db._Sqlite._run = begin, run
+writequeue.Queued.__enter__, db._Sqlite._run = enter, run
 app = RestApp(replace(load_settings(), sqlite_wal_limit=int(os.environ["SOAK_WAL_LIMIT"])))
 _started = []
 
