@@ -20,9 +20,9 @@ SQLite lets one connection checkpoint at a time: of several processes'
 threads, one does it, the others' attempts return at once. The connections
 that serve requests (``wal_pragmas``) have ``journal_size_limit`` set to the
 limit: when a writer starts the log over by itself, the file is cut back to
-it; and their own automatic checkpoint waits until half the limit, a
-fallback that a working bound thread never lets them reach (so commits do
-not pay for checkpoints, nor hold the checkpoint lock the thread needs).
+it; their own automatic (passive) checkpoint stays SQLite's (1,000 pages),
+or a quarter of the limit when that is less: when nothing keeps the log
+from starting over, it stays as small as it always was.
 
 Started lazily by the first request a process ends (``ensure``), so the thread
 belongs to the process that serves: a gunicorn worker forked after the
@@ -40,11 +40,14 @@ log = logging.getLogger("restsvc.db")
 INTERVAL = 0.1          # seconds between two looks at the log's size
 WAIT = 0.2              # seconds a checkpoint may wait for readers and the writer
 _PAGE = 4096            # SQLite's default page size (bytes)
+_AUTOCHECKPOINT = 1000  # SQLite's default automatic checkpoint (pages of log)
+_AGAIN = 0.005          # seconds before a checkpoint that found the way taken is tried again
 
 
 def wal_pragmas(limit: int) -> tuple[tuple[str, int], ...]:
     """The pragmas of the connections that serve requests (see the module docstring)."""
-    return (("journal_size_limit", limit), ("wal_autocheckpoint", max(16, limit // _PAGE)))
+    return (("journal_size_limit", limit),
+            ("wal_autocheckpoint", max(16, min(_AUTOCHECKPOINT, limit // 4 // _PAGE))))
 
 
 class WalBound:
@@ -95,8 +98,8 @@ def _run(bound: "weakref.ref[WalBound]") -> None:
     try:
         pending = False
         while True:
-            if not pending:     # a checkpoint that found readers or a writer: again at once
-                time.sleep(INTERVAL)
+            # A checkpoint that found readers, a writer or another checkpoint: again soon.
+            time.sleep(_AGAIN if pending else INTERVAL)
             current = bound()
             if current is None:
                 return

@@ -14,6 +14,8 @@ each polled by the server every 0.5 s. Reported: the WAL file's largest size
 (each BEGIN IMMEDIATE and each write outside a transaction, timed in the
 workers by ``soak_app.py``) as percentiles, and the answers' statuses.
 Targets (issue 41): the WAL under the bound the whole run, no wait over 1 s.
+``SOAK_RESTSVC=<directory>`` serves another checkout of restsvc (a "before"
+run: there the BEGIN IMMEDIATE alone is timed, there being no queue).
 """
 import argparse
 import collections
@@ -134,10 +136,10 @@ def main():
                    "--log-level", "warning", "-b", f"127.0.0.1:{port}", "soak_app:application"]
         server_env = {**os.environ, **env, "SOAK_OUT": str(workdir),
                       "SOAK_WAL_LIMIT": str(args.wal_limit),
-                      "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO),
+                      "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("SOAK_RESTSVC", str(REPO)),
                                                      os.environ.get("PYTHONPATH", "")])}
         with open(log, "w") as out:
-            proc = subprocess.Popen(command, cwd=REPO, env=server_env, stdout=out,
+            proc = subprocess.Popen(command, cwd=workdir, env=server_env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         try:

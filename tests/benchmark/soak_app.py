@@ -10,12 +10,17 @@ import threading
 import time
 from dataclasses import replace
 
-from restsvc import db, writequeue
+from restsvc import db
 from restsvc.app import RestApp
-from restsvc.settings import load_settings
+from restsvc.settings import Settings, load_settings
+
+try:
+    from restsvc import writequeue
+except ImportError:         # restsvc before issue 41 (a "before" run): BEGIN IMMEDIATE timed
+    writequeue = None
 
 WAITS = []
-_enter, _run = writequeue.Queued.__enter__, db._Sqlite._run
+_run = db._Sqlite._run
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLAC")
 
 
@@ -49,8 +54,26 @@ def _flush():
             out.write("\n".join(f"{wait:.3f}" for wait in list(WAITS)))
 
 
-writequeue.Queued.__enter__, db._Sqlite._run = enter, run
-app = RestApp(replace(load_settings(), sqlite_wal_limit=int(os.environ["SOAK_WAL_LIMIT"])))
+def begin(self, lock_type=None):
+    started = time.perf_counter()
+    try:
+        return _begin(self, lock_type)
+    finally:
+        if lock_type == "IMMEDIATE":
+            WAITS.append((time.perf_counter() - started) * 1000)
+
+
+if writequeue is not None:
+    _enter = writequeue.Queued.__enter__
+    writequeue.Queued.__enter__ = enter
+else:
+    _begin = db._Sqlite.begin
+    db._Sqlite.begin = begin
+db._Sqlite._run = run
+settings = load_settings()
+if "sqlite_wal_limit" in Settings.__dataclass_fields__:
+    settings = replace(settings, sqlite_wal_limit=int(os.environ["SOAK_WAL_LIMIT"]))
+app = RestApp(settings)
 _started = []
 
 
