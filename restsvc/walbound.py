@@ -2,8 +2,7 @@
 
 SQLite copies the log back into the database at its automatic (passive)
 checkpoints, but it starts the log over from its beginning only when no
-reader still reads an older snapshot from it (and a writer whose commit
-runs such a checkpoint makes its request wait for it). Readers that never pause all
+reader still reads an older snapshot from it. Readers that never pause all
 at once (change-feed subscribers polling, a steady flow of requests) keep
 that from ever happening, and the file grows for as long as the load lasts
 (sqlite.org/wal.html, "Avoiding Excessively Large WAL Files").
@@ -15,7 +14,7 @@ connection of its own. That checkpoint waits (at most ``WAIT`` seconds, its
 busy timeout) until the readers of the time have moved to the newest
 snapshot, copies the log into the database and cuts the file to zero bytes;
 new writers wait for it meanwhile, so the wait is kept short, and a
-checkpoint that could not finish in time is tried again at the next look.
+checkpoint that could not finish in time is tried again ``_AGAIN`` later.
 SQLite lets one connection checkpoint at a time: of several processes'
 threads, one does it, the others' attempts return at once. The connections
 that serve requests (``wal_pragmas``) have ``journal_size_limit`` set to the

@@ -142,13 +142,14 @@ def main():
             proc = subprocess.Popen(command, cwd=workdir, env=server_env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
+        statuses = collections.Counter()
         try:
             deadline = time.monotonic() + 30
             while _request(base, "GET", "/health/live", token)[0] != 200:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise SystemExit(f"the server did not start:\n{log.read_text()[-2000:]}")
                 time.sleep(0.2)
-            stop, statuses, received, sizes = (threading.Event(), collections.Counter(), [0], [])
+            stop, received, sizes = threading.Event(), [0], []
             threads = [threading.Thread(target=_subscriber, args=(base, token, stop, received))
                        for _ in range(args.subscribers)]
             threads += [threading.Thread(target=_writer, args=(base, token, args.writes / args.writers,
@@ -169,6 +170,9 @@ def main():
             time.sleep(2.5)             # the workers' last flush of their waits
         finally:
             stop_server(proc)
+            if statuses.get(0):
+                print(f"{statuses[0]} requests found no server; its log:\n"
+                      f"{log.read_text()[-3000:]}")
         waits = [float(line) for path in workdir.glob("waits-*.txt")
                  for line in path.read_text().split()]
         largest = max((size for _, size in sizes), default=0)
