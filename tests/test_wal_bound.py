@@ -152,3 +152,23 @@ def test_an_update_with_an_idempotency_key_takes_the_write_lock_once(app):
         f"{CUSTOMERS}/{created['id']}", json={"name": "Changed"}, headers=keyed))
     assert response.status_code == 200
     assert _write_locks(statements) == 1, statements
+
+
+def test_writers_of_one_process_queue_for_the_write_lock_in_the_process(app):
+    """A second thread's write transaction waits in the process (no BEGIN
+    sent, so no polling of SQLite's lock) until the first one commits."""
+    from restsvc.db import write_transaction
+    begun, statements = threading.Event(), []
+
+    def second():
+        app.database.connection().set_trace_callback(statements.append)
+        with write_transaction(app.database):
+            begun.set()
+        app.database.close()
+    with write_transaction(app.database):
+        other = threading.Thread(target=second)
+        other.start()
+        time.sleep(0.3)
+        assert not begun.is_set() and statements == []
+    other.join(5)
+    assert begun.is_set() and statements[0] == "BEGIN IMMEDIATE"
