@@ -93,12 +93,12 @@ class RestApp:
         queries = self._load_queries()
         self.services = self._load_services()
         self.database = db.open_database(settings.database_url, settings.database_pool_size,
-                                         settings.sqlite_synchronous)
+                                         settings.sqlite_synchronous, settings.sqlite_wal_limit)
         self.data = DataManager(settings, self.metadata, self.database)
         self.queries = PredefinedQueries(self.data, queries)
         self.reports = self._load_reports()
         self.tokens = TokenStore(settings.secret_key)
-        self.replays = Replays(settings.idempotency_expiry)
+        self.replays = Replays(settings.idempotency_expiry, database=self.database)
         self.clients = Clients(settings.clients, self.roles)
         self.users = Users(self.roles)
         self.keys = KeyStore(self.tokens, self.clients, self.roles)
@@ -292,9 +292,9 @@ class RestApp:
             if not getattr(endpoint, "streams_body", False):
                 limit_body(request, self.settings.max_request_size)
             context = Context(self, request, principal)
-            if getattr(endpoint, "idempotent", False):
+            if mark := getattr(endpoint, "idempotent", False):
                 response = replay.answer(self.replays, context,
-                                         lambda: endpoint(context, **args))
+                                         lambda: endpoint(context, **args), mark)
             else:
                 response = endpoint(context, **args)
             if quota is not None:

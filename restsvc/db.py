@@ -4,14 +4,13 @@ Models declare ``database = database_proxy``; ``open_database`` binds the proxy
 once at startup. One process serves one database.
 
 Connection handling per request (``release``), chosen per engine:
-- SQLite: the connection of each thread stays open between requests. Opening
-  one costs a file open plus the pragmas, which is more than a small request's
-  query; an idle SQLite connection holds no lock, and ``release`` rolls back
-  anything a failed request left open, so nothing leaks into the next request.
-- PostgreSQL: a pool per worker process (peewee's PooledPostgresqlDatabase).
-  Connecting costs a network round trip and a backend process; the pool makes
-  that a one-time cost, and ``release`` hands the connection back at the end of
-  every request so idle workers do not hold server connections.
+- SQLite: each thread's connection stays open between requests (opening one
+  costs more than a small request's query); an idle one holds no lock, and
+  ``release`` rolls back what a failed request left open. The WAL is kept
+  under a bound (walbound.py).
+- PostgreSQL: a pool per worker process (peewee's PooledPostgresqlDatabase):
+  connecting costs a round trip and a backend process; ``release`` hands the
+  connection back after every request, so idle workers hold none.
 """
 import functools
 import logging
@@ -29,6 +28,8 @@ from playhouse.pool import MaxConnectionsExceeded, PooledPostgresqlDatabase
 
 from .errors import SettingsError
 from .privatefiles import ensure_private
+from .walbound import WalBound, wal_pragmas
+from .writequeue import Queued
 
 log = logging.getLogger("restsvc")
 
@@ -50,9 +51,8 @@ class Cursor(Protocol):
 
 
 def execute(database: peewee.Database, sql: str, params: Sequence[object] | None = None) -> Cursor:
-    """``database.execute_sql``, typed (peewee's stubs leave it unannotated).
-    The ignores on peewee's unannotated calls also say ``unused-ignore``: the
-    ``[mypy-restsvc.*]`` relaxation of setup.cfg does not flag such calls."""
+    """``database.execute_sql``, typed (peewee's stubs leave it unannotated). The
+    ignores also say ``unused-ignore``: setup.cfg's ``[mypy-restsvc.*]`` flags none."""
     cursor: Cursor = database.execute_sql(sql, params)  # type: ignore[no-untyped-call, unused-ignore]  # stubs: unannotated
     return cursor
 database_proxy = peewee.DatabaseProxy()
@@ -74,12 +74,13 @@ def display_url(url: str) -> str:
     return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
 
 
-def open_database(url: str, pool_size: int = 20,
-                  sqlite_synchronous: str = "full") -> peewee.Database:
+def open_database(url: str, pool_size: int = 20, sqlite_synchronous: str = "full",
+                  sqlite_wal_limit: int = 64 << 20) -> peewee.Database:
     """``sqlite_synchronous``: ``full`` syncs the WAL at every commit, so a
     change that was answered survives a power loss; ``normal`` syncs only at
     checkpoints (faster commits; a power loss may undo the last transactions,
-    an application crash cannot)."""
+    an application crash cannot). ``sqlite_wal_limit``: the WAL's bound in
+    bytes (walbound.py)."""
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         params = db_url.parse(url)
@@ -92,8 +93,10 @@ def open_database(url: str, pool_size: int = 20,
             # It holds password and token hashes: private from its first byte
             # (SQLite would make it 0644, and its -wal and -shm files alike).
             ensure_private(path)
-        sqlite = _Sqlite(path, pragmas=SQLITE_PRAGMAS + (("synchronous", sqlite_synchronous),),
-                                         **params)
+        sqlite = _Sqlite(path, pragmas=SQLITE_PRAGMAS + (
+            ("synchronous", sqlite_synchronous), *wal_pragmas(sqlite_wal_limit)), **params)
+        if _is_file(path, params):
+            sqlite.wal_bound = WalBound(path, sqlite_wal_limit)
         # SQLite's LOWER() folds ASCII only; case-insensitive filters need Unicode.
         sqlite.register_function(_unicode_lower, "unicode_lower", 1, deterministic=True)
         database: peewee.Database = sqlite
@@ -115,19 +118,16 @@ def open_database(url: str, pool_size: int = 20,
 
 
 def _is_file(path: str, params: dict[str, object]) -> bool:
-    """Whether a SQLite database path names a file on disk (not ``:memory:``
-    nor a ``file:`` URI, which SQLite opens by its own rules)."""
+    """Whether a SQLite path names a file on disk (not ``:memory:`` nor a ``file:`` URI)."""
     return path != ":memory:" and not path.startswith("file:") and not params.get("uri")
 
 
 class _Statements(peewee.Database):
-    """Peewee's ``execute_sql`` less its per-statement overhead (the
-    error-translating context manager on success, the hooks' bookkeeping),
-    which a small query by id feels: the statement runs on the thread's
-    cursor and a driver error becomes Peewee's, as Peewee does it. With
-    Peewee's debug log on or query hooks added, Peewee's own runs it. The
-    statements are timed here when ``observe_statements`` asks for it
-    (observability/statements.py)."""
+    """Peewee's ``execute_sql`` less its per-statement overhead (the error
+    wrapper on success, the hooks' bookkeeping): the statement runs on the
+    thread's cursor, a driver error becomes Peewee's (with Peewee's debug log
+    or query hooks on, Peewee's own runs it); timed when ``observe_statements``
+    asks for it (observability/statements.py)."""
 
     _record: Callable[[float], None] | None = None     # seconds -> None (the metrics' list)
     _slow: float = math.inf        # seconds from which a statement is logged
@@ -179,7 +179,7 @@ SHAPE_MAX = 2000         # characters of a slow statement's text that are logged
 
 
 class _Sqlite(_Statements, peewee.SqliteDatabase):
-    pass
+    wal_bound: WalBound | None = None
 
 
 UUID_OID, _UUID_ARRAY_OID = 2950, 2951      # PostgreSQL's uuid and uuid[] (type_code)
@@ -296,7 +296,10 @@ def is_sqlite(database: peewee.Database) -> bool:
 
 
 def release(database: peewee.Database) -> None:
-    """End of a request: never leave a transaction open; give pooled connections back."""
+    """End of a request: no transaction left open, pooled connections given back
+    (on SQLite, the process's WAL bound runs from its first request on)."""
+    if is_sqlite(database) and (bound := cast(_Sqlite, database).wal_bound) is not None:
+        bound.ensure()
     if database.is_closed():
         return
     try:
@@ -315,11 +318,10 @@ _SQLITE_BUSY = ("database is locked", "database table is locked", "database is b
 
 
 def is_unavailable(exc: BaseException, database: peewee.Database) -> bool:
-    """Whether ``exc`` means the database is busy or cannot be reached for now
-    (answered 503 with Retry-After), rather than a fault of the request or the
-    code. A PostgreSQL connection failure also drops the pool's idle
-    connections: a restarted server has closed them all, and each would
-    otherwise fail one more request."""
+    """Whether ``exc`` means the database is busy or out of reach for now (503
+    with Retry-After), not a fault of the request or the code. A PostgreSQL
+    connection failure also drops the pool's idle connections: a restarted
+    server closed them all, and each would fail one more request."""
     if isinstance(exc, MaxConnectionsExceeded):
         return True
     if not isinstance(exc, (peewee.OperationalError, peewee.InterfaceError)):
@@ -335,11 +337,10 @@ def is_unavailable(exc: BaseException, database: peewee.Database) -> bool:
 
 
 def write_transaction(database: peewee.Database) -> peewee._atomic:
-    """A transaction that will write. SQLite takes the write lock at BEGIN: a
-    transaction that reads first and writes later cannot wait for a lock
-    (busy_timeout does not apply to that upgrade) and would fail at once."""
+    """A transaction that will write. SQLite takes the write lock at BEGIN (one
+    that read first could not wait for it), queued for in the process first."""
     if is_sqlite(database):
-        return database.atomic("IMMEDIATE")
+        return Queued(database)        # writequeue.py
     return database.atomic()
 
 

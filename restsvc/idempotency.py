@@ -2,10 +2,13 @@
 
 A request with the header claims ``(caller, key)`` by inserting its row (the
 primary key makes one claim win, on every instance sharing the database);
-the answer then fills the row in. A repeat finds the row: the same request
-(method, path, query and body, compared by a hash) replays the stored answer
-without running; another request under the key is 422; a repeat while the
-first still runs is 409. Keys are per caller identity (``Principal.identity``:
+the answer then fills the row in (``api/replay.py`` does the claim, the
+request's writes and the answer in one write transaction). A repeat finds
+the row: the same request (method, path, query and body, compared by a hash)
+replays the stored answer without running; another request under the key is
+422; a repeat while the first still runs is 409 when the first claimed its
+key apart from its writes (a service method); when they are one transaction,
+the repeat waits for it and gets its answer. Keys are per caller identity (``Principal.identity``:
 this service's user or client, or an identity provider's issuer and
 subject), so nobody can replay another's answer. A replay never shows more
 than the caller may see now: the row keeps a digest of what the first
@@ -16,6 +19,7 @@ rolled back whatever it had begun) frees its key, as do 5xx answers. Rows
 live for ``svc.rest.idempotency-expiry`` (24 h by default); answers longer
 than ``MAX_ANSWER`` bytes are kept without their body (a repeat is 409).
 """
+import contextlib
 import hashlib
 import json
 import time
@@ -78,9 +82,13 @@ def sight(permissions_key: str) -> str:
 
 
 class Replays:
-    def __init__(self, expiry: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, expiry: float, clock: Callable[[], float] = time.time,
+                 database: peewee.Database | None = None) -> None:
+        """``database``: the application's (the one its requests' write
+        transactions are on, not necessarily the process's latest)."""
         self.expiry = expiry
         self.clock = clock
+        self.database: peewee.Database = database or IdempotentRequest._meta.database
         self._claims = 0
 
     def claim(self, caller: str, key: str, print_: str,
@@ -95,19 +103,23 @@ class Replays:
         row_id = hashlib.sha256(f"{caller}\0{key}".encode("utf-8")).hexdigest()
         now = self.clock()
         self._purge(now)
+        database = self.database
         for _ in range(2):
             try:
-                IdempotentRequest.insert(key=row_id, fingerprint=print_ + seen,
-                                         expires=now + self.expiry).execute()
+                # Inside the request's transaction, a savepoint: PostgreSQL
+                # aborts a whole transaction at a failed statement.
+                with database.atomic() if database.in_transaction() else contextlib.nullcontext():
+                    IdempotentRequest.insert(key=row_id, fingerprint=print_ + seen,
+                                             expires=now + self.expiry).execute(database)
                 return row_id, None
             except peewee.IntegrityError:
                 pass
-            found = IdempotentRequest.get_or_none(IdempotentRequest.key == row_id)
+            found = IdempotentRequest.select().where(IdempotentRequest.key == row_id).first(database)
             if found is None:
                 continue        # expired and purged meanwhile: claim again
             if found.expires <= now:
                 IdempotentRequest.delete().where((IdempotentRequest.key == row_id)
-                                                 & (IdempotentRequest.expires <= now)).execute()
+                                                 & (IdempotentRequest.expires <= now)).execute(database)
                 continue
             return row_id, self._stored(found, print_, seen)
         raise Conflict("Idempotency-Key in use", "Another request with this Idempotency-Key "
@@ -142,13 +154,12 @@ class Replays:
             return
         kept = [[name, value] for name, value in headers if name not in _NOT_KEPT]
         IdempotentRequest.update(status=status, headers=json.dumps(kept), body=body).where(
-            IdempotentRequest.key == row_id).execute()
+            IdempotentRequest.key == row_id).execute(self.database)
 
-    @staticmethod
-    def release(row_id: str) -> None:
-        IdempotentRequest.delete().where(IdempotentRequest.key == row_id).execute()
+    def release(self, row_id: str) -> None:
+        IdempotentRequest.delete().where(IdempotentRequest.key == row_id).execute(self.database)
 
     def _purge(self, now: float) -> None:
         self._claims += 1
         if self._claims % _PURGE_EVERY == 1:
-            IdempotentRequest.delete().where(IdempotentRequest.expires <= now).execute()
+            IdempotentRequest.delete().where(IdempotentRequest.expires <= now).execute(self.database)

@@ -42,6 +42,7 @@ _KEYS: Keys = {
     "svc.datasource.init-schema": ("init_schema", parse.boolean, True),
     "svc.datasource.sqlite-synchronous": (
         "sqlite_synchronous", parse.one_of("full", "normal"), "full"),
+    "svc.datasource.sqlite-wal-limit": ("sqlite_wal_limit", parse.size, 64 << 20),
     "svc.demo-data": ("demo_data", parse.boolean, False),
     "svc.secret-key": ("secret_key", parse.text, ""),
     "svc.file-storage.dir": ("file_storage_dir", parse.text, ""),
@@ -130,6 +131,7 @@ class Settings:
     database_pool_size: int
     init_schema: bool
     sqlite_synchronous: str
+    sqlite_wal_limit: int
     demo_data: bool
     secret_key: str
     file_storage_dir: str

@@ -40,8 +40,10 @@ LAYERS = {
     # (their values parsed with the model's datatypes).
     "model": ("model", "values", "settings", "settinggroups"),
     # The database, its schema and migrations, and what knows no model: the
-    # error family, JSON text, numbers from input, paths, private files, XML.
-    "db": ("db", "schema", "errors", "jsonio", "numbers", "paths", "privatefiles", "xmlfile"),
+    # error family, JSON text, numbers from input, paths, private files, XML;
+    # the bound of SQLite's write-ahead log, the queue for its write lock.
+    "db": ("db", "schema", "errors", "jsonio", "numbers", "paths", "privatefiles", "xmlfile",
+           "walbound", "writequeue"),
 }
 ORDER = list(LAYERS)        # top first
 

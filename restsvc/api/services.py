@@ -8,7 +8,7 @@ from werkzeug.wrappers import Response
 from ..bodies import MAX_QUERY_BODY, read_json_body
 from ..errors import BadRequest
 from ..web import empty_response, json_response, text_response
-from .replay import idempotent
+from .replay import idempotent_apart
 
 if TYPE_CHECKING:
     from ..services.registry import ServiceMethod
@@ -24,7 +24,7 @@ def get_service(ctx: "Context", service_name: str) -> Response:
     return json_response(ctx.app.services.describe(ctx.permissions, service_name))
 
 
-@idempotent
+@idempotent_apart
 def invoke(ctx: "Context", service_name: str, method_name: str) -> Response:
     """GET: parameters in the query string; POST: one JSON object (no body: none).
     The permission check comes before any parameter is read."""
