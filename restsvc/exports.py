@@ -16,7 +16,7 @@ JSON forms.
 import json
 from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from .data.answer.rawvalues import id_writer, plain_text, raw_writer, value_writer
 from .data.answer.rowwriters import positions, shows_reference

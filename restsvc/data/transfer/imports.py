@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...db import is_sqlite, write_transaction
+from ...db import write_transaction
 from ...errors import (ApiError, BadRequest, ImportRefused, Text, UnsupportedMediaType,
                       ValidationFailed)
 from ...jsonio import JsonObject, JsonValue
