@@ -8,8 +8,9 @@ and the value's text writer (``value_writer``: a Python value -> its JSON
 text, for transient attributes and records too).
 """
 import datetime
+import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import peewee
 
@@ -86,12 +87,46 @@ def id_writer(prop: "MetaProperty") -> Callable[[DbValue], str]:
     return lambda value: quoted(str(value if convert is None else convert(value)))
 
 
-def _uuid_text(value: DbValue) -> str:
-    """Never None (as ``quoted`` and ``value_text``: see NEVER_NONE). SQLite
-    stores 32 hex digits; PostgreSQL's uuid comes as its canonical text (db.py)."""
-    if value.__class__ is str and len(value) == 32:     # one test on the hot path
-        return f'"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"'
+class CommonCase(NamedTuple):
+    """A writer's common case as Python source over the value ``x``: when
+    ``test`` holds, ``text`` is the value's JSON text. The writer is made
+    from it (``_with_common_case``) and the row writers write it inline
+    (rowwriters.py), so that the common value costs no call."""
+    test: str
+    text: str
+
+
+_COMMON: "weakref.WeakKeyDictionary[Callable[..., object], CommonCase]" = \
+    weakref.WeakKeyDictionary()
+
+
+def common_case(write: Callable[..., object]) -> CommonCase | None:
+    """The common case ``write`` was made with, if any."""
+    try:
+        return _COMMON.get(write)
+    except TypeError:       # no weak reference to it (a built-in): none
+        return None
+
+
+def _with_common_case(name: str, common: CommonCase, rest: Writer) -> Writer:
+    """A writer: ``common`` where its test holds, else ``rest``."""
+    namespace: dict[str, object] = {"rest": rest}
+    exec(compile(f"def {name}(x):\n    if {common.test}:\n        return {common.text}\n"  # noqa: S102
+                 f"    return rest(x)\n", f"<{name}>", "exec"), namespace)
+    write = cast(Writer, namespace[name])
+    _COMMON[write] = common
+    return write
+
+
+def _uuid_other(value: DbValue) -> str:
     return quoted(value if value.__class__ is str else _uuid(value))
+
+
+# Never None (as ``quoted`` and ``value_text``: see NEVER_NONE). SQLite stores
+# 32 hex digits; PostgreSQL's uuid comes as its canonical text (db.py).
+_uuid_text = cast(Callable[[DbValue], str], _with_common_case("uuid_text", CommonCase(
+    "x.__class__ is str and len(x) == 32",
+    """f'"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"'"""), _uuid_other))
 
 
 def _date_writer(convert: Converter, text: TextWriter) -> Writer:
@@ -100,11 +135,8 @@ def _date_writer(convert: Converter, text: TextWriter) -> Writer:
     if text(datetime.date(2024, 1, 31)) != '"2024-01-31"':
         return fallback
 
-    def write(value: DbValue) -> str | None:
-        if value.__class__ is str and len(value) == 10 and value[4] == "-" == value[7]:
-            return f'"{value}"'
-        return fallback(value)
-    return write
+    return _with_common_case("date_text", CommonCase(
+        'x.__class__ is str and len(x) == 10 and x[4] == "-" == x[7]', """f'"{x}"'"""), fallback)
 
 
 def _date_time_writer(convert: Converter, text: TextWriter, digits: int) -> Writer:
@@ -128,7 +160,9 @@ def _date_time_writer(convert: Converter, text: TextWriter, digits: int) -> Writ
                for micro in (0, 500000, 123456, 120000, 400)]
     if any(write(str(sample)) != fallback(sample) for sample in samples):
         return fallback
-    return write
+    return _with_common_case("date_time_text", CommonCase(
+        'x.__class__ is str and len(x) == 19 and x[10] == " "',
+        """f'"{x[:10]}T{x[11:]}"'"""), write)
 
 
 def _remembered(write: Writer) -> Writer:

@@ -19,7 +19,7 @@ from ..columns import converter
 from ..memo import Memo, plan_facts
 from .generated import Generated
 from .names import NAMES, instance_namer, raw_namer
-from .rawvalues import NEVER_NONE, id_writer, plain_text, raw_writer, value_writer
+from .rawvalues import NEVER_NONE, common_case, id_writer, plain_text, raw_writer, value_writer
 
 if TYPE_CHECKING:
     from ...model.meta import FetchPlan, MetaClass, MetaProperty
@@ -95,27 +95,26 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
     def attribute(target: str, key: str, position: int,
                   write: Callable[[Any], "str | None"]) -> None:
         """One attribute appended to ``target``; inside an embedded value with
-        ``returnNulls``, ``p`` says whether one of its attributes is not null."""
-        flag = return_nulls and target == "e"
+        ``returnNulls``, ``p`` says whether one of its attributes is not null.
+        A writer's common case (``rawvalues.common_case``) is written inline."""
+        flag = ["p = True"] if return_nulls and target == "e" else []
+        if write is value_text:     # most often an integer: its text without a look-up
+            body = [f"{target} += {const(key)} + "
+                    f"(str(x) if x.__class__ is int else {const(write)}(x))", *flag]
+        elif write in NEVER_NONE:
+            body = [f"{target} += {const(key)} + {const(write)}(x)", *flag]
+        else:
+            body = [f"t = {const(write)}(x)", "if t is not None:",
+                    f"    {target} += {const(key)} + t", *(f"    {line}" for line in flag)]
+            if return_nulls:
+                body += ["else:", f"    {target} += {const(key + 'null')}"]
+        common = common_case(write)
+        if common is not None:
+            body = [f"if {common.test}:", f"    {target} += {const(key)} + {common.text}",
+                    *(f"    {line}" for line in flag), "else:", *(f"    {line}" for line in body)]
         lines.append(f"    x = v[{position}]")
         lines.append("    if x is not None:")
-        if write is value_text:     # most often an integer: its text without a look-up
-            lines.append(f"        {target} += {const(key)} + "
-                         f"(str(x) if x.__class__ is int else {const(write)}(x))")
-            if flag:
-                lines.append("        p = True")
-        elif write in NEVER_NONE:
-            lines.append(f"        {target} += {const(key)} + {const(write)}(x)")
-            if flag:
-                lines.append("        p = True")
-        else:
-            lines.append(f"        t = {const(write)}(x)")
-            lines.append("        if t is not None:")
-            lines.append(f"            {target} += {const(key)} + t")
-            if flag:
-                lines.append("            p = True")
-            if return_nulls:
-                lines.append(f"        else:\n            {target} += {const(key + 'null')}")
+        lines.extend(f"        {line}" for line in body)
         if return_nulls:
             lines.append(f"    else:\n        {target} += {const(key + 'null')}")
 
@@ -130,9 +129,13 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
 
     named, no_name = _heads(meta, return_nulls)
     write_id = id_writer(meta.properties["id"])
+    common = common_case(write_id)
+    lines.append("    x = v[0]")
+    lines.append(f"    i = {const(write_id)}(x)" if common is None else
+                 f"    i = {common.text} if {common.test} else {const(write_id)}(x)")
     lines.append(f"    x = {_name_expression(meta, permissions, index, const)}")
     lines.append(f"    out = ({const(no_name)} if x is None else "
-                 f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + {const(write_id)}(v[0])")
+                 f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + i")
     for name, nested in plan.properties.items() if plan is not None else ():
         if name == "id" or not levels.get(name):
             continue
