@@ -298,8 +298,10 @@ def is_sqlite(database: peewee.Database) -> bool:
 def release(database: peewee.Database) -> None:
     """End of a request: no transaction left open, pooled connections given back
     (on SQLite, the process's WAL bound runs from its first request on)."""
-    if is_sqlite(database) and (bound := cast(_Sqlite, database).wal_bound) is not None:
-        bound.ensure()
+    if isinstance(database, _Sqlite):
+        bound = database.wal_bound
+        if bound is not None and not bound.running:
+            bound.ensure()
     if database.is_closed():
         return
     try:

@@ -96,7 +96,7 @@ class Router:
         segments = path.split("/")[1:]
         if "" not in segments and not self._root.unsure:
             try:
-                found = _walk(self._root, segments, 0, method, [])
+                found = _straight(self._root, segments, method)
             except _Unsure:
                 found = None
             if found is not None:
@@ -107,6 +107,30 @@ class Router:
 
 class _Unsure(Exception):
     """The path starts with the static segments of a rule the tree cannot read."""
+
+
+def _straight(node: _Node, segments: list[str], method: str) -> Route | None:
+    """``_walk`` without recursion while no node offers both a static segment
+    and a ``<name>`` for the path (no way back needed): most paths."""
+    values: list[str] = []
+    root = node
+    for segment in segments:
+        child = node.static.get(segment)
+        if child is None:
+            if node.parameter is None:
+                return None
+            values.append(segment)
+            node = node.parameter
+        elif node.parameter is not None:        # both: the walk that can go back
+            return _walk(root, segments, 0, method, [])
+        elif child.unsure:
+            raise _Unsure
+        else:
+            node = child
+    for rule, names in node.rules:
+        if rule.methods is None or method in rule.methods:
+            return rule, dict(zip(names, values))
+    return None
 
 
 def _walk(node: _Node, segments: list[str], index: int, method: str,

@@ -43,6 +43,18 @@ _AUTOCHECKPOINT = 1000  # SQLite's default automatic checkpoint (pages of log)
 _AGAIN = 0.005          # seconds before a checkpoint that found the way taken is tried again
 
 
+_BOUNDS: "weakref.WeakSet[WalBound]" = weakref.WeakSet()
+
+
+def _forked() -> None:
+    """In a forked child the parent's thread does not run: each bound starts its own."""
+    for bound in list(_BOUNDS):
+        bound.running = False
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def wal_pragmas(limit: int) -> tuple[tuple[str, int], ...]:
     """The pragmas of the connections that serve requests (see the module docstring)."""
     return (("journal_size_limit", limit),
@@ -53,14 +65,16 @@ class WalBound:
     def __init__(self, path: str, limit: int) -> None:
         self.path, self.limit = path, limit
         self.wal = f"{path}-wal"
-        self._pid = 0                # the process whose thread runs (0: none yet)
+        self.running = False         # whether this process's thread runs
         self.checkpoints = 0         # checkpoints that cut the file (this process)
         self.largest = 0             # largest log size seen (bytes, this process)
+        _BOUNDS.add(self)
 
     def ensure(self) -> None:
-        """The thread of this process, started at the first call (cheap after)."""
-        if self._pid != os.getpid():
-            self._pid = os.getpid()
+        """The thread of this process, started at the first call; a request
+        reads ``running`` first, so later calls cost nothing."""
+        if not self.running:
+            self.running = True
             threading.Thread(target=_run, args=(weakref.ref(self),), name="restsvc-wal-bound",
                              daemon=True).start()
 
