@@ -127,6 +127,11 @@ def _straight(node: _Node, segments: list[str], method: str) -> Route | None:
             raise _Unsure
         else:
             node = child
+    return _rule_of(node, method, values)
+
+
+def _rule_of(node: _Node, method: str, values: list[str]) -> Route | None:
+    """The first rule of the path's last node for ``method``, with its arguments."""
     for rule, names in node.rules:
         if rule.methods is None or method in rule.methods:
             return rule, dict(zip(names, values))
@@ -140,10 +145,7 @@ def _walk(node: _Node, segments: list[str], index: int, method: str,
     the tree cannot read meets that rule's flagged node before any answer
     (only nodes reached by static segments from the root are flagged)."""
     if index == len(segments):
-        for rule, names in node.rules:
-            if rule.methods is None or method in rule.methods:
-                return rule, dict(zip(names, values))
-        return None
+        return _rule_of(node, method, values)
     child = node.static.get(segments[index])
     if child is not None:
         if child.unsure:
