@@ -298,10 +298,8 @@ def is_sqlite(database: peewee.Database) -> bool:
 def release(database: peewee.Database) -> None:
     """End of a request: no transaction left open, pooled connections given back
     (on SQLite, the process's WAL bound runs from its first request on)."""
-    if isinstance(database, _Sqlite):
-        bound = database.wal_bound
-        if bound is not None and not bound.running:
-            bound.ensure()
+    if isinstance(database, _Sqlite) and (bound := database.wal_bound) and not bound.running:
+        bound.ensure()
     if database.is_closed():
         return
     try:
