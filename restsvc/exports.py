@@ -22,8 +22,7 @@ from .data.answer.rawvalues import id_writer, plain_text, raw_writer, value_writ
 from .data.answer.rowwriters import positions, shows_reference
 from .data.read.rows import RawRows, Values
 from .data.transfer.export import Export, entity_texts, json_arrays, row_chunks
-from .model.datatypes import DATATYPES
-from .reports.cells import guarded_text, guarded_texts
+from .reports.cells import guarded_texts
 from .reports.runner import csv_lines
 
 if TYPE_CHECKING:
@@ -37,8 +36,6 @@ CSV, NDJSON, JSON_ARRAY = "csv", "ndjson", "json"
 CONTENT_TYPES = {CSV: "text/csv;charset=UTF-8", NDJSON: "application/x-ndjson",
                  JSON_ARRAY: "application/json;charset=UTF-8"}
 FILE_EXTENSIONS = {CSV: "csv", NDJSON: "ndjson", JSON_ARRAY: "json"}
-
-_BOOLEAN_TEXT = DATATYPES["boolean"].to_text     # true / false
 
 
 def export_chunks(data: "DataManager", access: "Access", export: Export,
@@ -64,7 +61,7 @@ def _json_array(arrays: Iterator[str]) -> Iterator[bytes]:
 def _csv(data: "DataManager", access: "Access", export: Export) -> Iterator[bytes]:
     """Each chunk of loaded rows as rows of cells, made a column at a time."""
     paths = list(_paths(export.meta, export.plan, access.permissions, ()))
-    columns = [_column(export.meta, path, text not in (str, _BOOLEAN_TEXT)) for path, text in paths]
+    columns = [_column(export.meta, path, guarded) for path, guarded in paths]
 
     def rows() -> Iterator[list[tuple[str | None, ...]]]:
         for chunk in row_chunks(data, access, export):
@@ -121,13 +118,13 @@ def _value_writer(prop: "MetaProperty", is_id: bool) -> "Callable[[Any], str | N
 
 
 def _paths(meta: "MetaClass", plan: "FetchPlan", permissions: "Permissions",
-           prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Callable[[Any], str]]]:
-    """(key path, cell text) of each column, as the row writer decides what
-    it writes (rowwriters.py): the id always, an attribute when visible, a
-    reference when its entity is readable too, an embedded value's part
-    when ``name.part`` is visible."""
+           prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """(key path, whether its cells pass the formula guard) of each column, as
+    the row writer decides what it writes (rowwriters.py): the id always, an
+    attribute when visible, a reference when its entity is readable too, an
+    embedded value's part when ``name.part`` is visible."""
     levels = permissions.attribute_levels(meta.name)
-    yield (*prefix, "id"), _cell_text(meta.properties["id"]) or guarded_text
+    yield (*prefix, "id"), True
     for name, nested in plan.properties.items():
         prop = meta.properties[name]
         if name == "id" or not levels.get(name) or prop.is_collection:
@@ -139,38 +136,22 @@ def _paths(meta: "MetaClass", plan: "FetchPlan", permissions: "Permissions",
         elif prop.is_embedded:
             if nested is not None and prop.target is not None:
                 for part in nested.properties:
-                    text = _cell_text(prop.target.properties[part])
-                    if levels.get(f"{name}.{part}") and text is not None:
-                        yield (*prefix, name, part), text
+                    guarded = _guarded(prop.target.properties[part])
+                    if levels.get(f"{name}.{part}") and guarded is not None:
+                        yield (*prefix, name, part), guarded
         else:
-            text = _cell_text(prop)
-            if text is not None:
-                yield (*prefix, name), text
+            guarded = _guarded(prop)
+            if guarded is not None:
+                yield (*prefix, name), guarded
 
 
-def _cell_text(prop: "MetaProperty") -> Callable[[Any], str] | None:
-    """JSON value -> cell text for a property's values (None: no column).
-    Text passes the formula guard (also enum names, dates: harmless there);
-    numbers come as their JSON text already."""
-    datatype = prop.datatype
-    if prop.meta_enum is not None:
-        return guarded_text
-    if datatype is None:
-        return _any_text
-    kind = getattr(datatype, "kind", None)
+def _guarded(prop: "MetaProperty") -> bool | None:
+    """Whether a property's cells pass the formula guard: text does (also enum
+    names, dates, and any value of an attribute without a datatype); numbers
+    and booleans do not; None: no column (structured ``json`` values)."""
+    kind = getattr(prop.datatype, "kind", None)
+    if prop.meta_enum is not None or prop.datatype is None:
+        return True
     if kind == "json":
         return None
-    if kind == "number":
-        return str
-    if kind == "boolean":
-        return _BOOLEAN_TEXT
-    return guarded_text
-
-
-def _any_text(value: Any) -> str:
-    """A value of an attribute without a datatype (a transient one's)."""
-    if isinstance(value, bool):
-        return _BOOLEAN_TEXT(value)
-    if isinstance(value, str):
-        return guarded_text(value)
-    return guarded_text(json.dumps(value, separators=(",", ":")))
+    return kind not in ("number", "boolean")
