@@ -17,12 +17,15 @@ entity it may not read) appears by name only, without ``oldValue`` and
 ``newValue``.
 """
 import datetime
+from functools import partial
+from itertools import groupby
+from operator import itemgetter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import peewee
 
-from ...db import delete_in_batches, execute, is_sqlite
+from ...db import delete_in_batches, is_sqlite
 from ...jsonio import JsonObject, JsonValue, dumps, loads
 from ...model.entity import AUDIT_FIELDS, Entity, entity
 from ...model.fields import DateTimeField
@@ -30,7 +33,7 @@ from ..access import Access, utc_now
 from ..memo import entity_facts
 from ..read.filters import attribute_visible
 from ..read.query import EntityQuery, Expression
-from .sqlwrite import Statement, many_rows
+from .sqlwrite import Statement, insert_rows
 
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass, MetaProperty
@@ -240,12 +243,9 @@ def record(access: Access, items: Sequence[HistoryEntry],
     if len(rows) == 1 and batch is not None:
         batch.append(_insert_sql(access, rows[0]))
         return
-    statements = [_insert_sql(access, row) for row in rows]
-    sql = statements[0][0]
-    together = None if len(rows) == 1 or any(text != sql for text, _ in statements) else \
-        many_rows(sql, [params for _, params in statements], access.database.param)
-    for text, params in together or statements:     # as few statements as ``many_rows`` allows
-        execute(access.database, text, params)
+    # Items of one column set in a row go together (their order kept).
+    for sql, run in groupby(map(partial(_insert_sql, access), rows), key=itemgetter(0)):
+        insert_rows(access, sql, [params for _, params in run])
 
 
 def _rows(access: Access, items: Iterable[HistoryEntry]) -> list[dict[str, object]]:

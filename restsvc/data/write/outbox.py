@@ -27,7 +27,7 @@ from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
 from ..access import utc_now
 from ..memo import entity_facts
-from .sqlwrite import Statement, many_rows
+from .sqlwrite import Statement, insert_rows
 
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass
@@ -129,10 +129,7 @@ def insert(access: Access, params: Sequence[list[object]], batch: Batch | None =
         else:
             batch.append((sql, params[0]))
         return
-    statements = many_rows(sql, params, access.database.param)
-    assert statements is not None       # every value of an event is a parameter
-    for text, values in statements:
-        execute(access.database, text, values)
+    insert_rows(access, sql, params)
 
 
 def _stored_time() -> object:

@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING
 
 import peewee
 
-from ...db import execute
 from . import history, outbox
-from .sqlwrite import Statement, many_rows, refusals
+from .sqlwrite import Statement, insert_rows, refusals
 
 if TYPE_CHECKING:
     from ..access import Access
@@ -74,9 +73,7 @@ class Pending:
             assert first is not None
             with refusals(first):
                 for (_, sql), params in rows.items():
-                    for text, values in many_rows(sql, params, access.database.param) or [
-                            (sql, one) for one in params]:
-                        execute(access.database, text, values)
+                    insert_rows(access, sql, params)
         items, self.items = self.items, []
         history.record(access, items)
         events, self.events = self.events, []

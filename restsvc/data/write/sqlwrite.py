@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import peewee
 
+from ...db import execute
 from ...errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
 from ..access import Access
 
@@ -80,6 +81,14 @@ def many_rows(sql: str, rows: Sequence[Sequence[object]], param: str) -> list[St
     return [(f"{head} VALUES {', '.join([row] * len(rows[start:start + per]))}",
              [value for one in rows[start:start + per] for value in one])
             for start in range(0, len(rows), per)]
+
+
+def insert_rows(access: Access, sql: str, rows: Sequence[Sequence[object]]) -> None:
+    """Rows of the one-row INSERT ``sql`` (each its parameters) in as few
+    statements as ``many_rows`` allows, else one statement per row."""
+    for text, values in many_rows(sql, rows, access.database.param) or [
+            (sql, list(one)) for one in rows]:
+        execute(access.database, text, values)
 
 
 def one_statement(access: Access, batch: Sequence[Statement], creating: bool) -> Statement:
