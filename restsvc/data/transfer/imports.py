@@ -203,11 +203,8 @@ def _plan(access: "Access", meta: "MetaClass", body: JsonObject, options: Import
         if importer.violations:
             raise ValidationFailed(importer.violations)
         return [], operation
-    except ValidationFailed as exc:
-        violations: list[JsonObject] = exc.violations
-        return violations, None
     except ApiError as exc:
-        return [violation("", str(exc.details) or exc.error)], None
+        return _errors(exc), None
 
 
 def _save(access: "Access", operation: Operation) -> list[JsonObject]:
@@ -217,11 +214,16 @@ def _save(access: "Access", operation: Operation) -> list[JsonObject]:
         with access.database.atomic():
             Writer(access).save(operation)
         return []
-    except ValidationFailed as exc:
+    except ApiError as exc:
+        return _errors(exc)
+
+
+def _errors(exc: ApiError) -> list[JsonObject]:
+    """A refused row's errors: its violations, or the refusal as one."""
+    if isinstance(exc, ValidationFailed):
         violations: list[JsonObject] = exc.violations
         return violations
-    except ApiError as exc:
-        return [violation("", str(exc.details) or exc.error)]
+    return [violation("", str(exc.details) or exc.error)]
 
 
 def _target(access: "Access", meta: "MetaClass", body: JsonObject,
