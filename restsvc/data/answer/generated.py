@@ -1,4 +1,5 @@
-"""Python source generated at run time, compiled once (the row writers):
+"""Python source generated at run time, compiled once (the row writers, the
+value writers made from their common case, rawvalues.py):
 every value its text uses is passed in as a named constant, never written
 into the text."""
 from collections.abc import Callable

@@ -18,6 +18,7 @@ from ...jsonio import quoted, value_text
 from ...model.fields import EnumField
 from ...model.datatypes import DATATYPES
 from ..columns import Converter, DbValue, RowValue, _uuid, converter
+from .generated import Generated
 
 if TYPE_CHECKING:
     from ...model.meta import MetaProperty
@@ -110,10 +111,9 @@ def common_case(write: Callable[..., object]) -> CommonCase | None:
 
 def _with_common_case(name: str, common: CommonCase, rest: Writer) -> Writer:
     """A writer: ``common`` where its test holds, else ``rest``."""
-    namespace: dict[str, object] = {"rest": rest}
-    exec(compile(f"def {name}(x):\n    if {common.test}:\n        return {common.text}\n"  # noqa: S102
-                 f"    return rest(x)\n", f"<{name}>", "exec"), namespace)
-    write = cast(Writer, namespace[name])
+    write = cast(Writer, Generated(rest=rest).function("x", [
+        f"    if {common.test}:", f"        return {common.text}", "    return rest(x)"],
+        f"<{name}>"))
     _COMMON[write] = common
     return write
 
