@@ -78,8 +78,7 @@ def answer(replays: "Replays", ctx: "Context", run: Callable[[], Response],
         response = run()
     except ApiError as exc:
         if request.environ.get(_WROTE):
-            kept = error_response(exc)
-            replays.finish(row_id, kept.status_code, kept.headers.to_wsgi_list(), _body(kept))
+            _keep(replays, row_id, error_response(exc))
         else:
             # Refused (validation, permissions, conflicts): the one write
             # path rolled back whatever it had begun, so a retry may run.
@@ -88,7 +87,7 @@ def answer(replays: "Replays", ctx: "Context", run: Callable[[], Response],
     except BaseException:
         replays.release(row_id)
         raise
-    replays.finish(row_id, response.status_code, response.headers.to_wsgi_list(), _body(response))
+    _keep(replays, row_id, response)
     return response
 
 
@@ -106,17 +105,20 @@ def _together(replays: "Replays", ctx: "Context", run: Callable[[], Response],
             except ApiError as exc:
                 if not request.environ.get(_WROTE):
                     raise
-                kept = error_response(exc)
-                replays.finish(row_id, kept.status_code, kept.headers.to_wsgi_list(), _body(kept))
+                _keep(replays, row_id, error_response(exc))
                 kept_error = exc
             else:
-                replays.finish(row_id, response.status_code, response.headers.to_wsgi_list(),
-                               _body(response))
+                _keep(replays, row_id, response)
     if kept_error is not None:
         raise kept_error
     if stored is not None:
         return _replayed(stored)
     return response
+
+
+def _keep(replays: "Replays", row_id: str, response: Response) -> None:
+    """Keep ``response`` as the answer under the claimed key ``row_id``."""
+    replays.finish(row_id, response.status_code, response.headers.to_wsgi_list(), _body(response))
 
 
 def _replayed(stored: tuple[int, list[tuple[str, str]], bytes]) -> Response:
