@@ -11,7 +11,8 @@ from werkzeug.test import Client
 
 from conftest import demo_id, get_token
 from pages_support import general as _general, same_as_general as _same_as_general
-from restsvc import Entity, ResourceRole, entity
+import restsvc
+from restsvc import Entity, ResourceRole
 from restsvc.demo import application as demo
 from restsvc.data.read.request import Page
 
@@ -154,7 +155,7 @@ def test_a_reader_sees_only_the_members_its_row_rules_let_it_see(client, reader_
     assert names and not names & {"clearance", "high-margin"}
 
 
-@entity(instance_name="nickname")
+@restsvc.entity(instance_name="nickname")
 class Pet(Entity):
     """An instance name that may be null, written once for both its places."""
     nickname = peewee.CharField(max_length=50, null=True)
