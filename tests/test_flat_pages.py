@@ -1,14 +1,19 @@
 """Entities of a flat plan are written straight from the database's rows
 (data/read/flatrows.py): the bytes must be those the general loader and serializer
 write from converted rows, under every permission, with and without nulls."""
+import dataclasses
 import datetime
 
+import peewee
 import pytest
 from urllib.parse import quote
+from werkzeug.test import Client
 
-from conftest import demo_id
+from conftest import demo_id, get_token
 from pages_support import general as _general, same_as_general as _same_as_general
-from restsvc import ResourceRole
+import restsvc
+from restsvc import Entity, ResourceRole
+from restsvc.demo import application as demo
 from restsvc.data.read.request import Page
 
 READER = ResourceRole(
@@ -148,3 +153,24 @@ def test_a_reader_sees_only_the_members_its_row_rules_let_it_see(client, reader_
     page = _same_as_general(client, reader_auth, "Product", "", "product-with-tags")
     names = {dict(tag)["name"] for item in page for tag in dict(item)["tags"]}
     assert names and not names & {"clearance", "high-margin"}
+
+
+@restsvc.entity(instance_name="nickname")
+class Pet(Entity):
+    """An instance name that may be null, written once for both its places."""
+    nickname = peewee.CharField(max_length=50, null=True)
+
+
+def test_an_instance_name_that_is_null_is_written_as_no_name_in_both_places(make_app):
+    client = Client(make_app(application=dataclasses.replace(demo, entities=demo.entities + (Pet,))))
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    named = client.post("/rest/entities/Pet", headers=auth, json={"nickname": 'Rex "the" dog'}).json
+    unnamed = client.post("/rest/entities/Pet", headers=auth, json={}).json
+    for nulls in ("", "&returnNulls=true"):
+        page = {row["id"]: row for row in client.get(
+            f"/rest/entities/Pet?fetchPlan=_local{nulls}", headers=auth).json}
+        assert (page[named["id"]]["_instanceName"], page[named["id"]]["nickname"]) \
+            == ('Rex "the" dog', 'Rex "the" dog')
+        assert page[unnamed["id"]].get("_instanceName") is None
+        assert ("nickname" in page[unnamed["id"]]) == bool(nulls)
+        assert page[unnamed["id"]].get("nickname") is None

@@ -8,8 +8,9 @@ and the value's text writer (``value_writer``: a Python value -> its JSON
 text, for transient attributes and records too).
 """
 import datetime
+import itertools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 import peewee
@@ -92,9 +93,11 @@ class CommonCase(NamedTuple):
     """A writer's common case as Python source over the value ``x``: when
     ``test`` holds, ``text`` is the value's JSON text. The writer is made
     from it (``_with_common_case``) and the row writers write it inline
-    (rowwriters.py), so that the common value costs no call."""
+    (rowwriters.py), so that the common value costs no call. ``names`` are
+    the values the source names (bound where it is compiled)."""
     test: str
     text: str
+    names: Mapping[str, object] = {}
 
 
 _COMMON: "weakref.WeakKeyDictionary[Callable[..., object], CommonCase]" = \
@@ -111,7 +114,7 @@ def common_case(write: Callable[..., object]) -> CommonCase | None:
 
 def _with_common_case(name: str, common: CommonCase, rest: Writer) -> Writer:
     """A writer: ``common`` where its test holds, else ``rest``."""
-    write = cast(Writer, Generated(rest=rest).function("x", [
+    write = cast(Writer, Generated(rest=rest, **common.names).function("x", [
         f"    if {common.test}:", f"        return {common.text}", "    return rest(x)"],
         f"<{name}>"))
     _COMMON[write] = common
@@ -170,7 +173,8 @@ def _remembered(write: Writer) -> Writer:
     column holds few distinct values, prices above all, and each costs two
     roundings); zero is written each time (-0.0 equals 0.0). Values that are
     equal (649, 649.0, Decimal("649.00")) are the same number, which the
-    column writes at its own scale: they share one text."""
+    column writes at its own scale: they share one text. A text kept is the
+    common case: a row writer looks it up inline."""
     memo: dict[DbValue, str | None] = {}
 
     def remembered(value: DbValue) -> str | None:
@@ -182,7 +186,12 @@ def _remembered(write: Writer) -> Writer:
                 memo.clear()
             text = memo[value] = write(value)
         return text
-    return remembered
+    name = f"memo{next(_MEMOS)}"
+    return _with_common_case("decimal_text", CommonCase(
+        f"(t := {name}.get(x)) is not None", "t", {name: memo}), remembered)
+
+
+_MEMOS = itertools.count()
 
 
 _REMEMBERED = 4096      # texts kept per column and type

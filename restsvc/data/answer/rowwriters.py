@@ -98,6 +98,11 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
         ``returnNulls``, ``p`` says whether one of its attributes is not null.
         A writer's common case (``rawvalues.common_case``) is written inline."""
         flag = ["p = True"] if return_nulls and target == "e" else []
+        if target == "out" and write is quoted and f"v[{position}]" == name_source:  # the name
+            lines.append(f"    if n is not None:\n        {target} += {const(key)} + n")
+            lines.extend(["    else:", f"        {target} += {const(key + 'null')}"]
+                         if return_nulls else [])
+            return
         if write is value_text:     # most often an integer: its text without a look-up
             body = [f"{target} += {const(key)} + "
                     f"(str(x) if x.__class__ is int else {const(write)}(x))", *flag]
@@ -110,6 +115,7 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
                 body += ["else:", f"    {target} += {const(key + 'null')}"]
         common = common_case(write)
         if common is not None:
+            source.constants.update(common.names)
             body = [f"if {common.test}:", f"    {target} += {const(key)} + {common.text}",
                     *(f"    {line}" for line in flag), "else:", *(f"    {line}" for line in body)]
         lines.append(f"    x = v[{position}]")
@@ -130,12 +136,15 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
     named, no_name = _heads(meta, return_nulls)
     write_id = id_writer(meta.properties["id"])
     common = common_case(write_id)
+    if common is not None:
+        source.constants.update(common.names)
     lines.append("    x = v[0]")
     lines.append(f"    i = {const(write_id)}(x)" if common is None else
                  f"    i = {common.text} if {common.test} else {const(write_id)}(x)")
-    lines.append(f"    x = {_name_expression(meta, permissions, index, const)}")
-    lines.append(f"    out = ({const(no_name)} if x is None else "
-                 f"{const(named)} + {const(quoted)}(x) + ',\"id\":') + i")
+    name_source = _name_expression(meta, permissions, index, const)
+    lines.append(f"    n = {name_source}")     # the instance name's text, written once
+    lines.append(f"    n = n if n is None else {const(quoted)}(n)")
+    lines.append(f"    out = ({const(no_name)} if n is None else {const(named)} + n + ',\"id\":') + i")
     for name, nested in plan.properties.items() if plan is not None else ():
         if name == "id" or not levels.get(name):
             continue
