@@ -29,6 +29,7 @@ from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ...security.roles import MODIFY
 from ..access import Access, require
 from ..read.loader import visible_ids
+from .hooks import saves_hooked
 from .owned import child_ids
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class Operation:
     def is_one_statement(self) -> bool:
         """Written by one INSERT or UPDATE, which is atomic on its own."""
         return (not self.children and not self.members
-                and not hasattr(self.meta.model, "after_save"))
+                and not saves_hooked(self.meta.model))
 
 
 def _violation(path: str, message: str, template: str, value: JsonValue = None) -> JsonObject:

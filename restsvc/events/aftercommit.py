@@ -1,0 +1,160 @@
+"""After-commit hooks: a model's classmethod ``after_commit(cls, event, data)``
+runs once for each committed create, update and delete of its entity
+(declared with ``events=True``), outside the write's transaction;
+restsvc/docs/hooks.md is the manual.
+
+They are driven by the outbox (outbox.py), so a crash between a commit and
+its hook loses nothing. ``restsvc deliver`` runs them on a thread of its own
+(``AfterCommit.run``, beside the webhook deliveries). Each hook has a
+position, a row of ``restsvc_after_commit``: the id of the last event it
+has run for. A pass runs each hook on its events after that position, one
+event per write transaction that both moves the position on and runs the
+hook, whose ``data`` writes join it:
+
+- commit: the hook's writes and the new position are kept together, so
+  without a crash the hook runs exactly once per event;
+- the hook raises, or the process dies before the commit: both are undone
+  and the event comes again (at least once for what the hook does outside
+  the database; ``event["id"]`` makes such a handler idempotent). A failed
+  event is retried after ``svc.webhooks.retry-initial-delay`` x
+  2^(attempts-1) (at most an hour, half of it random), and the hook's later
+  events wait for it: each hook sees its events in order. The write that
+  made the event is never undone.
+- two workers: the position's UPDATE takes the row's lock and applies only
+  at the position read before, so an event is run by one of them.
+
+A hook seen for the first time starts after the newest event then kept
+(``outbox.position``): events of writes before its first pass are not run.
+A hook's ``data`` is a ``DataAccess`` with full access (the roles of
+``system-full-access``) whose writes are recorded under
+``<Entity>.after_commit``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import peewee
+
+from ..data.bound import DataAccess
+from ..db import database_proxy, write_transaction
+from . import outbox
+from .delivery import run_passes
+
+if TYPE_CHECKING:
+    from ..data.access import Access
+    from ..data.datamanager import DataManager
+    from ..model.metadata import Metadata
+    from ..settings import Settings
+
+log = logging.getLogger("restsvc")
+MAX_DELAY = 3600.0
+EVENTS_PER_PASS = 100       # per hook: then the other hooks have their turn
+# after_commit(event, data) of one entity's model
+Hook = Callable[[outbox.Event, DataAccess], Any]
+
+
+class HookPosition(peewee.Model):
+    entity = peewee.CharField(primary_key=True, max_length=255)    # whose after_commit
+    after = peewee.BigIntegerField(default=0)       # events up to this id have been run
+    attempts = peewee.IntegerField(default=0)       # failures of the event after it
+    nextAttempt = peewee.DoubleField(default=0)     # epoch seconds
+    lastError = peewee.CharField(max_length=255, null=True)
+
+    class Meta:
+        database = database_proxy
+        table_name = "restsvc_after_commit"
+
+
+def hooks_of(metadata: Metadata) -> dict[str, Hook]:
+    """{entity name: its model's after_commit} of the entities that have one."""
+    found: dict[str, Hook] = {}
+    for meta in metadata.entities.values():
+        hook = getattr(meta.model, "after_commit", None)
+        if hook is not None:
+            found[meta.name] = hook
+    return found
+
+
+class AfterCommit:
+    """Runs the after-commit hooks (see above)."""
+
+    def __init__(self, settings: Settings, manager: DataManager, access: Access) -> None:
+        self.settings = settings
+        self.database = manager.database
+        self.manager = manager
+        self.access = access            # the service's: full access
+        self.hooks = hooks_of(manager.metadata)
+        self._registered = False
+
+    def run(self, stop: threading.Event) -> None:
+        """Pass after pass until ``stop`` is set; a pass's error is logged and
+        the next pass tries again."""
+        run_passes(self.step, stop, self.database, self.settings.events_poll_interval,
+                   "after-commit hooks")
+
+    def step(self, now: float | None = None) -> bool:
+        """One pass over every hook; whether any ran an event."""
+        now = time.time() if now is None else now
+        if not self._registered:
+            self._register()
+        outbox.assign(self.database)
+        ran = False
+        for name, hook in self.hooks.items():
+            for _ in range(EVENTS_PER_PASS):
+                if not self._run_next(name, hook, now):
+                    break
+                ran = True
+        return ran
+
+    def _register(self) -> None:
+        """Each hook's position, starting at the newest event for a new one."""
+        if self.hooks:
+            start = outbox.position(self.database)
+            HookPosition.insert_many([{"entity": name, "after": start} for name in self.hooks]
+                                     ).on_conflict_ignore().execute()
+        self._registered = True
+
+    def _run_next(self, name: str, hook: Hook, now: float) -> bool:
+        """Run ``hook`` on its next event, if due; whether it did and it committed."""
+        row = HookPosition.get_or_none(HookPosition.entity == name)
+        if row is None or row.nextAttempt > now:
+            return False
+        events = outbox.read(self.database, row.after, [name], 1)
+        if not events:
+            return False
+        event = events[0]
+        try:
+            with write_transaction(self.database):
+                moved = HookPosition.update(after=event["id"], attempts=0, nextAttempt=0,
+                                            lastError=None).where(
+                    (HookPosition.entity == name) & (HookPosition.after == row.after)).execute()
+                if moved != 1:
+                    return False        # another worker has run it
+                hook(event, self.data(name))
+        except Exception as exc:        # noqa: BLE001  (the hook's failure: retried)
+            log.warning("after-commit hook of %s failed on event %s (attempt %s); retried",
+                        name, event["id"], row.attempts + 1, exc_info=True)
+            self._failed(row, now, f"{type(exc).__name__}: {exc}")
+            return False
+        return True
+
+    def data(self, name: str) -> DataAccess:
+        """What ``name``'s hook reads and writes with, in its own name."""
+        return DataAccess(self.manager, dataclasses.replace(
+            self.access, writer=f"{name}.after_commit"))
+
+    def _failed(self, row: HookPosition, now: float, error: str) -> None:
+        """The event after ``row``'s position failed: due again after the backoff."""
+        attempts = row.attempts + 1
+        delay = min(self.settings.webhooks_retry_initial_delay * 2 ** min(attempts - 1, 30),
+                    MAX_DELAY)
+        delay = delay / 2 + random.uniform(0, delay / 2)
+        HookPosition.update(attempts=attempts, nextAttempt=now + delay,
+                            lastError=error[:255]).where(
+            (HookPosition.entity == row.entity) & (HookPosition.after == row.after)).execute()
