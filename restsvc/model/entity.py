@@ -187,6 +187,15 @@ def _add_fields(model: type["Entity"], names: tuple[str, ...]) -> tuple[str, ...
     return names
 
 
+SAVE_HOOKS = ("before_save", "after_save")
+
+
+def saves_hooked(model: type) -> bool:
+    """Whether ``model`` has a lifecycle hook around its creates and updates
+    (restsvc/docs/hooks.md): its writes are never a lone statement."""
+    return any(hasattr(model, name) for name in SAVE_HOOKS)
+
+
 def declaration_of(model: type) -> EntityDeclaration:
     declared: EntityDeclaration | None = model.__dict__.get("_entity")
     if declared is None:

@@ -30,14 +30,8 @@ if TYPE_CHECKING:
     from ..access import Access
     from .importer import Operation
 
-SAVE_HOOKS = ("before_save", "after_save")
 # The caller's DataAccess of an Access (data/bound.py), made by the data manager.
 Bind = Callable[["Access"], Any]
-
-
-def saves_hooked(model: type) -> bool:
-    """Whether ``model`` has a hook around its creates and updates."""
-    return any(hasattr(model, name) for name in SAVE_HOOKS)
 
 
 class Hooks:

@@ -24,12 +24,11 @@ from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
 from ...jsonio import JsonObject, JsonValue
 from ...numbers import decimal_fits
-from ...model.entity import AUDIT_FIELDS, Entity
+from ...model.entity import AUDIT_FIELDS, Entity, saves_hooked
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ...security.roles import MODIFY
 from ..access import Access, require
 from ..read.loader import visible_ids
-from .hooks import saves_hooked
 from .owned import child_ids
 
 if TYPE_CHECKING:
