@@ -3,80 +3,29 @@ after create, update and delete inside the write's transaction, their writes
 through the caller's data access, refusals and failures that leave nothing
 written; after-commit hooks run once per event by the runner of ``restsvc
 deliver`` (restsvc/events/aftercommit.py)."""
-import dataclasses
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
-import peewee
 import pytest
 from werkzeug.test import Client
 
 from conftest import get_token
-from restsvc import Entity, Invalid, ResourceRole, entity
+from restsvc import Entity, entity
 from restsvc.clibase import service_access
 from restsvc.data.bound import DataAccess
-from restsvc.demo import application as demo
 from restsvc.events import outbox
 from restsvc.events.aftercommit import AfterCommit, HookPosition
+from hooks_support import CALLS, FAIL_COMMITS, Gadget, GadgetLog, application
+from servers import _write_config
 
-CALLS = []          # (hook, gadget name, created or None) in the order they ran
-FAIL_COMMITS = []   # while not empty, after_commit raises (its first value: the error)
-
-
-@entity(instance_name="text", audited=True)
-class GadgetLog(Entity):
-    """What the hooks write, through their data access."""
-    text = peewee.CharField(max_length=255)
-
-
-@entity(instance_name="name", audited=True, history=True, events=True)
-class Gadget(Entity):
-    name = peewee.CharField(max_length=100)
-    size = peewee.IntegerField(null=True)
-
-    @classmethod
-    def before_save(cls, values, creating, entity_id, data):
-        name = values.get("name") or ""
-        CALLS.append(("before_save", name, creating))
-        if name == "refused":
-            raise Invalid("gadgets may not be called refused", "name")
-        if name == "broken":
-            raise RuntimeError("the password is hunter2")
-        if name.startswith("log:"):
-            data.save(GadgetLog, {"text": f"caller {name}"})
-        if name.startswith("service:"):
-            with data.as_service("gadgetService"):
-                data.save(GadgetLog, {"text": f"service {name}"})
-        values["size"] = len(name)          # what before_save sets is written
-
-    def after_save(self, created):
-        CALLS.append(("after_save", self.name, created))
-        if self.name == "late-refusal":
-            raise Invalid("refused after the statement")
-
-    def before_delete(self, data):
-        CALLS.append(("before_delete", self.name, None))
-        if self.name == "keep":
-            raise Invalid("this gadget is kept")
-        data.save(GadgetLog, {"text": f"deleting {self.name}"})
-
-    def after_delete(self):
-        CALLS.append(("after_delete", self.name, None))
-        if self.name == "undeletable":
-            raise RuntimeError("boom")
-
-    @classmethod
-    def after_commit(cls, event, data):
-        data.save(GadgetLog, {"text": f"commit {event['kind']} {event['entityId']} #{event['id']}"})
-        if FAIL_COMMITS:
-            raise FAIL_COMMITS[0]
-
-
-GADGETS = ResourceRole("t-gadgets", entities={"Gadget": "*"}, attributes={"Gadget": {"*": "modify"}})
+TESTS = Path(__file__).resolve().parent
 
 
 def _app(make_app, overrides=None):
-    application = dataclasses.replace(demo, entities=demo.entities + (Gadget, GadgetLog),
-                                      resource_roles=tuple(demo.resource_roles) + (GADGETS,))
     prefix = "svc.authserver.client.tester."
     return make_app({f"{prefix}client-id": "tester", f"{prefix}client-secret": "{noop}tester-secret",
                      f"{prefix}resource-roles": "rest-minimal,t-gadgets",
@@ -281,3 +230,52 @@ def test_after_commit_needs_events():
             @classmethod
             def after_commit(cls, event, data):
                 pass
+
+
+def _deliver(directory, database_url, pause):
+    """``restsvc deliver`` of the test application, its after_commit held in ``pause``."""
+    config = _write_config(directory, database_url, {
+        "svc.application": "hooks_support:application", "svc.datasource.init-schema": False,
+        "svc.events.poll-interval": "50ms"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESTSVC_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
+    env["GADGET_HOOK_PAUSE"] = str(pause)
+    log = open(directory / f"deliver-{time.monotonic_ns()}.log", "wb")
+    return subprocess.Popen([sys.executable, "-m", "restsvc.cli", "--config", str(config),
+                             "deliver"], cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait(condition, what, seconds=30):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_restsvc_deliver_killed_inside_a_hook_runs_it_again_and_its_write_lands_once(
+        gadgets, database_url, tmp_path):
+    app, client, auth = gadgets
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    (pause / "hold").write_text("")
+    first = _deliver(tmp_path, database_url, pause)
+    second = None
+    try:
+        _wait(lambda: HookPosition.select().where(HookPosition.entity == "Gadget").exists(),
+              "the worker never registered the hook")
+        assert _create(client, auth, "crash").status_code == 201
+        _wait((pause / "entered").exists, "the hook never ran")
+        first.send_signal(signal.SIGKILL)       # after the hook's write, before its commit
+        first.wait(timeout=20)
+        assert _commit_logs() == []
+        (pause / "hold").unlink()
+        second = _deliver(tmp_path, database_url, pause)
+        outbox.assign(app.database)
+        newest = outbox.read(app.database, 0, ["Gadget"])[-1]["id"]
+        _wait(lambda: HookPosition.get_by_id("Gadget").after == newest, "the event was never run")
+        assert len(_commit_logs()) == 1
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(timeout=20)
