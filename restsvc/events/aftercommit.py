@@ -8,8 +8,11 @@ its hook loses nothing. ``restsvc deliver`` runs them on a thread of its own
 (``AfterCommit.run``, beside the webhook deliveries). Each hook has a
 position, a row of ``restsvc_after_commit``: the id of the last event it
 has run for. A pass runs each hook on its events after that position, one
-event per write transaction that both moves the position on and runs the
-hook, whose ``data`` writes join it:
+event per unit of work (``DataAccess.unit_of_work``): the hook runs, then
+its position moves on, in the one write transaction the hook's first
+``data`` write began (a hook that writes nothing: the position's UPDATE
+alone). No lock is held before that write, so a hook that calls another
+system first does not hold SQLite's write lock meanwhile.
 
 - commit: the hook's writes and the new position are kept together, so
   without a crash the hook runs exactly once per event;
@@ -20,8 +23,10 @@ hook, whose ``data`` writes join it:
   2^(attempts-1) (at most an hour, half of it random), and the hook's later
   events wait for it: each hook sees its events in order. The write that
   made the event is never undone.
-- two workers: the position's UPDATE takes the row's lock and applies only
-  at the position read before, so an event is run by one of them.
+- two workers: the position's UPDATE applies only at the position read
+  before (PostgreSQL: after the row's lock is had), so one of them moves it
+  on; the other's run is rolled back with its writes (its calls to other
+  systems, at least once, stand).
 
 A hook seen for the first time starts after the newest event then kept
 (``outbox.position``): events of writes before its first pass are not run.
@@ -42,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import peewee
 
 from ..data.bound import DataAccess
-from ..db import database_proxy, write_transaction
+from ..db import database_proxy
 from . import outbox
 from .delivery import run_passes
 
@@ -57,6 +62,10 @@ MAX_DELAY = 3600.0
 EVENTS_PER_PASS = 100       # per hook: then the other hooks have their turn
 # after_commit(event, data) of one entity's model
 Hook = Callable[[outbox.Event, DataAccess], Any]
+
+
+class _Taken(Exception):
+    """Another worker has run the event meanwhile: this run's writes go."""
 
 
 class HookPosition(peewee.Model):
@@ -129,14 +138,17 @@ class AfterCommit:
         if not events:
             return False
         event = events[0]
+        data = self.data(name)
         try:
-            with write_transaction(self.database):
+            with data.unit_of_work():   # its transaction begins at the hook's first write
+                hook(event, data)
                 moved = HookPosition.update(after=event["id"], attempts=0, nextAttempt=0,
                                             lastError=None).where(
                     (HookPosition.entity == name) & (HookPosition.after == row.after)).execute()
                 if moved != 1:
-                    return False        # another worker has run it
-                hook(event, self.data(name))
+                    raise _Taken()
+        except _Taken:
+            return False
         except Exception as exc:        # noqa: BLE001  (the hook's failure: retried)
             log.warning("after-commit hook of %s failed on event %s (attempt %s); retried",
                         name, event["id"], row.attempts + 1, exc_info=True)
