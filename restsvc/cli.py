@@ -309,8 +309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
                        help="rows removed per transaction (default: 1000)")
         p.set_defaults(run=run)
-    p = commands.add_parser("deliver", help="the webhook delivery worker (restsvc serve starts "
-                                            "one unless svc.webhooks.deliver-in-serve is false)")
+    p = commands.add_parser("deliver", help="the webhook delivery worker, which runs after-commit "
+                                            "hooks too (restsvc serve starts one unless "
+                                            "svc.webhooks.deliver-in-serve is false)")
     p.add_argument("--parent", type=int, help=argparse.SUPPRESS)    # stop when it is gone
     p.set_defaults(run=deliver_command)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")

@@ -66,10 +66,22 @@ class Gadget(Entity):
         if os.environ.get("GADGET_HOOK_PAUSE"):     # the crash test's restsvc deliver
             _pause(Path(os.environ["GADGET_HOOK_PAUSE"]))
 
+@entity(instance_name="name", soft_delete=True)
+class Widget(Entity):
+    """A soft-deleted entity: its delete marks the row, between the same hooks."""
+    name = peewee.CharField(max_length=100)
+
+    def before_delete(self):
+        CALLS.append(("before_delete", self.name, self.deletedDate))
+
+    def after_delete(self):
+        CALLS.append(("after_delete", self.name, None))
+
+
 GADGETS = ResourceRole("t-gadgets", entities={"Gadget": "*"}, attributes={"Gadget": {"*": "modify"}})
 
 
-application = dataclasses.replace(demo, entities=demo.entities + (Gadget, GadgetLog),
+application = dataclasses.replace(demo, entities=demo.entities + (Gadget, GadgetLog, Widget),
                                   resource_roles=tuple(demo.resource_roles) + (GADGETS,))
 
 

@@ -21,7 +21,7 @@ from restsvc.data.bound import DataAccess
 from restsvc.db import release
 from restsvc.events import outbox
 from restsvc.events.aftercommit import AfterCommit, HookPosition
-from hooks_support import CALLS, FAIL_COMMITS, Gadget, GadgetLog, application
+from hooks_support import CALLS, FAIL_COMMITS, Gadget, GadgetLog, Widget, application
 from servers import _write_config
 
 TESTS = Path(__file__).resolve().parent
@@ -40,7 +40,7 @@ def gadgets(make_app):
     CALLS.clear()
     FAIL_COMMITS.clear()
     app = _app(make_app)
-    for model in (GadgetLog, Gadget):   # PostgreSQL: the demo's reset leaves these tables
+    for model in (GadgetLog, Gadget, Widget):   # PostgreSQL: the demo's reset leaves these tables
         model.delete().execute()
     client = Client(app)
     return app, client, {"Authorization": f"Bearer {get_token(client)}"}
@@ -80,6 +80,29 @@ def test_a_bulk_create_runs_the_hooks_of_each_row(gadgets):
     assert [call[:2] for call in CALLS] == [("before_save", "a"), ("after_save", "a"),
                                             ("before_save", "log:b"), ("after_save", "log:b")]
     assert _logs() == [("caller log:b", "demo-client")]
+
+
+def test_an_import_runs_the_hooks_and_their_writes_are_the_importers(gadgets):
+    app, client, auth = gadgets
+    response = client.post("/rest/entities/Gadget/import", headers={
+        **auth, "Content-Type": "application/x-ndjson"},
+        data='{"name": "log:imported"}\n{"name": "plain"}\n')
+    assert response.status_code == 200, response.json
+    assert [call[:2] for call in CALLS if call[0] == "before_save"] == [
+        ("before_save", "log:imported"), ("before_save", "plain")]
+    assert _logs() == [("caller log:imported", "demo-client")]
+    refused = client.post("/rest/entities/Gadget/import", headers={
+        **auth, "Content-Type": "application/x-ndjson"}, data='{"name": "refused"}\n')
+    assert refused.status_code == 400
+    assert refused.json["details"][0]["errors"][0]["message"] == "gadgets may not be called refused"
+
+
+def test_a_soft_delete_runs_the_delete_hooks_around_its_marking(gadgets):
+    app, client, auth = gadgets
+    widget_id = client.post("/rest/entities/Widget", headers=auth, json={"name": "w"}).json["id"]
+    assert client.delete(f"/rest/entities/Widget/{widget_id}", headers=auth).status_code == 204
+    assert CALLS == [("before_delete", "w", None), ("after_delete", "w", None)]
+    assert Widget.get_by_id(widget_id).deletedDate is not None     # marked, not removed
 
 
 def _stored(app):
