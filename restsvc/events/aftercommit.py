@@ -115,10 +115,7 @@ class AfterCommit:
         outbox.assign(self.database)
         ran = False
         for name, hook in self.hooks.items():
-            for _ in range(EVENTS_PER_PASS):
-                if not self._run_next(name, hook, now):
-                    break
-                ran = True
+            ran = self._run_due(name, hook, now) or ran
         return ran
 
     def _register(self) -> None:
@@ -129,15 +126,22 @@ class AfterCommit:
                                      ).on_conflict_ignore().execute()
         self._registered = True
 
-    def _run_next(self, name: str, hook: Hook, now: float) -> bool:
-        """Run ``hook`` on its next event, if due; whether it did and it committed."""
+    def _run_due(self, name: str, hook: Hook, now: float) -> bool:
+        """Run ``hook`` on its next events, if due, in order until one fails;
+        whether any ran."""
         row = HookPosition.get_or_none(HookPosition.entity == name)
         if row is None or row.nextAttempt > now:
             return False
-        events = outbox.read(self.database, row.after, [name], 1)
-        if not events:
-            return False
-        event = events[0]
+        ran = False
+        for event in outbox.read(self.database, row.after, [name], EVENTS_PER_PASS):
+            if not self._run_one(hook, row, event, now):
+                break
+            row.after, row.attempts, ran = event["id"], 0, True
+        return ran
+
+    def _run_one(self, hook: Hook, row: HookPosition, event: outbox.Event, now: float) -> bool:
+        """Run ``hook`` on ``event``, the one after ``row``'s position; whether it committed."""
+        name = row.entity
         data = self.data(name)
         try:
             with data.unit_of_work():   # its transaction begins at the hook's first write
