@@ -172,6 +172,17 @@ def test_a_service_write_runs_the_hooks_too(gadgets):
     assert _logs() == [("caller log:from-a-service", "restsvc")]
 
 
+def test_a_unit_of_work_inside_another_is_part_of_it(gadgets):
+    app, client, auth = gadgets
+    data = DataAccess(app.data, _service_access(app))
+    with pytest.raises(RuntimeError):
+        with data.unit_of_work():
+            with data.unit_of_work():      # e.g. a hook's own, inside the runner's
+                data.save(GadgetLog, {"text": "inner"})
+            raise RuntimeError("the outer one fails")
+    assert _logs() == []
+
+
 def _service_access(app):
     return service_access(app, None)
 
