@@ -13,7 +13,7 @@ from .application import Application
 from .data.access import Access
 from .data.bound import DataAccess, Record, to_entity_json
 from .data.read.queries import invalid_parameter
-from .errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
+from .errors import ApiError, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from .model.datatypes import FileRef
 from .model.entity import Entity, entity
 from .model.fields import DateTimeField, Embedded, EnumField, FileRefField, embeddable, transient
@@ -39,6 +39,6 @@ def create_app(settings: "Settings | None" = None,
 
 __all__ = ["Access", "ApiError", "Application", "BadRequest", "Caller", "Conflict", "Context",
            "DataAccess", "DateTimeField", "Embedded", "Entity", "EnumField", "FileRef", "FileRefField",
-           "Forbidden", "NotFound", "Record", "ResourceRole", "RowLevelRole", "User", "create_app",
+           "Forbidden", "Invalid", "NotFound", "Record", "ResourceRole", "RowLevelRole", "User", "create_app",
            "embeddable", "entity", "hash_secret", "invalid_parameter", "rest_method", "rest_service",
            "to_entity_json", "transient"]

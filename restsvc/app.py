@@ -1,4 +1,5 @@
 """RestApp: the WSGI callable. Everything is built once, in ``__init__``."""
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -13,11 +14,13 @@ from .api import all_rules, batch, oauth, replay, signin
 from .api.docs import documents
 from .application import Application, import_application
 from .bodies import limit_body
+from .data.bound import DataAccess
 from .data.datamanager import DataManager
 from .data.write.history import HistoryItem
 from .data.read.queries import PredefinedQueries, Query
 from .data.read.queryconfig import QueryConfigError, load_queries
 from .data.write.rowrules import check_declarations
+from .events.aftercommit import HookPosition
 from .events.feed import StreamSlots, Tickets
 from .events.outbox import ChangeEvent
 from .events.webhooks import WebhookDelivery, WebhookSubscription
@@ -65,7 +68,7 @@ log = logging.getLogger("restsvc")
 # Every application gets these entities beside its own, and these tables.
 BUILT_IN_ENTITIES = (User, HistoryItem)
 BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest,
-                   ChangeEvent, WebhookSubscription, WebhookDelivery, ApiKey)
+                   ChangeEvent, WebhookSubscription, WebhookDelivery, HookPosition, ApiKey)
 # Sign-in requests are held by the sign-in limits, not by quotas; a batch
 # counts itself and each of its operations (api/batch.py).
 _UNMETERED = frozenset([*(rule.endpoint for rule in oauth.rules + signin.rules), batch.run_batch])
@@ -95,6 +98,7 @@ class RestApp:
         self.database = db.open_database(settings.database_url, settings.database_pool_size,
                                          settings.sqlite_synchronous, settings.sqlite_wal_limit)
         self.data = DataManager(settings, self.metadata, self.database)
+        self.data.bind = functools.partial(DataAccess, self.data)     # lifecycle hooks' data
         self.queries = PredefinedQueries(self.data, queries)
         self.reports = self._load_reports()
         self.tokens = TokenStore(settings.secret_key)

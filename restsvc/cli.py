@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .clibase import CommandError, app_of
+from .clibase import CommandError, app_of, service_access
 from .datacommands import add_data_commands
 from .errors import ApiError
 from .keycommands import add_key_commands
@@ -130,13 +130,16 @@ def events_command(args: argparse.Namespace) -> int:
 
 
 def deliver_command(args: argparse.Namespace) -> int:
+    from .events.aftercommit import AfterCommit
     from .events.delivery import block_stop_signals, run_process
     from .events.webhooks import sync_settings
     block_stop_signals()        # before the application starts threads: they inherit it
     app = app_of(args)
     sync_settings(app.database, app.metadata, app.settings.webhooks,
                   app.settings.webhooks_allow_private)
-    return run_process(app.settings, app.database, args.parent)
+    hooks = AfterCommit(app.settings, app.data, service_access(app, None))
+    return run_process(app.settings, app.database, args.parent,
+                       [hooks.run] if hooks.hooks else [])
 
 
 def routes(args: argparse.Namespace) -> None:
@@ -306,8 +309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--batch-size", type=int, default=1000, metavar="ROWS",
                        help="rows removed per transaction (default: 1000)")
         p.set_defaults(run=run)
-    p = commands.add_parser("deliver", help="the webhook delivery worker (restsvc serve starts "
-                                            "one unless svc.webhooks.deliver-in-serve is false)")
+    p = commands.add_parser("deliver", help="the webhook delivery worker, which runs after-commit "
+                                            "hooks too (restsvc serve starts one unless "
+                                            "svc.webhooks.deliver-in-serve is false)")
     p.add_argument("--parent", type=int, help=argparse.SUPPRESS)    # stop when it is gone
     p.set_defaults(run=deliver_command)
     p = commands.add_parser("hash-secret", help="hash a client secret for the settings")

@@ -33,7 +33,7 @@ def import_command(args: argparse.Namespace) -> int:
         with open(args.file, "rb") as file:
             report = import_rows(access, app.data.entity(args.entity),
                                  iter(lambda: file.read(1 << 16), b""), options,
-                                 app.settings.max_bulk_size)
+                                 app.settings.max_bulk_size, app.data.bind)
     except OSError as exc:
         raise CommandError(f"import: cannot read {args.file}: {exc.strerror}") from None
     except ImportRefused as exc:

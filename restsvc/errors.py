@@ -148,6 +148,16 @@ class ValidationFailed(ApiError):
         return self.violations
 
 
+class Invalid(ValidationFailed):
+    """What application code raises to refuse values (a lifecycle hook, a
+    service): 400 in the validation array form, one violation with
+    ``message`` at ``path`` (an attribute name, "" for the whole entity)."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__([{"message": message, "messageTemplate": "{restsvc.validation.Custom}",
+                           "path": path, "invalidValue": None}])
+
+
 class ImportRefused(ApiError):
     """400 of an import that wrote nothing: ``details`` lists the bad rows,
     each ``{"line", "errors"}`` with errors in the validation array form."""

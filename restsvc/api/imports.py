@@ -41,7 +41,7 @@ def import_entities(ctx: "Context", entity_name: str) -> Response:
     too_large = PayloadTooLarge(IMPORT_FAILED, f"An import body may have at most {limit} bytes "
                                                "(svc.rest.import-max-size)")
     report = import_rows(ctx.access, meta, body_chunks(request, limit, too_large, IMPORT_FAILED),
-                         options, settings.max_bulk_size)
+                         options, settings.max_bulk_size, ctx.app.data.bind)
     return json_response(report.body(options))
 
 

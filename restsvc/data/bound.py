@@ -171,7 +171,12 @@ class DataAccess:
         """Everything written inside is committed together at the end, or
         rolled back when the block raises. The transaction begins at the first
         write (a call that only reads costs no BEGIN/COMMIT), as a write
-        transaction (SQLite: the write lock is taken then, not upgraded later)."""
+        transaction (SQLite: the write lock is taken then, not upgraded later).
+        Inside another unit of work (a service method's, an after-commit
+        hook's) it is part of that one."""
+        if self._unit is not None:
+            yield self
+            return
         self._unit = False
         try:
             yield self

@@ -13,6 +13,7 @@ from ..jsonio import JsonValue
 from .access import require
 from .read.loader import visible_ids
 from .write import softdelete
+from .write.hooks import Bind
 from .write.importer import Importer, parse_id, too_many_entities
 from .write.writer import Writer
 
@@ -30,6 +31,10 @@ class DataWrites:
 
     settings: "Settings"
     database: "peewee.Database"
+    # The caller's DataAccess of an Access, given to lifecycle hooks that ask for
+    # ``data`` (write/hooks.py); set by the application (app.py), which may import
+    # data/bound.py (this module may not: bound.py names the data manager).
+    bind: "Bind | None" = None
 
     def validate(self, access: "Access", meta: "MetaClass", body: JsonValue, path: str = "") -> None:
         """Check entity JSON as a save would (permissions, values, references,
@@ -76,19 +81,19 @@ class DataWrites:
             # No BEGIN/COMMIT around a single statement: SQLite's write lock is
             # then held only while the statement runs, and concurrent writers
             # wait for each other far less.
-            Writer(access).save(alone)
+            Writer(access, self.bind).save(alone)
         elif alone is not None and not is_sqlite(self.database) and _at_once(alone) and \
-                Writer(access).save_at_once(alone):
+                Writer(access, self.bind).save_at_once(alone):
             pass        # its statement, its history item and its event sent as one
         elif len(operations) == 1:      # one row: its statements as they come
             with write_transaction(self.database):
-                Writer(access).save(operations[0])
+                Writer(access, self.bind).save(operations[0])
         else:
             # Entered by the writer when it first writes: a bulk of creates
             # plans its rows first and holds SQLite's write lock only for its
             # few statements (write/pending.py).
             with contextlib.ExitStack() as stack:
-                Writer(access).save_all(operations, lambda: stack.enter_context(
+                Writer(access, self.bind).save_all(operations, lambda: stack.enter_context(
                     write_transaction(self.database)))
         return operations
 
@@ -108,7 +113,7 @@ class DataWrites:
                     meta.model.check_change(access, key, None)
             if if_match is not None:
                 _check_versioned(meta, entity_ids[0])
-            Writer(access).delete(meta, keys, if_match)
+            Writer(access, self.bind).delete(meta, keys, if_match)
 
     def restore(self, access: "Access", meta: "MetaClass", entity_id: str | int) -> str | int:
         """Bring a soft-deleted row back with the children deleted with it;
@@ -116,14 +121,14 @@ class DataWrites:
         with write_transaction(self.database):
             key, deleted = softdelete.deleted_row(access, meta, entity_id,
                                                   softdelete.RESTORE, "update")
-            Writer(access).restore(meta, key, deleted)
+            Writer(access, self.bind).restore(meta, key, deleted)
         return key
 
     def purge(self, access: "Access", meta: "MetaClass", entity_id: str | int) -> None:
         """Remove a soft-deleted row for good (409 while other rows refer to it)."""
         with write_transaction(self.database):
             key, _ = softdelete.deleted_row(access, meta, entity_id, softdelete.PURGE, "delete")
-            Writer(access).delete(meta, [key], purge=True)
+            Writer(access, self.bind).delete(meta, [key], purge=True)
 
 
 def _at_once(operation: "Operation") -> bool:

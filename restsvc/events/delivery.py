@@ -43,7 +43,7 @@ import threading
 import time
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import peewee
@@ -87,19 +87,8 @@ class Deliverer:
         """Pass after pass until ``stop`` is set; then the attempts in flight
         end (each within the timeout) and the threads go."""
         try:
-            while not stop.is_set():
-                try:
-                    started = self.step(wait=False)
-                except peewee.OperationalError as exc:      # the database is away: try again
-                    log.warning("webhook delivery: %s", exc)
-                    started = False
-                except Exception:       # noqa: BLE001  (a pass's error is never the worker's end)
-                    log.exception("webhook delivery: a pass failed; the next one tries again")
-                    started = False
-                finally:
-                    release(self.database)
-                if not started:
-                    stop.wait(self.settings.events_poll_interval)
+            run_passes(lambda: self.step(wait=False), stop, self.database,
+                       self.settings.events_poll_interval, "webhook delivery")
         finally:
             self.close()
 
@@ -237,6 +226,26 @@ class Deliverer:
             WebhookDelivery.seq == row.seq).execute()
 
 
+def run_passes(step: Callable[[], bool], stop: threading.Event, database: peewee.Database,
+               interval: float, what: str) -> None:
+    """``step()`` pass after pass until ``stop`` is set, waiting ``interval``
+    seconds after a pass that found nothing to do. A pass's error is logged
+    (``what`` names the worker) and the next pass tries again."""
+    while not stop.is_set():
+        try:
+            busy = step()
+        except peewee.OperationalError as exc:      # the database is away: try again
+            log.warning("%s: %s", what, exc)
+            busy = False
+        except Exception:       # noqa: BLE001  (a pass's error is never the worker's end)
+            log.exception("%s: a pass failed; the next one tries again", what)
+            busy = False
+        finally:
+            release(database)
+        if not busy:
+            stop.wait(interval)
+
+
 def _claim_sql(database: peewee.Database) -> str:
     """Lease the next due delivery of one subscription; its row (Claimed)."""
     skip = "" if is_sqlite(database) else " FOR UPDATE SKIP LOCKED"
@@ -276,10 +285,13 @@ def block_stop_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
 
-def run_process(settings: Settings, database: peewee.Database, parent: int | None = None) -> int:
+def run_process(settings: Settings, database: peewee.Database, parent: int | None = None,
+                others: Sequence[Callable[[threading.Event], None]] = ()) -> int:
     """``restsvc deliver`` as a process: passes on a thread until SIGTERM,
     SIGINT or SIGQUIT (or, given ``parent``, until that process is gone);
-    then it stops once, letting the attempts in flight end.
+    then it stops once, letting the attempts in flight end. Each of
+    ``others`` (the after-commit hooks' runner, aftercommit.py) runs on a
+    thread of its own until the same stop.
 
     Those signals are blocked (``block_stop_signals``, before the process
     started any thread) and taken here with ``sigtimedwait``: no Python signal
@@ -290,7 +302,10 @@ def run_process(settings: Settings, database: peewee.Database, parent: int | Non
     stop = threading.Event()
     worker = threading.Thread(target=Deliverer(settings, database).run, args=(stop,),
                               name="webhook-delivery")
-    worker.start()
+    threads = [threading.Thread(target=other, args=(stop,), name="after-commit")
+               for other in others]
+    for thread in (worker, *threads):
+        thread.start()
     while worker.is_alive():
         if signal.sigtimedwait(STOP_SIGNALS, 1.0) is not None:
             break
@@ -300,5 +315,6 @@ def run_process(settings: Settings, database: peewee.Database, parent: int | Non
     else:
         return 1
     stop.set()
-    worker.join()
+    for thread in (worker, *threads):
+        thread.join()
     return 0

@@ -114,11 +114,14 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
                    (``?mode=upsertByKey``) and references may name a row by it
                    (``customer.email`` in a CSV column, ``{"email": ...}`` in JSON)
 
-    A model may define ``after_save(self, created)`` and ``after_delete(self)``;
-    the data manager calls them inside the transaction of every REST change.
-    A classmethod ``clean(values, creating, entity_id)`` sees the values a
-    create or update writes before the validators run, may rewrite them to a
-    canonical form and returns ``(path, message)`` pairs of what it refuses.
+    A model may define lifecycle hooks (restsvc/docs/hooks.md): a classmethod
+    ``clean(values, creating, entity_id)`` sees the values a create or update
+    writes before the validators run, may rewrite them to a canonical form and
+    returns ``(path, message)`` pairs of what it refuses; inside the write's
+    transaction ``before_save(cls, values, creating, entity_id)``,
+    ``after_save(self, created)``, ``before_delete(self)`` and
+    ``after_delete(self)`` (each may take ``data``: the caller's DataAccess);
+    after the commit, with ``events=True``, ``after_commit(cls, event, data)``.
     """
     if isinstance(instance_name, str):
         instance_name = (instance_name,)
@@ -126,6 +129,9 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
     def declare(model: type[E]) -> type[E]:
         if not (isinstance(model, type) and issubclass(model, Entity)):
             raise TypeError("@entity decorates subclasses of restsvc.Entity")
+        if hasattr(model, "after_commit") and not events:
+            raise TypeError(f"{model.__name__} has after_commit: declare it with events=True "
+                            "(its hook runs on the entity's events)")
         _add_embedded_columns(model)
         added = _add_audit_fields(model) if audited else ()
         if soft_delete:
@@ -179,6 +185,15 @@ def _add_fields(model: type["Entity"], names: tuple[str, ...]) -> tuple[str, ...
                       else peewee.CharField(max_length=255, null=True))
             model._meta.add_field(name, column)
     return names
+
+
+SAVE_HOOKS = ("before_save", "after_save")
+
+
+def saves_hooked(model: type) -> bool:
+    """Whether ``model`` has a lifecycle hook around its creates and updates
+    (restsvc/docs/hooks.md): its writes are never a lone statement."""
+    return any(hasattr(model, name) for name in SAVE_HOOKS)
 
 
 def declaration_of(model: type) -> EntityDeclaration:

@@ -25,6 +25,7 @@ from ..access import require
 from ..write.importer import Importer, Operation, id_or_none
 from ..read.loader import visible_ids
 from .rowsource import FORMATS, Row, rows, violation
+from ..write.hooks import Bind
 from ..write.writer import Writer
 
 if TYPE_CHECKING:
@@ -75,9 +76,10 @@ def check_options(meta: "MetaClass", options: ImportOptions) -> None:
 
 
 def import_rows(access: "Access", meta: "MetaClass", chunks: Iterable[bytes],
-                options: ImportOptions, max_entities: int) -> ImportReport:
+                options: ImportOptions, max_entities: int, bind: Bind | None = None) -> ImportReport:
     """Import the body's rows; ImportRefused (400) when a row is bad and not
-    ``partial``; the report (counts, bad rows) otherwise."""
+    ``partial``; the report (counts, bad rows) otherwise. ``bind``: the data
+    manager's, for lifecycle hooks that ask for ``data`` (write/hooks.py)."""
     if options.mode == "create":
         require(access, meta, "create")
     elif not (access.permissions.can(meta.name, "create")
@@ -87,8 +89,8 @@ def import_rows(access: "Access", meta: "MetaClass", chunks: Iterable[bytes],
     report = ImportReport()
     try:
         with write_transaction(access.database):
-            _run(access, meta, rows(options.fmt, chunks, access, meta), options, max_entities,
-                 report)
+            _run(Writer(access, bind), meta, rows(options.fmt, chunks, access, meta), options,
+                 max_entities, report)
             if options.dry_run or (report.failed and not options.partial):
                 raise _RolledBack()
     except _RolledBack:
@@ -98,9 +100,10 @@ def import_rows(access: "Access", meta: "MetaClass", chunks: Iterable[bytes],
     return report
 
 
-def _run(access: "Access", meta: "MetaClass", source: Iterator[Row], options: ImportOptions,
+def _run(writer: Writer, meta: "MetaClass", source: Iterator[Row], options: ImportOptions,
          max_entities: int, report: ImportReport) -> None:
-    batch = _Batch(access, options, report)
+    access = writer.access
+    batch = _Batch(writer, options, report)
     for line, body in source:
         if isinstance(body, list):
             errors, operation = body, None
@@ -111,7 +114,7 @@ def _run(access: "Access", meta: "MetaClass", source: Iterator[Row], options: Im
         if operation is not None and batch.writing:
             if batch.takes(line, operation):
                 continue
-            errors = _save(access, operation)
+            errors = _save(writer, operation)
         if errors:
             batch.write()               # the rows before it first: errors in line order
         if not batch.count(line, errors, operation):
@@ -127,8 +130,8 @@ class _Batch:
 
     SIZE = 500
 
-    def __init__(self, access: "Access", options: ImportOptions, report: ImportReport) -> None:
-        self.access, self.options, self.report = access, options, report
+    def __init__(self, writer: Writer, options: ImportOptions, report: ImportReport) -> None:
+        self.writer, self.options, self.report = writer, options, report
         self.rows: list[tuple[int, Operation]] = []
         self.writing = True         # False after a refused row, unless partial
 
@@ -147,11 +150,11 @@ class _Batch:
         if not rows:
             return
         try:
-            with self.access.database.atomic():
-                Writer(self.access).save_all([operation for _, operation in rows], _started)
+            with self.writer.access.database.atomic():
+                self.writer.save_all([operation for _, operation in rows], _started)
         except ApiError:
             for line, operation in rows:
-                errors = _save(self.access, operation) if self.writing else []
+                errors = _save(self.writer, operation) if self.writing else []
                 self.count(line, errors, operation)
             return
         self.report.created += len(rows)
@@ -207,12 +210,12 @@ def _plan(access: "Access", meta: "MetaClass", body: JsonObject, options: Import
         return _errors(exc), None
 
 
-def _save(access: "Access", operation: Operation) -> list[JsonObject]:
+def _save(writer: Writer, operation: Operation) -> list[JsonObject]:
     """Write one planned row in a savepoint (a refused row leaves the others;
     PostgreSQL also needs it to go on after a refused statement); its errors."""
     try:
-        with access.database.atomic():
-            Writer(access).save(operation)
+        with writer.access.database.atomic():
+            writer.save(operation)
         return []
     except ApiError as exc:
         return _errors(exc)

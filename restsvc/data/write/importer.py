@@ -24,7 +24,7 @@ from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
 from ...jsonio import JsonObject, JsonValue
 from ...numbers import decimal_fits
-from ...model.entity import AUDIT_FIELDS, Entity
+from ...model.entity import AUDIT_FIELDS, Entity, saves_hooked
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ...security.roles import MODIFY
 from ..access import Access, require
@@ -65,7 +65,7 @@ class Operation:
     def is_one_statement(self) -> bool:
         """Written by one INSERT or UPDATE, which is atomic on its own."""
         return (not self.children and not self.members
-                and not hasattr(self.meta.model, "after_save"))
+                and not saves_hooked(self.meta.model))
 
 
 def _violation(path: str, message: str, template: str, value: JsonValue = None) -> JsonObject:

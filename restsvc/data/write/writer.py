@@ -17,11 +17,13 @@ in this order:
     history        a HistoryItem of an entity with ``history`` (data/write/history.py):
                    the row's values before are read ahead of the statement
     events         the outbox row of an entity with ``events`` (outbox.py)
-    after_save     the model's hook, in the same transaction
+    after_save     the model's hook, in the same transaction (hooks.py; a
+                   ``before_save`` hook runs before rules_before)
 
 ``Writer.delete`` does the same for deletes (row rules on the rows as they
 are, references checked, history of the rows and their composition
-children at every depth, memberships removed, the statement, the hook).
+children at every depth, memberships removed, the statement; the model's
+``before_delete`` and ``after_delete`` hooks around them, hooks.py).
 ``Writer.restore`` brings a soft-deleted row back with its children as an
 update: rules_before (on the row as deleted), audit, statement (unmark),
 rules_after, history (RESTORE items), events (UPDATE).
@@ -42,6 +44,7 @@ from ...db import execute
 from ...errors import Conflict, PreconditionFailed
 from . import history, outbox
 from . import softdelete
+from .hooks import Bind, Hooks
 from ..access import Access, require, utc_now
 from ..answer.etags import version_is
 from .history import Before
@@ -64,8 +67,9 @@ class _NotAtOnce(Exception):
 
 
 class Writer:
-    def __init__(self, access: Access) -> None:
+    def __init__(self, access: Access, bind: Bind | None = None) -> None:
         self.access = access
+        self.hooks = Hooks(access, bind)    # the model's lifecycle hooks (hooks.py)
         # ``save_at_once`` (PostgreSQL): the statements of a lone write, sent
         # as one by ``flush``; a step that writes too (history) adds its own.
         self.batch: list[Statement] | None = None
@@ -81,6 +85,7 @@ class Writer:
             self.deferred = self.pending.takes(self.access, operation, owner_field)
             if not self.deferred:
                 self.pending.flush(self.access)
+        self.hooks.before_save(operation)
         self.rules_before(operation, owner_field)
         self.audit(operation)
         before = self.history_before(operation)
@@ -90,7 +95,7 @@ class Writer:
         self.rules_after(operation, owner_field)
         self.history(operation, before, owner_field, owner_id)
         self.events(operation, instance)
-        self.after_save(operation, instance)
+        self.hooks.after_save(operation, instance)
         return operation.id
 
     def save_all(self, operations: Sequence["Operation"], begin: Callable[[], object]) -> None:
@@ -255,13 +260,6 @@ class Writer:
         else:
             outbox.insert(self.access, rows, self.batch)
 
-    @staticmethod
-    def after_save(operation: "Operation", instance: "Entity | None") -> None:
-        model = operation.meta.model
-        hook = getattr(model, "after_save", None)
-        if hook is not None:
-            hook(instance or model.get_by_id(operation.id), operation.creating)
-
     def _insert(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None,
                 owner_id: Id | None) -> "Entity":
         """INSERT (``sqlwrite.insert_sql``); ids the database assigns come back
@@ -323,6 +321,7 @@ class Writer:
         A ``soft_delete`` entity's rows are marked instead (data/write/softdelete.py),
         unless purged."""
         check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
+        doomed = self.hooks.before_delete(meta.model, ids)
         soft = meta.soft_delete and not purge
         rows = composed(meta, ids, soft)
         self.history_of_delete(rows)
@@ -331,6 +330,7 @@ class Writer:
             if expected_versions is not None and marked < len(ids):
                 raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
             self.events_of(rows, "DELETE", [])        # the rows as marked
+            self.hooks.after_delete(doomed)
             return
         model = meta.model
         for ref_meta, fk in referrers(self.access.metadata, meta):
@@ -341,8 +341,6 @@ class Writer:
         self.events_of(rows, "DELETE", [])            # the rows as they were
         for link in meta.links:
             link.through.delete().where(link.owner_field.in_(ids)).execute()
-        hook = getattr(model, "after_delete", None)
-        doomed = list(model.select().where(model.id.in_(ids))) if hook else ()
         condition = model.id.in_(ids)
         if expected_versions is not None:
             condition &= version_is(model, expected_versions)
@@ -353,9 +351,7 @@ class Writer:
                            f"Unable to delete {meta.name} because other rows refer to it") from None
         if expected_versions is not None and deleted < len(ids):
             raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
-        if hook is not None:
-            for instance in doomed:
-                hook(instance)
+        self.hooks.after_delete(doomed)
 
     def events_of(self, rows: Reached, kind: str, changed: list[str]) -> None:
         """Events of the rows that publish them (``rows`` as ``composed`` finds
