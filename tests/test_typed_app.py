@@ -65,5 +65,10 @@ def test_the_typed_application_errors_and_validators(typed_client, typed_auth):
     blank = typed_client.post("/rest/entities/TypedNote", headers=typed_auth, json={"title": " "})
     assert blank.status_code == 400
     assert [v["path"] for v in blank.json] == ["title"]
+    reserved = typed_client.post("/rest/entities/TypedNote", headers=typed_auth,
+                                 json={"title": "Reserved"})
+    assert reserved.status_code == 400
+    assert [(v["path"], v["message"]) for v in reserved.json] == [("title", "this title is reserved")]
+    assert typed_client.get("/rest/entities/TypedNote", headers=typed_auth).json == []
     # The user's roles do not grant the demo's entities.
     assert typed_client.get("/rest/entities/Customer", headers=typed_auth).status_code == 403

@@ -15,7 +15,7 @@ from werkzeug.wrappers import Response
 
 from restsvc import (Access, ApiError, Application, BadRequest, Caller, Conflict, Context, DataAccess,
                      DateTimeField, Embedded, Entity, EnumField, FileRef, FileRefField, Forbidden,
-                     NotFound, Record, ResourceRole, RowLevelRole, User, create_app, embeddable,
+                     Invalid, NotFound, Record, ResourceRole, RowLevelRole, User, create_app, embeddable,
                      entity, hash_secret, invalid_parameter, rest_method, rest_service,
                      to_entity_json, transient)
 from restsvc.demo import application as demo
@@ -53,6 +53,12 @@ class TypedNote(Entity):
     @transient("int")
     def titleLength(self) -> int:
         return len(self.title)
+
+    @classmethod
+    def before_save(cls, values: dict[str, Any], creating: bool, entity_id: object) -> None:
+        """A lifecycle hook: a title that is reserved is refused (400)."""
+        if str(values.get("title", "")).strip().lower() == "reserved":
+            raise Invalid("this title is reserved", "title")
 
 
 NOTE_WRITER = ResourceRole(
