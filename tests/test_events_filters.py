@@ -1,0 +1,178 @@
+"""Filters on the change feed (GET /rest/events?entity=X&filter=...) and on
+webhook subscriptions: the Entities API's filter grammar, judged on the row
+after a change (a delete: before), an update leaving the filter sent once
+with "match": false (restsvc/events/matching.py)."""
+import json
+
+from werkzeug.test import Client
+
+from conftest import bearer, demo_id, get_token
+from restsvc import ResourceRole, RowLevelRole
+from test_events_feed import FAST, Reader
+from test_events_webhooks import QUICK, _deliverer
+from webhook_support import Receiver
+
+CUSTOMER = demo_id("customer", 3)
+GOLD = {"conditions": [{"property": "grade", "operator": "=", "value": "GOLD"}]}
+
+
+def _open(client, auth, entity, spec, **extra):
+    query = [("entity", entity), ("filter", spec if isinstance(spec, str) else json.dumps(spec))]
+    query += list(extra.items())
+    return client.get("/rest/events", query_string=query, headers=auth, buffered=False)
+
+
+def _put(client, auth, values, customer=CUSTOMER, entity="Customer"):
+    response = client.put(f"/rest/entities/{entity}/{customer}", headers=auth, json=values)
+    assert response.status_code == 200, response.json
+
+
+def _seen(reader, count):
+    return [(m["json"]["entityId"], m["json"]["kind"], m["json"]["match"], m["json"]["changed"])
+            for m in reader.events(count)]
+
+
+def test_a_filtered_feed_sends_matching_rows_and_a_row_leaving_once(client, auth):
+    other = demo_id("customer", 4)
+    _put(client, auth, {"grade": "SILVER"})
+    reader = Reader(_open(client, auth, "Customer", GOLD))
+    _put(client, auth, {"name": "Not gold yet"})                 # not matching: nothing
+    _put(client, auth, {"grade": "GOLD"})                        # enters
+    _put(client, auth, {"name": "Gold now"})                     # matches
+    _put(client, auth, {"grade": "BRONZE"}, customer=other)      # never matched: nothing
+    _put(client, auth, {"grade": "BRONZE"})                      # leaves: once, match false
+    _put(client, auth, {"name": "Bronze now"})                   # nothing any more
+    _put(client, auth, {"grade": "GOLD", "name": "Back"})        # enters again
+    assert _seen(reader, 4) == [
+        (CUSTOMER, "UPDATE", True, ["grade"]), (CUSTOMER, "UPDATE", True, ["name"]),
+        (CUSTOMER, "UPDATE", False, ["grade"]), (CUSTOMER, "UPDATE", True, ["grade", "name"])]
+    reader.close()
+
+
+def test_a_filter_through_a_reference_and_a_delete_judged_on_the_row_before(client, auth):
+    order = demo_id("order", 2)                  # of customer 2 (GOLD)
+    gold_orders = {"conditions": [
+        {"property": "customer.grade", "operator": "=", "value": "GOLD"},
+        {"property": "number", "operator": "startsWith", "value": "f-"}]}
+    reader = Reader(_open(client, auth, "Order", gold_orders))
+    _put(client, auth, {"number": "X-1"}, order, "Order")        # no
+    _put(client, auth, {"number": "F-1"}, order, "Order")        # enters
+    created = client.post("/rest/entities/Customer", headers=auth, json={
+        "name": "Doomed", "email": "doomed@example.com", "grade": "GOLD"})
+    assert created.status_code == 201, created.json
+    assert client.delete(f"/rest/entities/Order/{order}", headers=auth).status_code == 204
+    [(key, kind, match, _), (deleted, delete, before, _)] = _seen(reader, 2)
+    assert (key, kind, match) == (order, "UPDATE", True)
+    assert (deleted, delete, before) == (order, "DELETE", True)
+    reader.close()
+    # A delete of a row that did not match before is not sent.
+    doomed = created.json["id"]
+    reader = Reader(_open(client, auth, "Customer", {"conditions": [
+        {"property": "name", "operator": "=", "value": "Someone else"}]}))
+    assert client.delete(f"/rest/entities/Customer/{doomed}", headers=auth).status_code == 204
+    _put(client, auth, {"name": "Someone else"})
+    assert _seen(reader, 1) == [(CUSTOMER, "UPDATE", True, ["name"])]
+    reader.close()
+    reader = Reader(_open(client, auth, "Customer", {"conditions": [
+        {"property": "email", "operator": "contains", "value": "OOMED@"}]}))
+    restored = client.post(f"/rest/entities/Customer/{doomed}/restore", headers=auth)
+    assert restored.status_code in (200, 204), restored.json
+    assert client.delete(f"/rest/entities/Customer/{doomed}", headers=auth).status_code == 204
+    assert [(key, kind, match) for key, kind, match, _ in _seen(reader, 2)] == [
+        (doomed, "UPDATE", True), (doomed, "DELETE", True)]
+    reader.close()
+
+
+def test_bad_and_hidden_filters_are_refused_as_the_search_refuses_them(client, auth,
+                                                                      client_with_roles):
+    for spec, error in (("{not json", "Cannot parse entities filter"),
+                        ({"conditions": [{"property": "nothing", "operator": "=",
+                                          "value": 1}]}, "Cannot parse entities filter"),
+                        ({"conditions": [{"property": "grade", "operator": ">",
+                                          "value": "GOLD"}]}, "Cannot parse entities filter")):
+        response = _open(client, auth, "Customer", spec)
+        assert response.status_code == 400, response.get_data(as_text=True)
+        assert response.json["error"] == error
+    lines = _open(client, auth, "Order", {"conditions": [
+        {"property": "lines.product.name", "operator": "=", "value": "x"}]})
+    assert lines.status_code == 400 and "collection" in lines.json["details"]
+    both = client.get("/rest/events", headers=auth, query_string=[
+        ("entity", "Customer"), ("entity", "Order"), ("filter", json.dumps(GOLD))])
+    assert both.status_code == 400 and "one entity" in both.json["details"]
+    names_only = ResourceRole("t-customer-names", entities={"Customer": "read"},
+                              attributes={"Customer": {"name": "view"}})
+    c, restricted = client_with_roles(names_only, overrides=FAST)
+    hidden = _open(c, restricted, "Customer", GOLD)
+    search = c.get("/rest/entities/Customer/search", headers=restricted,
+                   query_string={"filter": json.dumps(GOLD)})
+    assert hidden.status_code == search.status_code == 400
+    assert hidden.json == search.json
+    assert "grade" in hidden.json["details"]
+
+
+# -- webhooks ---------------------------------------------------------------------
+def _register(client, auth, receiver, spec, entities=("Customer",)):
+    return client.post("/rest/webhooks", headers=auth, json={
+        "url": receiver.url, "entities": list(entities), "secret": "s" * 20,
+        **({"filter": spec} if spec is not None else {})})
+
+
+def test_a_webhook_with_a_filter_gets_matching_events_and_the_leaving_one(make_app):
+    app = make_app({**QUICK, "svc.webhooks.allow-private-addresses": "true"})
+    c = Client(app)
+    auth = bearer(get_token(c))
+    receiver = Receiver()
+    try:
+        _put(c, auth, {"grade": "SILVER"})
+        response = _register(c, auth, receiver, GOLD)
+        assert response.status_code == 201, response.json
+        assert response.json["filter"] == GOLD
+        assert c.get(f"/rest/webhooks/{response.json['id']}",
+                     headers=auth).json["filter"] == GOLD
+        for values in ({"name": "No"}, {"grade": "GOLD"}, {"grade": "BRONZE"}, {"name": "No"}):
+            _put(c, auth, values)
+        deliverer = _deliverer(app)
+        for _ in range(4):
+            deliverer.step()
+        deliverer.close()
+        sent = [json.loads(body) for _, body in receiver.received]
+        assert [(event["changed"], event["match"]) for event in sent] == [
+            (["grade"], True), (["grade"], False)]
+    finally:
+        receiver.close()
+
+
+def test_a_webhook_filter_is_checked_with_the_registering_callers_permissions(
+        client, auth, client_with_roles):
+    receiver = Receiver()
+    try:
+        bad = _register(client, auth, receiver, {"conditions": [{"property": "grade"}]})
+        assert bad.status_code == 400 and bad.json["error"] == "Cannot parse entities filter"
+        two = _register(client, auth, receiver, GOLD, entities=("Customer", "Order"))
+        assert two.status_code == 400 and "one entity" in two.json["details"]
+        everything = ResourceRole(
+            "t-webhooks", entities={"Customer": "read", "Order": "read"},
+            attributes={"Customer": {"*": "view"}, "Order": {"*": "view"}},
+            specifics=("rest.webhooks",))
+        some_customers = RowLevelRole("t-some-customers", filters={"Customer": {"conditions": [
+            {"property": "grade", "operator": "=", "value": "GOLD"}]}})
+        c, restricted = client_with_roles(everything, row_level=(some_customers,),
+                                          overrides={"svc.webhooks.allow-private-addresses":
+                                                     "true"})
+        through = _register(c, restricted, receiver, {"conditions": [
+            {"property": "customer.name", "operator": "=", "value": "x"}]}, entities=("Order",))
+        assert through.status_code == 403, through.json
+        assert "Customer" in through.json["details"]
+        hidden = ResourceRole(
+            "t-hidden", entities={"Order": "read", "Customer": "read"},
+            attributes={"Order": {"*": "view"}, "Customer": {"name": "view"}},
+            specifics=("rest.webhooks",))
+        c, restricted = client_with_roles(hidden, overrides={
+            "svc.webhooks.allow-private-addresses": "true"})
+        refused = _register(c, restricted, receiver, {"conditions": [
+            {"property": "customer.grade", "operator": "=", "value": "GOLD"}]},
+            entities=("Order",))
+        assert refused.status_code == 400, refused.json
+        assert refused.json["details"] == "Property for Order not found: customer.grade"
+    finally:
+        receiver.close()
