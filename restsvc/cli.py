@@ -136,7 +136,7 @@ def deliver_command(args: argparse.Namespace) -> int:
     app = app_of(args)
     sync_settings(app.database, app.metadata, app.settings.webhooks,
                   app.settings.webhooks_allow_private)
-    return run_process(app.settings, app.database, args.parent)
+    return run_process(app.settings, app.database, app.metadata, args.parent)
 
 
 def routes(args: argparse.Namespace) -> None:

@@ -143,8 +143,10 @@ def test_a_webhook_with_a_filter_gets_matching_events_and_the_leaving_one(make_a
 
 
 def test_a_webhook_filter_is_checked_with_the_registering_callers_permissions(
-        client, auth, client_with_roles):
+        make_app, client_with_roles):
     receiver = Receiver()
+    client = Client(make_app(QUICK))
+    auth = bearer(get_token(client))
     try:
         bad = _register(client, auth, receiver, {"conditions": [{"property": "grade"}]})
         assert bad.status_code == 400 and bad.json["error"] == "Cannot parse entities filter"

@@ -33,8 +33,8 @@ def register(ctx: Context) -> Response:
         ctx.app.settings.webhooks_allow_private)
     visibility.check_subscription(ctx.permissions, ctx.app.metadata, wanted.entities,
                                   wanted.kinds)
-    row = webhooks.create(ctx.app.database, wanted.url, wanted.entities, wanted.kinds,
-                          wanted.secret)
+    webhooks.check_filter(ctx.app.metadata, wanted, ctx.permissions)
+    row = webhooks.create(ctx.app.database, wanted)
     location = location_url(ctx.request, ctx.app.settings.public_url) + "/" + row.id
     return json_response(webhooks.as_json(row), status=201,
                          headers={**NO_STORE, "Location": location})

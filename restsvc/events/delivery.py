@@ -8,7 +8,11 @@ Each pass of the worker:
    its row (PostgreSQL ``FOR UPDATE SKIP LOCKED``: another instance takes the
    next subscription meanwhile; SQLite: the write lock), the events after the
    subscription's ``after`` that it wants become delivery rows and ``after``
-   moves on -- each event is handed out once per subscription;
+   moves on -- each event is handed out once per subscription. A filtered
+   subscription's events are judged then (matching.py, with the filter
+   compiled once per subscription): the rows of a pass's events are loaded
+   once for every filtered subscription, and the verdict is kept on the
+   delivery row (``match``, sent as the event's ``"match"``);
 2. claims due deliveries, as many as it has free places
    (``svc.webhooks.max-parallel-deliveries``), at most one per subscription
    and none of a subscription with an attempt in flight here: each is marked
@@ -48,16 +52,20 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import peewee
 
+from ..data.access import Access
 from ..db import is_sqlite, release, write_transaction, execute
 from ..jsonio import JsonObject, loads
 from . import outbox, sender
+from .matching import Matcher, Verdicts, compiled, full_permissions
 from .webhooks import WebhookDelivery, WebhookSubscription
 
 if TYPE_CHECKING:
+    from ..model.metadata import Metadata
     from ..settings import Settings
 
 log = logging.getLogger("restsvc")
 PRUNE_EVERY = 3600
+BATCH = 500             # events handed out per subscription and pass
 # Signals that stop ``restsvc deliver``: never handled by Python code (see run_process).
 STOP_SIGNALS = frozenset((signal.SIGTERM, signal.SIGINT, signal.SIGQUIT))
 
@@ -71,12 +79,16 @@ class Claimed(NamedTuple):
     event_id: int
     attempts: int           # this attempt's number
     first: float            # the first attempt's time (epoch seconds)
+    match: bool | None      # a filtered subscription's verdict (None: no filter)
 
 
 class Deliverer:
-    def __init__(self, settings: Settings, database: peewee.Database) -> None:
+    def __init__(self, settings: Settings, database: peewee.Database,
+                 metadata: Metadata) -> None:
         self.settings = settings
         self.database = database
+        self.access = Access(metadata, full_permissions(metadata), {}, database, {})
+        self._matchers: dict[str, tuple[str, Matcher]] = {}    # subscription -> (text, compiled)
         self.places = settings.webhooks_max_parallel
         self._pruned = 0.0
         self._lock = threading.Lock()
@@ -122,17 +134,52 @@ class Deliverer:
     # -- 1. hand out ---------------------------------------------------------------
     def hand_out(self, now: float) -> None:
         outbox.assign(self.database)
-        subscriptions = WebhookSubscription.select(
-            WebhookSubscription.id, WebhookSubscription.after, WebhookSubscription.entities)
-        for key, after, entities in cast(Iterable[tuple[str, int, str]], subscriptions.tuples()):
+        subscriptions = list(cast(Iterable[tuple[str, int, str, str | None]], WebhookSubscription.select(
+            WebhookSubscription.id, WebhookSubscription.after, WebhookSubscription.entities,
+            WebhookSubscription.filterJson).tuples()))
+        shared = self._shared_verdicts(subscriptions)
+        for key, after, entities, _ in subscriptions:
             try:
-                self._hand_out_one(key, after, entities, now)
+                self._hand_out_one(key, after, entities, now, shared)
             except peewee.OperationalError:
                 raise
             except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
                 log.exception("webhook delivery: events of subscription %s not handed out", key)
 
-    def _hand_out_one(self, key: str, after: int, entities: str, now: float) -> None:
+    def matcher(self, key: str, entities: str, text: str | None) -> Matcher | None:
+        """A subscription's filter, compiled once (again only when it changes)."""
+        if text is None:
+            return None
+        known = self._matchers.get(key)
+        if known is None or known[0] != text:
+            meta = self.access.metadata.entity(loads(entities)[0])
+            if meta is None:
+                raise ValueError(f"entity {entities} is gone")
+            known = self._matchers[key] = (text, compiled(meta, loads(text),
+                                                          self.access.permissions))
+        return known[1]
+
+    def _shared_verdicts(self, subscriptions: list[tuple[str, int, str, str | None]]
+                         ) -> Verdicts | None:
+        """The verdicts on the next events of the filtered subscriptions, their
+        rows loaded once for all of them (None: there is none, or nothing new)."""
+        matchers, starts = [], []
+        for key, after, entities, text in subscriptions:
+            try:
+                matcher = self.matcher(key, entities, text)
+            except Exception:       # noqa: BLE001  (its own hand-out logs it)
+                continue
+            if matcher is not None:
+                matchers.append(matcher)
+                starts.append(after)
+        if not matchers:
+            return None
+        events = outbox.read(self.database, min(starts),
+                             list({matcher.entity for matcher in matchers}), BATCH)
+        return Verdicts(self.access, events, matchers) if events else None
+
+    def _hand_out_one(self, key: str, after: int, entities: str, now: float,
+                      shared: Verdicts | None = None) -> None:
         if not outbox.read(self.database, after, loads(entities), 1):
             return      # nothing new: no lock taken
         with write_transaction(self.database):
@@ -142,12 +189,20 @@ class Deliverer:
             sub = query.first()
             if sub is None:
                 return
-            events = outbox.read(self.database, sub.after, loads(sub.entities), 500)
+            events = outbox.read(self.database, sub.after, loads(sub.entities), BATCH)
             if not events:
                 return
             kinds = set(loads(sub.kinds))
+            matcher = self.matcher(key, sub.entities, sub.filterJson)
+            verdicts: dict[int, bool | None] = {}
+            if matcher is not None:
+                judged = shared if shared is not None and shared.covers(matcher, events) \
+                    else Verdicts(self.access, events, [matcher])
+                verdicts = {event["id"]: judged.verdict(matcher, event) for event in events}
             rows = [{"subscription": key, "eventId": event["id"], "firstAttempt": now,
-                     "nextAttempt": now} for event in events if event["kind"] in kinds]
+                     "nextAttempt": now, "match": verdicts.get(event["id"])}
+                    for event in events if event["kind"] in kinds
+                    and (matcher is None or verdicts[event["id"]] is not None)]
             if rows:
                 WebhookDelivery.insert_many(rows).execute()
             WebhookSubscription.update(after=events[-1]["id"]).where(
@@ -213,6 +268,8 @@ class Deliverer:
             WebhookDelivery.delete().where(mine).execute()
             return
         event = outbox.read_ids([row.event_id]).get(row.event_id)
+        if event is not None and row.match is not None:
+            event["match"] = bool(row.match)
         if event is None:
             WebhookDelivery.update(state="dead", leaseUntil=None,
                                    lastError="the event is no longer kept").where(mine).execute()
@@ -245,7 +302,8 @@ def _claim_sql(database: peewee.Database) -> str:
             f'WHERE seq IN (SELECT seq FROM {table} WHERE subscription = {p} AND '
             f'state = \'pending\' AND "nextAttempt" <= {p} AND '
             f'("leaseUntil" IS NULL OR "leaseUntil" < {p}) ORDER BY "nextAttempt", seq '
-            f'LIMIT 1{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt"')
+            f'LIMIT 1{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt", '
+            f'match')
 
 
 def dead_letters(subscription: str, limit: int = 1000) -> list[JsonObject]:
@@ -276,7 +334,8 @@ def block_stop_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
 
-def run_process(settings: Settings, database: peewee.Database, parent: int | None = None) -> int:
+def run_process(settings: Settings, database: peewee.Database, metadata: Metadata,
+                parent: int | None = None) -> int:
     """``restsvc deliver`` as a process: passes on a thread until SIGTERM,
     SIGINT or SIGQUIT (or, given ``parent``, until that process is gone);
     then it stops once, letting the attempts in flight end.
@@ -288,7 +347,7 @@ def run_process(settings: Settings, database: peewee.Database, parent: int | Non
     The exit code is 1 when the worker thread ended by itself."""
     block_stop_signals()
     stop = threading.Event()
-    worker = threading.Thread(target=Deliverer(settings, database).run, args=(stop,),
+    worker = threading.Thread(target=Deliverer(settings, database, metadata).run, args=(stop,),
                               name="webhook-delivery")
     worker.start()
     while worker.is_alive():

@@ -37,14 +37,14 @@ from ..data.read.filters import Condition, Group, Node, parse_filter
 from ..data.read.query import EntityQuery
 from ..data.write.importer import id_or_none
 from ..errors import BadRequest, Forbidden
+from ..security.roles import SYSTEM_FULL_ACCESS, Permissions
 from .outbox import Event, previous
 
 if TYPE_CHECKING:
     import peewee
 
     from ..data.access import Access
-    from ..model.metadata import MetaClass, MetaProperty
-    from ..security.roles import Permissions
+    from ..model.metadata import MetaClass, Metadata, MetaProperty
 
 Row = Mapping[str, Any]        # a row's values by dotted attribute path
 Test = Callable[[Row], bool]
@@ -71,6 +71,12 @@ def compiled(meta: MetaClass, spec: Any, permissions: Permissions,
             raise BadRequest("Cannot parse entities filter",
                              f"A change filter cannot follow a collection: {dotted}")
     return Matcher(meta.name, paths, test)
+
+
+def full_permissions(metadata: Metadata) -> Permissions:
+    """Every permission: what a webhook's deliveries are judged with (its
+    filter was checked with its registering caller's, ``check_unrestricted``)."""
+    return Permissions(metadata, [SYSTEM_FULL_ACCESS], [])
 
 
 def check_unrestricted(matcher: Matcher, permissions: Permissions) -> None:
@@ -155,12 +161,14 @@ class Verdicts:
 
     def __init__(self, access: Access, events: Sequence[Event], matchers: Iterable[Matcher]) -> None:
         self.access = access
+        self.matchers = matchers = list(matchers)
         wanted: dict[str, _Entity] = {}
         for matcher in matchers:
             meta = access.metadata.entity(matcher.entity)
             if meta is not None:
                 wanted.setdefault(meta.name, _Entity(meta, {})).paths.update(matcher.paths)
         mine = [event for event in events if event["entity"] in wanted]
+        self._judged = {event["id"] for event in mine}
         earlier = previous(access.database, [event["id"] for event in mine
                                              if event["kind"] != "CREATE"])
         self._after: dict[int, Row | None] = {}
@@ -169,6 +177,11 @@ class Verdicts:
             of_entity = [event for event in mine if event["entity"] == name]
             if of_entity:
                 self._judge(entity, of_entity, earlier)
+
+    def covers(self, matcher: Matcher, events: Iterable[Event]) -> bool:
+        """Whether ``matcher`` was one judged here, and ``events`` among those judged."""
+        return matcher in self.matchers and all(
+            event["id"] in self._judged for event in events if event["entity"] == matcher.entity)
 
     def verdict(self, matcher: Matcher, event: Event) -> bool | None:
         """True: the event passes; False: it passes as the row's leaving the
