@@ -82,6 +82,14 @@ class Claimed(NamedTuple):
     match: bool | None      # a filtered subscription's verdict (None: no filter)
 
 
+class _Subscription(NamedTuple):
+    """What a pass reads of each subscription first."""
+    key: str
+    after: int
+    entities: str           # JSON list
+    filter: str | None      # JSON, or none
+
+
 class Deliverer:
     def __init__(self, settings: Settings, database: peewee.Database,
                  metadata: Metadata) -> None:
@@ -134,13 +142,15 @@ class Deliverer:
     # -- 1. hand out ---------------------------------------------------------------
     def hand_out(self, now: float) -> None:
         outbox.assign(self.database)
-        subscriptions = list(cast(Iterable[tuple[str, int, str, str | None]], WebhookSubscription.select(
-            WebhookSubscription.id, WebhookSubscription.after, WebhookSubscription.entities,
-            WebhookSubscription.filterJson).tuples()))
+        subscriptions = [_Subscription(*row) for row in cast(
+            Iterable[tuple[str, int, str, str | None]], WebhookSubscription.select(
+                WebhookSubscription.id, WebhookSubscription.after, WebhookSubscription.entities,
+                WebhookSubscription.filterJson).tuples())]
         shared = self._shared_verdicts(subscriptions)
-        for key, after, entities, _ in subscriptions:
+        for sub in subscriptions:
+            key = sub.key
             try:
-                self._hand_out_one(key, after, entities, now, shared)
+                self._hand_out_one(key, sub.after, sub.entities, now, shared)
             except peewee.OperationalError:
                 raise
             except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
@@ -159,19 +169,18 @@ class Deliverer:
                                                           self.access.permissions))
         return known[1]
 
-    def _shared_verdicts(self, subscriptions: list[tuple[str, int, str, str | None]]
-                         ) -> Verdicts | None:
+    def _shared_verdicts(self, subscriptions: list[_Subscription]) -> Verdicts | None:
         """The verdicts on the next events of the filtered subscriptions, their
         rows loaded once for all of them (None: there is none, or nothing new)."""
         matchers, starts = [], []
-        for key, after, entities, text in subscriptions:
+        for sub in subscriptions:
             try:
-                matcher = self.matcher(key, entities, text)
+                matcher = self.matcher(sub.key, sub.entities, sub.filter)
             except Exception:       # noqa: BLE001  (its own hand-out logs it)
                 continue
             if matcher is not None:
                 matchers.append(matcher)
-                starts.append(after)
+                starts.append(sub.after)
         if not matchers:
             return None
         events = outbox.read(self.database, min(starts),
