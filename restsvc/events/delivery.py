@@ -4,15 +4,16 @@ supervisor.py).
 
 Each pass of the worker:
 
-1. hands out new events: per subscription, in one transaction that locks
-   its row (PostgreSQL ``FOR UPDATE SKIP LOCKED``: another instance takes the
-   next subscription meanwhile; SQLite: the write lock), the events after the
-   subscription's ``after`` that it wants become delivery rows and ``after``
-   moves on -- each event is handed out once per subscription. A filtered
-   subscription's events are judged then (matching.py, with the filter
-   compiled once per subscription): the rows of a pass's events are loaded
-   once for every filtered subscription, and the verdict is kept on the
-   delivery row (``match``, sent as the event's ``"match"``);
+1. hands out new events: the next ``BATCH`` events after the smallest
+   ``after`` of the subscriptions are read once; for the subscriptions that
+   want some of them, in one transaction that locks their rows (PostgreSQL
+   ``FOR UPDATE SKIP LOCKED``: a row another instance holds is left to it;
+   SQLite: the write lock), those after each one's ``after`` become delivery
+   rows and ``after`` moves on -- each event is handed out once per
+   subscription; those that want none just move on, in one statement. A
+   filtered subscription's events are judged then (matching.py: its filter
+   compiled once, the window's rows loaded once for all of them), and the
+   verdict is kept on the delivery row (``match``, sent as ``"match"``);
 2. claims due deliveries, as many as it has free places
    (``svc.webhooks.max-parallel-deliveries``), at most one per subscription
    and none of a subscription with an attempt in flight here: each is marked
@@ -83,11 +84,37 @@ class Claimed(NamedTuple):
 
 
 class _Subscription(NamedTuple):
-    """What a pass reads of each subscription first."""
+    """What a pass reads of a subscription's row."""
     key: str
     after: int
-    entities: str           # JSON list
-    filter: str | None      # JSON, or none
+    entities: frozenset[str]
+    kinds: frozenset[str]
+    matcher: Matcher | None
+
+
+class _Pick(NamedTuple):
+    """Which events of a pass's window a subscription gets."""
+    window: list[outbox.Event]
+    judged: Verdicts | None
+    now: float
+
+    def rows(self, sub: _Subscription, after: int) -> list[dict[str, object]]:
+        """The delivery rows of the window's events after ``after`` that ``sub``
+        wants (its entities and kinds; with a filter, those it lets through)."""
+        entities, kinds, matcher, judged = sub.entities, sub.kinds, sub.matcher, self.judged
+        rows: list[dict[str, object]] = []
+        for event in self.window:
+            if event["id"] <= after or event["entity"] not in entities \
+                    or event["kind"] not in kinds:
+                continue
+            match = None
+            if matcher is not None and judged is not None:
+                match = judged.verdict(matcher, event)
+                if match is None:
+                    continue
+            rows.append({"subscription": sub.key, "eventId": event["id"],
+                         "firstAttempt": self.now, "nextAttempt": self.now, "match": match})
+        return rows
 
 
 class Deliverer:
@@ -141,81 +168,78 @@ class Deliverer:
 
     # -- 1. hand out ---------------------------------------------------------------
     def hand_out(self, now: float) -> None:
+        """The next events (at most ``BATCH``, read once for every subscription)
+        become delivery rows of the subscriptions that want them; a subscription
+        that wants none of them just moves on (one statement for all of those)."""
         outbox.assign(self.database)
-        subscriptions = [_Subscription(*row) for row in cast(
-            Iterable[tuple[str, int, str, str | None]], WebhookSubscription.select(
-                WebhookSubscription.id, WebhookSubscription.after, WebhookSubscription.entities,
-                WebhookSubscription.filterJson).tuples())]
-        shared = self._shared_verdicts(subscriptions)
-        for sub in subscriptions:
-            key = sub.key
+        subscriptions = []
+        for row in WebhookSubscription.select():
             try:
-                self._hand_out_one(key, sub.after, sub.entities, now, shared)
-            except peewee.OperationalError:
-                raise
+                subscriptions.append(self.subscription(row))
             except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
-                log.exception("webhook delivery: events of subscription %s not handed out", key)
-
-    def matcher(self, key: str, entities: str, text: str | None) -> Matcher | None:
-        """A subscription's filter, compiled once (again only when it changes)."""
-        if text is None:
-            return None
-        known = self._matchers.get(key)
-        if known is None or known[0] != text:
-            meta = self.access.metadata.entity(loads(entities)[0])
-            if meta is None:
-                raise ValueError(f"entity {entities} is gone")
-            known = self._matchers[key] = (text, compiled(meta, loads(text),
-                                                          self.access.permissions))
-        return known[1]
-
-    def _shared_verdicts(self, subscriptions: list[_Subscription]) -> Verdicts | None:
-        """The verdicts on the next events of the filtered subscriptions, their
-        rows loaded once for all of them (None: there is none, or nothing new)."""
-        matchers, starts = [], []
+                log.exception("webhook delivery: subscription %s cannot be read", row.id)
+        if not subscriptions:
+            return
+        window = outbox.read(self.database, min(sub.after for sub in subscriptions),
+                             list({name for sub in subscriptions for name in sub.entities}), BATCH)
+        if not window:
+            return
+        matchers = [sub.matcher for sub in subscriptions if sub.matcher is not None]
+        pick = _Pick(window, Verdicts(self.access, window, matchers) if matchers else None, now)
+        wanting: dict[str, tuple[int, list[dict[str, object]]]] = {}
+        idle: list[str] = []
         for sub in subscriptions:
-            try:
-                matcher = self.matcher(sub.key, sub.entities, sub.filter)
-            except Exception:       # noqa: BLE001  (its own hand-out logs it)
-                continue
-            if matcher is not None:
-                matchers.append(matcher)
-                starts.append(sub.after)
-        if not matchers:
-            return None
-        events = outbox.read(self.database, min(starts),
-                             list({matcher.entity for matcher in matchers}), BATCH)
-        return Verdicts(self.access, events, matchers) if events else None
+            rows = pick.rows(sub, sub.after)
+            if rows:
+                wanting[sub.key] = (sub.after, rows)
+            else:
+                idle.append(sub.key)
+        if wanting:
+            self._hand_out_to(wanting, pick)
+        _move_on(idle, window[-1]["id"])
 
-    def _hand_out_one(self, key: str, after: int, entities: str, now: float,
-                      shared: Verdicts | None = None) -> None:
-        if not outbox.read(self.database, after, loads(entities), 1):
-            return      # nothing new: no lock taken
+    def subscription(self, row: WebhookSubscription) -> _Subscription:
+        """A subscription's row as a pass reads it, its filter compiled once
+        (again only when it changes)."""
+        entities, text = loads(row.entities), row.filterJson
+        matcher = None
+        if text is not None:
+            known = self._matchers.get(row.id)
+            if known is None or known[0] != text:
+                meta = self.access.metadata.entity(entities[0])
+                if meta is None:
+                    raise ValueError(f"entity {entities[0]} is gone")
+                known = self._matchers[row.id] = (text, compiled(meta, loads(text),
+                                                                 self.access.permissions))
+            matcher = known[1]
+        return _Subscription(row.id, row.after, frozenset(entities), frozenset(loads(row.kinds)),
+                             matcher)
+
+    def _hand_out_to(self, wanting: dict[str, tuple[int, list[dict[str, object]]]],
+                     pick: _Pick) -> None:
+        """The delivery rows of the subscriptions ``wanting`` (key -> the
+        ``after`` they were picked after, those rows), in one transaction that
+        locks their rows (their ``after`` as it is then decides what is new;
+        PostgreSQL: one locked by another instance is left to it)."""
         with write_transaction(self.database):
-            query = WebhookSubscription.select().where(WebhookSubscription.id == key)
+            query = WebhookSubscription.select().where(WebhookSubscription.id.in_(list(wanting)))
             if not is_sqlite(self.database):
                 query = query.for_update(_SKIP_LOCKED)
-            sub = query.first()
-            if sub is None:
-                return
-            events = outbox.read(self.database, sub.after, loads(sub.entities), BATCH)
-            if not events:
-                return
-            kinds = set(loads(sub.kinds))
-            matcher = self.matcher(key, sub.entities, sub.filterJson)
-            verdicts: dict[int, bool | None] = {}
-            if matcher is not None:
-                judged = shared if shared is not None and shared.covers(matcher, events) \
-                    else Verdicts(self.access, events, [matcher])
-                verdicts = {event["id"]: judged.verdict(matcher, event) for event in events}
-            rows = [{"subscription": key, "eventId": event["id"], "firstAttempt": now,
-                     "nextAttempt": now, "match": verdicts.get(event["id"])}
-                    for event in events if event["kind"] in kinds
-                    and (matcher is None or verdicts[event["id"]] is not None)]
-            if rows:
-                WebhookDelivery.insert_many(rows).execute()
-            WebhookSubscription.update(after=events[-1]["id"]).where(
-                WebhookSubscription.id == key).execute()
+            rows: list[dict[str, object]] = []
+            moved: list[str] = []
+            for row in query:
+                after, picked = wanting[row.id]
+                try:
+                    rows += picked if row.after == after else pick.rows(
+                        self.subscription(row), row.after)
+                except Exception:   # noqa: BLE001  (one subscription's bad row stops no other)
+                    log.exception("webhook delivery: events of subscription %s not handed "
+                                  "out", row.id)
+                    continue
+                moved.append(row.id)
+            for start in range(0, len(rows), 500):
+                WebhookDelivery.insert_many(rows[start:start + 500]).execute()
+            _move_on(moved, pick.window[-1]["id"])
 
     # -- 2. claim ------------------------------------------------------------------
     def claim(self, now: float) -> list[Claimed]:
@@ -301,6 +325,14 @@ class Deliverer:
                                leaseUntil=None, lastStatus=status,
                                lastError=(error or "")[:255] or None).where(
             WebhookDelivery.seq == row.seq).execute()
+
+
+def _move_on(keys: list[str], last: int) -> None:
+    """The subscriptions ``keys`` have been handed the events up to ``last``."""
+    for start in range(0, len(keys), 500):
+        WebhookSubscription.update(after=last).where(
+            WebhookSubscription.id.in_(keys[start:start + 500])
+            & (WebhookSubscription.after < last)).execute()
 
 
 def _claim_sql(database: peewee.Database) -> str:

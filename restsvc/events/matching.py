@@ -100,11 +100,29 @@ _ORDERED: dict[str, Callable[[Any, Any], bool]] = {
 
 def _compile(node: Node, paths: dict[str, Path]) -> Test:
     if isinstance(node, Group):
-        tests = [_compile(item, paths) for item in node.items]
-        if node.is_or:
-            return lambda row: any(test(row) for test in tests)
-        return lambda row: all(test(row) for test in tests)
+        return _group([_compile(item, paths) for item in node.items], node.is_or)
     return _condition(node, paths)
+
+
+def _group(tests: list[Test], any_of: bool) -> Test:
+    """AND (OR) of ``tests``, without a generator per row (the common one- and
+    two-condition groups as one call)."""
+    if not tests:
+        return lambda row: not any_of
+    if len(tests) == 1:
+        return tests[0]
+    if len(tests) == 2:
+        first, second = tests
+        if any_of:
+            return lambda row: first(row) or second(row)
+        return lambda row: first(row) and second(row)
+
+    def grouped(row: Row) -> bool:
+        for test in tests:
+            if test(row) is any_of:
+                return any_of
+        return not any_of
+    return grouped
 
 
 def _condition(condition: Condition, paths: dict[str, Path]) -> Test:
@@ -123,6 +141,8 @@ def _condition(condition: Condition, paths: dict[str, Path]) -> Test:
     if op in ("contains", "doesNotContain", "startsWith", "endsWith"):
         return _text(key, op, str(value).lower())
     compare, constant = _ORDERED[op], stored(prop, value)
+    if op == "=":       # the constant is never None: a missing value never equals it
+        return lambda row: bool(row.get(key) == constant)
 
     def compared(row: Row) -> bool:
         found = row.get(key)
@@ -161,39 +181,35 @@ class Verdicts:
 
     def __init__(self, access: Access, events: Sequence[Event], matchers: Iterable[Matcher]) -> None:
         self.access = access
-        self.matchers = matchers = list(matchers)
+        matchers = list(matchers)
         wanted: dict[str, _Entity] = {}
         for matcher in matchers:
             meta = access.metadata.entity(matcher.entity)
             if meta is not None:
                 wanted.setdefault(meta.name, _Entity(meta, {})).paths.update(matcher.paths)
         mine = [event for event in events if event["entity"] in wanted]
-        self._judged = {event["id"] for event in mine}
         earlier = previous(access.database, [event["id"] for event in mine
                                              if event["kind"] != "CREATE"])
-        self._after: dict[int, Row | None] = {}
-        self._before: dict[int, Row | None] = {}
+        # event id -> (a DELETE, the row after, the row before)
+        self._rows: dict[int, tuple[bool, Row | None, Row | None]] = {}
         for name, entity in wanted.items():
             of_entity = [event for event in mine if event["entity"] == name]
             if of_entity:
                 self._judge(entity, of_entity, earlier)
 
-    def covers(self, matcher: Matcher, events: Iterable[Event]) -> bool:
-        """Whether ``matcher`` was one judged here, and ``events`` among those judged."""
-        return matcher in self.matchers and all(
-            event["id"] in self._judged for event in events if event["entity"] == matcher.entity)
-
     def verdict(self, matcher: Matcher, event: Event) -> bool | None:
         """True: the event passes; False: it passes as the row's leaving the
         filter (``"match": false``); None: it does not pass."""
-        after, before = self._after.get(event["id"]), self._before.get(event["id"])
-        if event["kind"] == "DELETE":
-            return True if before is not None and matcher.test(before) else None
-        if after is not None and matcher.test(after):
+        found = self._rows.get(event["id"])
+        if found is None:
+            return None
+        deleting, after, before = found
+        test = matcher.test
+        if deleting:
+            return True if before is not None and test(before) else None
+        if after is not None and test(after):
             return True
-        if event["kind"] == "UPDATE" and before is not None and matcher.test(before):
-            return False
-        return None
+        return False if before is not None and test(before) else None     # an UPDATE's
 
     def _judge(self, entity: _Entity, events: list[Event], earlier: dict[int, dict[str, Any]]
                ) -> None:
@@ -210,8 +226,8 @@ class Verdicts:
             values = earlier.get(event["id"])
             before = None if values is None or event["kind"] == "CREATE" else _before(
                 meta, paths, after if event["kind"] == "UPDATE" else None, values, targets)
-            self._after[event["id"]] = None if event["kind"] == "DELETE" else after
-            self._before[event["id"]] = before
+            deleting = event["kind"] == "DELETE"
+            self._rows[event["id"]] = (deleting, None if deleting else after, before)
             if event["kind"] != "UPDATE" or before is not None:
                 state[key] = before
 
