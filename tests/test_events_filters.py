@@ -2,6 +2,7 @@
 webhook subscriptions: the Entities API's filter grammar, judged on the row
 after a change (a delete: before), an update leaving the filter sent once
 with "match": false (restsvc/events/matching.py)."""
+import dataclasses
 import json
 
 from werkzeug.test import Client
@@ -178,3 +179,23 @@ def test_a_webhook_filter_is_checked_with_the_registering_callers_permissions(
         assert refused.json["details"] == "Property for Order not found: customer.grade"
     finally:
         receiver.close()
+
+
+def test_a_webhook_of_the_settings_takes_a_filter_and_a_bad_one_stops_the_start(app):
+    from restsvc.events.webhooks import WebhookSubscription, as_json, sync_settings
+    from restsvc.settinggroups import WebhookSettings
+    from restsvc.settings import SettingsError
+    hook = WebhookSettings("gold", "http://127.0.0.1:9/hook", ("Customer",),
+                           ("UPDATE",), "s" * 20, json.dumps(GOLD))
+    sync_settings(app.database, app.metadata, [hook], allow_private=True)
+    [row] = WebhookSubscription.select()
+    assert as_json(row)["filter"] == GOLD
+    for text in ("{bad", json.dumps({"conditions": [{"property": "nothing",
+                                                     "operator": "=", "value": 1}]})):
+        try:
+            sync_settings(app.database, app.metadata, [dataclasses.replace(hook, filter=text)],
+                          allow_private=True)
+        except SettingsError as exc:
+            assert "svc.webhooks.subscription.gold" in str(exc)
+        else:
+            raise AssertionError(f"{text} was taken")

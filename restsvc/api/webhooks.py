@@ -7,7 +7,7 @@ from werkzeug.wrappers import Response
 
 from ..bodies import read_json_body
 from ..errors import Forbidden
-from ..events import delivery, visibility, webhooks
+from ..events import visibility, webhooks
 from ..security.scopes import ACTIONS, checks
 from ..web import NO_STORE, Context, empty_response, json_response, location_url
 
@@ -74,14 +74,14 @@ def delete(ctx: Context, webhook_id: str) -> Response:
 def dead_letters(ctx: Context, webhook_id: str) -> Response:
     _require_grant(ctx, READ)
     _seen(ctx, webhooks.find(webhook_id))
-    return json_response(delivery.dead_letters(webhook_id), headers=NO_STORE)
+    return json_response(webhooks.dead_letters(webhook_id), headers=NO_STORE)
 
 
 @checks(REPLAY)
 def replay(ctx: Context, webhook_id: str) -> Response:
     _require_grant(ctx, REPLAY)
     webhooks.find(webhook_id)
-    return json_response({"replayed": delivery.replay(webhook_id)}, headers=NO_STORE)
+    return json_response({"replayed": webhooks.replay(webhook_id)}, headers=NO_STORE)
 
 
 rules = [

@@ -55,10 +55,10 @@ import peewee
 
 from ..data.access import Access
 from ..db import is_sqlite, release, write_transaction, execute
-from ..jsonio import JsonObject, loads
+from ..jsonio import loads
 from . import outbox, sender
 from .matching import Matcher, Verdicts, compiled, full_permissions
-from .webhooks import WebhookDelivery, WebhookSubscription
+from .webhooks import WebhookDelivery, WebhookSubscription, marked
 
 if TYPE_CHECKING:
     from ..model.metadata import Metadata
@@ -300,9 +300,7 @@ class Deliverer:
         if sub is None:
             WebhookDelivery.delete().where(mine).execute()
             return
-        event = outbox.read_ids([row.event_id]).get(row.event_id)
-        if event is not None and row.match is not None:
-            event["match"] = bool(row.match)
+        event = marked(outbox.read_ids([row.event_id]).get(row.event_id), row.match)
         if event is None:
             WebhookDelivery.update(state="dead", leaseUntil=None,
                                    lastError="the event is no longer kept").where(mine).execute()
@@ -345,26 +343,6 @@ def _claim_sql(database: peewee.Database) -> str:
             f'("leaseUntil" IS NULL OR "leaseUntil" < {p}) ORDER BY "nextAttempt", seq '
             f'LIMIT 1{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt", '
             f'match')
-
-
-def dead_letters(subscription: str, limit: int = 1000) -> list[JsonObject]:
-    """A subscription's dead letters, oldest event first, each with its event
-    (None once retention has pruned it)."""
-    dead = (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
-    rows = list(WebhookDelivery.select().where(dead).order_by(WebhookDelivery.eventId).limit(limit))
-    events = outbox.read_ids(row.eventId for row in rows)
-    return [{"eventId": row.eventId, "attempts": row.attempts, "lastStatus": row.lastStatus,
-             "lastError": row.lastError, "event": events.get(row.eventId)} for row in rows]
-
-
-def replay(subscription: str) -> int:
-    """A subscription's dead letters due again, their attempts and retry period
-    starting anew; how many."""
-    now = time.time()
-    return int(WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now,
-                                      nextAttempt=now, leaseUntil=None).where(
-        (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
-    ).execute())
 
 
 def block_stop_signals() -> None:

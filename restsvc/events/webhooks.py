@@ -28,6 +28,7 @@ import hmac
 import ipaddress
 import re
 import socket
+import time
 import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
@@ -42,6 +43,7 @@ from ..jsonio import JsonObject, JsonValue, dumps, loads
 from ..model.datatypes import format_utc_instant
 from ..model.fields import DateTimeField
 from .matching import check_unrestricted, compiled, full_permissions
+from . import outbox
 from .outbox import KINDS, position
 
 if TYPE_CHECKING:
@@ -217,6 +219,35 @@ def sync_settings(database: peewee.Database, metadata: Metadata,
     WebhookSubscription.delete().where(
         WebhookSubscription.id.startswith(SETTINGS_PREFIX)
         & WebhookSubscription.id.not_in(list(names) or [""])).execute()
+
+
+# -- dead letters ----------------------------------------------------------------
+def dead_letters(subscription: str, limit: int = 1000) -> list[JsonObject]:
+    """A subscription's dead letters, oldest event first, each with its event
+    (None once retention has pruned it)."""
+    dead = (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
+    rows = list(WebhookDelivery.select().where(dead).order_by(WebhookDelivery.eventId).limit(limit))
+    events = outbox.read_ids(row.eventId for row in rows)
+    return [{"eventId": row.eventId, "attempts": row.attempts, "lastStatus": row.lastStatus,
+             "lastError": row.lastError, "event": marked(events.get(row.eventId), row.match)}
+            for row in rows]
+
+
+def marked(event: outbox.Event | None, match: bool | None) -> outbox.Event | None:
+    """The event as its delivery sends it: with ``match`` for a filtered subscription."""
+    if event is not None and match is not None:
+        event["match"] = bool(match)
+    return event
+
+
+def replay(subscription: str) -> int:
+    """A subscription's dead letters due again, their attempts and retry period
+    starting anew; how many."""
+    now = time.time()
+    return int(WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now,
+                                      nextAttempt=now, leaseUntil=None).where(
+        (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
+    ).execute())
 
 
 # -- delivery --------------------------------------------------------------------
