@@ -84,6 +84,25 @@ def test_a_filter_through_a_reference_and_a_delete_judged_on_the_row_before(clie
     reader.close()
 
 
+def test_values_of_every_kind_compare_as_the_search_compares_them(client, auth):
+    order = demo_id("order", 2)
+    typed = {"conditions": [
+        {"property": "customer", "operator": "=", "value": demo_id("customer", 2)},
+        {"property": "amount", "operator": ">", "value": 0},
+        {"property": "status", "operator": "notIn", "value": ["CANCELLED"]},
+        {"property": "date", "operator": ">=", "value": "2000-01-01"},
+        {"property": "customer.address.country.name", "operator": "notEmpty"},
+        {"property": "id", "operator": "=", "value": order}]}
+    search = client.get("/rest/entities/Order/search", headers=auth,
+                        query_string={"filter": json.dumps(typed)})
+    assert [row["id"] for row in search.json] == [order]
+    reader = Reader(_open(client, auth, "Order", typed))
+    _put(client, auth, {"number": "T-1"}, demo_id("order", 3), "Order")
+    _put(client, auth, {"number": "T-2"}, order, "Order")
+    assert _seen(reader, 1) == [(order, "UPDATE", True, ["number"])]
+    reader.close()
+
+
 def test_bad_and_hidden_filters_are_refused_as_the_search_refuses_them(client, auth,
                                                                       client_with_roles):
     for spec, error in (("{not json", "Cannot parse entities filter"),

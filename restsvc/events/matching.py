@@ -201,7 +201,7 @@ class Verdicts:
         """True: the event passes; False: it passes as the row's leaving the
         filter (``"match": false``); None: it does not pass."""
         found = self._rows.get(event["id"])
-        if found is None:
+        if found is None or event["entity"] != matcher.entity:
             return None
         deleting, after, before = found
         test = matcher.test
