@@ -218,3 +218,27 @@ def test_a_webhook_of_the_settings_takes_a_filter_and_a_bad_one_stops_the_start(
             assert "svc.webhooks.subscription.gold" in str(exc)
         else:
             raise AssertionError(f"{text} was taken")
+
+
+def test_a_subscription_far_behind_holds_no_other_up(make_app, monkeypatch):
+    from restsvc.events import delivery
+    from restsvc.events.webhooks import WebhookDelivery
+    monkeypatch.setattr(delivery, "BATCH", 2)       # "far behind": more than a window
+    app = make_app(QUICK)
+    c = Client(app)
+    auth = bearer(get_token(c))
+    url = "http://127.0.0.1:9/hook"
+    behind = c.post("/rest/webhooks", headers=auth, json={
+        "url": url, "entities": ["Customer"], "secret": "s" * 20}).json["id"]
+    for n in range(3):
+        _put(c, auth, {"name": f"Old {n}"})
+    current = c.post("/rest/webhooks", headers=auth, json={
+        "url": url, "entities": ["Customer"], "secret": "s" * 20, "filter": GOLD}).json["id"]
+    _put(c, auth, {"grade": "GOLD"})
+    deliverer = _deliverer(app)
+    deliverer.hand_out(0)
+    deliverer.close()
+    handed = {}
+    for row in WebhookDelivery.select().order_by(WebhookDelivery.eventId):
+        handed.setdefault(row.subscription, []).append(row.match)
+    assert handed == {behind: [None, None], current: [True]}

@@ -5,7 +5,8 @@ supervisor.py).
 Each pass of the worker:
 
 1. hands out new events: the next ``BATCH`` events after the smallest
-   ``after`` of the subscriptions are read once; for the subscriptions that
+   ``after`` of the subscriptions are read once (those after the window's
+   end get a window of their own); for the subscriptions that
    want some of them, in one transaction that locks their rows (PostgreSQL
    ``FOR UPDATE SKIP LOCKED``: a row another instance holds is left to it;
    SQLite: the write lock), those after each one's ``after`` become delivery
@@ -168,22 +169,31 @@ class Deliverer:
 
     # -- 1. hand out ---------------------------------------------------------------
     def hand_out(self, now: float) -> None:
-        """The next events (at most ``BATCH``, read once for every subscription)
-        become delivery rows of the subscriptions that want them; a subscription
-        that wants none of them just moves on (one statement for all of those)."""
+        """The next events (at most ``BATCH``, read once for the subscriptions
+        they are new to) become delivery rows of those that want them; one that
+        wants none of them just moves on (one statement for all of those).
+        Subscriptions far behind the others get a window of their own, so they
+        hold no one up."""
         outbox.assign(self.database)
-        subscriptions = []
+        remaining = []
         for row in WebhookSubscription.select():
             try:
-                subscriptions.append(self.subscription(row))
+                remaining.append(self.subscription(row))
             except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
                 log.exception("webhook delivery: subscription %s cannot be read", row.id)
-        if not subscriptions:
-            return
-        window = outbox.read(self.database, min(sub.after for sub in subscriptions),
-                             list({name for sub in subscriptions for name in sub.entities}), BATCH)
-        if not window:
-            return
+        while remaining:
+            window = outbox.read(self.database, min(sub.after for sub in remaining),
+                                 list({name for sub in remaining for name in sub.entities}),
+                                 BATCH)
+            if not window:
+                return
+            last = window[-1]["id"]
+            self._hand_out_window([sub for sub in remaining if sub.after < last], window, now)
+            remaining = [sub for sub in remaining if sub.after >= last]
+
+    def _hand_out_window(self, subscriptions: list[_Subscription], window: list[outbox.Event],
+                         now: float) -> None:
+        """``window``'s events to ``subscriptions`` (each ``after`` before its end)."""
         matchers = [sub.matcher for sub in subscriptions if sub.matcher is not None]
         pick = _Pick(window, Verdicts(self.access, window, matchers) if matchers else None, now)
         wanting: dict[str, tuple[int, list[dict[str, object]]]] = {}
