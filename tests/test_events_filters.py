@@ -221,9 +221,9 @@ def test_a_webhook_of_the_settings_takes_a_filter_and_a_bad_one_stops_the_start(
 
 
 def test_a_subscription_far_behind_holds_no_other_up(make_app, monkeypatch):
-    from restsvc.events import delivery
+    from restsvc.events import handout
     from restsvc.events.webhooks import WebhookDelivery
-    monkeypatch.setattr(delivery, "BATCH", 2)       # "far behind": more than a window
+    monkeypatch.setattr(handout, "BATCH", 2)       # "far behind": more than a window
     app = make_app(QUICK)
     c = Client(app)
     auth = bearer(get_token(c))

@@ -4,17 +4,10 @@ supervisor.py).
 
 Each pass of the worker:
 
-1. hands out new events: the next ``BATCH`` events after the smallest
-   ``after`` of the subscriptions are read once (those after the window's
-   end get a window of their own); for the subscriptions that
-   want some of them, in one transaction that locks their rows (PostgreSQL
-   ``FOR UPDATE SKIP LOCKED``: a row another instance holds is left to it;
-   SQLite: the write lock), those after each one's ``after`` become delivery
-   rows and ``after`` moves on -- each event is handed out once per
-   subscription; those that want none just move on, in one statement. A
-   filtered subscription's events are judged then (matching.py: its filter
-   compiled once, the window's rows loaded once for all of them), and the
-   verdict is kept on the delivery row (``match``, sent as ``"match"``);
+1. hands out new events (handout.py): they become delivery rows of the
+   subscriptions that want them (a filtered one's verdict kept on the row,
+   ``match``, sent as the event's ``"match"``), each event once per
+   subscription;
 2. claims due deliveries, as many as it has free places
    (``svc.webhooks.max-parallel-deliveries``), at most one per subscription
    and none of a subscription with an attempt in flight here: each is marked
@@ -50,15 +43,13 @@ import time
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import peewee
 
-from ..data.access import Access
 from ..db import is_sqlite, release, write_transaction, execute
-from ..jsonio import loads
 from . import outbox, sender
-from .matching import Matcher, Verdicts, compiled, full_permissions
+from .handout import HandOut
 from .webhooks import WebhookDelivery, WebhookSubscription, marked
 
 if TYPE_CHECKING:
@@ -67,11 +58,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("restsvc")
 PRUNE_EVERY = 3600
-BATCH = 500             # events handed out per subscription and pass
 # Signals that stop ``restsvc deliver``: never handled by Python code (see run_process).
 STOP_SIGNALS = frozenset((signal.SIGTERM, signal.SIGINT, signal.SIGQUIT))
 
-_SKIP_LOCKED: Any = "FOR UPDATE SKIP LOCKED"    # peewee takes the clause (its stubs say bool)
 
 
 class Claimed(NamedTuple):
@@ -84,47 +73,12 @@ class Claimed(NamedTuple):
     match: bool | None      # a filtered subscription's verdict (None: no filter)
 
 
-class _Subscription(NamedTuple):
-    """What a pass reads of a subscription's row."""
-    key: str
-    after: int
-    entities: frozenset[str]
-    kinds: frozenset[str]
-    matcher: Matcher | None
-
-
-class _Pick(NamedTuple):
-    """Which events of a pass's window a subscription gets."""
-    window: list[outbox.Event]
-    judged: Verdicts | None
-    now: float
-
-    def rows(self, sub: _Subscription, after: int) -> list[dict[str, object]]:
-        """The delivery rows of the window's events after ``after`` that ``sub``
-        wants (its entities and kinds; with a filter, those it lets through)."""
-        entities, kinds, matcher, judged = sub.entities, sub.kinds, sub.matcher, self.judged
-        rows: list[dict[str, object]] = []
-        for event in self.window:
-            if event["id"] <= after or event["entity"] not in entities \
-                    or event["kind"] not in kinds:
-                continue
-            match = None
-            if matcher is not None and judged is not None:
-                match = judged.verdict(matcher, event)
-                if match is None:
-                    continue
-            rows.append({"subscription": sub.key, "eventId": event["id"],
-                         "firstAttempt": self.now, "nextAttempt": self.now, "match": match})
-        return rows
-
-
 class Deliverer:
     def __init__(self, settings: Settings, database: peewee.Database,
                  metadata: Metadata) -> None:
         self.settings = settings
         self.database = database
-        self.access = Access(metadata, full_permissions(metadata), {}, database, {})
-        self._matchers: dict[str, tuple[str, Matcher]] = {}    # subscription -> (text, compiled)
+        self.hand_out = HandOut(database, metadata)
         self.places = settings.webhooks_max_parallel
         self._pruned = 0.0
         self._lock = threading.Lock()
@@ -166,90 +120,6 @@ class Deliverer:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-
-    # -- 1. hand out ---------------------------------------------------------------
-    def hand_out(self, now: float) -> None:
-        """The next events (at most ``BATCH``, read once for the subscriptions
-        they are new to) become delivery rows of those that want them; one that
-        wants none of them just moves on (one statement for all of those).
-        Subscriptions far behind the others get a window of their own, so they
-        hold no one up."""
-        outbox.assign(self.database)
-        remaining = []
-        for row in WebhookSubscription.select():
-            try:
-                remaining.append(self.subscription(row))
-            except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
-                log.exception("webhook delivery: subscription %s cannot be read", row.id)
-        while remaining:
-            window = outbox.read(self.database, min(sub.after for sub in remaining),
-                                 list({name for sub in remaining for name in sub.entities}),
-                                 BATCH)
-            if not window:
-                return
-            last = window[-1]["id"]
-            self._hand_out_window([sub for sub in remaining if sub.after < last], window, now)
-            remaining = [sub for sub in remaining if sub.after >= last]
-
-    def _hand_out_window(self, subscriptions: list[_Subscription], window: list[outbox.Event],
-                         now: float) -> None:
-        """``window``'s events to ``subscriptions`` (each ``after`` before its end)."""
-        matchers = [sub.matcher for sub in subscriptions if sub.matcher is not None]
-        pick = _Pick(window, Verdicts(self.access, window, matchers) if matchers else None, now)
-        wanting: dict[str, tuple[int, list[dict[str, object]]]] = {}
-        idle: list[str] = []
-        for sub in subscriptions:
-            rows = pick.rows(sub, sub.after)
-            if rows:
-                wanting[sub.key] = (sub.after, rows)
-            else:
-                idle.append(sub.key)
-        if wanting:
-            self._hand_out_to(wanting, pick)
-        _move_on(idle, window[-1]["id"])
-
-    def subscription(self, row: WebhookSubscription) -> _Subscription:
-        """A subscription's row as a pass reads it, its filter compiled once
-        (again only when it changes)."""
-        entities, text = loads(row.entities), row.filterJson
-        matcher = None
-        if text is not None:
-            known = self._matchers.get(row.id)
-            if known is None or known[0] != text:
-                meta = self.access.metadata.entity(entities[0])
-                if meta is None:
-                    raise ValueError(f"entity {entities[0]} is gone")
-                known = self._matchers[row.id] = (text, compiled(meta, loads(text),
-                                                                 self.access.permissions))
-            matcher = known[1]
-        return _Subscription(row.id, row.after, frozenset(entities), frozenset(loads(row.kinds)),
-                             matcher)
-
-    def _hand_out_to(self, wanting: dict[str, tuple[int, list[dict[str, object]]]],
-                     pick: _Pick) -> None:
-        """The delivery rows of the subscriptions ``wanting`` (key -> the
-        ``after`` they were picked after, those rows), in one transaction that
-        locks their rows (their ``after`` as it is then decides what is new;
-        PostgreSQL: one locked by another instance is left to it)."""
-        with write_transaction(self.database):
-            query = WebhookSubscription.select().where(WebhookSubscription.id.in_(list(wanting)))
-            if not is_sqlite(self.database):
-                query = query.for_update(_SKIP_LOCKED)
-            rows: list[dict[str, object]] = []
-            moved: list[str] = []
-            for row in query:
-                after, picked = wanting[row.id]
-                try:
-                    rows += picked if row.after == after else pick.rows(
-                        self.subscription(row), row.after)
-                except Exception:   # noqa: BLE001  (one subscription's bad row stops no other)
-                    log.exception("webhook delivery: events of subscription %s not handed "
-                                  "out", row.id)
-                    continue
-                moved.append(row.id)
-            for start in range(0, len(rows), 500):
-                WebhookDelivery.insert_many(rows[start:start + 500]).execute()
-            _move_on(moved, pick.window[-1]["id"])
 
     # -- 2. claim ------------------------------------------------------------------
     def claim(self, now: float) -> list[Claimed]:
@@ -333,14 +203,6 @@ class Deliverer:
                                leaseUntil=None, lastStatus=status,
                                lastError=(error or "")[:255] or None).where(
             WebhookDelivery.seq == row.seq).execute()
-
-
-def _move_on(keys: list[str], last: int) -> None:
-    """The subscriptions ``keys`` have been handed the events up to ``last``."""
-    for start in range(0, len(keys), 500):
-        WebhookSubscription.update(after=last).where(
-            WebhookSubscription.id.in_(keys[start:start + 500])
-            & (WebhookSubscription.after < last)).execute()
 
 
 def _claim_sql(database: peewee.Database) -> str:
