@@ -138,7 +138,7 @@ def deliver_command(args: argparse.Namespace) -> int:
     sync_settings(app.database, app.metadata, app.settings.webhooks,
                   app.settings.webhooks_allow_private)
     hooks = AfterCommit(app.settings, app.data, service_access(app, None))
-    return run_process(app.settings, app.database, args.parent,
+    return run_process(app.settings, app.database, app.metadata, args.parent,
                        [hooks.run] if hooks.hooks else [])
 
 

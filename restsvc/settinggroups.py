@@ -65,6 +65,7 @@ _WEBHOOK_KEYS: Keys = {
     "entities": ("entities", parse.word_list, None),
     "kinds": ("kinds", parse.word_list, ("CREATE", "UPDATE", "DELETE")),
     "secret": ("secret", parse.text, None),
+    "filter": ("filter", parse.text, ""),
 }
 
 
@@ -201,6 +202,7 @@ class WebhookSettings:
     entities: tuple[str, ...]
     kinds: tuple[str, ...]
     secret: str
+    filter: str = ""                # a filter's JSON text, or none (restsvc/events/matching.py)
 
 
 @dataclass(frozen=True)

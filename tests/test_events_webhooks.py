@@ -88,7 +88,7 @@ def test_private_addresses_are_refused_unless_allowed(client, auth, receiver):
 
 
 def _deliverer(app):
-    return Deliverer(app.settings, app.database)
+    return Deliverer(app.settings, app.database, app.metadata)
 
 
 def test_a_receiver_that_fails_three_times_gets_four_signed_deliveries_of_one_event(
@@ -222,7 +222,7 @@ def test_the_readme_receiver_verifies_the_signature(make_app, receiver_secret, a
 def _running(app):
     """The delivery worker's loop on a thread, as ``restsvc deliver`` runs it."""
     stop = threading.Event()
-    worker = threading.Thread(target=Deliverer(app.settings, app.database).run, args=(stop,),
+    worker = threading.Thread(target=Deliverer(app.settings, app.database, app.metadata).run, args=(stop,),
                               daemon=True)
     worker.start()
     try:

@@ -106,10 +106,10 @@ def _url_filter(ctx: "Context", required: bool = True) -> JsonValue:
         if not required:
             return None
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
-    return ctx.app.data.url_filter(text, lambda text: _json_arg(text, "filter"))
+    return ctx.app.data.url_filter(text, lambda text: json_arg(text, "filter"))
 
 
-def _json_arg(text: str, name: str) -> JsonValue:
+def json_arg(text: str, name: str) -> JsonValue:
     error = "Cannot parse entities filter" if name == "filter" else "Invalid parameter value"
     try:
         return loads(text)
@@ -189,7 +189,7 @@ def aggregate_get(ctx: "Context", entity_name: str) -> Response:
     for key in ("filter", "having"):
         text = args.get(key)
         if text is not None:
-            spec[key] = _json_arg(text, key)
+            spec[key] = json_arg(text, key)
     spec["count"] = query_bool(ctx.request, "count")
     if args.get("limit") is not None:
         spec["limit"] = query_int(ctx.request, "limit")

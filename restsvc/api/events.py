@@ -1,6 +1,7 @@
 """The change feed over HTTP (restsvc/events/feed.py has the logic).
 
-    GET  /rest/events           the stream, bearer token in the header
+    GET  /rest/events           the stream, bearer token in the header (``filter``:
+                                a search filter's JSON, with one ``entity``)
     POST /rest/events/tickets   a short-lived stream ticket for a browser
     GET  /rest/events/stream    the stream, opened with ``?ticket=`` (EventSource
                                 cannot send headers; the URL never holds a token)
@@ -13,8 +14,9 @@ from werkzeug.wrappers import Response
 
 from ..data.access import access_for
 from ..errors import ApiError, BadRequest, Forbidden, Unauthorized
-from ..events.feed import Stream, last_event_id, subscribed
+from ..events.feed import Stream, last_event_id, stream_filter, subscribed
 from ..idempotency import caller_of
+from .entities import json_arg
 from ..security.gate import Principal
 from ..security.scopes import checks
 from ..web import NO_STORE, json_response
@@ -75,13 +77,18 @@ def _require_rest(principal: Principal) -> None:
 def _open(ctx: "Context", principal: Principal, recheck: Callable[[], bool]) -> Response:
     app, request = ctx.app, ctx.request
     _require_rest(principal)
-    metas = subscribed(app.metadata, principal.permissions, request.args.getlist("entity"))
+    names = request.args.getlist("entity")
+    metas = subscribed(app.metadata, principal.permissions, names)
+    access = access_for(app, principal)
+    text = request.args.get("filter")
+    matcher = stream_filter(names, metas, None if text is None else json_arg(text, "filter"),
+                            access)
     after = last_event_id(request.headers.get("Last-Event-ID")
                           or request.args.get("lastEventId"))
     caller = caller_of(principal)
     app.event_streams.take(caller)
     try:
-        body = Stream(app, access_for(app, principal), metas, recheck, after)
+        body = Stream(app, access, metas, recheck, after, matcher)
     except BaseException:
         app.event_streams.give(caller)      # the place is not held by a stream that never opened
         raise

@@ -7,7 +7,7 @@ from werkzeug.wrappers import Response
 
 from ..bodies import read_json_body
 from ..errors import Forbidden
-from ..events import delivery, visibility, webhooks
+from ..events import visibility, webhooks
 from ..security.scopes import ACTIONS, checks
 from ..web import NO_STORE, Context, empty_response, json_response, location_url
 
@@ -33,8 +33,8 @@ def register(ctx: Context) -> Response:
         ctx.app.settings.webhooks_allow_private)
     visibility.check_subscription(ctx.permissions, ctx.app.metadata, wanted.entities,
                                   wanted.kinds)
-    row = webhooks.create(ctx.app.database, wanted.url, wanted.entities, wanted.kinds,
-                          wanted.secret)
+    webhooks.check_filter(ctx.app.metadata, wanted, ctx.permissions)
+    row = webhooks.create(ctx.app.database, wanted)
     location = location_url(ctx.request, ctx.app.settings.public_url) + "/" + row.id
     return json_response(webhooks.as_json(row), status=201,
                          headers={**NO_STORE, "Location": location})
@@ -74,14 +74,14 @@ def delete(ctx: Context, webhook_id: str) -> Response:
 def dead_letters(ctx: Context, webhook_id: str) -> Response:
     _require_grant(ctx, READ)
     _seen(ctx, webhooks.find(webhook_id))
-    return json_response(delivery.dead_letters(webhook_id), headers=NO_STORE)
+    return json_response(webhooks.dead_letters(webhook_id), headers=NO_STORE)
 
 
 @checks(REPLAY)
 def replay(ctx: Context, webhook_id: str) -> Response:
     _require_grant(ctx, REPLAY)
     webhooks.find(webhook_id)
-    return json_response({"replayed": delivery.replay(webhook_id)}, headers=NO_STORE)
+    return json_response({"replayed": webhooks.replay(webhook_id)}, headers=NO_STORE)
 
 
 rules = [

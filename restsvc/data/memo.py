@@ -97,9 +97,10 @@ class EntityFacts:
     module that needs it: how a row's id is read (columns.py), cursor
     bindings and the entity's own columns by id (cursors.py), the attributes
     its history records (write/history.py) and the attribute an event names
-    for each field (write/outbox.py)."""
+    for each field and the attribute each column holds (write/outbox.py)."""
 
-    __slots__ = ("meta", "row_id", "cursor_bindings", "cursor_columns", "recorded", "event_names")
+    __slots__ = ("meta", "row_id", "cursor_bindings", "cursor_columns", "recorded", "event_names",
+                 "held")
 
     def __init__(self, meta: object) -> None:
         self.meta = meta
@@ -108,6 +109,7 @@ class EntityFacts:
         self.cursor_columns: dict[int, str] | None = None
         self.recorded: Any = None
         self.event_names: dict[str, str] | None = None
+        self.held: Any = None
 
 
 class ColumnFacts:

@@ -4,11 +4,10 @@ supervisor.py).
 
 Each pass of the worker:
 
-1. hands out new events: per subscription, in one transaction that locks
-   its row (PostgreSQL ``FOR UPDATE SKIP LOCKED``: another instance takes the
-   next subscription meanwhile; SQLite: the write lock), the events after the
-   subscription's ``after`` that it wants become delivery rows and ``after``
-   moves on -- each event is handed out once per subscription;
+1. hands out new events (handout.py): they become delivery rows of the
+   subscriptions that want them (a filtered one's verdict kept on the row,
+   ``match``, sent as the event's ``"match"``), each event once per
+   subscription;
 2. claims due deliveries, as many as it has free places
    (``svc.webhooks.max-parallel-deliveries``), at most one per subscription
    and none of a subscription with an attempt in flight here: each is marked
@@ -44,16 +43,17 @@ import time
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import peewee
 
 from ..db import is_sqlite, release, write_transaction, execute
-from ..jsonio import JsonObject, loads
 from . import outbox, sender
-from .webhooks import WebhookDelivery, WebhookSubscription
+from .handout import HandOut
+from .webhooks import WebhookDelivery, WebhookSubscription, marked
 
 if TYPE_CHECKING:
+    from ..model.metadata import Metadata
     from ..settings import Settings
 
 log = logging.getLogger("restsvc")
@@ -61,7 +61,6 @@ PRUNE_EVERY = 3600
 # Signals that stop ``restsvc deliver``: never handled by Python code (see run_process).
 STOP_SIGNALS = frozenset((signal.SIGTERM, signal.SIGINT, signal.SIGQUIT))
 
-_SKIP_LOCKED: Any = "FOR UPDATE SKIP LOCKED"    # peewee takes the clause (its stubs say bool)
 
 
 class Claimed(NamedTuple):
@@ -71,12 +70,15 @@ class Claimed(NamedTuple):
     event_id: int
     attempts: int           # this attempt's number
     first: float            # the first attempt's time (epoch seconds)
+    match: bool | None      # a filtered subscription's verdict (None: no filter)
 
 
 class Deliverer:
-    def __init__(self, settings: Settings, database: peewee.Database) -> None:
+    def __init__(self, settings: Settings, database: peewee.Database,
+                 metadata: Metadata) -> None:
         self.settings = settings
         self.database = database
+        self.hand_out = HandOut(database, metadata)
         self.places = settings.webhooks_max_parallel
         self._pruned = 0.0
         self._lock = threading.Lock()
@@ -107,40 +109,6 @@ class Deliverer:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-
-    # -- 1. hand out ---------------------------------------------------------------
-    def hand_out(self, now: float) -> None:
-        outbox.assign(self.database)
-        subscriptions = WebhookSubscription.select(
-            WebhookSubscription.id, WebhookSubscription.after, WebhookSubscription.entities)
-        for key, after, entities in cast(Iterable[tuple[str, int, str]], subscriptions.tuples()):
-            try:
-                self._hand_out_one(key, after, entities, now)
-            except peewee.OperationalError:
-                raise
-            except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
-                log.exception("webhook delivery: events of subscription %s not handed out", key)
-
-    def _hand_out_one(self, key: str, after: int, entities: str, now: float) -> None:
-        if not outbox.read(self.database, after, loads(entities), 1):
-            return      # nothing new: no lock taken
-        with write_transaction(self.database):
-            query = WebhookSubscription.select().where(WebhookSubscription.id == key)
-            if not is_sqlite(self.database):
-                query = query.for_update(_SKIP_LOCKED)
-            sub = query.first()
-            if sub is None:
-                return
-            events = outbox.read(self.database, sub.after, loads(sub.entities), 500)
-            if not events:
-                return
-            kinds = set(loads(sub.kinds))
-            rows = [{"subscription": key, "eventId": event["id"], "firstAttempt": now,
-                     "nextAttempt": now} for event in events if event["kind"] in kinds]
-            if rows:
-                WebhookDelivery.insert_many(rows).execute()
-            WebhookSubscription.update(after=events[-1]["id"]).where(
-                WebhookSubscription.id == key).execute()
 
     # -- 2. claim ------------------------------------------------------------------
     def claim(self, now: float) -> list[Claimed]:
@@ -201,7 +169,7 @@ class Deliverer:
         if sub is None:
             WebhookDelivery.delete().where(mine).execute()
             return
-        event = outbox.read_ids([row.event_id]).get(row.event_id)
+        event = marked(outbox.read_ids([row.event_id]).get(row.event_id), row.match)
         if event is None:
             WebhookDelivery.update(state="dead", leaseUntil=None,
                                    lastError="the event is no longer kept").where(mine).execute()
@@ -254,27 +222,8 @@ def _claim_sql(database: peewee.Database) -> str:
             f'WHERE seq IN (SELECT seq FROM {table} WHERE subscription = {p} AND '
             f'state = \'pending\' AND "nextAttempt" <= {p} AND '
             f'("leaseUntil" IS NULL OR "leaseUntil" < {p}) ORDER BY "nextAttempt", seq '
-            f'LIMIT 1{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt"')
-
-
-def dead_letters(subscription: str, limit: int = 1000) -> list[JsonObject]:
-    """A subscription's dead letters, oldest event first, each with its event
-    (None once retention has pruned it)."""
-    dead = (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
-    rows = list(WebhookDelivery.select().where(dead).order_by(WebhookDelivery.eventId).limit(limit))
-    events = outbox.read_ids(row.eventId for row in rows)
-    return [{"eventId": row.eventId, "attempts": row.attempts, "lastStatus": row.lastStatus,
-             "lastError": row.lastError, "event": events.get(row.eventId)} for row in rows]
-
-
-def replay(subscription: str) -> int:
-    """A subscription's dead letters due again, their attempts and retry period
-    starting anew; how many."""
-    now = time.time()
-    return int(WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now,
-                                      nextAttempt=now, leaseUntil=None).where(
-        (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
-    ).execute())
+            f'LIMIT 1{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt", '
+            f'match')
 
 
 def block_stop_signals() -> None:
@@ -285,7 +234,8 @@ def block_stop_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
 
-def run_process(settings: Settings, database: peewee.Database, parent: int | None = None,
+def run_process(settings: Settings, database: peewee.Database, metadata: Metadata,
+                parent: int | None = None,
                 others: Sequence[Callable[[threading.Event], None]] = ()) -> int:
     """``restsvc deliver`` as a process: passes on a thread until SIGTERM,
     SIGINT or SIGQUIT (or, given ``parent``, until that process is gone);
@@ -300,7 +250,7 @@ def run_process(settings: Settings, database: peewee.Database, parent: int | Non
     The exit code is 1 when the worker thread ended by itself."""
     block_stop_signals()
     stop = threading.Event()
-    worker = threading.Thread(target=Deliverer(settings, database).run, args=(stop,),
+    worker = threading.Thread(target=Deliverer(settings, database, metadata).run, args=(stop,),
                               name="webhook-delivery")
     threads = [threading.Thread(target=other, args=(stop,), name="after-commit")
                for other in others]

@@ -45,8 +45,9 @@ from ..data.write.importer import id_or_none
 from ..data.read.loader import visible_ids
 from ..errors import ApiError, BadRequest, Forbidden, NotFound
 from ..health import is_shutting_down
-from ..jsonio import dumps
+from ..jsonio import JsonValue, dumps
 from . import outbox, visibility
+from .matching import Matcher, Verdicts, compiled
 from .outbox import Event
 
 if TYPE_CHECKING:
@@ -152,6 +153,19 @@ def subscribed(metadata: Metadata, permissions: Permissions,
     return metas
 
 
+def stream_filter(names: list[str], metas: list[MetaClass], spec: JsonValue | None,
+                  access: Access) -> Matcher | None:
+    """A stream's filter (None without one), compiled for the caller: it
+    needs exactly one entity named (``names``; ``metas``: ``subscribed``'s),
+    the search's 400s otherwise."""
+    if spec is None:
+        return None
+    if len(set(names)) != 1 or len(metas) != 1:
+        raise BadRequest("Invalid parameter value",
+                         "Parameter filter needs exactly one entity parameter")
+    return compiled(metas[0], spec, access.permissions, access.session)
+
+
 def last_event_id(value: str | None) -> int | None:
     if value is None or value == "":
         return None
@@ -174,10 +188,12 @@ class Stream:
     """One caller's stream; iterate it for the response body's chunks."""
 
     def __init__(self, app: StreamApp, access: Access, metas: Iterable[MetaClass],
-                 recheck: Callable[[], bool], after: int | None = None) -> None:
+                 recheck: Callable[[], bool], after: int | None = None,
+                 matcher: Matcher | None = None) -> None:
         self.app = app
         self.access = access
         self.metas = {meta.name: meta for meta in metas}
+        self.matcher = matcher      # a filter's (matching.py): its events carry "match"
         self.recheck = recheck      # () -> whether the token still holds
         self.settings = app.settings
         # Where it begins: when it is opened (the reset message when the asked id is gone).
@@ -214,7 +230,7 @@ class Stream:
         if not events:
             return b"", False
         self.after = events[-1]["id"]
-        shown = [self._shown(event) for event in self._readable(events)]
+        shown = [self._shown(event) for event in self._matching(self._readable(events))]
         return b"".join(f"id: {event['id']}\ndata: {dumps(event)}\n\n".encode()
                         for event in shown), len(events) == BATCH
 
@@ -234,6 +250,20 @@ class Stream:
             allowed[name] = {str(key) for key in visible_ids(seeing, meta, keys)}
         return [event for event in events
                 if event["entity"] not in allowed or event["entityId"] in allowed[event["entity"]]]
+
+    def _matching(self, events: list[Event]) -> list[Event]:
+        """The events the stream's filter lets through, each with its ``match``."""
+        matcher = self.matcher
+        if matcher is None or not events:
+            return events
+        verdicts = Verdicts(self.access, events, [matcher])
+        passed = []
+        for event in events:
+            verdict = verdicts.verdict(matcher, event)
+            if verdict is not None:
+                event["match"] = verdict
+                passed.append(event)
+        return passed
 
     def _shown(self, event: Event) -> Event:
         return visibility.shown(self.access.permissions, self.metas[event["entity"]], event)

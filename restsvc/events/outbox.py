@@ -43,7 +43,7 @@ from ..jsonio import loads
 from ..model.datatypes import format_utc_instant
 
 __all__ = ["KINDS", "NOT_LISTED", "TABLE", "ChangeEvent", "Event", "as_event", "assign",
-           "bounds", "position", "prune", "read", "read_ids"]
+           "bounds", "position", "previous", "prune", "read", "read_ids"]
 _SEQUENCER_LOCK = 7301985       # advisory-lock key (db.py's set-up lock is 7301984)
 
 
@@ -57,6 +57,7 @@ class Event(TypedDict):
     version: int | None
     username: NotRequired[str]     # left out where the reader may not see the writer
     time: str
+    match: NotRequired[bool]       # a filtered subscription's: false when the row left it
 
 
 # -- the sequencer -------------------------------------------------------------
@@ -98,6 +99,19 @@ def read(database: peewee.Database, after: int, entities: Iterable[str] | None =
     if entities is not None:            # an empty list: none
         query = query.where(ChangeEvent.entity.in_(list(entities)))
     return [as_event(row) for row in cast(Iterable[tuple[Any, ...]], query.tuples())]
+
+
+def previous(database: peewee.Database, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """{id: the values before} of the events ``ids`` that keep them (an
+    UPDATE's written attributes, a DELETE's every attribute: never sent, only
+    judged by filters, matching.py)."""
+    ids = list(ids)
+    if not ids:
+        return {}
+    rows = ChangeEvent.select(ChangeEvent.id, ChangeEvent.previous).where(
+        ChangeEvent.id.in_(ids) & ChangeEvent.previous.is_null(False)).tuples()
+    found = ((key, loads(text)) for key, text in cast(Iterable[tuple[int, str]], rows))
+    return {key: values for key, values in found if isinstance(values, dict)}
 
 
 def read_ids(ids: Iterable[int]) -> dict[int, Event]:

@@ -4,7 +4,10 @@ A subscription comes from the settings (``svc.webhooks.subscription.<name>.*``,
 written to the table when the application starts) or from ``POST
 /rest/webhooks`` (grant ``rest.webhooks``; ``system-full-access`` has it). It
 names a URL, entities, kinds and a secret; the secret signs each delivery
-and is never answered, listed or logged.
+and is never answered, listed or logged. A subscription to one entity may
+add a ``filter`` (the Entities API's JSON; matching.py judges the events),
+checked with the registering caller's permissions (``check_filter``; one of
+the settings with every permission).
 
 The signature: ``Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
 "<t>.<raw body>" with the secret>`` (Stripe's and GitHub's scheme: the time
@@ -25,6 +28,7 @@ import hmac
 import ipaddress
 import re
 import socket
+import time
 import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
@@ -38,10 +42,13 @@ from ..errors import BadRequest, Conflict, NotFound, SettingsError
 from ..jsonio import JsonObject, JsonValue, dumps, loads
 from ..model.datatypes import format_utc_instant
 from ..model.fields import DateTimeField
+from .matching import check_unrestricted, compiled, full_permissions
+from . import outbox
 from .outbox import KINDS, position
 
 if TYPE_CHECKING:
     from ..model.metadata import Metadata
+    from ..security.roles import Permissions
     from ..settinggroups import WebhookSettings
 
 GRANT = "rest.webhooks"
@@ -62,6 +69,7 @@ class WebhookSubscription(peewee.Model):
     secret = peewee.CharField(max_length=1024)
     createdDate = DateTimeField()
     after = peewee.BigIntegerField(default=0)       # events up to this id are handed out
+    filterJson = peewee.TextField(null=True)        # the filter's JSON, or none
 
     class Meta:
         database = database_proxy
@@ -80,6 +88,7 @@ class WebhookDelivery(peewee.Model):
     leaseUntil = peewee.DoubleField(null=True)      # claimed by a worker until then
     lastStatus = peewee.IntegerField(null=True)
     lastError = peewee.CharField(max_length=255, null=True)
+    match = peewee.BooleanField(null=True)          # a filtered subscription's verdict
 
     class Meta:
         database = database_proxy
@@ -93,13 +102,27 @@ class Registration(NamedTuple):
     entities: list[str]
     kinds: list[str]
     secret: str
+    filter: JsonValue = None            # a filter's JSON (one entity), or None
 
 
 def as_json(row: WebhookSubscription) -> JsonObject:
     """What the API shows of a subscription: never its secret."""
-    return {"id": row.id, "url": row.url, "entities": loads(row.entities),
-            "kinds": loads(row.kinds), "createdDate": format_utc_instant(row.createdDate),
-            "fromSettings": row.id.startswith(SETTINGS_PREFIX)}
+    shown = {"id": row.id, "url": row.url, "entities": loads(row.entities),
+             "kinds": loads(row.kinds), "createdDate": format_utc_instant(row.createdDate),
+             "fromSettings": row.id.startswith(SETTINGS_PREFIX)}
+    if row.filterJson is not None:
+        shown["filter"] = loads(row.filterJson)
+    return shown
+
+
+def check_filter(metadata: Metadata, wanted: Registration, permissions: Permissions) -> None:
+    """A registration's filter, compiled for ``permissions``: the search's
+    400s, and 403 for a path through an entity row-level rules narrow. No
+    ``:session$`` value is replaced: the deliveries are nobody's session."""
+    if wanted.filter is not None:
+        meta = metadata.entity(wanted.entities[0])
+        assert meta is not None         # ``checked``
+        check_unrestricted(compiled(meta, wanted.filter, permissions), permissions)
 
 
 # -- registration ----------------------------------------------------------------
@@ -126,17 +149,27 @@ def checked(metadata: Metadata, body: JsonValue,
         raise BadRequest("Invalid webhook", f"kinds: a list of {', '.join(KINDS)}")
     if not isinstance(secret, str) or len(secret) < MIN_SECRET or len(secret) > 1024:
         raise BadRequest("Invalid webhook", f"secret: at least {MIN_SECRET} characters")
+    entities = list(dict.fromkeys(entities))
+    spec = body.get("filter")
+    if spec is not None and len(entities) != 1:
+        raise BadRequest("Invalid webhook", "filter: a subscription with a filter names "
+                                            "exactly one entity")
     check_address(url, allow_private)       # last: it asks the resolver
-    return Registration(url, list(dict.fromkeys(entities)), list(dict.fromkeys(kinds)), secret)
+    return Registration(url, entities, list(dict.fromkeys(kinds)), secret, spec)
 
 
-def create(database: peewee.Database, url: str, entities: list[str], kinds: list[str],
-           secret: str, key: str | None = None) -> WebhookSubscription:
+def create(database: peewee.Database, wanted: Registration,
+           key: str | None = None) -> WebhookSubscription:
     """A new subscription (``key``: the id); it gets the events committed from now on."""
     row = WebhookSubscription.create(
-        id=key or str(uuid.uuid4()), url=url, entities=dumps(entities), kinds=dumps(kinds),
-        secret=secret, createdDate=utc_now(), after=position(database))
+        id=key or str(uuid.uuid4()), url=wanted.url, entities=dumps(wanted.entities),
+        kinds=dumps(wanted.kinds), secret=wanted.secret, createdDate=utc_now(),
+        after=position(database), filterJson=_filter_text(wanted))
     return row
+
+
+def _filter_text(wanted: Registration) -> str | None:
+    return None if wanted.filter is None else dumps(wanted.filter)
 
 
 def listed() -> list[WebhookSubscription]:
@@ -164,24 +197,57 @@ def sync_settings(database: peewee.Database, metadata: Metadata,
     """Write the settings' subscriptions to the table (new ones start now);
     drop those no longer in the settings."""
     names: set[str] = set()
+    everything = full_permissions(metadata)
     for sub in subscriptions:
-        body = {"url": sub.url, "entities": list(sub.entities), "kinds": list(sub.kinds),
-                "secret": sub.secret}
         try:
+            body = {"url": sub.url, "entities": list(sub.entities), "kinds": list(sub.kinds),
+                    "secret": sub.secret, "filter": loads(sub.filter) if sub.filter else None}
             wanted = checked(metadata, body, allow_private)
-        except BadRequest as exc:
-            raise SettingsError(f"svc.webhooks.subscription.{sub.name}: {exc.details}") from None
+            check_filter(metadata, wanted, everything)
+        except (BadRequest, ValueError) as exc:
+            raise SettingsError(f"svc.webhooks.subscription.{sub.name}: "
+                                f"{getattr(exc, 'details', exc)}") from None
         key = SETTINGS_PREFIX + sub.name
         names.add(key)
         with database.atomic():
             updated = WebhookSubscription.update(
                 url=wanted.url, entities=dumps(wanted.entities), kinds=dumps(wanted.kinds),
-                secret=wanted.secret).where(WebhookSubscription.id == key).execute()
+                secret=wanted.secret, filterJson=_filter_text(wanted)).where(
+                WebhookSubscription.id == key).execute()
             if not updated:
-                create(database, wanted.url, wanted.entities, wanted.kinds, wanted.secret, key)
+                create(database, wanted, key)
     WebhookSubscription.delete().where(
         WebhookSubscription.id.startswith(SETTINGS_PREFIX)
         & WebhookSubscription.id.not_in(list(names) or [""])).execute()
+
+
+# -- dead letters ----------------------------------------------------------------
+def dead_letters(subscription: str, limit: int = 1000) -> list[JsonObject]:
+    """A subscription's dead letters, oldest event first, each with its event
+    (None once retention has pruned it)."""
+    dead = (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
+    rows = list(WebhookDelivery.select().where(dead).order_by(WebhookDelivery.eventId).limit(limit))
+    events = outbox.read_ids(row.eventId for row in rows)
+    return [{"eventId": row.eventId, "attempts": row.attempts, "lastStatus": row.lastStatus,
+             "lastError": row.lastError, "event": marked(events.get(row.eventId), row.match)}
+            for row in rows]
+
+
+def marked(event: outbox.Event | None, match: bool | None) -> outbox.Event | None:
+    """The event as its delivery sends it: with ``match`` for a filtered subscription."""
+    if event is not None and match is not None:
+        event["match"] = bool(match)
+    return event
+
+
+def replay(subscription: str) -> int:
+    """A subscription's dead letters due again, their attempts and retry period
+    starting anew; how many."""
+    now = time.time()
+    return int(WebhookDelivery.update(state="pending", attempts=0, firstAttempt=now,
+                                      nextAttempt=now, leaseUntil=None).where(
+        (WebhookDelivery.subscription == subscription) & (WebhookDelivery.state == "dead")
+    ).execute())
 
 
 # -- delivery --------------------------------------------------------------------

@@ -2,8 +2,8 @@
 from collections.abc import Callable
 
 from ..jsonio import JsonObject
-from .parts import JSON, failures, header, ok, operation, query
-from .schemas import INTEGER, STRING, named_enum
+from .parts import JSON, failures, header, json_query, ok, operation, query
+from .schemas import INTEGER, STRING, named_enum, ref
 
 EVENTS = "Events"
 SSE = "text/event-stream"
@@ -12,6 +12,10 @@ _STREAM_PARAMETERS = (
     query("entity", {"type": "array", "items": STRING},
           "Entities to follow (repeat the parameter); none: every one the caller may read"),
     query("lastEventId", STRING, "Resume after this event id (as the Last-Event-ID header)"),
+    json_query("filter", ref("filter"),
+               "Only events of rows this search filter matches (with exactly one entity): "
+               "each event then has match, false for an update after which the row no "
+               "longer matches (sent once)"),
 )
 
 
@@ -58,13 +62,15 @@ def ticket() -> JsonObject:
 
 _ENTITIES = {"type": "array", "items": STRING}
 _KINDS = {"type": "array", "items": named_enum("eventKind", ["CREATE", "UPDATE", "DELETE"])}
+_FILTER = {**ref("filter"), "description": "Only events of rows this search filter matches "
+                                            "(one entity); deliveries then have match"}
 _WEBHOOK = {"type": "object", "required": ["id", "url", "entities", "kinds"], "properties": {
     "id": STRING, "url": STRING, "entities": _ENTITIES, "kinds": _KINDS,
     "createdDate": {"type": "string", "format": "date-time"},
-    "fromSettings": {"type": "boolean"}}}
+    "fromSettings": {"type": "boolean"}, "filter": _FILTER}}
 _REGISTRATION = {"required": True, "content": {JSON: {"schema": {
     "type": "object", "required": ["url", "entities", "secret"], "properties": {
-        "url": STRING, "entities": _ENTITIES, "kinds": _KINDS,
+        "url": STRING, "entities": _ENTITIES, "kinds": _KINDS, "filter": _FILTER,
         "secret": {"type": "string", "minLength": 16,
                    "description": "Signs each delivery (Svc-Signature); never answered"}}}}}}
 _DEAD_LETTER = {"type": "object", "properties": {
@@ -82,7 +88,7 @@ def _webhook_op(summary: str, answers: dict[str, JsonObject], body: JsonObject |
 EVENT_ENDPOINTS: dict[tuple[str, str], Callable[[], JsonObject]] = {
     ("POST", "/rest/webhooks"): _webhook_op(
         "Register a webhook", ok("Registered (the secret is not answered)", _WEBHOOK, "201"),
-        _REGISTRATION, "BadRequest"),
+        _REGISTRATION, "BadRequest", "Forbidden"),
     ("GET", "/rest/webhooks"): _webhook_op(
         "All webhooks", ok("The webhooks", {"type": "array", "items": _WEBHOOK})),
     ("GET", _W): _webhook_op("One webhook", ok("The webhook", _WEBHOOK), None, "NotFound"),

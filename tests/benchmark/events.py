@@ -1,7 +1,7 @@
 """Benchmark (issue 21): create with change events on against the same
 entity without them, in process, same run.
 
-    python tests/benchmark/events.py [--count 300] [--rounds 5] [--database-url URL]
+    python tests/benchmark/events.py [--count 300] [--rounds 5] [--database-url URL] [--update]
 
 ``POST /rest/entities/Customer`` (a new customer each time) takes turns with
 events on (the demo's declaration: one outbox row per write, in the write's
@@ -10,6 +10,8 @@ metadata), once with the entity's history switched off (events alone: a lone
 INSERT against INSERT + event in one transaction) and once with the demo's
 history on. Target: with events, a create costs at most 1.2x without (CPU
 time and wall time per request, medians of the per-round ratios).
+``--update``: ``PUT`` of an existing customer's name instead (its event
+keeps the name before: with history off, one read of the row before).
 """
 import argparse
 import json
@@ -27,16 +29,18 @@ from inprocess import _answer, _environs        # noqa: E402
 TARGET = 1.2
 
 
-def _creates(app, token, count):
-    """(CPU µs, wall µs) per request of ``count`` creates."""
+def _creates(app, token, count, ids=None):
+    """(CPU µs, wall µs) per request of ``count`` creates (``ids``: updates of them)."""
     bodies = [json.dumps({"name": f"bench {time.monotonic_ns()} {i}"}).encode()
               for i in range(count)]
-    environs = [_environs("POST", ["/rest/entities/Customer"], token, body)[0]
-                for body in bodies]
+    paths = ([f"/rest/entities/Customer/{ids[i % len(ids)]}" for i in range(count)] if ids
+             else ["/rest/entities/Customer"] * count)
+    environs = [_environs("PUT" if ids else "POST", [path], token, body)[0]
+                for path, body in zip(paths, bodies)]
     cpu, wall = time.process_time(), time.perf_counter()
     for environ, body in zip(environs, bodies):
         status, payload = _answer(app, environ, body)
-        if not status.startswith("201"):
+        if not status.startswith("200" if ids else "201"):
             raise SystemExit(f"POST answered {status}: {payload[:200]!r}")
     return ((time.process_time() - cpu) / count * 1e6,
             (time.perf_counter() - wall) / count * 1e6)
@@ -47,9 +51,11 @@ def main():
     parser.add_argument("--count", type=int, default=300, help="requests per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--database-url", help="default: SQLite in a temporary directory")
+    parser.add_argument("--update", action="store_true", help="PUT a name instead of POST")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
-        app, _, token, _ = prepare(Path(workdir), args.database_url)
+        app, _, token, ids = prepare(Path(workdir), args.database_url)
+        ids = ids if args.update else None
         meta = app.metadata.entity("Customer")
         recorded = meta.history
         cases = ("history off", "history on")
@@ -59,11 +65,11 @@ def main():
                 meta.history = recorded if case == "history on" else None
                 for on in ((False, True) if round_number % 2 else (True, False)):
                     meta.events = on
-                    spent = _creates(app, token, args.count)
+                    spent = _creates(app, token, args.count, ids)
                     if round_number:
                         costs[case, on].append(spent)
         meta.history, meta.events = recorded, True
-        print(f"\n{'create Customer (in process)':<30}{'off µs':>9}{'on µs':>9}{'ratio':>8}"
+        print(f"\n{('update' if ids else 'create') + ' Customer (in process)':<30}{'off µs':>9}{'on µs':>9}{'ratio':>8}"
               f"  per round")
         worst = 0
         for case in cases:

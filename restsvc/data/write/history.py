@@ -151,16 +151,17 @@ def json_value(prop: "MetaProperty", value: object) -> JsonValue:
 
 
 def old_values(access: Access, meta: "MetaClass", entity_id: str | int,
-               lock: bool = True) -> dict[str, object] | None:
-    """The recorded columns of a row before its UPDATE, and its version when
-    it has one (PostgreSQL, ``lock``: locked until commit, so concurrent
-    writers record in order), or None."""
+               lock: bool = True, more: Sequence[peewee.Field] = ()) -> dict[str, object] | None:
+    """The recorded columns (with history) and ``more`` of a row before its
+    UPDATE, and its version when it has one (PostgreSQL, ``lock``: locked
+    until commit, so concurrent writers record in order), or None."""
     model = meta.model
-    fields = [field for _, field, _ in recorded(meta)]
+    fields = [field for _, field, _ in recorded(meta)] if meta.history is not None else []
+    fields += [field for field in more if field not in fields]
     if "version" in meta.properties:
         fields.append(model.version)
     lock = lock and access.database.for_update
-    key = ("history-old", meta.name, lock)
+    key = ("history-old", meta.name, lock, tuple(field.name for field in fields))
     sql = access.sql_cache.get(key)
     params = [model.id.db_value(entity_id)]  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
     if sql is None:

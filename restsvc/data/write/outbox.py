@@ -10,6 +10,14 @@ its own statement (``RETURNING``), and a delete, marking or restore, which
 reach rows by id at every depth of their compositions, reads them with
 ``written`` (a delete: before its statement; the others: after).
 
+An UPDATE's and a DELETE's row also keeps ``previous``: the values before
+the change (JSON, by attribute path as history names them, ``address.city``;
+references by id, enums by name) of the attributes the update wrote, or of
+every attribute of a deleted row. Filtered subscriptions judge the row
+before by them (restsvc/events/matching.py); no reader ever sends them.
+An update reads them with the values history compares with, before its
+statement (``Writer.history_before``: one read by id, locked until commit).
+
 The events package (restsvc/events/) reads what is written here: it gives the
 rows their commit-ordered ids, serves them as a feed and delivers them to
 webhooks, and prunes them.
@@ -27,6 +35,7 @@ from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
 from ..access import utc_now
 from ..memo import entity_facts
+from .history import json_value
 from .sqlwrite import Statement, insert_rows
 
 if TYPE_CHECKING:
@@ -38,8 +47,9 @@ TABLE = "restsvc_event"
 NOT_LISTED = frozenset(("id", "version") + AUDIT_FIELDS + DELETION_FIELDS)
 # (SQL, parameters) of a statement the writer sends with the others of a lone write.
 Batch = list[Statement]     # a lone write's statements, sent as one (writer.py)
-# A row as a write left it: (its id as loaded rows hold it, its version or None).
-Written = tuple[Any, "int | None"]
+# A row as a write left it: (its id as loaded rows hold it, its version or
+# None, its ``previous`` values as JSON text or None).
+Written = tuple[Any, "int | None", "str | None"]
 CHUNK = 500                 # ids per IN list of ``written``
 
 
@@ -53,6 +63,7 @@ class ChangeEvent(peewee.Model):
     version = peewee.IntegerField(null=True)
     username = peewee.CharField(max_length=255)
     time = DateTimeField(index=True)
+    previous = peewee.TextField(null=True)              # JSON: values before (module doc)
 
     class Meta:
         database = database_proxy
@@ -87,15 +98,54 @@ def _field_names(meta: MetaClass) -> dict[str, str]:
     return cached
 
 
-def written(meta: MetaClass, ids: Sequence[Any]) -> list[Written]:
-    """(id, version) of the stored rows ``ids`` of ``meta``."""
+def held(meta: MetaClass) -> dict[str, tuple[str, Any]]:
+    """Field name -> (attribute path, property) of each column that holds an
+    attribute's value (embedded values' by ``address.city``; not the id and
+    version), worked out once per entity."""
+    facts = entity_facts(meta)
+    cached: dict[str, tuple[str, Any]] | None = facts.held
+    if cached is None:
+        cached = {}
+        for name, prop in meta.properties.items():
+            if name in ("id", "version") or not prop.persistent:
+                continue
+            if prop.is_embedded:
+                cached.update((part.field.name, (f"{name}.{part_name}", part))
+                              for part_name, part in prop.related.properties.items()
+                              if part.field is not None)
+            elif prop.field is not None and not prop.is_collection:
+                cached[prop.field.name] = (name, prop)
+        facts.held = cached
+    return cached
+
+
+def fields_before(meta: MetaClass, written_fields: Iterable[str]) -> list[peewee.Field]:
+    """The columns an update of ``meta`` that writes ``written_fields`` reads
+    before its statement for its event's ``previous`` values."""
+    columns = held(meta)
+    return [meta.model._meta.fields[name] for name in written_fields if name in columns]
+
+
+def previous_text(meta: MetaClass, values: dict[str, object]) -> str:
+    """``previous`` of an event: ``values`` (field name -> stored value) by attribute path."""
+    columns = held(meta)
+    return dumps({columns[name][0]: json_value(columns[name][1], value)
+                  for name, value in values.items() if name in columns})
+
+
+def written(meta: MetaClass, ids: Sequence[Any], with_previous: bool = False) -> list[Written]:
+    """(id, version, previous) of the stored rows ``ids`` of ``meta``;
+    ``previous`` (every attribute's value) only ``with_previous``."""
     model = meta.model
     version = model.version if "version" in model._meta.fields else peewee.SQL("NULL")
+    fields = [model._meta.fields[name] for name in held(meta)] if with_previous else []
     found: list[Written] = []
     for start in range(0, len(ids), CHUNK):
-        pairs = cast(Iterable[tuple[Any, "int | None"]], model.select(model.id, version).where(
+        rows = cast(Iterable[tuple[Any, ...]], model.select(model.id, version, *fields).where(
             model.id.in_(list(ids[start:start + CHUNK]))).tuples())
-        found += [(meta.row_id(key), number) for key, number in pairs]
+        found += [(meta.row_id(row[0]), row[1], previous_text(meta, {
+            field.name: value for field, value in zip(fields, row[2:])}) if fields else None)
+            for row in rows]
     return found
 
 
@@ -110,8 +160,8 @@ def event_rows(access: Access, meta: MetaClass, rows: Sequence[Written], kind: s
     """The parameters of the events of ``rows``, one list per row (``insert``
     writes them; a bulk's writer collects them first, data/write/pending.py)."""
     common = (dumps(changed), access.username, _stored_time())
-    return [[meta.name, str(key), kind, common[0], version, common[1], common[2]]
-            for key, version in rows]
+    return [[meta.name, str(key), kind, common[0], version, common[1], common[2], previous]
+            for key, version, previous in rows]
 
 
 def insert(access: Access, params: Sequence[list[object]], batch: Batch | None = None) -> None:
@@ -122,7 +172,7 @@ def insert(access: Access, params: Sequence[list[object]], batch: Batch | None =
     if sql is None:
         sql = access.sql_cache["event-values"] = ChangeEvent.insert(
             entity="", entityId="", kind="", changed="", version=0, username="",
-            time=utc_now()).sql()[0]
+            time=utc_now(), previous="").sql()[0]
     if len(params) == 1:
         if batch is None:
             execute(access.database, sql, params[0])

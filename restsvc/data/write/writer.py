@@ -94,7 +94,7 @@ class Writer:
         self.memberships(operation)
         self.rules_after(operation, owner_field)
         self.history(operation, before, owner_field, owner_id)
-        self.events(operation, instance)
+        self.events(operation, before)
         self.hooks.after_save(operation, instance)
         return operation.id
 
@@ -109,14 +109,12 @@ class Writer:
         finally:
             self.pending, self.deferred = None, False
 
-    def rules_before(self, operation: "Operation",
-                     owner_field: peewee.ForeignKeyField | None) -> None:
+    def rules_before(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None) -> None:
         if not operation.creating:
             check_rows(self.access, operation.meta, "update", [operation.key], before=True,
                        owners=owner_field is None)
 
-    def rules_after(self, operation: "Operation",
-                    owner_field: peewee.ForeignKeyField | None) -> None:
+    def rules_after(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None) -> None:
         check_rows(self.access, operation.meta, "create" if operation.creating else "update",
                    [operation.key], owners=owner_field is None)
 
@@ -215,12 +213,16 @@ class Writer:
 
     def history_before(self, operation: "Operation") -> Before | None:
         """What history compares with: the row's recorded values and its
-        collections' member ids, read before anything is written."""
+        collections' member ids, read before anything is written; and the
+        values before of what an update of an entity with events writes."""
         meta = operation.meta
-        if meta.history is None or operation.creating:
+        if (meta.history is None and not meta.events) or operation.creating:
             return None
         at_once = self.batch is not None
-        values = history.old_values(self.access, meta, operation.key, lock=not at_once)
+        if at_once and meta.history is None:
+            raise _NotAtOnce()      # an UPDATE sent at once needs the version history reads
+        values = history.old_values(self.access, meta, operation.key, lock=not at_once,
+                                    more=outbox.fields_before(meta, operation.values))
         if at_once:
             expected = operation.expected_version
             if values is None or (expected is not None and values["version"] not in (
@@ -229,16 +231,15 @@ class Writer:
             version = values["version"]
             assert isinstance(version, int)
             self.at_version = version
-        values = values or {}
-        collections: dict[str, set[Id]] = {}
-        for prop, _ in operation.children:
-            collections[prop.name] = child_ids(self.access, prop, operation.key)
-        for prop, _ in operation.members:
+        collections: dict[str, set[Id]] = {} if meta.history is None else {
+            prop.name: child_ids(self.access, prop, operation.key)
+            for prop, _ in operation.children}
+        for prop, _ in operation.members if meta.history is not None else ():
             link = prop.link
             assert link is not None
             collections[prop.name] = set(link.through.select(
                 link.member_field).where(link.owner_field == operation.id).scalars())
-        return values, collections
+        return values or {}, collections
 
     def history(self, operation: "Operation", before: Before | None,
                 owner_field: peewee.ForeignKeyField | None = None, owner_id: Id | None = None) -> None:
@@ -248,11 +249,13 @@ class Writer:
         elif item is not None:
             history.record(self.access, [item], self.batch)
 
-    def events(self, operation: "Operation", instance: "Entity | None") -> None:
+    def events(self, operation: "Operation", before: Before | None) -> None:
         meta = operation.meta
         if not meta.events:
             return
-        rows = outbox.event_rows(self.access, meta, [(operation.key, operation.version)],
+        previous = None if before is None else outbox.previous_text(
+            meta, {name: before[0].get(name) for name in operation.values})
+        rows = outbox.event_rows(self.access, meta, [(operation.key, operation.version, previous)],
                                  "CREATE" if operation.creating else "UPDATE",
                                  outbox.changed_names(meta, operation))
         if self.deferred and self.pending is not None:
@@ -358,7 +361,8 @@ class Writer:
         them: a delete's, a marking's or a restore's), from the rows as stored now."""
         for meta, ids in rows:
             if meta.events and ids:
-                outbox.record(self.access, meta, outbox.written(meta, ids), kind, changed)
+                outbox.record(self.access, meta, outbox.written(meta, ids, kind == "DELETE"),
+                              kind, changed)
 
     def history_of_delete(self, rows: Reached) -> None:
         """DELETE items of the rows and of the composition children that go

@@ -1,0 +1,303 @@
+"""Filtered subscriptions: which events of a batch a filter lets through.
+
+A feed stream (``GET /rest/events?entity=X&filter=...``) or a webhook
+subscription (its ``filter``) may name one entity and a filter in the
+Entities API's grammar (data/read/filters.py: the same JSON, operators,
+errors, and the caller's permissions on every property path). ``compiled``
+parses it once per subscription into ``Matcher``: the attribute paths it
+reads and a predicate over a row's values by path (plain Python closures,
+no SQL per event).
+
+``Verdicts`` judges a batch of events for any number of matchers: the rows
+of the batch's events are loaded once, with the values of every path the
+matchers read (one query per entity and batch, through ``EntityQuery``'s
+joins, so a referenced row the reader may not see is a missing one, as in a
+search), and each event's row before and after the change is worked out:
+
+- after: the row as it is read now, with the changes of the later events of
+  the same batch undone (their ``previous`` values, data/write/outbox.py);
+- before: the row after, with the event's ``previous`` values (an update's
+  written attributes, a delete's every attribute); a path through a
+  reference the change re-pointed reads the referenced row it had (loaded
+  once per batch too).
+
+An event passes (``verdict``) when its row after matches (``True``), for a
+DELETE when its row before did; an UPDATE whose row before matched and
+after does not passes once as ``False``: the subscriber sees it with
+``"match": false`` and drops the row. A path crossing a collection
+(``lines.product.name``) is refused in a subscription's filter.
+"""
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from ..data.read.filters import Condition, Group, Node, parse_filter
+from ..data.read.query import EntityQuery
+from ..data.write.importer import id_or_none
+from ..errors import BadRequest, Forbidden
+from ..security.roles import SYSTEM_FULL_ACCESS, Permissions
+from .outbox import Event, previous
+
+if TYPE_CHECKING:
+    import peewee
+
+    from ..data.access import Access
+    from ..model.metadata import MetaClass, Metadata, MetaProperty
+
+Row = Mapping[str, Any]        # a row's values by dotted attribute path
+Test = Callable[[Row], bool]
+Path = tuple["MetaProperty", ...]
+
+
+class Matcher(NamedTuple):
+    """A subscription's filter, compiled once."""
+    entity: str
+    paths: dict[str, Path]      # dotted path -> its properties
+    test: Test
+
+
+def compiled(meta: MetaClass, spec: Any, permissions: Permissions,
+             session: dict[str, str] | None = None) -> Matcher:
+    """``spec`` (a filter's JSON) for subscriptions to ``meta``: the search's
+    400s for what is malformed or not visible to ``permissions``, and 400
+    for a path that crosses a collection."""
+    tree = parse_filter(meta, spec, permissions, session)
+    paths: dict[str, Path] = {}
+    test = _compile(tree, paths)
+    for dotted, path in paths.items():
+        if any(prop.is_collection for prop in path):
+            raise BadRequest("Cannot parse entities filter",
+                             f"A change filter cannot follow a collection: {dotted}")
+    return Matcher(meta.name, paths, test)
+
+
+def full_permissions(metadata: Metadata) -> Permissions:
+    """Every permission: what a webhook's deliveries are judged with (its
+    filter was checked with its registering caller's, ``check_unrestricted``)."""
+    return Permissions(metadata, [SYSTEM_FULL_ACCESS], [])
+
+
+def check_unrestricted(matcher: Matcher, permissions: Permissions) -> None:
+    """403 when a path of ``matcher`` reaches an entity whose rows the caller's
+    row-level roles narrow: a webhook's deliveries are judged for nobody in
+    particular (visibility.subscription_refusal says the same of its entities)."""
+    for dotted, path in matcher.paths.items():
+        for prop in path[:-1]:
+            if prop.is_reference and permissions.row_restricted(prop.related.name):
+                raise Forbidden("Reading forbidden",
+                                f"Row-level rules limit the rows of {prop.related.name} the "
+                                f"caller may read; a webhook's filter ({dotted}) is not "
+                                f"narrowed by them")
+
+
+# -- compiling -------------------------------------------------------------------
+_ORDERED: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "<>": operator.ne, ">": operator.gt, ">=": operator.ge,
+    "<": operator.lt, "<=": operator.le}
+
+
+def _compile(node: Node, paths: dict[str, Path]) -> Test:
+    if isinstance(node, Group):
+        return _group([_compile(item, paths) for item in node.items], node.is_or)
+    return _condition(node, paths)
+
+
+def _group(tests: list[Test], any_of: bool) -> Test:
+    """AND (OR) of ``tests``, without a generator per row (the common one- and
+    two-condition groups as one call)."""
+    if not tests:
+        return lambda row: not any_of
+    if len(tests) == 1:
+        return tests[0]
+    if len(tests) == 2:
+        first, second = tests
+        if any_of:
+            return lambda row: first(row) or second(row)
+        return lambda row: first(row) and second(row)
+
+    def grouped(row: Row) -> bool:
+        for test in tests:
+            if test(row) is any_of:
+                return any_of
+        return not any_of
+    return grouped
+
+
+def _condition(condition: Condition, paths: dict[str, Path]) -> Test:
+    """One condition as SQL would judge it: a comparison with a missing
+    value (NULL) is never true."""
+    key = ".".join(prop.name for prop in condition.path)
+    paths[key] = condition.path
+    prop, op, value = condition.path[-1], condition.operator, condition.value
+    if op in ("isNull", "notEmpty"):
+        wanted = value if op == "isNull" else not value
+        return lambda row: (row.get(key) is None) == wanted
+    if op in ("in", "notIn"):
+        values = frozenset(stored(prop, item) for item in value)
+        inside = op == "in"
+        return lambda row: (found := row.get(key)) is not None and (found in values) == inside
+    if op in ("contains", "doesNotContain", "startsWith", "endsWith"):
+        return _text(key, op, str(value).lower())
+    compare, constant = _ORDERED[op], stored(prop, value)
+    if op == "=":       # the constant is never None: a missing value never equals it
+        return lambda row: bool(row.get(key) == constant)
+
+    def compared(row: Row) -> bool:
+        found = row.get(key)
+        try:
+            return found is not None and bool(compare(found, constant))
+        except TypeError:
+            return False
+    return compared
+
+
+def _text(key: str, op: str, text: str) -> Test:
+    """The case-insensitive text operators (``db.lower``: Python's ``str.lower``)."""
+    if op == "startsWith":
+        return lambda row: isinstance(found := row.get(key), str) and found.lower().startswith(text)
+    if op == "endsWith":
+        return lambda row: isinstance(found := row.get(key), str) and found.lower().endswith(text)
+    inside = op == "contains"
+    return lambda row: isinstance(found := row.get(key), str) and (text in found.lower()) == inside
+
+
+def stored(prop: MetaProperty, value: Any) -> Any:
+    """``value`` (parsed from JSON) as a loaded row holds it: through the
+    column and back, so a filter's constant and a row's value compare alike."""
+    field = prop.field
+    return None if value is None else field.python_value(field.db_value(value))
+
+
+# -- judging a batch --------------------------------------------------------------
+class _Entity(NamedTuple):
+    meta: MetaClass
+    paths: dict[str, Path]
+
+
+class Verdicts:
+    """The before and after rows of a batch's events, for ``matchers``."""
+
+    def __init__(self, access: Access, events: Sequence[Event], matchers: Iterable[Matcher]) -> None:
+        self.access = access
+        matchers = list(matchers)
+        wanted: dict[str, _Entity] = {}
+        for matcher in matchers:
+            meta = access.metadata.entity(matcher.entity)
+            if meta is not None:
+                wanted.setdefault(meta.name, _Entity(meta, {})).paths.update(matcher.paths)
+        mine = [event for event in events if event["entity"] in wanted]
+        earlier = previous(access.database, [event["id"] for event in mine
+                                             if event["kind"] != "CREATE"])
+        # event id -> (a DELETE, the row after, the row before)
+        self._rows: dict[int, tuple[bool, Row | None, Row | None]] = {}
+        for name, entity in wanted.items():
+            of_entity = [event for event in mine if event["entity"] == name]
+            if of_entity:
+                self._judge(entity, of_entity, earlier)
+
+    def verdict(self, matcher: Matcher, event: Event) -> bool | None:
+        """True: the event passes; False: it passes as the row's leaving the
+        filter (``"match": false``); None: it does not pass."""
+        found = self._rows.get(event["id"])
+        if found is None or event["entity"] != matcher.entity:
+            return None
+        deleting, after, before = found
+        test = matcher.test
+        if deleting:
+            return True if before is not None and test(before) else None
+        if after is not None and test(after):
+            return True
+        return False if before is not None and test(before) else None     # an UPDATE's
+
+    def _judge(self, entity: _Entity, events: list[Event], earlier: dict[int, dict[str, Any]]
+               ) -> None:
+        meta, paths = entity.meta, entity.paths
+        now = load(self.access, meta, [event["entityId"] for event in events], paths)
+        referred = _referred(paths, [earlier[event["id"]] for event in events
+                                              if event["id"] in earlier])
+        targets = {ref: load(self.access, path[-1].related, ids, subpaths, visible_only=True)
+                   for ref, (path, ids, subpaths) in referred.items()}
+        state: dict[str, Row | None] = {}
+        for event in reversed(events):      # newest first: undo each change in turn
+            key = event["entityId"]
+            after = state[key] if key in state else now.get(key)
+            values = earlier.get(event["id"])
+            before = None if values is None or event["kind"] == "CREATE" else _before(
+                meta, paths, after if event["kind"] == "UPDATE" else None, values, targets)
+            deleting = event["kind"] == "DELETE"
+            self._rows[event["id"]] = (deleting, None if deleting else after, before)
+            if event["kind"] != "UPDATE" or before is not None:
+                state[key] = before
+
+
+def _references(paths: Mapping[str, Path]) -> dict[str, tuple[Path, dict[str, Path]]]:
+    """The references the paths go through at their first step beyond the
+    row's own columns: dotted reference -> (its path, {dotted rest: rest})."""
+    found: dict[str, tuple[Path, dict[str, Path]]] = {}
+    for path in paths.values():
+        for position, prop in enumerate(path[:-1]):
+            if prop.is_reference:
+                head = path[:position + 1]
+                rest = path[position + 1:]
+                entry = found.setdefault(".".join(p.name for p in head), (head, {}))
+                entry[1][".".join(p.name for p in rest)] = rest
+                break
+    return found
+
+
+def _referred(paths: Mapping[str, Path], earlier: Iterable[dict[str, Any]]
+              ) -> dict[str, tuple[Path, list[Any], dict[str, Path]]]:
+    """For each reference the paths go through: the ids the rows before refer to."""
+    referred: dict[str, tuple[Path, list[Any], dict[str, Path]]] = {}
+    for ref, (head, rest) in _references(paths).items():
+        ids = list({values[ref] for values in earlier if values.get(ref) is not None})
+        if ids:
+            referred[ref] = (head, ids, rest)
+    return referred
+
+
+def _before(meta: MetaClass, paths: Mapping[str, Path], after: Row | None,
+            values: dict[str, Any], targets: dict[str, dict[str, Row]]) -> Row:
+    """The row before a change: ``after`` (None: a deleted row) with the
+    change's ``previous`` ``values``."""
+    row = dict(after or {})
+    for dotted, path in paths.items():
+        head = next((position for position, prop in enumerate(path[:-1]) if prop.is_reference),
+                    None)
+        if head is None:
+            if dotted in values:
+                raw = values[dotted]
+                prop = path[-1]
+                row[dotted] = None if raw is None else stored(prop, prop.value_type.from_json(raw))
+            continue
+        ref = ".".join(prop.name for prop in path[:head + 1])
+        if ref in values:
+            rest = ".".join(prop.name for prop in path[head + 1:])
+            target = targets.get(ref, {}).get(str(values[ref])) if values[ref] is not None else None
+            row[dotted] = None if target is None else target.get(rest)
+    return row
+
+
+def load(access: Access, meta: MetaClass, ids: Iterable[Any], paths: Mapping[str, Path],
+         visible_only: bool = False) -> dict[str, Row]:
+    """{id: the values of ``paths``} of the rows ``ids`` of ``meta`` still
+    stored (soft-deleted ones too), in one query; a referenced row the caller
+    may not see gives no values. ``visible_only``: only rows of ``meta`` the
+    caller's row-level roles let it see."""
+    keys = list({key for key in (id_or_none(meta, str(value)) for value in ids)
+                 if key is not None})
+    if not keys:
+        return {}
+    query = EntityQuery(meta, access, with_deleted=True)
+    names = list(paths)
+    columns = [query.column(paths[name]) for name in names]
+    model = meta.model
+    condition = model.id.in_(keys)
+    restricted = query.row_condition(meta) if visible_only else None
+    if restricted is not None:
+        condition = condition & restricted
+    select = query.apply_joins(model.select(model.id, *columns)).where(condition)
+    rows = cast("Iterable[tuple[Any, ...]]", cast("peewee.ModelSelect[Any]", select).tuples())
+    return {str(meta.row_id(row[0])): dict(zip(names, row[1:])) for row in rows}
