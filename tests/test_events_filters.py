@@ -137,11 +137,15 @@ def _register(client, auth, receiver, spec, entities=("Customer",)):
         **({"filter": spec} if spec is not None else {})})
 
 
-def test_a_webhook_with_a_filter_gets_matching_events_and_the_leaving_one(make_app):
+def _receiving(make_app):
+    """(app, client, auth, receiver): an app that delivers to a receiver of this machine."""
     app = make_app({**QUICK, "svc.webhooks.allow-private-addresses": "true"})
     c = Client(app)
-    auth = bearer(get_token(c))
-    receiver = Receiver()
+    return app, c, bearer(get_token(c)), Receiver()
+
+
+def test_a_webhook_with_a_filter_gets_matching_events_and_the_leaving_one(make_app):
+    app, c, auth, receiver = _receiving(make_app)
     try:
         _put(c, auth, {"grade": "SILVER"})
         response = _register(c, auth, receiver, GOLD)
@@ -242,3 +246,31 @@ def test_a_subscription_far_behind_holds_no_other_up(make_app, monkeypatch):
     for row in WebhookDelivery.select().order_by(WebhookDelivery.eventId):
         handed.setdefault(row.subscription, []).append(row.match)
     assert handed == {behind: [None, None], current: [True]}
+
+
+def test_a_subscription_that_wants_none_moves_on_in_memory_and_once_written_for_good(make_app):
+    from restsvc.events.webhooks import WebhookDelivery, WebhookSubscription
+    app, c, auth, receiver = _receiving(make_app)
+    try:
+        key = _register(c, auth, receiver, GOLD).json["id"]
+        first = _deliverer(app)
+        first.step()                                    # where it starts is written now
+        start = WebhookSubscription.get_by_id(key).after
+        for name in ("A", "B", "C"):
+            _put(c, auth, {"name": name})               # customer 3 is not GOLD: none wanted
+        first.step()
+        # Judged, in the worker's memory: its row is not written for events it did not want.
+        assert WebhookSubscription.get_by_id(key).after == start
+        crashed = _deliverer(app)                       # another worker judges them again: none
+        crashed.step()
+        assert WebhookDelivery.select().count() == 0
+        first.close()                                   # a worker that stops writes where it is
+        crashed.close()
+        assert WebhookSubscription.get_by_id(key).after == start + 3
+        _put(c, auth, {"grade": "GOLD"})
+        again = _deliverer(app)
+        again.step()
+        again.close()
+        assert [json.loads(body)["changed"] for _, body in receiver.received] == [["grade"]]
+    finally:
+        receiver.close()

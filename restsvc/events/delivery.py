@@ -109,6 +109,10 @@ class Deliverer:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        try:
+            self.hand_out.write_idle(time.time())
+        except Exception:       # noqa: BLE001  (the next worker judges those events again)
+            log.exception("webhook delivery: where idle subscriptions are was not written")
 
     # -- 2. claim ------------------------------------------------------------------
     def claim(self, now: float) -> list[Claimed]:

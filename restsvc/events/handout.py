@@ -7,7 +7,12 @@ that want some of them, in one transaction that locks their rows
 (PostgreSQL ``FOR UPDATE SKIP LOCKED``: a row another instance holds is
 left to it; SQLite: the write lock), the events after each one's ``after``
 become delivery rows and ``after`` moves on -- each event is handed out once
-per subscription; those that want none just move on, in one statement.
+per subscription. Those that want none move on in this worker's memory, and
+their rows every ``MOVE_ON_EVERY`` seconds (and when the worker stops), in
+one statement: a pass that finds one new event writes no row of the
+subscriptions it is not for. A worker that dies before writing them only
+judges those events again, and hands out the same (none): a subscription's
+row moves with the delivery rows it is handed, in their transaction.
 
 A filtered subscription's events are judged here (matching.py): its filter
 compiled once per process (again when it changes), the window's rows loaded
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("restsvc")
 BATCH = 500             # events handed out per pass (and window)
+MOVE_ON_EVERY = 5.0     # seconds between writes of where idle subscriptions are
 
 
 class _Row(NamedTuple):
@@ -101,16 +107,21 @@ class HandOut:
         self.database = database
         self.access = Access(metadata, full_permissions(metadata), {}, database, {})
         # subscription -> (its row's texts, parsed: its filter compiled)
-        self._known: dict[str, tuple[_Row, _Subscription]] = {}
+        self._known: dict[str, tuple[tuple[object, ...], _Subscription]] = {}
+        # subscription -> the last event it was judged to want none up to, not yet written
+        self._idle: dict[str, int] = {}
+        self._written = 0.0
 
     def __call__(self, now: float) -> None:
         """The next events (at most ``BATCH``, read once for the subscriptions
         they are new to) become delivery rows of those that want them; one that
-        wants none of them just moves on (one statement for all of those).
+        wants none of them just moves on (in memory: ``write_idle``).
         Subscriptions far behind the others get a window of their own, so they
         hold no one up."""
         outbox.assign(self.database)
         remaining = []
+        if now - self._written >= MOVE_ON_EVERY:
+            self.write_idle(now)
         for row in _rows(self.database):
             try:
                 remaining.append(self.subscription(row))
@@ -141,13 +152,25 @@ class HandOut:
                 idle.append(sub.key)
         if wanting:
             self._hand_out_to(wanting, pick)
-        _move_on(self.database, idle, window[-1]["id"])
+        for key in idle:
+            self._idle[key] = window[-1]["id"]
+
+    def write_idle(self, now: float) -> None:
+        """Write where the subscriptions that wanted none of their events are."""
+        self._written = now
+        by_position: dict[int, list[str]] = {}
+        for key, last in self._idle.items():
+            by_position.setdefault(last, []).append(key)
+        self._idle = {}
+        for last, keys in by_position.items():
+            _move_on(self.database, keys, last)
 
     def subscription(self, row: _Row) -> _Subscription:
         """A subscription's row as a pass reads it: parsed, its filter
         compiled, once (again only when they change)."""
         known = self._known.get(row.key)
-        if known is None or known[0] != row._replace(after=0):
+        texts = row[2:]         # all but the key and ``after``
+        if known is None or known[0] != texts:
             entities = loads(row.entities)
             matcher = None
             if row.filter is not None:
@@ -155,9 +178,13 @@ class HandOut:
                 if meta is None:
                     raise ValueError(f"entity {entities[0]} is gone")
                 matcher = compiled(meta, loads(row.filter), self.access.permissions)
-            known = self._known[row.key] = (row._replace(after=0), _Subscription(
+            known = self._known[row.key] = (texts, _Subscription(
                 row.key, row.after, frozenset(entities), frozenset(loads(row.kinds)), matcher))
-        return known[1]._replace(after=row.after)
+        after = self._idle.get(row.key, 0)
+        sub = known[1]
+        if row.after > after:
+            after = row.after
+        return sub if sub.after == after else sub._replace(after=after)
 
     def _hand_out_to(self, wanting: dict[str, tuple[int, list[dict[str, object]]]],
                      pick: _Pick) -> None:
@@ -175,8 +202,8 @@ class HandOut:
             for row in _rows(self.database, sql, keys):
                 after, picked = wanting[row.key]
                 try:
-                    rows += picked if row.after == after else pick.rows(
-                        self.subscription(row), row.after)
+                    sub = self.subscription(row)
+                    rows += picked if sub.after == after else pick.rows(sub, sub.after)
                 except Exception:   # noqa: BLE001  (one subscription's bad row stops no other)
                     log.exception("webhook delivery: events of subscription %s not handed "
                                   "out", row.key)
@@ -185,6 +212,8 @@ class HandOut:
             for start in range(0, len(rows), 500):
                 WebhookDelivery.insert_many(rows[start:start + 500]).execute()
             _move_on(self.database, moved, pick.window[-1]["id"])
+        for key in moved:
+            self._idle.pop(key, None)
 
 
 def _move_on(database: peewee.Database, keys: list[str], last: int) -> None:
