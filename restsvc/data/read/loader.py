@@ -26,6 +26,7 @@ from .filters import Node
 from .nestedrows import PARENT as _PARENT, fill_nested, readable
 from ..answer.rowwriters import shows_reference
 from .query import EntityQuery, filter_shape
+from .textsearch import SNIPPET, ranked
 from .request import PLAIN, By, Load
 
 if TYPE_CHECKING:
@@ -115,6 +116,8 @@ def select_rows(access: "Access", meta: "MetaClass", plan: "FetchPlan", load: Lo
         columns = columns + [(_PARENT, parent_column)]
         names = names + (_PARENT,)
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
+    if load.search is not None and load.search.snippet:
+        names = names + (SNIPPET,)
     kind = raw_kind(meta, plan)
     if kind is None:
         raise TypeError(f"{meta.name}: the plan {plan.name!r} holds what the loader cannot load")
@@ -200,7 +203,7 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
     if offset:
         params.append(offset)
     cache_key = None
-    if after is None and session_free(access, meta):
+    if after is None and load.search is None and session_free(access, meta):
         shape = None
         if where_filter is not None:
             shape, filter_params = kept_shape(access, where_filter)
@@ -224,6 +227,8 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
         keyset = after_key(access.database, terms or [], after)
         condition = keyset if condition is None else condition & keyset
     select = query.apply_joins(meta.model.select(*[field for _, field in selected.columns]))
+    if load.search is not None:
+        select, condition = _searched(access, meta, select, condition, load.search, order)
     if condition is not None:
         select = select.where(condition)
     if order:
@@ -240,12 +245,32 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
     return sql, built
 
 
-def count_rows(access: "Access", meta: "MetaClass", where_filter: Node | None = None) -> int:
-    """How many rows of ``meta`` match the filter under the caller's row-level roles."""
+def _searched(access: "Access", meta: "MetaClass", select: Any, condition: Any, search: Any,
+              order: list[Any] | None = None) -> tuple[Any, Any]:
+    """(select, condition) with a ranked search's (textsearch.py): its join,
+    its condition, its snippet column when asked; its relevance first in
+    ``order``."""
+    found = ranked(access, meta.model, search)
+    if found.join is not None:
+        source, on = found.join
+        select = select.join_from(meta.model, source, peewee.JOIN.INNER, on=on)
+    if found.snippet is not None:
+        select = select.select_extend(found.snippet)
+    if order is not None:
+        order.insert(0, found.order)
+    return select, found.condition if condition is None else condition & found.condition
+
+
+def count_rows(access: "Access", meta: "MetaClass", where_filter: Node | None = None,
+               search: Any = None) -> int:
+    """How many rows of ``meta`` match the filter (and ``search``, a
+    textsearch.TextSearch) under the caller's row-level roles."""
     query = EntityQuery(meta, access)
     condition = query.where(where_filter)
     model: Any = meta.model
     select = query.apply_joins(model.select(model.id))
+    if search is not None:
+        select, condition = _searched(access, meta, select, condition, search)
     if condition is not None:
         select = select.where(condition)
     count: int = select.count()
