@@ -74,9 +74,9 @@ def demo_rows() -> list[tuple[type[Entity], list[dict[str, Any]]]]:
         **_address(i),
         userId=_id("user", "bruno") if i == BRUNO_CUSTOMER else None,
     ) for i in range(20)]
-    products = [dict(id=_id("product", i), name=name, sku=sku, price=decimal.Decimal(price),
-                     description=description)
-                for i, (name, sku, price, description) in enumerate(PRODUCTS)]
+    products = [dict(id=_id("product", i), name=product[0], sku=product[1],
+                     price=decimal.Decimal(product[2]), description=product[3])
+                for i, product in enumerate(PRODUCTS)]
     statuses = list(OrderStatus)
     orders: list[dict[str, Any]] = []
     lines: list[dict[str, Any]] = []

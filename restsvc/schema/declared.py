@@ -22,7 +22,7 @@ import peewee
 
 from ..db import is_sqlite, lowered_index_sql
 from . import fulltext, linkkeys, trigram
-from .inspect import Column, DeclaredTrigram, ForeignKey, Index, Table, normalize_type
+from .inspect import Column, DeclaredIndex, ForeignKey, Index, Table, normalize_type
 
 KEYS_TYPE = "TEXT"      # the type of a link keys column (linkkeys.py)
 # (model, field) of each indexed string attribute: its lower-cased index and
@@ -75,13 +75,14 @@ def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Mode
                 continue        # a model without substring indexes (HistoryItem, unless declared)
             declared = trigram.declared_index(database, model, field, support)
             if declared is not None:
-                substring = DeclaredTrigram._make(declared)
+                substring = DeclaredIndex._make(declared)
                 table.indexes[substring.name] = Index(substring.name, False, substring.sql,
                                                       substring.create, substring.drop)
         for index in search:
             if index.table == table.name:
-                name, sql, create, drop = fulltext.declared_index(database, index)
-                table.indexes[name] = Index(name, False, sql, create, drop)
+                text = DeclaredIndex._make(fulltext.declared_index(database, index))
+                table.indexes[text.name] = Index(text.name, False, text.sql, text.create,
+                                                 text.drop)
         schema[table.name] = DeclaredTable(table, model, _renamed_columns(model),
                                            tuple(internal.get(table.name, ())),
                                            tuple(link_keys.get(table.name, ())))

@@ -50,8 +50,9 @@ class Trigger:
     function: str | None = None     # PostgreSQL: the function it executes
 
 
-class DeclaredTrigram(NamedTuple):
-    """``trigram.declared_index``'s (name, sql, create, drop), by name."""
+class DeclaredIndex(NamedTuple):
+    """``trigram.declared_index``'s or ``fulltext.declared_index``'s (name,
+    sql, create, drop), by name."""
     name: str
     sql: str
     create: tuple[str, ...]
