@@ -174,3 +174,21 @@ def test_query_syntax_is_words_only(client, auth):
         assert response.status_code == 200, (text, response.get_data(as_text=True))
     assert _ids(client, auth, "klunder OR nothing") == []
     assert _ids(client, auth, '"klunder') == [product]
+
+
+def test_openapi_describes_the_text_query_and_the_snippet(client, auth):
+    generic = client.get("/rest/docs/openapi.json", headers=auth).json["paths"]
+    search = generic["/rest/entities/{entityName}/search"]
+    names = {param["name"]: param for param in search["get"]["parameters"]}
+    assert names["q"]["schema"]["maxLength"] == 1000 and "snippet" in names
+    assert not names["filter"].get("required")
+    body = search["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["anyOf"] == [{"required": ["filter"]}, {"required": ["q"]}]
+    assert "q" in body["properties"] and "snippet" in body["properties"]
+    detailed = client.get("/rest/docs/openapiDetailed.json", headers=auth).json["paths"]
+    product = {p["name"] for p in detailed["/rest/entities/Product/search"]["get"]["parameters"]}
+    order = {p["name"] for p in detailed["/rest/entities/Order/search"]["get"]["parameters"]}
+    assert {"q", "snippet"} <= product and not {"q", "snippet"} & order
+    hit = detailed["/rest/entities/Product/search"]["get"]["responses"]["200"]["content"][
+        "application/json"]["schema"]["items"]
+    assert "_snippet" in hit["allOf"][1]["properties"]
