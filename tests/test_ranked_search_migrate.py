@@ -95,3 +95,21 @@ def test_a_table_rebuild_keeps_the_index_in_step(shop, capsys):
                        headers=auth).status_code == 201
     assert len(_names(shop, "parchment")) == 3
     assert shop.migrate(capsys=capsys) == (0, "nothing to do: the database matches the model\n")
+
+
+def test_renaming_a_searchable_attribute_moves_its_index(shop, capsys):
+    _created(shop).declare(SEARCHED)
+    assert shop.migrate(capsys=capsys)[0] == 0
+    (old,) = _full_text_indexes(shop)
+    shop.declare(SEARCHED.replace("bio = ", "about = ").replace(
+        '"bio": "B"}', '"about": "B"}, renames={"about": "bio"}'))
+    code, output = shop.migrate(capsys=capsys)
+    assert code == 0, output
+    (new,) = _full_text_indexes(shop)
+    assert new != old and "rename column author.bio to about" in output
+    assert _names(shop, "vellum") == ["Ann Vellum", "Bob Parchment"]
+    client, auth = shop.client()
+    assert client.post("/rest/entities/Author", json={"name": "Eve", "about": "vellum"},
+                       headers=auth).status_code == 201
+    assert sorted(_names(shop, "vellum")) == ["Ann Vellum", "Bob Parchment", "Eve"]
+    assert shop.migrate(capsys=capsys) == (0, "nothing to do: the database matches the model\n")
