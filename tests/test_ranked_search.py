@@ -6,9 +6,12 @@ and an attribute the caller may not read neither matching, nor ranking, nor
 showing in a snippet."""
 import json
 
+import peewee
 import pytest
 
-from restsvc import ResourceRole, RowLevelRole
+from restsvc import Entity, ResourceRole, RowLevelRole, entity
+from restsvc.db import is_sqlite
+from restsvc.model.metadata import Metadata, MetadataError
 
 SEARCH = "/rest/entities/Product/search"
 # Reads products but not their description.
@@ -192,3 +195,25 @@ def test_openapi_describes_the_text_query_and_the_snippet(client, auth):
     hit = detailed["/rest/entities/Product/search"]["get"]["responses"]["200"]["content"][
         "application/json"]["schema"]["items"]
     assert "_snippet" in hit["allOf"][1]["properties"]
+
+
+def test_case_is_folded_and_on_sqlite_diacritics_too(client, auth, app):
+    product = _add(client, auth, "Café Crème grinder")
+    assert _ids(client, auth, "CAFÉ crème") == [product]
+    if is_sqlite(app.database):     # unicode61 remove_diacritics 2
+        assert _ids(client, auth, "cafe creme") == [product]
+
+
+@pytest.mark.parametrize("search, message", [
+    ({"price": "A"}, "search names 'price', which is not a stored string attribute"),
+    ({"missing": "A"}, "search names 'missing'"),
+    ({"title": "E"}, "search weight of 'title' is 'E', not one of A, B, C, D"),
+])
+def test_a_bad_search_declaration_stops_the_start(search, message):
+    @entity(search=search)
+    class Gadget(Entity):
+        title = peewee.CharField()
+        price = peewee.IntegerField()
+    with pytest.raises(MetadataError) as refused:
+        Metadata([Gadget])
+    assert message in str(refused.value)
