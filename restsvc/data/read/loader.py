@@ -26,7 +26,7 @@ from .filters import Node
 from .nestedrows import PARENT as _PARENT, fill_nested, readable
 from ..answer.rowwriters import shows_reference
 from .query import EntityQuery, filter_shape
-from .textsearch import SNIPPET, ranked
+from .textsearch import SNIPPET, TextSearch, ranked
 from .request import PLAIN, By, Load
 
 if TYPE_CHECKING:
@@ -245,8 +245,8 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
     return sql, built
 
 
-def _searched(access: "Access", meta: "MetaClass", select: Any, condition: Any, search: Any,
-              order: list[Any] | None = None) -> tuple[Any, Any]:
+def _searched(access: "Access", meta: "MetaClass", select: Any, condition: Any,
+              search: TextSearch, order: list[Any] | None = None) -> tuple[Any, Any]:
     """(select, condition) with a ranked search's (textsearch.py): its join,
     its condition, its snippet column when asked; its relevance first in
     ``order``."""
@@ -262,7 +262,7 @@ def _searched(access: "Access", meta: "MetaClass", select: Any, condition: Any, 
 
 
 def count_rows(access: "Access", meta: "MetaClass", where_filter: Node | None = None,
-               search: Any = None) -> int:
+               search: TextSearch | None = None) -> int:
     """How many rows of ``meta`` match the filter (and ``search``, a
     textsearch.TextSearch) under the caller's row-level roles."""
     query = EntityQuery(meta, access)

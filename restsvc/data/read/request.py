@@ -1,9 +1,12 @@
 """What a read asks: a list's page (``Page``), a load of the loader (``Load``,
 ``By``), and the answer's entity budget."""
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import BadRequest
+
+if TYPE_CHECKING:
+    from .textsearch import TextSearch
 
 RESPONSE_TOO_LARGE = "Response too large"    # the error of an answer beyond its entity budget
 
@@ -74,7 +77,7 @@ class Load(NamedTuple):
     with_deleted: bool = False
     after: Any = None
     shown: bool = False
-    search: Any = None
+    search: "TextSearch | None" = None
 
 
 class By(NamedTuple):
