@@ -217,3 +217,22 @@ def test_a_bad_search_declaration_stops_the_start(search, message):
     with pytest.raises(MetadataError) as refused:
         Metadata([Gadget])
     assert message in str(refused.value)
+
+
+def test_searches_of_one_shape_with_other_words_answer_their_own_rows(client, auth,
+                                                                      client_with_roles):
+    """The statement of a search's shape is kept and reused (loader.py): each
+    time with its own words, for each caller its own readable attributes."""
+    first = _add(client, auth, "Xandu lamp", "Yorrel shade")
+    second = _add(client, auth, "Yorrel lamp", "Xandu shade")
+    flt = json.dumps({"conditions": [{"property": "price", "operator": ">", "value": 1}]})
+    hidden, headers = client_with_roles(NO_DESCRIPTION)
+    for _ in range(2):
+        for params in ({}, {"snippet": "true"}, {"filter": flt, "sort": "-price", "limit": "5"}):
+            assert _ids(client, auth, "xandu", **params) == [first, second]
+            assert _ids(client, auth, "yorrel", **params) == [second, first]
+            assert _ids(hidden, headers, "xandu", **params) == [first]
+            assert _ids(hidden, headers, "yorrel", **params) == [second]
+        assert _hits(client, auth, "shade", snippet="true")[0]["_snippet"].count("<mark>") == 1
+        assert _hits(hidden, headers, "lamp", snippet="true")[0]["_snippet"] == \
+            "Xandu <mark>lamp</mark>"

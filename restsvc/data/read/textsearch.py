@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ...schema.fulltext import FullText
     from ..access import Access
 
-__all__ = ["SNIPPET", "Ranked", "TextSearch", "ranked", "text_search"]
+__all__ = ["SNIPPET", "Ranked", "TextSearch", "ranked", "search_parameters", "text_search"]
 
 MAX_TEXT = 1000     # characters of a query text
 MAX_WORDS = 32
@@ -50,6 +50,12 @@ class TextSearch(NamedTuple):
     words: tuple[str, ...]
     readable: tuple[int, ...]
     snippet: bool
+
+
+    @property
+    def shape(self) -> tuple[str, tuple[int, ...], bool]:
+        """What its statement's text depends on (not the words: parameters)."""
+        return self.indexed.name, self.readable, self.snippet
 
 
 class Ranked(NamedTuple):
@@ -94,6 +100,31 @@ def ranked(access: "Access", model: Any, search: TextSearch) -> Ranked:
     return _postgres(model, search)
 
 
+def search_parameters(database: peewee.Database, search: TextSearch,
+                      ) -> tuple[list[Any], list[Any], list[Any]]:
+    """The parameters ``ranked``'s nodes bind, worked out without Peewee (the
+    loader's kept statements, loader.statement): those in the select list
+    (the snippet), in the WHERE and in the ORDER BY."""
+    snippet = search.snippet
+    if is_sqlite(database):
+        return [START, STOP, ELLIPSIS] if snippet else [], [_match(search)], []
+    words = " ".join(search.words)
+    hidden = len(search.readable) < len(search.indexed.columns)
+    return [f" {ELLIPSIS} ", words] if snippet else [], [words] * (1 + hidden), [words]
+
+
+def _match(search: TextSearch) -> str:
+    """FTS5's MATCH text: each word quoted (a phrase of its tokens), all of
+    them (implicit AND), in the readable columns only when some are not."""
+    index = search.indexed
+    phrases = " ".join('"' + word.replace('"', '""') + '"' for word in search.words)
+    if len(search.readable) < len(index.columns):
+        names = " ".join('"' + index.columns[at].replace('"', '""') + '"'
+                         for at in search.readable)
+        phrases = f"{{{names}}}: ({phrases})"
+    return phrases
+
+
 def _sqlite(access: "Access", model: Any, search: TextSearch) -> Ranked:
     index = search.indexed
     if not fulltext.present(access.database, index):
@@ -102,12 +133,7 @@ def _sqlite(access: "Access", model: Any, search: TextSearch) -> Ranked:
                                  "yet: run `restsvc migrate`")
     fts = peewee.Table(index.name, alias="fts")
     table = peewee.Column(fts, index.name)      # FTS5's hidden column named as its table
-    phrases = " ".join('"' + word.replace('"', '""') + '"' for word in search.words)
-    if len(search.readable) < len(index.columns):
-        names = " ".join('"' + index.columns[at].replace('"', '""') + '"'
-                         for at in search.readable)
-        phrases = f"{{{names}}}: ({phrases})"
-    condition = peewee.NodeList((table, peewee.SQL("MATCH"), peewee.Value(phrases)))
+    condition = peewee.NodeList((table, peewee.SQL("MATCH"), peewee.Value(_match(search))))
     weights = [fulltext.WEIGHTS[weight] if at in search.readable else 0.0
                for at, weight in enumerate(index.weights)]
     order = peewee.fn.bm25(table, *map(peewee.SQL, map(repr, weights))).asc()
@@ -133,6 +159,5 @@ def _postgres(model: Any, search: TextSearch) -> Ranked:
     snippet = peewee.fn.ts_headline(
         language, peewee.fn.concat_ws(f" {ELLIPSIS} ", *[columns[at] for at in search.readable]),
         query, peewee.SQL(f"'StartSel={START}, StopSel={STOP}, MaxWords={SNIPPET_WORDS}, "
-                          f"MinWords={SNIPPET_WORDS // 2}, MaxFragments=2, "
-                          f"FragmentDelimiter=\" {ELLIPSIS} \"'")) if search.snippet else None
+                          f"MinWords={SNIPPET_WORDS // 2}'")) if search.snippet else None
     return Ranked(condition, peewee.fn.ts_rank_cd(readable, query).desc(), snippet, None)
