@@ -8,7 +8,9 @@ import json
 
 import peewee
 import pytest
+from werkzeug.test import Client
 
+from conftest import get_token
 from restsvc import Entity, ResourceRole, RowLevelRole, entity
 from restsvc.db import is_sqlite
 from restsvc.model.metadata import Metadata, MetadataError
@@ -236,3 +238,13 @@ def test_searches_of_one_shape_with_other_words_answer_their_own_rows(client, au
         assert _hits(client, auth, "shade", snippet="true")[0]["_snippet"].count("<mark>") == 1
         assert _hits(hidden, headers, "lamp", snippet="true")[0]["_snippet"] == \
             "Xandu <mark>lamp</mark>"
+
+
+def test_the_language_setting_decides_the_stemming(make_app):
+    """``svc.search.language: simple``: no stemming (PostgreSQL's simple
+    configuration; SQLite without porter), so "lamps" no longer finds "lamp"."""
+    client = Client(make_app({"svc.search.language": "simple"}))
+    headers = {"Authorization": f"Bearer {get_token(client)}"}
+    product = _add(client, headers, "Brass lamp")
+    assert _ids(client, headers, "lamp") == [product]
+    assert _ids(client, headers, "lamps") == []
