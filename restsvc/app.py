@@ -74,11 +74,13 @@ BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, Ide
 _UNMETERED = frozenset([*(rule.endpoint for rule in oauth.rules + signin.rules), batch.run_batch])
 
 
-def load_model(application: Application) -> tuple[Metadata, RoleRegistry]:
+def load_model(application: Application,
+               search_language: str = "english") -> tuple[Metadata, RoleRegistry]:
     """The application's metadata and roles, checked: what ``serve`` and
     ``routes`` refuse, they refuse here, with the same message."""
     try:
-        metadata = Metadata(BUILT_IN_ENTITIES + tuple(application.entities), application.enums)
+        metadata = Metadata(BUILT_IN_ENTITIES + tuple(application.entities), application.enums,
+                            search_language)
         roles = RoleRegistry(metadata, application.resource_roles, application.row_level_roles)
         check_declarations(metadata, roles)
     except MetadataError as exc:
@@ -91,7 +93,7 @@ class RestApp:
                  check_schema: bool = True, announce: bool = True) -> None:
         self.settings = settings
         self.application = application or import_application(settings.application, settings.base_dir)
-        self.metadata, self.roles = load_model(self.application)
+        self.metadata, self.roles = load_model(self.application, settings.search_language)
         self.messages = Messages(settings.path(settings.messages_dir), settings.available_locales)
         queries = self._load_queries()
         self.services = self._load_services()
@@ -207,7 +209,8 @@ class RestApp:
         The start-up summary's lines of what was done."""
         try:
             outcome = schema.prepare(self.database, self.models,
-                                     self.metadata.indexed_text_fields())
+                                     self.metadata.indexed_text_fields(),
+                                     search=self.metadata.full_text())
             facts = [f"migrations: {len(outcome.steps)} steps applied"
                      if outcome.applied else "migrations: none needed (the database matches "
                                              "the model)"]
@@ -228,7 +231,8 @@ class RestApp:
     def check_schema(self) -> None:
         """Refuse a database that does not match the model (``schema.SchemaMismatch``)."""
         try:
-            schema.check(self.database, self.models, self.metadata.indexed_text_fields())
+            schema.check(self.database, self.models, self.metadata.indexed_text_fields(),
+                         self.metadata.full_text())
         except Exception as exc:
             if not db.is_unavailable(exc, self.database):
                 raise

@@ -89,6 +89,8 @@ _KEYS: Keys = {
     "svc.rest.max-batch-operations": ("max_batch_operations", parse.positive_int, 100),
     "svc.reports.dir": ("reports_dir", parse.text, "reports"),
     "svc.reports.max-rows": ("reports_max_rows", parse.positive_int, 1_000_000),
+    # Ranked full-text search (schema/fulltext.py): PostgreSQL's stemming; English stems on SQLite.
+    "svc.search.language": ("search_language", parse.text_search_language, "english"),
     "svc.resource-server.authenticated-url-patterns": (
         "authenticated_url_patterns", parse.url_path_pattern_list, ("/rest/**", "/api/**")),
     "svc.resource-server.anonymous-url-patterns": (
@@ -160,6 +162,7 @@ class Settings:
     max_batch_operations: int
     reports_dir: str
     reports_max_rows: int
+    search_language: str
     authenticated_url_patterns: tuple[str, ...]
     anonymous_url_patterns: tuple[str, ...]
     realm: str

@@ -260,3 +260,11 @@ def server_url_list(value: object) -> tuple[str, ...]:
             raise ValueError(f"{url!r}: a server is an absolute URL or a path such as /api")
         urls.append(url)
     return tuple(urls)
+
+
+def text_search_language(value: object) -> str:
+    """A PostgreSQL text search configuration's name (``english``, ``simple``, ``german``)."""
+    word = text(value).strip().lower()
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", word):
+        raise ValueError("expected the name of a text search configuration, such as english")
+    return word

@@ -52,9 +52,12 @@ class DocumentClient:
         return self.call(*op, body=body)
 
     def list(self, entity):
+        # The GET of the path that creates (201): a search's GET pages too,
+        # and needs nothing when it may take a text query (q) instead of a filter.
         op = self.find(entity, lambda p, m, o: m == "get" and "{" not in p and not any(
             prm.get("required") for prm in o.get("parameters", []))
-            and "X-Total-Count" in o["responses"]["200"].get("headers", {}))
+            and "X-Total-Count" in o["responses"]["200"].get("headers", {})
+            and "201" in self.document["paths"][p].get("post", {}).get("responses", {}))
         return self.call(*op, query={"limit": 1})
 
     def load(self, entity, entity_id):
@@ -64,7 +67,7 @@ class DocumentClient:
     def search(self, entity, search_filter):
         def is_search(path, method, op):
             body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
-            return method == "post" and "filter" in body.get("schema", {}).get("required", []) \
+            return method == "post" and "filter" in body.get("schema", {}).get("properties", {}) \
                 and "X-Total-Count" in op["responses"]["200"].get("headers", {})
         return self.call(*self.find(entity, is_search), body={"filter": search_filter})
 

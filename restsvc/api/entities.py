@@ -1,4 +1,5 @@
 """Entities API: generic CRUD and search (reference section 2)."""
+from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
@@ -54,6 +55,9 @@ def _answer(ctx: "Context", meta: "MetaClass", plan: "FetchPlan", filter_spec: J
             page: Page) -> Response:
     """The page of a list or search, or every row as an export when asked (api/export.py)."""
     form = export_form(ctx.request)
+    if form is not None and page.text is not None:
+        raise BadRequest("Invalid parameter value",
+                         "A ranked search (q) is answered as JSON pages, not exported")
     if form is not None:
         return export_response(ctx, form, _reader(ctx), meta, plan, filter_spec, page)
     return _listed(ctx, *ctx.app.data.search(_reader(ctx), meta, plan, filter_spec, page))
@@ -120,32 +124,37 @@ def json_arg(text: str, name: str) -> JsonValue:
 
 
 def search_get(ctx: "Context", entity_name: str) -> Response:
+    """A filter (``filter``), a ranked full-text search (``q``), or both."""
     data = ctx.app.data
     meta = data.entity(entity_name)
     plan = data.plan(meta, ctx.request.args.get("fetchPlan"))
-    return _answer(ctx, meta, plan, _url_filter(ctx), _page(ctx))
+    text = ctx.request.args.get("q")
+    page = replace(_page(ctx), text=text, snippet=query_bool(ctx.request, "snippet"))
+    return _answer(ctx, meta, plan, _url_filter(ctx, required=text is None), page)
 
 
 def search_post(ctx: "Context", entity_name: str) -> Response:
+    """A filter (``filter``), a ranked full-text search (``q``), or both."""
     data = ctx.app.data
     meta = data.entity(entity_name)
-    body = _search_body(ctx)
+    body = _search_body(ctx, searched=True)
     plan = data.plan(meta, body.get("fetchPlan"))
-    return _answer(ctx, meta, plan, body["filter"], Page(
+    return _answer(ctx, meta, plan, body.get("filter"), Page(
         sort=_typed(body, "sort", str), limit=_count(body, "limit"), offset=_count(body, "offset"),
         after=_typed(body, "after", str) or ctx.request.args.get("after"),
         return_nulls=bool(_typed(body, "returnNulls", bool)),
-        return_count=bool(_typed(body, "returnCount", bool))))
+        return_count=bool(_typed(body, "returnCount", bool)),
+        text=_typed(body, "q", str), snippet=bool(_typed(body, "snippet", bool))))
 
 
-def _search_body(ctx: "Context", required: bool = True) -> JsonObject:
-    """The JSON object of a search body; without a ``filter``, 400 when
-    ``required`` (an empty body then is ``{}``)."""
+def _search_body(ctx: "Context", required: bool = True, searched: bool = False) -> JsonObject:
+    """The JSON object of a search body; without a ``filter`` (or, when
+    ``searched``, a ``q``), 400 when ``required`` (an empty body then is ``{}``)."""
     body = read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY) if required \
         else read_json_body(ctx.request, max_bytes=MAX_QUERY_BODY, if_empty={})
     if not isinstance(body, dict):
         raise BadRequest("Malformed request JSON data structure", "The body must be a JSON object")
-    if required and body.get("filter") is None:
+    if required and body.get("filter") is None and not (searched and body.get("q") is not None):
         raise BadRequest("Cannot parse entities filter", "Entities filter cannot be null")
     return body
 

@@ -177,7 +177,8 @@ def _restore_postgres(app: "RestApp", tar: tarfile.TarFile, found: manifest.Mani
     database = app.database
     name = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ-restore")
     with migration_lock(database, DEFAULT_LOCK_TIMEOUT):
-        steps = survey(database, app.models, app.metadata.indexed_text_fields())[1]
+        steps = survey(database, app.models, app.metadata.indexed_text_fields(),
+                       app.metadata.full_text())[1]
         apply_steps(database, steps, name)
         postgres.restore(database, tar, found)
         record(name, "\n\n".join(step.text() for step in steps))

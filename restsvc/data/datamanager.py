@@ -25,6 +25,7 @@ from .read.records import Record, records
 from .read.rows import KeyRows, RawRows
 from .read.request import UNPAGED, Budget, Load, Page
 from .read.query import check_limit, check_sort
+from .read.textsearch import TextSearch, text_search
 from .writes import DataWrites
 
 if TYPE_CHECKING:
@@ -41,6 +42,13 @@ if TYPE_CHECKING:
 _KEPT_FILTERS = 1000          # URL filters kept at most
 _KEPT_TREES = 64              # filter trees kept per caller at most
 _KEPT_FILTER_TEXT = 2000      # characters of a URL filter that is kept
+
+
+def _searched(access: "Access", meta: "MetaClass", page: Page) -> TextSearch | None:
+    """The ranked full-text search a page asks (``q``), or None."""
+    if page.text is None:
+        return None
+    return text_search(meta, access.permissions, page.text, page.snippet)
 
 
 class DataManager(DataWrites):
@@ -113,8 +121,13 @@ class DataManager(DataWrites):
         """A page of entities (JSON text), the total count when asked (None
         otherwise) and, when ``page.limit`` was given and more rows follow, the
         cursor of the next page (None otherwise). ``page.after``: a cursor from
-        an earlier page of the same entity, sort and filter."""
+        an earlier page of the same entity, sort and filter. A ranked search
+        (``page.text``) pages by ``offset``: it has no cursor."""
         sort, limit, return_nulls = page.sort, page.limit, page.return_nulls
+        if page.text is not None and page.after is not None:
+            raise BadRequest("Invalid parameter value",
+                             "Parameters after and q cannot be used together: a ranked search "
+                             "pages by offset")
         key = self.after_key(page.after, page.offset, meta, sort, filter_spec)
         # One row more than asked for: whether a next page exists.
         rows, tree = self.select(access, meta, plan, filter_spec, page, key,
@@ -123,10 +136,12 @@ class DataManager(DataWrites):
         if limit is not None and len(rows) > limit:
             del rows[limit:]
             # limit=0: an empty page, and no cursor (nothing to continue from)
-            last = sort_key(access, meta, sort or "", KeyRows(rows)) if rows else None
+            last = sort_key(access, meta, sort or "", KeyRows(rows)) \
+                if rows and page.text is None else None
             if last is not None:
                 cursor = self.cursors.token(meta, sort, filter_spec, last)
-        total = count_rows(access, meta, tree) if page.return_count else None
+        total = count_rows(access, meta, tree, _searched(access, meta, page)) \
+            if page.return_count else None
         return write_all(access, reading(access, meta, plan, return_nulls), rows), total, cursor
 
     def after_key(self, after: str | None, offset: int | None, meta: "MetaClass", sort: str | None,
@@ -166,7 +181,7 @@ class DataManager(DataWrites):
         read = reading(access, meta, plan, bool(answer), answer=answer is not None)
         rows = load(access, read, Budget(self.settings.max_response_entities, spare), Load(
             where=tree, sort=sort or "", limit=(limit if limit is not None else maximum) + spare,
-            offset=page.offset, after=after))
+            offset=page.offset, after=after, search=_searched(access, meta, page)))
         return (rows if answer is not None else records(rows)), tree
 
     def select_by_id(self, access: "Access", meta: "MetaClass", plan: "FetchPlan | None",

@@ -25,11 +25,20 @@ FIRST = ["Alice", "Bruno", "Chiara", "Dmitri", "Elif", "Farid", "Greta", "Hugo",
          "Kaori", "Lars", "Mona", "Nils", "Olga", "Pavel", "Quinn", "Rosa", "Sven", "Tara"]
 LAST = ["Adler", "Berg", "Conti", "Dietz", "Eklund", "Falk", "Gruber", "Haas", "Ito", "Jung",
         "Kraus", "Lind", "Moser", "Novak", "Ortiz", "Pohl", "Quast", "Roth", "Sauer", "Thiel"]
-PRODUCTS = [("Solar panel", "SP-100", "249.00"), ("Inverter", "INV-3K", "899.50"),
-            ("Battery pack", "BAT-10", "1299.00"), ("Mounting rail", "MR-2M", "34.90"),
-            ("Cable set", "CB-6MM", "19.95"), ("Charge controller", "CC-40A", "129.00"),
-            ("Energy meter", "EM-1", "79.00"), ("Wall box", "WB-11", "649.00"),
-            ("Heat pump", "HP-8", "7450.00"), ("Smart plug", "PLG-1", "24.99")]
+PRODUCTS = [("Solar panel", "SP-100", "249.00",
+             "Monocrystalline panel for roofs; pairs with the inverter and mounting rail"),
+            ("Inverter", "INV-3K", "899.50",
+             "Turns the direct current of solar panels into mains power"),
+            ("Battery pack", "BAT-10", "1299.00",
+             "Stores solar power for the evening; needs a charge controller"),
+            ("Mounting rail", "MR-2M", "34.90", "Aluminium rail holding two panels on a roof"),
+            ("Cable set", "CB-6MM", "19.95", "Solar cables with connectors, six square millimetres"),
+            ("Charge controller", "CC-40A", "129.00",
+             "Charges a battery from solar panels without overcharging it"),
+            ("Energy meter", "EM-1", "79.00", "Measures the power a home draws and feeds in"),
+            ("Wall box", "WB-11", "649.00", "Charges an electric car from solar or mains power"),
+            ("Heat pump", "HP-8", "7450.00", "Heats a home with outdoor air"),
+            ("Smart plug", "PLG-1", "24.99", "Switches a device when the panels make power")]
 COUNTRIES = [("DE", "Germany"), ("AT", "Austria"), ("CH", "Switzerland"), ("FR", "France"),
              ("IT", "Italy"), ("NL", "Netherlands"), ("SE", "Sweden"), ("ES", "Spain")]
 # (name, internal): internal tags are hidden from sales-reader.
@@ -65,8 +74,9 @@ def demo_rows() -> list[tuple[type[Entity], list[dict[str, Any]]]]:
         **_address(i),
         userId=_id("user", "bruno") if i == BRUNO_CUSTOMER else None,
     ) for i in range(20)]
-    products = [dict(id=_id("product", i), name=name, sku=sku, price=decimal.Decimal(price))
-                for i, (name, sku, price) in enumerate(PRODUCTS)]
+    products = [dict(id=_id("product", i), name=product[0], sku=product[1],
+                     price=decimal.Decimal(product[2]), description=product[3])
+                for i, product in enumerate(PRODUCTS)]
     statuses = list(OrderStatus)
     orders: list[dict[str, Any]] = []
     lines: list[dict[str, Any]] = []

@@ -71,7 +71,7 @@ class Address:
 
 
 @entity(instance_name="name", validators=(check_birth_date,), audited=True, history=True,
-        soft_delete=True, events=True, natural_key="email")
+        soft_delete=True, events=True, natural_key="email", search={"name": "A"})
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
     email = peewee.CharField(max_length=200, null=True, index=True)
@@ -95,9 +95,10 @@ PRODUCT_WITH_TAGS = {
 
 
 @entity(instance_name="name", validators=(check_price,), fetch_plans=(PRODUCT_WITH_TAGS,),
-        soft_delete=True, natural_key="sku")
+        soft_delete=True, natural_key="sku", search={"name": "A", "description": "B"})
 class Product(Entity):
     name = peewee.CharField(max_length=200, index=True)
+    description = peewee.TextField(null=True)
     sku = peewee.CharField(max_length=64, null=True, index=True)   # unique among live rows: below
     price = peewee.DecimalField(max_digits=12, decimal_places=2)
     # Many-to-many, readable from the other side as Tag.products; restsvc

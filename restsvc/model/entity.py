@@ -69,6 +69,7 @@ class EntityDeclaration:
     soft_delete: bool = False
     events: bool = False            # changes published through the outbox (restsvc/events/)
     natural_key: str | None = None  # an attribute that names a row (imports, references)
+    search: dict[str, str] = field(default_factory=dict)   # searchable attribute -> weight letter
 
 
 E = TypeVar("E", bound=Entity)
@@ -82,7 +83,8 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
            secret: Sequence[str] = (), renames: Mapping[str, str] | None = None,
            audited: bool = False, history: bool | Sequence[str] = False,
            soft_delete: bool = False, events: bool = False,
-           natural_key: str | None = None) -> Callable[[type[E]], type[E]]:
+           natural_key: str | None = None,
+           search: Mapping[str, str] | None = None) -> Callable[[type[E]], type[E]]:
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -113,6 +115,9 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
                    unique, e.g. with a unique index): imports upsert by it
                    (``?mode=upsertByKey``) and references may name a row by it
                    (``customer.email`` in a CSV column, ``{"email": ...}`` in JSON)
+    search         {"attribute": "A"}: string attributes searched by ranked full-text
+                   search (``/search?q=``), each with its weight, "A" (most) to "D"
+                   (least); ``restsvc migrate`` creates the index (schema/fulltext.py)
 
     A model may define lifecycle hooks (restsvc/docs/hooks.md): a classmethod
     ``clean(values, creating, entity_id)`` sees the values a create or update
@@ -150,6 +155,7 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
             soft_delete=bool(soft_delete),
             events=bool(events),
             natural_key=natural_key,
+            search=dict(search or {}),
         )
         return model
     return declare

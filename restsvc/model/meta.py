@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 import peewee
 
+from ..schema.fulltext import FullText
 from .datatypes import Datatype, column_json
 from .entity import Entity
 from .valuetypes import MetaEnum, property_value_type
@@ -131,6 +132,10 @@ class MetaClass:
     soft_delete: bool = False   # DELETE marks the row (data/write/softdelete.py)
     events: bool = False        # changes published through the outbox (data/write/outbox.py)
     natural_key: str | None = None  # the attribute that names a row (data/transfer/imports.py)
+    # Ranked full-text search (schema/fulltext.py): the index, and the attribute
+    # of each of its columns, in its order; None: the entity declares none.
+    search: FullText | None = None
+    searchable: tuple[str, ...] = ()
 
     @property
     def database_assigns_id(self) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 import peewee
 
 from ..db import leading_index_fields
+from ..schema.fulltext import WEIGHTS, FullText
 from ..schema.linkkeys import keys_column
 from .datatypes import DATATYPES, datatype_of
 from .entity import Entity, declaration_of
@@ -61,7 +62,8 @@ def _link(meta: "MetaClass", name: str, m2m: peewee.ManyToManyField) -> Link:
 class Metadata:
     """All entities and enums of the application, by name."""
 
-    def __init__(self, models: Iterable[type[Entity]], extra_enums: Iterable[type] = ()) -> None:
+    def __init__(self, models: Iterable[type[Entity]], extra_enums: Iterable[type] = (),
+                 search_language: str = "english") -> None:
         self.entities: dict[str, MetaClass] = {}
         self.embeddables: dict[str, MetaClass] = {}   # value types of embedded attributes, by name
         self.enums: dict[str, MetaEnum] = {}
@@ -82,6 +84,7 @@ class Metadata:
             self._enum(enum_class)
         for meta in self.entities.values():
             self._build(meta, declaration_of(meta.model))
+            _searchable(meta, declaration_of(meta.model).search, search_language)
         for meta in list(self._embedded_types()) + list(self.entities.values()):
             build_built_in_plans(meta)
         for meta in self.entities.values():
@@ -117,6 +120,10 @@ class Metadata:
                       if prop.datatype is not None and prop.datatype.kind == "string"
                       and prop.persistent and id(prop.field) in leading]
         return found
+
+    def full_text(self) -> list[FullText]:
+        """The full-text index of each entity declaring searchable attributes."""
+        return [meta.search for meta in self.entities.values() if meta.search is not None]
 
     def of_model(self, model: type) -> MetaClass | None:
         return self._by_model.get(model)
@@ -238,6 +245,25 @@ class Metadata:
                 f"{meta.name}.{name}: field type {type(peewee_field).__name__} has no datatype")
         return MetaProperty(name, "DATATYPE", datatype.name, "NONE", mandatory, read_only,
                             True, meta, field=peewee_field, datatype=datatype)
+
+
+def _searchable(meta: MetaClass, search: dict[str, str], language: str) -> None:
+    """``@entity(search={"name": "A"})``: each a stored string attribute of
+    the entity's own table, each weight one of ``fulltext.WEIGHTS``."""
+    for name, weight in search.items():
+        prop = meta.properties.get(name)
+        if prop is None or prop.field is None or not prop.persistent or prop.datatype is None \
+                or prop.datatype.kind != "string" or prop.meta_enum is not None:
+            raise MetadataError(f"{meta.name}: search names {name!r}, which is not a stored "
+                                "string attribute")
+        if weight not in WEIGHTS:
+            raise MetadataError(f"{meta.name}: search weight of {name!r} is {weight!r}, not one "
+                                f"of {', '.join(WEIGHTS)}")
+    if search:
+        meta.searchable = tuple(search)
+        meta.search = FullText(meta.model._meta.table_name,
+                               tuple(meta.properties[name].field.column_name for name in search),
+                               tuple(search.values()), language)
 
 
 def _check_renames(entity: str, renames: dict[str, str], attributes: set[str]) -> None:

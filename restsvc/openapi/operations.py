@@ -13,7 +13,7 @@ from ..data.read.query import MAX_SORT_TERMS
 from ..jsonio import JsonObject
 from .parts import JSON, failures, flag, header, json_body, json_query, ok, operation, query
 from .schemas import INTEGER, STRING, array, binary, named_enum, nullable, ref
-from .shapes import Typing
+from .shapes import TEXT_QUERY, Typing
 
 ENTITIES, QUERIES, FILES = "Entities", "Queries", "Files"
 AUTH, METADATA, MESSAGES, SESSION, DOCS = (
@@ -88,16 +88,19 @@ def bulk_delete(t: Typing) -> JsonObject:
 
 
 def search_get(t: Typing) -> JsonObject:
+    text = [query("q", TEXT_QUERY, TEXT_QUERY["description"]),
+            flag("snippet", "With q: each hit's _snippet")] if t.searchable else []
     return operation(f"Search {t.label}", t.tag, {
-        **ok("A page of matching entities", array(t.entity), headers=TOTAL),
+        **ok("A page of matching entities", array(t.search_hit), headers=TOTAL),
         **_entity_failures(t, "BadRequest", "Forbidden")},
-        [json_query("filter", ref("filter"), "The search filter as URL-encoded JSON", True),
-         _fetch_plan(t), *_page(t)])
+        [json_query("filter", ref("filter"), "The search filter as URL-encoded JSON"
+                    + ("; required without q" if t.searchable else ""), not t.searchable),
+         *text, _fetch_plan(t), *_page(t)])
 
 
 def search_post(t: Typing) -> JsonObject:
     return operation(f"Search {t.label} (filter in the body)", t.tag, {
-        **ok("A page of matching entities", array(t.entity), headers=TOTAL),
+        **ok("A page of matching entities", array(t.search_hit), headers=TOTAL),
         **_entity_failures(t, "BadRequest", "Forbidden", "PayloadTooLarge")},
         body=json_body(t.search_body))
 

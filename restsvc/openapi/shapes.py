@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ..data.read.queries import Query, QueryParam
+from ..data.read.textsearch import MAX_TEXT, MAX_WORDS
 from ..jsonio import JsonObject
 from ..model.fetchplan import BUILT_IN
 from ..model.metadata import MetaClass
@@ -37,6 +38,16 @@ class Typing:
     # A bulk delete's body: ids, or objects with an id
     entity_ids: JsonObject = field(default_factory=lambda: ref("entityIds"))
     max_change_rows: int = 1000     # svc.rest.max-change-rows: maxRows of changes by filter
+    searchable: bool = True     # a ranked full-text search (q) may find entities
+
+    @property
+    def search_hit(self) -> JsonObject:
+        """An entity of a search's answer: with its ``_snippet`` when asked."""
+        if not self.searchable:
+            return self.entity
+        return {"allOf": [self.entity, {"type": "object", "properties": {"_snippet": {
+            "type": "string", "description": "With snippet=true and q: the text around the "
+                                             "words found, each in <mark>...</mark>"}}}]}
 
     @property
     def search_body(self) -> JsonObject:
@@ -49,9 +60,22 @@ class Typing:
             "after": {"type": "string", "description": 'The cursor from the Link rel="next" '
                                                        "of the page before"},
             "returnNulls": BOOLEAN, "returnCount": BOOLEAN}
-        return {"type": "object", "required": ["filter"], "properties": {
-            "filter": ref("filter"), **{name: nullable(schema) for name, schema in optional.items()}}}
+        if not self.searchable:
+            return {"type": "object", "required": ["filter"], "properties": {
+                "filter": ref("filter"),
+                **{name: nullable(schema) for name, schema in optional.items()}}}
+        optional["snippet"] = {**BOOLEAN, "description": "With q: each hit's _snippet"}
+        return {"type": "object", "anyOf": [{"required": ["filter"]}, {"required": ["q"]}],
+                "properties": {"filter": ref("filter"), "q": TEXT_QUERY,
+                               **{name: nullable(schema) for name, schema in optional.items()}}}
 
+
+# The text of a ranked full-text search (data/read/textsearch.py).
+TEXT_QUERY: JsonObject = {
+    "type": "string", "minLength": 1, "maxLength": MAX_TEXT,
+    "description": f"Ranked full-text search: the words (at most {MAX_WORDS}) all found in the "
+                   "searchable attributes the caller may read; hits ordered by relevance, "
+                   "paged by offset (no cursor)"}
 
 _PLAN_TEXT = ("the name of a plan (_local, _base, _instance_name or a named one), or "
               "an inline plan as JSON")
@@ -88,6 +112,7 @@ def entity_typing(meta: MetaClass, settings: Settings) -> Typing:
         ref(f"entityInput_{meta.name}"), _with_id(ref(f"entityInput_{meta.name}")),
         plan, plan_body, _PLAN_TEXT if inline else "the name of a plan",
         settings.max_fetch_size(meta.name), False, max_change_rows=settings.max_change_rows,
+        searchable=meta.search is not None,
         entity_ids={**array({"anyOf": [id_schema(meta), ref(reference_schema_name(meta.name))]}),
                     "description": f"{meta.name} ids, or {meta.name} references"})
 

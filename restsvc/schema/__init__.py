@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import peewee
 
 from ..db import is_sqlite
-from . import history, trigram
+from . import fulltext, history, trigram
 from .apply import MigrationError, apply_steps, backup_sqlite, migration_lock
 from .compare import BREAKS, WARNING, Difference, compare
-from .declared import Lowered, declared_schema
+from .declared import Lowered, Searched, declared_schema
 from .inspect import inspect_database
 from .plan import Step, plan
 
@@ -52,19 +52,21 @@ class Outcome:
         return [step for step in self.steps if step.blocked]
 
 
-def survey(database: peewee.Database, models: Models,
-           lowered: Lowered = ()) -> tuple[list[Difference], list[Step]]:
+def survey(database: peewee.Database, models: Models, lowered: Lowered = (),
+           search: Searched = ()) -> tuple[list[Difference], list[Step]]:
     """(differences, steps) of the database against the models and restsvc's own tables."""
-    declared = declared_schema(database, tuple(models) + (history.MigrationRecord,), lowered)
+    declared = declared_schema(database, tuple(models) + (history.MigrationRecord,), lowered,
+                               search)
     actual = inspect_database(database)
     differences = compare(database, declared, actual)
     return differences, plan(database, declared, actual, differences)
 
 
-def check(database: peewee.Database, models: Models, lowered: Lowered = ()) -> None:
+def check(database: peewee.Database, models: Models, lowered: Lowered = (),
+          search: Searched = ()) -> None:
     """The start-up check: raises SchemaMismatch naming each difference that
     breaks requests and the command that fixes it; logs the warnings."""
-    differences, steps = survey(database, models, lowered)
+    differences, steps = survey(database, models, lowered, search)
     _judge(differences, steps)
     _check_substring(database, lowered)
 
@@ -72,6 +74,7 @@ def check(database: peewee.Database, models: Models, lowered: Lowered = ()) -> N
 def _check_substring(database: peewee.Database, lowered: Lowered) -> None:
     """Says at start-up when substring filters cannot have their index."""
     trigram.forget(database)
+    fulltext.forget(database)
     if lowered:
         support = trigram.support(database)
         if not support.available:
@@ -94,17 +97,17 @@ def _judge(differences: Sequence[Difference], steps: Sequence[Step]) -> None:
 
 
 def prepare(database: peewee.Database, models: Models, lowered: Lowered = (),
-            lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Outcome:
+            lock_timeout: float = DEFAULT_LOCK_TIMEOUT, search: Searched = ()) -> Outcome:
     """``init-schema``: under the lock, apply what plain ``migrate`` would
     (creating a new database in one step), never a destructive or blocked step;
     then the start-up check. The Outcome holds the steps applied (none: the
     database already matched)."""
     with migration_lock(database, lock_timeout):
-        differences, steps = survey(database, models, lowered)
+        differences, steps = survey(database, models, lowered, search)
         ready = tuple(step for step in steps if not step.destructive and not step.blocked)
         if ready:
             apply_steps(database, ready, _name("init-schema"))
-            differences, steps = survey(database, models, lowered)
+            differences, steps = survey(database, models, lowered, search)
     _judge(differences, steps)
     _check_substring(database, lowered)
     return Outcome(ready, applied=bool(ready))
@@ -112,13 +115,13 @@ def prepare(database: peewee.Database, models: Models, lowered: Lowered = (),
 
 def migrate(database: peewee.Database, models: Models, lowered: Lowered = (), apply: bool = True,
             allow_destructive: bool = False, backup: bool = True,
-            lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Outcome:
+            lock_timeout: float = DEFAULT_LOCK_TIMEOUT, search: Searched = ()) -> Outcome:
     """The plan, applied when ``apply`` and nothing blocks it (all of it, or
     nothing: destructive steps without ``allow_destructive`` hold back the rest)."""
     if not apply:
-        return Outcome(tuple(survey(database, models, lowered)[1]))
+        return Outcome(tuple(survey(database, models, lowered, search)[1]))
     with migration_lock(database, lock_timeout):
-        outcome = Outcome(tuple(survey(database, models, lowered)[1]))
+        outcome = Outcome(tuple(survey(database, models, lowered, search)[1]))
         if not outcome.steps or outcome.blocked or (outcome.destructive and not allow_destructive):
             return outcome
         written = None
@@ -126,13 +129,14 @@ def migrate(database: peewee.Database, models: Models, lowered: Lowered = (), ap
             written = backup_sqlite(database)
         apply_steps(database, outcome.steps, _name("migrate"), written)
     trigram.forget(database)
+    fulltext.forget(database)
     return Outcome(outcome.steps, applied=True, backup=written)
 
 
-def status(database: peewee.Database, models: Models,
-           lowered: Lowered = ()) -> tuple[list[history.MigrationRecord], list[Step]]:
+def status(database: peewee.Database, models: Models, lowered: Lowered = (),
+           search: Searched = ()) -> tuple[list[history.MigrationRecord], list[Step]]:
     """(applied MigrationRecords, pending steps)."""
-    return history.applied(database), survey(database, models, lowered)[1]
+    return history.applied(database), survey(database, models, lowered, search)[1]
 
 
 def _name(kind: str) -> str:

@@ -11,7 +11,7 @@ from typing import Protocol
 import peewee
 
 from . import MigrationError, migrate, status
-from .declared import Lowered
+from .declared import Lowered, Searched
 from .plan import Step
 
 Out = Callable[[str], None]
@@ -19,6 +19,7 @@ Out = Callable[[str], None]
 
 class _Metadata(Protocol):
     def indexed_text_fields(self) -> Lowered: ...
+    def full_text(self) -> Searched: ...
 
 
 class _App(Protocol):
@@ -34,14 +35,15 @@ class _App(Protocol):
 
 def run(app: _App, args: argparse.Namespace, out: Out) -> int:
     """``app``: a RestApp built without the start-up check; ``out``: print."""
-    lowered = app.metadata.indexed_text_fields()
+    lowered, search = app.metadata.indexed_text_fields(), app.metadata.full_text()
     try:
         try:
             if args.status:
-                return _status(app, lowered, out)
+                return _status(app, lowered, search, out)
             outcome = migrate(app.database, app.models, lowered, apply=not args.plan,
                               allow_destructive=args.allow_destructive,
-                              backup=not args.no_backup, lock_timeout=args.lock_timeout)
+                              backup=not args.no_backup, lock_timeout=args.lock_timeout,
+                              search=search)
         finally:   # a one-shot command: its pooled PostgreSQL connections go too
             close: Callable[[], object] = getattr(app.database, "close_all", app.database.close)
             close()
@@ -78,8 +80,8 @@ class CommandFailed(Exception):
     """The message says why; the exit code is 1."""
 
 
-def _status(app: _App, lowered: Lowered, out: Out) -> int:
-    records, pending = status(app.database, app.models, lowered)
+def _status(app: _App, lowered: Lowered, search: Searched, out: Out) -> int:
+    records, pending = status(app.database, app.models, lowered, search)
     for record in records:
         out(f"{record.applied_at:%Y-%m-%d %H:%M:%S} UTC  {record.name}  "
             f"(restsvc {record.restsvc_version}, sha256 {record.checksum[:12]})")

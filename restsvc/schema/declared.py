@@ -6,7 +6,8 @@ database-level DEFAULT for each NOT NULL column with a constant default: an
 instance that does not know the column yet can still insert rows (expand and
 contract, restsvc/docs/model.md "Changing the model"). The indexes are the declared ones and
 the derived lower-case ones (``db.lowered_index_sql``) with their trigram
-indexes for substring search (``trigram.py``). An owner of many-to-many
+indexes for substring search (``trigram.py``), and the full-text index of
+an entity declaring searchable attributes (``fulltext.py``). An owner of many-to-many
 links has a column of their keys per attribute, kept by triggers on the link
 table (``linkkeys.py``): the column is declared with the owner's table, the
 triggers with the link table.
@@ -20,13 +21,15 @@ from typing import cast
 import peewee
 
 from ..db import is_sqlite, lowered_index_sql
-from . import linkkeys, trigram
-from .inspect import Column, DeclaredTrigram, ForeignKey, Index, Table, normalize_type
+from . import fulltext, linkkeys, trigram
+from .inspect import Column, DeclaredIndex, ForeignKey, Index, Table, normalize_type
 
 KEYS_TYPE = "TEXT"      # the type of a link keys column (linkkeys.py)
 # (model, field) of each indexed string attribute: its lower-cased index and
 # its trigram index are declared too (Metadata.indexed_text_fields).
 Lowered = Sequence[tuple[type[peewee.Model], peewee.Field]]
+# The full-text index of each entity declaring searchable attributes (Metadata.full_text).
+Searched = Sequence[fulltext.FullText]
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class DeclaredTable:
 
 
 def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Model]],
-                    lowered: Lowered = (),
+                    lowered: Lowered = (), search: Searched = (),
                     ) -> dict[str, DeclaredTable]:
     """{table name: DeclaredTable} of the models, in the order given."""
     by_model: dict[type[peewee.Model], list[peewee.Field]] = {}
@@ -72,9 +75,14 @@ def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Mode
                 continue        # a model without substring indexes (HistoryItem, unless declared)
             declared = trigram.declared_index(database, model, field, support)
             if declared is not None:
-                substring = DeclaredTrigram._make(declared)
+                substring = DeclaredIndex._make(declared)
                 table.indexes[substring.name] = Index(substring.name, False, substring.sql,
                                                       substring.create, substring.drop)
+        for index in search:
+            if index.table == table.name:
+                text = DeclaredIndex._make(fulltext.declared_index(database, index))
+                table.indexes[text.name] = Index(text.name, False, text.sql, text.create,
+                                                 text.drop)
         schema[table.name] = DeclaredTable(table, model, _renamed_columns(model),
                                            tuple(internal.get(table.name, ())),
                                            tuple(link_keys.get(table.name, ())))

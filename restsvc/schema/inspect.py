@@ -11,7 +11,7 @@ from typing import NamedTuple
 import peewee
 
 from ..db import execute, is_sqlite
-from . import trigram
+from . import fulltext, trigram
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,9 @@ class Trigger:
     function: str | None = None     # PostgreSQL: the function it executes
 
 
-class DeclaredTrigram(NamedTuple):
-    """``trigram.declared_index``'s (name, sql, create, drop), by name."""
+class DeclaredIndex(NamedTuple):
+    """``trigram.declared_index``'s or ``fulltext.declared_index``'s (name,
+    sql, create, drop), by name."""
     name: str
     sql: str
     create: tuple[str, ...]
@@ -133,6 +134,9 @@ def _inspect_sqlite(database: peewee.Database) -> dict[str, Table]:
     tables: dict[str, Table] = {}
     # The trigram indexes' FTS5 tables are indexes of the table their triggers are on.
     hidden, substring = trigram.inspect_sqlite(database)
+    # So are the full-text indexes' (fulltext.py).
+    text_hidden, text_indexes = fulltext.inspect_sqlite(database)
+    hidden |= text_hidden
     names = [row[0] for row in execute(database,
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
         "ORDER BY name")]
@@ -152,6 +156,8 @@ def _inspect_sqlite(database: peewee.Database) -> dict[str, Table]:
         for found in map(_FoundTrigram._make, substring.get(name, ())):
             table.indexes[found.name] = Index(found.name, False, found.sql, drop=found.drop,
                                               covers=found.covers)
+        for kept in text_indexes.get(name, ()):
+            table.indexes[kept.name] = Index(kept.name, False, kept.sql, drop=kept.drop)
         for row in execute(database, f'PRAGMA foreign_key_list("{quoted}")'):
             table.foreign_keys[row[3]] = ForeignKey(row[3], row[2], row[4])
     for name, table in execute(database,

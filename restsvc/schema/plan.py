@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import peewee
 
 from ..db import execute, is_sqlite
-from . import linkkeys, trigram
+from . import fulltext, linkkeys, trigram
 from .compare import Difference
 from .declared import (DeclaredTable, column_sql, create_table_sql, datatype_sql, foreign_key_sql,
                        internal_column_sql)
@@ -188,9 +188,11 @@ def _index_steps(wanted: DeclaredTable, table: Table, differences: list[Differen
                               + wanted.table.indexes[index].creating()))
         elif d.kind == "extra_index" and not rebuilt:
             old = _renamed_column(wanted, table, index)
-            if old is None and index.endswith(trigram.SUFFIX):
-                # restsvc's own substring index, no longer declared (HistoryItem's)
-                steps.append(Step(f"drop index {index} (a substring index no longer declared)",
+            if old is None and index.endswith((trigram.SUFFIX, fulltext.SUFFIX)):
+                # restsvc's own substring index, no longer declared (HistoryItem's),
+                # or a full-text index of an older declaration
+                kind = "substring" if index.endswith(trigram.SUFFIX) else "full-text"
+                steps.append(Step(f"drop index {index} (a {kind} index no longer declared)",
                                   _dropping(table.indexes[index])))
             elif old is None:
                 steps.append(Step(f"drop index {index} (no data is lost)",

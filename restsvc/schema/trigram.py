@@ -20,6 +20,7 @@ gives an existing database its indexes, a SQLite table rebuild remakes them.
 """
 import logging
 import re
+from typing import NamedTuple
 
 import peewee
 
@@ -27,7 +28,7 @@ from ..db import execute, is_sqlite
 
 log = logging.getLogger("restsvc")
 
-_TRIGGERS = ("ai", "ad", "au")
+TRIGGERS = ("ai", "ad", "au")     # the kinds of trigger keeping an FTS table
 _SHADOWS = ("data", "idx", "content", "docsize", "config")
 MIN_LENGTH = 3          # characters a trigram match needs
 SUFFIX = "_trgm"        # of every trigram index's name
@@ -61,7 +62,7 @@ def declared_index(database: peewee.Database, model: type[peewee.Model], field: 
         sql = (f"CREATE INDEX IF NOT EXISTS {_q(name)} ON {_q(table)} USING gin "
                f"(lower({_q(column)}) {_q(support.schema)}.gin_trgm_ops)")
         return name, sql, support.setup + (sql,), ()
-    drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in _TRIGGERS) + (
+    drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in TRIGGERS) + (
         f"DROP TABLE IF EXISTS {_q(name)}",)
     sql = (f"CREATE VIRTUAL TABLE {_q(name)} USING fts5(v, "
            f"tokenize='trigram case_sensitive 0')")
@@ -138,31 +139,48 @@ def warn_unsupported(database: peewee.Database, reason: str | None) -> None:
                 "Once it is there, `restsvc migrate` creates the trigram indexes.", reason)
 
 
-def inspect_sqlite(database: peewee.Database) -> tuple[set[str], dict[str, list[FoundIndex]]]:
-    """(names of FTS5 tables and their shadow tables, which are no tables of
-    the model; {table: [(name, sql, drop)]} of the complete trigram indexes:
-    the FTS table with its three triggers on one table, and the columns it
-    covers: the one its name was made of, and the one its triggers read,
-    which differ once a column was renamed under it)."""
+class Kept(NamedTuple):
+    """An FTS table kept by three triggers on one table (``kept_tables``)."""
+    name: str
+    sql: str
+    drop: Statements
+    insert_trigger: str | None      # the insert trigger's SQL
+
+
+def kept_tables(database: peewee.Database, suffix: str) -> tuple[set[str], dict[str, list[Kept]]]:
+    """(names of the FTS5 tables whose names end with ``suffix`` and of their
+    shadow tables, which are no tables of the model; {table: [Kept]} of the
+    complete ones: the FTS table with its three triggers on one table)."""
     virtual: dict[str, str] = {name: sql for name, sql in execute(database,
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_trgm' "
-        "ESCAPE '\\' AND sql LIKE 'CREATE VIRTUAL TABLE%'")}
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
+        "ESCAPE '\\' AND sql LIKE 'CREATE VIRTUAL TABLE%'", ("%" + suffix.replace("_", "\\_"),))}
     hidden = set(virtual) | {f"{name}_{shadow}" for name in virtual for shadow in _SHADOWS}
     triggers: dict[str, str] = {}
     bodies: dict[str, str | None] = {}
     for name, table, body in execute(database,
             "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"):
         triggers[name], bodies[name] = table, body
-    found: dict[str, list[FoundIndex]] = {}
+    found: dict[str, list[Kept]] = {}
     for name, sql in virtual.items():
-        owners = {triggers.get(f"{name}_{kind}") for kind in _TRIGGERS}
+        owners = {triggers.get(f"{name}_{kind}") for kind in TRIGGERS}
         owner = owners.pop() if len(owners) == 1 else None
         if owner is not None:
-            drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in _TRIGGERS
+            drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in TRIGGERS
                          ) + (f"DROP TABLE IF EXISTS {_q(name)}",)
-            covers = _covered(name, owner, bodies[f"{name}_ai"])
-            found.setdefault(owner, []).append((name, sql, drop, covers))
+            found.setdefault(owner, []).append(Kept(name, sql, drop, bodies[f"{name}_ai"]))
     return hidden, found
+
+
+def inspect_sqlite(database: peewee.Database) -> tuple[set[str], dict[str, list[FoundIndex]]]:
+    """(names of FTS5 tables and their shadow tables, which are no tables of
+    the model; {table: [(name, sql, drop)]} of the complete trigram indexes:
+    the FTS table with its three triggers on one table, and the columns it
+    covers: the one its name was made of, and the one its triggers read,
+    which differ once a column was renamed under it)."""
+    hidden, kept = kept_tables(database, SUFFIX)
+    return hidden, {owner: [(index.name, index.sql, index.drop,
+                             _covered(index.name, owner, index.insert_trigger))
+                            for index in indexes] for owner, indexes in kept.items()}
 
 
 _READ_COLUMN = re.compile(r'WHEN new\.("(?:[^"]|"")+"|\w+) IS NOT NULL', re.IGNORECASE)
@@ -192,8 +210,8 @@ def present(database: peewee.Database) -> frozenset[str]:
     once per database object (``forget`` after the schema changed)."""
     known: frozenset[str] | None = getattr(database, _PRESENT, None)
     if known is None:
-        _, found = inspect_sqlite(database)
-        known = frozenset(name for indexes in found.values() for name, *_ in indexes)
+        _, found = kept_tables(database, SUFFIX)
+        known = frozenset(index.name for indexes in found.values() for index in indexes)
         setattr(database, _PRESENT, known)
     return known
 

@@ -173,26 +173,31 @@ def target(label):
     return TARGET_MS
 
 
-def explain(app, token, customers, orders):
-    """Each operation's statements (but the token read) with the database's plan."""
+def explain(app, token, customers, orders, make_operations=None,
+            shown=lambda sql: "restsvc_token" not in sql):
+    """Each operation's statements (``shown``: but the token read) with the
+    database's plan; ``make_operations(client, headers)``: the operations
+    (else growth's)."""
     from werkzeug.test import Client
 
     from restsvc.db import is_sqlite
     database, seen = app.database, []
     execute = database.execute_sql
     client, headers = Client(app), {"Authorization": f"Bearer {token}"}
+    make_operations = make_operations or (
+        lambda client, headers: operations(customers, orders, client, headers))
 
     def recording(sql, params=None, *args, **kwargs):
         seen.append((sql, params))
         return execute(sql, params, *args, **kwargs)
     database.execute_sql = recording
     try:
-        for label, make in operations(customers, orders, client, headers):
+        for label, make in make_operations(client, headers):
             path = make(random.Random(label))
             seen.clear()
             client.get(path, headers=headers)
             print(f"\n== {label}")
-            for sql, params in [(q, p) for q, p in seen if "restsvc_token" not in q]:
+            for sql, params in [(q, p) for q, p in seen if shown(q)]:
                 prefix = "EXPLAIN QUERY PLAN" if is_sqlite(database) else "EXPLAIN ANALYZE"
                 print(f"  {sql[:160]}")
                 for row in execute(f"{prefix} {sql}", params).fetchall():
@@ -201,11 +206,15 @@ def explain(app, token, customers, orders):
         del database.execute_sql
 
 
-def measure(app, token, customers, orders, repeat):
+def measure(app, token, customers, orders, repeat, make_operations=None):
+    """(label, times in ms, error) of each operation (``make_operations(client,
+    headers)``: the operations, else growth's)."""
     from werkzeug.test import Client
     client, headers = Client(app), {"Authorization": f"Bearer {token}"}
+    make_operations = make_operations or (
+        lambda client, headers: operations(customers, orders, client, headers))
     results = []
-    for label, make in operations(customers, orders, client, headers):
+    for label, make in make_operations(client, headers):
         pick, times, status = random.Random(label), [], None
         for attempt in range(repeat + 3):
             path = make(pick)
@@ -269,9 +278,11 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def report(columns):
+def report(columns, title="in process, ms per request", target=target, note=None):
+    """The table of each database's times; ``target(label)``: the label's
+    target in ms or None, ``note``: the line under the table."""
     labels = [label for label, _, _ in next(iter(columns.values()))]
-    print(f"\n{'in process, ms per request':<36}" + "".join(
+    print(f"\n{title:<36}" + "".join(
         f"{name + ' median':>20}{'p10-p90':>14}" for name in columns))
     for row, label in enumerate(labels):
         line = f"{label:<36}"
@@ -287,25 +298,40 @@ def report(columns):
                     f"{percentile(times, 0.9):<6.2f}"
         print(line)
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    print(f"(* above the target: {TARGET_MS:.0f} ms, contains {CONTAINS_TARGET_MS:.0f} ms; "
-          f"{os.cpu_count()} CPUs, load average {load})")
+    note = note or f"above the target: {TARGET_MS:.0f} ms, contains {CONTAINS_TARGET_MS:.0f} ms"
+    print(f"(* {note}; {os.cpu_count()} CPUs, load average {load})")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(description, repeat):
+    """The options of a benchmark at a million customers (growth's and ranked_search.py's)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--customers", type=int, default=1_000_000)
-    parser.add_argument("--orders", type=int, default=200_000)
-    parser.add_argument("--repeat", type=int, default=30, help="requests per operation")
+    parser.add_argument("--repeat", type=int, default=repeat, help="requests per operation")
     parser.add_argument("--only", choices=("sqlite", "postgresql"), action="append")
     parser.add_argument("--explain", action="store_true",
                         help="print each operation's statements and their plans first")
     parser.add_argument("--postgres-url", default=os.environ.get(
         "RESTSVC_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"))
+    return parser
+
+
+def main(argv=None):
+    parser = arguments(__doc__.split("\n\n")[0], 30)
+    parser.add_argument("--orders", type=int, default=200_000)
     args = parser.parse_args(argv)
-    workdir, columns = Path(tempfile.mkdtemp(prefix="restsvc-growth-")), {}
+    report(on_each_database(args, run, "growth"))
+    return 0
+
+
+def on_each_database(args, run, name):
+    """{database: run(name, url, workdir, args)} on SQLite (a file in a new
+    directory) and PostgreSQL (a new schema), as ``args.only`` says; both
+    are removed after."""
+    workdir, columns = Path(tempfile.mkdtemp(prefix=f"restsvc-{name}-")), {}
     try:
         if "sqlite" in (args.only or ("sqlite",)):
-            columns["SQLite"] = run("SQLite", f"sqlite:///{workdir / 'growth.db'}", workdir, args)
+            columns["SQLite"] = run("SQLite", f"sqlite:///{workdir / (name + '.db')}", workdir,
+                                    args)
         if "postgresql" in (args.only or ("postgresql",)):
             url, drop = postgres_schema(args.postgres_url)
             try:
@@ -315,10 +341,9 @@ def main(argv=None):
                 if hasattr(database_proxy.obj, "close_all"):    # a pool: give all back
                     database_proxy.obj.close_all()
                 drop()
-        report(columns)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+    return columns
 
 
 if __name__ == "__main__":

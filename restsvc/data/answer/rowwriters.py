@@ -30,6 +30,9 @@ RowWriter = Callable[..., str]
 # The shape of a plan's level: (attribute, its nested plan's attributes or None).
 Shape = tuple[tuple[str, "tuple[str, ...] | None"], ...]
 _WRITERS: "Memo[tuple[MetaClass, Permissions, RowWriter]]" = Memo("row writers", 1024)
+# A ranked search's highlighted text of a hit (read/textsearch.py), written
+# after the plan's attributes when the rows hold it.
+SNIPPET = "_snippet"
 
 
 class Columns(Protocol):
@@ -181,6 +184,8 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
                      f"        out += {const(key + '{')} + e[1:] + '}}'")
         if return_nulls:
             lines.append(f"    else:\n        out += {const(key + 'null')}")
+    if SNIPPET in index:
+        attribute("out", f",{quoted(SNIPPET)}:", index[SNIPPET], quoted)
     lines.append("    return out + '}'")
     return source.function("v, m=None", lines, f"<row writer {meta.name}>")
 

@@ -26,6 +26,7 @@ from .filters import Node
 from .nestedrows import PARENT as _PARENT, fill_nested, readable
 from ..answer.rowwriters import shows_reference
 from .query import EntityQuery, filter_shape
+from .textsearch import SNIPPET, TextSearch, ranked, search_parameters
 from .request import PLAIN, By, Load
 
 if TYPE_CHECKING:
@@ -115,6 +116,8 @@ def select_rows(access: "Access", meta: "MetaClass", plan: "FetchPlan", load: Lo
         columns = columns + [(_PARENT, parent_column)]
         names = names + (_PARENT,)
         signature += f"+{parent_column.model._meta.table_name}.{parent_column.name}"
+    if load.search is not None and load.search.snippet:
+        names = names + (SNIPPET,)
     kind = raw_kind(meta, plan)
     if kind is None:
         raise TypeError(f"{meta.name}: the plan {plan.name!r} holds what the loader cannot load")
@@ -189,27 +192,27 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
     of a shape of their own)."""
     keys, key_field, limit, offset, sort = load.keys, load.key_field, load.limit, load.offset, \
         load.sort
-    where_filter, with_deleted, after = load.where, load.with_deleted, load.after
-    if keys is None:
-        params = []
-    else:
+    where_filter, with_deleted, after, search = load.where, load.with_deleted, load.after, \
+        load.search
+    if keys is not None:
         keys = list(keys)
-        params = list(map(stored(key_field), keys))
-    if limit is not None:
-        params.append(limit)
-    if offset:
-        params.append(offset)
+    bound = [] if keys is None else list(map(stored(key_field), keys))
+    paging = ([limit] if limit is not None else []) + ([offset] if offset else [])
     cache_key = None
-    if after is None and session_free(access, meta):
-        shape = None
+    if after is None and session_free(access, meta) and (search is None or keys is None):
+        shape, filtering = None, list[Any]()
         if where_filter is not None:
-            shape, filter_params = kept_shape(access, where_filter)
-            params = filter_params + params
+            shape, filtering = kept_shape(access, where_filter)
+        # A ranked search's: in the select list (snippets), the WHERE, the ORDER BY.
+        selecting, matching, ordering = ([], [], []) if search is None \
+            else search_parameters(access.database, search)
+        params = selecting + filtering + bound + matching + ordering + paging
         cache_key = (selected.signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
                      id(access.permissions) if sort or shape else None,
-                     meta.soft_delete and (with_deleted or access.include_deleted))
+                     meta.soft_delete and (with_deleted or access.include_deleted),
+                     None if search is None else search.shape)
         sql = access.sql_cache.get(cache_key)
         if sql is not None:
             return sql, params
@@ -224,6 +227,8 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
         keyset = after_key(access.database, terms or [], after)
         condition = keyset if condition is None else condition & keyset
     select = query.apply_joins(meta.model.select(*[field for _, field in selected.columns]))
+    if search is not None:
+        select, condition = _searched(access, meta, select, condition, search, order)
     if condition is not None:
         select = select.where(condition)
     if order:
@@ -240,12 +245,32 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
     return sql, built
 
 
-def count_rows(access: "Access", meta: "MetaClass", where_filter: Node | None = None) -> int:
-    """How many rows of ``meta`` match the filter under the caller's row-level roles."""
+def _searched(access: "Access", meta: "MetaClass", select: Any, condition: Any,
+              search: TextSearch, order: list[Any] | None = None) -> tuple[Any, Any]:
+    """(select, condition) with a ranked search's (textsearch.py): its join,
+    its condition, its snippet column when asked; its relevance first in
+    ``order``."""
+    found = ranked(access, meta.model, search)
+    if found.join is not None:
+        source, on = found.join
+        select = select.join_from(meta.model, source, peewee.JOIN.INNER, on=on)
+    if found.snippet is not None:
+        select = select.select_extend(found.snippet)
+    if order is not None:
+        order.insert(0, found.order)
+    return select, found.condition if condition is None else condition & found.condition
+
+
+def count_rows(access: "Access", meta: "MetaClass", where_filter: Node | None = None,
+               search: TextSearch | None = None) -> int:
+    """How many rows of ``meta`` match the filter (and ``search``, a
+    textsearch.TextSearch) under the caller's row-level roles."""
     query = EntityQuery(meta, access)
     condition = query.where(where_filter)
     model: Any = meta.model
     select = query.apply_joins(model.select(model.id))
+    if search is not None:
+        select, condition = _searched(access, meta, select, condition, search)
     if condition is not None:
         select = select.where(condition)
     count: int = select.count()

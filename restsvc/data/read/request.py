@@ -1,9 +1,12 @@
 """What a read asks: a list's page (``Page``), a load of the loader (``Load``,
 ``By``), and the answer's entity budget."""
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import BadRequest
+
+if TYPE_CHECKING:
+    from .textsearch import TextSearch
 
 RESPONSE_TOO_LARGE = "Response too large"    # the error of an answer beyond its entity budget
 
@@ -19,6 +22,8 @@ class Page:
     after: str | None = None
     return_nulls: bool = False
     return_count: bool = False
+    text: str | None = None     # ``q``: a ranked full-text search (textsearch.py)
+    snippet: bool = False       # with each hit's ``_snippet``
 
 
 UNPAGED = Page()     # every row (up to the maximum fetch size), no count
@@ -57,7 +62,9 @@ class Load(NamedTuple):
     (None: no bound); ``with_deleted``: soft-deleted rows too (a to-one
     reference from a live row); ``shown``: an answer's load, of only what
     its flat page shows (else what the caller may read: members of hidden
-    attributes too, for transient attributes and Python code). A tuple:
+    attributes too, for transient attributes and Python code); ``search``:
+    a ranked full-text search (textsearch.TextSearch), its rows first by
+    relevance, with their snippets when it asks. A tuple:
     made per statement, by one C call."""
     where: Any = None
     sort: str | None = None
@@ -70,6 +77,7 @@ class Load(NamedTuple):
     with_deleted: bool = False
     after: Any = None
     shown: bool = False
+    search: "TextSearch | None" = None
 
 
 class By(NamedTuple):
