@@ -64,17 +64,17 @@ def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Mode
             # peewee-stubs leave out Model._schema (a SchemaManager) and its _create_index.
             sql = render(database, model._schema._create_index(index, safe=False))  # type: ignore[attr-defined]
             table.indexes[index._name] = Index(index._name, bool(index._unique), sql)
-        for field in by_model.get(model, ()):
+        fields = by_model.get(model, [])
+        for field in fields:
             name, sql = lowered_index_sql(database, model, field)
             table.indexes[name] = Index(name, False, sql)
+        if fields and getattr(model, "substring_search", True):     # HistoryItem's: unless declared
             assert support is not None      # worked out when there are lowered fields
-            if not getattr(model, "substring_search", True):
-                continue        # a model without substring indexes (HistoryItem, unless declared)
-            declared = trigram.declared_index(database, model, field, support)
-            if declared is not None:
-                substring = DeclaredTrigram._make(declared)
+            for substring in map(DeclaredTrigram._make,
+                                 trigram.declared_indexes(database, model, fields, support)):
                 table.indexes[substring.name] = Index(substring.name, False, substring.sql,
-                                                      substring.create, substring.drop)
+                                                      substring.create, substring.drop,
+                                                      substring.covers)
         schema[table.name] = DeclaredTable(table, model, _renamed_columns(model),
                                            tuple(internal.get(table.name, ())),
                                            tuple(link_keys.get(table.name, ())))

@@ -30,7 +30,7 @@ class Index:
     create: tuple[str, ...] = ()      # the statements that make it, when not just ``sql``
     drop: tuple[str, ...] = ()        # the statements that remove it, when not ``DROP INDEX``
     covers: tuple[str, ...] = ()      # the columns it covers when ``sql`` does not name them (SQLite
-                                      # trigram indexes: an FTS table kept by triggers)
+                                      # trigram indexes: an FTS table kept by triggers, in its order)
 
     def creating(self) -> tuple[str, ...]:
         return self.create or (self.sql,)
@@ -51,11 +51,12 @@ class Trigger:
 
 
 class DeclaredTrigram(NamedTuple):
-    """``trigram.declared_index``'s (name, sql, create, drop), by name."""
+    """One of ``trigram.declared_indexes``: (name, sql, create, drop, covers), by name."""
     name: str
     sql: str
     create: tuple[str, ...]
     drop: tuple[str, ...]
+    covers: tuple[str, ...]
 
 
 class _FoundTrigram(NamedTuple):
