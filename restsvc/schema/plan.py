@@ -189,15 +189,16 @@ def _index_steps(wanted: DeclaredTable, table: Table, differences: list[Differen
         elif d.kind == "extra_index" and not rebuilt:
             old = _renamed_column(wanted, table, index)
             if old is None and index.endswith(trigram.SUFFIX):
-                # restsvc's own substring index, no longer declared (HistoryItem's)
+                # restsvc's own substring index, no longer declared (HistoryItem's;
+                # on SQLite, the per-column FTS tables of before issue 41): derived data
                 steps.append(Step(f"drop index {index} (a substring index no longer declared)",
                                   _dropping(table.indexes[index])))
             elif old is None:
                 steps.append(Step(f"drop index {index} (no data is lost)",
                                   _dropping(table.indexes[index]), destructive=True))
             elif old not in table.columns:
-                # Left behind by a rename made before (a SQLite trigram index
-                # names the old column): a part of the rename.
+                # Left behind by a rename made before (a SQLite per-column
+                # trigram index of before names the old column): a part of the rename.
                 steps.append(Step(f"drop index {index} (left from the rename of "
                                   f"{wanted.table.name}.{old})", _dropping(table.indexes[index])))
             # else the rename's own step drops it first
