@@ -59,14 +59,6 @@ class DeclaredTrigram(NamedTuple):
     covers: tuple[str, ...]
 
 
-class _FoundTrigram(NamedTuple):
-    """An index of ``trigram.inspect_sqlite``: (name, sql, drop, covers), by name."""
-    name: str
-    sql: str
-    drop: tuple[str, ...]
-    covers: tuple[str, ...]
-
-
 # The rows of the catalog queries below, by name.
 class _SqliteColumn(NamedTuple):     # PRAGMA table_info
     cid: int
@@ -150,7 +142,7 @@ def _inspect_sqlite(database: peewee.Database) -> dict[str, Table]:
                 "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
                 "AND sql IS NOT NULL ORDER BY name", (name,)):
             table.indexes[index] = Index(index, sql.upper().startswith("CREATE UNIQUE"), sql)
-        for found in map(_FoundTrigram._make, substring.get(name, ())):
+        for found in substring.get(name, ()):
             table.indexes[found.name] = Index(found.name, False, found.sql, drop=found.drop,
                                               covers=found.covers)
         for row in execute(database, f'PRAGMA foreign_key_list("{quoted}")'):

@@ -45,8 +45,14 @@ Statements = tuple[str, ...]
 # (name, sql, create statements, drop statements, columns covered: SQLite's, in
 # the FTS table's order) of a declared index.
 DeclaredIndex = tuple[str, str, Statements, Statements, tuple[str, ...]]
-# (name, sql, drop statements, columns covered) of a trigram index found.
-FoundIndex = tuple[str, str, Statements, tuple[str, ...]]
+
+
+class FoundIndex(NamedTuple):
+    """A trigram index found in a SQLite database (``inspect_sqlite``)."""
+    name: str
+    sql: str
+    drop: Statements
+    covers: tuple[str, ...]
 
 
 def index_name(table: str, column: str | None = None) -> str:
@@ -188,7 +194,7 @@ def inspect_sqlite(database: peewee.Database) -> tuple[set[str], dict[str, list[
         owner = owners.pop() if len(owners) == 1 else None
         if owner is not None:
             covers = _covered(name, owner, bodies[f"{name}_ai"])
-            found.setdefault(owner, []).append((name, sql, _drop(name), covers))
+            found.setdefault(owner, []).append(FoundIndex(name, sql, _drop(name), covers))
     return hidden, found
 
 
@@ -221,9 +227,9 @@ def present(database: peewee.Database) -> Present:
     known: Present | None = getattr(database, _PRESENT, None)
     if known is None:
         _, found = inspect_sqlite(database)
-        known = {name: {column: fts_column(i) for i, column in enumerate(covers)}
-                 for table, indexes in found.items() for name, _, _, covers in indexes
-                 if name == index_name(table)}
+        known = {index.name: {column: fts_column(i) for i, column in enumerate(index.covers)}
+                 for table, indexes in found.items() for index in indexes
+                 if index.name == index_name(table)}
         setattr(database, _PRESENT, known)
     return known
 
