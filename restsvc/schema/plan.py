@@ -191,8 +191,10 @@ def _index_steps(wanted: DeclaredTable, table: Table, differences: list[Differen
             if old is None and index.endswith(trigram.SUFFIX):
                 # restsvc's own substring index, no longer declared (HistoryItem's;
                 # on SQLite, the per-column FTS tables of before issue 41): derived data
-                steps.append(Step(f"drop index {index} (a substring index no longer declared)",
-                                  _dropping(table.indexes[index])))
+                one = trigram.index_name(table.name)
+                why = f"replaced by {one}" if one in wanted.table.indexes else \
+                    "a substring index no longer declared"
+                steps.append(Step(f"drop index {index} ({why})", _dropping(table.indexes[index])))
             elif old is None:
                 steps.append(Step(f"drop index {index} (no data is lost)",
                                   _dropping(table.indexes[index]), destructive=True))
