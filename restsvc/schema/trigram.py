@@ -56,9 +56,10 @@ class FoundIndex(NamedTuple):
 
 
 def index_name(table: str, column: str | None = None) -> str:
-    """A table's trigram index (SQLite: one FTS table; ``column`` None), or a
-    column's (PostgreSQL, and SQLite's per-column tables of before)."""
-    return (f"{table}{SUFFIX}" if column is None else f"{table}_{column}{SUFFIX}")[:63]
+    """A table's trigram index (SQLite: one FTS table; ``column`` None; SQLite
+    has no limit on names, so it keeps its suffix), or a column's (PostgreSQL,
+    cut to its 63 characters, and SQLite's per-column tables of before)."""
+    return f"{table}{SUFFIX}" if column is None else f"{table}_{column}{SUFFIX}"[:63]
 
 
 def _q(identifier: str) -> str:
