@@ -77,7 +77,7 @@ def declared_indexes(database: peewee.Database, model: type[peewee.Model],
                      fields: Sequence[peewee.Field], support: "Support") -> list[DeclaredIndex]:
     """The trigram indexes of a table's indexed string ``fields``: on
     PostgreSQL one per field; on SQLite one FTS table of them all, one row
-    per row of the table. None when the database cannot have them (``support``)."""
+    per row of the table; none when the database cannot have them (``support``)."""
     if not support.available or not fields:
         return []
     table: str = model._meta.table_name
@@ -93,8 +93,9 @@ def declared_indexes(database: peewee.Database, model: type[peewee.Model],
     name = index_name(table)
     columns = tuple(field.column_name for field in fields)
     drop = _drop(name)
-    targets = ", ".join(["rowid"] + [fts_column(i) for i in range(len(columns))])
-    sql = (f"CREATE VIRTUAL TABLE {_q(name)} USING fts5({targets[len('rowid, '):]}, "
+    held = ", ".join(fts_column(i) for i in range(len(columns)))
+    targets = f"rowid, {held}"
+    sql = (f"CREATE VIRTUAL TABLE {_q(name)} USING fts5({held}, "
            f"tokenize='trigram case_sensitive 0')")
     fts, t = _q(name), _q(table)
     lowered = ", ".join(f"unicode_lower(new.{_q(c)})" for c in columns)
