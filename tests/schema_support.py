@@ -123,3 +123,30 @@ def authors_containing(shop, value, attribute="name"):
         "filter": query, "sort": attribute}, headers=auth)
     assert response.status_code == 200, response.get_data(as_text=True)
     return [row[attribute] for row in response.json]
+
+
+def substring_index(table, column):
+    """The name of ``table.column``'s substring index as restsvc declares it:
+    the table's one FTS table on SQLite, the column's GIN index on PostgreSQL."""
+    from restsvc.schema import trigram
+    return trigram.index_name(table, column if PG_URL else None)
+
+
+def older_substring_index(table, column):
+    """The statements by which a restsvc before issue 41 made the substring
+    index of ``table.column`` on SQLite: an FTS table of its own
+    (``<table>_<column>_trgm``, one column ``v``) kept by three triggers."""
+    name, t, c = f"{table}_{column}_trgm", f'"{table}"', f'"{column}"'
+    fts = f'"{name}"'
+    insert = f"INSERT INTO {fts}(rowid, v) SELECT new.rowid, unicode_lower(new.{c})"
+    delete = f"DELETE FROM {fts} WHERE rowid = old.rowid"
+    return (
+        f"CREATE VIRTUAL TABLE {fts} USING fts5(v, tokenize='trigram case_sensitive 0')",
+        f"INSERT INTO {fts}(rowid, v) SELECT rowid, unicode_lower({c}) FROM {t} "
+        f"WHERE {c} IS NOT NULL",
+        f'CREATE TRIGGER "{name}_ai" AFTER INSERT ON {t} WHEN new.{c} IS NOT NULL '
+        f"BEGIN {insert}; END",
+        f'CREATE TRIGGER "{name}_ad" AFTER DELETE ON {t} WHEN old.{c} IS NOT NULL '
+        f"BEGIN {delete}; END",
+        f'CREATE TRIGGER "{name}_au" AFTER UPDATE OF {c} ON {t} '
+        f"BEGIN {delete}; {insert} WHERE new.{c} IS NOT NULL; END")

@@ -7,7 +7,8 @@ import re
 from conftest import demo_id
 from restsvc.data.write.history import HistoryItem
 from restsvc.events import outbox
-from schema_support import columns, shop as shop  # noqa: F401  (the fixture)
+from schema_support import columns, substring_index
+from schema_support import shop as shop  # noqa: F401  (the fixture)
 
 CUSTOMER = demo_id("customer", 3)
 _INSERT = re.compile(r'\s*INSERT INTO "?(\w+)"?', re.IGNORECASE)
@@ -116,7 +117,7 @@ def test_a_refused_row_of_a_bulk_writes_nothing_and_answers_as_before(app, clien
     assert found == [] and outbox.position(app.database) == before
 
 
-HISTORY_TRIGRAM = "history_item_entityName_trgm"
+HISTORY_TRIGRAM = substring_index("history_item", "entityName")
 HISTORIED = """
 @entity(instance_name="name", history=True)
 class Author(Entity):
@@ -129,11 +130,11 @@ def test_history_items_get_no_substring_index_and_migrate_drops_an_old_one(shop,
     shop.declare(HISTORIED)
     app = shop.app(init_schema=True)
     assert HISTORY_TRIGRAM not in columns(shop, "history_item").indexes
-    assert "author_name_trgm" in columns(shop, "author").indexes
+    assert substring_index("author", "name") in columns(shop, "author").indexes
     # A database an older restsvc made: the index is there, kept by its triggers.
     support = trigram.support(app.database)
-    _, _, create, _ = trigram.declared_index(app.database, HistoryItem,
-                                             HistoryItem.entityName, support)
+    (_, _, create, _, _), = trigram.declared_indexes(app.database, HistoryItem,
+                                                     [HistoryItem.entityName], support)
     for sql in create:
         shop.sql(sql)
     assert HISTORY_TRIGRAM in columns(shop, "history_item").indexes

@@ -11,7 +11,8 @@ import pytest
 from conftest import PG_URL
 from restsvc.db import is_sqlite
 from restsvc.schema import trigram
-from schema_support import authors_containing, shop  # noqa: F401  (the fixture)
+from schema_support import authors_containing, older_substring_index, substring_index
+from schema_support import shop  # noqa: F401  (the fixture)
 from test_database import plan_of, statements_of
 
 # Names that make LIKE, FTS5 queries and case folding trip: wildcards and the
@@ -50,7 +51,7 @@ def _indexed_and_scanned(app, client, auth, op, value, monkeypatch):
     if is_sqlite(app.database):
         indexed = _search(client, auth, "name", op, value)
         with monkeypatch.context() as patch:
-            patch.setattr(trigram, "present", lambda database: frozenset())
+            patch.setattr(trigram, "present", lambda database: {})
             return indexed, _search(client, auth, "name", op, value)
     query = json.dumps({"conditions": [{"property": "name", "operator": op, "value": value}]})
     _, statements = statements_of(app, client, f"/rest/entities/Customer/search?filter="
@@ -78,12 +79,18 @@ def _uuid(value):
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
-def _plan(app, client, auth, prop, op, value):
+def _statement(app, client, auth, prop, op, value):
+    """(sql, params) of the search's one statement."""
     query = _quote(json.dumps({"conditions": [{"property": prop, "operator": op,
                                                "value": value}]}))
     _, statements = statements_of(app, client,
                                   f"/rest/entities/Customer/search?filter={query}", auth)
     (sql, params), = statements
+    return sql, params
+
+
+def _plan(app, client, auth, prop, op, value):
+    sql, params = _statement(app, client, auth, prop, op, value)
     if is_sqlite(app.database):
         return sql, plan_of(app, sql, params)
     with app.database.atomic():     # a tiny table: only whether the index can serve it
@@ -99,9 +106,12 @@ def test_contains_and_ends_with_use_the_trigram_index(app, client, auth, prop, o
     _add(client, auth, ["Trigram Target"])
     value = "GRAM TARGET" if prop == "name" else "GRAM_TARGET.0@example"
     sql, plan = _plan(app, client, auth, prop, op, value)
-    index = f"customer_{prop}_trgm"
-    if is_sqlite(app.database):     # the FTS5 match, then the rows by rowid
+    index = substring_index("customer", prop)
+    if is_sqlite(app.database):     # the FTS5 match in the column's FTS column, then the rows by rowid
         assert f'"{index}" MATCH' in sql
+        column = trigram.present(app.database)[index][prop]      # v0, v1, ...: prop's alone
+        assert f'{{{column}}} : "{value.lower()}"' in _statement(app, client, auth, prop, op,
+                                                                 value)[1]
         assert re.search(r"SCAN \w+ VIRTUAL TABLE INDEX \d+:M", plan), plan
         assert "USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
     else:
@@ -160,7 +170,7 @@ def test_paths_to_an_indexed_attribute_use_it_and_match_the_scan(client, auth, p
     found = _search(client, auth, path, "contains", value, entity="Order", sort="number")
     assert set(found) == expected
     with monkeypatch.context() as patch:
-        patch.setattr(trigram, "present", lambda database: frozenset())
+        patch.setattr(trigram, "present", lambda database: {})
         assert _search(client, auth, path, "contains", value, entity="Order",
                        sort="number") == found
 
@@ -188,11 +198,14 @@ def test_writes_keep_the_index_in_step(app, client, auth):
     assert client.post(f"/rest/entities/Customer/{created}/purge",
                        headers=auth).status_code == 204
     assert _search(client, auth, "name", "contains", "wombat", includeDeleted="true") == []
-    if is_sqlite(app.database):         # the FTS table holds exactly the lowered names
-        database = app.database
-        assert database.execute_sql("SELECT rowid, v FROM customer_name_trgm ORDER BY rowid"
+    if is_sqlite(app.database):     # one FTS row per row, holding exactly the lowered values
+        database, held = app.database, trigram.present(app.database)["customer_trgm"]
+        assert sorted(held) == ["address_city", "email", "name"]
+        fts = ", ".join(held[column] for column in sorted(held))
+        assert database.execute_sql(f"SELECT rowid, {fts} FROM customer_trgm ORDER BY rowid"
                                     ).fetchall() == database.execute_sql(
-            "SELECT rowid, unicode_lower(name) FROM customer ORDER BY rowid").fetchall()
+            "SELECT rowid, unicode_lower(address_city), unicode_lower(email), unicode_lower(name) "
+            "FROM customer ORDER BY rowid").fetchall()
 
 
 def test_without_trigram_support_the_start_says_so_and_filters_scan(make_app, monkeypatch,
@@ -214,7 +227,8 @@ def test_sqlite_fts_tables_are_no_tables_of_the_model(app):
     from restsvc.schema.inspect import inspect_database
     tables = inspect_database(app.database)
     assert not any("_trgm" in name for name in tables)
-    assert "customer_name_trgm" in tables["customer"].indexes
+    assert [name for name in tables["customer"].indexes if "_trgm" in name] == ["customer_trgm"]
+    assert tables["customer"].indexes["customer_trgm"].covers == ("name", "email", "address_city")
 
 
 INDEXED = """
@@ -231,16 +245,17 @@ def test_migrate_gives_an_existing_database_its_trigram_index(shop, capsys, capl
     for name in ("Ann Oakley", "Bob Oakes", "Cy Young"):
         assert client.post("/rest/entities/Author", json={"name": name},
                            headers=auth).status_code == 201
-    index = columns(shop, "author").indexes["author_name_trgm"]
-    for sql in index.drop or ('DROP INDEX "author_name_trgm"',):     # as an older restsvc made it
+    name = substring_index("author", "name")
+    index = columns(shop, "author").indexes[name]
+    for sql in index.drop or (f'DROP INDEX "{name}"',):     # as an older restsvc made it
         shop.sql(sql)
-    assert "author_name_trgm" not in columns(shop, "author").indexes
+    assert name not in columns(shop, "author").indexes
     shop.app()        # starts, and says what is missing
-    assert "index author_name_trgm missing" in caplog.text
+    assert f"index {name} missing" in caplog.text
     code, output = shop.migrate(capsys=capsys)
     assert code == 0, output
-    assert "create index author_name_trgm" in output
-    assert "author_name_trgm" in columns(shop, "author").indexes
+    assert f"create index {name}" in output
+    assert name in columns(shop, "author").indexes
     assert authors_containing(shop, "OAK") == ["Ann Oakley", "Bob Oakes"]
     assert shop.migrate(capsys=capsys)[1].startswith("nothing to do")
 
@@ -262,3 +277,92 @@ def test_a_table_rebuild_keeps_the_trigram_index_in_step(shop, capsys):
     assert client.post("/rest/entities/Author", json={"name": "Dee Oakland"},
                        headers=auth).status_code == 201
     assert authors_containing(shop, "OAK") == ["Bob Oakes", "Dee Oakland"]
+
+
+@pytest.mark.skipif(bool(PG_URL), reason="the FTS5 table is SQLite's")
+def test_one_search_row_per_row_and_a_match_only_in_its_own_column(app, client, auth):
+    """SQLite: one FTS row per customer whatever its indexed columns hold
+    (NULLs included); a ``contains`` on ``name`` is narrowed by its own FTS
+    column: a row whose email alone holds the text is not among the match's
+    rows (the LIKE would drop it, but the match never reads it)."""
+    created = []
+    for body in ({"name": "Wallaby Keeper", "email": "keeper@example.com"},
+                 {"name": "Someone Else", "email": "wallaby.keeper@example.com"},
+                 {"name": "Nomail Nocity"}):
+        response = client.post("/rest/entities/Customer", headers=auth, json=body)
+        assert response.status_code == 201, response.get_data(as_text=True)
+        created.append(response.json["id"])
+    in_name, in_email, _ = created
+    database = app.database
+    count = lambda sql: database.execute_sql(sql).fetchone()[0]     # noqa: E731
+    assert count("SELECT count(*) FROM customer_trgm") == count("SELECT count(*) FROM customer")
+    assert _search(client, auth, "name", "contains", "WALLABY") == [in_name]
+    assert _search(client, auth, "email", "contains", "WALLABY") == [in_email]
+    sql, params = _statement(app, client, auth, "name", "contains", "WALLABY")
+    query, = [param for param in params if isinstance(param, str) and param.startswith("{")]
+    rowids = {row[0] for row in database.execute_sql(
+        "SELECT rowid FROM customer_trgm WHERE customer_trgm MATCH ?", (query,))}
+    by_id = lambda entity_id: database.execute_sql(     # noqa: E731
+        "SELECT rowid FROM customer WHERE id = ?", (entity_id.replace("-", ""),)).fetchone()[0]
+    assert rowids == {by_id(in_name)}
+    assert database.execute_sql("SELECT count(*) FROM customer_trgm WHERE customer_trgm MATCH "
+                                "'\"wallaby\"'").fetchone()[0] == 2     # unrestricted: both rows
+
+
+@pytest.mark.skipif(bool(PG_URL), reason="the per-column FTS tables were SQLite's")
+def test_migrate_replaces_the_per_column_tables_of_before_without_asking(shop, capsys):
+    """A database an older restsvc made (one FTS table per indexed column):
+    plain ``migrate`` makes the table's one FTS table and drops the old ones
+    (derived data, no ``--allow-destructive``); the answers stay the same."""
+    from schema_support import columns
+    shop.declare(INDEXED.replace(
+        "index=True)", "index=True)\n    city = peewee.CharField(max_length=50, index=True, "
+                       "null=True)"))
+    client, auth = shop.client(shop.app(init_schema=True))
+    for name, city in (("Ann Oakley", "Oakland"), ("Bob Oakes", None), ("Cy Young", "Soak")):
+        assert client.post("/rest/entities/Author", json={"name": name, "city": city},
+                           headers=auth).status_code == 201
+    for sql in columns(shop, "author").indexes["author_trgm"].drop:
+        shop.sql(sql)
+    for column in ("name", "city"):
+        for sql in older_substring_index("author", column):
+            shop.sql(sql)
+    assert {"author_name_trgm", "author_city_trgm"} <= set(columns(shop, "author").indexes)
+    code, output = shop.migrate(capsys=capsys)
+    assert code == 0, output
+    assert "create index author_trgm" in output
+    assert "drop index author_name_trgm (replaced by author_trgm)" in output
+    assert "drop index author_city_trgm (replaced by author_trgm)" in output
+    assert "destructive" not in output
+    indexes = columns(shop, "author").indexes
+    assert [name for name in indexes if name.endswith("_trgm")] == ["author_trgm"]
+    assert indexes["author_trgm"].covers == ("name", "city")
+    assert shop.sql("SELECT name FROM sqlite_master WHERE name LIKE 'author\\_%\\_trgm%' "
+                    "ESCAPE '\\'") == []
+    assert shop.sql("SELECT count(*) FROM author_trgm") == [(3,)]
+    assert authors_containing(shop, "OAK") == ["Ann Oakley", "Bob Oakes"]
+    assert authors_containing(shop, "OAK", "city") == ["Oakland", "Soak"]
+    assert shop.migrate(capsys=capsys)[1].startswith("nothing to do")
+
+
+def test_a_newly_indexed_attribute_joins_the_substring_index(shop, capsys):
+    """Indexing one more string attribute: ``migrate`` makes the index again
+    with it (SQLite: the one FTS table, now of both columns), without asking."""
+    from schema_support import columns
+    with_city = INDEXED.replace("index=True)", "index=True)\n    city = peewee.CharField("
+                                "max_length=50, null=True%s)")
+    shop.declare(with_city % "")
+    client, auth = shop.client(shop.app(init_schema=True))
+    for name, city in (("Ann Oakley", "Oakland"), ("Cy Young", "Soak")):
+        assert client.post("/rest/entities/Author", json={"name": name, "city": city},
+                           headers=auth).status_code == 201
+    shop.declare(with_city % ", index=True")
+    code, output = shop.migrate(capsys=capsys)
+    assert code == 0, output
+    assert "destructive" not in output
+    if not PG_URL:
+        assert "recreate index author_trgm" in output
+        assert columns(shop, "author").indexes["author_trgm"].covers == ("name", "city")
+    assert authors_containing(shop, "OAK", "city") == ["Oakland", "Soak"]
+    assert authors_containing(shop, "OAK") == ["Ann Oakley"]
+    assert shop.migrate(capsys=capsys)[1].startswith("nothing to do")

@@ -107,6 +107,11 @@ def _indexes(wanted: Table, table: Table) -> list[Difference]:
             found.append(Difference(wanted.name, None, "changed_index",
                                     f"index {index} is {'' if have.unique else 'not '}unique "
                                     f"in the database", WARNING))
+        elif want.covers and have.covers != want.covers:    # a SQLite trigram index's FTS table
+            found.append(Difference(wanted.name, None, "changed_index",
+                                    f"index {index} covers {', '.join(have.covers) or 'nothing'} "
+                                    f"in the database, {', '.join(want.covers)} in the model",
+                                    WARNING))
     for index in sorted(set(table.indexes) - set(wanted.indexes)):
         found.append(Difference(wanted.name, None, "extra_index",
                                 f"index {index} not in the model", TOLERATED))

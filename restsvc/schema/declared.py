@@ -67,20 +67,20 @@ def declared_schema(database: peewee.Database, models: Sequence[type[peewee.Mode
             # peewee-stubs leave out Model._schema (a SchemaManager) and its _create_index.
             sql = render(database, model._schema._create_index(index, safe=False))  # type: ignore[attr-defined]
             table.indexes[index._name] = Index(index._name, bool(index._unique), sql)
-        for field in by_model.get(model, ()):
+        fields = by_model.get(model, [])
+        for field in fields:
             name, sql = lowered_index_sql(database, model, field)
             table.indexes[name] = Index(name, False, sql)
+        if fields and getattr(model, "substring_search", True):     # HistoryItem's: unless declared
             assert support is not None      # worked out when there are lowered fields
-            if not getattr(model, "substring_search", True):
-                continue        # a model without substring indexes (HistoryItem, unless declared)
-            declared = trigram.declared_index(database, model, field, support)
-            if declared is not None:
-                substring = DeclaredIndex._make(declared)
+            for substring in (DeclaredIndex(*declared) for declared in
+                              trigram.declared_indexes(database, model, fields, support)):
                 table.indexes[substring.name] = Index(substring.name, False, substring.sql,
-                                                      substring.create, substring.drop)
+                                                      substring.create, substring.drop,
+                                                      substring.covers)
         for index in search:
             if index.table == table.name:
-                text = DeclaredIndex._make(fulltext.declared_index(database, index))
+                text = DeclaredIndex(*fulltext.declared_index(database, index))
                 table.indexes[text.name] = Index(text.name, False, text.sql, text.create,
                                                  text.drop)
         schema[table.name] = DeclaredTable(table, model, _renamed_columns(model),

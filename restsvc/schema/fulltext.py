@@ -82,8 +82,7 @@ def declared_index(database: peewee.Database, index: FullText) -> tuple[str, str
         sql = f"CREATE INDEX IF NOT EXISTS {_q(name)} ON {table} USING gin (({expression}))"
         return name, sql, (sql,), ()
     fts = _q(name)
-    drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in trigram.TRIGGERS) + (
-        f"DROP TABLE IF EXISTS {fts}",)
+    drop = trigram.drop_kept(name)
     listed = ", ".join(map(_q, index.columns))
     news = ", ".join(f"new.{_q(column)}" for column in index.columns)
     sql = f"CREATE VIRTUAL TABLE {fts} USING fts5({listed}, tokenize='{index.tokenizer}')"

@@ -30,7 +30,7 @@ class Index:
     create: tuple[str, ...] = ()      # the statements that make it, when not just ``sql``
     drop: tuple[str, ...] = ()        # the statements that remove it, when not ``DROP INDEX``
     covers: tuple[str, ...] = ()      # the columns it covers when ``sql`` does not name them (SQLite
-                                      # trigram indexes: an FTS table kept by triggers)
+                                      # trigram indexes: an FTS table kept by triggers, in its order)
 
     def creating(self) -> tuple[str, ...]:
         return self.create or (self.sql,)
@@ -51,20 +51,13 @@ class Trigger:
 
 
 class DeclaredIndex(NamedTuple):
-    """``trigram.declared_index``'s or ``fulltext.declared_index``'s (name,
-    sql, create, drop), by name."""
+    """One of ``trigram.declared_indexes`` or ``fulltext.declared_index``'s
+    (name, sql, create, drop[, covers]), by name."""
     name: str
     sql: str
     create: tuple[str, ...]
     drop: tuple[str, ...]
-
-
-class _FoundTrigram(NamedTuple):
-    """An index of ``trigram.inspect_sqlite``: (name, sql, drop, covers), by name."""
-    name: str
-    sql: str
-    drop: tuple[str, ...]
-    covers: tuple[str, ...]
+    covers: tuple[str, ...] = ()
 
 
 # The rows of the catalog queries below, by name.
@@ -153,7 +146,7 @@ def _inspect_sqlite(database: peewee.Database) -> dict[str, Table]:
                 "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
                 "AND sql IS NOT NULL ORDER BY name", (name,)):
             table.indexes[index] = Index(index, sql.upper().startswith("CREATE UNIQUE"), sql)
-        for found in map(_FoundTrigram._make, substring.get(name, ())):
+        for found in substring.get(name, ()):
             table.indexes[found.name] = Index(found.name, False, found.sql, drop=found.drop,
                                               covers=found.covers)
         for kept in text_indexes.get(name, ()):

@@ -189,17 +189,20 @@ def _index_steps(wanted: DeclaredTable, table: Table, differences: list[Differen
         elif d.kind == "extra_index" and not rebuilt:
             old = _renamed_column(wanted, table, index)
             if old is None and index.endswith((trigram.SUFFIX, fulltext.SUFFIX)):
-                # restsvc's own substring index, no longer declared (HistoryItem's),
-                # or a full-text index of an older declaration
-                kind = "substring" if index.endswith(trigram.SUFFIX) else "full-text"
-                steps.append(Step(f"drop index {index} (a {kind} index no longer declared)",
-                                  _dropping(table.indexes[index])))
+                # restsvc's own derived indexes no longer declared: a substring index
+                # (HistoryItem's; on SQLite, the per-column FTS tables of before issue
+                # 41) or a full-text index of an older declaration
+                one = trigram.index_name(table.name)
+                why = ("a full-text index no longer declared" if index.endswith(fulltext.SUFFIX)
+                       else f"replaced by {one}" if one in wanted.table.indexes
+                       else "a substring index no longer declared")
+                steps.append(Step(f"drop index {index} ({why})", _dropping(table.indexes[index])))
             elif old is None:
                 steps.append(Step(f"drop index {index} (no data is lost)",
                                   _dropping(table.indexes[index]), destructive=True))
             elif old not in table.columns:
-                # Left behind by a rename made before (a SQLite trigram index
-                # names the old column): a part of the rename.
+                # Left behind by a rename made before (a SQLite per-column
+                # trigram index of before names the old column): a part of the rename.
                 steps.append(Step(f"drop index {index} (left from the rename of "
                                   f"{wanted.table.name}.{old})", _dropping(table.indexes[index])))
             # else the rename's own step drops it first

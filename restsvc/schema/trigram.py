@@ -7,19 +7,27 @@ the filter's ``lower(column) LIKE lower('%...%') ESCAPE '!'`` uses it as it
 is. restsvc creates the extension (in ``public``) when it may; when it may not,
 the start-up check says so and the filters keep scanning.
 
-SQLite: an FTS5 table ``<table>_<column>_trgm`` (trigram tokenizer, case
-folded) holding ``unicode_lower(column)`` under the row's rowid, kept in step
-by three triggers on the table. The filter adds ``rowid IN (SELECT rowid ...
-MATCH '"<value>"')`` to the unchanged LIKE (``data/read/query.py``): the match finds
-every row whose lowered text holds the value (and perhaps a few more, which
-the LIKE drops), so the answer is the scan's exactly. Trigrams need three
-characters: shorter values scan.
+SQLite: one FTS5 table ``<table>_trgm`` per table (trigram tokenizer, case
+folded), one row per row of the table under its rowid, one FTS column per
+indexed column (``v0``, ``v1``, ... in the declared order; the insert
+trigger says which column each holds) holding ``unicode_lower(column)``,
+kept in step by three triggers on the table (insert; delete; update of
+those columns: delete and insert). One row per row, not one FTS table per
+column: a write pays one FTS insert whatever the number of indexed columns
+(issue 41). The filter adds ``rowid IN (SELECT rowid ... MATCH '{v1} :
+"<value>"')`` to the unchanged LIKE (``data/read/query.py``), the match
+restricted to the column's FTS column: it finds every row whose lowered
+text holds the value (and perhaps a few more, which the LIKE drops), so the
+answer is the scan's exactly. Trigrams need three characters: shorter
+values scan. An older restsvc's per-column tables (``<table>_<column>_trgm``)
+are derived data: ``restsvc migrate`` replaces them without asking.
 
 Both are part of the declared schema (``declared.py``): ``restsvc migrate``
 gives an existing database its indexes, a SQLite table rebuild remakes them.
 """
 import logging
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import peewee
@@ -34,52 +42,80 @@ MIN_LENGTH = 3          # characters a trigram match needs
 SUFFIX = "_trgm"        # of every trigram index's name
 
 Statements = tuple[str, ...]
-# (name, sql, create statements, drop statements) of a declared index.
-DeclaredIndex = tuple[str, str, Statements, Statements]
-# (name, sql, drop statements, columns covered) of a trigram index found.
-FoundIndex = tuple[str, str, Statements, tuple[str, ...]]
+# (name, sql, create statements, drop statements, columns covered: SQLite's, in
+# the FTS table's order) of a declared index.
+DeclaredIndex = tuple[str, str, Statements, Statements, tuple[str, ...]]
 
 
-def index_name(table: str, column: str) -> str:
-    return f"{table}_{column}{SUFFIX}"[:63]
+class FoundIndex(NamedTuple):
+    """A trigram index found in a SQLite database (``inspect_sqlite``)."""
+    name: str
+    sql: str
+    drop: Statements
+    covers: tuple[str, ...]
+
+
+def index_name(table: str, column: str | None = None) -> str:
+    """A table's trigram index (SQLite: one FTS table; ``column`` None; SQLite
+    has no limit on names, so it keeps its suffix), or a column's (PostgreSQL,
+    cut to its 63 characters, and SQLite's per-column tables of before)."""
+    return f"{table}{SUFFIX}" if column is None else f"{table}_{column}{SUFFIX}"[:63]
 
 
 def _q(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def declared_index(database: peewee.Database, model: type[peewee.Model], field: peewee.Field,
-                   support: "Support") -> DeclaredIndex | None:
-    """(name, sql, create statements, drop statements) of one field's trigram
-    index, or None when the database cannot have one (``support``)."""
-    if not support.available:
-        return None
+def fts_column(position: int) -> str:
+    """The FTS column holding the ``position``-th indexed column: positional,
+    so no column name meets FTS5's reserved ones (``rank``, ``rowid``, the
+    table's own name); the insert trigger says which column each one holds."""
+    return f"v{position}"
+
+
+def declared_indexes(database: peewee.Database, model: type[peewee.Model],
+                     fields: Sequence[peewee.Field], support: "Support") -> list[DeclaredIndex]:
+    """The trigram indexes of a table's indexed string ``fields``: on
+    PostgreSQL one per field; on SQLite one FTS table of them all, one row
+    per row of the table; none when the database cannot have them (``support``)."""
+    if not support.available or not fields:
+        return []
     table: str = model._meta.table_name
-    column: str = field.column_name
-    name = index_name(table, column)
     if not is_sqlite(database):
         assert support.schema is not None       # available on PostgreSQL: where pg_trgm is
-        sql = (f"CREATE INDEX IF NOT EXISTS {_q(name)} ON {_q(table)} USING gin "
-               f"(lower({_q(column)}) {_q(support.schema)}.gin_trgm_ops)")
-        return name, sql, support.setup + (sql,), ()
-    drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in TRIGGERS) + (
-        f"DROP TABLE IF EXISTS {_q(name)}",)
-    sql = (f"CREATE VIRTUAL TABLE {_q(name)} USING fts5(v, "
+        indexes: list[DeclaredIndex] = []
+        for field in fields:
+            name = index_name(table, field.column_name)
+            sql = (f"CREATE INDEX IF NOT EXISTS {_q(name)} ON {_q(table)} USING gin "
+                   f"(lower({_q(field.column_name)}) {_q(support.schema)}.gin_trgm_ops)")
+            indexes.append((name, sql, support.setup + (sql,), (), ()))
+        return indexes
+    name = index_name(table)
+    columns = tuple(field.column_name for field in fields)
+    drop = drop_kept(name)
+    held = ", ".join(fts_column(i) for i in range(len(columns)))
+    targets = f"rowid, {held}"
+    sql = (f"CREATE VIRTUAL TABLE {_q(name)} USING fts5({held}, "
            f"tokenize='trigram case_sensitive 0')")
-    fts, t, c = _q(name), _q(table), _q(column)
-    insert = f"INSERT INTO {fts}(rowid, v) SELECT new.rowid, unicode_lower(new.{c})"
+    fts, t = _q(name), _q(table)
+    lowered = ", ".join(f"unicode_lower(new.{_q(c)})" for c in columns)
+    insert = f"INSERT INTO {fts}({targets}) SELECT new.rowid, {lowered}"
     delete = f"DELETE FROM {fts} WHERE rowid = old.rowid"
     create = drop + (
         sql,
-        f"INSERT INTO {fts}(rowid, v) SELECT rowid, unicode_lower({c}) FROM {t} "
-        f"WHERE {c} IS NOT NULL",
-        f"CREATE TRIGGER {_q(name + '_ai')} AFTER INSERT ON {t} WHEN new.{c} IS NOT NULL "
-        f"BEGIN {insert}; END",
-        f"CREATE TRIGGER {_q(name + '_ad')} AFTER DELETE ON {t} WHEN old.{c} IS NOT NULL "
-        f"BEGIN {delete}; END",
-        f"CREATE TRIGGER {_q(name + '_au')} AFTER UPDATE OF {c} ON {t} "
-        f"BEGIN {delete}; {insert} WHERE new.{c} IS NOT NULL; END")
-    return name, sql, create, drop
+        f"INSERT INTO {fts}({targets}) SELECT rowid, "
+        + ", ".join(f"unicode_lower({_q(c)})" for c in columns) + f" FROM {t}",
+        f"CREATE TRIGGER {_q(name + '_ai')} AFTER INSERT ON {t} BEGIN {insert}; END",
+        f"CREATE TRIGGER {_q(name + '_ad')} AFTER DELETE ON {t} BEGIN {delete}; END",
+        f"CREATE TRIGGER {_q(name + '_au')} AFTER UPDATE OF {', '.join(map(_q, columns))} "
+        f"ON {t} BEGIN {delete}; {insert}; END")
+    return [(name, sql, create, drop, columns)]
+
+
+def drop_kept(name: str) -> Statements:
+    """Drops an FTS table kept by triggers (``kept_tables``), its triggers first."""
+    return tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in TRIGGERS) + (
+        f"DROP TABLE IF EXISTS {_q(name)}",)
 
 
 class Support:
@@ -165,53 +201,55 @@ def kept_tables(database: peewee.Database, suffix: str) -> tuple[set[str], dict[
         owners = {triggers.get(f"{name}_{kind}") for kind in TRIGGERS}
         owner = owners.pop() if len(owners) == 1 else None
         if owner is not None:
-            drop = tuple(f"DROP TRIGGER IF EXISTS {_q(f'{name}_{kind}')}" for kind in TRIGGERS
-                         ) + (f"DROP TABLE IF EXISTS {_q(name)}",)
-            found.setdefault(owner, []).append(Kept(name, sql, drop, bodies[f"{name}_ai"]))
+            found.setdefault(owner, []).append(Kept(name, sql, drop_kept(name), bodies[f"{name}_ai"]))
     return hidden, found
 
 
 def inspect_sqlite(database: peewee.Database) -> tuple[set[str], dict[str, list[FoundIndex]]]:
     """(names of FTS5 tables and their shadow tables, which are no tables of
-    the model; {table: [(name, sql, drop)]} of the complete trigram indexes:
-    the FTS table with its three triggers on one table, and the columns it
-    covers: the one its name was made of, and the one its triggers read,
-    which differ once a column was renamed under it)."""
+    the model; {table: [(name, sql, drop, covers)]} of the complete trigram
+    indexes: the FTS table with its three triggers on one table, and the
+    columns it covers: those its insert trigger reads, in the FTS table's
+    order; for a per-column table of before, also the one its name was made
+    of, which differs once a column was renamed under it)."""
     hidden, kept = kept_tables(database, SUFFIX)
-    return hidden, {owner: [(index.name, index.sql, index.drop,
-                             _covered(index.name, owner, index.insert_trigger))
+    return hidden, {owner: [FoundIndex(index.name, index.sql, index.drop,
+                                       _covered(index.name, owner, index.insert_trigger))
                             for index in indexes] for owner, indexes in kept.items()}
 
 
-_READ_COLUMN = re.compile(r'WHEN new\.("(?:[^"]|"")+"|\w+) IS NOT NULL', re.IGNORECASE)
+_READ_COLUMN = re.compile(r'unicode_lower\(new\.("(?:[^"]|"")+"|\w+)\)', re.IGNORECASE)
 
 
 def _covered(name: str, table: str, insert_trigger: str | None) -> tuple[str, ...]:
-    """The columns a trigram index covers: by its name (unless cut to 63
-    characters) and by what its insert trigger reads."""
+    """The columns a trigram index covers: what its insert trigger reads, in
+    order; and for a per-column table of before, the column of its name
+    (unless cut to 63 characters)."""
     covers: list[str] = []
-    prefix, suffix = f"{table}_", "_trgm"
-    if len(name) < 63 and name.startswith(prefix) and name.endswith(suffix):
-        covers.append(name[len(prefix):-len(suffix)])
-    read = _READ_COLUMN.search(insert_trigger or "")
-    if read is not None:
-        column = read.group(1)
-        column = column[1:-1].replace('""', '"') if column.startswith('"') else column
-        if column not in covers:
-            covers.append(column)
+    for column in _READ_COLUMN.findall(insert_trigger or ""):
+        covers.append(column[1:-1].replace('""', '"') if column.startswith('"') else column)
+    prefix = f"{table}_"
+    if (name != index_name(table) and len(name) < 63 and name.startswith(prefix)
+            and name.endswith(SUFFIX) and name[len(prefix):-len(SUFFIX)] not in covers):
+        covers.append(name[len(prefix):-len(SUFFIX)])
     return tuple(covers)
 
 
 _PRESENT = "_restsvc_trigram_tables"
+# {FTS table: {column: its FTS column}} of the complete trigram indexes.
+Present = dict[str, dict[str, str]]
 
 
-def present(database: peewee.Database) -> frozenset[str]:
-    """The names of the complete trigram FTS tables of a SQLite database, read
-    once per database object (``forget`` after the schema changed)."""
-    known: frozenset[str] | None = getattr(database, _PRESENT, None)
+def present(database: peewee.Database) -> Present:
+    """The complete trigram FTS tables of a SQLite database, each with the FTS
+    column of each column it covers; read once per database object
+    (``forget`` after the schema changed)."""
+    known: Present | None = getattr(database, _PRESENT, None)
     if known is None:
-        _, found = kept_tables(database, SUFFIX)
-        known = frozenset(index.name for indexes in found.values() for index in indexes)
+        _, found = inspect_sqlite(database)
+        known = {index.name: {column: fts_column(i) for i, column in enumerate(index.covers)}
+                 for table, indexes in found.items() for index in indexes
+                 if index.name == index_name(table)}
         setattr(database, _PRESENT, known)
     return known
 
@@ -221,15 +259,23 @@ def forget(database: peewee.Database) -> None:
         delattr(database, _PRESENT)
 
 
-def match_table(database: peewee.Database, op: str, field: peewee.Field, value: str) -> str | None:
-    """The FTS table whose match narrows a ``contains``/``endsWith`` on ``field``
+class Match(NamedTuple):
+    """Where a ``contains``/``endsWith`` is narrowed on SQLite: the FTS table,
+    and the query of the lowered value in the FTS column of its column."""
+    table: str
+    query: str
+
+
+def match(database: peewee.Database, op: str, field: peewee.Field, value: str) -> Match | None:
+    """The FTS match that narrows a ``contains``/``endsWith`` on ``field``
     (SQLite), or None: the scan alone answers."""
     if op not in ("contains", "endsWith") or not is_sqlite(database):
         return None
     if len(value.lower()) < MIN_LENGTH or "\x00" in value:
         return None
-    name = index_name(field.model._meta.table_name, field.column_name)
-    return name if name in present(database) else None
+    name = index_name(field.model._meta.table_name)
+    column = present(database).get(name, {}).get(field.column_name)
+    return None if column is None else Match(name, f"{{{column}}} : {match_query(value)}")
 
 
 def match_query(value: str) -> str:

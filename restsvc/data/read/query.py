@@ -154,8 +154,8 @@ class EntityQuery:
         columns only, so there it is a range; PostgreSQL derives the range
         from ``LIKE 'prefix%'`` itself (text_pattern_ops index). A ``contains``
         or ``endsWith`` uses the trigram index: PostgreSQL's serves the LIKE
-        itself, SQLite's FTS5 table narrows the rows the LIKE then checks
-        (``schema/trigram.py``)."""
+        itself, SQLite's FTS5 table (its column's FTS column) narrows the rows
+        the LIKE then checks (``schema/trigram.py``)."""
         database = self.access.database
         lowered = lower(database, column)
         if op == "startsWith" and is_sqlite(database):
@@ -167,15 +167,14 @@ class EntityQuery:
         if op == "doesNotContain":
             negated: Expression = ~like
             return negated
-        table = trigram.match_table(database, op, field, value)
-        if table is None:
+        match = trigram.match(database, op, field, value)
+        if match is None:
             return like
-        fts = peewee.Table(table)
+        fts = peewee.Table(match.table)
         rowid = peewee.Column(column.source if isinstance(column, peewee.FieldAlias)
                               else column.model._meta.table, "rowid")
         narrowed = rowid.in_(fts.select(peewee.SQL("rowid")).where(
-            peewee.NodeList((peewee.Entity(table), peewee.SQL("MATCH"),
-                             trigram.match_query(value)))))
+            peewee.NodeList((peewee.Entity(match.table), peewee.SQL("MATCH"), match.query))))
         return peewee.NodeList((like, narrowed), " AND ", parens=True)     # _all of the two
 
     def row_condition(self, meta: "MetaClass") -> Expression | None:
@@ -293,8 +292,9 @@ def filter_shape(database: peewee.Database, node: Node) -> tuple[Any, list[Any]]
         params = [bound for bound in prefix_bounds(value.lower()) if bound is not None]
     elif op in _LIKE_PATTERNS:
         params = [like_pattern(op, value)]
-        if trigram.match_table(database, op, field, value) is not None:
-            params.append(trigram.match_query(value))
+        match = trigram.match(database, op, field, value)
+        if match is not None:
+            params.append(match.query)
     else:
         params = [field.db_value(value)]
     names = tuple(prop.name for prop in node.path)
