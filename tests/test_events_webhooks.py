@@ -339,3 +339,51 @@ def test_a_subscription_row_that_cannot_be_read_stops_no_other(make_app, receive
         time.sleep(0.2)
         assert worker.is_alive()
     assert len(receiver.received) == 1
+
+
+def test_a_fast_receiver_gets_a_burst_in_order_a_batch_per_pass(make_app):
+    from restsvc.events.delivery import PER_SUBSCRIPTION
+    app = make_app(QUICK)
+    c = Client(app)
+    auth = bearer(get_token(c))
+    receiver = Receiver()
+    try:
+        assert _register(c, auth, receiver.url).status_code == 201
+        count = PER_SUBSCRIPTION + 20
+        for n in range(count):
+            _rename(c, auth, f"Burst {n}")
+        deliverer = _deliverer(app)
+        deliverer.step()                # one batch: the oldest PER_SUBSCRIPTION, in order
+        assert len(receiver.received) == PER_SUBSCRIPTION
+        assert WebhookDelivery.select().count() == 20
+        deliverer.step()
+        deliverer.close()
+        ids = [int(json.loads(body)["id"]) for _, body in receiver.received]
+        assert len(ids) == count and ids == sorted(ids)
+        assert WebhookDelivery.select().count() == 0
+    finally:
+        receiver.close()
+
+
+def test_a_batch_stops_at_its_first_failure_and_gives_the_rest_back_unattempted(make_app):
+    app = make_app({**QUICK, "svc.webhooks.retry-initial-delay": "1h"})
+    c = Client(app)
+    auth = bearer(get_token(c))
+    receiver = Receiver(answers=[200, 500])
+    try:
+        assert _register(c, auth, receiver.url).status_code == 201
+        for n in range(5):
+            _rename(c, auth, f"Batch {n}")
+        deliverer = _deliverer(app)
+        deliverer.step()
+        assert len(receiver.received) == 2          # the first delivered, the second failed
+        rows = list(WebhookDelivery.select().order_by(WebhookDelivery.seq))
+        assert [(row.attempts, row.leaseUntil is None) for row in rows] == [
+            (1, True), (0, True), (0, True), (0, True)]
+        assert rows[0].lastStatus == 500 and rows[0].nextAttempt > time.time() + 1000
+        deliverer.step()                             # the three after it, not the one retried later
+        deliverer.close()
+        assert len(receiver.received) == 5
+        assert [row.seq for row in WebhookDelivery.select()] == [rows[0].seq]
+    finally:
+        receiver.close()

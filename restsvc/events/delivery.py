@@ -8,16 +8,22 @@ Each pass of the worker:
    subscriptions that want them (a filtered one's verdict kept on the row,
    ``match``, sent as the event's ``"match"``), each event once per
    subscription;
-2. claims due deliveries, as many as it has free places
-   (``svc.webhooks.max-parallel-deliveries``), at most one per subscription
-   and none of a subscription with an attempt in flight here: each is marked
-   leased for twice the timeout and its attempt counted (PostgreSQL ``FOR
-   UPDATE SKIP LOCKED``, so two instances never claim one row; SQLite: the
-   write lock);
-3. POSTs each on a thread of its own (sender.py: the event's JSON,
-   ``Svc-Event-Id``, ``Svc-Signature``; the whole attempt bounded by
-   ``svc.webhooks.timeout``), so a slow receiver holds one place and never
-   the deliveries of other subscriptions. A 2xx answer ends the delivery
+2. claims due deliveries of as many subscriptions as it has free places
+   (``svc.webhooks.max-parallel-deliveries``), none of a subscription with
+   attempts in flight here, and of each subscription up to
+   ``PER_SUBSCRIPTION`` of them, oldest first, in one statement: each is
+   marked leased for twice the timeout and its attempt counted (PostgreSQL
+   ``FOR UPDATE SKIP LOCKED``, so two instances never claim one row;
+   SQLite: the write lock);
+3. POSTs a subscription's claimed deliveries in order, one after the other,
+   on a thread of its own (sender.py: the event's JSON, ``Svc-Event-Id``,
+   ``Svc-Signature``; each attempt bounded by ``svc.webhooks.timeout``), so a
+   slow receiver holds one place and never the deliveries of other
+   subscriptions, and a fast one gets a batch per pass: the events read in
+   one query, the delivered rows removed in one statement, the next pass at
+   once when a batch ends. A batch stops at its first failure, or when a
+   further attempt could outlast the lease: the rest are given back
+   unattempted. A 2xx answer ends the delivery
    (its row goes); anything else -- an error answer, no answer in time, an
    address refused, any exception of the attempt -- is that delivery's
    failure: retried after ``retry-initial-delay`` x 2^(attempt-1), half of it
@@ -58,6 +64,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("restsvc")
 PRUNE_EVERY = 3600
+PER_SUBSCRIPTION = 50   # deliveries of one subscription claimed and sent together, in order
 # Signals that stop ``restsvc deliver``: never handled by Python code (see run_process).
 STOP_SIGNALS = frozenset((signal.SIGTERM, signal.SIGINT, signal.SIGQUIT))
 
@@ -82,15 +89,16 @@ class Deliverer:
         self.places = settings.webhooks_max_parallel
         self._pruned = 0.0
         self._lock = threading.Lock()
-        self._busy: dict[str, Future[None]] = {}    # subscription -> its attempt in flight
+        self._busy: dict[str, Future[None]] = {}    # subscription -> its attempts in flight
         self._pool = ThreadPoolExecutor(self.places, thread_name_prefix="webhook-delivery")
+        self._ended = threading.Event()     # a batch ended: the next pass need not wait
 
     def run(self, stop: threading.Event) -> None:
         """Pass after pass until ``stop`` is set; then the attempts in flight
         end (each within the timeout) and the threads go."""
         try:
             run_passes(lambda: self.step(wait=False), stop, self.database,
-                       self.settings.events_poll_interval, "webhook delivery")
+                       self.settings.events_poll_interval, "webhook delivery", self._ended)
         finally:
             self.close()
 
@@ -102,7 +110,7 @@ class Deliverer:
             self._pruned = now
             outbox.prune(self.database, self.settings.events_retention)
         self.hand_out(now)
-        started = [self._start(row) for row in self.claim(now)]
+        started = [self._start(batch) for batch in self.claim(now)]
         if wait and started:
             futures.wait(started)
         return bool(started)
@@ -115,9 +123,9 @@ class Deliverer:
             log.exception("webhook delivery: where idle subscriptions are was not written")
 
     # -- 2. claim ------------------------------------------------------------------
-    def claim(self, now: float) -> list[Claimed]:
-        """Due deliveries now leased here: one per subscription, as many as
-        there are free places, none of a subscription with an attempt in flight."""
+    def claim(self, now: float) -> list[list[Claimed]]:
+        """Due deliveries now leased here, a batch per subscription in order:
+        as many subscriptions as there are free places, none with attempts in flight."""
         with self._lock:
             busy = [key for key, future in self._busy.items() if not future.done()]
         free = self.places - len(busy)
@@ -136,55 +144,83 @@ class Deliverer:
         lease = now + 2 * self.settings.webhooks_timeout + 1
         sql = _claim_sql(self.database)
         with write_transaction(self.database):
-            return [Claimed(*row) for key in keys
-                    for row in execute(self.database, sql, (lease, key, now, now)).fetchall()]
+            batches = [sorted(Claimed(*row) for row in execute(
+                self.database, sql, (lease, key, now, now)).fetchall()) for key in keys]
+        return [batch for batch in batches if batch]
 
     # -- 3. deliver ----------------------------------------------------------------
-    def _start(self, row: Claimed) -> Future[None]:
-        future = self._pool.submit(self._attempt, row)
+    def _start(self, batch: list[Claimed]) -> Future[None]:
+        key = batch[0].subscription
+        future = self._pool.submit(self._attempt, batch)
         with self._lock:
-            self._busy[row.subscription] = future
-        future.add_done_callback(lambda done: self._forget(row.subscription, done))
+            self._busy[key] = future
+        future.add_done_callback(lambda done: self._forget(key, done))
         return future
 
     def _forget(self, key: str, future: Future[None]) -> None:
         with self._lock:
             if self._busy.get(key) is future:
                 del self._busy[key]
+        self._ended.set()
 
-    def _attempt(self, row: Claimed) -> None:
-        """One delivery on a thread of the pool: whatever goes wrong is its failure."""
+    def _attempt(self, batch: list[Claimed]) -> None:
+        """A subscription's batch on a thread of the pool: whatever goes wrong
+        is the failure of the delivery it happened in."""
         try:
-            self.deliver(row)
-        except Exception as exc:        # noqa: BLE001  (the delivery's failure, not the worker's)
-            log.warning("webhook delivery %s of event %s to %s failed", row.seq, row.event_id,
-                        row.subscription, exc_info=True)
-            try:
-                self._failed(row, None, f"{type(exc).__name__}: {exc}")
-            except Exception:       # noqa: BLE001  (its lease runs out; it is claimed again)
-                log.warning("webhook delivery %s: the failure is not recorded", row.seq,
-                            exc_info=True)
+            self.deliver(batch)
+        except Exception:       # noqa: BLE001  (the database away: the lease runs out, claimed again)
+            log.warning("webhook deliveries of %s: the batch stopped", batch[0].subscription,
+                        exc_info=True)
         finally:
             release(self.database)
 
-    def deliver(self, row: Claimed) -> None:
-        mine = WebhookDelivery.seq == row.seq
-        sub = WebhookSubscription.get_or_none(WebhookSubscription.id == row.subscription)
+    def deliver(self, batch: list[Claimed]) -> None:
+        """Send ``batch`` (one subscription's, in order) until a delivery fails
+        or the lease would run out before a further attempt ends; the rows of
+        those delivered go in one statement, those not attempted are given back."""
+        sub = WebhookSubscription.get_or_none(WebhookSubscription.id == batch[0].subscription)
         if sub is None:
-            WebhookDelivery.delete().where(mine).execute()
+            _remove([row.seq for row in batch])
             return
-        event = marked(outbox.read_ids([row.event_id]).get(row.event_id), row.match)
+        events = outbox.read_ids([row.event_id for row in batch])
+        release(self.database)      # no connection held while the receiver answers
+        last_start = time.time() + self.settings.webhooks_timeout     # the lease's end less one attempt
+        delivered: list[int] = []
+        try:
+            for position, row in enumerate(batch):
+                if position and time.time() > last_start:
+                    _give_back(batch[position:])
+                    return
+                if not self._delivered(sub, row, events.get(row.event_id)):
+                    _give_back(batch[position + 1:])
+                    return
+                delivered.append(row.seq)
+        finally:
+            _remove(delivered)
+
+    def _delivered(self, sub: WebhookSubscription, row: Claimed, stored: outbox.Event | None
+                   ) -> bool:
+        """One attempt of ``row``: whether it was delivered (else its failure is recorded)."""
+        event = marked(stored, row.match)
         if event is None:
             WebhookDelivery.update(state="dead", leaseUntil=None,
-                                   lastError="the event is no longer kept").where(mine).execute()
-            return
-        release(self.database)      # no connection held while the receiver answers
-        status, error = sender.post(sub.url, sub.secret, event, self.settings.webhooks_timeout,
-                                    self.settings.webhooks_allow_private)
+                                   lastError="the event is no longer kept").where(
+                WebhookDelivery.seq == row.seq).execute()
+            return False
+        try:
+            status, error = sender.post(sub.url, sub.secret, event, self.settings.webhooks_timeout,
+                                        self.settings.webhooks_allow_private)
+        except Exception as exc:        # noqa: BLE001  (the delivery's failure, not the worker's)
+            log.warning("webhook delivery %s of event %s to %s failed", row.seq, row.event_id,
+                        row.subscription, exc_info=True)
+            status, error = None, f"{type(exc).__name__}: {exc}"
         if status is not None and 200 <= status < 300:
-            WebhookDelivery.delete().where(mine).execute()
-            return
-        self._failed(row, status, error)
+            return True
+        try:
+            self._failed(row, status, error)
+        except Exception:       # noqa: BLE001  (its lease runs out; it is claimed again)
+            log.warning("webhook delivery %s: the failure is not recorded", row.seq, exc_info=True)
+        return False
 
     def _failed(self, row: Claimed, status: int | None, error: str | None) -> None:
         """Retry later with backoff and jitter, or a dead letter once the retry period is over."""
@@ -198,11 +234,25 @@ class Deliverer:
             WebhookDelivery.seq == row.seq).execute()
 
 
+def _remove(seqs: list[int]) -> None:
+    """The delivery rows ``seqs`` (delivered, or of a subscription gone) go."""
+    if seqs:
+        WebhookDelivery.delete().where(WebhookDelivery.seq.in_(seqs)).execute()
+
+
+def _give_back(rows: list[Claimed]) -> None:
+    """Claimed deliveries not attempted: free to claim again, their attempt not counted."""
+    if rows:
+        WebhookDelivery.update(leaseUntil=None, attempts=WebhookDelivery.attempts - 1).where(
+            WebhookDelivery.seq.in_([row.seq for row in rows])).execute()
+
+
 def run_passes(step: Callable[[], bool], stop: threading.Event, database: peewee.Database,
-               interval: float, what: str) -> None:
+               interval: float, what: str, woken: threading.Event | None = None) -> None:
     """``step()`` pass after pass until ``stop`` is set, waiting ``interval``
-    seconds after a pass that found nothing to do. A pass's error is logged
-    (``what`` names the worker) and the next pass tries again."""
+    seconds after a pass that found nothing to do (or until ``woken`` is set).
+    A pass's error is logged (``what`` names the worker) and the next pass
+    tries again."""
     while not stop.is_set():
         try:
             busy = step()
@@ -214,19 +264,22 @@ def run_passes(step: Callable[[], bool], stop: threading.Event, database: peewee
             busy = False
         finally:
             release(database)
-        if not busy:
+        if not busy and woken is None:
             stop.wait(interval)
+        elif not busy and woken is not None:
+            woken.wait(interval)
+            woken.clear()
 
 
 def _claim_sql(database: peewee.Database) -> str:
-    """Lease the next due delivery of one subscription; its row (Claimed)."""
+    """Lease the next due deliveries of one subscription (``PER_SUBSCRIPTION``); their rows (Claimed)."""
     skip = "" if is_sqlite(database) else " FOR UPDATE SKIP LOCKED"
     p, table = database.param, WebhookDelivery._meta.table_name
     return (f'UPDATE {table} SET "leaseUntil" = {p}, attempts = attempts + 1 '
             f'WHERE seq IN (SELECT seq FROM {table} WHERE subscription = {p} AND '
             f'state = \'pending\' AND "nextAttempt" <= {p} AND '
             f'("leaseUntil" IS NULL OR "leaseUntil" < {p}) ORDER BY "nextAttempt", seq '
-            f'LIMIT 1{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt", '
+            f'LIMIT {PER_SUBSCRIPTION}{skip}) RETURNING seq, subscription, "eventId", attempts, "firstAttempt", '
             f'match')
 
 
