@@ -32,7 +32,7 @@ from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS, OperationOf
 from .parts import failures, response_components
 from .reports import report_operation, report_schemas
 from .enums import name_enums
-from .requestline import bound_gets
+from .requestline import bound_bodies, bound_gets
 from .schemas import STRING, common_schemas, enum_schema, id_schema, named_enum
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
@@ -269,6 +269,7 @@ class DocumentBuilder:
         document = json.loads(json.dumps(document))
         name_enums(document, self.metadata.enums if self.metadata is not None else {})
         bound_gets(document["paths"], document["components"]["schemas"])
+        bound_bodies(document["paths"])
         return document
 
 

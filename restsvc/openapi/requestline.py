@@ -1,9 +1,11 @@
-"""What a GET can carry: its request line (method, path, query string,
-protocol) is at most ``MAX_REQUEST_LINE`` bytes (gunicorn's largest
+"""What a request can carry. A GET's request line (method, path, query
+string, protocol) is at most ``MAX_REQUEST_LINE`` bytes (gunicorn's largest
 ``limit_request_line``, restsvc/gunicorn_config.py); a longer one is answered
 414. Each GET documents that answer, and an array in its query string gets
 the ``maxItems`` that fits in the line (counted for the longest item where
-items are bounded -- enums, ids, dates, numbers -- else for the shortest)."""
+items are bounded -- enums, ids, dates, numbers -- else for the shortest).
+Every body is bounded (restsvc/bodies.py, the uploads' own limit): each
+operation that takes one documents the 413 beyond it."""
 from typing import Any
 from urllib.parse import quote
 
@@ -29,6 +31,15 @@ def bound_gets(paths: dict[str, Any], schemas: dict[str, Any]) -> None:
                 param["schema"] = _fitted(path, param["name"], schema, schemas)
                 param["description"] = _description(param, param["schema"]["maxItems"],
                                                     "post" in methods)
+
+
+def bound_bodies(paths: dict[str, Any]) -> None:
+    """Every operation of ``paths`` that takes a body: the 413 answer."""
+    for methods in paths.values():
+        for op in methods.values():
+            if isinstance(op, dict) and "requestBody" in op:
+                op["responses"] = dict(sorted({**op["responses"],
+                                               **failures("PayloadTooLarge")}.items()))
 
 
 def _fitted(path: str, name: str, schema: dict[str, Any],
