@@ -21,6 +21,7 @@ import peewee
 
 from ..db import database_proxy
 from .fields import DateTimeField, Embedded
+from .tenancy import add_tenant_column
 
 
 _last_id = [0]
@@ -69,6 +70,7 @@ class EntityDeclaration:
     soft_delete: bool = False
     events: bool = False            # changes published through the outbox (restsvc/events/)
     natural_key: str | None = None  # an attribute that names a row (imports, references)
+    tenant: bool = False            # rows belong to a tenant (model/tenancy.py)
 
 
 E = TypeVar("E", bound=Entity)
@@ -82,7 +84,7 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
            secret: Sequence[str] = (), renames: Mapping[str, str] | None = None,
            audited: bool = False, history: bool | Sequence[str] = False,
            soft_delete: bool = False, events: bool = False,
-           natural_key: str | None = None) -> Callable[[type[E]], type[E]]:
+           natural_key: str | None = None, tenant: bool = False) -> Callable[[type[E]], type[E]]:
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -113,6 +115,9 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
                    unique, e.g. with a unique index): imports upsert by it
                    (``?mode=upsertByKey``) and references may name a row by it
                    (``customer.email`` in a CSV column, ``{"email": ...}`` in JSON)
+    tenant         rows belong to a tenant: adds the read-only ``tenantId`` (the
+                   tenant's key), first in every index; a caller with a tenant
+                   reads and writes only its tenant's rows (restsvc/docs/tenants.md)
 
     A model may define lifecycle hooks (restsvc/docs/hooks.md): a classmethod
     ``clean(values, creating, entity_id)`` sees the values a create or update
@@ -136,6 +141,8 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
         added = _add_audit_fields(model) if audited else ()
         if soft_delete:
             added += _add_fields(model, DELETION_FIELDS)
+        if tenant:
+            added += add_tenant_column(model)
         model._entity = EntityDeclaration(      # type: ignore[attr-defined]
             name=name or model.__name__,
             instance_name=tuple(instance_name),
@@ -150,6 +157,7 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
             soft_delete=bool(soft_delete),
             events=bool(events),
             natural_key=natural_key,
+            tenant=bool(tenant),
         )
         return model
     return declare

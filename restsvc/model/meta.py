@@ -131,6 +131,7 @@ class MetaClass:
     soft_delete: bool = False   # DELETE marks the row (data/write/softdelete.py)
     events: bool = False        # changes published through the outbox (data/write/outbox.py)
     natural_key: str | None = None  # the attribute that names a row (data/transfer/imports.py)
+    tenant: bool = False        # rows belong to a tenant (model/tenancy.py, data/tenancy.py)
 
     @property
     def database_assigns_id(self) -> bool:

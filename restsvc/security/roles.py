@@ -57,7 +57,7 @@ from .scopes import ACTIONS, ALL_SCOPES, granted_scopes, keeps
 OPERATIONS = ("create", "read", "update", "delete")
 SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabled",
              "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge",
-             "reports.rest.enabled")
+             "reports.rest.enabled", "tenants.actFor")
 VIEW, MODIFY = 1, 2
 ATTRIBUTE_LEVELS = {"view": VIEW, "modify": MODIFY}
 API = "API"

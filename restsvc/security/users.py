@@ -20,6 +20,7 @@ import peewee
 
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..model.entity import Entity, entity
+from ..model.tenancy import TENANT_KEY_LENGTH
 from ..jsonio import JsonObject
 from . import clients
 from .clients import DECOY, hash_secret, is_hash, verify_at_cost
@@ -83,7 +84,7 @@ def lookup_name(text: str) -> str:
         return text
 
 
-@entity(name="User", instance_name="username", secret=("password", "roles"))
+@entity(name="User", instance_name="username", secret=("password", "roles"), tenant=True)
 class User(Entity):
     username = peewee.CharField(max_length=200, unique=True)
     firstName = peewee.CharField(max_length=200, null=True)
@@ -91,6 +92,9 @@ class User(Entity):
     email = peewee.CharField(max_length=200, null=True)
     active = peewee.BooleanField(default=True)
     locale = peewee.CharField(max_length=32, null=True)
+    # The user's tenant (security/tenants.py); None: a global user. Declared
+    # here, so usernames stay unique across tenants (sign-in names one user).
+    tenantId = peewee.CharField(max_length=TENANT_KEY_LENGTH, null=True, index=True)
     password = peewee.CharField(max_length=255, null=True)   # None: cannot sign in
     roles = peewee.TextField(default="")
 

@@ -156,8 +156,11 @@ def _nested_load(access: "Access", meta: "MetaClass", plan: "FetchPlan", key_fie
 
 def session_free(access: "Access", meta: "MetaClass") -> bool:
     """Whether the statements reading ``meta`` hold nothing of the caller's
-    session (no row-level role or row rule applies): their text can be kept."""
-    return not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule")
+    session (no row-level role, row rule or tenant applies): their text can
+    be kept. A caller with a tenant keeps none (a join or a filter's
+    collection may reach a tenant-scoped entity)."""
+    return access.tenant is None and not access.permissions.row_restricted(meta.name) \
+        and not hasattr(meta.model, "row_rule")
 
 
 def kept_shape(access: "Access", tree: Node) -> tuple[Any, list[Any]]:

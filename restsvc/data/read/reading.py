@@ -60,9 +60,11 @@ class One(NamedTuple):
 
 def one(access: "Access", read: Reading, key: Key) -> One | None:
     """The ``One`` of ``read``, or None where the statement holds the caller's
-    session (row-level roles, row rules) or the plan loads more than its own
+    session (row-level roles, row rules, a tenant) or the plan loads more than its own
     row's columns (references, compositions, members, transient attributes):
     then ``load`` reads it as any page."""
+    if access.tenant is not None:     # a Reading is shared by callers of one set of permissions
+        return None
     deleted = bool(read.meta.soft_delete and access.include_deleted)
     if deleted in read.ones:
         return read.ones[deleted]

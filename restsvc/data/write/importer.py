@@ -29,6 +29,8 @@ from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ...security.roles import MODIFY
 from ..access import Access, require
 from ..read.loader import visible_ids
+from ..tenancy import same_tenant, stamp
+from ...model.tenancy import TENANT_ATTRIBUTE
 from .owned import child_ids
 
 if TYPE_CHECKING:
@@ -177,6 +179,8 @@ class Importer:
                 self._embedded(operation, prop, value, where, failure, levels)
             else:
                 self._value(operation, prop, value, where)
+        if meta.tenant:
+            self._tenant(operation, body.get(TENANT_ATTRIBUTE))
         clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
         if clean is not None:
             for name, message in clean(operation.values, creating, entity_id):
@@ -195,6 +199,16 @@ class Importer:
         self._check_mandatory(operation, path, owner)
         self._validate(operation, path)
         return operation
+
+    def _tenant(self, operation: Operation, given: JsonValue) -> None:
+        """The row's tenant (data/tenancy.py); a global caller's references
+        stay within it."""
+        stamp(self.access, operation.meta, operation.values, operation.creating, given)
+        if self.access.tenant is None:
+            same_tenant(operation.meta, operation.values, operation.id, [
+                (prop.related, operation.values[prop.field.name], name)
+                for name, prop in operation.meta.properties.items()
+                if prop.is_reference and operation.values.get(prop.field.name) is not None])
 
     def _expected_version(self, operation: Operation, prop: "MetaProperty", version: int,
                           path: str) -> None:
