@@ -206,3 +206,27 @@ def test_a_tenant_administrator_manages_only_its_tenants_users(world):
     sam = next(u for u in users if u["username"] == "sam")
     assert client.put(f"/rest/entities/User/{sam['id']}", headers=auth["nadia"],
                       json={"firstName": "x"}).status_code == 404
+
+
+def test_history_of_another_tenants_row_and_bulk_writes_answer_as_missing(world):
+    _, client, auth, ids = world
+    theirs = client.get(f"{ACCOUNTS}/{ids['South One']}/history", headers=auth["nora"])
+    nothing = client.get(f"{ACCOUNTS}/01234567-89ab-7def-8123-456789abcdef/history",
+                         headers=auth["nora"])
+    mine = client.get(f"{ACCOUNTS}/{ids['North One']}/history", headers=auth["nora"])
+    assert (theirs.status_code, theirs.json) == (nothing.status_code, nothing.json) == (200, [])
+    assert mine.status_code == 200 and mine.json
+    bulk = client.delete(ACCOUNTS, headers=auth["nora"], json=[
+        {"id": ids["North One"]}, {"id": ids["South One"]}])
+    assert bulk.status_code == 404
+    assert names(client.get(ACCOUNTS, headers=auth["sam"])) == ["South One", "South Two"]
+    assert names(client.get(ACCOUNTS, headers=auth["nora"])) == ["North One", "North Two"]
+
+
+def test_openapi_describes_tenant_id_read_only_and_the_header(world):
+    _, client, auth, _ = world
+    document = client.get("/rest/docs/openapiDetailed.json", headers=auth["root"]).json
+    account = document["components"]["schemas"]["entity_Account"]["properties"]["tenantId"]
+    assert account.get("readOnly") is True
+    listing = document["paths"]["/rest/entities/Account"]["get"]["parameters"]
+    assert any(p["name"] == "X-Tenant-Id" and p["in"] == "header" for p in listing)
