@@ -4,7 +4,7 @@ missing row does. Global callers see every tenant and act for one with
 ``X-Tenant-Id`` when they hold the grant."""
 import pytest
 
-from tenant_app import build, token
+from tenant_app import build
 
 ACCOUNTS = "/rest/entities/Account"
 TICKETS = "/rest/entities/Ticket"

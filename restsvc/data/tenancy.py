@@ -40,12 +40,16 @@ def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating:
     """The tenant of a row written: a tenant's caller's own on a create
     (``tenantId`` is read-only: a value in the body is ignored, as any
     read-only attribute's is); a global caller names it on a create (a
-    tenant of the Tenant table) and cannot move a row to another tenant."""
+    tenant of the Tenant table; a new Tenant's own key) and cannot move a
+    row to another tenant."""
     if not meta.tenant or not creating:
         return
     if access.tenant is not None:
         values[TENANT_ATTRIBUTE] = access.tenant
     elif given is not None:
+        if meta.model is Tenant and isinstance(given, str):    # a new tenant's own key
+            values[TENANT_ATTRIBUTE] = given
+            return
         if not isinstance(given, str) or not _known(given):
             raise BadRequest("Entity creation failed", f"No tenant {given!r}")
         values[TENANT_ATTRIBUTE] = given
