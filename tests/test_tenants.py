@@ -230,3 +230,16 @@ def test_openapi_describes_tenant_id_read_only_and_the_header(world):
     assert account.get("readOnly") is True
     listing = document["paths"]["/rest/entities/Account"]["get"]["parameters"]
     assert any(p["name"] == "X-Tenant-Id" and p["in"] == "header" for p in listing)
+
+
+def test_an_import_by_natural_key_finds_the_callers_tenants_row_only(world):
+    _, client, auth, ids = world
+    body = '{"email":"same@example.com","name":"North Renamed"}\n{"email":"s1@example.com","name":"New"}'
+    answer = client.post(f"{ACCOUNTS}/import", headers={
+        **auth["nora"], "Content-Type": "application/x-ndjson"}, data=body,
+        query_string={"mode": "upsertByKey"})
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert (answer.json["created"], answer.json["updated"]) == (1, 1)
+    assert names(client.get(ACCOUNTS, headers=auth["nora"])) == ["New", "North One",
+                                                                "North Renamed"]
+    assert names(client.get(ACCOUNTS, headers=auth["sam"])) == ["South One", "South Two"]
