@@ -14,7 +14,7 @@ from restsvc.security.roles import ResourceRole, USER_MANAGEMENT
 from restsvc.security.users import User
 
 
-@entity(instance_name="name", tenant=True, history=True, natural_key="email")
+@entity(instance_name="name", tenant=True, history=True, natural_key="email", events=True)
 class Account(Entity):
     name = peewee.CharField(max_length=200)
     email = peewee.CharField(max_length=200, unique=True)     # unique per tenant
