@@ -10,7 +10,7 @@ from conftest import bearer, password_grant
 from restsvc import Entity, entity
 from restsvc.demo import application as demo
 from restsvc.demo.model import Country
-from restsvc.security.roles import ResourceRole, USER_MANAGEMENT
+from restsvc.security.roles import TENANT_ADMINISTRATION, ResourceRole
 from restsvc.security.users import User
 
 
@@ -40,7 +40,7 @@ PASSWORD = "tenant-password"
 # username -> (tenant, roles)
 USERS = {"nora": ("north", ("rest-minimal", "accounts")),
          "sam": ("south", ("rest-minimal", "accounts")),
-         "nadia": ("north", ("rest-minimal", USER_MANAGEMENT.code)),
+         "nadia": ("north", ("rest-minimal", "accounts", TENANT_ADMINISTRATION.code)),
          "root": (None, ("rest-minimal", "system-full-access")),
          "plain": (None, ("rest-minimal", "accounts"))}
 

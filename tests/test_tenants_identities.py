@@ -84,3 +84,24 @@ def test_an_identity_providers_claim_names_the_tenant(make_app, idp):  # noqa: F
     assert sorted(names(client, admin)) == ["north", "south"]
     west = bearer(idp.token(realm_access={"roles": ["admins"]}, org={"tenant": "west"}))
     assert client.get(ACCOUNTS, headers=west).status_code == 401
+
+
+def test_a_tenant_administrator_manages_its_tenants_api_keys_only(world):
+    _, client, auth = world
+    for_nora = client.post("/rest/api-keys", headers=auth["nadia"],
+                           json={"name": "n", "username": "nora"})
+    assert for_nora.status_code == 201, for_nora.get_data(as_text=True)
+    for_sam = client.post("/rest/api-keys", headers=auth["nadia"],
+                          json={"name": "s", "username": "sam"})
+    nobody = client.post("/rest/api-keys", headers=auth["nadia"],
+                         json={"name": "s", "username": "nobody-at-all"})
+    assert for_sam.status_code == nobody.status_code == 404
+    assert for_sam.json["error"] == nobody.json["error"]
+    sams = client.post("/rest/api-keys", headers=auth["sam"], json={"name": "mine"}).json
+    listed = client.get("/rest/api-keys", headers=auth["nadia"], query_string={"username": "sam"})
+    assert listed.status_code == 404
+    assert client.get(f"/rest/api-keys/{sams['id']}", headers=auth["nadia"]).status_code == 404
+    assert client.delete(f"/rest/api-keys/{sams['id']}", headers=auth["nadia"]).status_code == 404
+    assert client.get(f"/rest/api-keys/{for_nora.json['id']}",
+                      headers=auth["nadia"]).status_code == 200
+    assert client.get(f"/rest/api-keys/{sams['id']}", headers=auth["root"]).status_code == 200
