@@ -243,3 +243,26 @@ def test_an_import_by_natural_key_finds_the_callers_tenants_row_only(world):
     assert names(client.get(ACCOUNTS, headers=auth["nora"])) == ["New", "North One",
                                                                 "North Renamed"]
     assert names(client.get(ACCOUNTS, headers=auth["sam"])) == ["South One", "South Two"]
+
+
+def test_joins_reach_only_the_tenants_rows(world):
+    app, client, auth, ids = world
+    for user, account in (("nora", "North One"), ("sam", "South One")):
+        assert client.post(TICKETS, headers=auth[user], json={
+            "title": f"{user}'s", "account": {"id": ids[account]}}).status_code == 201
+    for _ in range(2):      # the second time from the kept SQL text
+        sorted_by = client.get(TICKETS, headers=auth["nora"],
+                               query_string={"sort": "account.name"})
+        assert [t["title"] for t in sorted_by.json] == ["nora's"]
+        across = client.post(f"{TICKETS}/search", headers=auth["nora"], json={"filter": {
+            "conditions": [{"property": "account.name", "operator": "=",
+                            "value": "South One"}]}})
+        assert across.status_code == 200 and across.json == []
+        theirs = client.post(f"{TICKETS}/search", headers=auth["sam"], json={"filter": {
+            "conditions": [{"property": "account.email", "operator": "=",
+                            "value": "s1@example.com"}]}})
+        assert [t["title"] for t in theirs.json] == ["sam's"]
+    loaded = client.get(f"{TICKETS}", headers=auth["sam"],
+                        query_string={"fetchPlan": "_base"}).json
+    assert [t["title"] for t in loaded] == ["sam's"]
+    assert any(key[-1] is True for key in app.data.sql_cache)     # tenants' texts are kept

@@ -156,11 +156,9 @@ def _nested_load(access: "Access", meta: "MetaClass", plan: "FetchPlan", key_fie
 
 def session_free(access: "Access", meta: "MetaClass") -> bool:
     """Whether the statements reading ``meta`` hold nothing of the caller's
-    session (no row-level role, row rule or tenant applies): their text can
-    be kept. A caller with a tenant keeps none (a join or a filter's
-    collection may reach a tenant-scoped entity)."""
-    return access.tenant is None and not access.permissions.row_restricted(meta.name) \
-        and not hasattr(meta.model, "row_rule")
+    session (no row-level role or row rule applies): their text can be kept.
+    A caller's tenant is a parameter of them (``statement``)."""
+    return not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule")
 
 
 def kept_shape(access: "Access", tree: Node) -> tuple[Any, list[Any]]:
@@ -208,11 +206,18 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
         if where_filter is not None:
             shape, filter_params = kept_shape(access, where_filter)
             params = filter_params + params
+        # A caller's tenant is the first condition (data/tenancy.py); a join
+        # or a collection that reaches a tenant-scoped entity adds more, and
+        # then the parameters differ from Peewee's and the text is not kept.
+        tenant = access.tenant
+        if tenant is not None and meta.tenant:
+            params = [tenant] + params
         cache_key = (selected.signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
                      id(access.permissions) if sort or shape else None,
-                     meta.soft_delete and (with_deleted or access.include_deleted))
+                     meta.soft_delete and (with_deleted or access.include_deleted),
+                     tenant is not None)
         sql = access.sql_cache.get(cache_key)
         if sql is not None:
             return sql, params
