@@ -118,7 +118,7 @@ class RestApp:
         # Tokens are asked their tenant only when an entity of the application's has tenants.
         self.tenant_directory = TenantDirectory(self.clients, any(
             meta.tenant and meta.model not in BUILT_IN_ENTITIES
-            for meta in self.metadata.entities.values()))
+            for meta in self.metadata.entities.values()), self.users.tenant_of)
         self.gate = Gate(settings, self.tokens, self.roles, self._jwt_issuers(), self.keys,
                          self.tenant_directory)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None

@@ -223,8 +223,9 @@ def user_command(args: argparse.Namespace) -> None:
     try:
         if args.action == "add":
             password = _read_secret("password: ", args.password_stdin, confirm=True)
-            app.users.add(args.username, password, tuple(args.role or ()))
-            print(f"user {args.username} added")
+            app.users.add(args.username, password, tuple(args.role or ()), args.tenant)
+            print(f"user {args.username} added" + (f" to tenant {args.tenant}" if args.tenant
+                                                    else ""))
         elif args.action == "passwd":
             app.users.set_password(args.username, _read_secret(
                 "new password: ", args.password_stdin, confirm=True))
@@ -343,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if action == "add":
             a.add_argument("--role", action="append", metavar="CODE",
                            help="a resource or row-level role code (repeatable)")
+            a.add_argument("--tenant", metavar="KEY", help="the user's tenant (default: "
+                           "none, a global user; restsvc/docs/tenants.md)")
         if action == "roles":
             a.add_argument("codes", nargs="*", metavar="CODE",
                            help="resource and row-level role codes (none: no roles)")

@@ -1,5 +1,6 @@
 """``restsvc migrate --tenant KEY`` and ``restsvc tenant``: an existing
 single-tenant database becomes a tenant's (restsvc/docs/tenants.md)."""
+import io
 import uuid
 
 import peewee
@@ -44,7 +45,7 @@ def single_tenant_accounts(database):
 
 
 def test_migrate_puts_existing_rows_in_the_named_tenant(make_app, database_url, tmp_path,
-                                                         capsys):
+                                                         capsys, monkeypatch):
     plain = make_app()
     single_tenant_accounts(plain.database)
     plain.database.close()
@@ -85,3 +86,11 @@ def test_migrate_puts_existing_rows_in_the_named_tenant(make_app, database_url, 
     finally:
         gate.RECHECK_SECONDS = kept
     assert run(database_url, tmp_path, "tenant", "disable", "west") == 1
+    assert run(database_url, tmp_path, "tenant", "enable", "south") == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("stan-password\n"))
+    assert run(database_url, tmp_path, "user", "add", "stan", "--tenant", "south",
+               "--role", "rest-minimal", "--role", "accounts", "--password-stdin") == 0
+    assert User.get(User.username == "stan").tenantId == "south"
+    monkeypatch.setattr("sys.stdin", io.StringIO("wes-password\n"))
+    assert run(database_url, tmp_path, "user", "add", "wes", "--tenant", "west",
+               "--password-stdin") == 1

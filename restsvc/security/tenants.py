@@ -10,7 +10,7 @@ reads a token (once per ``RECHECK_SECONDS``, as it rechecks the token), so a
 request costs nothing more, and a disabled tenant's tokens stop working then.
 """
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import peewee
@@ -60,18 +60,18 @@ class TenantDirectory:
     """Which tenant a token acts for; ``active`` only when the application
     has a tenant-scoped entity of its own (else no token costs a query)."""
 
-    def __init__(self, clients: Clients, active: bool) -> None:
+    def __init__(self, clients: Clients, active: bool,
+                 user_tenant: Callable[[str], str | None]) -> None:
         self.clients = clients
         self.active = active
+        self.user_tenant = user_tenant      # Users.tenant_of: a user's tenant, by its id
 
     def tenant_of(self, who: Identity) -> tuple[bool, str | None]:
         """(whether the token may be used, its tenant's key or None)."""
         if not self.active:
             return True, None
         if who.user_id is not None:
-            from .users import User     # users.py names Tenant's module, not the reverse
-            found = (User.select(User.tenantId).where(User.id == who.user_id).tuples().first())
-            key = found[0] if found else None
+            key = self.user_tenant(who.user_id)
         else:
             client = self.clients.get(who.client_id)
             key = (client.tenant or None) if client is not None else None

@@ -27,6 +27,7 @@ from .clients import DECOY, hash_secret, is_hash, verify_at_cost
 from .keytable import revoke_user_keys
 from .registry import RoleRegistry
 from .roles import SYSTEM_FULL_ACCESS
+from .tenants import Tenant
 from .tokens import Identity, TokenStore
 
 if TYPE_CHECKING:
@@ -187,6 +188,12 @@ class Users:
         return Identity(client_id, user.username, str(user.id), user.locale, resource, row_level,
                         scope)
 
+    @staticmethod
+    def tenant_of(user_id: str) -> str | None:
+        """The user's tenant (security/tenants.py), None for a global user."""
+        found = User.select(User.tenantId).where(User.id == user_id).tuples().first()
+        return found[0] if found else None
+
     def info(self, user_id: object) -> JsonObject:
         """``userInfo`` attributes: every plain attribute of the user, secrets excluded."""
         user = User.get_or_none(User.id == user_id) if user_id else None
@@ -211,7 +218,7 @@ class Users:
             raise BadRequest("Unknown role", f"Unknown role code(s): {', '.join(unknown)}")
 
     def add(self, username: str, password: str | None = None,
-            role_codes: Sequence[str] = ()) -> User:
+            role_codes: Sequence[str] = (), tenant: str | None = None) -> User:
         try:
             username = canonical_username(username)
         except ValueError as exc:
@@ -222,7 +229,9 @@ class Users:
         with User._meta.database.atomic():
             if User.select().where(User.username == username).exists():
                 raise Conflict("User exists", f"User {username} already exists")
-            user = User(username=username, roles=_joined(role_codes),
+            if tenant is not None and not Tenant.select().where(Tenant.tenantId == tenant).exists():
+                raise NotFound("Tenant not found", f"Tenant {tenant} not found")
+            user = User(username=username, roles=_joined(role_codes), tenantId=tenant,
                         password=hash_secret(password) if password is not None else None)
             user.save(force_insert=True)
             user.after_save(created=True)
