@@ -4,6 +4,8 @@ table, in process (issue 42; restsvc/docs/tenants.md).
     python tests/benchmark/tenants.py [--tenants 1000] [--rows 1000] [--postgres URL]
                                       [--count 1000] [--rounds 6]
 
+With ``--postgres URL`` the tables are in a schema of their own, dropped afterwards.
+
 One database holds ``SoloAccount`` (a shared entity, ``--rows`` rows: the
 single-tenant table) and ``TenantAccount`` (``tenant=True``, ``--rows`` rows
 for each of ``--tenants`` tenants), the same columns and indexes otherwise.
@@ -142,8 +144,15 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="restsvc-tenants-"))
+    cleanups = []
     try:
-        app, token, ids = build(workdir, args.postgres, args.tenants, args.rows)
+        url = None
+        if args.postgres:       # a schema of its own, dropped afterwards
+            from growth import postgres_schema
+            url, drop_schema = postgres_schema(args.postgres)
+            cleanups.append(drop_schema)
+        app, token, ids = build(workdir, url, args.tenants, args.rows)
+        cleanups.insert(0, getattr(app.database, "close_all", app.database.close))
         print(f"{'CPU µs per request':<24}{'single-tenant':>14}{'tenant':>10}{'ratio':>8}")
         for label, operation in operations(ids).items():
             costs = measure(app, token, operation, args.count, args.rounds)
@@ -155,6 +164,8 @@ def main(argv=None):
               f"tenants of {args.rows} rows beside {args.rows} single-tenant rows; "
               f"{'PostgreSQL' if args.postgres else 'SQLite'})")
     finally:
+        for cleanup in cleanups:
+            cleanup()
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
