@@ -14,12 +14,20 @@ from restsvc.security.roles import TENANT_ADMINISTRATION, ResourceRole
 from restsvc.security.users import User
 
 
-@entity(instance_name="name", tenant=True, history=True, natural_key="email", events=True)
+@entity(instance_name="name", tenant=True, history=True, natural_key="email", events=True,
+        compositions=("notes",))
 class Account(Entity):
     name = peewee.CharField(max_length=200)
     email = peewee.CharField(max_length=200, unique=True)     # unique per tenant
     country = peewee.ForeignKeyField(Country, null=True, on_delete="RESTRICT")     # shared
     balance = peewee.IntegerField(default=0)
+
+
+@entity(instance_name="text", tenant=True)
+class Note(Entity):
+    """A composition child of Account: it belongs to its account's tenant."""
+    text = peewee.CharField(max_length=200)
+    account = peewee.ForeignKeyField(Account, on_delete="CASCADE", backref="notes")
 
 
 @entity(instance_name="title", tenant=True)
@@ -29,12 +37,13 @@ class Ticket(Entity):
 
 
 ACCOUNTS = ResourceRole("accounts", "Accounts and tickets",
-                        entities={"Account": "*", "Ticket": "*", "Country": "read",
+                        entities={"Account": "*", "Note": "*", "Ticket": "*", "Country": "read",
                                   "HistoryItem": "read"},
-                        attributes={"Account": {"*": "modify"}, "Ticket": {"*": "modify"},
+                        attributes={"Account": {"*": "modify"}, "Note": {"*": "modify"},
+                                    "Ticket": {"*": "modify"},
                                     "Country": {"*": "view"}, "HistoryItem": {"*": "view"}},
                         specifics=("rest.enabled",))
-APPLICATION = dataclasses.replace(demo, entities=demo.entities + (Account, Ticket),
+APPLICATION = dataclasses.replace(demo, entities=demo.entities + (Account, Note, Ticket),
                                   resource_roles=tuple(demo.resource_roles) + (ACCOUNTS,))
 PASSWORD = "tenant-password"
 # username -> (tenant, roles)

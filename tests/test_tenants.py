@@ -266,3 +266,20 @@ def test_joins_reach_only_the_tenants_rows(world):
                         query_string={"fetchPlan": "_base"}).json
     assert [t["title"] for t in loaded] == ["sam's"]
     assert any(key[-1] is True for key in app.data.sql_cache)     # tenants' texts are kept
+
+
+def test_composition_children_belong_to_their_owners_tenant(world):
+    _, client, auth, ids = world
+    created = client.post(ACCOUNTS, headers=auth["root"], json={
+        "name": "Global's", "email": "g@example.com", "tenantId": "north",
+        "notes": [{"text": "first"}, {"text": "second", "tenantId": "south"}]})
+    assert created.status_code == 201, created.get_data(as_text=True)
+    added = client.put(f"{ACCOUNTS}/{ids['South One']}", headers=auth["root"], json={
+        "notes": [{"text": "south's"}]})
+    assert added.status_code == 200, added.get_data(as_text=True)
+    north = client.get("/rest/entities/Note", headers=auth["nora"]).json
+    south = client.get("/rest/entities/Note", headers=auth["sam"]).json
+    assert sorted(note["text"] for note in north) == ["first", "second"]
+    assert [note["text"] for note in south] == ["south's"]
+    loaded = client.get(f"{ACCOUNTS}/{created.json['id']}", headers=auth["sam"])
+    assert loaded.status_code == 404

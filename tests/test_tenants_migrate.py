@@ -26,6 +26,7 @@ def run(database_url, tmp_path, *args):
 def single_tenant_accounts(database):
     """The Account table as it was before the model declared tenant=True, with two rows."""
     database.execute_sql('DROP TABLE IF EXISTS "ticket"')
+    database.execute_sql('DROP TABLE IF EXISTS "note"')
     database.execute_sql('DROP TABLE IF EXISTS "account"')
 
     class Account(peewee.Model):

@@ -59,16 +59,22 @@ def _known(key: str) -> bool:
     return bool(Tenant.select(Tenant.id).where(Tenant.tenantId == key).exists())
 
 
+def row_tenant(meta: "MetaClass", values: dict[str, Any], entity_id: object) -> str | None:
+    """The tenant of a row being written: the one it is given, else the stored row's."""
+    tenant = values.get(TENANT_ATTRIBUTE)
+    if tenant is None and entity_id is not None:
+        model: Any = meta.model
+        tenant = model.select(model.tenantId).where(model.id == entity_id).scalar()
+    return tenant if isinstance(tenant, str) else None
+
+
 def same_tenant(meta: "MetaClass", values: dict[str, Any], entity_id: object,
                 references: list[tuple["MetaClass", object, str]]) -> None:
     """A global caller's write: a tenant-scoped row refers only to rows of its
     own tenant (a tenant's caller sees no others: its reads refuse them)."""
     if not meta.tenant or not references:
         return
-    model: Any = meta.model
-    tenant = values.get(TENANT_ATTRIBUTE)
-    if tenant is None and entity_id is not None:
-        tenant = model.select(model.tenantId).where(model.id == entity_id).scalar()
+    tenant = row_tenant(meta, values, entity_id)
     for target, target_id, name in references:
         if not target.tenant:
             continue
