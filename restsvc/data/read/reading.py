@@ -43,7 +43,8 @@ class Reading:
     return_nulls: bool
     shape: str | None       # the ETag digest's shape; None: per caller (row-level roles)
     # The load of one row by id, worked out at the first (``one``), per
-    # whether soft-deleted rows are read (the statement differs).
+    # whether soft-deleted rows are read and whether the caller's tenant
+    # limits them (the statement differs).
     ones: dict[bool | tuple[bool, bool], "One | None"] = field(default_factory=dict)
 
 
@@ -61,9 +62,10 @@ class One(NamedTuple):
 
 def one(access: "Access", read: Reading, key: Key) -> One | None:
     """The ``One`` of ``read``, or None where the statement holds the caller's
-    session (row-level roles, row rules, a tenant) or the plan loads more than its own
+    session (row-level roles, row rules) or the plan loads more than its own
     row's columns (references, compositions, members, transient attributes):
-    then ``load`` reads it as any page."""
+    then ``load`` reads it as any page. A caller's tenant is the statement's
+    first parameter (``One.tenant_first``)."""
     deleted = bool(read.meta.soft_delete and access.include_deleted)
     # A Reading is shared by the callers of one set of permissions, with a
     # tenant or without: a tenant's caller's statement is one of its own.
