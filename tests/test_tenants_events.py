@@ -1,7 +1,7 @@
-"""The change feed and webhooks under tenants (restsvc/docs/tenants.md): a
-tenant's caller's feed carries its tenant's events only, and it cannot
-subscribe a webhook to a tenant-scoped entity (a webhook's deliveries are
-not narrowed by tenant)."""
+"""The change feed, webhooks and predefined queries under tenants
+(restsvc/docs/tenants.md): a tenant's caller's feed and queries carry its
+tenant's rows only, and it cannot subscribe a webhook to a tenant-scoped
+entity (a webhook's deliveries are not narrowed by tenant)."""
 import pytest
 
 from tenant_app import build
@@ -52,3 +52,33 @@ def test_a_tenants_caller_cannot_subscribe_a_webhook_to_tenant_rows(world):
     assert client.post("/rest/webhooks", headers=auth["root"], json=body).status_code == 201
     listed = client.get("/rest/webhooks", headers={**auth["root"], "X-Tenant-Id": "north"})
     assert [hook["entities"] for hook in listed.json] == [["Customer"]]
+
+
+QUERIES = """<?xml version="1.0" encoding="UTF-8"?>
+<queries>
+    <query name="byEmail" entity="Account" fetchPlan="_base">
+        <filter>{"conditions": [{"property": "email", "operator": "=", "value": ":email"}]}</filter>
+        <params><param name="email" type="string"/></params>
+    </query>
+</queries>
+"""
+
+
+def test_predefined_queries_see_the_callers_tenants_rows_only(make_app, tmp_path):
+    path = tmp_path / "queries.xml"
+    path.write_text(QUERIES)
+    _, client, auth = build(make_app, {"svc.rest.queries-config": str(path)})
+    for user in ("nora", "sam"):
+        assert client.post(ACCOUNTS, headers=auth[user], json={
+            "name": user, "email": "same@example.com"}).status_code == 201
+    for user in ("nora", "sam"):
+        found = client.get("/rest/queries/Account/byEmail", headers=auth[user],
+                           query_string={"email": "same@example.com"})
+        assert found.status_code == 200, found.get_data(as_text=True)
+        assert [row["name"] for row in found.json] == [user]
+        count = client.get("/rest/queries/Account/byEmail/count", headers=auth[user],
+                           query_string={"email": "same@example.com"})
+        assert count.get_data(as_text=True).strip() == "1"
+    everyone = client.get("/rest/queries/Account/byEmail", headers=auth["root"],
+                          query_string={"email": "same@example.com"})
+    assert sorted(row["name"] for row in everyone.json) == ["nora", "sam"]
