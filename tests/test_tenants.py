@@ -4,7 +4,8 @@ missing row does. Global callers see every tenant and act for one with
 ``X-Tenant-Id`` when they hold the grant."""
 import pytest
 
-from tenant_app import build
+from conftest import password_grant
+from tenant_app import PASSWORD, build
 
 ACCOUNTS = "/rest/entities/Account"
 TICKETS = "/rest/entities/Ticket"
@@ -162,8 +163,10 @@ def test_a_disabled_tenants_tokens_stop_working(world, monkeypatch):
     assert client.get(ACCOUNTS, headers=auth["sam"]).status_code == 200
     assert client.get(ACCOUNTS, headers={**auth["root"], "X-Tenant-Id": "north"}
                       ).status_code == 400
+    assert password_grant(client, "nora", PASSWORD).status_code == 400    # no sign-in either
     app.tenants.set_enabled("north", True)
     assert client.get(ACCOUNTS, headers=auth["nora"]).status_code == 200
+    assert password_grant(client, "nora", PASSWORD).status_code == 200
 
 
 def test_history_and_export_hold_only_the_tenants_rows(world):

@@ -27,7 +27,7 @@ from .clients import DECOY, hash_secret, is_hash, verify_at_cost
 from .keytable import revoke_user_keys
 from .registry import RoleRegistry
 from .roles import SYSTEM_FULL_ACCESS
-from .tenants import Tenant
+from .tenants import Tenant, TenantDirectory
 from .tokens import Identity, TokenStore
 
 if TYPE_CHECKING:
@@ -172,14 +172,17 @@ class Users:
         self.roles = roles
 
     def authenticate(self, username: str, password: str) -> User | None:
-        """The active user whose password matches, else None. Unknown, inactive and
-        password-less users cost the same as a real check at today's hashing cost."""
+        """The active user whose password matches (and whose tenant, if any, is
+        enabled), else None. Unknown, inactive and password-less users cost the
+        same as a real check at today's hashing cost."""
         user: User | None = User.select().where(User.username == lookup_name(username)).first()
         stored = user.password if user is not None and user.password else None
         stored = stored if stored and is_hash(stored) else None
         matches = verify_at_cost(stored or DECOY, password, clients.ITERATIONS)
         if user is None or not user.active or not stored or not matches:
             return None
+        if user.tenantId is not None and not TenantDirectory.is_enabled(user.tenantId):
+            return None     # a disabled tenant's users do not sign in
         return user
 
     def identity(self, user: User, client_id: str, scope: str | None = None) -> Identity:
