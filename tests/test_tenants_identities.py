@@ -105,3 +105,12 @@ def test_a_tenant_administrator_manages_its_tenants_api_keys_only(world):
     assert client.get(f"/rest/api-keys/{for_nora.json['id']}",
                       headers=auth["nadia"]).status_code == 200
     assert client.get(f"/rest/api-keys/{sams['id']}", headers=auth["root"]).status_code == 200
+
+
+def test_a_tenants_callers_share_its_quota(make_app):
+    _, client, auth = build(make_app, {"svc.rate-limit.tenant.north": "3/min"})
+    statuses = [client.get(ACCOUNTS, headers=auth[user]).status_code
+                for user in ("nora", "nadia", "nora", "nadia")]
+    assert statuses == [200, 200, 200, 429]
+    assert client.get(ACCOUNTS, headers=auth["sam"]).status_code == 200      # south's own
+    assert client.get(ACCOUNTS, headers=auth["root"]).status_code == 200     # global
