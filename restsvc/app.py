@@ -51,6 +51,7 @@ from .security.keytable import ApiKey
 from .security.ratelimit import AuthAttempt, FailureLimiter
 from .security.registry import RoleRegistry
 from .security.signinpage import SignInPage
+from .security.tenants import Tenant, TenantDirectory, Tenants
 from .security.tokens import StoredToken, TokenStore
 from .security.users import User, Users
 from .services.config import load_services_config
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("restsvc")
 
 # Every application gets these entities beside its own, and these tables.
-BUILT_IN_ENTITIES = (User, HistoryItem)
+BUILT_IN_ENTITIES = (User, Tenant, HistoryItem)
 BUILT_IN_MODELS = (StoredToken, AuthAttempt, AuthorizationCode, QuotaBucket, IdempotentRequest,
                    ChangeEvent, WebhookSubscription, WebhookDelivery, HookPosition, ApiKey)
 # Sign-in requests are held by the sign-in limits, not by quotas; a batch
@@ -115,7 +116,13 @@ class RestApp:
         self.authorizer = Authorizer(self.authserver, settings.secret_key)
         self.signin_page = SignInPage(self.messages, settings.signin_template
                                       and settings.path(settings.signin_template))
-        self.gate = Gate(settings, self.tokens, self.roles, self._jwt_issuers(), self.keys)
+        self.tenants = Tenants()
+        # Tokens are asked their tenant only when an entity of the application's has tenants.
+        self.tenant_directory = TenantDirectory(self.clients, any(
+            meta.tenant and meta.model not in BUILT_IN_ENTITIES
+            for meta in self.metadata.entities.values()), self.users.tenant_of)
+        self.gate = Gate(settings, self.tokens, self.roles, self._jwt_issuers(), self.keys,
+                         self.tenant_directory)
         self.cors = Cors(settings) if settings.cors_allowed_origins else None
         # None without trusted proxies: nothing to ask per request.
         self.proxies = TrustedProxies(settings.trusted_proxies) or None

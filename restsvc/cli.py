@@ -10,6 +10,7 @@ from .clibase import CommandError, app_of, service_access
 from .datacommands import add_data_commands
 from .errors import ApiError
 from .keycommands import add_key_commands
+from .tenantcommands import add_tenant_commands, existing_rows_tenant, tenant_of_existing_rows
 from .settings import SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -101,10 +102,15 @@ def migrate_command(args: argparse.Namespace) -> int:
     from .schema import command
     if args.lock_timeout < 0:
         raise CommandError("migrate: --lock-timeout must not be negative")
+    app = app_of(args, init_schema=False, check_schema=False)
     try:
-        return command.run(app_of(args, init_schema=False, check_schema=False), args, print)
+        with existing_rows_tenant(app, args.tenant):
+            code = command.run(app, args, print)
     except command.CommandFailed as exc:
         raise CommandError(str(exc)) from None
+    if args.tenant and code == 0 and not (args.plan or args.status):
+        tenant_of_existing_rows(app, args.tenant)
+    return code
 
 
 def history_command(args: argparse.Namespace) -> int:
@@ -217,8 +223,9 @@ def user_command(args: argparse.Namespace) -> None:
     try:
         if args.action == "add":
             password = _read_secret("password: ", args.password_stdin, confirm=True)
-            app.users.add(args.username, password, tuple(args.role or ()))
-            print(f"user {args.username} added")
+            app.users.add(args.username, password, tuple(args.role or ()), args.tenant)
+            print(f"user {args.username} added" + (f" to tenant {args.tenant}" if args.tenant
+                                                    else ""))
         elif args.action == "passwd":
             app.users.set_password(args.username, _read_secret(
                 "new password: ", args.password_stdin, confirm=True))
@@ -282,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="wait at most this long for the database's locks (default: 30)")
     p.add_argument("--no-backup", action="store_true",
                    help="SQLite: no backup copy before a table rebuild")
+    p.add_argument("--tenant", metavar="KEY", help="the tenant existing rows of newly "
+                   "tenant-scoped entities belong to (restsvc/docs/tenants.md)")
     p.set_defaults(run=migrate_command)
     add_data_commands(commands)
     commands.add_parser("routes", help="print the URL table").set_defaults(run=routes)
@@ -335,11 +344,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if action == "add":
             a.add_argument("--role", action="append", metavar="CODE",
                            help="a resource or row-level role code (repeatable)")
+            a.add_argument("--tenant", metavar="KEY", help="the user's tenant (default: "
+                           "none, a global user; restsvc/docs/tenants.md)")
         if action == "roles":
             a.add_argument("codes", nargs="*", metavar="CODE",
                            help="resource and row-level role codes (none: no roles)")
     p.set_defaults(run=user_command)
     add_key_commands(commands)
+    add_tenant_commands(commands)
 
     args = parser.parse_args(argv)
     from .schema import MigrationError, SchemaMismatch

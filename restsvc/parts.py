@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .security.tokens import TokenStore
     from .security.users import Users
     from .services.registry import Services
+    from .security.tenants import TenantDirectory
     from .settings import Settings
 
 
@@ -82,6 +83,8 @@ class AppParts(Protocol):
     def signin_page(self) -> SignInPage: ...
     @property
     def gate(self) -> Gate: ...
+    @property
+    def tenant_directory(self) -> TenantDirectory: ...
     @property
     def files(self) -> FileStorages: ...
     @property

@@ -30,6 +30,7 @@ _CLIENT_KEYS: Keys = {
     "row-level-roles": ("row_level_roles", parse.word_list, ()),
     "redirect-uris": ("redirect_uris", parse.redirect_uri_list, ()),
     "scopes": ("scopes", parse.word_list, ()),
+    "tenant": ("tenant", parse.text, ""),      # its tokens act for this tenant (docs/tenants.md)
 }
 # What a client without a secret (a browser or mobile app) may use.
 PUBLIC_CLIENT_GRANTS = ("authorization_code", "refresh_token")
@@ -52,6 +53,7 @@ _JWT_KEYS: Keys = {
     "username-claim": ("username_claim", parse.text, "sub"),
     "roles-claim": ("roles_claim", parse.text, "roles"),
     "client-claim": ("client_claim", parse.text, "azp"),
+    "tenant-claim": ("tenant_claim", parse.text, ""),      # none: global callers
 }
 _ROLE_MAPPING = "role-mapping."
 SYMMETRIC_ALGORITHMS = ("HS256", "HS384", "HS512")
@@ -188,6 +190,7 @@ class ClientSettings:
     row_level_roles: tuple[str, ...]
     redirect_uris: tuple[str, ...] = ()
     scopes: tuple[str, ...] = ()
+    tenant: str = ""        # the tenant its client-credentials tokens act for ("": none)
 
     @property
     def is_public(self) -> bool:
@@ -216,6 +219,7 @@ class JwtIssuerSettings:
     username_claim: str
     roles_claim: str
     client_claim: str
+    tenant_claim: str = ""          # the claim holding the caller's tenant key ("": none)
     role_mapping: dict[str, tuple[str, ...]] = field(default_factory=dict)     # their role -> role codes
 
 

@@ -266,10 +266,11 @@ def build_settings(values: Mapping[str, object] | None, base_dir: str | Path = "
             storage_values[key] = value
         elif key.startswith(_RATE_LIMIT_PREFIX):
             kind, _, name = key[len(_RATE_LIMIT_PREFIX):].partition(".")
-            if kind not in ("client", "user", "key") or not name:
+            if kind not in ("client", "user", "key", "tenant") or not name:
                 raise SettingsError(f"{key}: unknown setting (svc.rate-limit.client.<client id>, "
-                                    f"svc.rate-limit.user.<username> or "
-                                    f"svc.rate-limit.key.<API key id>)")
+                                    f"svc.rate-limit.user.<username>, "
+                                    f"svc.rate-limit.key.<API key id> or "
+                                    f"svc.rate-limit.tenant.<tenant key>)")
             parsed.setdefault("rate_limits", {})[(kind, name)] = parse_value(key, parse.rate_limit, value)
         elif key.startswith(JWT_PREFIX):
             jwt_values[key] = value

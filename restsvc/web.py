@@ -19,6 +19,7 @@ from .responses import CompleteResponse, HeaderValues
 from .responses import add_header as add_header, body_size as body_size     # handlers' names for them
 from .model.datatypes import DATATYPES
 from .request import Request as Request     # handlers import it from here
+from .security.tenants import ACT_FOR_TENANT, TENANT_HEADER_ENVIRON, acting_tenant
 from .services.declare import Caller
 
 if TYPE_CHECKING:
@@ -237,7 +238,12 @@ class Context:
     def access(self) -> Access:
         """The caller as the data layer sees it."""
         if self._access is None:
-            self._access = access_for(self.app, self.principal)
+            acting = self.request.environ.get(TENANT_HEADER_ENVIRON)     # X-Tenant-Id
+            if acting is not None:
+                principal = self.principal
+                acting = acting_tenant(self.app.tenant_directory, principal.tenant,
+                                       principal.permissions.specific(ACT_FOR_TENANT), acting)
+            self._access = access_for(self.app, self.principal, acting)
         return self._access
 
     @property

@@ -45,7 +45,7 @@ def _known_settings():
     known |= {settinggroups.DOCS_PREFIX + key for key in settinggroups._DOCS_KEYS}
     known |= {"svc.resource-server.jwt.<name>.role-mapping.<role>",
               "svc.rate-limit.client.<client id>", "svc.rate-limit.user.<username>",
-              "svc.rate-limit.key.<API key id>",
+              "svc.rate-limit.key.<API key id>", "svc.rate-limit.tenant.<tenant key>",
               "svc.rest.entity-max-fetch-size.<Entity>"}
     return known
 

@@ -15,7 +15,7 @@ def test_user_info_of_a_user_token_shows_the_user_without_secrets(client, alice_
     assert body["username"] == "alice" and body["locale"] == "de"
     attributes = body["attributes"]
     assert set(attributes) == {"id", "version", "username", "firstName", "lastName", "email",
-                               "active", "locale"}
+                               "active", "locale", "tenantId"}
     assert attributes["email"] == "alice.adler@example.com" and attributes["active"] is True
     text = response.get_data(as_text=True)
     assert not any(word in text for word in SECRET_WORDS)
@@ -44,7 +44,7 @@ def test_user_metadata_hides_the_password_and_roles(client, auth):
     body = client.get("/rest/metadata/entities/User", headers=auth).json
     names = [p["name"] for p in body["properties"]]
     assert names == ["id", "version", "username", "firstName", "lastName", "email", "active",
-                     "locale"]
+                     "locale", "tenantId"]
 
 
 def test_the_stored_password_is_a_salted_slow_hash(app):

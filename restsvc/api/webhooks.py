@@ -32,7 +32,7 @@ def register(ctx: Context) -> Response:
         ctx.app.metadata, read_json_body(ctx.request, max_bytes=_MAX_BODY),
         ctx.app.settings.webhooks_allow_private)
     visibility.check_subscription(ctx.permissions, ctx.app.metadata, wanted.entities,
-                                  wanted.kinds)
+                                  wanted.kinds, ctx.access.tenant)
     webhooks.check_filter(ctx.app.metadata, wanted, ctx.permissions)
     row = webhooks.create(ctx.app.database, wanted)
     location = location_url(ctx.request, ctx.app.settings.public_url) + "/" + row.id
@@ -44,7 +44,7 @@ def _seen(ctx: Context, row: webhooks.WebhookSubscription) -> dict[str, Any]:
     """The subscription as the caller may see it (403 when it may not)."""
     shown = webhooks.as_json(row)
     visibility.check_subscription(ctx.permissions, ctx.app.metadata, shown["entities"],
-                                  shown["kinds"])
+                                  shown["kinds"], ctx.access.tenant)
     return shown
 
 
@@ -53,7 +53,8 @@ def list_all(ctx: Context) -> Response:
     _require_grant(ctx, READ)
     shown = (webhooks.as_json(row) for row in webhooks.listed())
     return json_response([hook for hook in shown if visibility.subscription_refusal(
-        ctx.permissions, ctx.app.metadata, hook["entities"], hook["kinds"]) is None],
+        ctx.permissions, ctx.app.metadata, hook["entities"], hook["kinds"],
+        ctx.access.tenant) is None],
         headers=NO_STORE)
 
 

@@ -22,6 +22,9 @@ class Access:
     database: "peewee.Database"
     sql_cache: dict[Any, Any]   # shared per app: SQL text of parameter-free query shapes
     include_deleted: bool = False   # soft-deleted rows too (``?includeDeleted=true``, by grant)
+    # The caller's tenant (security/tenants.py): every read and write of a
+    # tenant-scoped entity is limited to its rows (data/tenancy.py); None: a global caller.
+    tenant: str | None = None
     # Set only by application code through DataAccess (data/bound.py), never
     # from a request: the name writes are recorded under instead of the
     # caller's (a service writing in its own name), and whether audit values
@@ -53,20 +56,24 @@ def utc_now() -> datetime.datetime:
 NO_USER_ID = "00000000-0000-0000-0000-000000000000"
 
 
-def access_for(app: Any, principal: Any) -> Access:
+def access_for(app: Any, principal: Any, acting_for: str | None = None) -> Access:
     """The caller as the data layer sees it; one Access per principal (the
-    gate keeps a token's principal while it trusts it), not one per request."""
+    gate keeps a token's principal while it trusts it), not one per request.
+    ``acting_for``: the tenant a global caller acts for (``X-Tenant-Id``,
+    checked by the caller: security/tenants.py)."""
     memo = app.data.accesses
-    found = memo.get(id(principal))
+    key = id(principal) if acting_for is None else (id(principal), acting_for)
+    found = memo.get(key)
     if found is not None and found[0] is principal:
         known: Access = found[1]
         return known
     session = {"username": principal.username,
                "userId": str(principal.user_id or NO_USER_ID)}
-    access = Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache)
+    access = Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache,
+                    tenant=acting_for or principal.tenant)
     if len(memo) >= _ACCESSES_MAX:
         memo.clear()
-    memo[id(principal)] = (principal, access)     # holds it: its id is not reused meanwhile
+    memo[key] = (principal, access)     # holds it: its id is not reused meanwhile
     return access
 
 

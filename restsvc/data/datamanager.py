@@ -100,7 +100,8 @@ class DataManager(DataWrites):
         read = reading(access, meta, plan, return_nulls, tagged=True)
         found = one(access, read, key)
         if found is not None:       # the plan's load by id, worked out once
-            values = execute(access.database, found.sql, [found.stored(key)]).fetchone()
+            values = execute(access.database, found.sql, [found.stored(key)] if not found.tenant_first
+                             else [access.tenant, found.stored(key)]).fetchone()
             if values is None:
                 return None
             etag = one_tag(access, read, found, values)

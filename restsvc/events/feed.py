@@ -43,6 +43,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from .. import db
 from ..data.write.importer import id_or_none
 from ..data.read.loader import visible_ids
+from ..data.tenancy import scoped
 from ..errors import ApiError, BadRequest, Forbidden, NotFound
 from ..health import is_shutting_down
 from ..jsonio import JsonValue, dumps
@@ -235,11 +236,11 @@ class Stream:
                         for event in shown), len(events) == BATCH
 
     def _readable(self, events: list[Event]) -> list[Event]:
-        """The events of rows the caller's row-level roles let it read now."""
+        """The events of rows the caller's row-level roles (and tenant) let it read now."""
         restricted: dict[str, list[str]] = {}
         for event in events:
             name = event["entity"]
-            if self.access.permissions.row_restricted(name):
+            if self.access.permissions.row_restricted(name) or scoped(self.access, self.metas[name]):
                 restricted.setdefault(name, []).append(event["entityId"])
         allowed: dict[str, set[str]] = {}
         for name, ids in restricted.items():

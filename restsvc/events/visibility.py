@@ -55,12 +55,12 @@ def named_attributes(meta: MetaClass) -> list[str]:
 
 
 def subscription_refusal(permissions: Permissions, metadata: Metadata, entities: Iterable[str],
-                         kinds: Iterable[str]) -> str | None:
+                         kinds: Iterable[str], tenant: str | None = None) -> str | None:
     """Why the caller may not see (register, list, read the dead letters of) a
     subscription to ``entities``' events of ``kinds``, or None when it may: a
     webhook's deliveries are not narrowed per caller, so only one who would
     see all of them through the Entities API may ask for them. That is: read
-    each entity, with no row-level rule hiding rows of it, view every
+    each entity, with no row-level rule or tenant hiding rows of it, view every
     attribute its events may name and see the writer of each kind."""
     kinds = list(kinds)
     for name in entities:
@@ -70,6 +70,9 @@ def subscription_refusal(permissions: Permissions, metadata: Metadata, entities:
         if permissions.row_restricted(name):
             return (f"Row-level rules limit the rows of {name} the caller may read; "
                     f"a webhook's events are not narrowed by them")
+        if tenant is not None and meta.tenant:
+            return (f"The caller reads the rows of {name} of its tenant only; "
+                    f"a webhook's events are not narrowed by tenant")
         hidden = [attribute for attribute in named_attributes(meta)
                   if permissions.attribute(name, attribute) < 1]
         hidden += [WRITER_OF.get(kind, kind) for kind in kinds
@@ -81,8 +84,8 @@ def subscription_refusal(permissions: Permissions, metadata: Metadata, entities:
 
 
 def check_subscription(permissions: Permissions, metadata: Metadata, entities: Iterable[str],
-                       kinds: Iterable[str]) -> None:
+                       kinds: Iterable[str], tenant: str | None = None) -> None:
     """403 unless the caller may see the subscription (``subscription_refusal``)."""
-    refusal = subscription_refusal(permissions, metadata, entities, kinds)
+    refusal = subscription_refusal(permissions, metadata, entities, kinds, tenant)
     if refusal is not None:
         raise Forbidden("Reading forbidden", refusal)

@@ -21,6 +21,7 @@ import peewee
 
 from ..db import database_proxy
 from .fields import DateTimeField, Embedded
+from .tenancy import add_tenant_column
 
 
 _last_id = [0]
@@ -70,6 +71,7 @@ class EntityDeclaration:
     events: bool = False            # changes published through the outbox (restsvc/events/)
     natural_key: str | None = None  # an attribute that names a row (imports, references)
     search: dict[str, str] = field(default_factory=dict)   # searchable attribute -> weight letter
+    tenant: bool = False            # rows belong to a tenant (model/tenancy.py)
 
 
 E = TypeVar("E", bound=Entity)
@@ -84,7 +86,8 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
            audited: bool = False, history: bool | Sequence[str] = False,
            soft_delete: bool = False, events: bool = False,
            natural_key: str | None = None,
-           search: Mapping[str, str] | None = None) -> Callable[[type[E]], type[E]]:
+           search: Mapping[str, str] | None = None,
+           tenant: bool = False) -> Callable[[type[E]], type[E]]:
     """Declare a Peewee model as an entity.
 
     name           entity name (default: the class name)
@@ -118,6 +121,9 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
     search         {"attribute": "A"}: string attributes searched by ranked full-text
                    search (``/search?q=``), each with its weight, "A" (most) to "D"
                    (least); ``restsvc migrate`` creates the index (schema/fulltext.py)
+    tenant         rows belong to a tenant: adds the read-only ``tenantId`` (the
+                   tenant's key), first in every index; a caller with a tenant
+                   reads and writes only its tenant's rows (restsvc/docs/tenants.md)
 
     A model may define lifecycle hooks (restsvc/docs/hooks.md): a classmethod
     ``clean(values, creating, entity_id)`` sees the values a create or update
@@ -141,6 +147,8 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
         added = _add_audit_fields(model) if audited else ()
         if soft_delete:
             added += _add_fields(model, DELETION_FIELDS)
+        if tenant:
+            added += add_tenant_column(model)
         model._entity = EntityDeclaration(      # type: ignore[attr-defined]
             name=name or model.__name__,
             instance_name=tuple(instance_name),
@@ -156,6 +164,7 @@ def entity(name: str | None = None, instance_name: str | Sequence[str] = (),
             events=bool(events),
             natural_key=natural_key,
             search=dict(search or {}),
+            tenant=bool(tenant),
         )
         return model
     return declare

@@ -136,6 +136,7 @@ class MetaClass:
     # of each of its columns, in its order; None: the entity declares none.
     search: FullText | None = None
     searchable: tuple[str, ...] = ()
+    tenant: bool = False        # rows belong to a tenant (model/tenancy.py, data/tenancy.py)
 
     @property
     def database_assigns_id(self) -> bool:

@@ -77,7 +77,8 @@ class Metadata:
             meta = MetaClass(declared.name, model, None, declared.instance_name,
                              declared.validators, audited=declared.audited,
                              history=declared.history, soft_delete=declared.soft_delete,
-                             events=declared.events, natural_key=declared.natural_key)
+                             events=declared.events, natural_key=declared.natural_key,
+                             tenant=declared.tenant)
             self.entities[meta.name] = meta
             self._by_model[model] = meta
         for enum_class in extra_enums:

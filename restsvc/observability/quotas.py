@@ -1,9 +1,12 @@
-"""Per-client, per-user and per-key request quotas (``svc.rate-limit.client.<client
-id>``, ``svc.rate-limit.user.<username>``, ``svc.rate-limit.key.<API key
-id>``: ``100/s burst 200``), counted in the database so that every worker of
-every instance counts the same requests. A key with a quota of its own is
-held by it alone: its requests neither count against its user's or client's
-quota nor are held by it, so a busy key leaves the owner's other tokens alone.
+"""Per-client, per-user, per-key and per-tenant request quotas
+(``svc.rate-limit.client.<client id>``, ``svc.rate-limit.user.<username>``,
+``svc.rate-limit.key.<API key id>``, ``svc.rate-limit.tenant.<tenant key>``:
+``100/s burst 200``), counted in the database so that every worker of every
+instance counts the same requests. A key with a quota of its own is held by
+it (and its tenant's quota) alone: its requests neither count against its
+user's or client's quota nor are held by it, so a busy key leaves the
+owner's other tokens alone. A tenant's quota counts every request of the
+tenant's callers (docs/tenants.md).
 
 The count is GCRA (a token bucket kept as one number): each key's row holds
 its theoretical arrival time ``tat``; a request at ``now`` is allowed when
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class QuotaBucket(peewee.Model):
-    key = peewee.CharField(primary_key=True, max_length=255)     # client:<id> | user:<name> | key:<id>
+    key = peewee.CharField(primary_key=True, max_length=255)     # client:, user:, key:, tenant:
     tat = peewee.DoubleField()                                   # epoch seconds
 
     class Meta:
@@ -56,7 +59,7 @@ def _user_bucket(principal: "Principal") -> str:
     return f"user:jwt:{digest}"
 
 
-# ("client" | "user" | "key", name) -> (requests per second, burst)
+# ("client" | "user" | "key" | "tenant", name) -> (requests per second, burst)
 Limits = dict[tuple[str, str], tuple[float, int]]
 Headers = dict[str, int]      # RateLimit-Limit, -Remaining, -Reset
 
@@ -64,7 +67,7 @@ Headers = dict[str, int]      # RateLimit-Limit, -Remaining, -Reset
 class Quotas:
     def __init__(self, limits: Limits, refusals: Metric | None = None,
                  clock: Callable[[], float] = time.time) -> None:
-        self.limits = limits         # ("client" | "user" | "key", name) -> (per second, burst)
+        self.limits = limits         # (kind, name) -> (per second, burst)
         self.refusals = refusals     # the counter of refusals by kind, when metrics are on
         self.clock = clock
 
@@ -82,10 +85,14 @@ class Quotas:
         found: list[tuple[str, tuple[float, int]]] = []
         if principal.client_id is None:
             return found
+        if principal.tenant is not None:    # every request of the tenant's callers counts
+            limit = self.limits.get(("tenant", principal.tenant))
+            if limit is not None:
+                found.append((f"tenant:{principal.tenant}", limit))
         if principal.key_id is not None:
             limit = self.limits.get(("key", principal.key_id))
             if limit is not None:
-                return [(f"key:{principal.key_id}", limit)]
+                return found + [(f"key:{principal.key_id}", limit)]
         limit = self.limits.get(("client", principal.client_id))
         if limit is not None:
             found.append((f"client:{principal.client_id}", limit))

@@ -29,7 +29,7 @@ from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE, Build
 from .entities import entity_schemas, stub_schemas
 from ..data.write.history import HISTORY_ITEM
 from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS, OperationOf
-from .parts import failures, response_components
+from .parts import TENANT_HEADER_PARAMETER, failures, response_components
 from .reports import report_operation, report_schemas
 from .enums import name_enums
 from .requestline import bound_bodies, bound_gets
@@ -128,6 +128,10 @@ class DocumentBuilder:
         self.gate = gate
         self.settings = settings
         self.metadata = metadata
+        # Requests may name a tenant: the application has tenant-scoped entities.
+        self.tenants = metadata is not None and any(
+            meta.tenant for meta in metadata.entities.values()
+            if meta.name in self.application_entities)
         self.queries = queries
         self.services = services
 
@@ -238,6 +242,8 @@ class DocumentBuilder:
                 responses.update(failures("Unauthorized"))
                 if self.gate.rest_enabled.match(sample):
                     responses.setdefault("403", failures("Forbidden")["403"])
+                    if self.tenants:
+                        op["parameters"] = op.get("parameters", []) + [TENANT_HEADER_PARAMETER]
             else:
                 op["security"] = []
         op["responses"] = dict(sorted(responses.items()))

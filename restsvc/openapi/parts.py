@@ -113,3 +113,11 @@ def operation(summary: str, tag: str, responses: dict[str, JsonObject],
         op["requestBody"] = body
     op["responses"] = dict(sorted(responses.items()))
     return op
+
+
+# security/tenants.py: a global caller with the tenants.actFor grant acts for one tenant.
+TENANT_HEADER_PARAMETER: JsonObject = {
+    "name": "X-Tenant-Id", "in": "header", "required": False, "schema": STRING,
+    "description": "a global caller acts for this tenant (its key), with the tenants.actFor "
+                   "grant; a tenant's caller may name only its own (restsvc/docs/tenants.md)"}
+

@@ -26,6 +26,7 @@ from ..values import SettingsError
 from .apikeys import KeyStore, is_key
 from .registry import RoleRegistry
 from .roles import Permissions
+from .tenants import TenantDirectory
 from .tokens import ACCESS, Identity, TokenStore
 
 if TYPE_CHECKING:
@@ -136,6 +137,7 @@ class Principal:
     issuer: str | None = None
     subject: str | None = None
     key_id: str | None = None     # called with an API key (security/apikeys.py): its id
+    tenant: str | None = None     # the tenant it acts for (security/tenants.py); None: global
 
     @property
     def identity(self) -> str | None:
@@ -159,11 +161,13 @@ _Recent = tuple[float, float, int, Principal]
 
 class Gate:
     def __init__(self, settings: Settings, tokens: TokenStore, roles: RoleRegistry,
-                 jwt_issuers: "JwtIssuers | None" = None, keys: KeyStore | None = None) -> None:
+                 jwt_issuers: "JwtIssuers | None" = None, keys: KeyStore | None = None,
+                 tenants: TenantDirectory | None = None) -> None:
         self.realm = settings.realm
         self.tokens = tokens
         self.keys = keys        # API keys: tokens that start with apikeys.PREFIX
         self.roles = roles
+        self.tenants = tenants      # whose tenant a token acts for (None: no tenants)
         self.available_locales = settings.available_locales
         # security/jwtissuers.py, when svc.resource-server.jwt.* names issuers
         self.jwt_issuers = jwt_issuers
@@ -257,6 +261,8 @@ class Gate:
         # The locale is copied into the token at issue time (and kept in step by
         # User.after_save), so a user token costs no extra query.
         principal = self._principal(info.identity, info.token_hash)
+        if principal is None:
+            return None
         self._remember(token_hash, (now, info.expires_at, changes, principal))
         return principal
 
@@ -267,15 +273,23 @@ class Gate:
         if info is None:
             return None
         principal = self._principal(info.identity, token_hash, info.key_id)
+        if principal is None:
+            return None
         self._remember(token_hash, (now, info.expires_at, changes, principal))
         return principal
 
-    def _principal(self, who: Identity, token_hash: str, key_id: str | None = None) -> Principal:
+    def _principal(self, who: Identity, token_hash: str,
+                   key_id: str | None = None) -> Principal | None:
+        """The principal of an identity, or None when its tenant is disabled."""
+        usable, tenant = self.tenants.tenant_of(who) if self.tenants else (True, None)
+        if not usable:
+            self._recent.pop(token_hash, None)
+            return None
         return Principal(
             client_id=who.client_id, username=who.username or who.client_id,
             is_user=who.username is not None, locale=who.locale,
             permissions=self.roles.permissions(who.resource_roles, who.row_level_roles, who.scope),
-            token_hash=token_hash, user_id=who.user_id, key_id=key_id)
+            token_hash=token_hash, user_id=who.user_id, key_id=key_id, tenant=tenant)
 
     def _remember(self, token_hash: str, entry: "_Recent") -> None:
         if len(self._recent) >= _RECENT_MAX:
@@ -290,11 +304,16 @@ class Gate:
         if claims is None:
             self._recent.pop(token_hash, None)
             return None
+        usable, tenant = self.tenants.claimed(claims.tenant) if self.tenants and \
+            self.tenants.active else (True, None)
+        if not usable:
+            self._recent.pop(token_hash, None)
+            return None
         resource, row_level = self.roles.split(claims.role_codes)
         principal = Principal(
             client_id=claims.client_id, username=claims.username, is_user=True,
             locale=claims.locale if claims.locale in self.available_locales else None,
             permissions=self.roles.permissions(resource, row_level), token_hash=token_hash,
-            stored=False, issuer=claims.issuer, subject=claims.subject)
+            stored=False, issuer=claims.issuer, subject=claims.subject, tenant=tenant)
         self._remember(token_hash, (now, claims.expires_at, changes, principal))
         return principal

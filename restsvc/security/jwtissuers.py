@@ -106,6 +106,7 @@ class Claims:
     expires_at: float
     issuer: str
     subject: str        # ``sub``; the username claim when the token has none
+    tenant: str | None = None   # the tenant-claim's value (security/tenants.py)
 
 
 def _path(claims: JsonObject, dotted: str) -> JsonValue:
@@ -148,9 +149,11 @@ class Issuer:
         client = claims.get(s.client_claim) or claims.get("client_id") or s.name
         locale = claims.get("locale")
         subject = claims.get("sub")
+        tenant = _path(claims, s.tenant_claim) if s.tenant_claim else None
         return Claims(str(client), username, locale if isinstance(locale, str) else None, codes,
                       float(claims["exp"]), s.issuer,
-                      subject if isinstance(subject, str) and subject else username)
+                      subject if isinstance(subject, str) and subject else username,
+                      tenant if isinstance(tenant, str) and tenant else None)
 
 
 class JwtIssuers:

@@ -9,6 +9,9 @@
   ``user-management`` changes only users it reaches: users.py).
 - A client's own token lists and revokes the client's keys; it makes them
   only under the grant, like a key for any other client.
+- Under the grant, a caller with a tenant (security/tenants.py) reaches the
+  users of its tenant and the clients bound to it only; the others' keys
+  answer as missing ones.
 - A key never holds a scope the token that makes it lacks, and a key cannot
   make keys: a leaked key must not outlive its revocation in another one.
 
@@ -83,8 +86,10 @@ def is_own(principal: Principal, row: ApiKey) -> bool:
     return own.user_id is None and row.client_id == own.client_id
 
 
-def named_owner(clients: Clients, username: JsonValue, client_id: JsonValue) -> Owner:
-    """The user or client a request names (404 when there is none)."""
+def named_owner(clients: Clients, username: JsonValue, client_id: JsonValue,
+                tenant: str | None = None) -> Owner:
+    """The user or client a request names (404 when there is none; for a
+    caller with a ``tenant``, when it is not of that tenant: docs/tenants.md)."""
     if username is not None and client_id is not None:
         raise BadRequest("Invalid API key owner", "Name a username or a clientId, not both")
     if not isinstance(username if username is not None else client_id, str):
@@ -92,11 +97,11 @@ def named_owner(clients: Clients, username: JsonValue, client_id: JsonValue) -> 
     if username is not None:
         user: User | None = User.select().where(
             User.username == lookup_name(str(username))).first()
-        if user is None:
+        if user is None or (tenant is not None and user.tenantId != tenant):
             raise NotFound("User not found", f"User {str(username)[:200]} not found")
         return Owner(user_key(user.id), user.username)
     client = clients.get(str(client_id))
-    if client is None:
+    if client is None or (tenant is not None and client.tenant != tenant):
         raise NotFound("Client not found", f"Client {str(client_id)[:200]} is not registered")
     return Owner(client_id=client.client_id)
 
@@ -121,7 +126,7 @@ def listing_owner(principal: Principal, clients: Clients, username: str | None,
         _require(principal, READ)
         return own
     _require(principal, MANAGE_READ)
-    return named_owner(clients, username, client_id)
+    return named_owner(clients, username, client_id, principal.tenant)
 
 
 def creation(principal: Principal, clients: Clients, body: Mapping[str, JsonValue]) -> Creation:
@@ -138,7 +143,8 @@ def creation(principal: Principal, clients: Clients, body: Mapping[str, JsonValu
         owner = own
     else:
         _require(principal, MANAGE_WRITE)
-        owner = named_owner(clients, username, client_id) if another else _own(principal)
+        owner = named_owner(clients, username, client_id, principal.tenant) if another \
+            else _own(principal)
         _check_reach(principal, clients, owner)
     client = clients.get(owner.client_id) if owner.client_id else None
     scope = checked_scope(body.get("scope"), principal.permissions.scope,
@@ -168,6 +174,16 @@ def check_key(principal: Principal, row: ApiKey | None, own_action: str,
     may_manage = principal.permissions.specific(manage_action)
     if not may_own and not may_manage:
         raise _refused(own_action)
-    if row is None or not (may_manage or (may_own and is_own(principal, row))):
+    if row is None or not ((may_manage and _in_tenant(principal.tenant, row))
+                           or (may_own and is_own(principal, row))):
         raise NotFound("API key not found", "No such API key")
     return row
+
+
+def _in_tenant(tenant: str | None, row: ApiKey) -> bool:
+    """Whether a key is one a caller of ``tenant`` may manage: any for a
+    global caller, else a key of a user of its tenant."""
+    if tenant is None:
+        return True
+    return row.user_id is not None and User.select().where(
+        (User.id == row.user_id) & (User.tenantId == tenant)).exists()

@@ -57,7 +57,7 @@ from .scopes import ACTIONS, ALL_SCOPES, granted_scopes, keeps
 OPERATIONS = ("create", "read", "update", "delete")
 SPECIFICS = ("rest.enabled", "rest.fileUpload.enabled", "rest.fileDownload.enabled",
              "rest.deleted.read", "rest.deleted.restore", "rest.deleted.purge",
-             "reports.rest.enabled")
+             "reports.rest.enabled", "tenants.actFor")
 VIEW, MODIFY = 1, 2
 ATTRIBUTE_LEVELS = {"view": VIEW, "modify": MODIFY}
 API = "API"
@@ -115,7 +115,15 @@ SYSTEM_FULL_ACCESS = ResourceRole("system-full-access", "Full access", entities=
 # The metrics endpoint's grant (api/metrics.py): held by name, never implied
 # by another role's wildcards.
 METRICS_READER = ResourceRole("metrics-reader", "Operations: read the metrics", scope=("API",))
-PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS, METRICS_READER)
+# A tenant's administrator (restsvc/docs/tenants.md): held by a user of a
+# tenant, it manages that tenant's users and their API keys only (the data
+# layer and keygrants.py limit both to the holder's tenant).
+TENANT_ADMINISTRATION = ResourceRole(
+    "tenant-administration", "Tenant administration: users and API keys of one's tenant",
+    entities={"User": "*"}, attributes={"User": {"*": "modify"}},
+    specifics=("rest.enabled", "rest.apiKeys.manage"))
+PREDEFINED = (REST_MINIMAL, USER_MANAGEMENT, SYSTEM_FULL_ACCESS, METRICS_READER,
+              TENANT_ADMINISTRATION)
 
 
 def entity_operations(value: str | Sequence[str]) -> set[str]:

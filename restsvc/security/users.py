@@ -20,12 +20,14 @@ import peewee
 
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..model.entity import Entity, entity
+from ..model.tenancy import TENANT_KEY_LENGTH
 from ..jsonio import JsonObject
 from . import clients
 from .clients import DECOY, hash_secret, is_hash, verify_at_cost
 from .keytable import revoke_user_keys
 from .registry import RoleRegistry
 from .roles import SYSTEM_FULL_ACCESS
+from .tenants import Tenant, TenantDirectory
 from .tokens import Identity, TokenStore
 
 if TYPE_CHECKING:
@@ -83,7 +85,7 @@ def lookup_name(text: str) -> str:
         return text
 
 
-@entity(name="User", instance_name="username", secret=("password", "roles"))
+@entity(name="User", instance_name="username", secret=("password", "roles"), tenant=True)
 class User(Entity):
     username = peewee.CharField(max_length=200, unique=True)
     firstName = peewee.CharField(max_length=200, null=True)
@@ -91,6 +93,9 @@ class User(Entity):
     email = peewee.CharField(max_length=200, null=True)
     active = peewee.BooleanField(default=True)
     locale = peewee.CharField(max_length=32, null=True)
+    # The user's tenant (security/tenants.py); None: a global user. Declared
+    # here, so usernames stay unique across tenants (sign-in names one user).
+    tenantId = peewee.CharField(max_length=TENANT_KEY_LENGTH, null=True, index=True)
     password = peewee.CharField(max_length=255, null=True)   # None: cannot sign in
     roles = peewee.TextField(default="")
 
@@ -167,14 +172,17 @@ class Users:
         self.roles = roles
 
     def authenticate(self, username: str, password: str) -> User | None:
-        """The active user whose password matches, else None. Unknown, inactive and
-        password-less users cost the same as a real check at today's hashing cost."""
+        """The active user whose password matches (and whose tenant, if any, is
+        enabled), else None. Unknown, inactive and password-less users cost the
+        same as a real check at today's hashing cost."""
         user: User | None = User.select().where(User.username == lookup_name(username)).first()
         stored = user.password if user is not None and user.password else None
         stored = stored if stored and is_hash(stored) else None
         matches = verify_at_cost(stored or DECOY, password, clients.ITERATIONS)
         if user is None or not user.active or not stored or not matches:
             return None
+        if user.tenantId is not None and not TenantDirectory.is_enabled(user.tenantId):
+            return None     # a disabled tenant's users do not sign in
         return user
 
     def identity(self, user: User, client_id: str, scope: str | None = None) -> Identity:
@@ -182,6 +190,12 @@ class Users:
         resource, row_level = self.roles.split(user.role_codes)
         return Identity(client_id, user.username, str(user.id), user.locale, resource, row_level,
                         scope)
+
+    @staticmethod
+    def tenant_of(user_id: str) -> str | None:
+        """The user's tenant (security/tenants.py), None for a global user."""
+        found = User.select(User.tenantId).where(User.id == user_id).tuples().first()
+        return found[0] if found else None
 
     def info(self, user_id: object) -> JsonObject:
         """``userInfo`` attributes: every plain attribute of the user, secrets excluded."""
@@ -207,7 +221,7 @@ class Users:
             raise BadRequest("Unknown role", f"Unknown role code(s): {', '.join(unknown)}")
 
     def add(self, username: str, password: str | None = None,
-            role_codes: Sequence[str] = ()) -> User:
+            role_codes: Sequence[str] = (), tenant: str | None = None) -> User:
         try:
             username = canonical_username(username)
         except ValueError as exc:
@@ -218,7 +232,9 @@ class Users:
         with User._meta.database.atomic():
             if User.select().where(User.username == username).exists():
                 raise Conflict("User exists", f"User {username} already exists")
-            user = User(username=username, roles=_joined(role_codes),
+            if tenant is not None and not Tenant.select().where(Tenant.tenantId == tenant).exists():
+                raise NotFound("Tenant not found", f"Tenant {tenant} not found")
+            user = User(username=username, roles=_joined(role_codes), tenantId=tenant,
                         password=hash_secret(password) if password is not None else None)
             user.save(force_insert=True)
             user.after_save(created=True)

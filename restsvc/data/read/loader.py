@@ -159,7 +159,8 @@ def _nested_load(access: "Access", meta: "MetaClass", plan: "FetchPlan", key_fie
 
 def session_free(access: "Access", meta: "MetaClass") -> bool:
     """Whether the statements reading ``meta`` hold nothing of the caller's
-    session (no row-level role or row rule applies): their text can be kept."""
+    session (no row-level role or row rule applies): their text can be kept.
+    A caller's tenant is a parameter of them (``statement``)."""
     return not access.permissions.row_restricted(meta.name) and not hasattr(meta.model, "row_rule")
 
 
@@ -206,13 +207,18 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
         # A ranked search's: in the select list (snippets), the WHERE, the ORDER BY.
         selecting, matching, ordering = ([], [], []) if search is None \
             else search_parameters(access.database, search)
-        params = selecting + filtering + bound + matching + ordering + paging
+        # A caller's tenant is the first condition (data/tenancy.py); a join
+        # or a collection that reaches a tenant-scoped entity adds more, and
+        # then the parameters differ from Peewee's and the text is not kept.
+        tenant = access.tenant
+        tenanted = [tenant] if tenant is not None and meta.tenant else []
+        params = selecting + tenanted + filtering + bound + matching + ordering + paging
         cache_key = (selected.signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
                      len(keys) if keys is not None else None,
                      id(access.permissions) if sort or shape else None,
                      meta.soft_delete and (with_deleted or access.include_deleted),
-                     None if search is None else search.shape)
+                     None if search is None else search.shape, tenant is not None)
         sql = access.sql_cache.get(cache_key)
         if sql is not None:
             return sql, params

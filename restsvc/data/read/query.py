@@ -16,6 +16,7 @@ import peewee
 from ...db import is_sqlite, lower
 from ...errors import BadRequest
 from ...schema import trigram
+from ..tenancy import scoped, tenant_condition
 from .filters import Condition, Group, Node, attribute_visible, compares_values, parse_filter
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class EntityQuery:
     def visible_ids(self, meta: "MetaClass") -> peewee.Select | None:
         """A subquery of the ids of ``meta`` the caller's row-level roles let it
         see, or None when they do not restrict ``meta``."""
-        if not self.access.permissions.row_restricted(meta.name):
+        if not self.access.permissions.row_restricted(meta.name) and not scoped(self.access, meta):
             return None
         inner = EntityQuery(meta, self.access, self._resolving)
         condition = inner.row_condition(meta)
@@ -179,7 +180,8 @@ class EntityQuery:
 
     def row_condition(self, meta: "MetaClass") -> Expression | None:
         """The caller's row-level conditions for this query's root entity: its
-        own filters, and for a composition child, that its owner is visible."""
+        tenant's rows only (data/tenancy.py), its own filters, and for a
+        composition child, that its owner is visible."""
         session = self.access.session
         permissions = self.access.permissions
         own = (self.compile(parse_filter(meta, spec, None, session))
@@ -190,8 +192,8 @@ class EntityQuery:
         rule = getattr(meta.model, "row_rule", None)      # e.g. HistoryItem
         live = meta.model._meta.fields["deletedDate"].is_null() if meta.soft_delete and not (
             self.with_deleted and meta is self.meta) else None
-        return _all(list(own) + list(owners) + ([rule(self)] if rule is not None else [])
-                    + [live])
+        return _all([tenant_condition(self.access, meta)] + list(own) + list(owners)
+                    + ([rule(self)] if rule is not None else []) + [live])
 
     def where(self, filter_tree: Node | None = None) -> Expression | None:
         return _all((self.row_condition(self.meta),

@@ -43,8 +43,9 @@ class Reading:
     return_nulls: bool
     shape: str | None       # the ETag digest's shape; None: per caller (row-level roles)
     # The load of one row by id, worked out at the first (``one``), per
-    # whether soft-deleted rows are read (the statement differs).
-    ones: dict[bool, "One | None"] = field(default_factory=dict)
+    # whether soft-deleted rows are read and whether the caller's tenant
+    # limits them (the statement differs).
+    ones: dict[bool | tuple[bool, bool], "One | None"] = field(default_factory=dict)
 
 
 class One(NamedTuple):
@@ -56,17 +57,23 @@ class One(NamedTuple):
     row_id: Callable[[Values], Key]
     version: int | None
     write: RowWriter
+    tenant_first: bool = False      # the caller's tenant is its first parameter (data/tenancy.py)
 
 
 def one(access: "Access", read: Reading, key: Key) -> One | None:
     """The ``One`` of ``read``, or None where the statement holds the caller's
     session (row-level roles, row rules) or the plan loads more than its own
     row's columns (references, compositions, members, transient attributes):
-    then ``load`` reads it as any page."""
+    then ``load`` reads it as any page. A caller's tenant is the statement's
+    first parameter (``One.tenant_first``)."""
     deleted = bool(read.meta.soft_delete and access.include_deleted)
-    if deleted in read.ones:
-        return read.ones[deleted]
-    found = read.ones[deleted] = _one(access, read, key)
+    # A Reading is shared by the callers of one set of permissions, with a
+    # tenant or without: a tenant's caller's statement is one of its own.
+    slot: bool | tuple[bool, bool] = deleted if access.tenant is None or not read.meta.tenant \
+        else (deleted, True)
+    if slot in read.ones:
+        return read.ones[slot]
+    found = read.ones[slot] = _one(access, read, key)
     return found
 
 
@@ -79,12 +86,16 @@ def _one(access: "Access", read: Reading, key: Key) -> One | None:
     if rows.links:
         return None
     model: Any = meta.model
-    sql, _ = statement(access, meta, Selected(columns.selected, columns.signature),
-                       Load(key_field=model.id, keys=[key]))
+    sql, params = statement(access, meta, Selected(columns.selected, columns.signature),
+                            Load(key_field=model.id, keys=[key]))
+    tenant_first = access.tenant is not None and meta.tenant
+    if tenant_first and list(params) != [access.tenant, stored(model.id)(key)]:
+        return None
     names = columns.names
     return One(sql, stored(model.id), row_id(meta),
                names.index("version") if "version" in names else None,
-               row_writer(meta, rows, read.plan, access.permissions, read.return_nulls))
+               row_writer(meta, rows, read.plan, access.permissions, read.return_nulls),
+               tenant_first)
 
 
 def one_tag(access: "Access", read: Reading, found: One, values: Values) -> str | None:

@@ -24,6 +24,7 @@ from ...jsonio import JsonObject, JsonValue
 from ..access import require
 from ..write.importer import Importer, Operation, id_or_none
 from ..read.loader import visible_ids
+from ..tenancy import tenant_condition
 from .rowsource import FORMATS, Row, rows, violation
 from ..write.hooks import Bind
 from ..write.writer import Writer
@@ -256,6 +257,9 @@ def _by_key(access: "Access", meta: "MetaClass", key: str, values: list[JsonValu
     query = model.select(model.id).where(column.in_(values)).limit(2)
     if meta.soft_delete:
         query = query.where(model._meta.fields["deletedDate"].is_null())
+    mine = tenant_condition(access, meta)     # a key unique per tenant repeats across tenants
+    if mine is not None:
+        query = query.where(mine)
     ids = [meta.row_id(row.id) for row in query]
     seen = visible_ids(access, meta, ids) if ids else set()
     return [i for i in ids if i in seen]

@@ -29,6 +29,8 @@ from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ...security.roles import MODIFY
 from ..access import Access, require
 from ..read.loader import visible_ids
+from ..tenancy import row_tenant, same_tenant, stamp
+from ...model.tenancy import TENANT_ATTRIBUTE
 from .owned import child_ids
 
 if TYPE_CHECKING:
@@ -155,6 +157,8 @@ class Importer:
         if creating and entity_id is None and meta.id_kind == "string":
             self.violations.append(_violation(f"{path}id", MUST_NOT_BE_NULL, NOT_NULL))
         operation = Operation(meta, creating, entity_id, {})
+        if meta.tenant:     # before the children, who belong to the same tenant
+            stamp(self.access, meta, operation.values, creating, body.get(TENANT_ATTRIBUTE))
         failure = "Entity creation failed" if creating else "Entity update failed"
         levels = self.access.permissions.attribute_levels(meta.name)
         imported = AUDIT_FIELDS if meta.audited and self.access.keeps_audit else ()
@@ -177,6 +181,8 @@ class Importer:
                 self._embedded(operation, prop, value, where, failure, levels)
             else:
                 self._value(operation, prop, value, where)
+        if meta.tenant and self.access.tenant is None:
+            self._same_tenant(operation)
         clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
         if clean is not None:
             for name, message in clean(operation.values, creating, entity_id):
@@ -195,6 +201,15 @@ class Importer:
         self._check_mandatory(operation, path, owner)
         self._validate(operation, path)
         return operation
+
+    @staticmethod
+    def _same_tenant(operation: Operation) -> None:
+        """A global caller's references stay within the row's tenant (data/tenancy.py)."""
+        same_tenant(operation.meta, operation.values, operation.id, [
+            (prop.related, operation.values[prop.field.name], name)
+            for name, prop in operation.meta.properties.items()
+            if prop.is_reference and not prop.is_collection and prop.field is not None
+            and operation.values.get(prop.field.name) is not None])
 
     def _expected_version(self, operation: Operation, prop: "MetaProperty", version: int,
                           path: str) -> None:
@@ -332,6 +347,9 @@ class Importer:
                 raise BadRequest("Entity update failed",
                                  f"{child_meta.name} {child_id} belongs to another {operation.meta.name}")
             creating = child_id is None or child_id not in stored
+            if child_meta.tenant and operation.meta.tenant:     # the owner's tenant's
+                child = {**child, TENANT_ATTRIBUTE: row_tenant(operation.meta, operation.values,
+                                                               operation.id)}
             sub = self.plan(child_meta, child, f"{where}[{index}].", child_id, creating,
                             owner=prop.back_field)
             kept.add(sub.id)

@@ -1,0 +1,87 @@
+"""Tenants in the data layer: a caller with a tenant reads and writes only
+its tenant's rows of tenant-scoped entities (model/tenancy.py).
+
+Not a row rule a role could forget: ``EntityQuery.row_condition`` adds the
+condition to every statement of the read path for every caller with a
+tenant (lists, loads by id, counts, aggregates, cursors, exports, history,
+references, compositions, members, services' DataAccess, predefined
+queries), so another tenant's row answers as a missing row does. Writes are
+planned through the same reads (the importer's visibility checks), and
+``stamp`` gives every row a tenant's caller creates its tenant.
+"""
+from typing import TYPE_CHECKING, Any
+
+import peewee
+
+from ..errors import BadRequest
+from ..model.tenancy import TENANT_ATTRIBUTE
+from ..security.tenants import Tenant
+
+if TYPE_CHECKING:
+    from ..model.metadata import MetaClass
+    from .access import Access
+
+
+def scoped(access: "Access", meta: "MetaClass") -> bool:
+    """Whether reads of ``meta`` by this caller are limited to its tenant."""
+    return meta.tenant and access.tenant is not None
+
+
+def tenant_condition(access: "Access", meta: "MetaClass") -> peewee.Node | None:
+    """``tenantId = <the caller's tenant>``, or None when nothing limits the caller."""
+    if not scoped(access, meta):
+        return None
+    condition: peewee.Node = meta.model._meta.fields[TENANT_ATTRIBUTE] == access.tenant
+    return condition
+
+
+def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating: bool,
+          given: object) -> None:
+    """The tenant of a row written: a tenant's caller's own on a create
+    (``tenantId`` is read-only: a value in the body is ignored, as any
+    read-only attribute's is); a global caller names it on a create (a
+    tenant of the Tenant table; a new Tenant's own key) and cannot move a
+    row to another tenant."""
+    if not meta.tenant or not creating:
+        return
+    if access.tenant is not None:
+        values[TENANT_ATTRIBUTE] = access.tenant
+    elif given is not None:
+        if meta.model is Tenant and isinstance(given, str):    # a new tenant's own key
+            values[TENANT_ATTRIBUTE] = given
+            return
+        if not isinstance(given, str) or not _known(given):
+            raise BadRequest("Entity creation failed", f"No tenant {given!r}")
+        values[TENANT_ATTRIBUTE] = given
+
+
+def _known(key: str) -> bool:
+    return bool(Tenant.select(Tenant.id).where(Tenant.tenantId == key).exists())
+
+
+def row_tenant(meta: "MetaClass", values: dict[str, Any], entity_id: object) -> str | None:
+    """The tenant of a row being written: the one it is given, else the stored row's."""
+    tenant = values.get(TENANT_ATTRIBUTE)
+    if tenant is None and entity_id is not None:
+        model: Any = meta.model
+        tenant = model.select(model.tenantId).where(model.id == entity_id).scalar()
+    return tenant if isinstance(tenant, str) else None
+
+
+def same_tenant(meta: "MetaClass", values: dict[str, Any], entity_id: object,
+                references: list[tuple["MetaClass", object, str]]) -> None:
+    """A global caller's write: a tenant-scoped row refers only to rows of its
+    own tenant (a tenant's caller sees no others: its reads refuse them)."""
+    if not meta.tenant or not references:
+        return
+    tenant = row_tenant(meta, values, entity_id)
+    for target, target_id, name in references:
+        if not target.tenant:
+            continue
+        other: Any = target.model
+        found = other.select(other.id).where(
+            (other.id == target_id) & (getattr(other, TENANT_ATTRIBUTE) == tenant)).exists()
+        if not found:
+            raise BadRequest("Entity creation failed" if entity_id is None
+                             else "Entity update failed",
+                             f"Referenced entity for property '{name}' is missing")
