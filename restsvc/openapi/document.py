@@ -32,7 +32,7 @@ from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS, OperationOf
 from .parts import TENANT_HEADER_PARAMETER, failures, response_components
 from .reports import report_operation, report_schemas
 from .enums import name_enums
-from .requestline import bound_bodies, bound_gets
+from .requestline import bound_requests
 from .schemas import STRING, common_schemas, enum_schema, id_schema, named_enum
 from .services import (SERVICE_ENDPOINTS, SERVICE_OPERATIONS, method_operation,
                        service_descriptor)
@@ -115,25 +115,20 @@ class DocumentBuilder:
                  metadata: Metadata | None = None, queries: Sequence[Query] = (),
                  services: Services | None = None, version: str | None = None,
                  application_entities: Iterable[str] = ()):
-        self.routes = routes
-        self.version = version      # the application's (Application.version)
-        # The application's own entities (their names, in declaration order):
-        # listed before the built-in ones.
+        self.routes, self.version = routes, version    # version: Application.version
+        # The application's own entities (their names, in declaration order): listed first.
         self.application_entities = tuple(application_entities)
         # The OAuth flows the registered clients can use: the only ones offered.
         self.grants = frozenset(grant for client in settings.clients
                                 for grant in client.grant_types)
         self.bearer: list[dict[str, list[str]]] = [
             {name: []} for name in security_schemes("", "", self.grants) if name != "clientBasic"]
-        self.gate = gate
-        self.settings = settings
-        self.metadata = metadata
+        self.gate, self.settings, self.metadata = gate, settings, metadata
         # Requests may name a tenant: the application has tenant-scoped entities.
         self.tenants = metadata is not None and any(
             meta.tenant for meta in metadata.entities.values()
             if meta.name in self.application_entities)
-        self.queries = queries
-        self.services = services
+        self.queries, self.services = queries, services
 
     # -- the two documents ---------------------------------------------------
     def generic(self) -> JsonObject:
@@ -274,8 +269,7 @@ class DocumentBuilder:
         # One plain tree: no shared objects (YAML would write them as anchors).
         document = json.loads(json.dumps(document))
         name_enums(document, self.metadata.enums if self.metadata is not None else {})
-        bound_gets(document["paths"], document["components"]["schemas"])
-        bound_bodies(document["paths"])
+        bound_requests(document["paths"], document["components"]["schemas"])
         return document
 
 

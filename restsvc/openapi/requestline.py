@@ -18,6 +18,12 @@ _FORMAT_LENGTHS = {"uuid": 36, "date": 10, "time": 18, "date-time": 40, "int32":
                    "int64": 20}
 
 
+def bound_requests(paths: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """What every operation of ``paths`` can carry: its request line, its body."""
+    bound_gets(paths, schemas)
+    bound_bodies(paths)
+
+
 def bound_gets(paths: dict[str, Any], schemas: dict[str, Any]) -> None:
     """Every GET of ``paths``: the 414 answer, and arrays that fit the request line."""
     for path, methods in paths.items():

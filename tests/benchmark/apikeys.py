@@ -12,13 +12,12 @@ user's row). restsvc/docs/apikeys.md "What it costs".
 """
 import argparse
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 from dataset import prepare
-from inprocess import repeat
+from inprocess import ratio_row, repeat
 
 
 def _key(app, token):
@@ -58,10 +57,7 @@ def main(argv=None):
         for label, recheck in (("as served", gate.RECHECK_SECONDS), ("every request reads it", 0)):
             gate.RECHECK_SECONDS = recheck
             costs = measure(app, callers, paths, args.count, args.rounds)
-            ratios = [key / plain for key, plain in zip(costs["API key"], costs["access token"])]
-            print(f"{label:<40}{statistics.median(costs['access token']):>14.1f}"
-                  f"{statistics.median(costs['API key']):>10.1f}"
-                  f"{statistics.median(ratios):>8.2f}", flush=True)
+            print(ratio_row(label, 40, costs, "access token", "API key"), flush=True)
         print(f"(medians of {args.rounds} rounds of {args.count} requests; "
               f"{'PostgreSQL' if args.postgres else 'SQLite'})")
     finally:

@@ -1,7 +1,10 @@
 """The benchmark's data: a fresh demo database with 1,000 customers, built by restsvc itself."""
+import contextlib
 import datetime
+import shutil
 import sqlite3
 import sys
+import tempfile
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -90,3 +93,16 @@ def copy_database(source_path, target_path):
     finally:
         source.close()
         target.close()
+
+
+@contextlib.contextmanager
+def scratch(prefix):
+    """(a new directory, a list of cleanups): both undone at the end, the
+    cleanups (closing a database, dropping a schema) first, in order."""
+    workdir, cleanups = Path(tempfile.mkdtemp(prefix=prefix)), []
+    try:
+        yield workdir, cleanups
+    finally:
+        for cleanup in cleanups:
+            cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)

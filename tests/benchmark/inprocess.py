@@ -116,3 +116,12 @@ def compare_operations(app, token, operations, count, rounds, target=TARGET):
     print(f"(medians of {rounds} rounds of {count} requests each, CPU time of this process; "
           f"target: at most {target}x {reference})")
     return 0 if worst <= target else 1
+
+
+def ratio_row(label, width, costs, base, other):
+    """A printed row: the medians of ``costs[base]`` and ``costs[other]``
+    (per-request figures of rounds taken in turns), then the median of their
+    per-round ratios (other / base)."""
+    ratios = [mine / theirs for mine, theirs in zip(costs[other], costs[base])]
+    return (f"{label:<{width}}{statistics.median(costs[base]):>14.1f}"
+            f"{statistics.median(costs[other]):>10.1f}{statistics.median(ratios):>8.2f}")

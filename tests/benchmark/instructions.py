@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -69,11 +68,9 @@ def main(argv=None):
         print("valgrind is not installed: apt-get install -y valgrind", file=sys.stderr)
         return 2
     from baseline_data import build
-    from dataset import prepare, share_token, tag_shape
+    from dataset import prepare, scratch, share_token, tag_shape
     from run import OPERATIONS
-    workdir = Path(tempfile.mkdtemp(prefix="restsvc-instructions-"))
-    cleanups = []
-    try:
+    with scratch("restsvc-instructions-") as (workdir, cleanups):
         app, env, token, ids = prepare(workdir)
         if args.postgres:   # the same data on PostgreSQL; the baseline stays on SQLite
             from growth import postgres_schema
@@ -94,10 +91,6 @@ def main(argv=None):
                 figures.append((high - low) / args.requests)
             print(f"{operation:<26}{figures[0]:>12,.0f}{figures[1]:>12,.0f}"
                   f"{figures[0] / figures[1]:>8.2f}", flush=True)
-    finally:
-        for cleanup in cleanups:
-            cleanup()
-        shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 

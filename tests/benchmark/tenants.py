@@ -17,17 +17,13 @@ alike, and the ratio (the issue's target: at most 1.1).
 import argparse
 import dataclasses
 import json
-import shutil
-import statistics
 import sys
-import tempfile
 import uuid
-from pathlib import Path
 
 import peewee
 
-from dataset import REPO
-from inprocess import _environs, _per_request, one_answer
+from dataset import REPO, scratch
+from inprocess import _environs, _per_request, one_answer, ratio_row
 
 from restsvc import Entity, entity   # noqa: E402  (dataset puts this checkout first)
 
@@ -143,9 +139,7 @@ def main(argv=None):
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="restsvc-tenants-"))
-    cleanups = []
-    try:
+    with scratch("restsvc-tenants-") as (workdir, cleanups):
         url = None
         if args.postgres:       # a schema of its own, dropped afterwards
             from growth import postgres_schema
@@ -156,17 +150,10 @@ def main(argv=None):
         print(f"{'CPU µs per request':<24}{'single-tenant':>14}{'tenant':>10}{'ratio':>8}")
         for label, operation in operations(ids).items():
             costs = measure(app, token, operation, args.count, args.rounds)
-            ratios = [t / s for t, s in zip(costs["TenantAccount"], costs["SoloAccount"])]
-            print(f"{label:<24}{statistics.median(costs['SoloAccount']):>14.1f}"
-                  f"{statistics.median(costs['TenantAccount']):>10.1f}"
-                  f"{statistics.median(ratios):>8.2f}", flush=True)
+            print(ratio_row(label, 24, costs, "SoloAccount", "TenantAccount"), flush=True)
         print(f"(medians of {args.rounds} rounds of {args.count} requests; {args.tenants} "
               f"tenants of {args.rows} rows beside {args.rows} single-tenant rows; "
               f"{'PostgreSQL' if args.postgres else 'SQLite'})")
-    finally:
-        for cleanup in cleanups:
-            cleanup()
-        shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 
