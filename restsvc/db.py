@@ -259,15 +259,13 @@ def lower(database: peewee.Database, column: peewee.ColumnBase | str) -> peewee.
 
 
 def leading_index_fields(model: type[peewee.Model]) -> list[peewee.Field]:
-    """The columns that lead an index: ``index=True``, ``unique=True`` or the
-    first column of a ``Meta.indexes`` entry (the second after a tenant
-    column, which leads every index of a tenant-scoped table: model/tenancy.py)."""
+    """The columns that lead an index: ``index=True``, ``unique=True`` or the first
+    column of a ``Meta.indexes`` entry, after a tenant's (model/tenancy.py)."""
     leading: list[peewee.Field] = [field for field in model._meta.sorted_fields if field.index or field.unique]
     for index in model._meta.indexes:
         columns: Sequence[object] = index[0] if isinstance(index, (tuple, list)) \
             else getattr(index, "_expressions", ())
-        first = columns[1] if list(columns[:1]) == ["tenantId"] and len(columns) > 1 else (
-            columns[0] if columns else None)
+        first = next((column for column in columns if column != "tenantId"), None)
         first = model._meta.fields.get(first) if isinstance(first, str) else first
         if isinstance(first, peewee.Field):
             leading.append(first)
@@ -309,8 +307,7 @@ def release(database: peewee.Database) -> None:
         if database.in_transaction():
             database.rollback()
     except (peewee.DatabaseError, peewee.InterfaceError):
-        # The connection broke (server gone or restarted): the pool drops it
-        # on close, and the request has had its answer already.
+        # The connection broke: the pool drops it on close; the request has its answer.
         log.warning("rollback failed; the connection is dropped", exc_info=True)
     if not is_sqlite(database):
         database.close()
