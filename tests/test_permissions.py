@@ -38,7 +38,7 @@ def test_sales_reader_permissions(client, kind):
     assert specifics == {"rest.enabled": 1, "rest.fileUpload.enabled": 0,
                          "rest.fileDownload.enabled": 1, "reports.rest.enabled": 1,
                          "rest.deleted.read": 0, "rest.deleted.restore": 0,
-                         "rest.deleted.purge": 0}
+                         "rest.deleted.purge": 0, "tenants.actFor": 0}
     assert body["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader",
                                    "ROW_LEVEL_ROLE_public-tags"]
 
@@ -46,7 +46,8 @@ def test_sales_reader_permissions(client, kind):
 def test_permissions_list_every_entity_operation_and_attribute(client, auth):
     body = client.get("/rest/permissions", headers=auth).json
     entities, attributes = values(body, "entities"), values(body, "entityAttributes")
-    assert len(entities) == 4 * 8            # User, HistoryItem and the six demo entities
+    assert len(entities) == 4 * 9            # User, Tenant, HistoryItem and the six demo entities
+    assert all(entities[f"Tenant:{op}"] == 1 for op in ("create", "read", "update", "delete"))
     assert {k: v for k, v in entities.items() if k.startswith("HistoryItem:")} == {
         "HistoryItem:create": 0, "HistoryItem:read": 1, "HistoryItem:update": 0,
         "HistoryItem:delete": 0}                # only the write path writes the entity log

@@ -70,7 +70,7 @@ ORDER = ("id", "version", "number", "date", "status", "amount", "createdBy", "cr
          "lastModifiedBy", "lastModifiedDate", "deletedDate", "deletedBy")
 LINE = ("id", "version", "quantity", "price", "createdBy", "createdDate", "lastModifiedBy",
         "lastModifiedDate", "deletedDate", "deletedBy")
-PRODUCT = ("id", "version", "name", "sku", "price", "deletedDate", "deletedBy")
+PRODUCT = ("id", "version", "name", "description", "sku", "price", "deletedDate", "deletedBy")
 # Values kept as their JSON text (numbers); every other non-null value is a JSON string.
 NUMBERS = {"version", "quantity", "price", "amount"}
 

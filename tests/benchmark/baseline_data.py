@@ -32,7 +32,8 @@ CREATE TABLE "order" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL
   "number" TEXT NOT NULL, "date" TEXT NOT NULL, "customer_id" TEXT NOT NULL
   REFERENCES "customer" ("id") ON DELETE RESTRICT, "status" TEXT, "amount" TEXT, {AUDIT});
 CREATE TABLE "product" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
-  "name" TEXT NOT NULL, "sku" TEXT, "price" TEXT NOT NULL, "deletedDate" TEXT, "deletedBy" TEXT);
+  "name" TEXT NOT NULL, "description" TEXT, "sku" TEXT, "price" TEXT NOT NULL, "deletedDate" TEXT,
+  "deletedBy" TEXT);
 CREATE TABLE "order_line" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
   "order_id" TEXT NOT NULL REFERENCES "order" ("id") ON DELETE CASCADE,
   "product_id" TEXT NOT NULL REFERENCES "product" ("id") ON DELETE RESTRICT,
