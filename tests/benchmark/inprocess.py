@@ -9,6 +9,7 @@ Python, which is what the code decides. The two apps take turns per round
 (ABBA...), each round long enough to be timed (``seconds`` per app and
 operation), so a change in the machine's load hits both alike.
 """
+import gc
 import io
 import statistics
 import time
@@ -125,3 +126,13 @@ def ratio_row(label, width, costs, base, other):
     ratios = [mine / theirs for mine, theirs in zip(costs[other], costs[base])]
     return (f"{label:<{width}}{statistics.median(costs[base]):>14.1f}"
             f"{statistics.median(costs[other]):>10.1f}{statistics.median(ratios):>8.2f}")
+
+
+def as_served(app):
+    """``app`` with the process's heap as a served worker has it: collected,
+    then frozen (restsvc/gunicorn_config.py freezes after start), so the
+    collector's walks over the objects made at start-up -- more of them with
+    every module the application imports -- do not count in the requests."""
+    gc.collect()
+    gc.freeze()
+    return app

@@ -5,7 +5,8 @@
 Timings on a shared machine move with its load; instruction counts do not.
 For each app and operation the script runs a process that answers N and then
 N + ``--requests`` requests in process under ``valgrind --tool=callgrind``
-and divides the difference by ``--requests`` (start-up cancels out). Needs
+and divides the difference by ``--requests`` (start-up cancels out), the
+heap frozen after start as a served worker's is (``inprocess.as_served``). Needs
 valgrind (``apt-get install valgrind``); slow: about a minute per figure.
 With ``--postgres URL`` restsvc runs on PostgreSQL (a schema of its own,
 dropped afterwards; the baseline stays on SQLite, as ``run.py --postgres``):
@@ -27,7 +28,7 @@ BASE_REQUESTS = 50
 def serve(workdir, app_name, operation, count):
     """In the measured process: answer ``count`` requests of ``operation``."""
     from dataset import REPO  # noqa: F401  (puts this checkout on sys.path)
-    from inprocess import repeat
+    from inprocess import as_served, repeat
     from run import BODY, OPERATIONS
     state = json.loads((workdir / "state.json").read_text())
     os.environ.update(state["env"])
@@ -39,6 +40,7 @@ def serve(workdir, app_name, operation, count):
         os.environ["BASELINE_DATABASE"] = str(workdir / "baseline.db")
         os.environ["BASELINE_SECRET_KEY"] = state["env"]["RESTSVC_SECRET_KEY"]
         from baseline import app
+    as_served(app)
     method, path, first = OPERATIONS[operation]
     paths = [(first or path).format(id=i) for i in state["ids"]] if first else [path]
     repeat(app, method, paths, state["token"], BODY if method == "POST" else None, count)
