@@ -4,14 +4,26 @@ import io
 import uuid
 
 import peewee
+import pytest
 import yaml
 from werkzeug.test import Client
 
-from conftest import shipped_config
+from conftest import PG_URL, postgres_schema, shipped_config
 from restsvc.cli import main as cli
 from restsvc.demo.model import Country
 from restsvc.security.users import User
 from tenant_app import APPLICATION, PASSWORD, USERS, token
+
+
+@pytest.fixture
+def database_url(database_url):
+    """On PostgreSQL a schema of this test's own: ``migrate --allow-destructive``
+    would drop the tables other tests of the run left in the shared one."""
+    if not PG_URL:
+        yield database_url
+        return
+    with postgres_schema("restsvc_tenants") as url:
+        yield url
 
 
 def run(database_url, tmp_path, *args):
