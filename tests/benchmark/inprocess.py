@@ -128,11 +128,18 @@ def ratio_row(label, width, costs, base, other):
             f"{statistics.median(costs[other]):>10.1f}{statistics.median(ratios):>8.2f}")
 
 
-def as_served(app):
+def as_served(app, slowed=False):
     """``app`` with the process's heap as a served worker has it: collected,
     then frozen (restsvc/gunicorn_config.py freezes after start), so the
     collector's walks over the objects made at start-up -- more of them with
-    every module the application imports -- do not count in the requests."""
+    every module the application imports -- do not count in the requests.
+    ``slowed`` (under valgrind, about 50 times slower): the token's recheck,
+    which a worker makes once per half second of wall time, once a minute, so
+    that its share of a request stays about what it is at full speed instead
+    of moving with how fast the machine runs valgrind."""
+    if slowed:
+        from restsvc.security import gate
+        gate.RECHECK_SECONDS = 60.0
     gc.collect()
     gc.freeze()
     return app

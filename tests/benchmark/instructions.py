@@ -40,7 +40,7 @@ def serve(workdir, app_name, operation, count):
         os.environ["BASELINE_DATABASE"] = str(workdir / "baseline.db")
         os.environ["BASELINE_SECRET_KEY"] = state["env"]["RESTSVC_SECRET_KEY"]
         from baseline import app
-    as_served(app)
+    as_served(app, slowed=True)
     method, path, first = OPERATIONS[operation]
     paths = [(first or path).format(id=i) for i in state["ids"]] if first else [path]
     repeat(app, method, paths, state["token"], BODY if method == "POST" else None, count)

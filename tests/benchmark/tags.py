@@ -68,7 +68,7 @@ def serve(workdir, path, count):
     from restsvc.settings import load_settings
     state = json.loads((workdir / "state.json").read_text())
     os.environ.update(state["env"])
-    repeat(as_served(RestApp(load_settings(environ=state["env"]))), "GET", [path],
+    repeat(as_served(RestApp(load_settings(environ=state["env"])), slowed=True), "GET", [path],
            state["token"], None, count)
 
 
