@@ -12,7 +12,6 @@ position's UPDATE and its commit) and one that saves a ``Tag`` through its
 ``data`` (a write through the write path joining that commit). CPU and
 wall time per event, medians of the rounds.
 """
-import argparse
 import statistics
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dataset import prepare                     # noqa: E402
+from dataset import arguments, prepare                     # noqa: E402
 
 
 def _nothing(cls, event, data):
@@ -48,10 +47,7 @@ def main():
     from restsvc.data.bound import DataAccess
     from restsvc.events.aftercommit import AfterCommit
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=500, help="events per round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--database-url", help="default: SQLite in a temporary directory")
+    parser = arguments(__doc__, 500, 3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         app, _, _, _ = prepare(Path(workdir), args.database_url)

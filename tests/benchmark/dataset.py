@@ -1,4 +1,5 @@
 """The benchmark's data: a fresh demo database with 1,000 customers, built by restsvc itself."""
+import argparse
 import contextlib
 import datetime
 import shutil
@@ -106,3 +107,14 @@ def scratch(prefix):
         for cleanup in cleanups:
             cleanup()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def arguments(doc, count, rounds):
+    """The options every in-process benchmark takes: ``--count`` (per
+    round), ``--rounds`` and ``--database-url``; its description is the
+    first paragraph of ``doc``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=count, help="per round")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--database-url", help="default: SQLite in a temporary directory")
+    return parser

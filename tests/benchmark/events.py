@@ -13,7 +13,6 @@ time and wall time per request, medians of the per-round ratios).
 ``--update``: ``PUT`` of an existing customer's name instead (its event
 keeps the name before: with history off, one read of the row before).
 """
-import argparse
 import json
 import statistics
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dataset import prepare                     # noqa: E402
+from dataset import arguments, prepare                     # noqa: E402
 from inprocess import _answer, _environs        # noqa: E402
 
 TARGET = 1.2
@@ -47,10 +46,7 @@ def _creates(app, token, count, ids=None):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=300, help="requests per round")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--database-url", help="default: SQLite in a temporary directory")
+    parser = arguments(__doc__, 300, 5)
     parser.add_argument("--update", action="store_true", help="PUT a name instead of POST")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:

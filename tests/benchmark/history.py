@@ -11,7 +11,6 @@ the metadata), in blocks of ``--block`` requests, so both ways see the same
 machine. Target: with history, each costs at most 1.25x without (CPU time
 per request, median of the per-round ratios; their range is printed too).
 """
-import argparse
 import json
 import statistics
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dataset import prepare                     # noqa: E402
+from dataset import arguments, prepare                     # noqa: E402
 from inprocess import _answer, _environs        # noqa: E402
 
 TARGET = 1.25
@@ -56,11 +55,8 @@ def _round(app, meta, recorded, token, method, paths, count, block):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=600, help="requests per round and way")
+    parser = arguments(__doc__, 600, 7)
     parser.add_argument("--block", type=int, default=20, help="requests in one turn")
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--database-url", help="default: SQLite in a temporary directory")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         app, _, token, ids = prepare(Path(workdir), args.database_url)
