@@ -274,3 +274,31 @@ def test_a_subscription_that_wants_none_moves_on_in_memory_and_once_written_for_
         assert [json.loads(body)["changed"] for _, body in receiver.received] == [["grade"]]
     finally:
         receiver.close()
+
+
+def test_a_running_worker_takes_new_subscriptions_and_drops_removed_ones_at_its_next_pass(
+        make_app):
+    app, c, auth, receiver = _receiving(make_app)
+    try:
+        worker = _deliverer(app)
+        worker.step()                                   # knows no subscription yet
+        grades = {"conditions": [{"property": "grade", "operator": "in",
+                                  "value": ["GOLD", "SILVER"]}]}
+        _put(c, auth, {"grade": "BRONZE"})
+        kept = _register(c, auth, receiver, grades).json["id"]
+        removed = _register(c, auth, receiver, GOLD).json["id"]
+        _put(c, auth, {"grade": "GOLD"})                # both: it enters each filter
+        worker.step()
+        assert c.delete(f"/rest/webhooks/{removed}", headers=auth).status_code == 204
+        _put(c, auth, {"grade": "SILVER"})              # kept: still in; removed: gone
+        _put(c, auth, {"grade": "BRONZE"})              # kept: leaves, once
+        _put(c, auth, {"name": "Bronze still"})         # none
+        for _ in range(3):
+            worker.step()
+        worker.close()
+        sent = sorted((json.loads(body)["id"], json.loads(body)["match"])
+                      for _, body in receiver.received)
+        gold, silver, bronze = sorted({event for event, _ in sent})
+        assert sent == [(gold, True), (gold, True), (silver, True), (bronze, False)]
+    finally:
+        receiver.close()

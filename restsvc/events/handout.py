@@ -18,18 +18,27 @@ A filtered subscription's events are judged here (matching.py): its filter
 compiled once per process (again when it changes), the window's rows loaded
 once for all of them, and the verdict kept on the delivery row (``match``,
 sent as the event's ``"match"``, delivery.py).
+
+The subscriptions are kept in memory between passes (``_Known``), read
+again when one was added or removed (``_SIGNATURE``, each pass) and every
+``MOVE_ON_EVERY`` seconds (one the settings changed in place); a pass's
+work grows with its events, not with the number of subscriptions: per
+entity, those without a filter, those whose filter has a ``lookup``
+(found by the row's value) and the few others, judged one by one. What a
+pass picks from memory is checked in the transaction against the locked
+row (its ``after`` and filter as they are then).
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..data.access import Access
 from ..db import execute, is_sqlite, write_transaction
 from ..jsonio import loads
 from . import outbox
-from .matching import Matcher, Verdicts, compiled, full_permissions
+from .matching import Matcher, Verdicts, compiled, full_permissions, read_paths
 from .webhooks import WebhookDelivery, WebhookSubscription
 
 if TYPE_CHECKING:
@@ -54,6 +63,11 @@ class _Row(NamedTuple):
 _TABLE = WebhookSubscription._meta.table_name
 # Written out, not built by peewee per pass: a pass reads every subscription.
 _SELECT = f'SELECT id, "after", entities, kinds, "filterJson" FROM {_TABLE}'
+_DELIVERIES = WebhookDelivery._meta.table_name
+# A delivery row's values (_insert): subscription, event, first and next attempt, match.
+_Delivery = tuple[str, int, float, float, "bool | None"]
+# Whether a subscription was added or removed since the last pass read them all.
+_SIGNATURE = f'SELECT count(*), max("createdDate") FROM {_TABLE}'
 
 
 def _rows(database: peewee.Database, sql: str = _SELECT, params: Sequence[object] = ()
@@ -66,38 +80,84 @@ def _ids_in(keys: Sequence[str], database: peewee.Database) -> str:
     return f"id IN ({', '.join([database.param] * len(keys))})"
 
 
-class _Subscription(NamedTuple):
-    """What a pass reads of a subscription's row."""
-    key: str
-    after: int
-    entities: frozenset[str]
-    kinds: frozenset[str]
-    matcher: Matcher | None
+class _Subscription:
+    """A subscription as this worker knows it: parsed, its filter compiled,
+    and how far it has been handed out (``after``: ahead of its row while a
+    move-on is not yet written)."""
+    __slots__ = ("key", "after", "entities", "kinds", "matcher", "texts")
+
+    def __init__(self, row: _Row, matcher: Matcher | None) -> None:
+        self.key, self.after, self.matcher = row.key, row.after, matcher
+        self.entities: frozenset[str] = frozenset(loads(row.entities))
+        self.kinds: frozenset[str] = frozenset(loads(row.kinds))
+        self.texts = row[2:]        # all but the key and ``after``: a change recompiles
+
+    def delivery(self, event: outbox.Event, now: float, match: bool | None) -> _Delivery:
+        return (self.key, event["id"], now, now, match)
 
 
-class _Pick(NamedTuple):
-    """Which events of a pass's window a subscription gets."""
-    window: list[outbox.Event]
-    judged: Verdicts | None
-    now: float
+class _Known:
+    """The subscriptions, grouped for picking which want an event: per
+    entity, those without a filter, those whose filter has an index
+    (matching.Matcher.lookup: looked up by the row's value, not judged one by
+    one) and the others; and the paths the filters read. Made again when the
+    subscriptions change."""
 
-    def rows(self, sub: _Subscription, after: int) -> list[dict[str, object]]:
-        """The delivery rows of the window's events after ``after`` that ``sub``
-        wants (its entities and kinds; with a filter, those it lets through)."""
-        entities, kinds, matcher, judged = sub.entities, sub.kinds, sub.matcher, self.judged
-        rows: list[dict[str, object]] = []
-        for event in self.window:
-            if event["id"] <= after or event["entity"] not in entities \
-                    or event["kind"] not in kinds:
+    def __init__(self, metadata: Metadata, subs: list[_Subscription]) -> None:
+        self.subs = subs
+        self.entities = sorted({name for sub in subs for name in sub.entities})
+        self.paths = read_paths(metadata, [sub.matcher for sub in subs if sub.matcher])
+        self.plain: dict[str, list[_Subscription]] = {}
+        self.judged: dict[str, list[_Subscription]] = {}
+        self.indexed: dict[str, dict[str, dict[Any, list[_Subscription]]]] = {}
+        for sub in subs:
+            matcher = sub.matcher
+            if matcher is None:
+                for name in sub.entities:
+                    self.plain.setdefault(name, []).append(sub)
+            elif matcher.lookup is None:
+                self.judged.setdefault(matcher.entity, []).append(sub)
+            else:
+                key, values = matcher.lookup
+                by_value = self.indexed.setdefault(matcher.entity, {}).setdefault(key, {})
+                for value in values:
+                    by_value.setdefault(value, []).append(sub)
+
+    def wanting(self, start: int, window: list[outbox.Event], verdicts: Verdicts | None,
+                now: float) -> dict[str, list[_Delivery]]:
+        """Subscription -> the delivery rows of the window's events it wants
+        (after its ``after``, its entities and kinds, its filter's), of those
+        whose ``after`` is in the window (``start``: what it was read after)."""
+        rows: dict[str, list[_Delivery]] = {}
+        for event in window:
+            number, name, kind = event["id"], event["entity"], event["kind"]
+            for sub in self.plain.get(name, ()):
+                if start <= sub.after < number and kind in sub.kinds:
+                    rows.setdefault(sub.key, []).append(sub.delivery(event, now, None))
+            if verdicts is None:
                 continue
-            match = None
-            if matcher is not None and judged is not None:
-                match = judged.verdict(matcher, event)
-                if match is None:
-                    continue
-            rows.append({"subscription": sub.key, "eventId": event["id"],
-                         "firstAttempt": self.now, "nextAttempt": self.now, "match": match})
+            for sub in self._candidates(event, verdicts):
+                if start <= sub.after < number and kind in sub.kinds:
+                    match = verdicts.verdict(cast(Matcher, sub.matcher), event)
+                    if match is not None:
+                        rows.setdefault(sub.key, []).append(sub.delivery(event, now, match))
         return rows
+
+    def _candidates(self, event: outbox.Event, verdicts: Verdicts) -> list[_Subscription]:
+        """The filtered subscriptions that may let ``event`` through: those
+        without an index, and those whose index holds the row's value after or
+        before the change."""
+        name = event["entity"]
+        found = list(self.judged.get(name, ()))
+        for key, by_value in self.indexed.get(name, {}).items():
+            after, before = verdicts.values(event, key)
+            try:
+                found += by_value.get(after, ())
+                if before != after:
+                    found += [sub for sub in by_value.get(before, ()) if sub not in found]
+            except TypeError:       # a value that cannot be hashed matches no ``=``
+                continue
+        return found
 
 
 class HandOut:
@@ -106,8 +166,9 @@ class HandOut:
     def __init__(self, database: peewee.Database, metadata: Metadata) -> None:
         self.database = database
         self.access = Access(metadata, full_permissions(metadata), {}, database, {})
-        # subscription -> (its row's texts, parsed: its filter compiled)
-        self._known: dict[str, tuple[tuple[object, ...], _Subscription]] = {}
+        self._subs: dict[str, _Subscription] = {}
+        self._known = _Known(metadata, [])
+        self._signature: tuple[object, ...] | None = None
         # subscription -> the last event it was judged to want none up to, not yet written
         self._idle: dict[str, int] = {}
         self._written = 0.0
@@ -119,41 +180,53 @@ class HandOut:
         Subscriptions far behind the others get a window of their own, so they
         hold no one up."""
         outbox.assign(self.database)
-        remaining = []
-        if now - self._written >= MOVE_ON_EVERY:
+        everything = now - self._written >= MOVE_ON_EVERY
+        if everything:
             self.write_idle(now)
-        for row in _rows(self.database):
-            try:
-                remaining.append(self.subscription(row))
-            except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
-                log.exception("webhook delivery: subscription %s cannot be read", row.key)
+        self._refresh(everything)
+        remaining = self._known.subs
         while remaining:
-            window = outbox.read(self.database, min(sub.after for sub in remaining),
-                                 list({name for sub in remaining for name in sub.entities}),
-                                 BATCH)
+            start = min(sub.after for sub in remaining)
+            window = outbox.read(self.database, start, self._known.entities, BATCH)
             if not window:
                 return
             last = window[-1]["id"]
-            self._hand_out_window([sub for sub in remaining if sub.after < last], window, now)
-            remaining = [sub for sub in remaining if sub.after >= last]
+            beyond = [sub for sub in remaining if sub.after >= last]
+            self._hand_out_window([sub for sub in remaining if sub.after < last], start, window,
+                                  now)
+            remaining = beyond
 
-    def _hand_out_window(self, subscriptions: list[_Subscription], window: list[outbox.Event],
-                         now: float) -> None:
-        """``window``'s events to ``subscriptions`` (each ``after`` before its end)."""
-        matchers = [sub.matcher for sub in subscriptions if sub.matcher is not None]
-        pick = _Pick(window, Verdicts(self.access, window, matchers) if matchers else None, now)
-        wanting: dict[str, tuple[int, list[dict[str, object]]]] = {}
-        idle: list[str] = []
-        for sub in subscriptions:
-            rows = pick.rows(sub, sub.after)
-            if rows:
-                wanting[sub.key] = (sub.after, rows)
-            else:
-                idle.append(sub.key)
+    def _refresh(self, everything: bool) -> None:
+        """Read the subscriptions again when one was added or removed (or,
+        ``everything``, in any case: one the settings changed in place)."""
+        signature = tuple(execute(self.database, _SIGNATURE).fetchone() or ())
+        if signature == self._signature and not everything:
+            return
+        self._signature = signature
+        subs: dict[str, _Subscription] = {}
+        for row in _rows(self.database):
+            try:
+                subs[row.key] = self.subscription(row)
+            except Exception:       # noqa: BLE001  (one subscription's bad row stops no other)
+                log.exception("webhook delivery: subscription %s cannot be read", row.key)
+        self._subs = subs
+        self._idle = {key: last for key, last in self._idle.items() if key in subs}
+        self._known = _Known(self.access.metadata, list(subs.values()))
+
+    def _hand_out_window(self, subscriptions: list[_Subscription], start: int,
+                         window: list[outbox.Event], now: float) -> None:
+        """``window``'s events (those after ``start``) to ``subscriptions``
+        (each ``after`` in it)."""
+        known = self._known
+        verdicts = Verdicts(self.access, window, known.paths) if known.paths else None
+        wanting = known.wanting(start, window, verdicts, now)
+        last = window[-1]["id"]
         if wanting:
-            self._hand_out_to(wanting, pick)
-        for key in idle:
-            self._idle[key] = window[-1]["id"]
+            self._hand_out_to({key: (self._subs[key], self._subs[key].after, rows)
+                               for key, rows in wanting.items()}, window, now)
+        for sub in subscriptions:
+            if sub.key not in wanting:
+                sub.after = self._idle[sub.key] = last
 
     def write_idle(self, now: float) -> None:
         """Write where the subscriptions that wanted none of their events are."""
@@ -167,53 +240,69 @@ class HandOut:
 
     def subscription(self, row: _Row) -> _Subscription:
         """A subscription's row as a pass reads it: parsed, its filter
-        compiled, once (again only when they change)."""
-        known = self._known.get(row.key)
-        texts = row[2:]         # all but the key and ``after``
-        if known is None or known[0] != texts:
-            entities = loads(row.entities)
+        compiled, once (again only when they change); ``after`` the row's or,
+        when this worker has moved it on further, its own."""
+        sub = self._subs.get(row.key)
+        if sub is None or sub.texts != row[2:]:
             matcher = None
             if row.filter is not None:
+                entities = loads(row.entities)
                 meta = self.access.metadata.entity(entities[0])
                 if meta is None:
                     raise ValueError(f"entity {entities[0]} is gone")
                 matcher = compiled(meta, loads(row.filter), self.access.permissions)
-            known = self._known[row.key] = (texts, _Subscription(
-                row.key, row.after, frozenset(entities), frozenset(loads(row.kinds)), matcher))
-        after = self._idle.get(row.key, 0)
-        sub = known[1]
-        if row.after > after:
-            after = row.after
-        return sub if sub.after == after else sub._replace(after=after)
+            known, sub = sub, _Subscription(row, matcher)
+            if known is not None:
+                sub.after = max(sub.after, known.after)
+            self._subs[row.key] = sub
+        elif row.after > sub.after:
+            sub.after = row.after
+        return sub
 
-    def _hand_out_to(self, wanting: dict[str, tuple[int, list[dict[str, object]]]],
-                     pick: _Pick) -> None:
+    def _hand_out_to(self, wanting: dict[str, tuple[_Subscription, int, list[_Delivery]]],
+                     window: list[outbox.Event], now: float) -> None:
         """The delivery rows of the subscriptions ``wanting`` (key -> the
-        ``after`` they were picked after, those rows), in one transaction that
-        locks their rows (their ``after`` as it is then decides what is new;
-        PostgreSQL: one locked by another instance is left to it)."""
+        subscription, the ``after`` it was picked after, those rows), in one transaction that
+        locks their rows (their ``after`` and filter as they are then decide
+        what is new; PostgreSQL: one locked by another instance is left to it)."""
         with write_transaction(self.database):
             keys = list(wanting)
             sql = f"{_SELECT} WHERE {_ids_in(keys, self.database)}"
             if not is_sqlite(self.database):
                 sql += " FOR UPDATE SKIP LOCKED"
-            rows: list[dict[str, object]] = []
-            moved: list[str] = []
+            rows: list[_Delivery] = []
+            moved: list[_Subscription] = []
             for row in _rows(self.database, sql, keys):
-                after, picked = wanting[row.key]
+                picked_from, after, picked = wanting[row.key]
                 try:
                     sub = self.subscription(row)
-                    rows += picked if sub.after == after else pick.rows(sub, sub.after)
+                    if sub is not picked_from or sub.after != after:     # changed meanwhile
+                        judging = None if sub.matcher is None else Verdicts(
+                            self.access, window, [sub.matcher])
+                        picked = _Known(self.access.metadata, [sub]).wanting(
+                            sub.after, window, judging, now).get(sub.key, [])
+                    rows += picked
                 except Exception:   # noqa: BLE001  (one subscription's bad row stops no other)
                     log.exception("webhook delivery: events of subscription %s not handed "
                                   "out", row.key)
                     continue
-                moved.append(row.key)
-            for start in range(0, len(rows), 500):
-                WebhookDelivery.insert_many(rows[start:start + 500]).execute()
-            _move_on(self.database, moved, pick.window[-1]["id"])
-        for key in moved:
-            self._idle.pop(key, None)
+                moved.append(sub)
+            _insert(self.database, rows)
+            _move_on(self.database, [sub.key for sub in moved], window[-1]["id"])
+        for sub in moved:
+            sub.after = window[-1]["id"]
+            self._idle.pop(sub.key, None)
+
+
+def _insert(database: peewee.Database, rows: list[_Delivery]) -> None:
+    """New pending delivery rows, 200 to a statement."""
+    p = database.param
+    for start in range(0, len(rows), 200):
+        chunk = rows[start:start + 200]
+        values = ", ".join([f"({p}, {p}, 'pending', 0, {p}, {p}, {p})"] * len(chunk))
+        execute(database, f'INSERT INTO {_DELIVERIES} (subscription, "eventId", state, attempts, '
+                          f'"firstAttempt", "nextAttempt", match) VALUES {values}',
+                [value for row in chunk for value in row])
 
 
 def _move_on(database: peewee.Database, keys: list[str], last: int) -> None:

@@ -56,6 +56,10 @@ class Matcher(NamedTuple):
     entity: str
     paths: dict[str, Path]      # dotted path -> its properties
     test: Test
+    # (a dotted path, the only values it may hold in a row the filter lets
+    # through): a top-level ``=`` or ``in``, for looking subscriptions up by
+    # value (handout.py) instead of judging every one; None without one
+    lookup: tuple[str, frozenset[Any]] | None = None
 
 
 def compiled(meta: MetaClass, spec: Any, permissions: Permissions,
@@ -70,7 +74,24 @@ def compiled(meta: MetaClass, spec: Any, permissions: Permissions,
         if any(prop.is_collection for prop in path):
             raise BadRequest("Cannot parse entities filter",
                              f"A change filter cannot follow a collection: {dotted}")
-    return Matcher(meta.name, paths, test)
+    return Matcher(meta.name, paths, test, _lookup(tree))
+
+
+def _lookup(tree: Group) -> tuple[str, frozenset[Any]] | None:
+    """The first ``=`` or ``in`` of the filter's top-level AND: a row it lets
+    through holds one of its values (SQL's: a missing value equals none)."""
+    if tree.is_or:
+        return None
+    for node in tree.items:
+        if isinstance(node, Condition) and node.operator in ("=", "in"):
+            prop = node.path[-1]
+            values = node.value if node.operator == "in" else [node.value]
+            try:
+                return (".".join(p.name for p in node.path),
+                        frozenset(stored(prop, value) for value in values))
+            except TypeError:       # a value that cannot be hashed: judged one by one
+                return None
+    return None
 
 
 def full_permissions(metadata: Metadata) -> Permissions:
@@ -171,22 +192,29 @@ def stored(prop: MetaProperty, value: Any) -> Any:
 
 
 # -- judging a batch --------------------------------------------------------------
-class _Entity(NamedTuple):
+class EntityPaths(NamedTuple):
     meta: MetaClass
     paths: dict[str, Path]
 
 
-class Verdicts:
-    """The before and after rows of a batch's events, for ``matchers``."""
+def read_paths(metadata: Metadata, matchers: Iterable[Matcher]) -> dict[str, EntityPaths]:
+    """What ``Verdicts`` loads for ``matchers``: per entity, every path they read."""
+    wanted: dict[str, EntityPaths] = {}
+    for matcher in matchers:
+        meta = metadata.entity(matcher.entity)
+        if meta is not None:
+            wanted.setdefault(meta.name, EntityPaths(meta, {})).paths.update(matcher.paths)
+    return wanted
 
-    def __init__(self, access: Access, events: Sequence[Event], matchers: Iterable[Matcher]) -> None:
+
+class Verdicts:
+    """The before and after rows of a batch's events, for ``matchers`` (or
+    what ``read_paths`` made of them, worked out once for many batches)."""
+
+    def __init__(self, access: Access, events: Sequence[Event],
+                 matchers: Iterable[Matcher] | dict[str, EntityPaths]) -> None:
         self.access = access
-        matchers = list(matchers)
-        wanted: dict[str, _Entity] = {}
-        for matcher in matchers:
-            meta = access.metadata.entity(matcher.entity)
-            if meta is not None:
-                wanted.setdefault(meta.name, _Entity(meta, {})).paths.update(matcher.paths)
+        wanted = matchers if isinstance(matchers, dict) else read_paths(access.metadata, matchers)
         mine = [event for event in events if event["entity"] in wanted]
         earlier = previous(access.database, [event["id"] for event in mine
                                              if event["kind"] != "CREATE"])
@@ -211,7 +239,17 @@ class Verdicts:
             return True
         return False if before is not None and test(before) else None     # an UPDATE's
 
-    def _judge(self, entity: _Entity, events: list[Event], earlier: dict[int, dict[str, Any]]
+    def values(self, event: Event, key: str) -> tuple[Any, Any]:
+        """The values of the path ``key`` in the event's row after and before
+        (None for a row that is not there)."""
+        found = self._rows.get(event["id"])
+        if found is None:
+            return None, None
+        _, after, before = found
+        return (None if after is None else after.get(key),
+                None if before is None else before.get(key))
+
+    def _judge(self, entity: EntityPaths, events: list[Event], earlier: dict[int, dict[str, Any]]
                ) -> None:
         meta, paths = entity.meta, entity.paths
         now = load(self.access, meta, [event["entityId"] for event in events], paths)
