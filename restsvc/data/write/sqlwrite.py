@@ -4,7 +4,7 @@ sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
 an UPDATE misses, as the client's error."""
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import peewee
 
@@ -48,21 +48,22 @@ def after_update(access: Access, insert_text: str) -> str:
 
 
 def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object]) -> Statement:
-    """(SQL, parameters) of one row's INSERT (``data``: field name -> value),
-    the text reused per column set: building it costs more than running it,
-    and it runs while SQLite holds its write lock."""
-    fields = [field for field in model._meta.sorted_fields if field.name in data]
-    params: list[object] = [
-        field.db_value(data[field.name])  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-        for field in fields]
-    key = ("insert", model, tuple(field.name for field in fields))
-    sql: str | None = access.sql_cache.get(key)
-    if sql is None:
-        sql, built = model.insert(**data).sql()
-        if list(built) != params:
-            params = built
-        else:
-            access.sql_cache[key] = sql
+    """(SQL, parameters) of one row's INSERT (``data``: field name -> value).
+    Its text and the columns' conversions are worked out once per column set
+    (a bulk's rows share one): building them costs more than running the
+    statement, and it runs while SQLite holds its write lock."""
+    key = ("insert", model, tuple(data))
+    compiled: tuple[str, list[tuple[str, Any]]] | None = access.sql_cache.get(key)
+    if compiled is not None:
+        sql, converters = compiled
+        return sql, [convert(data[name]) for name, convert in converters]
+    converters = [(field.name, field.db_value) for field in model._meta.sorted_fields
+                  if field.name in data]
+    params: list[object] = [convert(data[name]) for name, convert in converters]
+    sql, built = model.insert(**data).sql()
+    if list(built) != params:
+        return sql, list(built)
+    access.sql_cache[key] = (sql, converters)
     return sql, params
 
 
