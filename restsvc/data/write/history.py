@@ -227,20 +227,25 @@ def item_of_save(operation: "Operation", before: Before | None,
     if owner_field is not None and operation.creating:     # a new child names its owner
         written = {**written, owner_field.name: owner_id}
     changes = changes_of(meta, written, values)
-    props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
-    new_ids: dict[str, Sequence[str | int | None]] = dict(
-        (prop.name, [child.id for child in children]) for prop, children in operation.children)
-    new_ids.update((prop.name, ids) for prop, ids in operation.members)
-    for prop in recorded_collections(meta, props):
-        change = collection_change(prop.name, old_collections.get(prop.name, ()),
-                                   new_ids[prop.name])
-        if change is not None:
-            changes.append(change)
+    if operation.children or operation.members:
+        changes += _collection_changes(operation, old_collections)
     if changes or operation.creating:
         assert operation.id is not None     # written by now: the database's id known too
         return HistoryEntry(meta, operation.id, "CREATE" if operation.creating else "UPDATE",
                             changes)
     return None
+
+
+def _collection_changes(operation: "Operation", old_collections: dict[str, set[str | int]]
+                        ) -> list[JsonObject]:
+    """The changes of a save's recorded compositions and many-to-many attributes."""
+    props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
+    new_ids: dict[str, Sequence[str | int | None]] = dict(
+        (prop.name, [child.id for child in children]) for prop, children in operation.children)
+    new_ids.update((prop.name, ids) for prop, ids in operation.members)
+    changes = [collection_change(prop.name, old_collections.get(prop.name, ()), new_ids[prop.name])
+               for prop in recorded_collections(operation.meta, props)]
+    return [change for change in changes if change is not None]
 
 
 def record(access: Access, items: Sequence[HistoryEntry],
