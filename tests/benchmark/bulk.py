@@ -98,6 +98,15 @@ def _raw(app, table, rows, tag):
     return spent
 
 
+def _history_trigram(app):
+    """The names of history_item's substring-search indexes (there should be none)."""
+    from restsvc.db import execute, is_sqlite
+    sql = ("SELECT name FROM sqlite_master WHERE name LIKE 'history_item%trgm%'"
+           if is_sqlite(app.database) else
+           "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'history_item%%trgm%%'")
+    return ", ".join(name for name, in execute(app.database, sql))
+
+
 def _statements(app, environ, body):
     """{table: statements} of one POST, counted by a wrapper around execute_sql."""
     database = app.database
@@ -296,6 +305,7 @@ def main():
                   f"  POST / it: {post / raw:.1f}x (rounds {ratios[0]:.1f}-{ratios[-1]:.1f})")
         print("  INSERT statements per table (warm-up POST): "
               + ", ".join(f"{table} {n}" for table, n in sorted(counts.items())))
+        print(f"  substring-search indexes of history_item: {_history_trigram(app) or 'none'}")
         if not args.database_url:
             raw = statistics.median(raws["raw_customer"])
             verdict = post <= TARGET_MS and post / raw <= TARGET_RATIO

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import peewee
 
 from ...model.entity import AUDIT_FIELDS, Entity
+from ...model.valuetypes import ScalarType
 from ...security.roles import MODIFY
 from ..access import Access
 
@@ -88,9 +89,12 @@ class Shapes:
     def check(self, prop: "MetaProperty") -> Check:
         found = self._checks.get(id(prop))
         if found is None:
-            field = prop.field
+            field, value_type = prop.field, prop.value_type
+            # A datatype's own parse, not its ScalarType's call of it.
+            parse = (value_type.datatype.from_json if type(value_type) is ScalarType
+                     else value_type.from_json)
             found = self._checks[id(prop)] = Check(
-                field.name, prop.value_type.from_json, getattr(field, "max_length", None) or None,
+                field.name, parse, getattr(field, "max_length", None) or None,
                 field if isinstance(field, peewee.DecimalField) else None)
         return found
 
