@@ -25,7 +25,12 @@ from ..access import Access
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass, MetaProperty
 
-VALUE, REFERENCE, EMBEDDED, CHILDREN, MEMBERS = range(5)
+# How a body's value of an attribute is read (``Writable.kind``).
+VALUE = 0
+REFERENCE = 1
+EMBEDDED = 2
+CHILDREN = 3
+MEMBERS = 4
 
 
 class Writable(NamedTuple):
