@@ -201,6 +201,15 @@ def _names_text(changed: tuple[str, ...]) -> str:
 
 
 def _stored_time(now: datetime.datetime | None = None) -> object:
-    """``now`` (by default the present), as the ``time`` column stores it."""
+    """``now`` (by default the present), as the ``time`` column stores it;
+    the last instant's kept (a bulk's events share one, ``Writer.save_all``)."""
+    last_now, last_stored = _last_time
+    if now is not None and now is last_now:
+        return last_stored
     stored: object = ChangeEvent.time.db_value(now or utc_now())  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+    if now is not None:
+        _last_time[:] = now, stored
     return stored
+
+
+_last_time: list[Any] = [None, None]     # (instant, as stored): ``_stored_time``'s last

@@ -50,9 +50,10 @@ class Pending:
               owner_field: peewee.ForeignKeyField | None) -> bool:
         """Whether ``operation``'s rows may wait for ``flush`` (see above)."""
         meta = operation.meta
-        return (operation.creating and owner_field is None and operation.is_one_statement
-                and not meta.database_assigns_id
-                and not access.permissions.write_checked(meta.name))
+        return (operation.creating and owner_field is None and not operation.children
+                and not operation.members and not meta.database_assigns_id
+                and not access.permissions.write_checked(meta.name)
+                and operation.is_one_statement)    # its hooks, asked last (a model's attributes)
 
     def add_row(self, operation: "Operation", model: type[peewee.Model],
                 statement: Statement) -> None:

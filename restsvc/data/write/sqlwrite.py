@@ -2,8 +2,7 @@
 order): an INSERT's text kept per column set, the statements of a lone write
 sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
 an UPDATE misses, as the client's error."""
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import peewee
@@ -22,16 +21,26 @@ Statement = tuple[str, list[object]]
 MAX_PARAMS = 32766
 
 
-@contextlib.contextmanager
-def refusals(operation: "Operation") -> Iterator[None]:
-    """What the database refuses, as the client's error."""
-    failure = "Entity creation failed" if operation.creating else "Entity update failed"
-    try:
-        yield
-    except peewee.IntegrityError:
-        raise BadRequest(failure, "The values conflict with stored data "
-                                  "(for example a value that must be unique)") from None
-    except peewee.DataError:
+class refusals:
+    """What the database refuses, as the client's error (a context manager
+    entered once per written row: a class, not a generator's)."""
+
+    __slots__ = ("operation",)
+
+    def __init__(self, operation: "Operation") -> None:
+        self.operation = operation
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: object) -> None:
+        if kind is None or not issubclass(kind, (peewee.IntegrityError, peewee.DataError)):
+            return
+        failure = "Entity creation failed" if self.operation.creating else "Entity update failed"
+        if issubclass(kind, peewee.IntegrityError):
+            raise BadRequest(failure, "The values conflict with stored data "
+                                      "(for example a value that must be unique)") from None
         raise BadRequest(failure, "A value does not fit its database column") from None
 
 
