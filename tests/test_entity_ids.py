@@ -195,3 +195,25 @@ def test_a_string_id_of_32_hex_digits_is_never_written_as_a_uuid(make_app):
     again = client.get(f"/rest/entities/Licence/{key}", headers={
         **auth, "If-None-Match": one.headers["ETag"]})
     assert again.status_code == 304
+
+
+def test_a_forked_worker_makes_ids_of_its_own():
+    """Ids draw their random bits from a buffer of OS entropy: a worker forked
+    after the master made ids must not make the ids the master makes next."""
+    import os
+    import time
+    from restsvc.model.entity import new_id
+    new_id()                    # the buffer filled before the fork
+    time.sleep(0.005)           # a later millisecond: no id is bumped past the last one
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.write(write, new_id().hex.encode())
+        os._exit(0)
+    os.close(write)
+    mine = new_id()
+    os.waitpid(child, 0)
+    theirs = int(os.read(read, 64).decode(), 16)
+    os.close(read)
+    random_bits = (1 << 62) - 1
+    assert mine.int & random_bits != theirs & random_bits

@@ -96,11 +96,11 @@ class EntityFacts:
     """What is worked out once per entity (``entity_facts``), each by the
     module that needs it: how a row's id is read (columns.py), cursor
     bindings and the entity's own columns by id (cursors.py), the attributes
-    its history records (write/history.py) and the attribute an event names
+    its history records and how it writes their values (write/history.py) and the attribute an event names
     for each field and the attribute each column holds (write/outbox.py)."""
 
-    __slots__ = ("meta", "row_id", "cursor_bindings", "cursor_columns", "recorded", "event_names",
-                 "held")
+    __slots__ = ("meta", "row_id", "cursor_bindings", "cursor_columns", "recorded", "recorded_json",
+                 "event_names", "held")
 
     def __init__(self, meta: object) -> None:
         self.meta = meta
@@ -108,6 +108,7 @@ class EntityFacts:
         self.cursor_bindings: dict[str | None, str] = {}
         self.cursor_columns: dict[int, str] | None = None
         self.recorded: Any = None
+        self.recorded_json: Any = None
         self.event_names: dict[str, str] | None = None
         self.held: Any = None
 

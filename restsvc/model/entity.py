@@ -26,6 +26,12 @@ from .tenancy import add_tenant_column
 
 _last_id = [0]
 _id_lock = threading.Lock()     # threads of one worker must never share an id
+# Random bytes drawn from the OS a few kilobytes at a time (one system call
+# per 455 ids, not one per id), and dropped in a forked child, which must
+# not make the ids its parent makes.
+_RANDOM_BYTES, _RANDOM_DRAW = 9, 4095
+_entropy: list[Any] = [b"", 0]       # [bytes, position of the next unused]
+os.register_at_fork(after_in_child=lambda: _entropy.__setitem__(slice(None), [b"", 0]))
 
 
 def new_id() -> uuid.UUID:
@@ -33,10 +39,14 @@ def new_id() -> uuid.UUID:
     ordered by id (also within one millisecond in one process), and new keys
     land at the end of the primary-key index."""
     millis = time.time_ns() // 1_000_000
-    value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big") >> 8
-    value = (value & ~(0xF << 76)) | (0x7 << 76)          # version 7
-    value = (value & ~(0x3 << 62)) | (0x2 << 62)          # RFC 4122 variant
     with _id_lock:
+        pool, at = _entropy
+        if at + _RANDOM_BYTES > len(pool):
+            pool, at = os.urandom(_RANDOM_DRAW), 0
+        _entropy[:] = pool, at + _RANDOM_BYTES
+        value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(pool[at:at + _RANDOM_BYTES], "big")
+        value = (value & ~(0xF << 76)) | (0x7 << 76)          # version 7
+        value = (value & ~(0x3 << 62)) | (0x2 << 62)          # RFC 4122 variant
         if value <= _last_id[0]:
             value = _last_id[0] + 1
         _last_id[0] = value

@@ -3,6 +3,7 @@
 the same rows, same run, same database.
 
     python tests/benchmark/bulk.py [--rows 1000] [--rounds 10] [--database-url URL]
+    python tests/benchmark/bulk.py --served [--rows 1000] [--rounds 10] [--database-url URL]
     python tests/benchmark/bulk.py --concurrent 50 [--rows 1000]
 
 Each round: ``POST /rest/entities/Customer`` with a list of ``--rows`` new
@@ -15,10 +16,19 @@ transaction (the rows only: no history, no events), into the table itself
 The raw rows are deleted after each round. Printed: the medians of wall
 time, their ratio, and the statements the POST sent per table.
 Targets (SQLite): at most 45 ms, at most 6x the raw write.
+
+``--served``: the same POSTs through ``restsvc serve`` (its default workers
+and threads), one request at a time over HTTP from this process: wall time
+as the client sees it (the 1,000-row body sent, the answer read) and the
+server's CPU time (its processes' user and system time from /proc), each
+round followed by the raw ``executemany`` into the plain copy from this
+process, on the same database.
 """
 import argparse
+import contextlib
 import datetime
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -88,6 +98,15 @@ def _raw(app, table, rows, tag):
     return spent
 
 
+def _history_trigram(app):
+    """The names of history_item's substring-search indexes (there should be none)."""
+    from restsvc.db import execute, is_sqlite
+    sql = ("SELECT name FROM sqlite_master WHERE name LIKE 'history_item%trgm%'"
+           if is_sqlite(app.database) else
+           "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'history_item%%trgm%%'")
+    return ", ".join(name for name, in execute(app.database, sql))
+
+
 def _statements(app, environ, body):
     """{table: statements} of one POST, counted by a wrapper around execute_sql."""
     database = app.database
@@ -110,19 +129,14 @@ def _statements(app, environ, body):
     return counts
 
 
-def _concurrent(workdir, count, rows, serve_options=()):
-    """``count`` concurrent bulk creates of ``rows`` customers under
-    ``restsvc serve`` (its default workers and threads) on SQLite: every
-    answer 201, and every row has what a create one at a time writes (one
-    CREATE history item with the same changes, one event with the same
-    changed attributes, one substring-search row holding its three indexed columns)."""
-    import concurrent.futures
-    import os
-    import sqlite3
-    from servers import free_port, one_request, stop_server
+@contextlib.contextmanager
+def _serving(workdir, serve_options=(), database_url=None):
+    """(app, token, url of Customer, server pid) of ``restsvc serve`` on a
+    prepared dataset, stopped on leaving."""
     import socket
     import subprocess
-    app, env, token, _ = prepare(Path(workdir))
+    from servers import free_port, stop_server
+    app, env, token, _ = prepare(Path(workdir), database_url)
     port = free_port()
     log = Path(workdir) / "serve.log"
     with open(log, "w") as out:
@@ -130,13 +144,72 @@ def _concurrent(workdir, count, rows, serve_options=()):
                                  *serve_options],
                                 env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    url = f"http://127.0.0.1:{port}/rest/entities/Customer"
     try:
         deadline = time.monotonic() + 60
         while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"restsvc serve did not start:\n{log.read_text()[-2000:]}")
             time.sleep(0.2)
+        yield app, token, f"http://127.0.0.1:{port}/rest/entities/Customer", proc.pid
+    finally:
+        stop_server(proc)
+
+
+def _cpu_seconds(pid):
+    """User and system CPU seconds of ``pid`` and its descendants (/proc)."""
+    total = 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return total
+    return total + sum(_cpu_seconds(int(child)) for child in children)
+
+
+def _served(workdir, rounds, rows, database_url=None):
+    """``rounds`` bulk POSTs of ``rows`` customers one at a time through
+    ``restsvc serve``, each with the raw executemany of its rows after it."""
+    from servers import one_request
+    with _serving(workdir, database_url=database_url) as (app, token, url, pid):
+        tables = _raw_tables(app)
+        walls, cpus, raws = [], [], []
+        for round_number in range(rounds + 1):      # round 0: warm-up (both workers may take it)
+            body = json.dumps(_customers(rows, f"s{round_number}"))
+            cpu, started = _cpu_seconds(pid), time.perf_counter()
+            status, payload = one_request(url, "POST", token, body)
+            wall = (time.perf_counter() - started) * 1e3
+            if status != 201:
+                raise SystemExit(f"bulk create answered {status}: {str(payload)[:300]}")
+            cpu = (_cpu_seconds(pid) - cpu) * 1e3
+            raw = _raw(app, tables[1], rows, f"s{round_number}")
+            if round_number:
+                walls.append(wall), cpus.append(cpu), raws.append(raw)
+    kind = "PostgreSQL" if database_url else "SQLite"
+    post, raw = statistics.median(walls), statistics.median(raws)
+    ratios = sorted(w / r for w, r in zip(walls, raws))
+    print(f"{kind}, {rows} customers through restsvc serve, {rounds} rounds one at a time "
+          f"(ms: median, range)")
+    print(f"  bulk POST, wall at the client   {post:7.1f}  ({min(walls):.1f}-{max(walls):.1f})"
+          f"  server CPU {statistics.median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f})")
+    print(f"  executemany into raw_customer   {raw:7.1f}  ({min(raws):.1f}-{max(raws):.1f})"
+          f"  POST / it: {post / raw:.1f}x (rounds {ratios[0]:.1f}-{ratios[-1]:.1f})")
+    if not database_url:
+        verdict = post <= TARGET_MS and post / raw <= TARGET_RATIO
+        print(f"  target: <= {TARGET_MS:.0f} ms and <= {TARGET_RATIO:.0f}x: "
+              f"{'met' if verdict else 'missed'}")
+
+
+def _concurrent(workdir, count, rows, serve_options=()):
+    """``count`` concurrent bulk creates of ``rows`` customers under
+    ``restsvc serve`` (its default workers and threads) on SQLite: every
+    answer 201, and every row has what a create one at a time writes (one
+    CREATE history item with the same changes, one event with the same
+    changed attributes, one substring-search row holding its three indexed columns)."""
+    import concurrent.futures
+    import sqlite3
+    from servers import one_request
+    with _serving(workdir, serve_options) as (_, token, url, _):
         alone = one_request(url, "POST", token, json.dumps(_customers(1, "alone")[0]))
         assert alone[0] == 201, alone
         bodies = [json.dumps(_customers(rows, f"c{n}")) for n in range(count)]
@@ -144,8 +217,6 @@ def _concurrent(workdir, count, rows, serve_options=()):
         with concurrent.futures.ThreadPoolExecutor(count) as pool:
             answers = list(pool.map(lambda body: one_request(url, "POST", token, body), bodies))
         spent = time.perf_counter() - started
-    finally:
-        stop_server(proc)
     statuses = {}
     for status, _ in answers:
         statuses[status] = statuses.get(status, 0) + 1
@@ -191,12 +262,18 @@ def main():
                         help="PostgreSQL URL (a fresh database: its tables are replaced)")
     parser.add_argument("--concurrent", type=int, default=0,
                         help="instead: this many concurrent bulk creates under restsvc serve (SQLite)")
+    parser.add_argument("--served", action="store_true",
+                        help="instead: the POSTs through restsvc serve, one at a time")
     parser.add_argument("--serve-option", action="append", default=[],
                         help="passed to restsvc serve (for example --serve-option=--threads=1)")
     args = parser.parse_args()
     if args.concurrent:
         with tempfile.TemporaryDirectory() as workdir:
             _concurrent(workdir, args.concurrent, args.rows, args.serve_option)
+        return
+    if args.served:
+        with tempfile.TemporaryDirectory() as workdir:
+            _served(workdir, args.rounds, args.rows, args.database_url)
         return
     with tempfile.TemporaryDirectory() as workdir:
         app, _, token, _ = prepare(Path(workdir), args.database_url)
@@ -228,6 +305,7 @@ def main():
                   f"  POST / it: {post / raw:.1f}x (rounds {ratios[0]:.1f}-{ratios[-1]:.1f})")
         print("  INSERT statements per table (warm-up POST): "
               + ", ".join(f"{table} {n}" for table, n in sorted(counts.items())))
+        print(f"  substring-search indexes of history_item: {_history_trigram(app) or 'none'}")
         if not args.database_url:
             raw = statistics.median(raws["raw_customer"])
             verdict = post <= TARGET_MS and post / raw <= TARGET_RATIO

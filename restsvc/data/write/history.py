@@ -17,10 +17,8 @@ entity it may not read) appears by name only, without ``oldValue`` and
 ``newValue``.
 """
 import datetime
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from itertools import groupby
-from operator import itemgetter
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import peewee
@@ -184,16 +182,28 @@ def changes_of(meta: "MetaClass", values: dict[str, object], before: dict[str, o
     """[{name, oldValue, newValue}] for the recorded attributes ``values``
     sets (peewee field name -> value), against ``before`` (None: creating)."""
     changes: list[JsonObject] = []
-    for name, field, prop in recorded(meta):
-        if field.name not in values:
+    for name, key, convert in _recorded_json(meta):
+        if key not in values:
             continue
-        new = json_value(prop, values[field.name])
-        old = json_value(prop, before.get(field.name)) if before else None
-        if before is None and new is None:
-            continue
+        new = values[key]
+        old = before.get(key) if before else None
+        new, old = None if new is None else convert(new), None if old is None else convert(old)
         if old != new:
             changes.append({"name": name, "oldValue": old, "newValue": new})
     return changes
+
+
+def _recorded_json(meta: "MetaClass") -> list[tuple[str, str, "Callable[[object], JsonValue]"]]:
+    """(JSON name, field name, ``json_value`` of a value that is not None) of
+    each ``recorded`` attribute, worked out once."""
+    facts = entity_facts(meta)
+    cached: list[tuple[str, str, Callable[[object], JsonValue]]] | None = facts.recorded_json
+    if cached is None:
+        cached = facts.recorded_json = [
+            (name, field.name, prop.json_value if not prop.is_reference and prop.meta_enum is None
+             and prop.json_value is not None else partial(json_value, prop))
+            for name, field, prop in recorded(meta)]
+    return cached
 
 
 def collection_change(name: str, old_ids: Iterable[str | int],
@@ -217,15 +227,8 @@ def item_of_save(operation: "Operation", before: Before | None,
     if owner_field is not None and operation.creating:     # a new child names its owner
         written = {**written, owner_field.name: owner_id}
     changes = changes_of(meta, written, values)
-    props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
-    new_ids: dict[str, Sequence[str | int | None]] = dict(
-        (prop.name, [child.id for child in children]) for prop, children in operation.children)
-    new_ids.update((prop.name, ids) for prop, ids in operation.members)
-    for prop in recorded_collections(meta, props):
-        change = collection_change(prop.name, old_collections.get(prop.name, ()),
-                                   new_ids[prop.name])
-        if change is not None:
-            changes.append(change)
+    if operation.children or operation.members:
+        changes += _collection_changes(operation, old_collections)
     if changes or operation.creating:
         assert operation.id is not None     # written by now: the database's id known too
         return HistoryEntry(meta, operation.id, "CREATE" if operation.creating else "UPDATE",
@@ -233,45 +236,57 @@ def item_of_save(operation: "Operation", before: Before | None,
     return None
 
 
+def _collection_changes(operation: "Operation", old_collections: dict[str, set[str | int]]
+                        ) -> list[JsonObject]:
+    """The changes of a save's recorded compositions and many-to-many attributes."""
+    props = [prop for prop, _ in operation.children] + [prop for prop, _ in operation.members]
+    new_ids: dict[str, Sequence[str | int | None]] = dict(
+        (prop.name, [child.id for child in children]) for prop, children in operation.children)
+    new_ids.update((prop.name, ids) for prop, ids in operation.members)
+    changes = [collection_change(prop.name, old_collections.get(prop.name, ()), new_ids[prop.name])
+               for prop in recorded_collections(operation.meta, props)]
+    return [change for change in changes if change is not None]
+
+
 def record(access: Access, items: Sequence[HistoryEntry],
-           batch: list[Statement] | None = None) -> None:
-    """Insert items ``(meta, entity id, kind, changes)``: as few multi-row
-    statements as ``sqlwrite.many_rows`` allows (one item's: added to
-    ``batch``, statements the writer sends together, when given)."""
+           batch: list[Statement] | None = None, now: datetime.datetime | None = None) -> None:
+    """Insert items ``(meta, entity id, kind, changes)`` at ``now`` (by
+    default the present): as few multi-row statements as
+    ``sqlwrite.many_rows`` allows (one item's: added to ``batch``,
+    statements the writer sends together, when given)."""
     if not items:
         return
-    rows = _rows(access, items)
+    sql, rows = _insert_rows(access, items, now or utc_now())
     if len(rows) == 1 and batch is not None:
-        batch.append(_insert_sql(access, rows[0]))
+        batch.append((sql, rows[0]))
         return
-    # Items of one column set in a row go together (their order kept).
-    for sql, run in groupby(map(partial(_insert_sql, access), rows), key=itemgetter(0)):
-        insert_rows(access, sql, [params for _, params in run])
-
-
-def _rows(access: Access, items: Iterable[HistoryEntry]) -> list[dict[str, object]]:
-    now, who = utc_now(), access.username
-    return [{"entityName": item.meta.name, "entityId": str(item.entity_id), "kind": item.kind,
-             "username": who, "changedDate": now, "changes": item.changes}
-            for item in items]
+    insert_rows(access, sql, rows)
 
 
 _COLUMNS = ("id", "version", "entityName", "entityId", "kind", "username", "changedDate", "changes")
 
 
-def _insert_sql(access: Access, row: dict[str, object]) -> Statement:
-    """SQL and parameters of one INSERT, its text built once (it runs under
-    the write lock)."""
-    row = {"id": HistoryItem.id.default(), "version": 1, **row}
-    fields = [HistoryItem._meta.fields[name] for name in _COLUMNS]
-    params = [field.db_value(row[field.name]) for field in fields]
+def _insert_rows(access: Access, items: Sequence[HistoryEntry], now: datetime.datetime
+                 ) -> tuple[str, list[list[object]]]:
+    """The one-row INSERT of an item and each item's parameters. Every item
+    has the same columns: the text is built once (it runs under the write
+    lock), and each column's conversion is looked up once per call."""
+    fields = HistoryItem._meta.fields
+    to_id, to_changes = fields["id"].db_value, fields["changes"].db_value
+    who, when = access.username, fields["changedDate"].db_value(now)
+    ids = [HistoryItem.id.default() for _ in items]
+    rows: list[list[object]] = [
+        [to_id(key), 1, item.meta.name, str(item.entity_id), item.kind, who, when,
+         to_changes(item.changes)] for key, item in zip(ids, items)]
     sql: str | None = access.sql_cache.get(("history-insert",))
     if sql is None:
-        sql, built = HistoryItem.insert(**row).sql()
-        if list(built) != params:
-            return sql, built
+        first = items[0]
+        sql, built = HistoryItem.insert(**dict(zip(_COLUMNS, (
+            ids[0], 1, first.meta.name, str(first.entity_id), first.kind, who, now,
+            first.changes)))).sql()
+        assert list(built) == rows[0], "a history item's parameters as Peewee makes them"
         access.sql_cache[("history-insert",)] = sql
-    return sql, params
+    return sql, rows
 
 
 def deleted_items(meta: "MetaClass", ids: Iterable[str | int]) -> list[HistoryEntry]:

@@ -24,14 +24,14 @@ from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
 from ...jsonio import JsonObject, JsonValue
 from ...numbers import decimal_fits
-from ...model.entity import AUDIT_FIELDS, Entity, saves_hooked
+from ...model.entity import Entity, saves_hooked
 from ...model.valuetypes import MAX_ARRAY_ITEMS
-from ...security.roles import MODIFY
 from ..access import Access, require
 from ..read.loader import visible_ids
 from ..tenancy import row_tenant, same_tenant, stamp
 from ...model.tenancy import TENANT_ATTRIBUTE
 from .owned import child_ids
+from .shapes import EMBEDDED, MEMBERS, REFERENCE, VALUE, Shapes, new_instance
 
 if TYPE_CHECKING:
     from ...model.metadata import MetaClass, MetaProperty
@@ -122,6 +122,7 @@ class Importer:
         self._planned = 0
         # (entity name, id) -> whether the caller can see the row
         self._visible: dict[tuple[str, str | int], bool] = {}
+        self.shapes = Shapes(access)
 
     def plan(self, meta: "MetaClass", body: JsonValue, path: str = "",
              entity_id: JsonValue = None, creating: bool | None = None,
@@ -160,27 +161,23 @@ class Importer:
         if meta.tenant:     # before the children, who belong to the same tenant
             stamp(self.access, meta, operation.values, creating, body.get(TENANT_ATTRIBUTE))
         failure = "Entity creation failed" if creating else "Entity update failed"
-        levels = self.access.permissions.attribute_levels(meta.name)
-        imported = AUDIT_FIELDS if meta.audited and self.access.keeps_audit else ()
+        writable = self.shapes.writable(meta, owner)     # what a body may write (shapes.py)
         for name, value in body.items():
-            prop = meta.properties.get(name)
-            if name in imported and prop is not None:   # an import's own audit values (DataAccess.importing)
-                self._value(operation, prop, value, f"{path}{name}")
+            found = writable.get(name)
+            if found is None:
                 continue
-            if (prop is None or name in ("id", "version") or prop.read_only or not prop.persistent
-                    or levels.get(name, 0) < MODIFY or (owner and prop.field is owner)):
-                continue
-            where = f"{path}{name}"
-            if prop.link is not None:
-                self._members(operation, prop, value, failure)
-            elif prop.is_collection:
-                self._children(operation, prop, value, where)
-            elif prop.is_reference:
+            kind, prop, parts = found
+            if kind == VALUE:
+                self._value(operation, prop, value, path + name)
+            elif kind == EMBEDDED:
+                assert parts is not None
+                self._embedded(operation, prop, value, path + name, failure, parts)
+            elif kind == REFERENCE:
                 operation.values[prop.field.name] = self._reference(prop, value, failure)
-            elif prop.is_embedded:
-                self._embedded(operation, prop, value, where, failure, levels)
+            elif kind == MEMBERS:
+                self._members(operation, prop, value, failure)
             else:
-                self._value(operation, prop, value, where)
+                self._children(operation, prop, value, path + name)
         if meta.tenant and self.access.tenant is None:
             self._same_tenant(operation)
         clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
@@ -238,8 +235,9 @@ class Importer:
         if value is None:
             operation.values[prop.field.name] = None
             return
+        check = self.shapes.check(prop)
         try:
-            parsed = prop.value_type.from_json(value)
+            parsed = check.from_json(value)
         except (ValueError, TypeError, ArithmeticError) as exc:
             message = (Text("invalidEnumValue", "An error occurred while parsing enum. "
                             "Class [{enum}]. Value [{value}].", enum=prop.meta_enum.name,
@@ -247,21 +245,21 @@ class Importer:
                        else invalid_value(prop.type_name, exc))
             self.violations.append(_violation(where, message, INVALID, value))
             return
-        max_length = getattr(prop.field, "max_length", None)
-        if isinstance(parsed, str) and max_length and len(parsed) > max_length:
+        max_length = check.max_length
+        if max_length and isinstance(parsed, str) and len(parsed) > max_length:
             self.violations.append(_violation(where, Text(
                 "size", "size must be between 0 and {max}", max=max_length),
                                               SIZE, value))
             return
-        if isinstance(prop.field, peewee.DecimalField) and not decimal_fits(
-                parsed, prop.field.max_digits, prop.field.decimal_places):
-            whole = prop.field.max_digits - prop.field.decimal_places
+        decimal = check.decimal
+        if decimal is not None and not decimal_fits(parsed, decimal.max_digits, decimal.decimal_places):
+            whole = decimal.max_digits - decimal.decimal_places
             self.violations.append(_violation(
                 where, Text("digits", "numeric value out of bounds (<{whole} digits>.<"
                                       "{fraction} digits> expected)", whole=whole,
-                            fraction=prop.field.decimal_places), DIGITS, value))
+                            fraction=decimal.decimal_places), DIGITS, value))
             return
-        operation.values[prop.field.name] = parsed
+        operation.values[check.field_name] = parsed
 
     def _reference(self, prop: "MetaProperty", value: JsonValue, failure: str) -> str | int | None:
         if value is None:
@@ -278,12 +276,10 @@ class Importer:
         return target_id
 
     def _embedded(self, operation: Operation, prop: "MetaProperty", value: JsonValue, where: str,
-                  failure: str, levels: dict[str, int]) -> None:
+                  failure: str, parts: "dict[str, MetaProperty]") -> None:
         """An embedded value: the attributes it gives change (null: all of
-        them); those the caller may not modify (``address.city``) are ignored
-        as any attribute it may not modify."""
-        parts = {name: part for name, part in prop.related.properties.items()
-                 if levels.get(f"{prop.name}.{name}", 0) >= MODIFY}
+        them); those the caller may not modify (``address.city``, absent from
+        ``parts``) are ignored as any attribute it may not modify."""
         if value is None:
             for part in parts.values():
                 operation.values[part.field.name] = None
@@ -360,10 +356,7 @@ class Importer:
 
     def _check_mandatory(self, operation: Operation, path: str,
                          owner: peewee.ForeignKeyField | None) -> None:
-        for name, prop in operation.meta.properties.items():
-            if not prop.mandatory or prop.field is None or prop.field is owner or name == "id":
-                continue
-            key = prop.field.name
+        for name, key in self.shapes.mandatory(operation.meta, owner):
             missing = (key in operation.values and operation.values[key] is None) or (
                 operation.creating and key not in operation.values)
             if missing and not any(v["path"] == f"{path}{name}" for v in self.violations):
@@ -374,11 +367,12 @@ class Importer:
         if not validators or self.violations:
             return
         model = operation.meta.model
-        instance = model() if operation.creating else model.get_by_id(operation.id)
-        for key, value in operation.values.items():
-            setattr(instance, key, value)
         if operation.creating:
-            operation.instance = instance
+            instance = operation.instance = new_instance(model, operation.values)
+        else:
+            instance = model.get_by_id(operation.id)
+            for key, value in operation.values.items():
+                setattr(instance, key, value)
         for validator in validators:
             for where, message in validator(instance) or ():
                 self.violations.append(_violation(f"{path}{where}", message, CUSTOM))

@@ -24,6 +24,8 @@ webhooks, and prunes them.
 """
 from __future__ import annotations
 
+import datetime
+import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,7 +36,7 @@ from ...jsonio import dumps
 from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
 from ..access import utc_now
-from ..memo import entity_facts
+from ..memo import Memo, Owned, entity_facts, owned
 from .history import json_value
 from .sqlwrite import Statement, insert_rows
 
@@ -73,6 +75,15 @@ class ChangeEvent(peewee.Model):
 def changed_names(meta: MetaClass, operation: Any) -> list[str]:
     """The attributes a save wrote, by their JSON names (embedded values by the
     embedded attribute; the id, version, audit and deletion fields left out)."""
+    if not operation.children and not operation.members:     # a bulk's rows: mostly one set
+        return owned(_CHANGED, meta, tuple(operation.values), lambda: _changed(meta, operation))
+    return _changed(meta, operation)
+
+
+_CHANGED: Memo[Owned[MetaClass, list[str]]] = Memo("outbox.changed", 1024)
+
+
+def _changed(meta: MetaClass, operation: Any) -> list[str]:
     names = _field_names(meta)
     changed = dict.fromkeys(names[field] for field in operation.values if field in names)
     changed.update(dict.fromkeys(prop.name for prop, _ in operation.children))
@@ -156,10 +167,11 @@ def record(access: Access, meta: MetaClass, rows: Sequence[Written], kind: str,
 
 
 def event_rows(access: Access, meta: MetaClass, rows: Sequence[Written], kind: str,
-               changed: list[str]) -> list[list[object]]:
-    """The parameters of the events of ``rows``, one list per row (``insert``
-    writes them; a bulk's writer collects them first, data/write/pending.py)."""
-    common = (dumps(changed), access.username, _stored_time())
+               changed: list[str], now: datetime.datetime | None = None) -> list[list[object]]:
+    """The parameters of the events of ``rows`` at ``now`` (by default the
+    present), one list per row (``insert`` writes them; a bulk's writer
+    collects them first, data/write/pending.py)."""
+    common = (_names_text(tuple(changed)), access.username, _stored_time(now))
     return [[meta.name, str(key), kind, common[0], version, common[1], common[2], previous]
             for key, version, previous in rows]
 
@@ -182,7 +194,22 @@ def insert(access: Access, params: Sequence[list[object]], batch: Batch | None =
     insert_rows(access, sql, params)
 
 
-def _stored_time() -> object:
-    """Now, as the ``time`` column stores it."""
-    stored: object = ChangeEvent.time.db_value(utc_now())  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+@functools.lru_cache(maxsize=256)
+def _names_text(changed: tuple[str, ...]) -> str:
+    """``changed`` as the column stores it (a bulk's rows mostly name the same)."""
+    return dumps(list(changed))
+
+
+def _stored_time(now: datetime.datetime | None = None) -> object:
+    """``now`` (by default the present), as the ``time`` column stores it;
+    the last instant's kept (a bulk's events share one, ``Writer.save_all``)."""
+    last_now, last_stored = _last_time
+    if now is not None and now is last_now:
+        return last_stored
+    stored: object = ChangeEvent.time.db_value(now or utc_now())  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+    if now is not None:
+        _last_time[:] = now, stored
     return stored
+
+
+_last_time: list[Any] = [None, None]     # (instant, as stored): ``_stored_time``'s last

@@ -20,6 +20,7 @@ The transaction itself starts at the first ``flush``: a bulk of creates that
 stand alone is planned (audit values, history items, events) before SQLite's
 write lock is taken, and holds it only for its few statements.
 """
+import datetime
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -49,9 +50,10 @@ class Pending:
               owner_field: peewee.ForeignKeyField | None) -> bool:
         """Whether ``operation``'s rows may wait for ``flush`` (see above)."""
         meta = operation.meta
-        return (operation.creating and owner_field is None and operation.is_one_statement
-                and not meta.database_assigns_id
-                and not access.permissions.write_checked(meta.name))
+        return (operation.creating and owner_field is None and not operation.children
+                and not operation.members and not meta.database_assigns_id
+                and not access.permissions.write_checked(meta.name)
+                and operation.is_one_statement)    # its hooks, asked last (a model's attributes)
 
     def add_row(self, operation: "Operation", model: type[peewee.Model],
                 statement: Statement) -> None:
@@ -60,7 +62,7 @@ class Pending:
         sql, params = statement
         self.rows.setdefault((model, sql), []).append(params)
 
-    def flush(self, access: "Access") -> None:
+    def flush(self, access: "Access", now: "datetime.datetime | None" = None) -> None:
         """Start the transaction if not yet, and write what is pending: entity
         rows first (history items and events name them), then items and
         events in the order of the saves."""
@@ -75,7 +77,7 @@ class Pending:
                 for (_, sql), params in rows.items():
                     insert_rows(access, sql, params)
         items, self.items = self.items, []
-        history.record(access, items)
+        history.record(access, items, now=now)
         events, self.events = self.events, []
         if events:
             outbox.insert(access, events)

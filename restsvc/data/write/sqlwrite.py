@@ -2,9 +2,8 @@
 order): an INSERT's text kept per column set, the statements of a lone write
 sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
 an UPDATE misses, as the client's error."""
-import contextlib
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import peewee
 
@@ -22,16 +21,26 @@ Statement = tuple[str, list[object]]
 MAX_PARAMS = 32766
 
 
-@contextlib.contextmanager
-def refusals(operation: "Operation") -> Iterator[None]:
-    """What the database refuses, as the client's error."""
-    failure = "Entity creation failed" if operation.creating else "Entity update failed"
-    try:
-        yield
-    except peewee.IntegrityError:
-        raise BadRequest(failure, "The values conflict with stored data "
-                                  "(for example a value that must be unique)") from None
-    except peewee.DataError:
+class refusals:
+    """What the database refuses, as the client's error (a context manager
+    entered once per written row: a class, not a generator's)."""
+
+    __slots__ = ("operation",)
+
+    def __init__(self, operation: "Operation") -> None:
+        self.operation = operation
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: object) -> None:
+        if kind is None or not issubclass(kind, (peewee.IntegrityError, peewee.DataError)):
+            return
+        failure = "Entity creation failed" if self.operation.creating else "Entity update failed"
+        if issubclass(kind, peewee.IntegrityError):
+            raise BadRequest(failure, "The values conflict with stored data "
+                                      "(for example a value that must be unique)") from None
         raise BadRequest(failure, "A value does not fit its database column") from None
 
 
@@ -48,21 +57,22 @@ def after_update(access: Access, insert_text: str) -> str:
 
 
 def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object]) -> Statement:
-    """(SQL, parameters) of one row's INSERT (``data``: field name -> value),
-    the text reused per column set: building it costs more than running it,
-    and it runs while SQLite holds its write lock."""
-    fields = [field for field in model._meta.sorted_fields if field.name in data]
-    params: list[object] = [
-        field.db_value(data[field.name])  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-        for field in fields]
-    key = ("insert", model, tuple(field.name for field in fields))
-    sql: str | None = access.sql_cache.get(key)
-    if sql is None:
-        sql, built = model.insert(**data).sql()
-        if list(built) != params:
-            params = built
-        else:
-            access.sql_cache[key] = sql
+    """(SQL, parameters) of one row's INSERT (``data``: field name -> value).
+    Its text and the columns' conversions are worked out once per column set
+    (a bulk's rows share one): building them costs more than running the
+    statement, and it runs while SQLite holds its write lock."""
+    key = ("insert", model, tuple(data))
+    compiled: tuple[str, list[tuple[str, Any]]] | None = access.sql_cache.get(key)
+    if compiled is not None:
+        sql, converters = compiled
+        return sql, [convert(data[name]) for name, convert in converters]
+    converters = [(field.name, field.db_value) for field in model._meta.sorted_fields
+                  if field.name in data]
+    params: list[object] = [convert(data[name]) for name, convert in converters]
+    sql, built = model.insert(**data).sql()
+    if list(built) != params:
+        return sql, list(built)
+    access.sql_cache[key] = (sql, converters)
     return sql, params
 
 

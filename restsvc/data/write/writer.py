@@ -42,14 +42,14 @@ import peewee
 
 from ...db import execute
 from ...errors import Conflict, PreconditionFailed
-from . import history, outbox
-from . import softdelete
+from . import history, outbox, softdelete
 from .hooks import Bind, Hooks
 from ..access import Access, require, utc_now
 from ..answer.etags import version_is
-from .history import Before
 from .owned import Reached, child_ids, composed, referrers
+from .history import Before
 from .pending import Pending
+from .shapes import new_instance
 from ..read.query import EntityQuery
 from .rowrules import check_members, check_rows
 from .sqlwrite import Statement, insert_sql, one_statement, refusals, update_refused
@@ -76,6 +76,7 @@ class Writer:
         self.at_version: int | None = None     # the version an UPDATE sent at once applies at
         self.pending: Pending | None = None     # ``save_all``: rows written together
         self.deferred = False                   # the save in progress leaves its rows there
+        self.now: datetime.datetime | None = None   # ``save_all``: the instant of its rows
 
     # -- save --------------------------------------------------------------
     def save(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None = None,
@@ -84,7 +85,7 @@ class Writer:
         if self.pending is not None:
             self.deferred = self.pending.takes(self.access, operation, owner_field)
             if not self.deferred:
-                self.pending.flush(self.access)
+                self.pending.flush(self.access, self.now)
         self.hooks.before_save(operation)
         self.rules_before(operation, owner_field)
         self.audit(operation)
@@ -101,13 +102,13 @@ class Writer:
     def save_all(self, operations: Sequence["Operation"], begin: Callable[[], object]) -> None:
         """Write a request's operations in order in one transaction (``begin``
         starts it), the rows of those that stand alone together (``Pending``)."""
-        self.pending = Pending(begin)
+        self.pending, self.now = Pending(begin), utc_now()
         try:
             for operation in operations:
                 self.save(operation)
-            self.pending.flush(self.access)
+            self.pending.flush(self.access, self.now)
         finally:
-            self.pending, self.deferred = None, False
+            self.pending, self.deferred, self.now = None, False, None
 
     def rules_before(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None) -> None:
         if not operation.creating:
@@ -126,13 +127,12 @@ class Writer:
             values = {name: value for name, value in values.items()
                       if operation.values.get(name) is None}
         operation.values.update(values)
-        if operation.instance is not None:
-            for name, value in values.items():
-                setattr(operation.instance, name, value)
+        for name, value in values.items() if operation.instance is not None else ():
+            setattr(operation.instance, name, value)
 
     def audit_values(self, creating: bool) -> dict[str, str | datetime.datetime]:
         """Who and when (UTC) for the audit fields of a create or an update."""
-        now = utc_now()
+        now = self.now or utc_now()
         values: dict[str, str | datetime.datetime] = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
         if creating:
             values.update(createdBy=values["lastModifiedBy"], createdDate=now)
@@ -257,11 +257,11 @@ class Writer:
             meta, {name: before[0].get(name) for name in operation.values})
         rows = outbox.event_rows(self.access, meta, [(operation.key, operation.version, previous)],
                                  "CREATE" if operation.creating else "UPDATE",
-                                 outbox.changed_names(meta, operation))
+                                 outbox.changed_names(meta, operation), self.now)
         if self.deferred and self.pending is not None:
             self.pending.events += rows
-        else:
-            outbox.insert(self.access, rows, self.batch)
+            return
+        outbox.insert(self.access, rows, self.batch)
 
     def _insert(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None,
                 owner_id: Id | None) -> "Entity":
@@ -270,7 +270,7 @@ class Writer:
         model = operation.meta.model
         instance = operation.instance
         if instance is None:
-            instance = model(**operation.values)
+            instance = new_instance(model, operation.values)
         if owner_field is not None:
             setattr(instance, owner_field.name, owner_id)
         if operation.id is not None:
