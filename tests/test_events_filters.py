@@ -285,7 +285,7 @@ def test_a_running_worker_takes_new_subscriptions_and_drops_removed_ones_at_its_
         grades = {"conditions": [{"property": "grade", "operator": "in",
                                   "value": ["GOLD", "SILVER"]}]}
         _put(c, auth, {"grade": "BRONZE"})
-        kept = _register(c, auth, receiver, grades).json["id"]
+        assert _register(c, auth, receiver, grades).status_code == 201
         removed = _register(c, auth, receiver, GOLD).json["id"]
         _put(c, auth, {"grade": "GOLD"})                # both: it enters each filter
         worker.step()
