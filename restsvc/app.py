@@ -21,7 +21,8 @@ from .data.read.queries import PredefinedQueries, Query
 from .data.read.queryconfig import QueryConfigError, load_queries
 from .data.write.rowrules import check_declarations
 from .events.aftercommit import HookPosition
-from .events.feed import StreamSlots, Tickets
+from .events.feed import StreamSlots, Tickets, closing
+from .events.hub import Hub
 from .events.outbox import ChangeEvent
 from .events.webhooks import WebhookDelivery, WebhookSubscription
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
@@ -129,6 +130,7 @@ class RestApp:
         self.files = file_storages(settings)
         self.event_streams = StreamSlots(settings.events_max_streams, settings.events_caller_share)
         self.event_tickets = Tickets(settings.secret_key, settings.events_ticket_lifetime)
+        self.event_hub = Hub(self.database, settings.events_poll_interval, closing)
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)
