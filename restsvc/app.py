@@ -11,6 +11,7 @@ from werkzeug.wrappers import Response
 
 from . import db, schema
 from .api import all_rules, batch, oauth, replay, signin
+from .api.events import handed_over
 from .api.docs import documents
 from .application import Application, import_application
 from .bodies import limit_body
@@ -265,6 +266,8 @@ class RestApp:
             else:
                 response = self.observer.observe(self._answer, request)
             add_header(response, requestid.HEADER, request_id)
+            # A change feed stream the stream process took (api/events.py).
+            response = handed_over(environ, response) or response
             return response(environ, start_response)
         finally:
             requestid.current.reset(context)

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 RETRY_MILLISECONDS = 2000       # what an EventSource waits before reconnecting
+RETRY = f"retry: {RETRY_MILLISECONDS}\n\n".encode()
 _closing = threading.Event()    # wakes waiting streams early (tests, never a signal handler)
 _close_requested = False        # this worker stops (close_streams)
 
@@ -194,7 +195,7 @@ class Stream:
         self.settings = app.settings
         self._woken = threading.Event()
         # Where it begins: when it is opened (the reset message when the asked id is gone).
-        start, self.reset = _start(app.database, after)
+        start, self.reset = starting(app.database, after)
         self.subscriber = Subscriber(access, metas, matcher, start, recheck,
                                      app.settings.events_stream_buffer, self._woken.set)
         db.release(app.database)
@@ -203,7 +204,7 @@ class Stream:
         settings, hub, sub = self.settings, self.app.event_hub, self.subscriber
         hub.subscribe(sub)
         try:
-            yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
+            yield RETRY
             if self.reset is not None:
                 yield self.reset
             quiet_since = time.monotonic()
@@ -230,7 +231,7 @@ def closing() -> bool:
     return _close_requested or _closing.is_set() or is_shutting_down()
 
 
-def _start(database: peewee.Database, after: int | None) -> tuple[int, bytes | None]:
+def starting(database: peewee.Database, after: int | None) -> tuple[int, bytes | None]:
     """(the id a stream asked to start after ``after`` starts after, the reset
     message when the events after ``after`` are no longer kept)."""
     if after is None:

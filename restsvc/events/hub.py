@@ -18,7 +18,7 @@ subscribers that may see it (``fan_out``):
   each distinct message serialized once per batch.
 
 A subscriber's messages wait in a buffer of ``svc.events.stream-buffer``
-bytes for its host to write them (a worker thread, feed.Stream, or the
+bytes (and one batch more) for its host to write them (a worker thread, feed.Stream, or the
 stream process's event loop, streamproc.py). A subscriber that lets it fill
 is cut: it gets ``event: reset`` (the id: where a reconnecting client goes
 on from; it resynchronises what it missed) and its stream ends, without
@@ -29,6 +29,7 @@ the stream with ``event: end``.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections import deque
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from ..data.access import Access
     from ..model.metadata import MetaClass
 
+log = logging.getLogger("restsvc.events")
 BATCH = 200
 RECHECK = 0.5       # seconds between two checks of a subscriber's token
 END = b"event: end\ndata: {\"reason\": \"token expired or revoked\"}\n\n"
@@ -116,7 +118,9 @@ class Subscriber:
         with self._lock:
             if self._last is not None:
                 return
-            if self._size + len(chunk) > self.capacity:
+            if self._pending and self._size + len(chunk) > self.capacity:
+                log.info("a change feed stream fell behind by more than %s bytes: cut with "
+                         "event: reset", self.capacity)
                 self._pending.clear()
                 self._size = 0
                 self._last = reset_message(self.after, "the stream fell behind; "
