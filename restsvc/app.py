@@ -267,7 +267,10 @@ class RestApp:
                 response = self.observer.observe(self._answer, request)
             add_header(response, requestid.HEADER, request_id)
             # A change feed stream the stream process took (api/events.py).
-            response = handed_over(environ, response) or response
+            taken = handed_over(environ, response)
+            if taken is not None:
+                response = taken
+                add_header(response, requestid.HEADER, request_id)
             return response(environ, start_response)
         finally:
             requestid.current.reset(context)

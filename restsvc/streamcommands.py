@@ -1,14 +1,25 @@
 """``restsvc serve``'s stream process (restsvc/events/streamproc.py): its
 supervisor and private socket directory in the master, its work in the child."""
 import argparse
+import json
 import logging
+import math
 import os
 import shutil
+import signal
 import tempfile
+from collections import Counter
+from collections.abc import Callable
 
+import peewee
+
+from . import db
 from .clibase import app_of
+from .events.hub import Hub
 from .events import streamproc
 from .events.supervisor import DeliverySupervisor
+
+log = logging.getLogger("restsvc")
 
 
 def stream_process(args: argparse.Namespace) -> DeliverySupervisor:
@@ -19,7 +30,7 @@ def stream_process(args: argparse.Namespace) -> DeliverySupervisor:
     streamproc.address = os.path.join(directory, "streams.sock")
     streamproc.owner = os.getpid()
     return DeliverySupervisor(lambda master: streams_command(args, master),
-                              grace=streamproc.STOP_GRACE + 3, log=logging.getLogger("restsvc"),
+                              grace=streamproc.STOP_GRACE + 3, log=log,
                               name="stream process")
 
 
@@ -43,4 +54,22 @@ def streams_command(args: argparse.Namespace, master: int) -> int:
                                      slots, settings.events_keepalive)
     if address is None:
         return 1
+    _count_statements(app.event_hub, app.database)
     return server.run(address, parent=master)
+
+
+def _count_statements(hub: Hub, database: peewee.Database) -> None:
+    """Count the process's statements by what they are for (``Hub.doing``);
+    SIGUSR1 logs the counts (tests/benchmark/streams.py reads them)."""
+    counts: Counter[str] = Counter()
+    record: Callable[[float], None] | None = getattr(database, "_record", None)
+    slow: float | None = getattr(database, "_slow", None)
+
+    def counted(seconds: float) -> None:
+        counts[hub.doing()] += 1
+        if record is not None:
+            record(seconds)
+    db.observe_statements(database, counted, slow if slow != math.inf else None)
+    signal.signal(signal.SIGUSR1, lambda sig, frame: log.info(
+        "stream process (pid %s) statements: %s; outbox reads: %s; streams: %s", os.getpid(),
+        json.dumps(dict(counts)), hub.reads, len(hub)))

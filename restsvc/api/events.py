@@ -17,7 +17,7 @@ from werkzeug.wrappers import Response
 from ..data.access import access_for
 from ..errors import ApiError, BadRequest, Forbidden, Unauthorized
 from ..events import streamproc
-from ..events.feed import RETRY, Stream, last_event_id, starting, stream_filter, subscribed
+from ..events.feed import RETRY, Stream, StreamSlots, last_event_id, starting, stream_filter, subscribed
 from ..events.hub import Subscriber
 from ..events.matching import Matcher
 from ..idempotency import caller_of
@@ -87,17 +87,16 @@ def _open(ctx: "Context", principal: Principal, credential: dict[str, str | None
                                "entity": request.args.getlist("entity"),
                                "filter": request.args.get("filter")}
     prepared = _prepared(app, principal, opening)
-    caller = prepared.caller
-    app.event_streams.take(caller)
-    try:
-        body = Stream(app, prepared.access, prepared.metas, _recheck(app, opening), after,
+
+    def opened() -> Stream:
+        return Stream(app, prepared.access, prepared.metas, _recheck(app, opening), after,
                       prepared.matcher)
-    except BaseException:
-        app.event_streams.give(caller)      # the place is not held by a stream that never opened
-        raise
-    response = Response(_Body(body, opening), status=200, mimetype="text/event-stream",
+    body = _Body(opened, opening, app.event_streams, prepared.caller)
+    if not _may_hand_over(request.environ):
+        body.open()
+    response = Response(body, status=200, mimetype="text/event-stream",
                         headers=_STREAM_HEADERS)
-    response.call_on_close(lambda: app.event_streams.give(caller))
+    response.call_on_close(body.close)
     instruments = app.instruments
     if instruments is not None:
         instruments.event_streams.inc()
@@ -141,38 +140,70 @@ def _recheck(app: "AppParts", opening: dict[str, Any]) -> Callable[[], bool]:
 
 
 class _Body:
-    """A stream's response body: iterated in the worker's thread, or handed over."""
+    """A stream's response body: handed over to the stream process, or
+    iterated in the worker's thread (``open``: its place in the worker taken)."""
 
-    def __init__(self, stream: Stream, opening: dict[str, Any]) -> None:
-        self.stream, self.opening = stream, opening
+    def __init__(self, opened: Callable[[], Stream], opening: dict[str, Any],
+                 slots: StreamSlots, caller: str | None) -> None:
+        self.opened, self.opening, self.slots, self.caller = opened, opening, slots, caller
+        self.stream: Stream | None = None
+
+    def open(self) -> None:
+        self.slots.take(self.caller)
+        try:
+            self.stream = self.opened()
+        except BaseException:
+            self.slots.give(self.caller)    # the place is not held by a stream that never opened
+            raise
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream = None
+            self.slots.give(self.caller)
 
     def __iter__(self) -> Iterator[bytes]:
+        if self.stream is None:
+            self.open()
+        assert self.stream is not None
         return iter(self.stream)
+
+
+def _may_hand_over(environ: "WSGIEnvironment") -> bool:
+    sock = environ.get("gunicorn.socket")
+    return streamproc.address is not None and isinstance(sock, socket.socket) \
+        and not isinstance(sock, ssl.SSLSocket)
 
 
 def handed_over(environ: "WSGIEnvironment", response: Response) -> Response | None:
     """What the worker answers instead of ``response`` when the stream process
     took the stream's connection (an answer gunicorn writes into a dead
-    socket), or its error; None: the worker streams it (no stream process)."""
+    socket), or its error; None: the worker streams it (no stream process:
+    its place in the worker taken now, or its 503/429)."""
     body = response.response
-    sock = environ.get("gunicorn.socket")
-    if not isinstance(body, _Body) or not isinstance(sock, socket.socket) \
-            or isinstance(sock, ssl.SSLSocket) or streamproc.address is None:
+    if not isinstance(body, _Body) or body.stream is not None or not _may_hand_over(environ):
         return None
+    sock = environ["gunicorn.socket"]
     headers = response.get_wsgi_headers(environ).to_wsgi_list()
     head = "".join([f"HTTP/1.1 {response.status}\r\n",
                     *(f"{name}: {value}\r\n" for name, value in headers),
                     "Connection: close\r\n\r\n"])
     answer = streamproc.hand_over(sock, {**body.opening, "head": head})
+    error = None
     if answer is None:
-        return None
-    response.close()                # the worker's place is free again
-    if answer.get("taken") is True:
+        try:
+            body.open()
+            return None
+        except ApiError as exc:
+            error = exc
+    response.close()
+    if error is None and answer is not None and answer.get("taken") is True:
         streamproc.forget(sock)
         return Response(status=200)
-    return error_response(ApiError(str(answer.get("error")), str(answer.get("details")),
-                                   int(answer.get("status") or 503),
-                                   dict(answer.get("headers") or {})))
+    if error is None and answer is not None:
+        error = ApiError(str(answer.get("error")), str(answer.get("details")),
+                         int(answer.get("status") or 503), dict(answer.get("headers") or {}))
+    assert error is not None
+    return error_response(error)
 
 
 def reopened(app: "AppParts", message: dict[str, Any]) -> tuple[Subscriber, bytes, str | None]:

@@ -215,6 +215,7 @@ class Hub:
         self.interval = interval
         self.closing = closing      # () -> whether every stream of the process ends now
         self.reads = 0              # outbox reads so far (the benchmark counts them)
+        self.phase = threading.local()  # .name: what the reader's statements are for
         self._subscribers: set[Subscriber] = set()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -222,6 +223,11 @@ class Hub:
 
     def __len__(self) -> int:
         return len(self._subscribers)
+
+    def doing(self) -> str:
+        """What the calling thread's statements are for: ``events`` (reading
+        and judging them), ``tokens`` (rechecks), or ``other`` (not the reader)."""
+        return str(getattr(self.phase, "name", "other"))
 
     def subscribe(self, sub: Subscriber) -> None:
         with self._lock:
@@ -268,11 +274,13 @@ class Hub:
                 sub.end()
             return False
         now = time.monotonic()
+        self.phase.name = "tokens"
         for sub in subscribers:
             if now - sub.checked >= RECHECK and not sub.ended:
                 sub.checked = now
                 if not sub.recheck():
                     sub.end(END)
+        self.phase.name = "events"
         live = [sub for sub in subscribers if not sub.ended]
         by_position: dict[int, list[Subscriber]] = {}
         for sub in live:
