@@ -100,6 +100,12 @@ class Subscriber:
         self.levels = {name: permissions.attribute_levels(name) for name in self.metas}
         self.writer = {(name, kind): writer_visible(permissions, meta, kind)
                        for name, meta in self.metas.items() for kind in KINDS}
+        # Subscribers of the same shape are handed the same messages: worked out once.
+        self.shape = (tuple(sorted(self.metas)), self.checks if self.restricted or matcher
+                      else None, None if matcher is None else id(matcher),
+                      tuple((name, tuple(sorted(self.levels[name].items())))
+                            for name in sorted(self.metas)),
+                      tuple(sorted(self.writer.items())))
         self.checked = time.monotonic()
         self._pending: deque[bytes] = deque()
         self._size = 0
@@ -161,16 +167,20 @@ class Subscriber:
 
 def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
             made: dict[Hashable, bytes] | None = None) -> None:
-    """Hand each subscriber the events of ``events`` it may see."""
-    subscribers = list(subscribers)
+    """Hand each subscriber the events of ``events`` it may see: worked out
+    once per shape of subscriber (``Subscriber.shape``)."""
+    shapes: dict[Hashable, list[Subscriber]] = {}
+    for sub in subscribers:
+        shapes.setdefault(sub.shape, []).append(sub)
     made = {} if made is None else made
     visible: dict[tuple[Hashable, str], set[str]] = {}
     verdicts: dict[Hashable, Verdicts] = {}
     matchers: dict[Hashable, list[Matcher]] = {}
-    for sub in subscribers:
-        if sub.matcher is not None:
-            matchers.setdefault(sub.checks, []).append(sub.matcher)
-    for sub in subscribers:
+    for group in shapes.values():
+        if group[0].matcher is not None:
+            matchers.setdefault(group[0].checks, []).append(group[0].matcher)
+    for group in shapes.values():
+        sub = group[0]
         out = []
         for event in events:
             name = event["entity"]
@@ -193,7 +203,9 @@ def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
                     continue
             out.append(sub.message(event, match, made))
         if out:
-            sub.push(b"".join(out))
+            chunk = b"".join(out)
+            for member in group:
+                member.push(chunk)
 
 
 def _visible(sub: Subscriber, name: str, events: list[Event]) -> set[str]:

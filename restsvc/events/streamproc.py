@@ -103,12 +103,7 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
         transport.set_write_buffer_limits(high=WRITE_BUFFER)
         transport.write(self.opening)
-        loop = self.server.loop
-        pump = self.pump
-
-        def wake() -> None:
-            loop.call_soon_threadsafe(pump)
-        self.sub.wake = wake
+        self.sub.wake = lambda: self.server.ready(self)
         self.server.connections.add(self)
         self.server.hub.subscribe(self.sub)
 
@@ -172,6 +167,8 @@ class StreamServer:
         self.loop = asyncio.new_event_loop()
         self.connections: set[_Connection] = set()
         self.stopping = False
+        self._ready: list[_Connection] = []     # to pump: the hub handed them messages
+        self._ready_lock = threading.Lock()
         self._handlers = ThreadPoolExecutor(4, thread_name_prefix="restsvc-stream-handover")
 
     def run(self, path: str, parent: int | None = None) -> int:
@@ -189,6 +186,21 @@ class StreamServer:
             listener.close()
             self._handlers.shutdown(wait=False, cancel_futures=True)
         return 0
+
+    def ready(self, connection: _Connection) -> None:
+        """``connection`` has messages (called by the hub's thread): pumped on
+        the loop, with the others of the same pass, after one wake-up."""
+        with self._ready_lock:
+            first = not self._ready
+            self._ready.append(connection)
+        if first:
+            self.loop.call_soon_threadsafe(self._pump_ready)
+
+    def _pump_ready(self) -> None:
+        with self._ready_lock:
+            ready, self._ready = self._ready, []
+        for connection in ready:
+            connection.pump()
 
     def stop(self) -> None:
         """End every stream (the clients reconnect, elsewhere), then exit."""

@@ -54,12 +54,20 @@ def _token(server, grant):
 
 
 # -- the clients -------------------------------------------------------------------
-async def _stream(port, token, entities, kind, received, ready):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+async def _stream(port, token, entities, kind, received, ready, tries=10):
     query = "&".join(f"entity={name}" for name in entities)
-    writer.write(f"GET /rest/events?{query} HTTP/1.1\r\nHost: bench\r\n"
-                 f"Authorization: Bearer {token}\r\n\r\n".encode())
-    status = await reader.readline()
+    for attempt in range(tries):        # as an EventSource would, on a refused connection
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+            writer.write(f"GET /rest/events?{query} HTTP/1.1\r\nHost: bench\r\n"
+                         f"Authorization: Bearer {token}\r\n\r\n".encode())
+            status = await reader.readline()
+            break
+        except OSError:
+            if attempt == tries - 1:
+                raise
+            received["retries"] = received.get("retries", 0) + 1
+            await asyncio.sleep(1)
     if b" 200 " not in status:
         raise SystemExit(f"stream refused: {status!r} {await reader.read(500)!r}")
     ready.append(1)
@@ -83,8 +91,8 @@ def _client(port, plan, queue, go):
         for token, entities, kind in plan:
             tasks.append(asyncio.create_task(_stream(port, token, entities, kind, received,
                                                      ready)))
-            if len(tasks) % 200 == 0:
-                await asyncio.sleep(0.05)
+            if len(tasks) % 100 == 0:
+                await asyncio.sleep(0.1)
         while len(ready) < len(plan):
             await asyncio.sleep(0.1)
             if any(task.done() and task.exception() for task in tasks):
@@ -177,7 +185,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--database-url", default=None)
-    parser.add_argument("--poll-interval", default="200ms")
+    parser.add_argument("--poll-interval", default="500ms")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         url = args.database_url or f"sqlite:///{workdir}/bench.db"
@@ -226,7 +234,9 @@ def _run(server, args):
     for _ in clients:
         _, received = queue.get(timeout=120)
         for kind, value in received.items():
-            if kind == "last":
+            if kind == "retries":
+                print(f"connections retried: {value}")
+            elif kind == "last":
                 for key, when in value.items():
                     last[key] = max(last.get(key, 0), when)
             else:
