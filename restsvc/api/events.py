@@ -139,6 +139,15 @@ def _recheck(app: "AppParts", opening: dict[str, Any]) -> Callable[[], bool]:
     return recheck
 
 
+def _credential(opening: dict[str, Any]) -> tuple[str, str] | None:
+    """What the streams that share a token's recheck have in common."""
+    for name in ("tokenHash", "authorization"):
+        value = opening.get(name)
+        if isinstance(value, str):
+            return name, f"{opening.get('path')} {value}"
+    return None
+
+
 class _Body:
     """A stream's response body: handed over to the stream process, or
     iterated in the worker's thread (``open``: its place in the worker taken)."""
@@ -221,7 +230,8 @@ def reopened(app: "AppParts", message: dict[str, Any]) -> tuple[Subscriber, byte
     after = message.get("after")
     start, reset = starting(app.database, after if isinstance(after, int) else None)
     sub = Subscriber(prepared.access, prepared.metas, prepared.matcher, start,
-                     _recheck(app, message), app.settings.events_stream_buffer, lambda: None)
+                     _recheck(app, message), app.settings.events_stream_buffer, lambda: None,
+                     credential=_credential(message))
     return sub, str(message["head"]).encode("latin-1") + RETRY + (reset or b""), prepared.caller
 
 

@@ -85,13 +85,15 @@ class Subscriber:
 
     def __init__(self, access: Access, metas: Iterable[MetaClass], matcher: Matcher | None,
                  after: int, recheck: Callable[[], bool], capacity: int,
-                 wake: Callable[[], None]) -> None:
+                 wake: Callable[[], None], credential: Hashable = None) -> None:
         permissions = access.permissions
         self.access = access
         self.metas = {meta.name: meta for meta in metas}
         self.matcher = matcher
         self.after = after
         self.recheck = recheck
+        # Streams of one credential share its recheck (None: a check of its own).
+        self.credential = credential if credential is not None else id(self)
         self.capacity = capacity
         self.wake = wake            # called by the hub when there is something to write
         self.checks = checks_of(access, self.metas.values())
@@ -287,10 +289,14 @@ class Hub:
             return False
         now = time.monotonic()
         self.phase.name = "tokens"
+        holds: dict[Hashable, bool] = {}
         for sub in subscribers:
             if now - sub.checked >= RECHECK and not sub.ended:
                 sub.checked = now
-                if not sub.recheck():
+                held = holds.get(sub.credential)
+                if held is None:
+                    held = holds[sub.credential] = sub.recheck()
+                if not held:
                     sub.end(END)
         self.phase.name = "events"
         live = [sub for sub in subscribers if not sub.ended]

@@ -101,6 +101,9 @@ def _client(port, plan, queue, go):
         while not go.is_set():
             await asyncio.sleep(0.2)
         queue.put(("counts", received))
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     asyncio.run(run())
 
 
