@@ -11,6 +11,7 @@ from werkzeug.wrappers import Response
 
 from . import db, schema
 from .api import all_rules, batch, oauth, replay, signin
+from .api.events import handed_over
 from .api.docs import documents
 from .application import Application, import_application
 from .bodies import limit_body
@@ -21,7 +22,8 @@ from .data.read.queries import PredefinedQueries, Query
 from .data.read.queryconfig import QueryConfigError, load_queries
 from .data.write.rowrules import check_declarations
 from .events.aftercommit import HookPosition
-from .events.feed import StreamSlots, Tickets
+from .events.feed import StreamSlots, Tickets, closing
+from .events.hub import Hub
 from .events.outbox import ChangeEvent
 from .events.webhooks import WebhookDelivery, WebhookSubscription
 from .errors import DATABASE_UNAVAILABLE, ApiError, Forbidden
@@ -129,6 +131,7 @@ class RestApp:
         self.files = file_storages(settings)
         self.event_streams = StreamSlots(settings.events_max_streams, settings.events_caller_share)
         self.event_tickets = Tickets(settings.secret_key, settings.events_ticket_lifetime)
+        self.event_hub = Hub(self.database, settings.events_poll_interval, closing)
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)
@@ -263,6 +266,11 @@ class RestApp:
             else:
                 response = self.observer.observe(self._answer, request)
             add_header(response, requestid.HEADER, request_id)
+            # A change feed stream the stream process took (api/events.py).
+            taken = handed_over(environ, response)
+            if taken is not None:
+                response = taken
+                add_header(response, requestid.HEADER, request_id)
             return response(environ, start_response)
         finally:
             requestid.current.reset(context)

@@ -43,14 +43,26 @@ def serve(args: argparse.Namespace) -> None:
             lambda master: deliver_command(argparse.Namespace(**{**vars(args), "parent": master})),
             grace=settings.webhooks_timeout + 5, log=logging.getLogger("restsvc"))
 
+    streams = None
+    if settings.events_streams_in_serve:
+        from .streamcommands import stream_process
+        streams = stream_process(args)
+    children = [child for child in (supervisor, streams) if child is not None]
+
     def when_ready(arbiter: "Arbiter") -> None:
         defaults.ready(arbiter, args.drain)
-        if supervisor is not None:
-            defaults.supervise(arbiter, supervisor)
+        for child in children:
+            defaults.supervise(arbiter, child)
+
+    def stop_children() -> None:
+        for child in children:
+            child.stop()
+        if streams is not None:
+            from .streamcommands import stream_process_gone
+            stream_process_gone()
 
     def on_exit(arbiter: "Arbiter") -> None:
-        if supervisor is not None:
-            supervisor.stop()
+        stop_children()
         defaults.on_exit(arbiter)
 
     # gunicorn has no type information: its base class is Any to mypy.
@@ -82,8 +94,7 @@ def serve(args: argparse.Namespace) -> None:
     try:
         Server().run()
     finally:
-        if supervisor is not None:      # the master only (a worker unwinds through here too)
-            supervisor.stop()
+        stop_children()         # the master only (a worker unwinds through here too)
 
 
 def initdb(args: argparse.Namespace) -> None:

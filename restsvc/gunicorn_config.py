@@ -16,18 +16,17 @@ Why these values (restsvc/docs/operations.md "Running in production"):
   check takes it out before it stops accepting connections; then the usual
   graceful stop finishes the requests in flight (``graceful_timeout``). A
   second SIGTERM skips the rest of the drain.
-- Change feed streams (``GET /rest/events``) hold a thread each, capped by
+- Change feed streams (``GET /rest/events``) are handed over to the stream
+  process under ``restsvc serve`` (events/streamproc.py); without it they
+  hold a thread each, capped by
   ``svc.events.max-streams-per-worker``; they end when the drain begins
   (and when a worker is told to stop), so the graceful stop does not wait
   for them and their clients reconnect elsewhere with their last event id.
-- The webhook delivery worker (``restsvc serve``; ``supervise``): a child of
+- The webhook delivery worker and the stream process (``restsvc serve``;
+  ``supervise``): children of
   the master, started when it is ready, started again when it dies, stopped
   once when the master exits; the workers gunicorn forks and replaces never
-  touch it (events/supervisor.py).
-- The webhook delivery worker (``restsvc serve``; ``supervise``): a child of
-  the master, started when it is ready, started again when it dies, stopped
-  once when the master exits; the workers gunicorn forks and replaces never
-  touch it (events/supervisor.py).
+  touch them (events/supervisor.py).
 - Forwarded headers: gunicorn believes none. ``forwarded_allow_ips`` is
   ``svc.trusted-proxies`` under ``restsvc serve`` (nobody here, for a
   gunicorn started by hand), and even a trusted proxy cannot set

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .data.datamanager import DataManager
     from .data.read.queries import PredefinedQueries
     from .events.feed import StreamSlots, Tickets
+    from .events.hub import Hub
     from .files.storage import FileStorages
     from .health import Readiness
     from .idempotency import Replays
@@ -91,6 +92,8 @@ class AppParts(Protocol):
     def event_streams(self) -> StreamSlots: ...
     @property
     def event_tickets(self) -> Tickets: ...
+    @property
+    def event_hub(self) -> Hub: ...
     @property
     def readiness(self) -> Readiness: ...
     @property

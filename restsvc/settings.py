@@ -56,6 +56,9 @@ _KEYS: Keys = {
     "svc.events.retention": ("events_retention", parse.duration, 7 * 86400),
     "svc.events.max-streams-per-worker": ("events_max_streams", parse.positive_int, 8),
     "svc.events.max-stream-share-per-caller": ("events_caller_share", parse.share, 0.5),
+    "svc.events.streams-in-serve": ("events_streams_in_serve", parse.boolean, True),
+    "svc.events.max-streams": ("events_max_streams_instance", parse.positive_int, 10_000),
+    "svc.events.stream-buffer": ("events_stream_buffer", parse.size, 1 << 20),
     "svc.events.keepalive": ("events_keepalive", parse.duration, 20),
     "svc.events.poll-interval": ("events_poll_interval", parse.milliseconds, 0.5),
     "svc.events.ticket-lifetime": ("events_ticket_lifetime", parse.duration, 60),
@@ -195,6 +198,9 @@ class Settings:
     events_retention: int = 7 * 86400
     events_max_streams: int = 8
     events_caller_share: float = 0.5
+    events_streams_in_serve: bool = True
+    events_max_streams_instance: int = 10_000
+    events_stream_buffer: int = 1 << 20
     events_keepalive: int = 20
     events_poll_interval: float = 0.5
     events_ticket_lifetime: int = 60

@@ -59,10 +59,12 @@ class Server:
 
 
 def _write_config(directory, database_url, overrides):
-    # No delivery worker beside the server unless a test asks for one: the
-    # server's children are then its gunicorn workers only (worker_pids).
+    # No delivery worker or stream process beside the server unless a test
+    # asks for one: the server's children are then its gunicorn workers only
+    # (worker_pids).
     values = {"svc.datasource.url": database_url, "svc.data-dir": str(directory),
-              "svc.webhooks.deliver-in-serve": False, **(overrides or {})}
+              "svc.webhooks.deliver-in-serve": False, "svc.events.streams-in-serve": False,
+              **(overrides or {})}
     config = shipped_config()
     _drop_keys(config, values)
     path = directory / "server.yaml"

@@ -21,7 +21,7 @@ LAYERS = {
     # line, gunicorn hooks, the public declaration API, the demo application).
     # Backup and restore of a whole deployment run here too, on a built app.
     "entry": ("app", "cli", "clibase", "datacommands", "keycommands", "tenantcommands", "bundle",
-              "bundle_boot", "starter", "gunicorn_config", "wsgi", "__init__", "demo", "backup"),
+              "streamcommands", "bundle_boot", "starter", "gunicorn_config", "wsgi", "__init__", "demo", "backup"),
     # Thin handlers, one module per API area (their route rules, HTTP in and out).
     "api": ("api",),
     # HTTP plumbing the handlers share: responses, request bodies and uploads,

@@ -32,7 +32,6 @@ another instance with its last id. A comment line every
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -41,15 +40,12 @@ from typing import TYPE_CHECKING, Protocol
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from .. import db
-from ..data.write.importer import id_or_none
-from ..data.read.loader import visible_ids
-from ..data.tenancy import scoped
 from ..errors import ApiError, BadRequest, Forbidden, NotFound
 from ..health import is_shutting_down
-from ..jsonio import JsonValue, dumps
-from . import outbox, visibility
-from .matching import Matcher, Verdicts, compiled
-from .outbox import Event
+from ..jsonio import JsonValue
+from . import outbox
+from .hub import Hub, Subscriber, reset_message
+from .matching import Matcher, compiled
 
 if TYPE_CHECKING:
     import peewee
@@ -59,8 +55,8 @@ if TYPE_CHECKING:
     from ..security.roles import Permissions
     from ..settings import Settings
 
-BATCH = 200
 RETRY_MILLISECONDS = 2000       # what an EventSource waits before reconnecting
+RETRY = f"retry: {RETRY_MILLISECONDS}\n\n".encode()
 _closing = threading.Event()    # wakes waiting streams early (tests, never a signal handler)
 _close_requested = False        # this worker stops (close_streams)
 
@@ -184,93 +180,58 @@ class StreamApp(Protocol):
     @property
     def settings(self) -> Settings: ...
 
+    @property
+    def event_hub(self) -> Hub: ...
+
 
 class Stream:
-    """One caller's stream; iterate it for the response body's chunks."""
+    """One caller's stream in a worker thread; iterate it for the response
+    body's chunks (the process's hub reads and fans out, hub.py)."""
 
     def __init__(self, app: StreamApp, access: Access, metas: Iterable[MetaClass],
                  recheck: Callable[[], bool], after: int | None = None,
                  matcher: Matcher | None = None) -> None:
         self.app = app
-        self.access = access
-        self.metas = {meta.name: meta for meta in metas}
-        self.matcher = matcher      # a filter's (matching.py): its events carry "match"
-        self.recheck = recheck      # () -> whether the token still holds
         self.settings = app.settings
+        self._woken = threading.Event()
         # Where it begins: when it is opened (the reset message when the asked id is gone).
-        self.after, self.reset = _start(app.database, after)
+        start, self.reset = starting(app.database, after)
+        self.subscriber = Subscriber(access, metas, matcher, start, recheck,
+                                     app.settings.events_stream_buffer, self._woken.set)
+        db.release(app.database)
 
     def __iter__(self) -> Iterator[bytes]:
-        database, settings = self.app.database, self.settings
+        settings, hub, sub = self.settings, self.app.event_hub, self.subscriber
+        hub.subscribe(sub)
         try:
-            yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
+            yield RETRY
             if self.reset is not None:
                 yield self.reset
             quiet_since = time.monotonic()
-            while not (_close_requested or _closing.is_set() or is_shutting_down()):
-                if not self.recheck():
-                    yield b"event: end\ndata: {\"reason\": \"token expired or revoked\"}\n\n"
-                    return
-                chunk, full = self._poll(database)
-                db.release(database)
+            while not closing():
+                chunk, last = sub.take()
                 if chunk:
                     quiet_since = time.monotonic()
                     yield chunk
-                elif time.monotonic() - quiet_since >= settings.events_keepalive:
+                if last is not None:
+                    if last:
+                        yield last
+                    return
+                if time.monotonic() - quiet_since >= settings.events_keepalive:
                     quiet_since = time.monotonic()
                     yield b": keepalive\n\n"
-                if not full:
-                    _closing.wait(settings.events_poll_interval)
+                self._woken.wait(settings.events_poll_interval)
+                self._woken.clear()
         finally:
-            db.release(database)
-
-    def _poll(self, database: peewee.Database) -> tuple[bytes, bool]:
-        """(the messages of the next events the caller may see, whether a whole batch came)."""
-        outbox.assign(database)
-        events = outbox.read(database, self.after, list(self.metas), BATCH)
-        if not events:
-            return b"", False
-        self.after = events[-1]["id"]
-        shown = [self._shown(event) for event in self._matching(self._readable(events))]
-        return b"".join(f"id: {event['id']}\ndata: {dumps(event)}\n\n".encode()
-                        for event in shown), len(events) == BATCH
-
-    def _readable(self, events: list[Event]) -> list[Event]:
-        """The events of rows the caller's row-level roles (and tenant) let it read now."""
-        restricted: dict[str, list[str]] = {}
-        for event in events:
-            name = event["entity"]
-            if self.access.permissions.row_restricted(name) or scoped(self.access, self.metas[name]):
-                restricted.setdefault(name, []).append(event["entityId"])
-        allowed: dict[str, set[str]] = {}
-        for name, ids in restricted.items():
-            meta = self.metas[name]
-            keys = [key for key in (id_or_none(meta, value) for value in ids) if key is not None]
-            # A soft-deleted row is judged as it was marked.
-            seeing = dataclasses.replace(self.access, include_deleted=True)
-            allowed[name] = {str(key) for key in visible_ids(seeing, meta, keys)}
-        return [event for event in events
-                if event["entity"] not in allowed or event["entityId"] in allowed[event["entity"]]]
-
-    def _matching(self, events: list[Event]) -> list[Event]:
-        """The events the stream's filter lets through, each with its ``match``."""
-        matcher = self.matcher
-        if matcher is None or not events:
-            return events
-        verdicts = Verdicts(self.access, events, [matcher])
-        passed = []
-        for event in events:
-            verdict = verdicts.verdict(matcher, event)
-            if verdict is not None:
-                event["match"] = verdict
-                passed.append(event)
-        return passed
-
-    def _shown(self, event: Event) -> Event:
-        return visibility.shown(self.access.permissions, self.metas[event["entity"]], event)
+            hub.unsubscribe(sub)
 
 
-def _start(database: peewee.Database, after: int | None) -> tuple[int, bytes | None]:
+def closing() -> bool:
+    """Whether every stream of this process ends now (its worker stops, or the drain began)."""
+    return _close_requested or _closing.is_set() or is_shutting_down()
+
+
+def starting(database: peewee.Database, after: int | None) -> tuple[int, bytes | None]:
     """(the id a stream asked to start after ``after`` starts after, the reset
     message when the events after ``after`` are no longer kept)."""
     if after is None:
@@ -279,6 +240,5 @@ def _start(database: peewee.Database, after: int | None) -> tuple[int, bytes | N
     oldest, newest = outbox.bounds(database)
     newest = newest or 0
     if after > newest or (oldest is not None and after < oldest - 1):
-        return newest, (f"id: {newest}\nevent: reset\ndata: "
-                        f"{dumps({'reason': 'events after this id are no longer kept'})}\n\n").encode()
+        return newest, reset_message(newest, "events after this id are no longer kept")
     return after, None

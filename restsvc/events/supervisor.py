@@ -1,4 +1,5 @@
-"""The delivery worker beside ``restsvc serve``: a child of the gunicorn master.
+"""A worker beside ``restsvc serve``, a child of the gunicorn master: the
+webhook delivery worker, and the stream process (streamproc.py).
 
 The master starts it when it is ready (gunicorn's ``when_ready``), looks after
 it at every turn of its loop (at least once a second, and at once after a
@@ -37,10 +38,13 @@ class Logger(Protocol):
 
 
 class DeliverySupervisor:
-    """``main(master_pid)`` is the child's work; its return value the exit code."""
+    """``main(master_pid)`` is the child's work; its return value the exit code.
+    ``name``: what the log calls it."""
 
-    def __init__(self, main: Callable[[int], int], grace: float, log: Logger) -> None:
+    def __init__(self, main: Callable[[int], int], grace: float, log: Logger,
+                 name: str = "webhook delivery worker") -> None:
         self._main = main
+        self.name = name
         self.grace = grace
         self.log = log
         self._owner = os.getpid()
@@ -76,12 +80,12 @@ class DeliverySupervisor:
         pid = self.pid
         self._signal(signal.SIGTERM)
         if not self._is_gone(self.grace):
-            self.log.warning("webhook delivery worker (pid %s) still busy after %s s: killed",
-                             pid, self.grace)
+            self.log.warning("%s (pid %s) still busy after %s s: killed",
+                             self.name, pid, self.grace)
             self._signal(signal.SIGKILL)
             self._is_gone(5)
         self._forget()
-        self.log.info("webhook delivery worker (pid %s) stopped", pid)
+        self.log.info("%s (pid %s) stopped", self.name, pid)
 
     def _start(self, inherited: Iterable[Closable]) -> None:
         life, alive = os.pipe()
@@ -100,7 +104,7 @@ class DeliverySupervisor:
                 os._exit(code)
         os.close(alive)
         self.pid, self._life, self._started = pid, life, time.monotonic()
-        self.log.info("webhook delivery worker started (pid %s)", pid)
+        self.log.info("%s started (pid %s)", self.name, pid)
 
     def _forget(self) -> None:
         """The child is gone: reap it (unless gunicorn did) and plan the next start."""
@@ -118,8 +122,8 @@ class DeliverySupervisor:
         self._backoff = 1.0 if lived >= HEALTHY_AFTER else min(
             max(self._backoff * 2, 1.0), MAX_BACKOFF)
         self._next_start = time.monotonic() + self._backoff
-        self.log.warning("webhook delivery worker (pid %s) exited; starting it again in %g s",
-                         pid, self._backoff)
+        self.log.warning("%s (pid %s) exited; starting it again in %g s",
+                         self.name, pid, self._backoff)
 
     def _is_gone(self, seconds: float) -> bool:
         if self._life is None:

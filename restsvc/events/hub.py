@@ -1,0 +1,320 @@
+"""One read of new events per process for every open stream, fanned out in memory.
+
+A ``Hub`` reads the outbox once per ``svc.events.poll-interval`` for all its
+subscribers (``Subscriber``: one open stream each), whatever their number:
+subscribers that are at the same position (all of them, once caught up)
+share one read; one that resumes from an older ``Last-Event-ID`` reads on
+its own until it has caught up. Each event of a read goes to the
+subscribers that may see it (``fan_out``):
+
+- the entities a subscriber follows;
+- row-level roles and tenant (the row as read now, ``visible_ids``), asked
+  once per entity and batch for every subscriber that shares the same
+  checks (same tenant, session and row rules: ``checks_of``);
+- the subscriber's filter (matching.py ``Verdicts``: rows loaded once per
+  entity and batch for every filter of subscribers sharing the checks);
+- what the subscriber may see of the event (visibility.py), worked out once
+  per stream (its attribute levels, whether it sees each kind's writer) and
+  each distinct message serialized once per batch.
+
+A subscriber's messages wait in a buffer of ``svc.events.stream-buffer``
+bytes (and one batch more) for its host to write them (a worker thread, feed.Stream, or the
+stream process's event loop, streamproc.py). A subscriber that lets it fill
+is cut: it gets ``event: reset`` (the id: where a reconnecting client goes
+on from; it resynchronises what it missed) and its stream ends, without
+holding memory or delaying the others. The hub also rechecks each
+subscriber's token every ``RECHECK`` seconds; one that no longer holds ends
+the stream with ``event: end``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
+from typing import TYPE_CHECKING
+
+from .. import db
+from ..data.read.loader import visible_ids
+from ..data.tenancy import scoped
+from ..data.write.importer import id_or_none
+from ..jsonio import dumps
+from . import outbox
+from .matching import Matcher, Verdicts
+from .outbox import KINDS, Event
+from .visibility import writer_visible
+
+if TYPE_CHECKING:
+    import peewee
+
+    from ..data.access import Access
+    from ..model.metadata import MetaClass
+
+log = logging.getLogger("restsvc.events")
+BATCH = 200
+RECHECK = 0.5       # seconds between two checks of a subscriber's token
+END = b"event: end\ndata: {\"reason\": \"token expired or revoked\"}\n\n"
+
+
+def reset_message(after: int, reason: str) -> bytes:
+    return f"id: {after}\nevent: reset\ndata: {dumps({'reason': reason})}\n\n".encode()
+
+
+def checks_of(access: Access, metas: Iterable[MetaClass]) -> Hashable:
+    """What decides which rows the caller reads: subscribers with equal checks
+    share the row loads of a batch (None: nothing narrows the caller's rows)."""
+    permissions = access.permissions
+    metas = list(metas)
+    # Every entity's rules: a filter's paths may join rows of entities not followed.
+    restricted = sorted(name for name in access.metadata.entities
+                        if permissions.row_restricted(name))
+    owners = any(hasattr(meta.model, "row_rule") for meta in metas)
+    if not restricted and not owners and access.tenant is None:
+        return None
+    rules = dumps({name: [list(permissions.row_filters(name)),
+                          [str(owner) for owner in permissions.row_owners(name)]]
+                   for name in restricted})
+    return (access.tenant, tuple(sorted(access.session.items())), rules, owners)
+
+
+class Subscriber:
+    """One open stream, as the hub sees it: what it may see (worked out once
+    here) and the messages waiting for its host to write them."""
+
+    def __init__(self, access: Access, metas: Iterable[MetaClass], matcher: Matcher | None,
+                 after: int, recheck: Callable[[], bool], capacity: int,
+                 wake: Callable[[], None], credential: Hashable = None) -> None:
+        permissions = access.permissions
+        self.access = access
+        self.metas = {meta.name: meta for meta in metas}
+        self.matcher = matcher
+        self.after = after
+        self.recheck = recheck
+        # Streams of one credential share its recheck (None: a check of its own).
+        self.credential = credential if credential is not None else id(self)
+        self.capacity = capacity
+        self.wake = wake            # called by the hub when there is something to write
+        self.checks = checks_of(access, self.metas.values())
+        self.restricted = {name for name, meta in self.metas.items()
+                           if permissions.row_restricted(name) or scoped(access, meta)}
+        self.levels = {name: permissions.attribute_levels(name) for name in self.metas}
+        self.writer = {(name, kind): writer_visible(permissions, meta, kind)
+                       for name, meta in self.metas.items() for kind in KINDS}
+        # Subscribers of the same shape are handed the same messages: worked out once.
+        self.shape = (tuple(sorted(self.metas)), self.checks if self.restricted or matcher
+                      else None, None if matcher is None else id(matcher),
+                      tuple((name, tuple(sorted(self.levels[name].items())))
+                            for name in sorted(self.metas)),
+                      tuple(sorted(self.writer.items())))
+        self.checked = time.monotonic()
+        self._pending: deque[bytes] = deque()
+        self._size = 0
+        self._last: bytes | None = None     # the stream's last message, once it ends
+        self._lock = threading.Lock()
+
+    def take(self) -> tuple[bytes, bytes | None]:
+        """(the messages waiting, the last message when the stream ends: b"" for none)."""
+        with self._lock:
+            chunk = b"".join(self._pending)
+            self._pending.clear()
+            self._size = 0
+            return chunk, self._last
+
+    def push(self, chunk: bytes) -> None:
+        with self._lock:
+            if self._last is not None:
+                return
+            if self._pending and self._size + len(chunk) > self.capacity:
+                log.info("a change feed stream fell behind by more than %s bytes: cut with "
+                         "event: reset", self.capacity)
+                self._pending.clear()
+                self._size = 0
+                self._last = reset_message(self.after, "the stream fell behind; "
+                                                       "resynchronise and reconnect")
+            else:
+                self._pending.append(chunk)
+                self._size += len(chunk)
+        self.wake()
+
+    def end(self, last: bytes = b"") -> None:
+        with self._lock:
+            if self._last is None:
+                self._last = last
+        self.wake()
+
+    @property
+    def ended(self) -> bool:
+        return self._last is not None
+
+    def message(self, event: Event, match: bool | None, made: dict[Hashable, bytes]) -> bytes:
+        """``event`` as this subscriber may see it, serialized (once per batch
+        for all subscribers that see it alike: ``made``)."""
+        name, levels = event["entity"], self.levels[event["entity"]]
+        changed = tuple(item for item in event["changed"] if levels.get(item, 0) >= 1)
+        writer = self.writer.get((name, event["kind"]), False)
+        key = (event["id"], changed, writer, match)
+        found = made.get(key)
+        if found is None:
+            shown = dict(event)
+            shown["changed"] = list(changed)
+            if not writer:
+                shown.pop("username", None)
+            if match is not None:
+                shown["match"] = match
+            found = made[key] = f"id: {event['id']}\ndata: {dumps(shown)}\n\n".encode()
+        return found
+
+
+def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
+            made: dict[Hashable, bytes] | None = None) -> None:
+    """Hand each subscriber the events of ``events`` it may see: worked out
+    once per shape of subscriber (``Subscriber.shape``)."""
+    shapes: dict[Hashable, list[Subscriber]] = {}
+    for sub in subscribers:
+        shapes.setdefault(sub.shape, []).append(sub)
+    made = {} if made is None else made
+    visible: dict[tuple[Hashable, str], set[str]] = {}
+    verdicts: dict[Hashable, Verdicts] = {}
+    matchers: dict[Hashable, list[Matcher]] = {}
+    for group in shapes.values():
+        if group[0].matcher is not None:
+            matchers.setdefault(group[0].checks, []).append(group[0].matcher)
+    for group in shapes.values():
+        sub = group[0]
+        out = []
+        for event in events:
+            name = event["entity"]
+            if name not in sub.metas:
+                continue
+            if name in sub.restricted:
+                allowed = visible.get((sub.checks, name))
+                if allowed is None:
+                    allowed = visible[(sub.checks, name)] = _visible(sub, name, events)
+                if event["entityId"] not in allowed:
+                    continue
+            match = None
+            if sub.matcher is not None:
+                judged = verdicts.get(sub.checks)
+                if judged is None:
+                    judged = verdicts[sub.checks] = Verdicts(sub.access, events,
+                                                             matchers[sub.checks])
+                match = judged.verdict(sub.matcher, event)
+                if match is None:
+                    continue
+            out.append(sub.message(event, match, made))
+        if out:
+            chunk = b"".join(out)
+            for member in group:
+                member.push(chunk)
+
+
+def _visible(sub: Subscriber, name: str, events: list[Event]) -> set[str]:
+    """The ids of the batch's rows of ``name`` the subscriber's checks let it read now."""
+    meta = sub.metas[name]
+    keys = [key for key in (id_or_none(meta, event["entityId"]) for event in events
+                            if event["entity"] == name) if key is not None]
+    # A soft-deleted row is judged as it was marked.
+    seeing = dataclasses.replace(sub.access, include_deleted=True)
+    return {str(key) for key in visible_ids(seeing, meta, keys)}
+
+
+class Hub:
+    """The subscribers of one process and the reader that serves them all."""
+
+    def __init__(self, database: peewee.Database, interval: float,
+                 closing: Callable[[], bool] = lambda: False) -> None:
+        self.database = database
+        self.interval = interval
+        self.closing = closing      # () -> whether every stream of the process ends now
+        self.reads = 0              # outbox reads so far (the benchmark counts them)
+        self.phase = threading.local()  # .name: what the reader's statements are for
+        self._subscribers: set[Subscriber] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+
+    def __len__(self) -> int:
+        return len(self._subscribers)
+
+    def doing(self) -> str:
+        """What the calling thread's statements are for: ``events`` (reading
+        and judging them), ``tokens`` (rechecks), or ``other`` (not the reader)."""
+        return str(getattr(self.phase, "name", "other"))
+
+    def subscribe(self, sub: Subscriber) -> None:
+        with self._lock:
+            self._subscribers.add(sub)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="restsvc-event-hub",
+                                                daemon=True)
+                self._thread.start()
+        self._wake.set()            # a new subscriber gets what is there at once
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        with self._lock:
+            self._subscribers.discard(sub)
+
+    def end_all(self) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for sub in subscribers:
+            sub.end()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._subscribers:
+                    self._thread = None
+                    return
+                subscribers = list(self._subscribers)
+            more = False
+            try:
+                more = self.serve(subscribers)
+            except Exception:       # noqa: BLE001 -- a database outage: try again next time
+                time.sleep(self.interval)
+            finally:
+                db.release(self.database)
+            if not more:
+                self._wake.wait(self.interval)
+                self._wake.clear()
+
+    def serve(self, subscribers: list[Subscriber]) -> bool:
+        """One pass: tokens rechecked, new events read and handed out; whether
+        a whole batch came (read again at once)."""
+        if self.closing():
+            for sub in subscribers:
+                sub.end()
+            return False
+        now = time.monotonic()
+        self.phase.name = "tokens"
+        holds: dict[Hashable, bool] = {}
+        for sub in subscribers:
+            if now - sub.checked >= RECHECK and not sub.ended:
+                sub.checked = now
+                held = holds.get(sub.credential)
+                if held is None:
+                    held = holds[sub.credential] = sub.recheck()
+                if not held:
+                    sub.end(END)
+        self.phase.name = "events"
+        live = [sub for sub in subscribers if not sub.ended]
+        by_position: dict[int, list[Subscriber]] = {}
+        for sub in live:
+            by_position.setdefault(sub.after, []).append(sub)
+        if not by_position:
+            return False
+        outbox.assign(self.database)
+        full = False
+        for after, group in sorted(by_position.items()):
+            events = outbox.read(self.database, after, None, BATCH)
+            self.reads += 1
+            if not events:
+                continue
+            full = full or len(events) == BATCH
+            newest = events[-1]["id"]
+            for sub in group:
+                sub.after = newest
+            fan_out(events, group)
+        return full
