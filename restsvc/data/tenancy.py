@@ -36,14 +36,18 @@ def tenant_condition(access: "Access", meta: "MetaClass") -> peewee.Node | None:
 
 
 def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating: bool,
-          given: object) -> None:
+          body: dict[str, Any]) -> None:
     """The tenant of a row written: a tenant's caller's own on a create
     (``tenantId`` is read-only: a value in the body is ignored, as any
     read-only attribute's is); a global caller names it on a create (a
-    tenant of the Tenant table; a new Tenant's own key) and cannot move a
-    row to another tenant."""
+    tenant of the Tenant table; a new Tenant's own key), else it is the
+    tenant of the first tenant's row the body refers to, else the default
+    (``svc.tenants.default``); it cannot move a row to another tenant."""
     if not meta.tenant or not creating:
         return
+    given = body.get(TENANT_ATTRIBUTE)
+    if given is None and access.tenant is None and meta.model is not Tenant:
+        given = _referred_tenant(meta, body) or access.default_tenant
     if access.tenant is not None:
         values[TENANT_ATTRIBUTE] = access.tenant
     elif given is not None:
@@ -53,6 +57,24 @@ def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating:
         if not isinstance(given, str) or not _known(given):
             raise BadRequest("Entity creation failed", f"No tenant {given!r}")
         values[TENANT_ATTRIBUTE] = given
+
+
+def _referred_tenant(meta: "MetaClass", body: dict[str, Any]) -> str | None:
+    """The tenant of the first tenant-scoped row the body refers to by id
+    (an order's customer's): its other references must be of it too."""
+    for name, prop in meta.properties.items():
+        value = body.get(name)
+        if not (prop.is_reference and not prop.is_collection and prop.related is not None
+                and prop.related.tenant and isinstance(value, dict) and "id" in value):
+            continue
+        model: Any = prop.related.model
+        try:
+            tenant = model.select(model.tenantId).where(model.id == value["id"]).scalar()
+        except (ValueError, TypeError, AttributeError):
+            continue        # not an id: the reference's own check answers it
+        if isinstance(tenant, str):
+            return tenant
+    return None
 
 
 def _known(key: str) -> bool:

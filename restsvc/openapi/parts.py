@@ -121,3 +121,10 @@ TENANT_HEADER_PARAMETER: JsonObject = {
     "description": "a global caller acts for this tenant (its key), with the tenants.actFor "
                    "grant; a tenant's caller may name only its own (restsvc/docs/tenants.md)"}
 
+
+def with_tenant_header(op: JsonObject, responses: dict[str, JsonObject]) -> None:
+    """The ``X-Tenant-Id`` header of an operation, and its 400 (a header that
+    names no enabled tenant) when the operation documents none."""
+    op["parameters"] = op.get("parameters", []) + [TENANT_HEADER_PARAMETER]
+    responses.setdefault("400", failures("BadRequest")["400"])
+
