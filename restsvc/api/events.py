@@ -22,6 +22,7 @@ from ..security.scopes import checks
 from ..web import NO_STORE, json_response
 
 if TYPE_CHECKING:
+    from ..data.access import Access
     from ..web import Context
 
 _STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -37,7 +38,8 @@ def stream(ctx: "Context") -> Response:
             return gate.principal(path, authorization) is not gate.anonymous_principal
         except ApiError:
             return False
-    return _open(ctx, ctx.principal, recheck)
+    # ctx.access: a global caller acting for a tenant (X-Tenant-Id) follows that tenant's rows.
+    return _open(ctx, ctx.principal, recheck, ctx.access)
 
 
 @checks("rest.events.read")
@@ -49,7 +51,8 @@ def ticket_stream(ctx: "Context") -> Response:
         raise Unauthorized(app.settings.realm, "invalid_token",
                            "The stream ticket is invalid or expired, or its token is")
     known = token_hash      # a str here; a lambda does not keep that narrowing
-    return _open(ctx, principal, lambda: app.gate.principal_of_hash(known) is not None)
+    return _open(ctx, principal, lambda: app.gate.principal_of_hash(known) is not None,
+                 access_for(app, principal))
 
 
 @checks("rest.events.read")
@@ -74,12 +77,12 @@ def _require_rest(principal: Principal) -> None:
         raise Forbidden("Forbidden", "The change feed needs the scope read")
 
 
-def _open(ctx: "Context", principal: Principal, recheck: Callable[[], bool]) -> Response:
+def _open(ctx: "Context", principal: Principal, recheck: Callable[[], bool],
+          access: "Access") -> Response:
     app, request = ctx.app, ctx.request
     _require_rest(principal)
     names = request.args.getlist("entity")
     metas = subscribed(app.metadata, principal.permissions, names)
-    access = access_for(app, principal)
     text = request.args.get("filter")
     matcher = stream_filter(names, metas, None if text is None else json_arg(text, "filter"),
                             access)
