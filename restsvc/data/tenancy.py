@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import peewee
 
 from ..errors import BadRequest
+from ..model.datatypes import FileRef
 from ..model.tenancy import TENANT_ATTRIBUTE
 from ..security.tenants import Tenant
 
@@ -107,3 +108,28 @@ def same_tenant(meta: "MetaClass", values: dict[str, Any], entity_id: object,
             raise BadRequest("Entity creation failed" if entity_id is None
                              else "Entity update failed",
                              f"Referenced entity for property '{name}' is missing")
+
+
+def hides_file(access: "Access", ref: FileRef) -> bool:
+    """Whether a tenant's caller is refused a file: a row of a tenant-scoped
+    entity of another tenant refers to it and none of its own tenant does
+    (the answer is the missing file's). A file no tenant's row refers to (one
+    just uploaded) is the caller's to link, as before."""
+    if access.tenant is None:
+        return False
+    prefix = f"{ref.storage}://{ref.path}?"     # the reference, whatever the name it gives
+    others = False
+    for meta in access.metadata.entities.values():
+        if not meta.tenant:
+            continue
+        model: Any = meta.model
+        for prop in meta.properties.values():
+            if prop.datatype is None or prop.datatype.name != "fileRef" or prop.field is None:
+                continue
+            column = model._meta.fields[prop.field.name]
+            tenants = {key for (key,) in model.select(model.tenantId).where(
+                column.startswith(prefix)).distinct().tuples()}
+            if access.tenant in tenants:
+                return False
+            others = others or bool(tenants)
+    return others
