@@ -161,6 +161,18 @@ def test_the_tenant_header_needs_the_grant_and_limits_a_global_caller(world):
     assert unknown.status_code == 400
 
 
+def test_the_tenant_header_is_checked_whatever_the_request_asks_for(world):
+    _, client, auth, _ = world
+    for path in ("/rest/userInfo", "/rest/metadata/entities", "/rest/api-keys"):
+        assert client.get(path, headers={**auth["plain"], "X-Tenant-Id": "south"}
+                          ).status_code == 403
+        assert client.get(path, headers={**auth["root"], "X-Tenant-Id": "west"}
+                          ).status_code == 400
+        assert client.get(path, headers={**auth["root"], "X-Tenant-Id": "south"}
+                          ).status_code == 200
+    assert client.get("/health/live", headers={"X-Tenant-Id": "west"}).status_code == 200
+
+
 def test_a_disabled_tenants_tokens_stop_working(world, monkeypatch):
     app, client, auth, _ = world
     from restsvc.security import gate
