@@ -19,6 +19,7 @@ from .model.entity import Entity, entity
 from .model.fields import DateTimeField, Embedded, EnumField, FileRefField, embeddable, transient
 from .security.clients import hash_secret
 from .security.roles import ResourceRole, RowLevelRole
+from .security.tenants import Tenant
 from .security.users import User
 from .services.declare import Caller, rest_method, rest_service
 from .web import Context
@@ -39,6 +40,7 @@ def create_app(settings: "Settings | None" = None,
 
 __all__ = ["Access", "ApiError", "Application", "BadRequest", "Caller", "Conflict", "Context",
            "DataAccess", "DateTimeField", "Embedded", "Entity", "EnumField", "FileRef", "FileRefField",
-           "Forbidden", "Invalid", "NotFound", "Record", "ResourceRole", "RowLevelRole", "User", "create_app",
+           "Forbidden", "Invalid", "NotFound", "Record", "ResourceRole", "RowLevelRole", "Tenant", "User",
+           "create_app",
            "embeddable", "entity", "hash_secret", "invalid_parameter", "rest_method", "rest_service",
            "to_entity_json", "transient"]

@@ -315,6 +315,7 @@ class RestApp:
             if not getattr(endpoint, "streams_body", False):
                 limit_body(request, self.settings.max_request_size)
             context = Context(self, request, principal)
+            context.check_acting_tenant()
             if mark := getattr(endpoint, "idempotent", False):
                 response = replay.answer(self.replays, context,
                                          lambda: endpoint(context, **args), mark)

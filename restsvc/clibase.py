@@ -36,4 +36,4 @@ def service_access(app: "RestApp", roles: list[str] | None) -> "Access":
         raise CommandError(f"unknown role {', '.join(sorted(unknown))}")
     return Access(app.metadata, app.roles.permissions(resource, row_level),
                   {"username": SERVICE_NAME, "userId": NO_USER_ID}, app.database,
-                  app.data.sql_cache)
+                  app.data.sql_cache, default_tenant=app.settings.default_tenant or None)

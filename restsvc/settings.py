@@ -70,6 +70,8 @@ _KEYS: Keys = {
     "svc.webhooks.allow-private-addresses": ("webhooks_allow_private", parse.boolean, False),
     "svc.webhooks.deliver-in-serve": ("webhooks_deliver_in_serve", parse.boolean, True),
     "svc.webhooks.max-parallel-deliveries": ("webhooks_max_parallel", parse.positive_int, 8),
+    # Tenants (restsvc/docs/tenants.md "Global callers").
+    "svc.tenants.default": ("default_tenant", parse.text, ""),
     "svc.core.available-locales": ("available_locales", parse.word_list, ("en",)),
     "svc.core.messages-dir": ("messages_dir", parse.text, "messages"),
     "svc.rest.default-max-fetch-size": ("default_max_fetch_size", parse.positive_int, 10000),
@@ -210,6 +212,7 @@ class Settings:
     webhooks_allow_private: bool = False
     webhooks_deliver_in_serve: bool = True
     webhooks_max_parallel: int = 8
+    default_tenant: str = ""    # a global caller's create that names no tenant goes here ("": 400)
     webhooks: tuple[WebhookSettings, ...] = ()        # subscriptions of the settings (settinggroups.webhooks)
     source: str = ""            # the settings file's absolute path ("": built in code)
     api_info: ApiInfo = ApiInfo()   # svc.rest.docs.*: the API's identity in the documents

@@ -234,6 +234,13 @@ class Context:
         attribute and row-level policies apply to every load and save."""
         return DataAccess(self.app.data, self.access)
 
+    def check_acting_tenant(self) -> None:
+        """A signed-in request naming a tenant (``X-Tenant-Id``) it may not act
+        for is refused (403, 400) whatever it asks for, not only where it reads rows."""
+        if TENANT_HEADER_ENVIRON in self.request.environ \
+                and self.principal is not self.app.gate.anonymous_principal:
+            self.access     # noqa: B018  (resolving it checks the header)
+
     @property
     def access(self) -> Access:
         """The caller as the data layer sees it."""

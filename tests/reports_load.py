@@ -65,12 +65,13 @@ def fill_orders(database_url, count, customers=1000):
     start = datetime.date(2020, 1, 1)
     with database.atomic():
         _insert(database, Customer, [dict(
-            id=cid, version=1, name=f"Load customer {i}", email=f"load{i}@example.com",
+            id=cid, version=1, tenantId="north", name=f"Load customer {i}",
+            email=f"load{i}@example.com",
             grade=grades[i % 3], birthDate=start - datetime.timedelta(days=9000 + i),
             createdDate=datetime.datetime(2024, 1, 1)) for i, cid in enumerate(customer_ids)])
         for first in range(0, count, 10000):
             _insert(database, Order, [dict(
-                id=uuid.uuid4(), version=1, number=f"L{i:07d}",
+                id=uuid.uuid4(), version=1, tenantId="north", number=f"L{i:07d}",
                 date=start + datetime.timedelta(days=i % 1500), customer=customer_ids[i % customers],
                 status=statuses[i % 4], amount=Decimal(i % 100000) / 100)
                 for i in range(first, min(first + 10000, count))])

@@ -1,6 +1,7 @@
-"""A small multitenant application for the tenant tests: the demo plus two
-tenant-scoped entities (Account, Ticket), two tenants (north, south), a user
-of each, a tenant administrator of north and a global administrator."""
+"""A small multitenant application for the tenant tests: the demo plus
+tenant-scoped entities (Account, Note, Ticket), a shared one with events
+(Notice), the demo's two tenants (north, south), a user of each, a tenant
+administrator of north and a global administrator."""
 import dataclasses
 
 import peewee
@@ -36,14 +37,21 @@ class Ticket(Entity):
     account = peewee.ForeignKeyField(Account, null=True, on_delete="RESTRICT", backref="tickets")
 
 
+@entity(instance_name="title", events=True, audited=True)
+class Notice(Entity):
+    """Shared by every tenant, with events: a tenant's caller may subscribe a webhook to it."""
+    title = peewee.CharField(max_length=200)
+
+
 ACCOUNTS = ResourceRole("accounts", "Accounts and tickets",
-                        entities={"Account": "*", "Note": "*", "Ticket": "*", "Country": "read",
+                        entities={"Account": "*", "Note": "*", "Ticket": "*", "Notice": "*",
+                                  "Country": "read",
                                   "HistoryItem": "read"},
                         attributes={"Account": {"*": "modify"}, "Note": {"*": "modify"},
-                                    "Ticket": {"*": "modify"},
+                                    "Ticket": {"*": "modify"}, "Notice": {"*": "modify"},
                                     "Country": {"*": "view"}, "HistoryItem": {"*": "view"}},
                         specifics=("rest.enabled",))
-APPLICATION = dataclasses.replace(demo, entities=demo.entities + (Account, Note, Ticket),
+APPLICATION = dataclasses.replace(demo, entities=demo.entities + (Account, Note, Ticket, Notice),
                                   resource_roles=tuple(demo.resource_roles) + (ACCOUNTS,))
 PASSWORD = "tenant-password"
 # username -> (tenant, roles)
@@ -57,9 +65,7 @@ USERS = {"nora": ("north", ("rest-minimal", "accounts")),
 def build(make_app, overrides=None):
     """(app, client, {username: auth headers}) with both tenants' accounts:
     north's ``n1@example.com``, south's ``s1@example.com`` and a shared email."""
-    app = make_app(overrides, application=APPLICATION)
-    for key in ("north", "south"):
-        app.tenants.add(key, key.title())
+    app = make_app(overrides, application=APPLICATION)     # the demo's tenants north, south
     for username, (tenant, roles) in USERS.items():
         app.users.add(username, PASSWORD, roles)
         User.update(tenantId=tenant).where(User.username == username).execute()

@@ -106,7 +106,8 @@ def test_row_rules_apply_per_operation(client, auth):
         client, bruno,
         {"method": "PUT", "path": f"/rest/entities/Order/{OWN_ORDER}", "body": {"status": "PAID"}},
         {"method": "POST", "path": "/rest/entities/Order", "body": {
-            "number": "NOT-MINE", "date": "2025-04-01", "customer": {"id": demo_id("customer", 2)}}})
+            # customer 3: of bruno's tenant (south), not his own
+            "number": "NOT-MINE", "date": "2025-04-01", "customer": {"id": demo_id("customer", 3)}}})
     assert response.status_code == 403, response.json
     assert response.json["index"] == 1
     assert client.get(f"/rest/entities/Order/{OWN_ORDER}", headers=auth).json["status"] == "NEW"

@@ -15,7 +15,8 @@ def test_load_one_customer_in_the_reference_format(client, auth):
     assert body == {"_entityName": "Customer", "_instanceName": "Alice Adler", "id": CUSTOMER_0,
                     "version": 1, "name": "Alice Adler", "email": "alice.adler@example.com",
                     "grade": "BRONZE", "birthDate": "1960-01-01", "createdDate": "2024-01-01T09:00:00",
-                    "address": {"street": "Adlerweg 1", "city": "Berlin", "postcode": "10115"}}
+                    "address": {"street": "Adlerweg 1", "city": "Berlin", "postcode": "10115"},
+                    "tenantId": "north"}
 
 
 def test_nulls_are_omitted_unless_return_nulls(client, auth):

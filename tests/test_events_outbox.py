@@ -41,7 +41,8 @@ def test_a_create_update_and_delete_each_publish_one_event(app, client, auth):
         ("Order", order_id, "DELETE")]
     created, updated, deleted = events
     assert [e["id"] for e in events] == [start + 1, start + 2, start + 3]
-    assert set(created["changed"]) == {"number", "date", "customer", "lines"}
+    # tenantId: the create stamps the order with its customer's tenant
+    assert set(created["changed"]) == {"number", "date", "customer", "lines", "tenantId"}
     assert sorted(updated["changed"]) == ["amount", "status"]
     assert deleted["changed"] == []
     assert [e["version"] for e in events] == [1, 2, 3]     # the soft delete is a new version
@@ -194,7 +195,7 @@ def test_a_lone_create_publishes_its_id_version_and_names(app, client, auth):
     event, = _events(app, start)
     assert (event["entity"], event["entityId"], event["kind"], event["version"]) == (
         "Customer", response.json["id"], "CREATE", 1)
-    assert set(event["changed"]) == {"name", "grade"}
+    assert set(event["changed"]) == {"name", "grade", "tenantId"}    # tenantId: stamped
     assert event["username"] == "demo-client"      # the client-credentials token's client
 
 

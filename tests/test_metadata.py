@@ -16,6 +16,7 @@ ORDER_PROPERTIES = {
     "lastModifiedDate": ("DATATYPE", "dateTime", "NONE", False, True, True),
     "deletedDate": ("DATATYPE", "dateTime", "NONE", False, True, True),
     "deletedBy": ("DATATYPE", "string", "NONE", False, True, True),
+    "tenantId": ("DATATYPE", "string", "NONE", True, True, True),     # tenant-scoped: the demo's
     "lines": ("COMPOSITION", "OrderLine", "ONE_TO_MANY", False, False, True),
     "itemCount": ("DATATYPE", "int", "NONE", False, True, False),
 }
@@ -101,7 +102,7 @@ def test_built_in_fetch_plans_by_name(client, auth):
     assert local == {"name": "_local", "entity": "Order",
                      "properties": ["id", "version", "number", "date", "status", "amount",
                                     "createdBy", "createdDate", "lastModifiedBy", "lastModifiedDate",
-                                    "deletedDate", "deletedBy"]}
+                                    "deletedDate", "deletedBy", "tenantId"]}
     instance = client.get("/rest/metadata/entities/OrderLine/fetchPlans/_instance_name", headers=auth).json
     assert instance["properties"] == [{"name": "product", "fetchPlan": {
         "name": "_instance_name", "properties": ["name"]}}]

@@ -158,7 +158,8 @@ def test_entity_operations_carry_their_real_parameters(client, auth):
     listing = document["paths"]["/rest/entities/Order"]["get"]
     params = {p["name"]: p for p in listing["parameters"]}
     assert set(params) == {"fetchPlan", "limit", "offset", "after", "sort", "returnNulls",
-                           "returnCount"}
+                           "returnCount", "X-Tenant-Id"}    # the demo has tenants
+    assert params["X-Tenant-Id"]["in"] == "header" and not params["X-Tenant-Id"]["required"]
     assert params["fetchPlan"]["schema"]["anyOf"][0] == {
         "$ref": "#/components/schemas/fetchPlanName_Order"}
     assert "order-with-details" in document["components"]["schemas"]["fetchPlanName_Order"]["enum"]
@@ -174,7 +175,8 @@ def test_entity_operations_carry_their_real_parameters(client, auth):
         "contentSchema": {"$ref": "#/components/schemas/filter"}}
     assert "414" in search["get"]["responses"] and "414" not in search["post"]["responses"]
     body = search["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert body["required"] == ["filter"] and "parameters" not in search["post"]
+    assert body["required"] == ["filter"]      # and no parameter but the tenant header
+    assert [p["name"] for p in search["post"].get("parameters", [])] == ["X-Tenant-Id"]
 
 
 def test_predefined_queries_have_typed_parameters(client, auth):
@@ -222,8 +224,9 @@ def test_service_methods_are_typed_by_their_parameters_and_results(client, auth)
     _, document = fetch(client, auth, "/rest/docs/openapiDetailed.json")
     paths = document["paths"]
     total = paths["/rest/services/orderService/calculateTotal"]["get"]
-    assert total["parameters"] == [{"name": "orderId", "in": "query", "required": True,
-                                    "schema": {"type": "string", "format": "uuid"}}]
+    assert total["parameters"][0] == {"name": "orderId", "in": "query", "required": True,
+                                      "schema": {"type": "string", "format": "uuid"}}
+    assert [p["name"] for p in total["parameters"][1:]] == ["X-Tenant-Id"]   # the demo's tenants
     assert "text/plain" in total["responses"]["200"]["content"]
     between = paths["/rest/services/orderService/ordersBetween"]["post"]
     assert between["requestBody"]["content"]["application/json"]["schema"]["required"] == [

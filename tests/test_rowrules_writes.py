@@ -8,8 +8,9 @@ import pytest
 from conftest import bearer, demo_id, get_token, password_grant
 from restsvc import ResourceRole, RowLevelRole
 
-OWN_CUSTOMER, OTHER_CUSTOMER = demo_id("customer", 1), demo_id("customer", 2)
-OWN_ORDER, OTHER_ORDER = demo_id("order", 1), demo_id("order", 2)     # PAID; customer 2's
+# bruno's tenant is south (odd numbers): another customer of his tenant, and its order
+OWN_CUSTOMER, OTHER_CUSTOMER = demo_id("customer", 1), demo_id("customer", 3)
+OWN_ORDER, OTHER_ORDER = demo_id("order", 1), demo_id("order", 3)     # CANCELLED; customer 3's
 OWN_LINE = demo_id("line", "1-0")
 PRODUCT = demo_id("product", 1)
 

@@ -11,6 +11,7 @@ from werkzeug.test import Client
 from conftest import PG_URL, basic, bearer, make_settings, postgres_schema
 from restsvc.app import RestApp
 from restsvc.cli import main
+from restsvc.demo.model import Customer
 from restsvc.schema import SchemaMismatch
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -61,13 +62,25 @@ def test_a_previous_release_database_upgrades_keeping_rows_and_tokens(tmp_path, 
                                               "secret-key": settings.secret_key,
                                               "data-dir": str(tmp_path)}}))
         # The demo application: its entities are the previous release's too.
-        assert main(["--config", str(config), "migrate"]) == 0, capsys.readouterr()
+        # Its customers and orders are tenant-scoped now: migrate names the
+        # tenant of the rows the previous release kept (restsvc/docs/tenants.md).
+        assert main(["--config", str(config), "migrate"]) == 1
+        assert "tenantId" in capsys.readouterr().out
+        # Each index of theirs is replaced by one that the tenant leads: dropping
+        # the old ones (no data is lost) is asked for.
+        assert main(["--config", str(config), "migrate", "--tenant", "north"]) == 2
+        assert "drop index customer_name" in capsys.readouterr().out
+        assert main(["--config", str(config), "migrate", "--tenant", "north",
+                     "--allow-destructive"]) == 0, capsys.readouterr()
         app = RestApp(settings)
         try:
-            # Every row kept; the tables this release added are there, empty.
+            # Every row kept; the tables this release added are there, empty
+            # but for the tenant the previous release's rows now belong to.
             assert counts(app, before) == before
             added = set(counts(app)) - set(before)
-            assert added and all(counts(app, added)[t] == 0 for t in added)
+            assert added and counts(app, added) == {t: int(t == "restsvc_tenant") for t in added}
+            app.database.connect(reuse_if_open=True)
+            assert {row.tenantId for row in Customer.select(Customer.tenantId)} == {"north"}
             client = Client(app)
             for token in (tokens["alice_access"], tokens["client_access"]):
                 assert client.get("/rest/entities/Customer", headers=bearer(token)).status_code == 200

@@ -119,8 +119,8 @@ def test_tenant_id_is_read_only_for_a_tenants_caller(world):
     assert client.get(f"{ACCOUNTS}/{ids['North One']}", headers=auth["nora"]).status_code == 200
 
 
-def test_a_global_caller_names_the_tenant_of_what_it_creates(world):
-    _, client, auth, _ = world
+def test_a_global_caller_names_the_tenant_of_what_it_creates(make_app):
+    _, client, auth = build(make_app, {"svc.tenants.default": ""})
     unnamed = client.post(ACCOUNTS, headers=auth["root"], json={"name": "G", "email": "g@x.io"})
     assert unnamed.status_code == 400 and unnamed.json[0]["path"] == "tenantId"
     unknown = client.post(ACCOUNTS, headers=auth["root"], json={
@@ -130,6 +130,18 @@ def test_a_global_caller_names_the_tenant_of_what_it_creates(world):
         "name": "G", "email": "g@x.io", "tenantId": "south"})
     assert named.status_code == 201
     assert "G" in names(client.get(ACCOUNTS, headers=auth["sam"]))
+
+
+def test_a_global_callers_create_naming_no_tenant_goes_to_the_referred_rows_or_the_default(
+        world):
+    _, client, auth, ids = world     # the shipped demo settings: svc.tenants.default north
+    unnamed = client.post(ACCOUNTS, headers=auth["root"], json={"name": "G", "email": "g@x.io"})
+    assert unnamed.status_code == 201
+    assert client.get(f"{ACCOUNTS}/{unnamed.json['id']}", headers=auth["nora"]).status_code == 200
+    ticket = client.post(TICKETS, headers=auth["root"], json={
+        "title": "t", "account": {"id": ids["South One"]}})
+    assert ticket.status_code == 201
+    assert [t["title"] for t in client.get(TICKETS, headers=auth["sam"]).json] == ["t"]
 
 
 def test_the_tenant_header_needs_the_grant_and_limits_a_global_caller(world):
@@ -147,6 +159,18 @@ def test_the_tenant_header_needs_the_grant_and_limits_a_global_caller(world):
     assert names(own) == ["North One", "North Two"]
     unknown = client.get(ACCOUNTS, headers={**auth["root"], "X-Tenant-Id": "west"})
     assert unknown.status_code == 400
+
+
+def test_the_tenant_header_is_checked_whatever_the_request_asks_for(world):
+    _, client, auth, _ = world
+    for path in ("/rest/userInfo", "/rest/metadata/entities", "/rest/api-keys"):
+        assert client.get(path, headers={**auth["plain"], "X-Tenant-Id": "south"}
+                          ).status_code == 403
+        assert client.get(path, headers={**auth["root"], "X-Tenant-Id": "west"}
+                          ).status_code == 400
+        assert client.get(path, headers={**auth["root"], "X-Tenant-Id": "south"}
+                          ).status_code == 200
+    assert client.get("/health/live", headers={"X-Tenant-Id": "west"}).status_code == 200
 
 
 def test_a_disabled_tenants_tokens_stop_working(world, monkeypatch):
@@ -200,7 +224,8 @@ def test_a_tenant_administrator_manages_only_its_tenants_users(world):
     _, client, auth, _ = world
     seen = client.get("/rest/entities/User", headers=auth["nadia"])
     assert seen.status_code == 200
-    assert sorted(user["username"] for user in seen.json) == ["nadia", "nora"]
+    assert sorted(user["username"] for user in seen.json) == [
+        "alice", "nadia", "nora", "north-admin"]     # the test's and the demo's of north
     created = client.post("/rest/entities/User", headers=auth["nadia"], json={
         "username": "newbie", "tenantId": "south"})
     assert created.status_code == 201

@@ -47,11 +47,11 @@ def test_a_tenants_caller_cannot_subscribe_a_webhook_to_tenant_rows(world):
     assert acting.status_code == 403
     assert "tenant" in acting.json["details"]
     shared = client.post("/rest/webhooks", headers={**auth["root"], "X-Tenant-Id": "north"},
-                         json={**body, "entities": ["Customer"]})
+                         json={**body, "entities": ["Notice"]})
     assert shared.status_code == 201, shared.get_data(as_text=True)
     assert client.post("/rest/webhooks", headers=auth["root"], json=body).status_code == 201
     listed = client.get("/rest/webhooks", headers={**auth["root"], "X-Tenant-Id": "north"})
-    assert [hook["entities"] for hook in listed.json] == [["Customer"]]
+    assert [hook["entities"] for hook in listed.json] == [["Notice"]]
 
 
 QUERIES = """<?xml version="1.0" encoding="UTF-8"?>

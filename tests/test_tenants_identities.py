@@ -65,7 +65,7 @@ def test_a_tenant_user_sees_its_tenants_users_only(world):
     _, client, auth = world
     users = {user["username"] for user in client.get("/rest/entities/User",
                                                      headers=auth["nadia"]).json}
-    assert users == {"nadia", "nora"}
+    assert users == {"nadia", "nora", "alice", "north-admin"}    # and the demo's of north
     tenants = client.get("/rest/entities/Tenant", headers=auth["root"]).json
     assert sorted(tenant["tenantId"] for tenant in tenants) == ["north", "south"]
 
@@ -74,9 +74,9 @@ def test_an_identity_providers_claim_names_the_tenant(make_app, idp):  # noqa: F
     app = make_app(jwt_settings(idp, **{"tenant-claim": "org.tenant"}), application=APPLICATION)
     client = Client(app)
     admin = bearer(idp.token(realm_access={"roles": ["admins"]}))
-    for key in ("north", "south"):
-        assert client.post("/rest/entities/Tenant", headers=admin, json={
-            "tenantId": key, "name": key}).status_code == 201
+    assert client.post("/rest/entities/Tenant", headers=admin, json={
+        "tenantId": "east", "name": "East"}).status_code == 201
+    for key in ("north", "south"):      # the demo's tenants
         assert client.post(ACCOUNTS, headers=admin, json={
             "name": key, "email": "a@example.com", "tenantId": key}).status_code == 201
     south = bearer(idp.token(realm_access={"roles": ["admins"]}, org={"tenant": "south"}))

@@ -69,12 +69,14 @@ def test_migrate_puts_existing_rows_in_the_named_tenant(make_app, database_url, 
     assert "drop index account_email" in capsys.readouterr().out
     assert run(database_url, tmp_path, "migrate", "--tenant", "north",
                "--allow-destructive") == 0
-    assert "tenant north added" in capsys.readouterr().out
+    assert "tenant north added" not in capsys.readouterr().out     # the demo's tenant
     assert run(database_url, tmp_path, "migrate") == 0
     assert "nothing to do" in capsys.readouterr().out
-    assert run(database_url, tmp_path, "tenant", "add", "south", "--name", "South") == 0
+    assert run(database_url, tmp_path, "tenant", "add", "east", "--name", "East") == 0
+    assert run(database_url, tmp_path, "tenant", "add", "south") == 1      # the demo's too
     assert run(database_url, tmp_path, "tenant", "list") == 0
-    assert capsys.readouterr().out.splitlines()[-2:] == ["north  north  enabled",
+    assert capsys.readouterr().out.splitlines()[-3:] == ["east  East  enabled",
+                                                         "north  North  enabled",
                                                          "south  South  enabled"]
 
     app = make_app({"svc.datasource.init-schema": False}, application=APPLICATION)

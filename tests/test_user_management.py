@@ -17,10 +17,10 @@ def manager(app, client):
 
 
 @pytest.fixture
-def bob(app):
+def bert(app):
     """A user whose roles the manager holds too."""
-    app.users.add("bob", "bob-password", ("rest-minimal",))
-    return str(app.users.get("bob").id)
+    app.users.add("bert", "bert-password", ("rest-minimal",))
+    return str(app.users.get("bert").id)
 
 
 def user_path(user_id):
@@ -57,20 +57,20 @@ def test_a_manager_cannot_rename_itself(client, manager):
                       headers=headers).status_code == 200
 
 
-def test_a_manager_manages_users_whose_roles_it_holds(client, manager, bob):
+def test_a_manager_manages_users_whose_roles_it_holds(client, manager, bert):
     _, headers = manager
-    assert client.put(user_path(bob), json={"active": False}, headers=headers).status_code == 200
-    assert password_grant(client, "bob", "bob-password").status_code == 400
-    assert client.delete(user_path(bob), headers=headers).status_code == 204
+    assert client.put(user_path(bert), json={"active": False}, headers=headers).status_code == 200
+    assert password_grant(client, "bert", "bert-password").status_code == 400
+    assert client.delete(user_path(bert), headers=headers).status_code == 204
 
 
-def test_renaming_a_user_ends_its_sign_ins(client, auth, manager, bob):
+def test_renaming_a_user_ends_its_sign_ins(client, auth, manager, bert):
     _, headers = manager
-    signed_in = bearer(password_grant(client, "bob", "bob-password").json["access_token"])
-    assert client.put(user_path(bob), json={"username": "bobby"},
+    signed_in = bearer(password_grant(client, "bert", "bert-password").json["access_token"])
+    assert client.put(user_path(bert), json={"username": "bobby"},
                       headers=headers).status_code == 200
     assert client.get("/rest/userInfo", headers=signed_in).status_code == 401
-    assert password_grant(client, "bobby", "bob-password").status_code == 200
+    assert password_grant(client, "bobby", "bert-password").status_code == 200
 
 
 def test_full_access_may_change_any_user(client, auth, alice_auth):

@@ -81,11 +81,11 @@ def test_a_new_locale_keeps_a_users_tokens_in_step(client, alice_auth):
 # --- restsvc user ------------------------------------------------------------
 
 def test_cli_user_add_creates_a_user_who_can_sign_in(client, run_cli, capsys):
-    assert run_cli("user", "add", "bob", "--role", "rest-minimal", "--role", "sales-reader",
-                   "--password-stdin", stdin="bobs-password\n") == 0
+    assert run_cli("user", "add", "bert", "--role", "rest-minimal", "--role", "sales-reader",
+                   "--password-stdin", stdin="berts-password\n") == 0
     out, err = capsys.readouterr()
-    assert "bob" in out and "bobs-password" not in out + err
-    response = password_grant(client, "bob", "bobs-password")
+    assert "bert" in out and "berts-password" not in out + err
+    response = password_grant(client, "bert", "berts-password")
     assert response.status_code == 200
     permissions = client.get("/rest/permissions", headers=bearer(response.json["access_token"]))
     assert permissions.json["authorities"] == ["ROLE_rest-minimal", "ROLE_sales-reader"]
@@ -93,8 +93,8 @@ def test_cli_user_add_creates_a_user_who_can_sign_in(client, run_cli, capsys):
 
 @pytest.mark.parametrize("args, stdin, message", [
     (("alice",), "long-enough\n", "User exists"),
-    (("bob", "--role", "no-such-role"), "long-enough\n", "Unknown role"),
-    (("bob",), "short\n", "Invalid password"),
+    (("bert", "--role", "no-such-role"), "long-enough\n", "Unknown role"),
+    (("bert",), "short\n", "Invalid password"),
     (("\uff41lice",), "long-enough\n", "User exists"),         # fullwidth a: a look-alike
     (("\u200bbob",), "long-enough\n", "Invalid username"),     # zero-width space
     (("bob\tsmith",), "long-enough\n", "Invalid username"),

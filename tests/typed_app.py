@@ -15,7 +15,8 @@ from werkzeug.wrappers import Response
 
 from restsvc import (Access, ApiError, Application, BadRequest, Caller, Conflict, Context, DataAccess,
                      DateTimeField, Embedded, Entity, EnumField, FileRef, FileRefField, Forbidden,
-                     Invalid, NotFound, Record, ResourceRole, RowLevelRole, User, create_app, embeddable,
+                     Invalid, NotFound, Record, ResourceRole, RowLevelRole, Tenant, User, create_app,
+                     embeddable,
                      entity, hash_secret, invalid_parameter, rest_method, rest_service,
                      to_entity_json, transient)
 from restsvc.demo import application as demo
@@ -141,8 +142,11 @@ def note_text(ctx: Context, note_id: str) -> Response:
 def load_data(database: peewee.Database) -> bool:
     loaded = bool(demo.load_demo_data and demo.load_demo_data(database))
     if not User.select().where(User.username == "typed").exists():
+        # A user of the demo's first tenant (TypedNote is shared: it reads every note).
+        first: Tenant | None = Tenant.select().order_by(Tenant.tenantId).first()
         User.insert(id=uuid.uuid4(), username="typed", password=hash_secret("typed-password"),
-                    roles="rest-minimal,typed-note-writer,typed-own-notes", locale="en").execute()
+                    roles="rest-minimal,typed-note-writer,typed-own-notes", locale="en",
+                    tenantId=first.tenantId if first is not None else None).execute()
         loaded = True
     return loaded
 

@@ -39,7 +39,11 @@ _STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 @checks("rest.events.read")
 def stream(ctx: "Context") -> Response:
-    return _open(ctx, ctx.principal, {"authorization": ctx.request.headers.get("Authorization")})
+    principal = ctx.principal
+    # A global caller acting for a tenant (X-Tenant-Id, checked by ctx.access) follows its rows.
+    acting = None if principal.tenant is not None else ctx.access.tenant
+    return _open(ctx, principal, {"authorization": ctx.request.headers.get("Authorization"),
+                                  "actingFor": acting})
 
 
 @checks("rest.events.read")
@@ -117,7 +121,8 @@ def _prepared(app: "AppParts", principal: Principal, opening: dict[str, Any]) ->
     _require_rest(principal)
     names = opening["entity"]
     metas = subscribed(app.metadata, principal.permissions, names)
-    access = access_for(app, principal)
+    acting = opening.get("actingFor")
+    access = access_for(app, principal, acting if isinstance(acting, str) else None)
     text = opening["filter"]
     matcher = stream_filter(names, metas, None if text is None else json_arg(text, "filter"),
                             access)

@@ -9,6 +9,7 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Response
 from werkzeug.wsgi import wrap_file
 
+from ..data.tenancy import hides_file
 from ..errors import ApiError, BadRequest, Forbidden
 from ..files.refs import check_file_name
 from ..files.storage import extension, file_not_found
@@ -59,6 +60,8 @@ def download(ctx: "Context") -> Response:
         raise BadRequest("Invalid file reference", "Query parameter fileRef is required")
     as_attachment = query_bool(request, "attachment")
     storage, ref, info = ctx.app.files.locate(text)
+    if hides_file(ctx.access, ref):      # another tenant's: answered as a missing file
+        raise file_not_found(text)
     etag, modified = quote_etag(info.tag), datetime.fromtimestamp(int(info.modified), timezone.utc)
     # A browser must not run a downloaded file as another type than it is served as.
     headers = {**NO_CACHE, "ETag": etag, "Last-Modified": http_date(modified),

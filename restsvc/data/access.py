@@ -25,6 +25,9 @@ class Access:
     # The caller's tenant (security/tenants.py): every read and write of a
     # tenant-scoped entity is limited to its rows (data/tenancy.py); None: a global caller.
     tenant: str | None = None
+    # Where a global caller's create goes when it names no tenant and refers
+    # to no tenant's row (svc.tenants.default); None: it must name one.
+    default_tenant: str | None = None
     # Set only by application code through DataAccess (data/bound.py), never
     # from a request: the name writes are recorded under instead of the
     # caller's (a service writing in its own name), and whether audit values
@@ -69,8 +72,10 @@ def access_for(app: Any, principal: Any, acting_for: str | None = None) -> Acces
         return known
     session = {"username": principal.username,
                "userId": str(principal.user_id or NO_USER_ID)}
+    tenant = acting_for or principal.tenant
     access = Access(app.metadata, principal.permissions, session, app.database, app.data.sql_cache,
-                    tenant=acting_for or principal.tenant)
+                    tenant=tenant,
+                    default_tenant=None if tenant else app.settings.default_tenant or None)
     if len(memo) >= _ACCESSES_MAX:
         memo.clear()
     memo[key] = (principal, access)     # holds it: its id is not reused meanwhile

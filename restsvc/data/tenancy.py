@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import peewee
 
 from ..errors import BadRequest
+from ..model.datatypes import FileRef
 from ..model.tenancy import TENANT_ATTRIBUTE
 from ..security.tenants import Tenant
 
@@ -36,14 +37,18 @@ def tenant_condition(access: "Access", meta: "MetaClass") -> peewee.Node | None:
 
 
 def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating: bool,
-          given: object) -> None:
+          body: dict[str, Any]) -> None:
     """The tenant of a row written: a tenant's caller's own on a create
     (``tenantId`` is read-only: a value in the body is ignored, as any
     read-only attribute's is); a global caller names it on a create (a
-    tenant of the Tenant table; a new Tenant's own key) and cannot move a
-    row to another tenant."""
+    tenant of the Tenant table; a new Tenant's own key), else it is the
+    tenant of the first tenant's row the body refers to, else the default
+    (``svc.tenants.default``); it cannot move a row to another tenant."""
     if not meta.tenant or not creating:
         return
+    given = body.get(TENANT_ATTRIBUTE)
+    if given is None and access.tenant is None and meta.model is not Tenant:
+        given = _referred_tenant(meta, body) or access.default_tenant
     if access.tenant is not None:
         values[TENANT_ATTRIBUTE] = access.tenant
     elif given is not None:
@@ -53,6 +58,24 @@ def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating:
         if not isinstance(given, str) or not _known(given):
             raise BadRequest("Entity creation failed", f"No tenant {given!r}")
         values[TENANT_ATTRIBUTE] = given
+
+
+def _referred_tenant(meta: "MetaClass", body: dict[str, Any]) -> str | None:
+    """The tenant of the first tenant-scoped row the body refers to by id
+    (an order's customer's): its other references must be of it too."""
+    for name, prop in meta.properties.items():
+        value = body.get(name)
+        if not (prop.is_reference and not prop.is_collection and prop.related is not None
+                and prop.related.tenant and isinstance(value, dict) and "id" in value):
+            continue
+        model: Any = prop.related.model
+        try:
+            tenant = model.select(model.tenantId).where(model.id == value["id"]).scalar()
+        except (ValueError, TypeError, AttributeError):
+            continue        # not an id: the reference's own check answers it
+        if isinstance(tenant, str):
+            return tenant
+    return None
 
 
 def _known(key: str) -> bool:
@@ -85,3 +108,28 @@ def same_tenant(meta: "MetaClass", values: dict[str, Any], entity_id: object,
             raise BadRequest("Entity creation failed" if entity_id is None
                              else "Entity update failed",
                              f"Referenced entity for property '{name}' is missing")
+
+
+def hides_file(access: "Access", ref: FileRef) -> bool:
+    """Whether a tenant's caller is refused a file: a row of a tenant-scoped
+    entity of another tenant refers to it and none of its own tenant does
+    (the answer is the missing file's). A file no tenant's row refers to (one
+    just uploaded) is the caller's to link, as before."""
+    if access.tenant is None:
+        return False
+    prefix = f"{ref.storage}://{ref.path}?"     # the reference, whatever the name it gives
+    others = False
+    for meta in access.metadata.entities.values():
+        if not meta.tenant:
+            continue
+        model: Any = meta.model
+        for prop in meta.properties.values():
+            if prop.datatype is None or prop.datatype.name != "fileRef" or prop.field is None:
+                continue
+            column = model._meta.fields[prop.field.name]
+            tenants = {key for (key,) in model.select(model.tenantId).where(
+                column.startswith(prefix)).distinct().tuples()}
+            if access.tenant in tenants:
+                return False
+            others = others or bool(tenants)
+    return others

@@ -1,5 +1,9 @@
 """Deterministic demo data: 8 countries, 7 tags, 20 customers, 10 products,
-50 orders with lines, and three users.
+50 orders with lines, two tenants and six users.
+
+Customers and orders alternate between the tenants ``north`` (even numbers)
+and ``south`` (odd numbers); an order is its customer's tenant's, as are its
+lines. Countries, tags and products are shared.
 
 Ids are UUIDv5 of fixed names, so every installation has the same rows and
 tests can name them; countries are named by their ISO codes, tags get the ids
@@ -14,7 +18,7 @@ from typing import Any
 
 import peewee
 
-from restsvc import Entity, User, hash_secret
+from restsvc import Entity, Tenant, User, hash_secret
 
 from .model import (Country, Customer, CustomerGrade, Order, OrderLine, OrderStatus, Product,
                     Tag)
@@ -64,10 +68,18 @@ def _address(i: int) -> dict[str, str]:
             "address_postcode": postcode, "address_country": country}
 
 
+TENANTS = ("north", "south")
+
+
+def tenant_of(number: int) -> str:
+    """The tenant of customer (or order) ``number``: even north, odd south."""
+    return TENANTS[number % 2]
+
+
 def demo_rows() -> list[tuple[type[Entity], list[dict[str, Any]]]]:
     grades = list(CustomerGrade)
     customers = [dict(
-        id=_id("customer", i), name=f"{FIRST[i]} {LAST[i]}",
+        id=_id("customer", i), tenantId=tenant_of(i), name=f"{FIRST[i]} {LAST[i]}",
         email=f"{FIRST[i].lower()}.{LAST[i].lower()}@example.com",
         grade=grades[i % 3], birthDate=datetime.date(1960 + i, 1 + i % 12, 1 + i),
         createdDate=datetime.datetime(2024, 1, 1, 9, 0) + datetime.timedelta(days=i),
@@ -84,18 +96,21 @@ def demo_rows() -> list[tuple[type[Entity], list[dict[str, Any]]]]:
         order_lines: list[dict[str, Any]] = []
         for j in range(1 + i % 3):
             product = products[(i * 3 + j * 7) % len(products)]
-            order_lines.append(dict(id=_id("line", f"{i}-{j}"), order=_id("order", i),
+            order_lines.append(dict(id=_id("line", f"{i}-{j}"), tenantId=tenant_of(i),
+                                    order=_id("order", i),
                                     product=product["id"], quantity=1 + (i + j) % 4,
                                     price=product["price"]))
         amount = sum(line["price"] * line["quantity"] for line in order_lines)
-        orders.append(dict(id=_id("order", i), number=f"{i + 1:05d}",
+        orders.append(dict(id=_id("order", i), tenantId=tenant_of(i), number=f"{i + 1:05d}",
                            date=datetime.date(2024, 1, 1) + datetime.timedelta(days=3 * i),
                            customer=customers[i % 20]["id"], status=statuses[i % 4],
                            amount=amount))
         lines.extend(order_lines)
     countries = [dict(id=code, name=name) for code, name in COUNTRIES]
     tags = [dict(name=name, internal=internal) for name, internal in TAGS]
-    return [(Country, countries), (Tag, tags), (Customer, customers), (Product, products),
+    tenants = [dict(id=_id("tenant", key), tenantId=key, name=key.title()) for key in TENANTS]
+    return [(Tenant, tenants), (Country, countries), (Tag, tags), (Customer, customers),
+            (Product, products),
             (Order, orders), (OrderLine, lines)]
 
 
@@ -110,16 +125,28 @@ def product_tag_rows(tag_ids: Sequence[int]) -> list[dict[str, Any]]:
 
 
 # Demo sign-ins, documented in the README. Never use them outside the demo.
+# admin is global (no tenant: every tenant's rows); the others belong to one.
+SALES_READER_ROLES = "rest-minimal,sales-reader,public-tags"
 DEMO_USERS = (
     dict(username="admin", password="admin-password", roles="system-full-access",
          firstName="Ada", lastName="Admin", email="admin@example.com", locale="en"),
-    dict(username="alice", password="alice-password", roles="rest-minimal,sales-reader,public-tags",
+    dict(username="alice", password="alice-password", roles=SALES_READER_ROLES, tenantId="north",
          firstName="Alice", lastName="Adler", email="alice.adler@example.com", locale="de"),
-    # The customer Bruno Berg (customer 1) is this user: own-orders and
-    # own-orders-writer let him see and write only that customer's orders.
+    dict(username="bob", password="bob-password", roles=SALES_READER_ROLES, tenantId="south",
+         firstName="Bob", lastName="Brandt", email="bob.brandt@example.com", locale="en"),
+    # The customer Bruno Berg (customer 1, of south) is this user: own-orders
+    # and own-orders-writer let him see and write only that customer's orders.
     dict(username="bruno", password="bruno-password",
          roles="rest-minimal,sales-reader,own-orders,own-orders-writer,order-clerk",
+         tenantId=tenant_of(1),
          firstName="Bruno", lastName="Berg", email="bruno.berg@example.com", locale="en"),
+    # Each tenant's administrator: its users and their API keys, nothing else.
+    dict(username="north-admin", password="north-admin-password",
+         roles="rest-minimal,tenant-administration", tenantId="north",
+         firstName="Nina", lastName="North", email="admin@north.example.com", locale="en"),
+    dict(username="south-admin", password="south-admin-password",
+         roles="rest-minimal,tenant-administration", tenantId="south",
+         firstName="Sami", lastName="South", email="admin@south.example.com", locale="en"),
 )
 BRUNO_CUSTOMER = 1
 
@@ -131,8 +158,8 @@ def _password_hash(password: str) -> str:
 
 
 def demo_users() -> list[dict[str, Any]]:
-    return [dict(user, id=_id("user", user["username"]), password=_password_hash(user["password"]))
-            for user in DEMO_USERS]
+    return [{"tenantId": None, **user, "id": _id("user", user["username"]),
+             "password": _password_hash(user["password"])} for user in DEMO_USERS]
 
 
 def load_demo_data(database: peewee.Database) -> bool:
@@ -141,7 +168,11 @@ def load_demo_data(database: peewee.Database) -> bool:
     loaded = False
     with database.atomic():
         if not Customer.select().exists():
+            # The demo's tenants, but for those an operator made first.
+            known = {tenant.tenantId for tenant in Tenant.select(Tenant.tenantId)}
             for model, rows in demo_rows():
+                if model is Tenant:
+                    rows = [row for row in rows if row["tenantId"] not in known]
                 for start in range(0, len(rows), 100):
                     model.insert_many(rows[start:start + 100]).execute()
             tag_ids = [tag.id for tag in Tag.select(Tag.id).order_by(Tag.id)]

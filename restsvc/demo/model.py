@@ -71,7 +71,7 @@ class Address:
 
 
 @entity(instance_name="name", validators=(check_birth_date,), audited=True, history=True,
-        soft_delete=True, events=True, natural_key="email", search={"name": "A"})
+        soft_delete=True, events=True, natural_key="email", search={"name": "A"}, tenant=True)
 class Customer(Entity):
     name = peewee.CharField(max_length=200, index=True)
     email = peewee.CharField(max_length=200, null=True, index=True)
@@ -127,7 +127,7 @@ ORDER_WITH_DETAILS = {
 
 
 @entity(instance_name="number", compositions=("lines",), fetch_plans=(ORDER_WITH_DETAILS,),
-        audited=True, history=True, soft_delete=True, events=True)
+        audited=True, history=True, soft_delete=True, events=True, tenant=True)
 class Order(Entity):
     number = peewee.CharField(max_length=32, index=True)
     date = peewee.DateField(index=True)
@@ -148,7 +148,7 @@ class Order(Entity):
 
 
 @entity(instance_name=("product",), validators=(check_quantity, check_price), audited=True,
-        history=True, soft_delete=True)
+        history=True, soft_delete=True, tenant=True)
 class OrderLine(Entity):
     order = peewee.ForeignKeyField(Order, backref="lines", on_delete="CASCADE")
     product = peewee.ForeignKeyField(Product, on_delete="RESTRICT")

@@ -11,7 +11,7 @@ SALES_READER = ResourceRole(
               "Tag": "read", "Country": "read"},
     attributes={
         "Customer": {name: "view" for name in ("name", "grade", "birthDate", "photo",
-                                               "createdDate", "address")},
+                                               "createdDate", "address", "tenantId")},
         "Order": {"*": "view"},
         "OrderLine": {"*": "view"},
         "Product": {"*": "view"},

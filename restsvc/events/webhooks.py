@@ -42,6 +42,7 @@ from ..errors import BadRequest, Conflict, NotFound, SettingsError
 from ..jsonio import JsonObject, JsonValue, dumps, loads
 from ..model.datatypes import format_utc_instant
 from ..model.fields import DateTimeField
+from ..model.tenancy import TENANT_KEY_LENGTH
 from .matching import check_unrestricted, compiled, full_permissions
 from . import outbox
 from .outbox import KINDS, position
@@ -70,6 +71,9 @@ class WebhookSubscription(peewee.Model):
     createdDate = DateTimeField()
     after = peewee.BigIntegerField(default=0)       # events up to this id are handed out
     filterJson = peewee.TextField(null=True)        # the filter's JSON, or none
+    # The registering caller's tenant (None: a global caller's, or the
+    # settings'): a tenant's callers find only their tenant's subscriptions.
+    tenantId = peewee.CharField(max_length=TENANT_KEY_LENGTH, null=True)
 
     class Meta:
         database = database_proxy
@@ -159,12 +163,13 @@ def checked(metadata: Metadata, body: JsonValue,
 
 
 def create(database: peewee.Database, wanted: Registration,
-           key: str | None = None) -> WebhookSubscription:
-    """A new subscription (``key``: the id); it gets the events committed from now on."""
+           key: str | None = None, tenant: str | None = None) -> WebhookSubscription:
+    """A new subscription (``key``: the id; ``tenant``: the registering
+    caller's); it gets the events committed from now on."""
     row = WebhookSubscription.create(
         id=key or str(uuid.uuid4()), url=wanted.url, entities=dumps(wanted.entities),
         kinds=dumps(wanted.kinds), secret=wanted.secret, createdDate=utc_now(),
-        after=position(database), filterJson=_filter_text(wanted))
+        after=position(database), filterJson=_filter_text(wanted), tenantId=tenant)
     return row
 
 
@@ -172,20 +177,25 @@ def _filter_text(wanted: Registration) -> str | None:
     return None if wanted.filter is None else dumps(wanted.filter)
 
 
-def listed() -> list[WebhookSubscription]:
-    """Every subscription, the oldest first."""
-    return list(WebhookSubscription.select().order_by(WebhookSubscription.createdDate))
+def listed(tenant: str | None = None) -> list[WebhookSubscription]:
+    """Every subscription (of ``tenant`` only, for a tenant's caller), the oldest first."""
+    query = WebhookSubscription.select()
+    if tenant is not None:
+        query = query.where(WebhookSubscription.tenantId == tenant)
+    return list(query.order_by(WebhookSubscription.createdDate))
 
 
-def find(key: str) -> WebhookSubscription:
+def find(key: str, tenant: str | None = None) -> WebhookSubscription:
+    """The subscription ``key``; for a tenant's caller (``tenant``) another
+    tenant's or a global one answers as a missing one."""
     row = WebhookSubscription.get_or_none(WebhookSubscription.id == key)
-    if row is None:
+    if row is None or (tenant is not None and row.tenantId != tenant):
         raise NotFound("Webhook not found", f"Webhook {key} not found")
     return row
 
 
-def delete(key: str) -> None:
-    row = find(key)
+def delete(key: str, tenant: str | None = None) -> None:
+    row = find(key, tenant)
     if row.id.startswith(SETTINGS_PREFIX):
         raise Conflict("Webhook of the settings", "Remove it from the settings instead")
     WebhookDelivery.delete().where(WebhookDelivery.subscription == key).execute()

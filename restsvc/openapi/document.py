@@ -29,7 +29,7 @@ from .endpoints import ENDPOINTS, HANDLERS, NO_DATABASE, Build
 from .entities import entity_schemas, stub_schemas
 from ..data.write.history import HISTORY_ITEM
 from .operations import E, ENTITY_OPERATIONS, QUERY_OPERATIONS, OperationOf
-from .parts import TENANT_HEADER_PARAMETER, failures, response_components
+from .parts import failures, response_components, with_tenant_header
 from .reports import report_operation, report_schemas
 from .enums import name_enums
 from .requestline import bound_requests
@@ -238,7 +238,7 @@ class DocumentBuilder:
                 if self.gate.rest_enabled.match(sample):
                     responses.setdefault("403", failures("Forbidden")["403"])
                     if self.tenants:
-                        op["parameters"] = op.get("parameters", []) + [TENANT_HEADER_PARAMETER]
+                        with_tenant_header(op, responses)
             else:
                 op["security"] = []
         op["responses"] = dict(sorted(responses.items()))

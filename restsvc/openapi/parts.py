@@ -2,6 +2,8 @@
 from collections.abc import Iterable
 
 from ..jsonio import JsonObject
+from ..model.tenancy import TENANT_KEY_LENGTH
+from ..security.tenants import KEY_PATTERN
 from .schemas import BOOLEAN, STRING, json_text, ref
 
 JSON = "application/json"
@@ -117,7 +119,15 @@ def operation(summary: str, tag: str, responses: dict[str, JsonObject],
 
 # security/tenants.py: a global caller with the tenants.actFor grant acts for one tenant.
 TENANT_HEADER_PARAMETER: JsonObject = {
-    "name": "X-Tenant-Id", "in": "header", "required": False, "schema": STRING,
+    "name": "X-Tenant-Id", "in": "header", "required": False,
+    "schema": {**STRING, "pattern": f"^{KEY_PATTERN}$", "maxLength": TENANT_KEY_LENGTH},
     "description": "a global caller acts for this tenant (its key), with the tenants.actFor "
                    "grant; a tenant's caller may name only its own (restsvc/docs/tenants.md)"}
+
+
+def with_tenant_header(op: JsonObject, responses: dict[str, JsonObject]) -> None:
+    """The ``X-Tenant-Id`` header of an operation, and its 400 (a header that
+    names no enabled tenant) when the operation documents none."""
+    op["parameters"] = op.get("parameters", []) + [TENANT_HEADER_PARAMETER]
+    responses.setdefault("400", failures("BadRequest")["400"])
 

@@ -26,7 +26,8 @@ from .tokens import Identity
 ACT_FOR_TENANT = "tenants.actFor"
 TENANT_HEADER = "X-Tenant-Id"
 TENANT_HEADER_ENVIRON = "HTTP_X_TENANT_ID"
-_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+KEY_PATTERN = "[A-Za-z0-9][A-Za-z0-9_.-]*"     # a tenant's key (OpenAPI documents it too)
+_KEY = re.compile(KEY_PATTERN)
 
 
 @entity(name="Tenant", instance_name="name", tenant=True)

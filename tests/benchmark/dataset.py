@@ -18,7 +18,9 @@ NAMESPACE = uuid.UUID("0b6f6c51-3c1e-4b8e-9d43-6a0f2f3e7b21")
 
 def bench_customer(i):
     """Deterministic rows that fill the demo's 20 customers up to CUSTOMERS."""
-    return dict(id=uuid.uuid5(NAMESPACE, f"customer-{i}"), name=f"Bench Customer {i:04d}",
+    # The demo's customers are tenant-scoped: bench customers alternate as its own do.
+    return dict(id=uuid.uuid5(NAMESPACE, f"customer-{i}"), tenantId=("north", "south")[i % 2],
+                name=f"Bench Customer {i:04d}",
                 email=f"customer{i:04d}@example.com", grade=("B", "S", "G")[i % 3],
                 birthDate=datetime.date(1950 + i % 50, 1 + i % 12, 1 + i % 28),
                 createdDate=datetime.datetime(2024, 2, 1, 8, 0) + datetime.timedelta(minutes=i))

@@ -159,7 +159,7 @@ class Importer:
             self.violations.append(_violation(f"{path}id", MUST_NOT_BE_NULL, NOT_NULL))
         operation = Operation(meta, creating, entity_id, {})
         if meta.tenant:     # before the children, who belong to the same tenant
-            stamp(self.access, meta, operation.values, creating, body.get(TENANT_ATTRIBUTE))
+            stamp(self.access, meta, operation.values, creating, body)
         failure = "Entity creation failed" if creating else "Entity update failed"
         writable = self.shapes.writable(meta, owner)     # what a body may write (shapes.py)
         for name, value in body.items():
