@@ -2,7 +2,7 @@
 
     python tests/benchmark/growth.py [--customers 1000000] [--orders 200000] [--repeat 30]
         [--only sqlite|postgresql] [--postgres-url postgresql://postgres@127.0.0.1:5432/test]
-        [--explain] [--operation contains ...]
+        [--explain] [--operation contains ...] [--caller global|tenant]
 
 Builds the demo database (restsvc's own schema and indexes), bulk-loads the
 generated customers and orders (indexes dropped during the load and created
@@ -38,6 +38,8 @@ CONTAINS_TARGET_MS = 15.0
 PAGE = 10_000           # the deep page, of 50 rows
 NAMESPACE = uuid.UUID("6c1e0b5e-9a8f-4d55-b1f6-0f9a3f1d2c44")
 STATUSES = ("10", "20", "30", "40")
+TENANTS = ("north", "south")    # the demo's: customer i is TENANTS[i % 2]'s, its orders too
+CALLER = {"tenant": False}      # --caller tenant: a user of north asks (run sets it)
 
 
 def customer_rows(count):
@@ -52,14 +54,17 @@ def customer_rows(count):
 def order_rows(count, customers):
     pick = random.Random(7)
     for i in range(count):
+        customer = pick.randrange(customers)
         yield (uuid.uuid5(NAMESPACE, f"o{i}"), f"G{i:07d}",
                f"20{20 + i % 6}-{1 + i % 12:02d}-{1 + i % 28:02d}",
-               uuid.uuid5(NAMESPACE, f"c{pick.randrange(customers)}"), STATUSES[i % 4],
-               f"{pick.randrange(100, 1_000_000) / 100:.2f}")
+               uuid.uuid5(NAMESPACE, f"c{customer}"), STATUSES[i % 4],
+               f"{pick.randrange(100, 1_000_000) / 100:.2f}", TENANTS[customer % 2])
 
 
-CUSTOMER_COLUMNS = ("id", "version", "name", "email", "grade", "birthDate", "createdDate")
-ORDER_COLUMNS = ("id", "version", "number", "date", "customer_id", "status", "amount")
+CUSTOMER_COLUMNS = ("id", "version", "name", "email", "grade", "birthDate", "createdDate",
+                    "tenantId")
+ORDER_COLUMNS = ("id", "version", "number", "date", "customer_id", "status", "amount",
+                 "tenantId")
 
 
 def bulk_load(app, customers, orders):
@@ -74,7 +79,8 @@ def bulk_load(app, customers, orders):
             if not index.unique:        # the trigram ones: their FTS table and triggers too
                 for sql in index.drop or (f'DROP INDEX "{index.name}"',):
                     database.execute_sql(sql)
-    tables = (("customer", CUSTOMER_COLUMNS, customer_rows(customers)),
+    tenanted = ((*row, TENANTS[i % 2]) for i, row in enumerate(customer_rows(customers)))
+    tables = (("customer", CUSTOMER_COLUMNS, tenanted),
               ("order", ORDER_COLUMNS, order_rows(orders, customers)))
     with database.atomic():
         cursor = database.cursor()
@@ -128,18 +134,24 @@ def operations(customers, orders, client, headers):
                 f"/missing-link-{response.status_code}"
         return deep["path"]
 
+    def number(pick, count=customers):
+        """A customer's number the caller may read: a tenant's caller (``--caller
+        tenant``, north) reads the even ones."""
+        found = pick.randrange(count)
+        return found - found % 2 if CALLER["tenant"] else found
+
     def cid(pick):
-        return uuid.uuid5(NAMESPACE, f"c{pick.randrange(customers)}")
+        return uuid.uuid5(NAMESPACE, f"c{number(pick)}")
 
     return [
         ("get by id", lambda p: f"/rest/entities/Customer/{cid(p)}"),
         ("list 50", lambda p: "/rest/entities/Customer?limit=50"),
         ("name = value", lambda p: search("Customer", {
             "property": "name", "operator": "=",
-            "value": f"Growth Customer {p.randrange(customers):07d}"})),
+            "value": f"Growth Customer {number(p):07d}"})),
         ("email startsWith (10 rows)", lambda p: search("Customer", {
             "property": "email", "operator": "startsWith",
-            "value": f"CUSTOMER{p.randrange(customers // 10):06d}"})),
+            "value": f"CUSTOMER{number(p, customers // 10):06d}"})),
         ("sort=name, limit 50", lambda p: "/rest/entities/Customer?limit=50&sort=name"),
         ("sort=-createdDate, limit 50",
          lambda p: "/rest/entities/Customer?limit=50&sort=-createdDate"),
@@ -147,7 +159,7 @@ def operations(customers, orders, client, headers):
             "property": "customer", "operator": "=", "value": str(cid(p))})),
         ("orders: customer.name = value", lambda p: search("Order", {
             "property": "customer.name", "operator": "=",
-            "value": f"Growth Customer {p.randrange(customers):07d}"})),
+            "value": f"Growth Customer {number(p):07d}"})),
         (f"list 50, page {page:,} by offset",
          lambda p: f"/rest/entities/Customer?limit=50&offset={(page - 1) * 50}"),
         (f"list 50, page {page:,} by cursor", by_cursor),
@@ -155,14 +167,14 @@ def operations(customers, orders, client, headers):
          "groupBy=customer.grade,month(date)&count=true&sum=amount"),
         ("name contains, limit 50", lambda p: search("Customer", {
             "property": "name", "operator": "contains",
-            "value": f"{p.randrange(customers):07d}"}, "&limit=50")),
+            "value": f"{number(p):07d}"}, "&limit=50")),
         ("email contains, limit 50", lambda p: search("Customer", {
             "property": "email", "operator": "contains",
-            "value": f"R{p.randrange(customers):07d}@"}, "&limit=50")),
+            "value": f"R{number(p):07d}@"}, "&limit=50")),
         # Every email holds "@example.com": its trigrams are in every row.
         ("email contains, + common domain", lambda p: search("Customer", {
             "property": "email", "operator": "contains",
-            "value": f"R{p.randrange(customers):07d}@EXAMPLE"}, "&limit=50")),
+            "value": f"R{number(p):07d}@EXAMPLE"}, "&limit=50")),
     ]
 
 
@@ -201,7 +213,7 @@ def explain(app, token, customers, orders, make_operations=None,
             print(f"\n== {label}")
             for sql, params in [(q, p) for q, p in seen if shown(q)]:
                 prefix = "EXPLAIN QUERY PLAN" if is_sqlite(database) else "EXPLAIN ANALYZE"
-                print(f"  {sql[:160]}")
+                print(f"  {sql if os.environ.get('FULL_SQL') else sql[:160]}")
                 for row in execute(f"{prefix} {sql}", params).fetchall():
                     print(f"    {row[-1]}")
     finally:
@@ -236,7 +248,7 @@ def measure(app, token, customers, orders, repeat, make_operations=None, only=No
     return results
 
 
-def build_app(url, workdir):
+def build_app(url, workdir, tenant_caller=False):
     from werkzeug.test import Client
 
     from restsvc.app import RestApp
@@ -245,15 +257,21 @@ def build_app(url, workdir):
            "RESTSVC_DATA_DIR": str(workdir), "RESTSVC_DATABASE_URL": url,
            "RESTSVC_SECRET_KEY": uuid.uuid4().hex + uuid.uuid4().hex}
     app = RestApp(replace(load_settings(environ=env), demo_data=True))
-    response = Client(app).post("/oauth2/token", data={"grant_type": "client_credentials"},
-                                auth=("demo-client", "demo-secret"))
+    asked = {"grant_type": "client_credentials"}
+    if tenant_caller:       # a user of north with every permission: the tenant limits its rows
+        from restsvc.security.users import User
+        app.users.add("bench-north", "bench-password", ["rest-minimal", "system-full-access"])
+        User.update(tenantId=TENANTS[0]).where(User.username == "bench-north").execute()
+        asked = {"grant_type": "password", "username": "bench-north", "password": "bench-password"}
+    response = Client(app).post("/oauth2/token", data=asked, auth=("demo-client", "demo-secret"))
     if response.status_code != 200:
         raise SystemExit(f"token endpoint answered {response.status_code}: {response.text}")
     return app, response.json["access_token"]
 
 
 def run(name, url, workdir, args):
-    app, token = build_app(url, workdir)
+    CALLER["tenant"] = args.caller == "tenant"
+    app, token = build_app(url, workdir, CALLER["tenant"])
     started = time.perf_counter()
     index_seconds = bulk_load(app, args.customers, args.orders)
     print(f"{name}: {args.customers:,} customers and {args.orders:,} orders loaded in "
@@ -326,6 +344,8 @@ def arguments(description, repeat):
 def main(argv=None):
     parser = arguments(__doc__.split("\n\n")[0], 30)
     parser.add_argument("--orders", type=int, default=200_000)
+    parser.add_argument("--caller", choices=("global", "tenant"), default="global",
+                        help="demo-client (every tenant's rows) or a user of north")
     args = parser.parse_args(argv)
     report(on_each_database(args, run, "growth"))
     return 0

@@ -75,9 +75,16 @@ class EntityQuery:
         alias = target.model.alias(f"{self._alias_prefix}{len(self._joins)}")
         self._aliases[key] = alias
         on = getattr(source, prop.field.name) == alias.id
-        visible = self.visible_ids(target)
-        if visible is not None:
-            on = on & alias.id.in_(visible)
+        if not self.access.permissions.row_restricted(target.name) and scoped(self.access, target):
+            # Only the tenant (and soft delete) limit the row: its own columns, on the
+            # joined row itself (a subquery of every id of the tenant costs a scan of them).
+            on = on & (alias.tenantId == self.access.tenant)
+            if target.soft_delete:
+                on = on & alias.deletedDate.is_null()
+        else:
+            visible = self.visible_ids(target)
+            if visible is not None:
+                on = on & alias.id.in_(visible)
         self._joins.append((alias, on))
         return alias
 
