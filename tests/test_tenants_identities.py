@@ -130,3 +130,15 @@ def test_a_tenants_quota_counts_its_api_keys_and_bound_clients_too(make_app):
     refused = client.get(ACCOUNTS, headers=northern)
     assert refused.status_code == 429 and refused.headers["RateLimit-Limit"] == "3"
     assert client.get(ACCOUNTS, headers=auth["sam"]).status_code == 200      # south's own
+
+
+def test_an_identity_providers_subject_keeps_idempotency_keys_apart_by_tenant(
+        make_app, idp):  # noqa: F811
+    app = make_app(jwt_settings(idp, **{"tenant-claim": "org.tenant"}), application=APPLICATION)
+    client = Client(app)
+    answers = [client.post(ACCOUNTS, json={"name": "A", "email": "a@example.com"}, headers={
+        **bearer(idp.token(realm_access={"roles": ["admins"]}, org={"tenant": key})),
+        "Idempotency-Key": "same"}) for key in ("north", "south", "south")]
+    assert [answer.status_code for answer in answers] == [201, 201, 201]
+    assert answers[0].json["id"] != answers[1].json["id"] == answers[2].json["id"]
+    assert answers[2].headers.get("Idempotent-Replayed") == "true"
