@@ -10,7 +10,8 @@ replays the stored answer without running; another request under the key is
 key apart from its writes (a service method); when they are one transaction,
 the repeat waits for it and gets its answer. Keys are per caller identity (``Principal.identity``:
 this service's user or client, or an identity provider's issuer and
-subject), so nobody can replay another's answer. A replay never shows more
+subject) and the tenant it acts for, so nobody can replay another's
+answer, nor one caller a tenant's answer for another tenant. A replay never shows more
 than the caller may see now: the row keeps a digest of what the first
 caller's permissions let it see, and a repeat whose permissions differ is
 409 instead of a replay. Only answers of requests that ran are kept: one
@@ -61,9 +62,16 @@ class Unprocessable(ApiError):
     status = 422
 
 
-def caller_of(principal: "Principal") -> str | None:
-    """Whose keys these are (None: the anonymous caller, who has none)."""
-    return principal.identity
+def caller_of(principal: "Principal", tenant: str | None = None) -> str | None:
+    """Whose keys these are (None: the anonymous caller, who has none):
+    the caller's identity and the ``tenant`` it acts for (a global caller
+    acting for one tenant with ``X-Tenant-Id`` keeps keys apart from the same
+    keys for another, and an identity provider's subject is one caller per
+    tenant its tokens name)."""
+    identity = principal.identity
+    if identity is None or tenant is None:
+        return identity
+    return f"{identity}\0tenant:{tenant}"
 
 
 def fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:

@@ -116,6 +116,7 @@ _KEYS: Keys = {
     "svc.public-url": ("public_url", parse.public_url, ""),
     "svc.metrics.path": ("metrics_path", parse.optional_url_path, ""),
     "svc.metrics.client-label": ("metrics_client_label", parse.boolean, False),
+    "svc.metrics.tenant-label": ("metrics_tenant_label", parse.boolean, False),
     "svc.log.format": ("log_format", parse.one_of("plain", "json"), "plain"),
     "svc.log.requests": ("log_requests", parse.boolean, False),
     "svc.log.slow-statement": ("slow_statement", parse.milliseconds, 0.0),
@@ -185,6 +186,7 @@ class Settings:
     public_url: str
     metrics_path: str
     metrics_client_label: bool
+    metrics_tenant_label: bool
     log_format: str
     log_requests: bool
     slow_statement: float

@@ -114,3 +114,31 @@ def test_a_tenants_callers_share_its_quota(make_app):
     assert statuses == [200, 200, 200, 429]
     assert client.get(ACCOUNTS, headers=auth["sam"]).status_code == 200      # south's own
     assert client.get(ACCOUNTS, headers=auth["root"]).status_code == 200     # global
+
+
+def test_a_tenants_quota_counts_its_api_keys_and_bound_clients_too(make_app):
+    _, client, auth = build(make_app, {
+        f"{CLIENT}client-id": "northern", f"{CLIENT}client-secret": "{noop}northern-secret",
+        f"{CLIENT}resource-roles": "rest-minimal, accounts", f"{CLIENT}tenant": "north",
+        "svc.rate-limit.tenant.north": "3/min"})
+    made = client.post("/rest/api-keys", json={"name": "ci"}, headers=auth["nora"])   # one
+    assert made.status_code == 201, made.get_data(as_text=True)
+    northern = bearer(get_token(client, "northern", "northern-secret"))
+    statuses = [client.get(ACCOUNTS, headers=headers).status_code
+                for headers in (bearer(made.json["key"]), northern, auth["nadia"])]
+    assert statuses == [200, 200, 429]
+    refused = client.get(ACCOUNTS, headers=northern)
+    assert refused.status_code == 429 and refused.headers["RateLimit-Limit"] == "3"
+    assert client.get(ACCOUNTS, headers=auth["sam"]).status_code == 200      # south's own
+
+
+def test_an_identity_providers_subject_keeps_idempotency_keys_apart_by_tenant(
+        make_app, idp):  # noqa: F811
+    app = make_app(jwt_settings(idp, **{"tenant-claim": "org.tenant"}), application=APPLICATION)
+    client = Client(app)
+    answers = [client.post(ACCOUNTS, json={"name": "A", "email": "a@example.com"}, headers={
+        **bearer(idp.token(realm_access={"roles": ["admins"]}, org={"tenant": key})),
+        "Idempotency-Key": "same"}) for key in ("north", "south", "south")]
+    assert [answer.status_code for answer in answers] == [201, 201, 201]
+    assert answers[0].json["id"] != answers[1].json["id"] == answers[2].json["id"]
+    assert answers[2].headers.get("Idempotent-Replayed") == "true"

@@ -38,14 +38,14 @@ def list_keys(ctx: Context) -> Response:
 
 @checks(keygrants.READ)
 def read_key(ctx: Context, key_id: str) -> Response:
-    row = keygrants.check_key(ctx.principal, ctx.app.keys.find(key_id), keygrants.READ,
+    row = keygrants.check_key(ctx.principal, ctx.app.clients, ctx.app.keys.find(key_id), keygrants.READ,
                               keygrants.MANAGE_READ)
     return json_response(as_json(row, KeyStore.owner(row)), headers=NO_STORE)
 
 
 @checks(keygrants.DELETE)
 def revoke(ctx: Context, key_id: str) -> Response:
-    row = keygrants.check_key(ctx.principal, ctx.app.keys.find(key_id), keygrants.DELETE,
+    row = keygrants.check_key(ctx.principal, ctx.app.clients, ctx.app.keys.find(key_id), keygrants.DELETE,
                               keygrants.MANAGE_WRITE)
     ctx.app.keys.revoke(row)
     return empty_response(204)

@@ -62,11 +62,11 @@ def answer(replays: "Replays", ctx: "Context", run: Callable[[], Response],
     the handler's ``idempotent`` (``APART``: claim, run and keep apart)."""
     request = ctx.request
     key = request.headers.get(HEADER)
-    caller = caller_of(ctx.principal)
-    if key is None or caller is None or request.method not in ("POST", "PUT"):
+    if key is None or caller_of(ctx.principal) is None or request.method not in ("POST", "PUT"):
         return run()
     body = request.get_data(cache=True)     # the handler reads it again from here
     access = ctx.access
+    caller = str(caller_of(ctx.principal, access.tenant))   # keys are per tenant too
     print_ = fingerprint(request.method, request.path, request.query_string, body)
     seen = sight(permissions_key(access.permissions, access.session))
     if mark != APART:

@@ -66,7 +66,8 @@ def setup(app: _App) -> Observability:
     if settings.metrics_path:
         # The PostgreSQL pool's (playhouse's, untyped) connections are sampled.
         pool = cast(Pool, app.database) if hasattr(app.database, "_in_use") else None
-        instruments = Instruments(settings.metrics_client_label, pool)
+        instruments = Instruments(settings.metrics_client_label, pool,
+                                  tenant_label=settings.metrics_tenant_label)
     statements.observe(app.database, instruments.statement_times if instruments else None,
                        settings.slow_statement, tracing)
     request_log = logs.RequestLog(settings.log_format == "json", direct, trace_id) \

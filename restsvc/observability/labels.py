@@ -10,6 +10,8 @@ OTHER = "other"
 ANONYMOUS = "anonymous"      # the client label of a request without a token
 MAX_CLIENTS = 1000           # distinct client labels kept; later ones fold into OTHER
 MAX_LENGTH = 100             # characters of a label value taken from a token
+GLOBAL = ""                  # the tenant label of a global (or anonymous) caller
+MAX_TENANTS = 1000           # distinct tenant labels kept; later ones fold into OTHER
 
 
 def method_label(method: str) -> str:
@@ -28,3 +30,14 @@ def client_label(client_id: str | None, known: Collection[tuple[object, ...]]) -
     if (label,) not in known and len(known) >= MAX_CLIENTS:
         return OTHER
     return label
+
+
+def tenant_label(tenant: str | None, known: Collection[tuple[object, ...]]) -> str:
+    """The label of a caller's tenant: empty for a global or anonymous caller;
+    the tenant's key (an enabled tenant's: the gate checked it) while fewer
+    than ``MAX_TENANTS`` are counted in ``known``, else ``other``."""
+    if tenant is None:
+        return GLOBAL
+    if (tenant,) not in known and len(known) >= MAX_TENANTS:
+        return OTHER
+    return tenant

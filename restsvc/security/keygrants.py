@@ -165,7 +165,7 @@ def _check_reach(principal: Principal, clients: Clients, owner: Owner) -> None:
         raise Forbidden("Forbidden", f"The {owner.label} holds roles you do not hold")
 
 
-def check_key(principal: Principal, row: ApiKey | None, own_action: str,
+def check_key(principal: Principal, clients: Clients, row: ApiKey | None, own_action: str,
               manage_action: str) -> ApiKey:
     """The key ``row`` when the caller may read (or revoke) it: its own under
     ``own_action``, anyone's under ``manage_action``; 403 when it may do
@@ -174,16 +174,18 @@ def check_key(principal: Principal, row: ApiKey | None, own_action: str,
     may_manage = principal.permissions.specific(manage_action)
     if not may_own and not may_manage:
         raise _refused(own_action)
-    if row is None or not ((may_manage and _in_tenant(principal.tenant, row))
+    if row is None or not ((may_manage and _in_tenant(principal.tenant, clients, row))
                            or (may_own and is_own(principal, row))):
         raise NotFound("API key not found", "No such API key")
     return row
 
 
-def _in_tenant(tenant: str | None, row: ApiKey) -> bool:
+def _in_tenant(tenant: str | None, clients: Clients, row: ApiKey) -> bool:
     """Whether a key is one a caller of ``tenant`` may manage: any for a
-    global caller, else a key of a user of its tenant."""
+    global caller, else a key of a user of its tenant or of a client bound to it."""
     if tenant is None:
         return True
-    return row.user_id is not None and User.select().where(
-        (User.id == row.user_id) & (User.tenantId == tenant)).exists()
+    if row.user_id is None:
+        client = clients.get(row.client_id) if row.client_id else None
+        return client is not None and client.tenant == tenant
+    return bool(User.select().where((User.id == row.user_id) & (User.tenantId == tenant)).exists())

@@ -35,6 +35,9 @@ VARIANTS = {
     "off": {"metrics_path": "", "log_format": "plain", "log_requests": False,
             "slow_statement": 0.0},
     "metrics": {"metrics_path": "/metrics", "slow_statement": 0.0},
+    # svc.metrics.tenant-label (restsvc/docs/tenants.md "Metrics"): its batch loop's cost
+    "metrics+tenants": {"metrics_path": "/metrics", "metrics_tenant_label": True,
+                        "slow_statement": 0.0},
     "metrics+json logs": {"metrics_path": "/metrics", "log_format": "json", "log_requests": True,
                           "slow_statement": 0.0},
 }
