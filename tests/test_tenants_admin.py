@@ -32,10 +32,19 @@ def test_a_tenant_administrator_creates_and_disables_its_tenants_users(demo):  #
     same_answer(client.delete(f"{USERS}/{bob}", headers=auth["north-admin"]),
                 client.delete(f"{USERS}/{MISSING}", headers=auth["north-admin"]), bob)
     assert client.get("/rest/userInfo", headers=auth["bob"]).status_code == 200
-    # alice holds roles north-admin does not hold (sales-reader): not below it, 403
+    # alice holds roles north-admin does not hold (sales-reader): it may disable and enable
+    # her (that hands no one a right), not change anything else of hers (403)
     alice = demo_id("user", "alice")
-    refused = client.put(f"{USERS}/{alice}", headers=auth["north-admin"], json={"active": False})
+    refused = client.put(f"{USERS}/{alice}", headers=auth["north-admin"],
+                         json={"active": False, "email": "taken@example.com"})
     assert refused.status_code == 403 and "holds roles you do not hold" in refused.json["details"]
+    assert client.get("/rest/userInfo", headers=auth["alice"]).status_code == 200
+    switched = client.put(f"{USERS}/{alice}", headers=auth["north-admin"], json={"active": False})
+    assert switched.status_code == 200, switched.get_data(as_text=True)
+    assert client.get("/rest/userInfo", headers=auth["alice"]).status_code == 401
+    assert client.put(f"{USERS}/{alice}", headers=auth["north-admin"],
+                      json={"active": True}).status_code == 200
+    assert password_grant(client, "alice", "alice-password").status_code == 200
 
 
 def test_a_tenant_administrator_manages_its_tenants_users_keys(demo):  # noqa: F811

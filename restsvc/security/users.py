@@ -42,6 +42,8 @@ class Changer(Protocol):
     def permissions(self) -> "Permissions": ...
     @property
     def session(self) -> Mapping[str, str]: ...
+    @property
+    def tenant(self) -> str | None: ...
 
 MIN_PASSWORD_LENGTH = 8
 MAX_USERNAME_LENGTH = 200
@@ -131,11 +133,15 @@ class User(Entity):
         not reach above the caller's own roles: no change to a user who holds a
         role the caller does not hold (``system-full-access`` holds them all),
         and no new username for the caller itself (rules and other systems may
-        know a caller by its username). Roles themselves are never written here."""
+        know a caller by its username). Roles themselves are never written here.
+        A tenant's administrator (a caller with a tenant: it reaches only its
+        tenant's users) may disable or enable any of them: ``active`` alone
+        hands no one a right."""
         user = cls.get_or_none(cls.id == user_id)
         if user is None:
             return
-        if not reaches(access.permissions.granted, user.role_codes):
+        switching = access.tenant is not None and values is not None and set(values) <= {"active"}
+        if not switching and not reaches(access.permissions.granted, user.role_codes):
             raise Forbidden("Forbidden", f"User {user.username} holds roles you do not hold")
         renamed = values is not None and values.get("username", user.username) != user.username
         if renamed and str(user.id) == access.session.get("userId"):
