@@ -136,7 +136,8 @@ def build_postgres(source_url, tag_shape):
     """(URL of a new schema in the baseline's form, a function that drops it): restsvc's
     tables of ``source_url``'s schema with their columns, defaults and indexes, the
     rows of customer, order, order_line, product and restsvc_token copied, and every
-    value but the ids turned into the answer's text once (``baseline_pg.py``)."""
+    value but the ids turned into the answer's text once (``baseline_pg.py``). The change
+    events' ``seq`` default is restsvc's (``LIKE`` copies it): both draw from its sequence."""
     import psycopg2
     conn = psycopg2.connect(source_url)
     conn.autocommit = True
@@ -144,7 +145,20 @@ def build_postgres(source_url, tag_shape):
     cursor.execute("SELECT current_schema()")
     source, = cursor.fetchone()
     target = f"{source}_baseline"
+
+    def drop():
+        cursor.execute(f'DROP SCHEMA "{target}" CASCADE')
+        conn.close()
     cursor.execute(f'CREATE SCHEMA "{target}"')
+    try:
+        _fill(cursor, source, target, psycopg2.Binary(tag_shape.encode("utf-8")))
+    except BaseException:
+        drop()
+        raise
+    return source_url.replace(f"%3D{source}", f"%3D{target}"), drop
+
+
+def _fill(cursor, source, target, tag_shape):
     for table in POSTGRES_TABLES:
         cursor.execute(f'CREATE TABLE "{target}"."{table}" (LIKE "{source}"."{table}" INCLUDING ALL)')
         if table not in ("history_item", "restsvc_event"):
@@ -166,12 +180,7 @@ def build_postgres(source_url, tag_shape):
     # bytea: the ETag's fixed part holds NUL characters, which a PostgreSQL text cannot
     cursor.execute(f'CREATE TABLE "{target}".bench_setting (name text PRIMARY KEY, value bytea)')
     cursor.execute(f"INSERT INTO \"{target}\".bench_setting VALUES ('tag_shape', %s)",
-                   (psycopg2.Binary(tag_shape.encode("utf-8")),))
+                   (tag_shape,))
     for schema in (source, target):     # both planned from statistics, not autovacuum's timing
         cursor.execute(f'ANALYZE "{schema}".customer, "{schema}"."order", "{schema}".order_line, '
                        f'"{schema}".product')
-
-    def drop():
-        cursor.execute(f'DROP SCHEMA "{target}" CASCADE')
-        conn.close()
-    return source_url.replace(f"%3D{source}", f"%3D{target}"), drop
