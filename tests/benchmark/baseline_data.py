@@ -18,13 +18,13 @@ from baseline import unicode_lower
 GRADES = {"B": "BRONZE", "S": "SILVER", "G": "GOLD"}
 STATUSES = {"10": "NEW", "20": "PAID", "30": "SHIPPED", "40": "CANCELLED"}
 AUDIT = ('"createdBy" TEXT, "createdDate" TEXT, "lastModifiedBy" TEXT, '
-         '"lastModifiedDate" TEXT, "deletedDate" TEXT, "deletedBy" TEXT')
+         '"lastModifiedDate" TEXT, "deletedDate" TEXT, "deletedBy" TEXT, "tenantId" TEXT')
 SCHEMA = f"""
 CREATE TABLE "customer" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
   "address_street" TEXT, "address_city" TEXT, "address_postcode" TEXT, "address_country_id" TEXT,
   "name" TEXT NOT NULL, "email" TEXT, "grade" TEXT, "birthDate" TEXT, "photo" TEXT,
   "createdDate" TEXT NOT NULL, "userId" TEXT, "createdBy" TEXT, "lastModifiedBy" TEXT,
-  "lastModifiedDate" TEXT, "deletedDate" TEXT, "deletedBy" TEXT);
+  "lastModifiedDate" TEXT, "deletedDate" TEXT, "deletedBy" TEXT, "tenantId" TEXT);
 CREATE TABLE "history_item" ("id" TEXT NOT NULL PRIMARY KEY, "version" INTEGER NOT NULL DEFAULT 1,
   "entityName" TEXT NOT NULL, "entityId" TEXT NOT NULL, "kind" TEXT NOT NULL,
   "username" TEXT NOT NULL, "changedDate" TEXT NOT NULL, "changes" TEXT);
@@ -50,11 +50,12 @@ def _uuid(value):
 
 
 def _date_time(value):
-    """Stored ``2024-01-01 09:00:00.500000`` -> ``2024-01-01T09:00:00.5`` (restsvc's form)."""
+    """Stored ``2024-01-01 09:00:00.500000`` -> ``2024-01-01T09:00:00.5`` (restsvc's form:
+    to the millisecond, cut)."""
     if value is None:
         return None
     date_time, _, fraction = str(value).replace(" ", "T", 1).partition(".")
-    fraction = fraction.rstrip("0")
+    fraction = fraction[:3].rstrip("0")
     return f"{date_time}.{fraction}" if fraction else date_time
 
 
@@ -121,3 +122,65 @@ def _indexes(source, tables):
 
 def _columns(conn, table):
     return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+DATE_TIME_TEXT = ("rtrim(rtrim(to_char({column}, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS'), '0'), '.')")
+TEXT_FORMS = {"date": "to_char({column}, 'YYYY-MM-DD')",
+              "timestamp without time zone": DATE_TIME_TEXT,
+              "numeric": "round({column}, 2)::text"}
+POSTGRES_TABLES = ("customer", "product", "order", "order_line", "history_item",
+                   "restsvc_event", "restsvc_token")
+
+
+def build_postgres(source_url, tag_shape):
+    """(URL of a new schema in the baseline's form, a function that drops it): restsvc's
+    tables of ``source_url``'s schema with their columns, defaults and indexes, the
+    rows of customer, order, order_line, product and restsvc_token copied, and every
+    value but the ids turned into the answer's text once (``baseline_pg.py``). The change
+    events' ``seq`` default is restsvc's (``LIKE`` copies it): both draw from its sequence."""
+    import psycopg2
+    conn = psycopg2.connect(source_url)
+    conn.autocommit = True
+    cursor = conn.cursor()
+    cursor.execute("SELECT current_schema()")
+    source, = cursor.fetchone()
+    target = f"{source}_baseline"
+
+    def drop():
+        cursor.execute(f'DROP SCHEMA "{target}" CASCADE')
+        conn.close()
+    cursor.execute(f'CREATE SCHEMA "{target}"')
+    try:
+        _fill(cursor, source, target, psycopg2.Binary(tag_shape.encode("utf-8")))
+    except BaseException:
+        drop()
+        raise
+    return source_url.replace(f"%3D{source}", f"%3D{target}"), drop
+
+
+def _fill(cursor, source, target, tag_shape):
+    for table in POSTGRES_TABLES:
+        cursor.execute(f'CREATE TABLE "{target}"."{table}" (LIKE "{source}"."{table}" INCLUDING ALL)')
+        if table not in ("history_item", "restsvc_event"):
+            cursor.execute(f'INSERT INTO "{target}"."{table}" SELECT * FROM "{source}"."{table}"')
+        cursor.execute("SELECT column_name, data_type FROM information_schema.columns "
+                       "WHERE table_schema = %s AND table_name = %s", (target, table))
+        for column, kind in cursor.fetchall():
+            quoted = f'"{column}"'
+            enum = ENUMS.get((table, column))
+            if enum:
+                form = ("CASE " + " ".join(f"WHEN {quoted} = '{key}' THEN '{name}'"
+                                           for key, name in enum.items()) + " END")
+            elif table in ("customer", "product", "order", "order_line") and kind in TEXT_FORMS:
+                form = TEXT_FORMS[kind].format(column=quoted)
+            else:
+                continue
+            cursor.execute(f'ALTER TABLE "{target}"."{table}" ALTER COLUMN {quoted} TYPE text '
+                           f"USING {form}")
+    # bytea: the ETag's fixed part holds NUL characters, which a PostgreSQL text cannot
+    cursor.execute(f'CREATE TABLE "{target}".bench_setting (name text PRIMARY KEY, value bytea)')
+    cursor.execute(f"INSERT INTO \"{target}\".bench_setting VALUES ('tag_shape', %s)",
+                   (tag_shape,))
+    for schema in (source, target):     # both planned from statistics, not autovacuum's timing
+        cursor.execute(f'ANALYZE "{schema}".customer, "{schema}"."order", "{schema}".order_line, '
+                       f'"{schema}".product')

@@ -2,7 +2,7 @@
 
     python tests/benchmark/run.py [--rounds 5] [--duration 5] [--only list|get|create|nested|search]
     python tests/benchmark/run.py --no-wrk           # in-process figures only
-    python tests/benchmark/run.py --postgres URL     # restsvc on PostgreSQL beside the SQLite run
+    python tests/benchmark/run.py --postgres URL     # restsvc and the baseline on PostgreSQL
     python tests/benchmark/run.py --profile 3000 [--only get]     # in-process cProfile
     python tests/benchmark/run.py --in-process 2000    # service call vs load by id, µs/request
 
@@ -25,6 +25,13 @@ create's new id and times, and each answer's ``X-Request-Id``, aside). Then, per
   of each app's gunicorn workers per answered request, median (min-max) and the
   median of the per-round ratios (target <= 1.15 on every operation). The CPU
   time is the robust figure on a shared machine; req/s moves with the load.
+
+``--postgres URL``: restsvc on a schema of its own in that database, the
+baseline (``baseline_pg.py``) on another, filled from restsvc's once
+(``baseline_data.build_postgres``); under wrk, PostgreSQL's own CPU time (its
+backends serving each app's connections, found by ``application_name`` in
+``pg_stat_activity``, read from ``/proc``) is counted per request beside the
+server's.
 """
 import argparse
 import json
@@ -37,15 +44,17 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
-from baseline_data import build
-from dataset import REPO, prepare, share_token, tag_shape
+from baseline_data import build, build_postgres
+from dataset import REPO, prepare, tag_shape
 from inprocess import compare, one_response, summary
-from servers import Wrk, one_request, start_server, stop_server, workers_cpu
+from servers import (Wrk, backends_cpu, cpu_between, one_request, start_server, stop_server,
+                     workers_cpu)
 
 HERE = Path(__file__).resolve().parent
 CPU_TARGET = 1.15           # server CPU per request under wrk, restsvc / baseline, every operation
 IN_PROCESS_TARGETS = {"get": 1.5, "list": 1.2}   # CPU µs in process, restsvc / baseline
 BODY = '{"name":"x","email":"y","grade":"GOLD"}'
+APPLICATION_NAMES = {"restsvc": "restsvc-bench", "baseline": "restsvc-baseline"}  # on PostgreSQL
 SEARCH = '{"conditions":[{"property":"name","operator":"startsWith","value":"bench customer 012"}]}'
 OPERATIONS = {  # name -> (method, path as wrk sees it, the first request's path)
     "list": ("GET", "/rest/entities/Customer?limit=50", None),
@@ -88,26 +97,31 @@ def check(server, operation, wrk, first_id, args):
     return body, None
 
 
-def measure(servers, path, wrk, args):
-    """{name: [(req/s, server CPU µs per request) per round]}. The servers take turns
-    (ABBA...), so a change in the machine's load hits both alike; ratios are taken per
-    round. The CPU time is that of the gunicorn workers (from /proc), divided by the
-    requests wrk saw answered: the robust figure on a shared machine."""
+def measure(servers, path, wrk, args, monitor=None):
+    """{name: [(req/s, server CPU µs per request, PostgreSQL CPU µs per request or None)
+    per round]}. The servers take turns (ABBA...), so a change in the machine's load hits
+    both alike; ratios are taken per round. The CPU time is that of the gunicorn workers
+    (from /proc), divided by the requests wrk saw answered: the robust figure on a shared
+    machine. ``monitor``: a connection to PostgreSQL, to count its backends' CPU too."""
     figures = {name: [] for name, _, _ in servers}
     for round_number in range(args.rounds):
         for name, proc, base_url in servers[::-1] if round_number % 2 else servers:
+            backends = monitor and backends_cpu(monitor, APPLICATION_NAMES[name])
             before = workers_cpu(proc)
             rate, count = wrk.run(base_url, path, args.duration)
-            figures[name].append((rate, (workers_cpu(proc) - before) / count * 1e6))
+            cpu = (workers_cpu(proc) - before) / count * 1e6
+            database = monitor and cpu_between(
+                backends, backends_cpu(monitor, APPLICATION_NAMES[name])) / count * 1e6
+            figures[name].append((rate, cpu, database))
     return figures
 
 
 def same_bytes(name, ours, theirs):
     """None, or where the two bodies differ (a create differs in its new id and time only)."""
     if name == "create":
-        ours, theirs = (json.loads(body) for body in (ours, theirs))
+        parsed, other = (json.loads(body) for body in (ours, theirs))
         new = dict.fromkeys(("id", "createdDate", "lastModifiedDate"))
-        if list(ours) == list(theirs) and {**ours, **new} == {**theirs, **new}:
+        if list(parsed) == list(other) and {**parsed, **new} == {**other, **new}:
             return None
     elif ours == theirs:
         return None
@@ -177,7 +191,7 @@ def footer(what, notes):
         print(f"  note: {note}")
 
 
-def benchmark(args, workdir, token, ids, servers):
+def benchmark(args, workdir, token, ids, servers, monitor=None):
     """Rows (label, restsvc rates, baseline rates) and notes on what could not be measured."""
     (workdir / "get.lua").write_text(GET_LUA % ", ".join(f'"{i}"' for i in ids))
     (workdir / "post.lua").write_text(POST_LUA)
@@ -193,7 +207,7 @@ def benchmark(args, workdir, token, ids, servers):
         live = [server for server, (_, note) in zip(servers, checked) if not note]
         label, rates = f"{name}: {operation[0]} {operation[1][:36]}", {}
         try:
-            rates = measure(live, operation[1], wrk, args)
+            rates = measure(live, operation[1], wrk, args, monitor)
         except RuntimeError as exc:
             notes.append(f"{label}: {exc}")
         rows.append((label, rates.get("restsvc"), rates.get("baseline")))
@@ -221,7 +235,27 @@ def report(rows, notes, args):
     footer(f"restsvc/baseline; medians (min-max) of {args.rounds} round(s) of wrk -t2 -c16 "
            f"-d{args.duration}s after a {args.warmup}s warm-up, taking turns; server CPU: "
            f"user+system time of the gunicorn workers per answered request", notes)
+    report_database(rows, args)
     return 0 if all(ours and (theirs or args.probe_path) for _, ours, theirs in rows) else 1
+
+
+def report_database(rows, args):
+    """PostgreSQL's own CPU per request, and the ratio of server and PostgreSQL together."""
+    rows = [(label, ours, theirs) for label, ours, theirs in rows
+            if ours and theirs and ours[0][2] is not None]
+    if not rows:
+        return
+    print(f"\n{'PostgreSQL backends':<50}{'PostgreSQL CPU µs/request':<34}{'ratio':>6}"
+          f"  {'server + PostgreSQL CPU µs/request':<34}{'ratio':>6}")
+    for label, ours, theirs in rows:
+        own = f"{summary([a[2] for a in ours])} / {summary([b[2] for b in theirs])}"
+        both = f"{summary([a[1] + a[2] for a in ours])} / {summary([b[1] + b[2] for b in theirs])}"
+        print(f"{label:<50}{own:<34}{statistics.median(a[2] / b[2] for a, b in zip(ours, theirs)):>6.2f}"
+              f"  {both:<34}"
+              f"{statistics.median((a[1] + a[2]) / (b[1] + b[2]) for a, b in zip(ours, theirs)):>6.2f}")
+    footer(f"restsvc/baseline; user+system time of the PostgreSQL backends serving each "
+           f"app's connections (application_name {', '.join(APPLICATION_NAMES.values())}), "
+           f"per answered request, {args.rounds} round(s)", [])
 
 
 def bounded(low, high):
@@ -242,7 +276,8 @@ def parse_args(argv):
     parser.add_argument("--no-wrk", action="store_true", help="in-process figures only")
     parser.add_argument("--postgres", metavar="URL",
                         help="restsvc on this PostgreSQL database (a schema of its own, "
-                             "dropped afterwards); the baseline stays on SQLite")
+                             "dropped afterwards), the baseline on another schema of it "
+                             "(baseline_pg.py); PostgreSQL's own CPU counted per app")
     parser.add_argument("--warmup", type=bounded(1, 30), default=2, help="warm-up seconds")
     parser.add_argument("--rounds", type=bounded(1, 15), default=5,
                         help="runs per server and operation, taking turns; medians are shown")
@@ -270,11 +305,19 @@ def profile(app, token, ids, args):
         for method, path, first in chosen}, args.profile)
 
 
-def baseline_app(workdir, app_env):
-    os.environ["BASELINE_DATABASE"] = str(workdir / "baseline.db")
-    os.environ["BASELINE_SECRET_KEY"] = app_env["RESTSVC_SECRET_KEY"]
-    from baseline import app
-    return app
+def baseline_server(workdir, app_env, baseline_url):
+    """(the baseline's WSGI app module, its environment): on SQLite, or on PostgreSQL
+    when ``baseline_url`` is given."""
+    env = {"BASELINE_SECRET_KEY": app_env["RESTSVC_SECRET_KEY"]}
+    if baseline_url:
+        return "baseline_pg", {**env, "BASELINE_DATABASE_URL": baseline_url}
+    return "baseline", {**env, "BASELINE_DATABASE": str(workdir / "baseline.db")}
+
+
+def baseline_app(module, env):
+    import importlib
+    os.environ.update(env)
+    return importlib.import_module(module).app
 
 
 def service_against_load(app, token, ids, args):
@@ -298,37 +341,43 @@ def main(argv=None):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workdir, servers, cleanups = Path(tempfile.mkdtemp(prefix="restsvc-bench-")), [], []
+    baseline_url = monitor = None
     try:
         app, app_env, token, ids = prepare(workdir)
         print(f"database: {len(ids)} customers in {workdir}")
-        if args.postgres:   # the same data on PostgreSQL; the baseline stays on SQLite
+        if args.postgres:   # the same data on PostgreSQL, the baseline there too
             from growth import postgres_schema
             url, drop_schema = postgres_schema(args.postgres)
             cleanups.append(drop_schema)
+            url += f"&application_name={APPLICATION_NAMES['restsvc']}"
             app, app_env, token, _ = prepare(workdir, url, app_env["RESTSVC_SECRET_KEY"])
             cleanups.insert(0, app.database.close_all)
-            print(f"restsvc on PostgreSQL ({args.postgres}), the baseline on SQLite")
+            print(f"restsvc and the baseline on PostgreSQL ({args.postgres})")
         if args.profile:
             return profile(app, token, ids, args)
         if args.in_process:
             return service_against_load(app, token, ids, args)
-        build(workdir / "restsvc.db", workdir / "baseline.db", tag_shape(app, token))
         if args.postgres:
-            share_token(app, token, workdir / "baseline.db")
+            import psycopg2
+            baseline_url, drop_baseline = build_postgres(url, tag_shape(app, token))
+            cleanups.insert(0, drop_baseline)
+            monitor = psycopg2.connect(args.postgres, application_name="restsvc-bench-monitor")
+            monitor.autocommit = True
+            cleanups.insert(0, monitor.close)
+        else:
+            build(workdir / "restsvc.db", workdir / "baseline.db", tag_shape(app, token))
+        module, baseline_env = baseline_server(workdir, app_env, baseline_url)
         if not args.probe_path:
             report_in_process(*in_process(
-                {"restsvc": app, "baseline": baseline_app(workdir, app_env)},
+                {"restsvc": app, "baseline": baseline_app(module, baseline_env)},
                 token, ids, args), args)
         if args.no_wrk:
             return 0
         servers.append(start_server("restsvc", ["wsgi:app"], app_env,
                                     workdir / "restsvc.log", REPO))
-        servers.append(start_server(
-            "baseline", ["--pythonpath", str(HERE), "baseline:app"],
-            {"BASELINE_DATABASE": str(workdir / "baseline.db"),
-             "BASELINE_SECRET_KEY": app_env["RESTSVC_SECRET_KEY"]},
-            workdir / "baseline.log", HERE))
-        status = report(*benchmark(args, workdir, token, ids, servers), args)
+        servers.append(start_server("baseline", ["--pythonpath", str(HERE), f"{module}:app"],
+                                    baseline_env, workdir / "baseline.log", HERE))
+        status = report(*benchmark(args, workdir, token, ids, servers, monitor), args)
         if args.keep:
             for name, _, url in servers:
                 print(f"{name}: {url}  (log {workdir / name}.log)")

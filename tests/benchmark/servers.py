@@ -99,16 +99,34 @@ class Wrk:
         return float(rate.group(1)), int(count.group(1))
 
 
+def _cpu_seconds(pid):
+    """User + system CPU seconds of process ``pid`` so far, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime
+
+
 def workers_cpu(proc):
     """CPU seconds (user + system) used so far by the worker processes of the gunicorn
     master ``proc``: what serving the requests cost, without the load generator."""
-    tick = os.sysconf("SC_CLK_TCK")
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-    total = 0
-    for pid in children:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:       # a worker that has just been replaced
-            continue
-        total += int(fields[11]) + int(fields[12])      # utime, stime (fields 14 and 15)
-    return total / tick
+    return sum(filter(None, map(_cpu_seconds, children)))    # a worker just replaced: skipped
+
+
+def backends_cpu(conn, application_name):
+    """{pid: CPU seconds so far} of the PostgreSQL backends serving the connections named
+    ``application_name`` (``pg_stat_activity``; the server runs on this machine, so its
+    processes' ``/proc/<pid>/stat`` are readable): PostgreSQL's own work for one app."""
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+                       (application_name,))
+        pids = [pid for pid, in cursor.fetchall()]
+    return {pid: cpu for pid in pids if (cpu := _cpu_seconds(pid)) is not None}
+
+
+def cpu_between(before, after):
+    """CPU seconds used between two ``backends_cpu`` readings (a backend that started
+    in between counts from its start)."""
+    return sum(cpu - before.get(pid, 0) for pid, cpu in after.items())
