@@ -42,7 +42,7 @@ from ..data.tenancy import scoped
 from ..data.write.importer import id_or_none
 from ..jsonio import dumps
 from . import outbox
-from .matching import Matcher, Verdicts
+from .matching import Matcher, Verdicts, read_paths
 from .outbox import KINDS, Event
 from .visibility import writer_visible
 
@@ -79,6 +79,23 @@ def checks_of(access: Access, metas: Iterable[MetaClass]) -> Hashable:
     return (access.tenant, tuple(sorted(access.session.items())), rules, owners)
 
 
+class Key:
+    """A subscriber's shape or checks as a dict key: hashed once (a pass
+    groups every subscriber by them; a tuple would be hashed again each time)."""
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: Hashable) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Key) and self._hash == other._hash
+                                 and self.value == other.value)
+
+
 class Subscriber:
     """One open stream, as the hub sees it: what it may see (worked out once
     here) and the messages waiting for its host to write them."""
@@ -96,18 +113,18 @@ class Subscriber:
         self.credential = credential if credential is not None else id(self)
         self.capacity = capacity
         self.wake = wake            # called by the hub when there is something to write
-        self.checks = checks_of(access, self.metas.values())
+        self.checks = Key(checks_of(access, self.metas.values()))
         self.restricted = {name for name, meta in self.metas.items()
                            if permissions.row_restricted(name) or scoped(access, meta)}
         self.levels = {name: permissions.attribute_levels(name) for name in self.metas}
         self.writer = {(name, kind): writer_visible(permissions, meta, kind)
                        for name, meta in self.metas.items() for kind in KINDS}
         # Subscribers of the same shape are handed the same messages: worked out once.
-        self.shape = (tuple(sorted(self.metas)), self.checks if self.restricted or matcher
-                      else None, None if matcher is None else id(matcher),
-                      tuple((name, tuple(sorted(self.levels[name].items())))
-                            for name in sorted(self.metas)),
-                      tuple(sorted(self.writer.items())))
+        self.shape = Key((tuple(sorted(self.metas)), self.checks if self.restricted or matcher
+                          else None, None if matcher is None else id(matcher),
+                          tuple((name, tuple(sorted(self.levels[name].items())))
+                                for name in sorted(self.metas)),
+                          tuple(sorted(self.writer.items()))))
         self.checked = time.monotonic()
         self._pending: deque[bytes] = deque()
         self._size = 0
@@ -167,21 +184,78 @@ class Subscriber:
         return found
 
 
+class _Plan:
+    """How ``fan_out`` goes over a set of subscribers: the groups of one shape
+    tried on every event, those found by their filter's ``lookup`` (checks,
+    entity, path -> value -> groups), and per checks the paths the filters
+    read. Made once for as long as the same subscribers come again."""
+
+    def __init__(self, subscribers: list[Subscriber]) -> None:
+        self.subscribers = subscribers
+        shapes: dict[Hashable, list[Subscriber]] = {}
+        for sub in subscribers:
+            shapes.setdefault(sub.shape, []).append(sub)
+        self.tried: list[list[Subscriber]] = []
+        self.looked_up: dict[tuple[Hashable, str, str], dict[object, list[list[Subscriber]]]] = {}
+        matchers: dict[Hashable, tuple[Subscriber, list[Matcher]]] = {}
+        for group in shapes.values():
+            first = group[0]
+            matcher = first.matcher
+            if matcher is not None:
+                matchers.setdefault(first.checks, (first, []))[1].append(matcher)
+            if matcher is None or matcher.lookup is None:
+                self.tried.append(group)
+                continue
+            path, values = matcher.lookup
+            by_value = self.looked_up.setdefault((first.checks, matcher.entity, path), {})
+            for value in values:
+                by_value.setdefault(value, []).append(group)
+        self.paths = {checks: read_paths(first.access.metadata, found)
+                      for checks, (first, found) in matchers.items()}
+
+
+_plans: list[_Plan] = []        # the last few made
+
+
+def _plan(subscribers: list[Subscriber]) -> _Plan:
+    for plan in _plans:
+        known = plan.subscribers
+        if len(known) == len(subscribers) and all(a is b for a, b in zip(known, subscribers)):
+            return plan
+    plan = _Plan(subscribers)
+    _plans.insert(0, plan)
+    del _plans[8:]
+    return plan
+
+
 def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
             made: dict[Hashable, bytes] | None = None) -> None:
     """Hand each subscriber the events of ``events`` it may see: worked out
-    once per shape of subscriber (``Subscriber.shape``)."""
-    shapes: dict[Hashable, list[Subscriber]] = {}
-    for sub in subscribers:
-        shapes.setdefault(sub.shape, []).append(sub)
+    once per shape of subscriber (``Subscriber.shape``). A filter with a
+    ``lookup`` (matching.Matcher) is found by its rows' values, not tried:
+    a batch costs what its events do, not what the number of filters does."""
+    plan = _plan(list(subscribers))
     made = {} if made is None else made
     visible: dict[tuple[Hashable, str], set[str]] = {}
     verdicts: dict[Hashable, Verdicts] = {}
-    matchers: dict[Hashable, list[Matcher]] = {}
-    for group in shapes.values():
-        if group[0].matcher is not None:
-            matchers.setdefault(group[0].checks, []).append(group[0].matcher)
-    for group in shapes.values():
+
+    def judged(sub: Subscriber) -> Verdicts:
+        found = verdicts.get(sub.checks)
+        if found is None:
+            found = verdicts[sub.checks] = Verdicts(sub.access, events, plan.paths[sub.checks])
+        return found
+    candidates: dict[int, list[Subscriber]] = {}
+    for (_, name, path), by_value in plan.looked_up.items():
+        judge = judged(next(iter(by_value.values()))[0][0])
+        for event in events:
+            if event["entity"] == name:
+                for value in judge.values(event, path):
+                    try:
+                        for group in by_value.get(value, ()):
+                            candidates[id(group)] = group
+                    except TypeError:   # a value that cannot be hashed matches no ``=``
+                        continue
+    for group in [*plan.tried, *candidates.values()]:
         sub = group[0]
         out = []
         for event in events:
@@ -196,11 +270,7 @@ def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
                     continue
             match = None
             if sub.matcher is not None:
-                judged = verdicts.get(sub.checks)
-                if judged is None:
-                    judged = verdicts[sub.checks] = Verdicts(sub.access, events,
-                                                             matchers[sub.checks])
-                match = judged.verdict(sub.matcher, event)
+                match = judged(sub).verdict(sub.matcher, event)
                 if match is None:
                     continue
             out.append(sub.message(event, match, made))

@@ -24,6 +24,10 @@ an embedded value's attribute and a path through a reference:
   sequencer's id for the event, ``outbox.assign``, given before it, as the
   API's write or another pass does it once for every reader).
 
+- streams: the same filters as open feed streams of one process
+  (events/hub.py ``fan_out``), over the same events in one batch and one
+  event at a time.
+
 Target: under 1 ms of CPU per event for 1,000 filters, in all of restsvc's
 processes together (the figures are this process's ``process_time``; on
 SQLite the database works in the process too, on PostgreSQL its server's
@@ -126,6 +130,34 @@ def measure(app, events, start, specs, rounds, change):
             delivered, statistics.median(lone))
 
 
+def streams(app, token, events, start, specs, rounds):
+    """(ms per event for a batch, ms for one event) of the hub handing
+    ``events`` to one open feed stream per filter (hub.fan_out: the rows
+    loaded once, filters with an ``=``/``in`` found by value, the others tried)."""
+    from restsvc.data.access import access_for
+    from restsvc.events.hub import Subscriber, fan_out
+    from restsvc.events.matching import compiled
+    access = access_for(app, app.gate.principal("/rest/events", f"Bearer {token}"))
+    meta = app.metadata.entity("Customer")
+    subscribers = [Subscriber(access, [meta], compiled(meta, spec, access.permissions), start,
+                              lambda: True, 1 << 40, lambda: None) for spec in specs]
+    batch, lone = [], []
+    for round_number in range(rounds + 1):      # round 0 warms up
+        cpu = time.process_time()
+        fan_out([dict(event) for event in events], subscribers)
+        if round_number:
+            batch.append((time.process_time() - cpu) / len(events) * 1e3)
+        for sub in subscribers:
+            sub.take()
+    for event in events[:rounds * 4]:
+        cpu = time.process_time()
+        fan_out([dict(event)], subscribers)
+        lone.append((time.process_time() - cpu) * 1e3)
+        for sub in subscribers:
+            sub.take()
+    return statistics.median(batch), statistics.median(lone)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=500)
@@ -169,6 +201,9 @@ def main():
                   f"hand-out {hand_out:.3f} ms; {passed / len(events):.1f} filters pass per "
                   f"event ({delivered} delivery rows); a pass with one new event "
                   f"{lone:.2f} ms")
+            batch, one = streams(app, token, events, start, specs, args.rounds)
+            print(f"{name}, as {args.filters} open feed streams (the hub's fan-out): "
+                  f"{batch:.3f} ms per event in a batch, {one:.2f} ms for one event")
 
 
 if __name__ == "__main__":
