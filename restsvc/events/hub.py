@@ -1,7 +1,8 @@
 """One read of new events per process for every open stream, fanned out in memory.
 
-A ``Hub`` reads the outbox once per ``svc.events.poll-interval`` for all its
-subscribers (``Subscriber``: one open stream each), whatever their number:
+A ``Hub`` reads the outbox once per ``svc.events.stream-poll-interval`` for
+all its subscribers (``Subscriber``: one open stream each), whatever their
+number (on PostgreSQL also when a commit notifies it, listen.py):
 subscribers that are at the same position (all of them, once caught up)
 share one read; one that resumes from an older ``Last-Event-ID`` reads on
 its own until it has caught up. Each event of a read goes to the
@@ -42,6 +43,7 @@ from ..data.tenancy import scoped
 from ..data.write.importer import id_or_none
 from ..jsonio import dumps
 from . import outbox
+from .listen import Listener
 from .matching import Matcher, Verdicts
 from .outbox import KINDS, Event
 from .visibility import writer_visible
@@ -234,6 +236,7 @@ class Hub:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
+        self.listener = Listener(database, self._wake.set)
 
     def __len__(self) -> int:
         return len(self._subscribers)
@@ -250,6 +253,7 @@ class Hub:
                 self._thread = threading.Thread(target=self._run, name="restsvc-event-hub",
                                                 daemon=True)
                 self._thread.start()
+                self.listener.start()
         self._wake.set()            # a new subscriber gets what is there at once
 
     def unsubscribe(self, sub: Subscriber) -> None:
