@@ -33,7 +33,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections import deque
+import weakref
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
@@ -81,16 +81,56 @@ def checks_of(access: Access, metas: Iterable[MetaClass]) -> Hashable:
     return (access.tenant, tuple(sorted(access.session.items())), rules, owners)
 
 
+class Shape:
+    """What the subscribers of one shape may see (their entities, row checks,
+    attribute levels, whether they see each kind's writer): worked out when a
+    stream opens and shared by every open stream of that shape (``shape_of``);
+    ``fan_out`` hands them the same messages."""
+    __slots__ = ("metas", "checks", "restricted", "levels", "writer", "__weakref__")
+
+    def __init__(self, metas: dict[str, MetaClass], checks: Hashable, restricted: set[str],
+                 levels: dict[str, dict[str, int]], writer: dict[tuple[str, str], bool]) -> None:
+        self.metas, self.checks, self.restricted = metas, checks, restricted
+        self.levels, self.writer = levels, writer
+
+
+_shapes: weakref.WeakValueDictionary[Hashable, Shape] = weakref.WeakValueDictionary()
+_shapes_lock = threading.Lock()
+
+
+def shape_of(access: Access, metas: Iterable[MetaClass], matcher: Matcher | None) -> Shape:
+    """The shape of a stream of ``access`` on ``metas`` with ``matcher``: the
+    one open streams of the same shape share (kept while one of them is open)."""
+    permissions = access.permissions
+    named = {meta.name: meta for meta in metas}
+    checks = checks_of(access, named.values())
+    restricted = {name for name, meta in named.items()
+                  if permissions.row_restricted(name) or scoped(access, meta)}
+    levels = {name: permissions.attribute_levels(name) for name in named}
+    writer = {(name, kind): writer_visible(permissions, meta, kind)
+              for name, meta in named.items() for kind in KINDS}
+    key = (tuple(sorted(named)), checks if restricted or matcher else None,
+           None if matcher is None else id(matcher),
+           tuple((name, tuple(sorted(levels[name].items()))) for name in sorted(named)),
+           tuple(sorted(writer.items())))
+    with _shapes_lock:
+        found = _shapes.get(key)
+        if found is None:
+            found = _shapes[key] = Shape(named, checks, restricted, levels, writer)
+        return found
+
+
 class Subscriber:
-    """One open stream, as the hub sees it: what it may see (worked out once
-    here) and the messages waiting for its host to write them."""
+    """One open stream, as the hub sees it: its shape (what it may see, worked
+    out once) and the messages waiting for its host to write them."""
+    __slots__ = ("access", "matcher", "after", "recheck", "credential", "capacity", "wake",
+                 "shape", "metas", "checks", "restricted", "levels", "writer", "checked",
+                 "_pending", "_size", "_last", "_lock")
 
     def __init__(self, access: Access, metas: Iterable[MetaClass], matcher: Matcher | None,
                  after: int, recheck: Callable[[], bool], capacity: int,
                  wake: Callable[[], None], credential: Hashable = None) -> None:
-        permissions = access.permissions
         self.access = access
-        self.metas = {meta.name: meta for meta in metas}
         self.matcher = matcher
         self.after = after
         self.recheck = recheck
@@ -98,20 +138,12 @@ class Subscriber:
         self.credential = credential if credential is not None else id(self)
         self.capacity = capacity
         self.wake = wake            # called by the hub when there is something to write
-        self.checks = checks_of(access, self.metas.values())
-        self.restricted = {name for name, meta in self.metas.items()
-                           if permissions.row_restricted(name) or scoped(access, meta)}
-        self.levels = {name: permissions.attribute_levels(name) for name in self.metas}
-        self.writer = {(name, kind): writer_visible(permissions, meta, kind)
-                       for name, meta in self.metas.items() for kind in KINDS}
         # Subscribers of the same shape are handed the same messages: worked out once.
-        self.shape = (tuple(sorted(self.metas)), self.checks if self.restricted or matcher
-                      else None, None if matcher is None else id(matcher),
-                      tuple((name, tuple(sorted(self.levels[name].items())))
-                            for name in sorted(self.metas)),
-                      tuple(sorted(self.writer.items())))
+        self.shape = shape = shape_of(access, metas, matcher)
+        self.metas, self.checks, self.restricted = shape.metas, shape.checks, shape.restricted
+        self.levels, self.writer = shape.levels, shape.writer
         self.checked = time.monotonic()
-        self._pending: deque[bytes] = deque()
+        self._pending: list[bytes] = []
         self._size = 0
         self._last: bytes | None = None     # the stream's last message, once it ends
         self._lock = threading.Lock()
@@ -120,7 +152,7 @@ class Subscriber:
         """(the messages waiting, the last message when the stream ends: b"" for none)."""
         with self._lock:
             chunk = b"".join(self._pending)
-            self._pending.clear()
+            self._pending = []
             self._size = 0
             return chunk, self._last
 
@@ -236,6 +268,7 @@ class Hub:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
+        self._scanned = 0.0         # when the tokens were last rechecked
         self.listener = Listener(database, self._wake.set)
 
     def __len__(self) -> int:
@@ -292,21 +325,23 @@ class Hub:
                 sub.end()
             return False
         now = time.monotonic()
-        self.phase.name = "tokens"
-        holds: dict[Hashable, bool] = {}
-        for sub in subscribers:
-            if now - sub.checked >= RECHECK and not sub.ended:
-                sub.checked = now
-                held = holds.get(sub.credential)
-                if held is None:
-                    held = holds[sub.credential] = sub.recheck()
-                if not held:
-                    sub.end(END)
+        if now - self._scanned >= RECHECK / 2:     # not at every pass: a scan of every stream
+            self._scanned = now
+            self.phase.name = "tokens"
+            holds: dict[Hashable, bool] = {}
+            for sub in subscribers:
+                if now - sub.checked >= RECHECK and sub._last is None:
+                    sub.checked = now
+                    held = holds.get(sub.credential)
+                    if held is None:
+                        held = holds[sub.credential] = sub.recheck()
+                    if not held:
+                        sub.end(END)
         self.phase.name = "events"
-        live = [sub for sub in subscribers if not sub.ended]
         by_position: dict[int, list[Subscriber]] = {}
-        for sub in live:
-            by_position.setdefault(sub.after, []).append(sub)
+        for sub in subscribers:
+            if sub._last is None:
+                by_position.setdefault(sub.after, []).append(sub)
         if not by_position:
             return False
         outbox.assign(self.database)
