@@ -44,3 +44,25 @@ def test_a_subscriber_that_moves_to_another_instance_loses_nothing_and_gets_noth
         if second is not None:
             stop(second)
         stop(first)
+
+
+def test_a_commit_on_one_instance_wakes_the_readers_of_the_others(tmp_path, database_url):
+    """PostgreSQL: with an interval of an hour, B's stream still gets a write
+    made through A at once: A's commit notifies B's reader (LISTEN/NOTIFY)."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("LISTEN/NOTIFY: PostgreSQL (SQLite's reader polls)")
+    hour = {"svc.events.stream-poll-interval": "1h"}
+    first = _serving(tmp_path / "a", database_url, hour)
+    second = None
+    try:
+        second = _serving(tmp_path / "b", database_url, hour)
+        _until(lambda: _stream_pids(second), what="the stream process")
+        stream = _open(second)
+        _put(first, "Customer", CUSTOMER, {"name": "Through A"})
+        [event] = stream.events(1)
+        assert event["entityId"] == CUSTOMER and event["kind"] == "UPDATE"
+        stream.close()
+    finally:
+        if second is not None:
+            stop(second)
+        stop(first)
