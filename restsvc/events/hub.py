@@ -304,6 +304,7 @@ class Hub:
             with self._lock:
                 if not self._subscribers:
                     self._thread = None
+                    self.listener.stop()
                     return
                 subscribers = list(self._subscribers)
             more = False
