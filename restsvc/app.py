@@ -131,7 +131,7 @@ class RestApp:
         self.files = file_storages(settings)
         self.event_streams = StreamSlots(settings.events_max_streams, settings.events_caller_share)
         self.event_tickets = Tickets(settings.secret_key, settings.events_ticket_lifetime)
-        self.event_hub = Hub(self.database, settings.events_poll_interval, closing)
+        self.event_hub = Hub(self.database, settings.events_stream_poll_interval, closing)
         self.readiness = Readiness(self.database, self.files, settings.health_timeout)
         self.url_map = Map([rule.empty() for rule in all_rules(self.application, settings)],
                            strict_slashes=False, merge_slashes=False)

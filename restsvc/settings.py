@@ -61,6 +61,7 @@ _KEYS: Keys = {
     "svc.events.stream-buffer": ("events_stream_buffer", parse.size, 1 << 20),
     "svc.events.keepalive": ("events_keepalive", parse.duration, 20),
     "svc.events.poll-interval": ("events_poll_interval", parse.milliseconds, 0.5),
+    "svc.events.stream-poll-interval": ("events_stream_poll_interval", parse.milliseconds, 0.1),
     "svc.events.ticket-lifetime": ("events_ticket_lifetime", parse.duration, 60),
     # Webhooks (restsvc/events/webhooks.py, delivery.py).
     "svc.webhooks.retry-initial-delay": (
@@ -207,6 +208,7 @@ class Settings:
     events_stream_buffer: int = 1 << 20
     events_keepalive: int = 20
     events_poll_interval: float = 0.5
+    events_stream_poll_interval: float = 0.1
     events_ticket_lifetime: int = 60
     webhooks_retry_initial_delay: float = 10.0
     webhooks_retry_period: int = 86400
@@ -320,7 +322,8 @@ def build_settings(values: Mapping[str, object] | None, base_dir: str | Path = "
     if parsed["default_file_storage"] not in names:
         raise SettingsError(f"svc.file-storage.default: {parsed['default_file_storage']!r} is "
                             f"not a configured storage ({', '.join(names)})")
-    for key in ("svc.events.poll-interval", "svc.webhooks.retry-initial-delay"):
+    for key in ("svc.events.poll-interval", "svc.events.stream-poll-interval",
+                "svc.webhooks.retry-initial-delay"):
         if parsed[_KEYS[key][0]] <= 0:
             raise SettingsError(f"{key}: must be more than 0")
     if parsed["health_live_path"] == parsed["health_ready_path"]:

@@ -50,8 +50,12 @@ def streams_command(args: argparse.Namespace, master: int) -> int:
     app = app_of(args)
     settings = app.settings
     slots = StreamSlots(settings.events_max_streams_instance, settings.events_caller_share)
+    # The restsvc_event_streams gauge counts the streams held here too: the
+    # worker's count of a stream it handed over ends with its answer.
+    gauge = None if app.instruments is None else app.instruments.event_streams
     server = streamproc.StreamServer(app.event_hub, lambda message: reopened(app, message),
-                                     slots, settings.events_keepalive)
+                                     slots, settings.events_keepalive,
+                                     (lambda change: None) if gauge is None else gauge.inc_by)
     if address is None:
         return 1
     _count_statements(app.event_hub, app.database)

@@ -168,6 +168,43 @@ def test_two_sequencers_never_give_one_id_twice(app, database_url):
         other.close()
 
 
+def test_each_write_with_events_notifies_the_readers_at_its_commit(app, client, auth,
+                                                                   database_url):
+    """PostgreSQL: ``NOTIFY restsvc_events`` in the write's transaction wakes
+    the streams' readers of every instance (events/listen.py); a write of an
+    entity without events sends none."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("LISTEN/NOTIFY: PostgreSQL (SQLite's reader polls)")
+    import select
+    listener = _connect(database_url)
+    listener.autocommit = True
+    try:
+        listener.cursor().execute("LISTEN restsvc_events")
+
+        def notified():
+            select.select([listener], [], [], 2)
+            listener.poll()
+            found = [note.channel for note in listener.notifies]
+            listener.notifies.clear()
+            return found
+        order_id = _created_order(client, auth, "N-1")              # one statement, a create
+        assert notified() == ["restsvc_events"]
+        response = client.put(f"/rest/entities/Order/{order_id}", headers=auth,
+                              json={"amount": 3})                   # one statement, an update
+        assert response.status_code == 200, response.json
+        assert client.get(f"/rest/entities/Order/{order_id}", headers=auth).json["amount"] == 3
+        assert notified() == ["restsvc_events"]
+        assert client.delete(f"/rest/entities/Order/{order_id}", headers=auth).status_code == 204
+        assert notified() == ["restsvc_events"]
+        response = client.post("/rest/entities/Product", headers=auth,
+                               json={"name": "P", "price": 1})
+        assert response.status_code == 201
+        listener.poll()
+        assert listener.notifies == []
+    finally:
+        listener.close()
+
+
 def test_the_prune_command_removes_old_events(app, client, auth, tmp_path, capsys):
     import yaml
     from restsvc.cli import main

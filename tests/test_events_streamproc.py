@@ -75,12 +75,27 @@ def _open(server, entity="Customer", last_event_id=None):
     return stream
 
 
+def _open_streams(server):
+    """restsvc_event_streams as the instance's /metrics reports it."""
+    status, body = server.request("POST", "/oauth2/token", b"grant_type=client_credentials",
+                                  {"Authorization": basic("monitor", "monitor-secret"),
+                                   "Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 200, body
+    status, body = server.request("GET", "/metrics", headers={
+        "Authorization": f"Bearer {json.loads(body)['access_token']}"})
+    assert status == 200, body
+    found = re.search(rb"^restsvc_event_streams (\S+)$", body, re.MULTILINE)
+    return None if found is None else float(found.group(1))
+
+
 def test_row_rules_decide_per_stream_and_streams_outlive_the_worker(tmp_path, database_url):
     server = _serving(tmp_path, database_url)
     try:
         _until(lambda: _stream_pids(server), what="the stream process")
         bruno = _As(server, _token(server, "bruno", "bruno-password"))
         full, own = _open(server, "Order"), _open(bruno, "Order")
+        # The instance's gauge counts the streams the stream process holds.
+        _until(lambda: _open_streams(server) == 2, what="restsvc_event_streams 2")
         [worker] = [pid for pid in server.worker_pids() if pid not in _stream_pids(server)]
         os.kill(worker, signal.SIGKILL)         # the worker that handed them over is gone
         _until(lambda: len(server.worker_pids()) == 2 and worker not in server.worker_pids(),

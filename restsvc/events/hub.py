@@ -1,7 +1,8 @@
 """One read of new events per process for every open stream, fanned out in memory.
 
-A ``Hub`` reads the outbox once per ``svc.events.poll-interval`` for all its
-subscribers (``Subscriber``: one open stream each), whatever their number:
+A ``Hub`` reads the outbox once per ``svc.events.stream-poll-interval`` for
+all its subscribers (``Subscriber``: one open stream each), whatever their
+number (on PostgreSQL also when a commit notifies it, listen.py):
 subscribers that are at the same position (all of them, once caught up)
 share one read; one that resumes from an older ``Last-Event-ID`` reads on
 its own until it has caught up. Each event of a read goes to the
@@ -32,19 +33,18 @@ import dataclasses
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
 from .. import db
 from ..data.read.loader import visible_ids
-from ..data.tenancy import scoped
 from ..data.write.importer import id_or_none
 from ..jsonio import dumps
 from . import outbox
+from .listen import Listener
 from .matching import Matcher, Verdicts, read_paths
-from .outbox import KINDS, Event
-from .visibility import writer_visible
+from .shapes import shape_of
+from .outbox import Event
 
 if TYPE_CHECKING:
     import peewee
@@ -62,50 +62,17 @@ def reset_message(after: int, reason: str) -> bytes:
     return f"id: {after}\nevent: reset\ndata: {dumps({'reason': reason})}\n\n".encode()
 
 
-def checks_of(access: Access, metas: Iterable[MetaClass]) -> Hashable:
-    """What decides which rows the caller reads: subscribers with equal checks
-    share the row loads of a batch (None: nothing narrows the caller's rows)."""
-    permissions = access.permissions
-    metas = list(metas)
-    # Every entity's rules: a filter's paths may join rows of entities not followed.
-    restricted = sorted(name for name in access.metadata.entities
-                        if permissions.row_restricted(name))
-    owners = any(hasattr(meta.model, "row_rule") for meta in metas)
-    if not restricted and not owners and access.tenant is None:
-        return None
-    rules = dumps({name: [list(permissions.row_filters(name)),
-                          [str(owner) for owner in permissions.row_owners(name)]]
-                   for name in restricted})
-    return (access.tenant, tuple(sorted(access.session.items())), rules, owners)
-
-
-class Key:
-    """A subscriber's shape or checks as a dict key: hashed once (a pass
-    groups every subscriber by them; a tuple would be hashed again each time)."""
-    __slots__ = ("value", "_hash")
-
-    def __init__(self, value: Hashable) -> None:
-        self.value = value
-        self._hash = hash(value)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return self is other or (isinstance(other, Key) and self._hash == other._hash
-                                 and self.value == other.value)
-
-
 class Subscriber:
-    """One open stream, as the hub sees it: what it may see (worked out once
-    here) and the messages waiting for its host to write them."""
+    """One open stream, as the hub sees it: its shape (what it may see, worked
+    out once) and the messages waiting for its host to write them."""
+    __slots__ = ("access", "matcher", "after", "recheck", "credential", "capacity", "wake",
+                 "shape", "metas", "checks", "restricted", "levels", "writer", "checked",
+                 "_pending", "_size", "_last", "_lock")
 
     def __init__(self, access: Access, metas: Iterable[MetaClass], matcher: Matcher | None,
                  after: int, recheck: Callable[[], bool], capacity: int,
                  wake: Callable[[], None], credential: Hashable = None) -> None:
-        permissions = access.permissions
         self.access = access
-        self.metas = {meta.name: meta for meta in metas}
         self.matcher = matcher
         self.after = after
         self.recheck = recheck
@@ -113,20 +80,12 @@ class Subscriber:
         self.credential = credential if credential is not None else id(self)
         self.capacity = capacity
         self.wake = wake            # called by the hub when there is something to write
-        self.checks = Key(checks_of(access, self.metas.values()))
-        self.restricted = {name for name, meta in self.metas.items()
-                           if permissions.row_restricted(name) or scoped(access, meta)}
-        self.levels = {name: permissions.attribute_levels(name) for name in self.metas}
-        self.writer = {(name, kind): writer_visible(permissions, meta, kind)
-                       for name, meta in self.metas.items() for kind in KINDS}
         # Subscribers of the same shape are handed the same messages: worked out once.
-        self.shape = Key((tuple(sorted(self.metas)), self.checks if self.restricted or matcher
-                          else None, None if matcher is None else id(matcher),
-                          tuple((name, tuple(sorted(self.levels[name].items())))
-                                for name in sorted(self.metas)),
-                          tuple(sorted(self.writer.items()))))
+        self.shape = shape = shape_of(access, metas, matcher)
+        self.metas, self.checks, self.restricted = shape.metas, shape.checks, shape.restricted
+        self.levels, self.writer = shape.levels, shape.writer
         self.checked = time.monotonic()
-        self._pending: deque[bytes] = deque()
+        self._pending: list[bytes] = []
         self._size = 0
         self._last: bytes | None = None     # the stream's last message, once it ends
         self._lock = threading.Lock()
@@ -135,7 +94,7 @@ class Subscriber:
         """(the messages waiting, the last message when the stream ends: b"" for none)."""
         with self._lock:
             chunk = b"".join(self._pending)
-            self._pending.clear()
+            self._pending = []
             self._size = 0
             return chunk, self._last
 
@@ -304,6 +263,8 @@ class Hub:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
+        self._scanned = 0.0         # when the tokens were last rechecked
+        self.listener = Listener(database, self._wake.set)
 
     def __len__(self) -> int:
         return len(self._subscribers)
@@ -320,6 +281,7 @@ class Hub:
                 self._thread = threading.Thread(target=self._run, name="restsvc-event-hub",
                                                 daemon=True)
                 self._thread.start()
+                self.listener.start()
         self._wake.set()            # a new subscriber gets what is there at once
 
     def unsubscribe(self, sub: Subscriber) -> None:
@@ -337,6 +299,7 @@ class Hub:
             with self._lock:
                 if not self._subscribers:
                     self._thread = None
+                    self.listener.stop()
                     return
                 subscribers = list(self._subscribers)
             more = False
@@ -358,21 +321,23 @@ class Hub:
                 sub.end()
             return False
         now = time.monotonic()
-        self.phase.name = "tokens"
-        holds: dict[Hashable, bool] = {}
-        for sub in subscribers:
-            if now - sub.checked >= RECHECK and not sub.ended:
-                sub.checked = now
-                held = holds.get(sub.credential)
-                if held is None:
-                    held = holds[sub.credential] = sub.recheck()
-                if not held:
-                    sub.end(END)
+        if now - self._scanned >= RECHECK / 2:     # not at every pass: a scan of every stream
+            self._scanned = now
+            self.phase.name = "tokens"
+            holds: dict[Hashable, bool] = {}
+            for sub in subscribers:
+                if now - sub.checked >= RECHECK and sub._last is None:
+                    sub.checked = now
+                    held = holds.get(sub.credential)
+                    if held is None:
+                        held = holds[sub.credential] = sub.recheck()
+                    if not held:
+                        sub.end(END)
         self.phase.name = "events"
-        live = [sub for sub in subscribers if not sub.ended]
         by_position: dict[int, list[Subscriber]] = {}
-        for sub in live:
-            by_position.setdefault(sub.after, []).append(sub)
+        for sub in subscribers:
+            if sub._last is None:
+                by_position.setdefault(sub.after, []).append(sub)
         if not by_position:
             return False
         outbox.assign(self.database)

@@ -15,7 +15,10 @@ joins, so a referenced row the reader may not see is a missing one, as in a
 search), and each event's row before and after the change is worked out:
 
 - after: the row as it is read now, with the changes of the later events of
-  the same batch undone (their ``previous`` values, data/write/outbox.py);
+  the same batch undone (their ``previous`` values, data/write/outbox.py),
+  and first those of events committed after the batch was read (a write
+  between the read of the batch and the read of its rows: ``outbox.later``;
+  undoing a change the row does not show yet changes nothing);
 - before: the row after, with the event's ``previous`` values (an update's
   written attributes, a delete's every attribute); a path through a
   reference the change re-pointed reads the referenced row it had (loaded
@@ -38,7 +41,7 @@ from ..data.read.query import EntityQuery
 from ..data.write.importer import id_or_none
 from ..errors import BadRequest, Forbidden
 from ..security.roles import SYSTEM_FULL_ACCESS, Permissions
-from .outbox import Event, previous
+from .outbox import Event, later, previous
 
 if TYPE_CHECKING:
     import peewee
@@ -252,22 +255,37 @@ class Verdicts:
     def _judge(self, entity: EntityPaths, events: list[Event], earlier: dict[int, dict[str, Any]]
                ) -> None:
         meta, paths = entity.meta, entity.paths
-        now = load(self.access, meta, [event["entityId"] for event in events], paths)
+        keys = list(dict.fromkeys(event["entityId"] for event in events))
+        now = load(self.access, meta, keys, paths)
+        newer = later(meta.name, keys, events[-1]["id"])
         referred = _referred(paths, [earlier[event["id"]] for event in events
-                                              if event["id"] in earlier])
+                                     if event["id"] in earlier] + [item[2] for item in newer])
         targets = {ref: load(self.access, path[-1].related, ids, subpaths, visible_only=True)
                    for ref, (path, ids, subpaths) in referred.items()}
         state: dict[str, Row | None] = {}
-        for event in reversed(events):      # newest first: undo each change in turn
+        # Newest first: undo each change in turn, those after the batch before its own.
+        for key, kind, values in newer:
+            self._undo(meta, paths, state, now, key, kind, values, targets)
+        for event in reversed(events):
             key = event["entityId"]
             after = state[key] if key in state else now.get(key)
-            values = earlier.get(event["id"])
-            before = None if values is None or event["kind"] == "CREATE" else _before(
-                meta, paths, after if event["kind"] == "UPDATE" else None, values, targets)
+            before = self._undo(meta, paths, state, now, key, event["kind"],
+                                earlier.get(event["id"]), targets)
             deleting = event["kind"] == "DELETE"
             self._rows[event["id"]] = (deleting, None if deleting else after, before)
-            if event["kind"] != "UPDATE" or before is not None:
-                state[key] = before
+
+    @staticmethod
+    def _undo(meta: MetaClass, paths: Mapping[str, Path], state: dict[str, Row | None],
+              now: dict[str, Row], key: str, kind: str, values: dict[str, Any] | None,
+              targets: dict[str, dict[str, Row]]) -> Row | None:
+        """The row ``key`` before a change of ``kind`` (``values``: its
+        ``previous``), kept in ``state`` as the row the next older change made."""
+        after = state[key] if key in state else now.get(key)
+        before = None if values is None or kind == "CREATE" else _before(
+            meta, paths, after if kind == "UPDATE" else None, values, targets)
+        if kind != "UPDATE" or before is not None:
+            state[key] = before
+        return before
 
 
 def _references(paths: Mapping[str, Path]) -> dict[str, tuple[Path, dict[str, Path]]]:

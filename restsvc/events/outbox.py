@@ -43,7 +43,7 @@ from ..jsonio import loads
 from ..model.datatypes import format_utc_instant
 
 __all__ = ["KINDS", "NOT_LISTED", "TABLE", "ChangeEvent", "Event", "as_event", "assign",
-           "bounds", "position", "previous", "prune", "read", "read_ids"]
+           "bounds", "later", "position", "previous", "prune", "read", "read_ids"]
 _SEQUENCER_LOCK = 7301985       # advisory-lock key (db.py's set-up lock is 7301984)
 
 
@@ -117,6 +117,19 @@ def previous(database: peewee.Database, ids: Iterable[int]) -> dict[int, dict[st
         ChangeEvent.id.in_(ids) & ChangeEvent.previous.is_null(False)).tuples()
     found = ((key, loads(text)) for key, text in cast(Iterable[tuple[int, str]], rows))
     return {key: values for key, values in found if isinstance(values, dict)}
+
+
+def later(entity: str, keys: Iterable[str], after: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """(entityId, kind, the values before) of the committed events of rows
+    ``keys`` of ``entity`` after id ``after`` (ids not assigned yet
+    included), newest first: changes a row read now may already show."""
+    rows = ChangeEvent.select(ChangeEvent.entityId, ChangeEvent.kind, ChangeEvent.previous).where(
+        (ChangeEvent.entity == entity) & ChangeEvent.entityId.in_(list(keys))
+        & ((ChangeEvent.id > after) | ChangeEvent.id.is_null())).order_by(
+        ChangeEvent.seq.desc()).tuples()
+    found = ((key, kind, loads(text) if text else {})
+             for key, kind, text in cast(Iterable[tuple[str, str, str | None]], rows))
+    return [(key, kind, values) for key, kind, values in found if isinstance(values, dict)]
 
 
 def read_ids(ids: Iterable[int]) -> dict[int, Event]:

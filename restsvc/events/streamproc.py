@@ -105,6 +105,7 @@ class _Connection(asyncio.Protocol):
         transport.write(self.opening)
         self.sub.wake = lambda: self.server.ready(self)
         self.server.connections.add(self)
+        self.server.count(1)
         self.server.hub.subscribe(self.sub)
 
     def pump(self) -> None:
@@ -155,15 +156,19 @@ class _Connection(asyncio.Protocol):
         if not self.closed:
             self.closed = True
             self.server.hub.unsubscribe(self.sub)
-            self.server.connections.discard(self)
+            if self in self.server.connections:
+                self.server.connections.discard(self)
+                self.server.count(-1)
             self.server.slots.give(self.caller)
 
 
 class StreamServer:
     """The loop, the handover socket it listens on, the streams it holds."""
 
-    def __init__(self, hub: Hub, build: Build, slots: StreamSlots, keepalive: float) -> None:
+    def __init__(self, hub: Hub, build: Build, slots: StreamSlots, keepalive: float,
+                 count: Callable[[int], None] = lambda change: None) -> None:
         self.hub, self.build, self.slots, self.keepalive_every = hub, build, slots, keepalive
+        self.count = count      # the streams it holds went up or down by one (a gauge)
         self.loop = asyncio.new_event_loop()
         self.connections: set[_Connection] = set()
         self.stopping = False

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import peewee
 
-from ...db import database_proxy, execute
+from ...db import database_proxy, execute, is_sqlite
 from ...jsonio import dumps
 from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
@@ -53,6 +53,10 @@ Batch = list[Statement]     # a lone write's statements, sent as one (writer.py)
 # None, its ``previous`` values as JSON text or None).
 Written = tuple[Any, "int | None", "str | None"]
 CHUNK = 500                 # ids per IN list of ``written``
+# PostgreSQL: the channel a write that leaves events notifies in its transaction
+# (delivered at commit: it wakes the change feed's readers, events/listen.py).
+CHANNEL = "restsvc_events"
+NOTIFY: Statement = (f"NOTIFY {CHANNEL}", [])
 
 
 class ChangeEvent(peewee.Model):
@@ -179,19 +183,22 @@ def event_rows(access: Access, meta: MetaClass, rows: Sequence[Written], kind: s
 def insert(access: Access, params: Sequence[list[object]], batch: Batch | None = None) -> None:
     """Insert events by their ``event_rows``: as few multi-row statements as
     ``sqlwrite.many_rows`` allows. A lone row's statement is added to
-    ``batch`` when given (the writer sends those together)."""
+    ``batch`` when given (the writer sends those together). On PostgreSQL,
+    with ``NOTIFY`` (``CHANNEL``): in the write's transaction, so sent at commit."""
     sql: str | None = access.sql_cache.get("event-values")
     if sql is None:
         sql = access.sql_cache["event-values"] = ChangeEvent.insert(
             entity="", entityId="", kind="", changed="", version=0, username="",
             time=utc_now(), previous="").sql()[0]
-    if len(params) == 1:
-        if batch is None:
-            execute(access.database, sql, params[0])
-        else:
-            batch.append((sql, params[0]))
+    notify = not is_sqlite(access.database)
+    if batch is not None and len(params) == 1:
+        batch.append((sql, params[0]))
+        if notify:
+            batch.append(NOTIFY)
         return
     insert_rows(access, sql, params)
+    if notify:
+        execute(access.database, NOTIFY[0])
 
 
 @functools.lru_cache(maxsize=256)

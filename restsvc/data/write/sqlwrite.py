@@ -105,9 +105,13 @@ def one_statement(access: Access, batch: Sequence[Statement], creating: bool) ->
     """(SQL, parameters) sending a lone write's ``batch`` of (SQL, parameters)
     as one: a create's statements one after the other (one Query message runs
     as one transaction), an update's INSERTs as parts of a data-modifying WITH
-    that only insert when the UPDATE changed the row."""
+    that only insert when the UPDATE changed the row. Statements without
+    parameters that are no INSERT (the outbox's ``NOTIFY``) go first, as
+    statements of their own: the last one's row count is the write's."""
+    first = [text for text, values in batch if not values and not text.startswith("INSERT")]
+    batch = [statement for statement in batch if statement[1] or statement[0] not in first]
     if creating:
-        sql = "; ".join(text for text, _ in batch)
+        sql = "; ".join(first + [text for text, _ in batch])
     else:
         (update, _), inserts = batch[0], [text for text, _ in batch[1:]]
         sql = update
@@ -116,6 +120,7 @@ def one_statement(access: Access, batch: Sequence[Statement], creating: bool) ->
             for number, text in enumerate(inserts[:-1]):
                 sql += f', "written{number}" AS ({after_update(access, text)})'
             sql += " " + after_update(access, inserts[-1])
+        sql = "; ".join(first + [sql])
     return sql, [value for _, values in batch for value in values]
 
 
