@@ -118,13 +118,16 @@ def when_ready(arbiter: "Arbiter") -> None:
 def supervise(arbiter: "Arbiter", supervisor: "DeliverySupervisor") -> None:
     """Run ``supervisor``'s delivery worker beside the master: started now,
     looked after at every turn of the master's loop (gunicorn calls
-    ``manage_workers`` at least once a second and after a child exits)."""
+    ``manage_workers`` at least once a second and after a child exits);
+    not started again once the instance drains (a stop signalled to every
+    process at once, as a service manager does, would end each new one)."""
     supervisor.log = arbiter.log
     manage = arbiter.manage_workers
 
     def manage_workers() -> None:
         manage()
-        supervisor.check(arbiter.LISTENERS)
+        if not is_shutting_down():
+            supervisor.check(arbiter.LISTENERS)
     arbiter.manage_workers = manage_workers
     supervisor.check(arbiter.LISTENERS)
 
