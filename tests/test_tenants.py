@@ -109,10 +109,21 @@ def test_a_reference_to_another_tenants_row_is_refused_as_a_missing_one(world):
 
 def test_tenant_id_is_read_only_for_a_tenants_caller(world):
     _, client, auth, ids = world
+    refused = {}
+    for tenant in ("south", "west"):    # another tenant, and none: refused alike
+        refused[tenant] = client.post(ACCOUNTS, headers=auth["nora"], json={
+            "name": "Sneaky", "email": "x@example.com", "tenantId": tenant})
+        assert refused[tenant].status_code == 400, refused[tenant].get_data(as_text=True)
+    assert refused["south"].json == refused["west"].json
+    assert "read-only" in refused["south"].json["details"]
+    changed = client.put(f"{ACCOUNTS}/{ids['North One']}", headers=auth["nora"],
+                         json={"tenantId": "south"})
+    assert changed.status_code == 400 and changed.json["error"] == "Entity update failed"
     created = client.post(ACCOUNTS, headers=auth["nora"], json={
-        "name": "Sneaky", "email": "x@example.com", "tenantId": "south"})
+        "name": "Own", "email": "x@example.com", "tenantId": "north"})     # its own: taken
     assert created.status_code == 201 and created.json.get("tenantId", "north") == "north"
     assert "Sneaky" not in names(client.get(ACCOUNTS, headers=auth["sam"]))
+    assert "Sneaky" not in names(client.get(ACCOUNTS, headers=auth["nora"]))
     moved = client.put(f"{ACCOUNTS}/{ids['North One']}", headers=auth["root"],
                        json={"tenantId": "south"})
     assert moved.status_code == 200
@@ -226,8 +237,10 @@ def test_a_tenant_administrator_manages_only_its_tenants_users(world):
     assert seen.status_code == 200
     assert sorted(user["username"] for user in seen.json) == [
         "alice", "nadia", "nora", "north-admin"]     # the test's and the demo's of north
+    assert client.post("/rest/entities/User", headers=auth["nadia"], json={
+        "username": "newbie", "tenantId": "south"}).status_code == 400
     created = client.post("/rest/entities/User", headers=auth["nadia"], json={
-        "username": "newbie", "tenantId": "south"})
+        "username": "newbie"})
     assert created.status_code == 201
     users = client.get("/rest/entities/User", headers=auth["root"]).json
     assert next(u for u in users if u["username"] == "newbie")["tenantId"] == "north"

@@ -187,8 +187,11 @@ def test_a_tenant_administrator_manages_its_own_tenants_users_only(demo):
                                json={"firstName": "x"}),
                     client.put(f"/rest/entities/User/{MISSING}", headers=auth[admin],
                                json={"firstName": "x"}), stranger_id)
+        elsewhere = client.post("/rest/entities/User", headers=auth[admin],
+                                json={"username": f"new-{admin}", "tenantId": "elsewhere"})
+        assert elsewhere.status_code == 400, elsewhere.get_data(as_text=True)
         created = client.post("/rest/entities/User", headers=auth[admin],
-                              json={"username": f"new-{admin}", "tenantId": "elsewhere"})
+                              json={"username": f"new-{admin}"})
         assert created.status_code == 201, created.get_data(as_text=True)
     everyone = {u["username"]: u.get("tenantId")
                 for u in client.get("/rest/entities/User", headers=auth["admin"]).json}

@@ -43,10 +43,18 @@ def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating:
     read-only attribute's is); a global caller names it on a create (a
     tenant of the Tenant table; a new Tenant's own key), else it is the
     tenant of the first tenant's row the body refers to, else the default
-    (``svc.tenants.default``); it cannot move a row to another tenant."""
-    if not meta.tenant or not creating:
+    (``svc.tenants.default``); it cannot move a row to another tenant.
+    A tenant's caller whose body names another tenant is refused (400, the
+    same for a tenant that exists and one that does not)."""
+    if not meta.tenant:
         return
     given = body.get(TENANT_ATTRIBUTE)
+    if access.tenant is not None and given is not None and given != access.tenant:
+        raise BadRequest("Entity creation failed" if creating else "Entity update failed",
+                         f"{TENANT_ATTRIBUTE} is read-only: the caller's rows belong to its "
+                         f"tenant {access.tenant!r}")
+    if not creating:
+        return
     if given is None and access.tenant is None and meta.model is not Tenant:
         given = _referred_tenant(meta, body) or access.default_tenant
     if access.tenant is not None:
