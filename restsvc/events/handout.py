@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ..data.access import Access
 from ..db import execute, is_sqlite, write_transaction
 from ..jsonio import loads
 from . import outbox
-from .matching import Matcher, Verdicts, compiled, full_permissions, read_paths
+from .matching import ByValue, Matcher, Verdicts, compiled, full_permissions, read_paths
 from .webhooks import WebhookDelivery, WebhookSubscription
 
 if TYPE_CHECKING:
@@ -109,19 +109,14 @@ class _Known:
         self.paths = read_paths(metadata, [sub.matcher for sub in subs if sub.matcher])
         self.plain: dict[str, list[_Subscription]] = {}
         self.judged: dict[str, list[_Subscription]] = {}
-        self.indexed: dict[str, dict[str, dict[Any, list[_Subscription]]]] = {}
+        self.looked_up: ByValue[_Subscription] = ByValue()
         for sub in subs:
             matcher = sub.matcher
             if matcher is None:
                 for name in sub.entities:
                     self.plain.setdefault(name, []).append(sub)
-            elif matcher.lookup is None:
+            elif not self.looked_up.add(matcher, sub):
                 self.judged.setdefault(matcher.entity, []).append(sub)
-            else:
-                key, values = matcher.lookup
-                by_value = self.indexed.setdefault(matcher.entity, {}).setdefault(key, {})
-                for value in values:
-                    by_value.setdefault(value, []).append(sub)
 
     def wanting(self, start: int, window: list[outbox.Event], verdicts: Verdicts | None,
                 now: float) -> dict[str, list[_Delivery]]:
@@ -147,17 +142,9 @@ class _Known:
         """The filtered subscriptions that may let ``event`` through: those
         without an index, and those whose index holds the row's value after or
         before the change."""
-        name = event["entity"]
-        found = list(self.judged.get(name, ()))
-        for key, by_value in self.indexed.get(name, {}).items():
-            after, before = verdicts.values(event, key)
-            try:
-                found += by_value.get(after, ())
-                if before != after:
-                    found += [sub for sub in by_value.get(before, ()) if sub not in found]
-            except TypeError:       # a value that cannot be hashed matches no ``=``
-                continue
-        return found
+        found = dict.fromkeys(self.judged.get(event["entity"], ()))
+        found.update(dict.fromkeys(self.looked_up.found(event, verdicts)))
+        return list(found)
 
 
 class HandOut:

@@ -42,7 +42,7 @@ from ..data.write.importer import id_or_none
 from ..jsonio import dumps
 from . import outbox
 from .listen import Listener
-from .matching import Matcher, Verdicts, read_paths
+from .matching import ByValue, Matcher, Verdicts, read_paths
 from .shapes import shape_of
 from .outbox import Event
 
@@ -155,20 +155,17 @@ class _Plan:
         for sub in subscribers:
             shapes.setdefault(sub.shape, []).append(sub)
         self.tried: list[list[Subscriber]] = []
-        self.looked_up: dict[tuple[Hashable, str, str], dict[object, list[list[Subscriber]]]] = {}
+        # checks -> (a subscriber of them, their groups found by value)
+        self.looked_up: dict[Hashable, tuple[Subscriber, ByValue[list[Subscriber]]]] = {}
         matchers: dict[Hashable, tuple[Subscriber, list[Matcher]]] = {}
         for group in shapes.values():
             first = group[0]
             matcher = first.matcher
             if matcher is not None:
                 matchers.setdefault(first.checks, (first, []))[1].append(matcher)
-            if matcher is None or matcher.lookup is None:
+            if matcher is None or not self.looked_up.setdefault(
+                    first.checks, (first, ByValue()))[1].add(matcher, group):
                 self.tried.append(group)
-                continue
-            path, values = matcher.lookup
-            by_value = self.looked_up.setdefault((first.checks, matcher.entity, path), {})
-            for value in values:
-                by_value.setdefault(value, []).append(group)
         self.paths = {checks: read_paths(first.access.metadata, found)
                       for checks, (first, found) in matchers.items()}
 
@@ -204,16 +201,11 @@ def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
             found = verdicts[sub.checks] = Verdicts(sub.access, events, plan.paths[sub.checks])
         return found
     candidates: dict[int, list[Subscriber]] = {}
-    for (_, name, path), by_value in plan.looked_up.items():
-        judge = judged(next(iter(by_value.values()))[0][0])
-        for event in events:
-            if event["entity"] == name:
-                for value in judge.values(event, path):
-                    try:
-                        for group in by_value.get(value, ()):
-                            candidates[id(group)] = group
-                    except TypeError:   # a value that cannot be hashed matches no ``=``
-                        continue
+    for first, by_value in plan.looked_up.values():
+        if by_value.entries:
+            judge = judged(first)
+            for event in events:
+                candidates.update((id(group), group) for group in by_value.found(event, judge))
     for group in [*plan.tried, *candidates.values()]:
         sub = group[0]
         out = []

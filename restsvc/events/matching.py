@@ -33,8 +33,8 @@ after does not passes once as ``False``: the subscriber sees it with
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from ..data.read.filters import Condition, Group, Node, parse_filter
 from ..data.read.query import EntityQuery
@@ -198,6 +198,41 @@ def stored(prop: MetaProperty, value: Any) -> Any:
 class EntityPaths(NamedTuple):
     meta: MetaClass
     paths: dict[str, Path]
+
+
+T = TypeVar("T")
+
+
+class ByValue(Generic[T]):
+    """Items (subscriptions, groups of streams) found by their filter's
+    ``lookup``: by the value a row holds, not by trying every filter."""
+
+    def __init__(self) -> None:
+        # (entity, dotted path) -> value -> the items whose filter's lookup holds it
+        self.entries: dict[tuple[str, str], dict[Any, list[T]]] = {}
+
+    def add(self, matcher: Matcher, item: T) -> bool:
+        """Index ``item`` by ``matcher``'s lookup; False when it has none."""
+        if matcher.lookup is None:
+            return False
+        path, values = matcher.lookup
+        by_value = self.entries.setdefault((matcher.entity, path), {})
+        for value in values:
+            by_value.setdefault(value, []).append(item)
+        return True
+
+    def found(self, event: Event, verdicts: Verdicts) -> Iterator[T]:
+        """The items whose lookup holds the value of the event's row after or
+        before the change (an item may come twice)."""
+        for (name, path), by_value in self.entries.items():
+            if event["entity"] != name:
+                continue
+            after, before = verdicts.values(event, path)
+            for value in (after,) if before == after else (after, before):
+                try:
+                    yield from by_value.get(value, ())
+                except TypeError:   # a value that cannot be hashed matches no ``=``
+                    continue
 
 
 def read_paths(metadata: Metadata, matchers: Iterable[Matcher]) -> dict[str, EntityPaths]:
