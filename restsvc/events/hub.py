@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("restsvc.events")
 BATCH = 200
 RECHECK = 0.5       # seconds between two checks of a subscriber's token
+SETTLE = 0.05       # seconds at least between two passes woken early (PostgreSQL's
+                    # notifications, one per commit, are taken together: a read and its
+                    # checks per pass, not per commit; at most this much later)
 END = b"event: end\ndata: {\"reason\": \"token expired or revoked\"}\n\n"
 
 
@@ -295,6 +298,7 @@ class Hub:
                     return
                 subscribers = list(self._subscribers)
             more = False
+            started = time.monotonic()
             try:
                 more = self.serve(subscribers)
             except Exception:       # noqa: BLE001 -- a database outage: try again next time
@@ -302,7 +306,9 @@ class Hub:
             finally:
                 db.release(self.database)
             if not more:
-                self._wake.wait(self.interval)
+                if self._wake.wait(self.interval):
+                    time.sleep(max(0.0, started + min(SETTLE, self.interval)
+                                   - time.monotonic()))
                 self._wake.clear()
 
     def serve(self, subscribers: list[Subscriber]) -> bool:
