@@ -2,6 +2,7 @@
 in the write's transaction, with commit-ordered ids (restsvc/events/outbox.py)."""
 import datetime
 import re
+import threading
 
 import pytest
 
@@ -164,6 +165,27 @@ def test_two_sequencers_never_give_one_id_twice(app, database_url):
         assert outbox.assign(app.database) == 0
         other.commit()
         assert [e["id"] for e in _events(app, start)] == [start + 1]
+    finally:
+        other.close()
+
+
+def test_a_stream_opened_while_another_sequencer_works_starts_after_what_was_committed(
+        app, database_url):
+    """A feed that starts now never starts before an event committed before it
+    (it would send it): it waits for the sequencer at work, then assigns."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("concurrent sequencers: PostgreSQL")
+    other = _connect(database_url)
+    try:
+        start = outbox.position(app.database)
+        with app.database.atomic():
+            app.database.execute_sql(_INSERT, ("a",))
+        cursor = other.cursor()
+        cursor.execute("SELECT pg_try_advisory_xact_lock(7301985)")     # a sequencer at work
+        timer = threading.Timer(0.3, other.commit)
+        timer.start()
+        assert outbox.position(app.database) == start + 1
+        timer.join()
     finally:
         other.close()
 

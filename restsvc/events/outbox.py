@@ -70,19 +70,23 @@ _ASSIGN = (
 _PENDING = f"SELECT 1 FROM {TABLE} WHERE id IS NULL LIMIT 1"
 
 
-def assign(database: peewee.Database, limit: int = 10_000) -> int:
+def assign(database: peewee.Database, limit: int = 10_000, wait: bool = False) -> int:
     """Give committed events without an id theirs; how many got one (0 also
-    when another sequencer is at work: it assigns them)."""
+    when another sequencer is at work: it assigns them, unless ``wait``:
+    then this one waits for it to commit and assigns what is left)."""
     if execute(database, _PENDING).fetchone() is None:
         return 0
     if is_sqlite(database):
         with write_transaction(database):
             return int(execute(database, _ASSIGN.format(limit=int(limit))).rowcount)
     with database.atomic():
-        row = execute(database, "SELECT pg_try_advisory_xact_lock(%s)",
-                      (_SEQUENCER_LOCK,)).fetchone()
-        if row is None or not row[0]:
-            return 0
+        if wait:
+            execute(database, "SELECT pg_advisory_xact_lock(%s)", (_SEQUENCER_LOCK,))
+        else:
+            row = execute(database, "SELECT pg_try_advisory_xact_lock(%s)",
+                          (_SEQUENCER_LOCK,)).fetchone()
+            if row is None or not row[0]:
+                return 0
         return int(execute(database, _ASSIGN.format(limit=int(limit))).rowcount)
 
 
@@ -162,8 +166,10 @@ def bounds(database: peewee.Database) -> tuple[int | None, int | None]:
 
 
 def position(database: peewee.Database) -> int:
-    """The id a feed that starts now starts after."""
-    assign(database)
+    """The id a feed that starts now starts after: every event committed
+    before it is at or below it (should another sequencer be at work, this
+    waits for its commit rather than answer the id before its events)."""
+    assign(database, wait=True)
     newest = bounds(database)[1]
     return int(newest or 0)
 
