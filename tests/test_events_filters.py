@@ -318,16 +318,24 @@ def test_filters_found_by_value_or_range_are_those_trying_every_filter_finds(app
     start = outbox.position(app.database)
     days = ["1979-12-31", "1980-01-01", "1980-01-02", "1980-01-01", "1979-12-31", None,
             "1990-05-05", "1980-01-01"]
-    for day in days:
-        _put(client, auth, {"birthDate": day, "grade": "GOLD" if day else "SILVER"})
+    for day, name in zip(days, ["Ann", "Bob", "anna", "Bo", "Ann", "b", "", "Annie"]):
+        _put(client, auth, {"birthDate": day, "grade": "GOLD" if day else "SILVER", "name": name})
     outbox.assign(app.database)
     events = outbox.read(app.database, start, ["Customer"], 100)
     specs = [[{"property": "birthDate", "operator": op, "value": "1980-01-01"}] + extra
              for op in (">", ">=", "<", "<=")
              for extra in ([], [{"property": "grade", "operator": "<>", "value": "BRONZE"}])]
     specs.append([{"property": "grade", "operator": "in", "value": ["GOLD", "BRONZE"]}])
+    specs += [[{"property": "name", "operator": "startsWith", "value": text}]
+              for text in ("an", "ANN", "b", "bob", "")]
+    specs.append([{"group": "OR", "conditions": [
+        {"property": "name", "operator": "startsWith", "value": "bo"},
+        {"group": "AND", "conditions": [
+            {"property": "name", "operator": "contains", "value": "n"},
+            {"property": "birthDate", "operator": "<", "value": "1985-01-01"}]},
+        {"property": "grade", "operator": "=", "value": "SILVER"}]}])
     matchers = [compiled(meta, {"conditions": spec}, access.permissions) for spec in specs]
-    assert all(matcher.lookup or matcher.bound for matcher in matchers)
+    assert all(matcher.found_by for matcher in matchers)
     index: ByValue[int] = ByValue()
     for number, matcher in enumerate(matchers):
         assert index.add(matcher, number)

@@ -23,8 +23,8 @@ The subscriptions are kept in memory between passes (``_Known``), read
 again when one was added or removed (``_SIGNATURE``, each pass) and every
 ``MOVE_ON_EVERY`` seconds (one the settings changed in place); a pass's
 work grows with its events, not with the number of subscriptions: per
-entity, those without a filter, those whose filter has a ``lookup`` or a
-``bound`` (found by the row's value, byvalue.py) and the others, judged one
+entity, those without a filter, those whose filter can be found by the
+row's value (``Matcher.found_by``, byvalue.py) and the others, judged one
 by one. What a
 pass picks from memory is checked in the transaction against the locked
 row (its ``after`` and filter as they are then).
@@ -103,7 +103,7 @@ class _Subscription:
 class _Known:
     """The subscriptions, grouped for picking which want an event: per
     entity, those without a filter, those whose filter has an index
-    (matching.Matcher's lookup or bound: found by the row's value, not judged
+    (matching.Matcher.found_by: found by the row's value, not judged
     one by one, byvalue.py) and the others; and the paths the filters read. Made again when the
     subscriptions change."""
 

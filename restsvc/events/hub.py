@@ -149,7 +149,7 @@ class Subscriber:
 
 class _Plan:
     """How ``fan_out`` goes over a set of subscribers: the groups of one shape
-    tried on every event, those found by their filter's ``lookup`` (checks,
+    tried on every event, those found by their filter's ``found_by`` (checks,
     entity, path -> value -> groups), and per checks the paths the filters
     read. Made once for as long as the same subscribers come again."""
 
@@ -191,7 +191,7 @@ def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
             made: dict[Hashable, bytes] | None = None) -> None:
     """Hand each subscriber the events of ``events`` it may see: worked out
     once per shape of subscriber (``Subscriber.shape``). A filter with a
-    ``lookup`` or ``bound`` (matching.Matcher) is found by its rows' values, not tried:
+    ``found_by`` (matching.Matcher) is found by its rows' values, not tried:
     a batch costs what its events do, not what the number of filters does."""
     plan = _plan(list(subscribers))
     made = {} if made is None else made

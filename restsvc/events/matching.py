@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ..model.metadata import MetaClass, Metadata
 
 Test = Callable[[Row], bool]
+Key = tuple[str, str, Any]     # Matcher.found_by: (operator, dotted path, its values or constant)
 
 
 class Matcher(NamedTuple):
@@ -54,13 +55,11 @@ class Matcher(NamedTuple):
     entity: str
     paths: dict[str, Path]      # dotted path -> its properties
     test: Test
-    # (a dotted path, the only values it may hold in a row the filter lets
-    # through): a top-level ``=`` or ``in``, for looking subscriptions up by
-    # value (handout.py) instead of judging every one; None without one
-    lookup: tuple[str, frozenset[Any]] | None = None
-    # (a dotted path, >, >=, < or <=, a constant): without a lookup, the first
-    # comparison of the top-level AND, for finding subscriptions by a range
-    bound: tuple[str, str, Any] | None = None
+    # What a row the filter lets through satisfies one of at least (byvalue.py
+    # finds the filter by it instead of trying it): ("=", a dotted path, the
+    # values it may hold), (">", ">=", "<" or "<=", a path, a constant) or
+    # ("startsWith", a path, a lower-case text); None: tried on every row
+    found_by: tuple[Key, ...] | None = None
 
 
 def compiled(meta: MetaClass, spec: Any, permissions: Permissions,
@@ -75,36 +74,39 @@ def compiled(meta: MetaClass, spec: Any, permissions: Permissions,
         if any(prop.is_collection for prop in path):
             raise BadRequest("Cannot parse entities filter",
                              f"A change filter cannot follow a collection: {dotted}")
-    lookup = _lookup(tree)
-    return Matcher(meta.name, paths, test, lookup, None if lookup else _bound(tree))
+    return Matcher(meta.name, paths, test, _index(tree))
 
 
-def _lookup(tree: Group) -> tuple[str, frozenset[Any]] | None:
-    """The first ``=`` or ``in`` of the filter's top-level AND: a row it lets
-    through holds one of its values (SQL's: a missing value equals none)."""
-    if tree.is_or:
+def _index(node: Node) -> tuple[Key, ...] | None:
+    """Keys of which a row ``node`` lets through satisfies at least one: an
+    AND's narrowest item's (an ``=``/``in`` before a comparison before a
+    ``startsWith``), every item's of an OR (None when one has none)."""
+    if isinstance(node, Condition):
+        key = _key(node)
+        return None if key is None else (key,)
+    found = [_index(item) for item in node.items]
+    if node.is_or:
+        if not found or any(keys is None for keys in found):
+            return None
+        return tuple(key for keys in found if keys is not None for key in keys)
+    narrowest = sorted((len(keys), _KINDS.index(keys[0][0]) if len(keys) == 1 else 0, order)
+                       for order, keys in enumerate(found) if keys)
+    return found[narrowest[0][2]] if narrowest else None
+
+
+def _key(condition: Condition) -> Key | None:
+    path, op, value = condition.path, condition.operator, condition.value
+    dotted = ".".join(p.name for p in path)
+    try:
+        if op in ("=", "in") and value is not None:
+            values = value if op == "in" else [value]
+            return ("=", dotted, frozenset(stored(path[-1], item) for item in values))
+    except TypeError:       # a value that cannot be hashed: judged one by one
         return None
-    for node in tree.items:
-        if isinstance(node, Condition) and node.operator in ("=", "in"):
-            prop = node.path[-1]
-            values = node.value if node.operator == "in" else [node.value]
-            try:
-                return (".".join(p.name for p in node.path),
-                        frozenset(stored(prop, value) for value in values))
-            except TypeError:       # a value that cannot be hashed: judged one by one
-                return None
-    return None
-
-
-def _bound(tree: Group) -> tuple[str, str, Any] | None:
-    """The first ``>``, ``>=``, ``<`` or ``<=`` of the filter's top-level AND:
-    a row it lets through holds a value on that side of its constant."""
-    if tree.is_or:
-        return None
-    for node in tree.items:
-        if isinstance(node, Condition) and node.operator in _RANGES and node.value is not None:
-            return (".".join(p.name for p in node.path), node.operator,
-                    stored(node.path[-1], node.value))
+    if op in _RANGES and value is not None:
+        return (op, dotted, stored(path[-1], value))
+    if op == "startsWith" and value is not None:
+        return ("startsWith", dotted, str(value).lower())
     return None
 
 
@@ -129,6 +131,7 @@ def check_unrestricted(matcher: Matcher, permissions: Permissions) -> None:
 
 # -- compiling -------------------------------------------------------------------
 _RANGES = (">", ">=", "<", "<=")
+_KINDS = ("=", *_RANGES, "startsWith")       # the narrower first (Matcher.found_by)
 _ORDERED: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "<>": operator.ne, ">": operator.gt, ">=": operator.ge,
     "<": operator.lt, "<=": operator.le}
