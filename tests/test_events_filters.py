@@ -302,3 +302,57 @@ def test_a_running_worker_takes_new_subscriptions_and_drops_removed_ones_at_its_
         assert sent == [(gold, True), (gold, True), (silver, True), (bronze, False)]
     finally:
         receiver.close()
+
+
+def test_filters_found_by_value_or_range_are_those_trying_every_filter_finds(app, client, auth):
+    """hub.fan_out and the hand-out find a filter with an ``=``/``in`` or a
+    comparison by the row's value (byvalue.py): the same verdicts as trying
+    every filter on every event, at and around each comparison's constant."""
+    from restsvc.data.access import access_for
+    from restsvc.events import outbox
+    from restsvc.events.byvalue import ByValue
+    from restsvc.events.hub import Subscriber, fan_out
+    from restsvc.events.matching import Verdicts, compiled
+    meta = app.metadata.entity("Customer")
+    access = access_for(app, app.gate.principal("/rest/events", auth["Authorization"]))
+    start = outbox.position(app.database)
+    days = ["1979-12-31", "1980-01-01", "1980-01-02", "1980-01-01", "1979-12-31", None,
+            "1990-05-05", "1980-01-01"]
+    for day, name in zip(days, ["Ann", "Bob", "anna", "Bo", "Ann", "b", "", "Annie"]):
+        _put(client, auth, {"birthDate": day, "grade": "GOLD" if day else "SILVER", "name": name})
+    outbox.assign(app.database)
+    events = outbox.read(app.database, start, ["Customer"], 100)
+    specs = [[{"property": "birthDate", "operator": op, "value": "1980-01-01"}] + extra
+             for op in (">", ">=", "<", "<=")
+             for extra in ([], [{"property": "grade", "operator": "<>", "value": "BRONZE"}])]
+    specs.append([{"property": "grade", "operator": "in", "value": ["GOLD", "BRONZE"]}])
+    specs += [[{"property": "name", "operator": "startsWith", "value": text}]
+              for text in ("an", "ANN", "b", "bob", "")]
+    specs.append([{"group": "OR", "conditions": [
+        {"property": "name", "operator": "startsWith", "value": "bo"},
+        {"group": "AND", "conditions": [
+            {"property": "name", "operator": "contains", "value": "n"},
+            {"property": "birthDate", "operator": "<", "value": "1985-01-01"}]},
+        {"property": "grade", "operator": "=", "value": "SILVER"}]}])
+    matchers = [compiled(meta, {"conditions": spec}, access.permissions) for spec in specs]
+    assert all(matcher.found_by for matcher in matchers)
+    index: ByValue[int] = ByValue()
+    for number, matcher in enumerate(matchers):
+        assert index.add(matcher, number)
+    verdicts = Verdicts(access, events, matchers)
+    for event in events:
+        tried = {number for number, matcher in enumerate(matchers)
+                 if verdicts.verdict(matcher, event) is not None}
+        found = set(index.found(event, verdicts))
+        assert tried <= found, (event, tried, found)
+        assert {number for number in found
+                if verdicts.verdict(matchers[number], event) is not None} == tried
+    passing = [sum(verdicts.verdict(matcher, event) is not None for event in events)
+               for matcher in matchers]
+    assert all(passing) and passing[0] < passing[2] and passing[4] < passing[6], passing
+    for chosen in ([0], [2, 5], list(range(len(matchers)))):   # the hub's fan-out: the same
+        streams = [Subscriber(access, [meta], matchers[number], start, lambda: True, 1 << 40,
+                              lambda: None) for number in chosen]
+        fan_out(events, streams)
+        assert [stream.take()[0].count(b"\n\n") for stream in streams] == [
+            passing[number] for number in chosen]

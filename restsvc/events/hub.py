@@ -42,7 +42,8 @@ from ..data.write.importer import id_or_none
 from ..jsonio import dumps
 from . import outbox
 from .listen import Listener
-from .matching import ByValue, Matcher, Verdicts, read_paths
+from .byvalue import ByValue
+from .matching import Matcher, Verdicts, read_paths
 from .shapes import shape_of
 from .outbox import Event
 
@@ -130,12 +131,12 @@ class Subscriber:
     def message(self, event: Event, match: bool | None, made: dict[Hashable, bytes]) -> bytes:
         """``event`` as this subscriber may see it, serialized (once per batch
         for all subscribers that see it alike: ``made``)."""
-        name, levels = event["entity"], self.levels[event["entity"]]
-        changed = tuple(item for item in event["changed"] if levels.get(item, 0) >= 1)
-        writer = self.writer.get((name, event["kind"]), False)
-        key = (event["id"], changed, writer, match)
+        key = (event["id"], self.shape.view, match)
         found = made.get(key)
         if found is None:
+            name, levels = event["entity"], self.levels[event["entity"]]
+            changed = tuple(item for item in event["changed"] if levels.get(item, 0) >= 1)
+            writer = self.writer.get((name, event["kind"]), False)
             shown = dict(event)
             shown["changed"] = list(changed)
             if not writer:
@@ -148,7 +149,7 @@ class Subscriber:
 
 class _Plan:
     """How ``fan_out`` goes over a set of subscribers: the groups of one shape
-    tried on every event, those found by their filter's ``lookup`` (checks,
+    tried on every event, those found by their filter's ``found_by`` (checks,
     entity, path -> value -> groups), and per checks the paths the filters
     read. Made once for as long as the same subscribers come again."""
 
@@ -178,8 +179,7 @@ _plans: list[_Plan] = []        # the last few made
 
 def _plan(subscribers: list[Subscriber]) -> _Plan:
     for plan in _plans:
-        known = plan.subscribers
-        if len(known) == len(subscribers) and all(a is b for a, b in zip(known, subscribers)):
+        if plan.subscribers == subscribers:     # the same ones: a Subscriber equals only itself
             return plan
     plan = _Plan(subscribers)
     _plans.insert(0, plan)
@@ -191,7 +191,7 @@ def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
             made: dict[Hashable, bytes] | None = None) -> None:
     """Hand each subscriber the events of ``events`` it may see: worked out
     once per shape of subscriber (``Subscriber.shape``). A filter with a
-    ``lookup`` (matching.Matcher) is found by its rows' values, not tried:
+    ``found_by`` (matching.Matcher) is found by its rows' values, not tried:
     a batch costs what its events do, not what the number of filters does."""
     plan = _plan(list(subscribers))
     made = {} if made is None else made
@@ -205,12 +205,14 @@ def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
         return found
     candidates: dict[int, list[Subscriber]] = {}
     for first, by_value in plan.looked_up.values():
-        if by_value.entries:
+        if by_value:
             judge = judged(first)
             for event in events:
                 candidates.update((id(group), group) for group in by_value.found(event, judge))
     for group in [*plan.tried, *candidates.values()]:
         sub = group[0]
+        matcher = sub.matcher
+        judging = None if matcher is None else verdicts.get(sub.checks) or judged(sub)
         out = []
         for event in events:
             name = event["entity"]
@@ -223,13 +225,13 @@ def fan_out(events: list[Event], subscribers: Iterable[Subscriber],
                 if event["entityId"] not in allowed:
                     continue
             match = None
-            if sub.matcher is not None:
-                match = judged(sub).verdict(sub.matcher, event)
+            if matcher is not None and judging is not None:
+                match = judging.judge(event)(matcher)
                 if match is None:
                     continue
             out.append(sub.message(event, match, made))
         if out:
-            chunk = b"".join(out)
+            chunk = out[0] if len(out) == 1 else b"".join(out)
             for member in group:
                 member.push(chunk)
 

@@ -33,25 +33,21 @@ after does not passes once as ``False``: the subscriber sees it with
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..data.read.filters import Condition, Group, Node, parse_filter
-from ..data.read.query import EntityQuery
-from ..data.write.importer import id_or_none
 from ..errors import BadRequest, Forbidden
 from ..security.roles import SYSTEM_FULL_ACCESS, Permissions
 from .outbox import Event, later, previous
+from .rowload import Path, Row, Statements, load, referred, row_before, stored
 
 if TYPE_CHECKING:
-    import peewee
-
     from ..data.access import Access
-    from ..model.metadata import MetaClass, Metadata, MetaProperty
+    from ..model.metadata import MetaClass, Metadata
 
-Row = Mapping[str, Any]        # a row's values by dotted attribute path
 Test = Callable[[Row], bool]
-Path = tuple["MetaProperty", ...]
+Key = tuple[str, str, Any]     # Matcher.found_by: (operator, dotted path, its values or constant)
 
 
 class Matcher(NamedTuple):
@@ -59,10 +55,11 @@ class Matcher(NamedTuple):
     entity: str
     paths: dict[str, Path]      # dotted path -> its properties
     test: Test
-    # (a dotted path, the only values it may hold in a row the filter lets
-    # through): a top-level ``=`` or ``in``, for looking subscriptions up by
-    # value (handout.py) instead of judging every one; None without one
-    lookup: tuple[str, frozenset[Any]] | None = None
+    # What a row the filter lets through satisfies one of at least (byvalue.py
+    # finds the filter by it instead of trying it): ("=", a dotted path, the
+    # values it may hold), (">", ">=", "<" or "<=", a path, a constant) or
+    # ("startsWith", a path, a lower-case text); None: tried on every row
+    found_by: tuple[Key, ...] | None = None
 
 
 def compiled(meta: MetaClass, spec: Any, permissions: Permissions,
@@ -77,23 +74,39 @@ def compiled(meta: MetaClass, spec: Any, permissions: Permissions,
         if any(prop.is_collection for prop in path):
             raise BadRequest("Cannot parse entities filter",
                              f"A change filter cannot follow a collection: {dotted}")
-    return Matcher(meta.name, paths, test, _lookup(tree))
+    return Matcher(meta.name, paths, test, _index(tree))
 
 
-def _lookup(tree: Group) -> tuple[str, frozenset[Any]] | None:
-    """The first ``=`` or ``in`` of the filter's top-level AND: a row it lets
-    through holds one of its values (SQL's: a missing value equals none)."""
-    if tree.is_or:
+def _index(node: Node) -> tuple[Key, ...] | None:
+    """Keys of which a row ``node`` lets through satisfies at least one: an
+    AND's narrowest item's (an ``=``/``in`` before a comparison before a
+    ``startsWith``), every item's of an OR (None when one has none)."""
+    if isinstance(node, Condition):
+        key = _key(node)
+        return None if key is None else (key,)
+    found = [_index(item) for item in node.items]
+    if node.is_or:
+        if not found or any(keys is None for keys in found):
+            return None
+        return tuple(key for keys in found if keys is not None for key in keys)
+    narrowest = sorted((len(keys), _KINDS.index(keys[0][0]) if len(keys) == 1 else 0, order)
+                       for order, keys in enumerate(found) if keys)
+    return found[narrowest[0][2]] if narrowest else None
+
+
+def _key(condition: Condition) -> Key | None:
+    path, op, value = condition.path, condition.operator, condition.value
+    dotted = ".".join(p.name for p in path)
+    try:
+        if op in ("=", "in") and value is not None:
+            values = value if op == "in" else [value]
+            return ("=", dotted, frozenset(stored(path[-1], item) for item in values))
+    except TypeError:       # a value that cannot be hashed: judged one by one
         return None
-    for node in tree.items:
-        if isinstance(node, Condition) and node.operator in ("=", "in"):
-            prop = node.path[-1]
-            values = node.value if node.operator == "in" else [node.value]
-            try:
-                return (".".join(p.name for p in node.path),
-                        frozenset(stored(prop, value) for value in values))
-            except TypeError:       # a value that cannot be hashed: judged one by one
-                return None
+    if op in _RANGES and value is not None:
+        return (op, dotted, stored(path[-1], value))
+    if op == "startsWith" and value is not None:
+        return ("startsWith", dotted, str(value).lower())
     return None
 
 
@@ -117,6 +130,8 @@ def check_unrestricted(matcher: Matcher, permissions: Permissions) -> None:
 
 
 # -- compiling -------------------------------------------------------------------
+_RANGES = (">", ">=", "<", "<=")
+_KINDS = ("=", *_RANGES, "startsWith")       # the narrower first (Matcher.found_by)
 _ORDERED: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "<>": operator.ne, ">": operator.gt, ">=": operator.ge,
     "<": operator.lt, "<=": operator.le}
@@ -159,7 +174,7 @@ def _condition(condition: Condition, paths: dict[str, Path]) -> Test:
         wanted = value if op == "isNull" else not value
         return lambda row: (row.get(key) is None) == wanted
     if op in ("in", "notIn"):
-        values = frozenset(stored(prop, item) for item in value)
+        values = _collection([stored(prop, item) for item in value])
         inside = op == "in"
         return lambda row: (found := row.get(key)) is not None and (found in values) == inside
     if op in ("contains", "doesNotContain", "startsWith", "endsWith"):
@@ -177,6 +192,12 @@ def _condition(condition: Condition, paths: dict[str, Path]) -> Test:
     return compared
 
 
+def _collection(values: list[Any]) -> Collection[Any]:
+    """An ``in``'s values as tried: a few in a tuple (compared, not hashed:
+    an enum member's hash is Python code), more in a frozenset."""
+    return tuple(dict.fromkeys(values)) if len(values) <= 8 else frozenset(values)
+
+
 def _text(key: str, op: str, text: str) -> Test:
     """The case-insensitive text operators (``db.lower``: Python's ``str.lower``)."""
     if op == "startsWith":
@@ -187,52 +208,11 @@ def _text(key: str, op: str, text: str) -> Test:
     return lambda row: isinstance(found := row.get(key), str) and (text in found.lower()) == inside
 
 
-def stored(prop: MetaProperty, value: Any) -> Any:
-    """``value`` (parsed from JSON) as a loaded row holds it: through the
-    column and back, so a filter's constant and a row's value compare alike."""
-    field = prop.field
-    return None if value is None else field.python_value(field.db_value(value))
-
-
 # -- judging a batch --------------------------------------------------------------
 class EntityPaths(NamedTuple):
     meta: MetaClass
     paths: dict[str, Path]
-
-
-T = TypeVar("T")
-
-
-class ByValue(Generic[T]):
-    """Items (subscriptions, groups of streams) found by their filter's
-    ``lookup``: by the value a row holds, not by trying every filter."""
-
-    def __init__(self) -> None:
-        # (entity, dotted path) -> value -> the items whose filter's lookup holds it
-        self.entries: dict[tuple[str, str], dict[Any, list[T]]] = {}
-
-    def add(self, matcher: Matcher, item: T) -> bool:
-        """Index ``item`` by ``matcher``'s lookup; False when it has none."""
-        if matcher.lookup is None:
-            return False
-        path, values = matcher.lookup
-        by_value = self.entries.setdefault((matcher.entity, path), {})
-        for value in values:
-            by_value.setdefault(value, []).append(item)
-        return True
-
-    def found(self, event: Event, verdicts: Verdicts) -> Iterator[T]:
-        """The items whose lookup holds the value of the event's row after or
-        before the change (an item may come twice)."""
-        for (name, path), by_value in self.entries.items():
-            if event["entity"] != name:
-                continue
-            after, before = verdicts.values(event, path)
-            for value in (after,) if before == after else (after, before):
-                try:
-                    yield from by_value.get(value, ())
-                except TypeError:   # a value that cannot be hashed matches no ``=``
-                    continue
+    statements: Statements      # rowload.py: the rows' statements, made once
 
 
 def read_paths(metadata: Metadata, matchers: Iterable[Matcher]) -> dict[str, EntityPaths]:
@@ -241,7 +221,7 @@ def read_paths(metadata: Metadata, matchers: Iterable[Matcher]) -> dict[str, Ent
     for matcher in matchers:
         meta = metadata.entity(matcher.entity)
         if meta is not None:
-            wanted.setdefault(meta.name, EntityPaths(meta, {})).paths.update(matcher.paths)
+            wanted.setdefault(meta.name, EntityPaths(meta, {}, Statements())).paths.update(matcher.paths)
     return wanted
 
 
@@ -258,6 +238,7 @@ class Verdicts:
                                              if event["kind"] != "CREATE"])
         # event id -> (a DELETE, the row after, the row before)
         self._rows: dict[int, tuple[bool, Row | None, Row | None]] = {}
+        self._judges: dict[int, Callable[[Matcher], bool | None]] = {}
         for name, entity in wanted.items():
             of_entity = [event for event in mine if event["entity"] == name]
             if of_entity:
@@ -266,16 +247,45 @@ class Verdicts:
     def verdict(self, matcher: Matcher, event: Event) -> bool | None:
         """True: the event passes; False: it passes as the row's leaving the
         filter (``"match": false``); None: it does not pass."""
-        found = self._rows.get(event["id"])
-        if found is None or event["entity"] != matcher.entity:
-            return None
-        deleting, after, before = found
-        test = matcher.test
-        if deleting:
-            return True if before is not None and test(before) else None
-        if after is not None and test(after):
-            return True
-        return False if before is not None and test(before) else None     # an UPDATE's
+        judge = self._judges.get(event["id"])
+        return (self.judge(event) if judge is None else judge)(matcher)
+
+    def judge(self, event: Event) -> Callable[[Matcher], bool | None]:
+        """``verdict`` of ``event`` for any matcher, its rows looked up once
+        (kept for the batch): an UPDATE's row before is tried only by a
+        filter that reads a path whose value the change made differ."""
+        found = self._judges.get(event["id"])
+        if found is None:
+            found = self._judges[event["id"]] = self._judge_event(event)
+        return found
+
+    def _judge_event(self, event: Event) -> Callable[[Matcher], bool | None]:
+        rows = self._rows.get(event["id"])
+        if rows is None:
+            return _no_verdict
+        name = event["entity"]
+        deleting, after, before = rows
+        if deleting or after is None:
+            if before is None:
+                return _no_verdict
+            was = True if deleting else False       # a DELETE's row, or a row gone since
+            return lambda matcher: was if matcher.entity == name and matcher.test(before) \
+                else None
+        if before is None:
+            return lambda matcher: True if matcher.entity == name and matcher.test(after) \
+                else None
+        differ = _differing(after, before)
+
+        def judged(matcher: Matcher) -> bool | None:
+            if matcher.entity != name:
+                return None
+            test = matcher.test
+            if test(after):
+                return True
+            if differ.isdisjoint(matcher.paths):    # the row before reads the same
+                return None
+            return False if test(before) else None
+        return judged
 
     def values(self, event: Event, key: str) -> tuple[Any, Any]:
         """The values of the path ``key`` in the event's row after and before
@@ -291,12 +301,12 @@ class Verdicts:
                ) -> None:
         meta, paths = entity.meta, entity.paths
         keys = list(dict.fromkeys(event["entityId"] for event in events))
-        now = load(self.access, meta, keys, paths)
-        newer = later(meta.name, keys, events[-1]["id"])
-        referred = _referred(paths, [earlier[event["id"]] for event in events
-                                     if event["id"] in earlier] + [item[2] for item in newer])
+        now = load(self.access, meta, keys, paths, statements=entity.statements)
+        newer = later(self.access.database, meta.name, keys, events[-1]["id"])
+        refers = referred(paths, [earlier[event["id"]] for event in events
+                                  if event["id"] in earlier] + [item[2] for item in newer])
         targets = {ref: load(self.access, path[-1].related, ids, subpaths, visible_only=True)
-                   for ref, (path, ids, subpaths) in referred.items()}
+                   for ref, (path, ids, subpaths) in refers.items()}
         state: dict[str, Row | None] = {}
         # Newest first: undo each change in turn, those after the batch before its own.
         for key, kind, values in newer:
@@ -316,79 +326,25 @@ class Verdicts:
         """The row ``key`` before a change of ``kind`` (``values``: its
         ``previous``), kept in ``state`` as the row the next older change made."""
         after = state[key] if key in state else now.get(key)
-        before = None if values is None or kind == "CREATE" else _before(
+        before = None if values is None or kind == "CREATE" else row_before(
             meta, paths, after if kind == "UPDATE" else None, values, targets)
         if kind != "UPDATE" or before is not None:
             state[key] = before
         return before
 
 
-def _references(paths: Mapping[str, Path]) -> dict[str, tuple[Path, dict[str, Path]]]:
-    """The references the paths go through at their first step beyond the
-    row's own columns: dotted reference -> (its path, {dotted rest: rest})."""
-    found: dict[str, tuple[Path, dict[str, Path]]] = {}
-    for path in paths.values():
-        for position, prop in enumerate(path[:-1]):
-            if prop.is_reference:
-                head = path[:position + 1]
-                rest = path[position + 1:]
-                entry = found.setdefault(".".join(p.name for p in head), (head, {}))
-                entry[1][".".join(p.name for p in rest)] = rest
-                break
-    return found
+def _no_verdict(matcher: Matcher) -> None:
+    return None
 
 
-def _referred(paths: Mapping[str, Path], earlier: Iterable[dict[str, Any]]
-              ) -> dict[str, tuple[Path, list[Any], dict[str, Path]]]:
-    """For each reference the paths go through: the ids the rows before refer to."""
-    referred: dict[str, tuple[Path, list[Any], dict[str, Path]]] = {}
-    for ref, (head, rest) in _references(paths).items():
-        ids = list({values[ref] for values in earlier if values.get(ref) is not None})
-        if ids:
-            referred[ref] = (head, ids, rest)
-    return referred
+def _differing(after: Row, before: Row) -> set[str]:
+    """The paths whose values differ between two rows (of another type counts)."""
+    return {key for key in after.keys() | before.keys()
+            if not _same(after.get(key, _MISSING), before.get(key, _MISSING))}
 
 
-def _before(meta: MetaClass, paths: Mapping[str, Path], after: Row | None,
-            values: dict[str, Any], targets: dict[str, dict[str, Row]]) -> Row:
-    """The row before a change: ``after`` (None: a deleted row) with the
-    change's ``previous`` ``values``."""
-    row = dict(after or {})
-    for dotted, path in paths.items():
-        head = next((position for position, prop in enumerate(path[:-1]) if prop.is_reference),
-                    None)
-        if head is None:
-            if dotted in values:
-                raw = values[dotted]
-                prop = path[-1]
-                row[dotted] = None if raw is None else stored(prop, prop.value_type.from_json(raw))
-            continue
-        ref = ".".join(prop.name for prop in path[:head + 1])
-        if ref in values:
-            rest = ".".join(prop.name for prop in path[head + 1:])
-            target = targets.get(ref, {}).get(str(values[ref])) if values[ref] is not None else None
-            row[dotted] = None if target is None else target.get(rest)
-    return row
+def _same(one: Any, other: Any) -> bool:
+    return one is other or (type(one) is type(other) and bool(one == other))
 
 
-def load(access: Access, meta: MetaClass, ids: Iterable[Any], paths: Mapping[str, Path],
-         visible_only: bool = False) -> dict[str, Row]:
-    """{id: the values of ``paths``} of the rows ``ids`` of ``meta`` still
-    stored (soft-deleted ones too), in one query; a referenced row the caller
-    may not see gives no values. ``visible_only``: only rows of ``meta`` the
-    caller's row-level roles let it see."""
-    keys = list({key for key in (id_or_none(meta, str(value)) for value in ids)
-                 if key is not None})
-    if not keys:
-        return {}
-    query = EntityQuery(meta, access, with_deleted=True)
-    names = list(paths)
-    columns = [query.column(paths[name]) for name in names]
-    model = meta.model
-    condition = model.id.in_(keys)
-    restricted = query.row_condition(meta) if visible_only else None
-    if restricted is not None:
-        condition = condition & restricted
-    select = query.apply_joins(model.select(model.id, *columns)).where(condition)
-    rows = cast("Iterable[tuple[Any, ...]]", cast("peewee.ModelSelect[Any]", select).tuples())
-    return {str(meta.row_id(row[0])): dict(zip(names, row[1:])) for row in rows}
+_MISSING = object()

@@ -113,27 +113,34 @@ def read(database: peewee.Database, after: int, entities: Iterable[str] | None =
 def previous(database: peewee.Database, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """{id: the values before} of the events ``ids`` that keep them (an
     UPDATE's written attributes, a DELETE's every attribute: never sent, only
-    judged by filters, matching.py)."""
+    judged by filters, matching.py). Written out, as ``read``: every filtered
+    batch asks."""
     ids = list(ids)
     if not ids:
         return {}
-    rows = ChangeEvent.select(ChangeEvent.id, ChangeEvent.previous).where(
-        ChangeEvent.id.in_(ids) & ChangeEvent.previous.is_null(False)).tuples()
-    found = ((key, loads(text)) for key, text in cast(Iterable[tuple[int, str]], rows))
+    sql = (f"SELECT id, previous FROM {TABLE} WHERE id IN ({_marks(database, ids)}) "
+           f"AND previous IS NOT NULL")
+    found = ((key, loads(text)) for key, text in execute(database, sql, ids).fetchall())
     return {key: values for key, values in found if isinstance(values, dict)}
 
 
-def later(entity: str, keys: Iterable[str], after: int) -> list[tuple[str, str, dict[str, Any]]]:
+def later(database: peewee.Database, entity: str, keys: Iterable[str], after: int
+          ) -> list[tuple[str, str, dict[str, Any]]]:
     """(entityId, kind, the values before) of the committed events of rows
     ``keys`` of ``entity`` after id ``after`` (ids not assigned yet
     included), newest first: changes a row read now may already show."""
-    rows = ChangeEvent.select(ChangeEvent.entityId, ChangeEvent.kind, ChangeEvent.previous).where(
-        (ChangeEvent.entity == entity) & ChangeEvent.entityId.in_(list(keys))
-        & ((ChangeEvent.id > after) | ChangeEvent.id.is_null())).order_by(
-        ChangeEvent.seq.desc()).tuples()
+    keys = list(keys)
+    p = database.param
+    sql = (f'SELECT "entityId", kind, previous FROM {TABLE} WHERE entity = {p} AND "entityId" '
+           f"IN ({_marks(database, keys)}) AND (id > {p} OR id IS NULL) ORDER BY seq DESC")
     found = ((key, kind, loads(text) if text else {})
-             for key, kind, text in cast(Iterable[tuple[str, str, str | None]], rows))
+             for key, kind, text in execute(database, sql, [entity, *keys, after]).fetchall())
     return [(key, kind, values) for key, kind, values in found if isinstance(values, dict)]
+
+
+def _marks(database: peewee.Database, values: list[Any]) -> str:
+    """A placeholder per value, for ``IN (...)``."""
+    return ", ".join([database.param] * len(values))
 
 
 def read_ids(ids: Iterable[int]) -> dict[int, Event]:

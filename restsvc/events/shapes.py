@@ -44,12 +44,17 @@ class Shape:
     attribute levels, whether they see each kind's writer): worked out when a
     stream opens and shared by every open stream of that shape (``shape_of``);
     ``fan_out`` hands them the same messages."""
-    __slots__ = ("metas", "checks", "restricted", "levels", "writer", "__weakref__")
+    __slots__ = ("metas", "checks", "restricted", "levels", "writer", "view", "__weakref__")
 
     def __init__(self, metas: dict[str, MetaClass], checks: Hashable, restricted: set[str],
-                 levels: dict[str, dict[str, int]], writer: dict[tuple[str, str], bool]) -> None:
+                 levels: dict[str, dict[str, int]], writer: dict[tuple[str, str], bool],
+                 view: int) -> None:
         self.metas, self.checks, self.restricted = metas, checks, restricted
         self.levels, self.writer = levels, writer
+        self.view = view        # shapes that see an event alike (levels, writer) share it
+
+
+_views: dict[Hashable, int] = {}     # what a shape sees of an event -> its number
 
 
 _shapes: weakref.WeakValueDictionary[Hashable, Shape] = weakref.WeakValueDictionary()
@@ -67,12 +72,13 @@ def shape_of(access: Access, metas: Iterable[MetaClass], matcher: Matcher | None
     levels = {name: permissions.attribute_levels(name) for name in named}
     writer = {(name, kind): writer_visible(permissions, meta, kind)
               for name, meta in named.items() for kind in KINDS}
+    seen = (tuple((name, tuple(sorted(levels[name].items()))) for name in sorted(named)),
+            tuple(sorted(writer.items())))
     key = (tuple(sorted(named)), checks if restricted or matcher else None,
-           None if matcher is None else id(matcher),
-           tuple((name, tuple(sorted(levels[name].items()))) for name in sorted(named)),
-           tuple(sorted(writer.items())))
+           None if matcher is None else id(matcher), seen)
     with _shapes_lock:
         found = _shapes.get(key)
         if found is None:
-            found = _shapes[key] = Shape(named, checks, restricted, levels, writer)
+            view = _views.setdefault(seen, len(_views))
+            found = _shapes[key] = Shape(named, checks, restricted, levels, writer, view)
         return found
