@@ -2,6 +2,7 @@
 
     python tests/benchmark/soak.py [--seconds 300] [--writes 160] [--subscribers 8]
                                    [--readers 40] [--wal-limit 67108864]
+                                   [--webhook [--drain 300]]
 
 restsvc under gunicorn with its shipped worker settings (``gunicorn_config``:
 2 gthread workers of 16 threads) serves, for ``--seconds``: writer threads
@@ -16,6 +17,20 @@ workers by ``soak_app.py``) as percentiles, and the answers' statuses.
 Targets (issue 41): the WAL under the bound the whole run, no wait over 1 s.
 ``SOAK_RESTSVC=<directory>`` serves another checkout of restsvc (a "before"
 run: there the BEGIN IMMEDIATE alone is timed, there being no queue).
+
+``--webhook`` (issue 43): also one webhook subscription (``POST
+/rest/webhooks``, Customer, all kinds) to a receiver on this machine that
+answers 200 at once, delivered by ``restsvc deliver`` started beside
+gunicorn against the same database and settings (a copy of the settings
+with ``svc.webhooks.allow-private-addresses: true``); the writes ask for
+``responseFetchPlan=_local`` to learn each event's (entityId, version).
+Reported per minute of the answers: the time from a write's answer to its
+event's receipt (p50/p99/max; the answer comes right after the commit, so
+commit-to-receipt is longer by the answer's travel), and in all: events
+committed (the outbox), delivered, delivered twice, never delivered after
+waiting up to ``--drain`` seconds for the backlog to empty, and how long
+that took. Target (issue 43): every event delivered once, p99 under 5 s
+at every minute.
 """
 import argparse
 import collections
@@ -35,7 +50,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from dataset import REPO, prepare                        # noqa: E402
-from servers import free_port, stop_server               # noqa: E402
+from servers import free_port, stop_server, workers_cpu  # noqa: E402
+from soak_webhook import Webhook, config_allowing_private, report  # noqa: E402
 
 
 def _request(base, method, path, token, body=None, headers=None):
@@ -64,19 +80,23 @@ def _paced(rate, stop, action):
             stop.wait(delay)
 
 
-def _writer(base, token, rate, stop, statuses, number):
+def _writer(base, token, rate, stop, statuses, number, answers=None):
+    """``answers``: a list to append (answered at, entityId, version) of each write to."""
     ids = []
+    plan = "" if answers is None else "?responseFetchPlan=_local"
 
     def write(n):
         if ids and n % 3 == 2:
-            status, _ = _request(base, "PUT", f"/rest/entities/Customer/{ids[n % len(ids)]}",
-                                 token, {"name": f"soak {number} {n} changed"})
+            status, body = _request(base, "PUT", f"/rest/entities/Customer/{ids[n % len(ids)]}"
+                                    f"{plan}", token, {"name": f"soak {number} {n} changed"})
         else:
             keyed = {"Idempotency-Key": f"soak-{number}-{n}"} if n % 4 == 0 else None
-            status, body = _request(base, "POST", "/rest/entities/Customer", token,
+            status, body = _request(base, "POST", f"/rest/entities/Customer{plan}", token,
                                     {"name": f"soak {number} {n}", "email": f"s{n}@x.org"}, keyed)
             if status == 201:
                 ids.append(body["id"])
+        if answers is not None and status in (200, 201):
+            answers.append((time.monotonic(), body["id"], body["version"]))
         statuses[status] += 1
     _paced(rate, stop, write)
 
@@ -126,50 +146,74 @@ def main():
     parser.add_argument("--readers", type=float, default=40, help="reads a second in all")
     parser.add_argument("--subscribers", type=int, default=8)
     parser.add_argument("--wal-limit", type=int, default=64 << 20, help="bytes")
+    parser.add_argument("--webhook", action="store_true",
+                        help="also a webhook subscription delivered by restsvc deliver")
+    parser.add_argument("--drain", type=float, default=300,
+                        help="--webhook: seconds to wait for the backlog after the load")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         workdir = Path(workdir)
         _, env, token, ids = prepare(workdir)
+        checkout = Path(os.environ.get("SOAK_RESTSVC", str(REPO)))
+        if args.webhook:
+            env["RESTSVC_CONFIG"] = str(config_allowing_private(checkout / "config", workdir))
         port = free_port()
         log = workdir / "gunicorn.log"
         command = [sys.executable, "-m", "gunicorn", "-c", "python:restsvc.gunicorn_config",
                    "--log-level", "warning", "-b", f"127.0.0.1:{port}", "soak_app:application"]
         server_env = {**os.environ, **env, "SOAK_OUT": str(workdir),
                       "SOAK_WAL_LIMIT": str(args.wal_limit),
-                      "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("SOAK_RESTSVC", str(REPO)),
+                      "PYTHONPATH": os.pathsep.join([str(HERE), str(checkout),
                                                      os.environ.get("PYTHONPATH", "")])}
         with open(log, "w") as out:
             proc = subprocess.Popen(command, cwd=workdir, env=server_env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         statuses = collections.Counter()
+        webhook = Webhook(workdir, server_env, workdir / "deliver.log") if args.webhook else None
         try:
             deadline = time.monotonic() + 30
             while _request(base, "GET", "/health/live", token)[0] != 200:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise SystemExit(f"the server did not start:\n{log.read_text()[-2000:]}")
                 time.sleep(0.2)
+            if webhook is not None:
+                webhook.subscribe(_request, base, token)
+                events_before = webhook.events()
             stop, received, sizes = threading.Event(), [0], []
             threads = [threading.Thread(target=_subscriber, args=(base, token, stop, received))
                        for _ in range(args.subscribers)]
             threads += [threading.Thread(target=_writer, args=(base, token, args.writes / args.writers,
-                                                               stop, statuses, i))
+                                                               stop, statuses, i,
+                                                               webhook and webhook.answers))
                         for i in range(args.writers)]
             threads += [threading.Thread(target=_reader, args=(base, token, args.readers / 4, stop,
                                                                statuses, ids))
                         for _ in range(4)]
             threads.append(threading.Thread(target=_watch, args=(str(workdir / "restsvc.db-wal"),
                                                                  stop, sizes)))
+            started = time.monotonic()
+            if webhook is not None:
+                threads.append(threading.Thread(target=webhook.watch_load, args=(started, stop)))
             for thread in threads:
                 thread.daemon = True
                 thread.start()
-            started = time.monotonic()
             stop.wait(args.seconds)
             stop.set()
-            elapsed = time.monotonic() - started
+            ended = time.monotonic()
+            elapsed = ended - started
             time.sleep(2.5)             # the workers' last flush of their waits
+            if webhook is not None:
+                drained = webhook.drain(ended, args.drain)
+                committed = webhook.events() - events_before
+                cpu = {"gunicorn workers": workers_cpu(proc), **webhook.cpu()}
         finally:
             stop_server(proc)
+            if webhook is not None:
+                webhook.close()
+                log_tail = (workdir / "deliver.log").read_text()[-3000:]
+                if log_tail:
+                    print(f"restsvc deliver's log (its end):\n{log_tail}")
             if statuses.get(0):
                 print(f"{statuses[0]} requests found no server; its log:\n"
                       f"{log.read_text()[-3000:]}")
@@ -193,6 +237,8 @@ def main():
               f"max {max(waits, default=0):.1f}; over 0.5 s: {sum(w > 500 for w in waits)}, "
               f"over 1 s: {sum(w > 1000 for w in waits)}; mean {statistics.fmean(waits or [0]):.2f}")
         ok = largest <= args.wal_limit and max(waits, default=0) <= 1000
+        if webhook is not None:
+            ok &= report(webhook, started, ended, drained, args.drain, committed, cpu, _percentile)
         return 0 if ok else 1
 
 
