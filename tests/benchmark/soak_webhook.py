@@ -12,6 +12,7 @@ event's body to FILE, then answers 200.
 import collections
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -177,6 +178,10 @@ def report(webhook, started, ended, drained, limit, committed, cpu, percentile):
           f"after the end")
     print("CPU seconds: " + ", ".join(f"{name} {seconds:.0f}" for name, seconds in cpu.items()
                                        if seconds is not None))
+    slow = [float(ms) for ms in re.findall(r"slow statement \(([\d.]+) ms\)",
+                                           webhook.log.read_text(errors="replace"))]
+    print(f"the delivery worker's statements over 500 ms: {len(slow)}"
+          + (f", the longest {max(slow):.0f} ms" if slow else ""))
     return ok and drained is not None and not twice and committed == len(times)
 
 
