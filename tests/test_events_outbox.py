@@ -1,5 +1,6 @@
 """The outbox: one event per committed write of an entity with ``events=True``,
 in the write's transaction, with commit-ordered ids (restsvc/events/outbox.py)."""
+import contextlib
 import datetime
 import re
 import threading
@@ -152,7 +153,10 @@ def test_a_transaction_that_commits_late_is_read_after_those_that_committed_firs
         second.close()
 
 
-def test_two_sequencers_never_give_one_id_twice(app, database_url):
+@contextlib.contextmanager
+def _sequencer_at_work(app, database_url):
+    """(the position before, another connection holding the sequencer's lock)
+    after one event was committed without an id (PostgreSQL only)."""
     if not database_url.startswith("postgresql"):
         pytest.skip("concurrent sequencers: PostgreSQL")
     other = _connect(database_url)
@@ -160,34 +164,28 @@ def test_two_sequencers_never_give_one_id_twice(app, database_url):
         start = outbox.position(app.database)
         with app.database.atomic():
             app.database.execute_sql(_INSERT, ("a",))
-        cursor = other.cursor()
-        cursor.execute("SELECT pg_try_advisory_xact_lock(7301985)")     # a sequencer at work
+        other.cursor().execute("SELECT pg_try_advisory_xact_lock(7301985)")
+        yield start, other
+    finally:
+        other.close()
+
+
+def test_two_sequencers_never_give_one_id_twice(app, database_url):
+    with _sequencer_at_work(app, database_url) as (start, other):
         assert outbox.assign(app.database) == 0
         other.commit()
         assert [e["id"] for e in _events(app, start)] == [start + 1]
-    finally:
-        other.close()
 
 
 def test_a_stream_opened_while_another_sequencer_works_starts_after_what_was_committed(
         app, database_url):
     """A feed that starts now never starts before an event committed before it
     (it would send it): it waits for the sequencer at work, then assigns."""
-    if not database_url.startswith("postgresql"):
-        pytest.skip("concurrent sequencers: PostgreSQL")
-    other = _connect(database_url)
-    try:
-        start = outbox.position(app.database)
-        with app.database.atomic():
-            app.database.execute_sql(_INSERT, ("a",))
-        cursor = other.cursor()
-        cursor.execute("SELECT pg_try_advisory_xact_lock(7301985)")     # a sequencer at work
+    with _sequencer_at_work(app, database_url) as (start, other):
         timer = threading.Timer(0.3, other.commit)
         timer.start()
         assert outbox.position(app.database) == start + 1
         timer.join()
-    finally:
-        other.close()
 
 
 def test_each_write_with_events_notifies_the_readers_at_its_commit(app, client, auth,
