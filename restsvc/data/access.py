@@ -1,5 +1,6 @@
 """Who is asking, as the data layer sees it: permissions plus session values."""
 import datetime
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,15 @@ class Access:
     # What is worked out once per caller and kept (filter trees of URL
     # filters: DataManager.filter); shared by the copies ``replace`` makes.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def sql(self, key: Hashable, build: "Callable[[], peewee.Query]") -> str:
+        """The SQL text of the statement shape ``key`` (its parameters passed
+        apart), built by ``build`` once per app: building a Peewee query
+        costs more than running a small statement."""
+        text: str | None = self.sql_cache.get(key)
+        if text is None:
+            text = self.sql_cache[key] = build().sql()[0]
+        return text
 
     @property
     def username(self) -> str:

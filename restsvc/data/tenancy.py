@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import peewee
 
+from ..db import execute
 from ..errors import BadRequest
 from ..model.datatypes import FileRef
 from ..model.tenancy import TENANT_ATTRIBUTE
@@ -56,19 +57,19 @@ def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating:
     if not creating:
         return
     if given is None and access.tenant is None and meta.model is not Tenant:
-        given = _referred_tenant(meta, body) or access.default_tenant
+        given = _referred_tenant(access, meta, body) or access.default_tenant
     if access.tenant is not None:
         values[TENANT_ATTRIBUTE] = access.tenant
     elif given is not None:
         if meta.model is Tenant and isinstance(given, str):    # a new tenant's own key
             values[TENANT_ATTRIBUTE] = given
             return
-        if not isinstance(given, str) or not _known(given):
+        if not isinstance(given, str) or not _known(access, given):
             raise BadRequest("Entity creation failed", f"No tenant {given!r}")
         values[TENANT_ATTRIBUTE] = given
 
 
-def _referred_tenant(meta: "MetaClass", body: dict[str, Any]) -> str | None:
+def _referred_tenant(access: "Access", meta: "MetaClass", body: dict[str, Any]) -> str | None:
     """The tenant of the first tenant-scoped row the body refers to by id
     (an order's customer's): its other references must be of it too."""
     for name, prop in meta.properties.items():
@@ -76,43 +77,52 @@ def _referred_tenant(meta: "MetaClass", body: dict[str, Any]) -> str | None:
         if not (prop.is_reference and not prop.is_collection and prop.related is not None
                 and prop.related.tenant and isinstance(value, dict) and "id" in value):
             continue
-        model: Any = prop.related.model
         try:
-            tenant = model.select(model.tenantId).where(model.id == value["id"]).scalar()
+            tenant = _tenant_of(access, prop.related, value["id"])
         except (ValueError, TypeError, AttributeError):
             continue        # not an id: the reference's own check answers it
-        if isinstance(tenant, str):
+        if tenant is not None:
             return tenant
     return None
 
 
-def _known(key: str) -> bool:
-    return bool(Tenant.select(Tenant.id).where(Tenant.tenantId == key).exists())
+def _known(access: "Access", key: str) -> bool:
+    sql = access.sql(("tenant-known",), lambda: Tenant.select(peewee.SQL("1")).where(
+        Tenant.tenantId == ""))
+    return execute(access.database, sql, (key,)).fetchone() is not None
 
 
-def row_tenant(meta: "MetaClass", values: dict[str, Any], entity_id: object) -> str | None:
+def _tenant_of(access: "Access", meta: "MetaClass", entity_id: object) -> str | None:
+    """The stored tenant of ``meta``'s row ``entity_id`` (None: no such row);
+    the id converted as the id column converts it (ValueError, TypeError:
+    not an id)."""
+    model: Any = meta.model
+    sql = access.sql(("row-tenant", model), lambda: model.select(model.tenantId).where(
+        model.id == peewee.Value(None, converter=False)))
+    found = execute(access.database, sql, (model.id.db_value(entity_id),)).fetchone()
+    return found[0] if found is not None and isinstance(found[0], str) else None
+
+
+def row_tenant(access: "Access", meta: "MetaClass", values: dict[str, Any],
+               entity_id: object) -> str | None:
     """The tenant of a row being written: the one it is given, else the stored row's."""
     tenant = values.get(TENANT_ATTRIBUTE)
     if tenant is None and entity_id is not None:
-        model: Any = meta.model
-        tenant = model.select(model.tenantId).where(model.id == entity_id).scalar()
+        tenant = _tenant_of(access, meta, entity_id)
     return tenant if isinstance(tenant, str) else None
 
 
-def same_tenant(meta: "MetaClass", values: dict[str, Any], entity_id: object,
+def same_tenant(access: "Access", meta: "MetaClass", values: dict[str, Any], entity_id: object,
                 references: list[tuple["MetaClass", object, str]]) -> None:
     """A global caller's write: a tenant-scoped row refers only to rows of its
     own tenant (a tenant's caller sees no others: its reads refuse them)."""
     if not meta.tenant or not references:
         return
-    tenant = row_tenant(meta, values, entity_id)
+    tenant = row_tenant(access, meta, values, entity_id)
     for target, target_id, name in references:
         if not target.tenant:
             continue
-        other: Any = target.model
-        found = other.select(other.id).where(
-            (other.id == target_id) & (getattr(other, TENANT_ATTRIBUTE) == tenant)).exists()
-        if not found:
+        if _tenant_of(access, target, target_id) != tenant:
             raise BadRequest("Entity creation failed" if entity_id is None
                              else "Entity update failed",
                              f"Referenced entity for property '{name}' is missing")

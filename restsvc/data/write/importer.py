@@ -199,10 +199,9 @@ class Importer:
         self._validate(operation, path)
         return operation
 
-    @staticmethod
-    def _same_tenant(operation: Operation) -> None:
+    def _same_tenant(self, operation: Operation) -> None:
         """A global caller's references stay within the row's tenant (data/tenancy.py)."""
-        same_tenant(operation.meta, operation.values, operation.id, [
+        same_tenant(self.access, operation.meta, operation.values, operation.id, [
             (prop.related, operation.values[prop.field.name], name)
             for name, prop in operation.meta.properties.items()
             if prop.is_reference and not prop.is_collection and prop.field is not None
@@ -344,8 +343,8 @@ class Importer:
                                  f"{child_meta.name} {child_id} belongs to another {operation.meta.name}")
             creating = child_id is None or child_id not in stored
             if child_meta.tenant and operation.meta.tenant:     # the owner's tenant's
-                child = {**child, TENANT_ATTRIBUTE: row_tenant(operation.meta, operation.values,
-                                                               operation.id)}
+                child = {**child, TENANT_ATTRIBUTE: row_tenant(
+                    self.access, operation.meta, operation.values, operation.id)}
             sub = self.plan(child_meta, child, f"{where}[{index}].", child_id, creating,
                             owner=prop.back_field)
             kept.add(sub.id)
