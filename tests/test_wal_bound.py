@@ -172,3 +172,64 @@ def test_writers_of_one_process_queue_for_the_write_lock_in_the_process(app):
         assert not begun.is_set() and statements == []
     other.join(5)
     assert begun.is_set() and statements[0] == "BEGIN IMMEDIATE"
+
+
+_HOLDER = """
+import fcntl, os, sys, time
+descriptor = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(descriptor, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _other_process_writing(app):
+    """A process that holds the database's lock file (``<database>-writer``),
+    as another process's writer does, until its stdin gets a line."""
+    import subprocess
+    import sys
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, _path(app) + "-writer"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_writers_of_several_processes_queue_on_the_lock_file_not_on_sqlites_lock(app, client):
+    """While another process's writer holds the lock file, a create waits for
+    it without sending BEGIN (no polling of SQLite's lock with SQLite's
+    growing sleeps) and is written once the other lets go."""
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    holder = _other_process_writing(app)
+    statements, answers = [], []
+
+    def create():
+        app.database.connect(reuse_if_open=True)
+        app.database.connection().set_trace_callback(statements.append)
+        answers.append(client.post(CUSTOMERS, json={"name": "Queued"}, headers=auth))
+        app.database.connection().set_trace_callback(None)
+    writer = threading.Thread(target=create)
+    writer.start()
+    time.sleep(0.4)
+    assert answers == [] and "BEGIN IMMEDIATE" not in statements
+    holder.communicate("\n", timeout=5)
+    writer.join(5)
+    assert answers[0].status_code == 201
+    assert "BEGIN IMMEDIATE" in statements
+    found = client.get(f"{CUSTOMERS}/{answers[0].json['id']}", headers=auth)
+    assert found.json["name"] == "Queued"
+
+
+def test_a_lock_file_held_past_the_busy_timeout_is_a_503(app, client):
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    holder = _other_process_writing(app)
+    try:
+        app.database.connect(reuse_if_open=True)
+        app.database.execute_sql("PRAGMA busy_timeout = 200")    # this thread's connection
+        started = time.monotonic()
+        response = client.post(CUSTOMERS, json={"name": "waits"}, headers=auth)
+        assert response.status_code == 503
+        assert 0.2 <= time.monotonic() - started < 2
+        assert response.json["error"] == "Service unavailable"
+    finally:
+        holder.communicate("\n", timeout=5)
+    assert client.post(CUSTOMERS, json={"name": "waits"}, headers=auth).status_code == 201
