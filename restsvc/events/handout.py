@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..data.access import Access
-from ..db import execute, is_sqlite, write_transaction
+from ..db import execute, in_json, is_sqlite, write_transaction
 from ..jsonio import dumps, loads
 from . import outbox
 from .byvalue import ByValue
@@ -76,15 +76,6 @@ _SIGNATURE = f'SELECT count(*), max("createdDate") FROM {_TABLE}'
 def _rows(database: peewee.Database, sql: str = _SELECT, params: Sequence[object] = ()
           ) -> list[_Row]:
     return [_Row(*row) for row in execute(database, sql, params).fetchall()]
-
-
-def _ids_in(database: peewee.Database) -> str:
-    """``id IN`` the keys of one parameter, their JSON list (``dumps``): a
-    parameter per key cost psycopg2 about 1 µs each to quote."""
-    p = database.param
-    if is_sqlite(database):
-        return f"id IN (SELECT value FROM json_each({p}))"
-    return f"id IN (SELECT json_array_elements_text({p}::json))"
 
 
 class _Subscription:
@@ -260,7 +251,7 @@ class HandOut:
         what is new; PostgreSQL: one locked by another instance is left to it)."""
         with write_transaction(self.database):
             keys = list(wanting)
-            sql = f"{_SELECT} WHERE {_ids_in(self.database)}"
+            sql = f"{_SELECT} WHERE {in_json(self.database, 'id')}"
             if not is_sqlite(self.database):
                 sql += " FOR UPDATE SKIP LOCKED"
             rows: list[_Delivery] = []
@@ -310,4 +301,4 @@ def _move_on(database: peewee.Database, keys: list[str], last: int) -> None:
     """The subscriptions ``keys`` have been handed the events up to ``last``."""
     p = database.param
     execute(database, f'UPDATE {_TABLE} SET "after" = {p} WHERE "after" < {p} AND '
-                      f"{_ids_in(database)}", [last, last, dumps(keys)])
+                      f"{in_json(database, 'id')}", [last, last, dumps(keys)])

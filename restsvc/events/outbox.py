@@ -38,8 +38,8 @@ import peewee
 
 from ..data.access import utc_now
 from ..data.write.outbox import KINDS, NOT_LISTED, TABLE, ChangeEvent
-from ..db import delete_in_batches, is_sqlite, write_transaction, execute
-from ..jsonio import loads
+from ..db import delete_in_batches, execute, in_json, is_sqlite, write_transaction
+from ..jsonio import dumps, loads
 from ..model.datatypes import format_utc_instant
 
 __all__ = ["KINDS", "NOT_LISTED", "TABLE", "ChangeEvent", "Event", "as_event", "assign",
@@ -118,9 +118,9 @@ def previous(database: peewee.Database, ids: Iterable[int]) -> dict[int, dict[st
     ids = list(ids)
     if not ids:
         return {}
-    sql = (f"SELECT id, previous FROM {TABLE} WHERE id IN ({_marks(database, ids)}) "
+    sql = (f"SELECT id, previous FROM {TABLE} WHERE {in_json(database, 'id', 'bigint')} "
            f"AND previous IS NOT NULL")
-    found = ((key, loads(text)) for key, text in execute(database, sql, ids).fetchall())
+    found = ((key, loads(text)) for key, text in execute(database, sql, [dumps(ids)]).fetchall())
     return {key: values for key, values in found if isinstance(values, dict)}
 
 
@@ -131,16 +131,12 @@ def later(database: peewee.Database, entity: str, keys: Iterable[str], after: in
     included), newest first: changes a row read now may already show."""
     keys = list(keys)
     p = database.param
-    sql = (f'SELECT "entityId", kind, previous FROM {TABLE} WHERE entity = {p} AND "entityId" '
-           f"IN ({_marks(database, keys)}) AND (id > {p} OR id IS NULL) ORDER BY seq DESC")
+    keys_in = in_json(database, '"entityId"')
+    sql = (f'SELECT "entityId", kind, previous FROM {TABLE} WHERE entity = {p} AND {keys_in} '
+           f"AND (id > {p} OR id IS NULL) ORDER BY seq DESC")
     found = ((key, kind, loads(text) if text else {})
-             for key, kind, text in execute(database, sql, [entity, *keys, after]).fetchall())
+             for key, kind, text in execute(database, sql, [entity, dumps(keys), after]).fetchall())
     return [(key, kind, values) for key, kind, values in found if isinstance(values, dict)]
-
-
-def _marks(database: peewee.Database, values: list[Any]) -> str:
-    """A placeholder per value, for ``IN (...)``."""
-    return ", ".join([database.param] * len(values))
 
 
 def read_ids(ids: Iterable[int]) -> dict[int, Event]:
