@@ -292,8 +292,17 @@ def lowered_index_sql(database: peewee.Database, model: type[peewee.Model],
     return name, f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} ({expression})"
 
 
-def is_sqlite(database: peewee.Database) -> bool:
-    return isinstance(database, peewee.SqliteDatabase)
+def is_sqlite(database: "peewee.Database | peewee.DatabaseProxy") -> bool:
+    return isinstance(_bound(database), peewee.SqliteDatabase)
+
+
+def _bound(database: "peewee.Database | peewee.DatabaseProxy") -> peewee.Database:
+    """The database itself, also for the proxy models are declared with
+    (``Model._meta.database``)."""
+    if isinstance(database, peewee.DatabaseProxy):
+        bound: peewee.Database = database.obj
+        return bound
+    return database
 
 
 def release(database: peewee.Database) -> None:
@@ -348,12 +357,13 @@ def in_json(database: peewee.Database, column: str, sql_type: str = "") -> str:
     return f"{column} IN (SELECT json_array_elements_text({p}::json){cast_to})"
 
 
-def write_transaction(database: peewee.Database) -> peewee._atomic:
+def write_transaction(database: "peewee.Database | peewee.DatabaseProxy") -> peewee._atomic:
     """A transaction that will write. SQLite takes the write lock at BEGIN (one
     that read first could not wait for it), queued for in the process first."""
-    if is_sqlite(database):
-        return Queued(database)        # writequeue.py
-    return database.atomic()
+    bound = _bound(database)
+    if is_sqlite(bound):
+        return Queued(bound)        # writequeue.py
+    return bound.atomic()
 
 
 def delete_in_batches(database: peewee.Database, model: type[peewee.Model], key: peewee.Field,

@@ -154,15 +154,20 @@ def test_an_update_with_an_idempotency_key_takes_the_write_lock_once(app):
     assert _write_locks(statements) == 1, statements
 
 
-def test_writers_of_one_process_queue_for_the_write_lock_in_the_process(app):
+@pytest.mark.parametrize("through", ["app", "model"])
+def test_writers_of_one_process_queue_for_the_write_lock_in_the_process(app, through):
     """A second thread's write transaction waits in the process (no BEGIN
-    sent, so no polling of SQLite's lock) until the first one commits."""
+    sent, so no polling of SQLite's lock) until the first one commits; also
+    one asked of a model's database (the proxy the models are declared with,
+    as the webhook delivery threads ask)."""
     from restsvc.db import write_transaction
+    from restsvc.events.webhooks import WebhookDelivery
     begun, statements = threading.Event(), []
+    database = app.database if through == "app" else WebhookDelivery._meta.database
 
     def second():
         app.database.connection().set_trace_callback(statements.append)
-        with write_transaction(app.database):
+        with write_transaction(database):
             begun.set()
         app.database.close()
     with write_transaction(app.database):

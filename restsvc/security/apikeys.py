@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import peewee
 
-from ..db import database_proxy
+from ..db import database_proxy, write_transaction
 from ..errors import BadRequest, Conflict
 from ..jsonio import JsonObject, JsonValue
 from ..model.datatypes import format_utc_instant
@@ -245,7 +245,7 @@ class KeyStore:
         """A new key of ``owner``: its row and its secret (shown this once)."""
         secret = PREFIX + secrets.token_urlsafe(32)
         now = int(time.time())
-        with database_proxy.atomic():
+        with write_transaction(database_proxy):
             # Expired keys stay listed until their owner revokes them or makes a new one.
             ApiKey.delete().where(_of(owner), ApiKey.expires_at <= now).execute()
             if ApiKey.select().where(_of(owner)).count() >= MAX_KEYS:

@@ -15,6 +15,7 @@ from typing import Any
 
 import peewee
 
+from ..db import write_transaction
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..model.entity import Entity, entity
 from ..model.tenancy import TENANT_KEY_LENGTH
@@ -93,7 +94,7 @@ class Tenants:
 
     def add(self, key: str, name: str | None = None) -> Tenant:
         key = checked_key(key)
-        with Tenant._meta.database.atomic():
+        with write_transaction(Tenant._meta.database):
             if Tenant.select().where(Tenant.tenantId == key).exists():
                 raise Conflict("Tenant exists", f"Tenant {key} already exists")
             tenant = Tenant(tenantId=key, name=name or key)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import peewee
 
-from ..db import database_proxy
+from ..db import database_proxy, write_transaction
 
 PURGE_EVERY = 200   # tokens issued by one process between purges of expired ones
 ACCESS = "access"
@@ -190,7 +190,7 @@ class TokenStore:
     @staticmethod
     def revoke_family(family_hash: str) -> int:
         """Every token of one authorization code sign-in, rotated ones included."""
-        with database_proxy.atomic():
+        with write_transaction(database_proxy):
             refresh = [row.token_hash for row in StoredToken.select(StoredToken.token_hash)
                        .where(StoredToken.parent_hash == family_hash)]
             condition = StoredToken.parent_hash == family_hash

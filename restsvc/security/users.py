@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import peewee
 
+from ..db import write_transaction
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..model.entity import Entity, entity
 from ..model.tenancy import TENANT_KEY_LENGTH
@@ -235,7 +236,7 @@ class Users:
         self._check_roles(role_codes)
         if password is not None:
             _check_password(password)
-        with User._meta.database.atomic():
+        with write_transaction(User._meta.database):
             if User.select().where(User.username == username).exists():
                 raise Conflict("User exists", f"User {username} already exists")
             if tenant is not None and not Tenant.select().where(Tenant.tenantId == tenant).exists():
@@ -255,7 +256,7 @@ class Users:
     def _change(self, username: str, sign_out: bool = True, **values: object) -> None:
         """Change a user through the hooks. Tokens carry what was true at sign-in
         (roles, password), so by default they end."""
-        with User._meta.database.atomic():
+        with write_transaction(User._meta.database):
             user = self.get(username)
             for name, value in values.items():
                 setattr(user, name, value)
@@ -268,7 +269,7 @@ class Users:
         """A new password ends the user's sign-ins and its API keys: whoever
         knew the old one may have made them."""
         _check_password(password)
-        with User._meta.database.atomic():
+        with write_transaction(User._meta.database):
             self._change(username, password=hash_secret(password))
             revoke_user_keys(self.get(username).id)
 
