@@ -212,13 +212,9 @@ def _add_fields(model: type["Entity"], names: tuple[str, ...]) -> tuple[str, ...
     return names
 
 
+# The lifecycle hooks around creates and updates (restsvc/docs/hooks.md): a
+# model with one is never written by a lone statement (data/write/shapes.py).
 SAVE_HOOKS = ("before_save", "after_save")
-
-
-def saves_hooked(model: type) -> bool:
-    """Whether ``model`` has a lifecycle hook around its creates and updates
-    (restsvc/docs/hooks.md): its writes are never a lone statement."""
-    return any(hasattr(model, name) for name in SAVE_HOOKS)
 
 
 def declaration_of(model: type) -> EntityDeclaration:

@@ -77,7 +77,7 @@ def _raw(app, table, rows, tag):
     fields = [Customer.id, Customer.version, Customer.name, Customer.email, Customer.grade,
               Customer.birthDate, Customer.address_city, Customer.address_street,
               Customer.createdDate, Customer.createdBy, Customer.lastModifiedDate,
-              Customer.lastModifiedBy]
+              Customer.lastModifiedBy, Customer.tenantId]
     database = app.database
     marks = ", ".join([database.param] * len(fields))
     columns = ", ".join('"%s"' % field.column_name for field in fields)
@@ -86,7 +86,7 @@ def _raw(app, table, rows, tag):
     values = [tuple(field.db_value(value) for field, value in zip(fields, (
         uuid.uuid4(), 1, f"Raw {tag} {i:05d}", f"raw{tag}-{i}@example.com", "B",
         datetime.date(1980, 1, 2), f"City {i % 50}", f"{i} Main St", now, "admin", now,
-        "admin"))) for i in range(rows)]
+        "admin", ("north", "south")[i % 2]))) for i in range(rows)]
     cursor = database.cursor()
     started = time.perf_counter()
     with database.atomic():

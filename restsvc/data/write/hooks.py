@@ -43,9 +43,9 @@ class Hooks:
 
     def before_save(self, operation: "Operation") -> None:
         """The model's ``before_save``: what it sets in ``values`` is written."""
-        model = operation.meta.model
-        if not hasattr(model, "before_save"):
+        if "before_save" not in operation.save_hooks:
             return
+        model = operation.meta.model
         self.call(model, "before_save", operation.values, operation.creating, operation.id)
         if operation.instance is not None:      # a create inserts its instance
             for name, value in operation.values.items():
@@ -53,8 +53,8 @@ class Hooks:
 
     def after_save(self, operation: "Operation", instance: "Entity | None") -> None:
         """The model's ``after_save`` on the row as written."""
-        model = operation.meta.model
-        if hasattr(model, "after_save"):
+        if "after_save" in operation.save_hooks:
+            model = operation.meta.model
             self.call(instance or model.get_by_id(operation.id), "after_save", operation.creating)
 
     def before_delete(self, model: "type[Entity]", ids: "Sequence[Any]") -> "list[Entity]":

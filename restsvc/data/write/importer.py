@@ -24,7 +24,7 @@ from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
 from ...jsonio import JsonObject, JsonValue
 from ...numbers import decimal_fits
-from ...model.entity import Entity, saves_hooked
+from ...model.entity import Entity
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ..access import Access, require
 from ..read.loader import visible_ids
@@ -55,6 +55,7 @@ class Operation:
     members: list[tuple["MetaProperty", list[str | int]]] = field(default_factory=list)
     instance: Entity | None = None      # creating: the model instance the validators saw, then inserted
     version: int | None = None          # the version the write left (inserted, or the UPDATE's RETURNING)
+    save_hooks: tuple[str, ...] = ()    # the model's save hooks (``Shapes.save_hooks``: asked once)
 
     @property
     def key(self) -> str | int:
@@ -66,8 +67,7 @@ class Operation:
     @property
     def is_one_statement(self) -> bool:
         """Written by one INSERT or UPDATE, which is atomic on its own."""
-        return (not self.children and not self.members
-                and not saves_hooked(self.meta.model))
+        return not self.children and not self.members and not self.save_hooks
 
 
 def _violation(path: str, message: str, template: str, value: JsonValue = None) -> JsonObject:
@@ -157,7 +157,7 @@ class Importer:
         require(self.access, meta, "create" if creating else "update")
         if creating and entity_id is None and meta.id_kind == "string":
             self.violations.append(_violation(f"{path}id", MUST_NOT_BE_NULL, NOT_NULL))
-        operation = Operation(meta, creating, entity_id, {})
+        operation = Operation(meta, creating, entity_id, {}, save_hooks=self.shapes.save_hooks(meta))
         if meta.tenant:     # before the children, who belong to the same tenant
             stamp(self.access, meta, operation.values, creating, body)
         failure = "Entity creation failed" if creating else "Entity update failed"
@@ -178,7 +178,7 @@ class Importer:
                 self._members(operation, prop, value, failure)
             else:
                 self._children(operation, prop, value, path + name)
-        if meta.tenant and self.access.tenant is None:
+        if meta.tenant and self.access.tenant is None and self.shapes.refers(meta):
             self._same_tenant(operation)
         clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
         if clean is not None:

@@ -8,6 +8,9 @@ checks once.
                  attributes absent from it are ignored, as a plan ignores them
     check        a single value's parse and bounds (column length, digits)
     mandatory    (attribute, field name) of the mandatory attributes
+    refers       whether the entity has to-one reference attributes (a global
+                 caller's row of a tenant's entity checks their tenant)
+    save_hooks   the model's lifecycle hooks around a save (write/hooks.py)
     new_instance the model instance validators see, then inserted (writer.py)
 
 Nothing here decides: the rules stay in ``Importer.plan``, which asks these
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import peewee
 
-from ...model.entity import AUDIT_FIELDS, Entity
+from ...model.entity import AUDIT_FIELDS, SAVE_HOOKS, Entity
 from ...model.valuetypes import ScalarType
 from ...security.roles import MODIFY
 from ..access import Access
@@ -54,6 +57,8 @@ class Shapes:
         self._writable: dict[tuple[str, int], dict[str, Writable]] = {}
         self._checks: dict[int, Check] = {}
         self._mandatory: dict[tuple[str, int], list[tuple[str, str]]] = {}
+        self._refers: dict[str, bool] = {}
+        self._save_hooks: dict[str, tuple[str, ...]] = {}
 
     def writable(self, meta: "MetaClass", owner: peewee.ForeignKeyField | None) -> dict[str, Writable]:
         """The attributes of ``meta`` a body may write (a child's link to its
@@ -113,6 +118,21 @@ class Shapes:
                 (name, prop.field.name) for name, prop in meta.properties.items()
                 if prop.mandatory and prop.field is not None and prop.field is not owner
                 and name != "id"]
+        return found
+
+    def refers(self, meta: "MetaClass") -> bool:
+        found = self._refers.get(meta.name)
+        if found is None:
+            found = self._refers[meta.name] = any(
+                prop.is_reference and not prop.is_collection and prop.field is not None
+                for prop in meta.properties.values())
+        return found
+
+    def save_hooks(self, meta: "MetaClass") -> tuple[str, ...]:
+        found = self._save_hooks.get(meta.name)
+        if found is None:
+            found = self._save_hooks[meta.name] = tuple(
+                name for name in SAVE_HOOKS if hasattr(meta.model, name))
         return found
 
 

@@ -60,20 +60,26 @@ def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object
     """(SQL, parameters) of one row's INSERT (``data``: field name -> value).
     Its text and the columns' conversions are worked out once per column set
     (a bulk's rows share one): building them costs more than running the
-    statement, and it runs while SQLite holds its write lock."""
+    statement, and it runs while SQLite holds its write lock. A text column's
+    conversion keeps a string as it is: not called for one."""
     key = ("insert", model, tuple(data))
-    compiled: tuple[str, list[tuple[str, Any]]] | None = access.sql_cache.get(key)
+    compiled: tuple[str, list[tuple[str, Any, bool]]] | None = access.sql_cache.get(key)
     if compiled is not None:
         sql, converters = compiled
-        return sql, [convert(data[name]) for name, convert in converters]
-    converters = [(field.name, field.db_value) for field in model._meta.sorted_fields
-                  if field.name in data]
-    params: list[object] = [convert(data[name]) for name, convert in converters]
+        return sql, [value if text and value.__class__ is str else convert(value)
+                     for name, convert, text in converters for value in (data[name],)]
+    converters = [(field.name, field.db_value, type(field) in _TEXT_FIELDS)
+                  for field in model._meta.sorted_fields if field.name in data]
+    params: list[object] = [convert(data[name]) for name, convert, _ in converters]
     sql, built = model.insert(**data).sql()
     if list(built) != params:
         return sql, list(built)
     access.sql_cache[key] = (sql, converters)
     return sql, params
+
+
+# Fields whose conversion gives a string back as it is (peewee's _StringField.adapt).
+_TEXT_FIELDS = (peewee.CharField, peewee.TextField)
 
 
 def many_rows(sql: str, rows: Sequence[Sequence[object]], param: str) -> list[Statement] | None:

@@ -127,8 +127,9 @@ class Writer:
             values = {name: value for name, value in values.items()
                       if operation.values.get(name) is None}
         operation.values.update(values)
-        for name, value in values.items() if operation.instance is not None else ():
-            setattr(operation.instance, name, value)
+        if operation.instance is not None:      # as setattr of each field: data, marked dirty
+            operation.instance.__data__.update(values)
+            operation.instance._dirty.update(values)  # type: ignore[attr-defined]  # peewee-stubs: undeclared
 
     def audit_values(self, creating: bool) -> dict[str, str | datetime.datetime]:
         """Who and when (UTC) for the audit fields of a create or an update."""
