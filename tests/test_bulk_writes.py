@@ -21,14 +21,14 @@ def _customers(count, tag):
             for i in range(count)]
 
 
-def _counted_inserts(app, monkeypatch, action):
-    """{table: INSERT statements} sent while ``action`` runs (a wrapper
-    around the database's ``execute_sql``)."""
+def _counted_inserts(app, monkeypatch, action, statement=_INSERT):
+    """{table: statements} sent while ``action`` runs (a wrapper around the
+    database's ``execute_sql``): INSERTs, or those ``statement`` matches."""
     database, counts = app.database, {}
     original = database.execute_sql
 
     def counting(sql, params=None, *args, **kwargs):
-        found = _INSERT.match(sql)
+        found = statement.match(sql)
         if found:
             counts[found.group(1)] = counts.get(found.group(1), 0) + 1
         return original(sql, params, *args, **kwargs)
@@ -53,6 +53,16 @@ def test_a_bulk_create_writes_each_table_in_one_statement_whatever_its_size(
               for size in (3, 1000)}
     for size in (3, 1000):
         assert counts[size] == {"customer": 1, "history_item": 1, "restsvc_event": 1}, counts
+
+
+def test_a_bulk_create_asks_for_its_tenant_once_whatever_its_size(app, client, auth, monkeypatch):
+    """The demo's Customer is tenant-scoped: a global caller's rows go to the
+    default tenant, whose existence is asked once per request, not per row."""
+    tenant_reads = re.compile(r'SELECT .* FROM "(restsvc_tenant)"')
+    for size in (3, 1000):
+        counts = _counted_inserts(app, monkeypatch, lambda size=size: _bulk(
+            client, auth, _customers(size, f"t{size}")), tenant_reads)
+        assert counts == {"restsvc_tenant": 1}, counts
 
 
 def _written(client, auth, ids):

@@ -20,7 +20,9 @@ from ..model.tenancy import TENANT_ATTRIBUTE
 from ..security.tenants import Tenant
 
 if TYPE_CHECKING:
-    from ..model.metadata import MetaClass
+    from collections.abc import Sequence
+
+    from ..model.metadata import MetaClass, MetaProperty
     from .access import Access
 
 
@@ -37,45 +39,68 @@ def tenant_condition(access: "Access", meta: "MetaClass") -> peewee.Node | None:
     return condition
 
 
-def stamp(access: "Access", meta: "MetaClass", values: dict[str, Any], creating: bool,
-          body: dict[str, Any]) -> None:
-    """The tenant of a row written: a tenant's caller's own on a create
-    (``tenantId`` is read-only: a value in the body is ignored, as any
-    read-only attribute's is); a global caller names it on a create (a
-    tenant of the Tenant table; a new Tenant's own key), else it is the
-    tenant of the first tenant's row the body refers to, else the default
-    (``svc.tenants.default``); it cannot move a row to another tenant.
-    A tenant's caller whose body names another tenant is refused (400, the
-    same for a tenant that exists and one that does not)."""
-    if not meta.tenant:
-        return
-    given = body.get(TENANT_ATTRIBUTE)
-    if access.tenant is not None and given is not None and given != access.tenant:
-        raise BadRequest("Entity creation failed" if creating else "Entity update failed",
-                         f"{TENANT_ATTRIBUTE} is read-only: the caller's rows belong to its "
-                         f"tenant {access.tenant!r}")
-    if not creating:
-        return
-    if given is None and access.tenant is None and meta.model is not Tenant:
-        given = _referred_tenant(access, meta, body) or access.default_tenant
-    if access.tenant is not None:
-        values[TENANT_ATTRIBUTE] = access.tenant
-    elif given is not None:
-        if meta.model is Tenant and isinstance(given, str):    # a new tenant's own key
-            values[TENANT_ATTRIBUTE] = given
+class Stamps:
+    """The tenants of the rows one request writes (``stamp``); the tenants
+    it found in the Tenant table are kept for the request, so a bulk of
+    a thousand rows asks once per tenant, not once per row."""
+
+    def __init__(self, access: "Access") -> None:
+        self.access = access
+        self.known: set[str] = set()
+
+    def stamp(self, meta: "MetaClass", values: dict[str, Any], creating: bool,
+              body: dict[str, Any], references: "Sequence[tuple[str, MetaProperty]]") -> None:
+        """The tenant of a row written: a tenant's caller's own on a create
+        (``tenantId`` is read-only: a value in the body is ignored, as any
+        read-only attribute's is); a global caller names it on a create (a
+        tenant of the Tenant table; a new Tenant's own key), else it is the
+        tenant of the first tenant's row the body refers to (``references``:
+        the entity's to-one references), else the default
+        (``svc.tenants.default``); it cannot move a row to another tenant.
+        A tenant's caller whose body names another tenant is refused (400,
+        the same for a tenant that exists and one that does not)."""
+        access = self.access
+        if not meta.tenant:
             return
-        if not isinstance(given, str) or not _known(access, given):
-            raise BadRequest("Entity creation failed", f"No tenant {given!r}")
-        values[TENANT_ATTRIBUTE] = given
+        given = body.get(TENANT_ATTRIBUTE)
+        if access.tenant is not None and given is not None and given != access.tenant:
+            raise BadRequest("Entity creation failed" if creating else "Entity update failed",
+                             f"{TENANT_ATTRIBUTE} is read-only: the caller's rows belong to its "
+                             f"tenant {access.tenant!r}")
+        if not creating:
+            return
+        if given is None and access.tenant is None and meta.model is not Tenant:
+            given = _referred_tenant(access, references, body) or access.default_tenant
+        if access.tenant is not None:
+            values[TENANT_ATTRIBUTE] = access.tenant
+        elif given is not None:
+            if meta.model is Tenant and isinstance(given, str):    # a new tenant's own key
+                values[TENANT_ATTRIBUTE] = given
+                return
+            if not isinstance(given, str) or not self._known(given):
+                raise BadRequest("Entity creation failed", f"No tenant {given!r}")
+            values[TENANT_ATTRIBUTE] = given
+
+    def _known(self, key: str) -> bool:
+        if key in self.known:
+            return True
+        access = self.access
+        sql = access.sql(("tenant-known",), lambda: Tenant.select(peewee.SQL("1")).where(
+            Tenant.tenantId == ""))
+        if execute(access.database, sql, (key,)).fetchone() is None:
+            return False
+        self.known.add(key)
+        return True
 
 
-def _referred_tenant(access: "Access", meta: "MetaClass", body: dict[str, Any]) -> str | None:
+def _referred_tenant(access: "Access", references: "Sequence[tuple[str, MetaProperty]]",
+                     body: dict[str, Any]) -> str | None:
     """The tenant of the first tenant-scoped row the body refers to by id
     (an order's customer's): its other references must be of it too."""
-    for name, prop in meta.properties.items():
+    for name, prop in references:
         value = body.get(name)
-        if not (prop.is_reference and not prop.is_collection and prop.related is not None
-                and prop.related.tenant and isinstance(value, dict) and "id" in value):
+        if not (prop.related is not None and prop.related.tenant
+                and isinstance(value, dict) and "id" in value):
             continue
         try:
             tenant = _tenant_of(access, prop.related, value["id"])
@@ -84,12 +109,6 @@ def _referred_tenant(access: "Access", meta: "MetaClass", body: dict[str, Any]) 
         if tenant is not None:
             return tenant
     return None
-
-
-def _known(access: "Access", key: str) -> bool:
-    sql = access.sql(("tenant-known",), lambda: Tenant.select(peewee.SQL("1")).where(
-        Tenant.tenantId == ""))
-    return execute(access.database, sql, (key,)).fetchone() is not None
 
 
 def _tenant_of(access: "Access", meta: "MetaClass", entity_id: object) -> str | None:

@@ -28,7 +28,7 @@ from ...model.entity import Entity
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ..access import Access, require
 from ..read.loader import visible_ids
-from ..tenancy import row_tenant, same_tenant, stamp
+from ..tenancy import Stamps, row_tenant, same_tenant
 from ...model.tenancy import TENANT_ATTRIBUTE
 from .owned import child_ids
 from .shapes import EMBEDDED, MEMBERS, REFERENCE, VALUE, Shapes, new_instance
@@ -123,6 +123,7 @@ class Importer:
         # (entity name, id) -> whether the caller can see the row
         self._visible: dict[tuple[str, str | int], bool] = {}
         self.shapes = Shapes(access)
+        self.tenants = Stamps(access)
 
     def plan(self, meta: "MetaClass", body: JsonValue, path: str = "",
              entity_id: JsonValue = None, creating: bool | None = None,
@@ -159,7 +160,7 @@ class Importer:
             self.violations.append(_violation(f"{path}id", MUST_NOT_BE_NULL, NOT_NULL))
         operation = Operation(meta, creating, entity_id, {}, save_hooks=self.shapes.save_hooks(meta))
         if meta.tenant:     # before the children, who belong to the same tenant
-            stamp(self.access, meta, operation.values, creating, body)
+            self.tenants.stamp(meta, operation.values, creating, body, self.shapes.references(meta))
         failure = "Entity creation failed" if creating else "Entity update failed"
         writable = self.shapes.writable(meta, owner)     # what a body may write (shapes.py)
         for name, value in body.items():
@@ -178,7 +179,7 @@ class Importer:
                 self._members(operation, prop, value, failure)
             else:
                 self._children(operation, prop, value, path + name)
-        if meta.tenant and self.access.tenant is None and self.shapes.refers(meta):
+        if meta.tenant and self.access.tenant is None and self.shapes.references(meta):
             self._same_tenant(operation)
         clean = getattr(meta.model, "clean", None)     # e.g. User: canonical usernames
         if clean is not None:
@@ -203,9 +204,8 @@ class Importer:
         """A global caller's references stay within the row's tenant (data/tenancy.py)."""
         same_tenant(self.access, operation.meta, operation.values, operation.id, [
             (prop.related, operation.values[prop.field.name], name)
-            for name, prop in operation.meta.properties.items()
-            if prop.is_reference and not prop.is_collection and prop.field is not None
-            and operation.values.get(prop.field.name) is not None])
+            for name, prop in self.shapes.references(operation.meta)
+            if operation.values.get(prop.field.name) is not None])
 
     def _expected_version(self, operation: Operation, prop: "MetaProperty", version: int,
                           path: str) -> None:

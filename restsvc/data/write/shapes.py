@@ -57,7 +57,7 @@ class Shapes:
         self._writable: dict[tuple[str, int], dict[str, Writable]] = {}
         self._checks: dict[int, Check] = {}
         self._mandatory: dict[tuple[str, int], list[tuple[str, str]]] = {}
-        self._refers: dict[str, bool] = {}
+        self._references: dict[str, tuple[tuple[str, "MetaProperty"], ...]] = {}
         self._save_hooks: dict[str, tuple[str, ...]] = {}
 
     def writable(self, meta: "MetaClass", owner: peewee.ForeignKeyField | None) -> dict[str, Writable]:
@@ -120,12 +120,13 @@ class Shapes:
                 and name != "id"]
         return found
 
-    def refers(self, meta: "MetaClass") -> bool:
-        found = self._refers.get(meta.name)
+    def references(self, meta: "MetaClass") -> tuple[tuple[str, "MetaProperty"], ...]:
+        """(name, property) of the entity's to-one references."""
+        found = self._references.get(meta.name)
         if found is None:
-            found = self._refers[meta.name] = any(
-                prop.is_reference and not prop.is_collection and prop.field is not None
-                for prop in meta.properties.values())
+            found = self._references[meta.name] = tuple(
+                (name, prop) for name, prop in meta.properties.items()
+                if prop.is_reference and not prop.is_collection and prop.field is not None)
         return found
 
     def save_hooks(self, meta: "MetaClass") -> tuple[str, ...]:
