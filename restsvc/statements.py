@@ -49,7 +49,9 @@ class Statements(peewee.Database):
             # Peewee's own (its log, its hooks), on a cursor ``cursor`` makes.
             return self._execute_cursor(sql, params, dates_as_text=dates_as_text)  # type: ignore[attr-defined, unused-ignore]  # peewee-stubs: undeclared
         try:
-            cursor = self.cursor(None, True) if dates_as_text else self.cursor()
+            cursor = _cursor(self)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+            if dates_as_text:
+                self.read_dates_as_text(cursor)
             cursor.execute(sql, params or ())
         except Exception:
             # peewee-stubs do not declare the module's error-translating context manager.
@@ -75,6 +77,7 @@ def observe_statements(database: peewee.Database, record: Callable[[float], None
 
 
 _clock = time.perf_counter
+_cursor = peewee.Database.cursor
 statements_log = logging.getLogger("restsvc.db")
 _peewee_log = logging.getLogger("peewee")
 SHAPE_MAX = 2000         # characters of a slow statement's text that are logged
