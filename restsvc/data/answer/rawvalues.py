@@ -128,8 +128,8 @@ def _uuid_other(value: DbValue) -> str:
 # Never None (as ``quoted`` and ``value_text``: see NEVER_NONE). SQLite stores
 # 32 hex digits; PostgreSQL's uuid comes as its canonical text (pgpool.py).
 _uuid_text = cast(Callable[[DbValue], str], _with_common_case("uuid_text", CommonCase(
-    'x.__class__ is str and (len(x) == 32 or (len(x) == 36 and x[8] == "-"))',
-    """(f'"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"' if len(x) == 32 """
+    'x.__class__ is str and ((k := len(x)) == 32 or (k == 36 and x[8] == "-"))',
+    """(f'"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"' if k == 32 """
     """else f'"{x}"')"""), _uuid_other))
 
 
@@ -148,22 +148,30 @@ def _date_time_writer(convert: Converter, text: TextWriter, digits: int) -> Writ
     09:00:00[.ffffff]``, what Peewee stores; PostgreSQL's the same with the
     fraction's trailing zeros dropped, db.read_rows) -> the answer's
     ``2024-01-31T09:00:00[.f]``, at most ``digits`` digits of the fraction
-    (the datatype's), inline; anything else is parsed. Used only when it
-    writes samples of both forms as the datatype's own text does."""
+    (the datatype's); without a fraction inline; anything else is parsed.
+    Used only when it writes samples of both forms as the datatype's own
+    text does."""
     fallback = _general(convert, text)
-    common = CommonCase(
-        'x.__class__ is str and x[10:11] == " " and (len(x) == 19 or '
-        '(x[19:20] == "." and len(x) <= 26))',
-        f"""('"' + x[:10] + 'T' + x[11:19] + ('.' + f if (f := x[20:{20 + digits}]"""
-        """.rstrip('0')) else '') + '"')""")
-    write = _with_common_case("date_time_text", common, fallback)
+    end = 20 + digits
+
+    def write(value: DbValue) -> str | None:
+        if value.__class__ is str and value[10:11] == " ":
+            if len(value) == 19:
+                return f'"{value[:10]}T{value[11:]}"'
+            if 20 < len(value) <= 26 and value[19] == ".":
+                fraction = value[20:end].rstrip("0")
+                return f'"{value[:10]}T{value[11:19]}.{fraction}"' if fraction \
+                    else f'"{value[:10]}T{value[11:19]}"'
+        return fallback(value)
     samples = [datetime.datetime(2024, 1, 31, 9, 0, 0, micro)
                for micro in (0, 500000, 123456, 120000, 400, 1000, 999999)]
     if any(write(form) != fallback(sample) for sample in samples
            for form in (str(sample), str(sample).rstrip("0") if sample.microsecond else "")
            if form):
         return fallback
-    return write
+    return _with_common_case("date_time_text", CommonCase(
+        'x.__class__ is str and len(x) == 19 and x[10] == " "',
+        """f'"{x[:10]}T{x[11:]}"'"""), write)
 
 
 def _remembered(write: Writer) -> Writer:
