@@ -12,22 +12,21 @@ Connection handling per request (``release``), chosen per engine:
   connecting costs a round trip and a backend process; ``release`` hands the
   connection back after every request, so idle workers hold none.
 """
-import functools
 import logging
-import math
 import os
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 import peewee
 from playhouse import db_url
-from playhouse.pool import MaxConnectionsExceeded, PooledPostgresqlDatabase
+from playhouse.pool import MaxConnectionsExceeded
 
 from .errors import SettingsError
+from .pgpool import Pool
 from .privatefiles import ensure_private
+from .statements import Statements
 from .walbound import WalBound, wal_pragmas
 from .writequeue import Queued
 
@@ -54,6 +53,18 @@ def execute(database: peewee.Database, sql: str, params: Sequence[object] | None
     """``database.execute_sql``, typed (peewee's stubs leave it unannotated). The
     ignores also say ``unused-ignore``: setup.cfg's ``[mypy-restsvc.*]`` flags none."""
     cursor: Cursor = database.execute_sql(sql, params)  # type: ignore[no-untyped-call, unused-ignore]  # stubs: unannotated
+    return cursor
+
+
+def read_rows(database: peewee.Database, sql: str, params: Sequence[object] | None = None) -> Cursor:
+    """A statement of the read path (data/read/: the rows every answer and
+    every Python consumer reads): ``execute``, except that on PostgreSQL its
+    date and timestamp columns come as the ISO text PostgreSQL sends, which
+    is the text SQLite stores, so that the one row shape holds the same
+    values on both (data/columns.py converts that text; the answer writes it
+    by slicing, data/answer/rawvalues.py). Other statements (tokens, history,
+    events, Peewee's models) still get ``datetime`` objects."""
+    cursor: Cursor = cast(Statements, database).execute_sql(sql, params, dates_as_text=True)
     return cursor
 database_proxy = peewee.DatabaseProxy()
 
@@ -108,7 +119,7 @@ def open_database(url: str, pool_size: int = 20, sqlite_synchronous: str = "full
                 "svc.datasource.url: PostgreSQL needs the driver: pip install 'restsvc[postgres]'"
             ) from None
         params = db_url.parse(url)
-        database = _Pool(
+        database = Pool(
             params.pop("database"), max_connections=pool_size, stale_timeout=300,
             timeout=10, **params)
     else:
@@ -122,127 +133,8 @@ def _is_file(path: str, params: dict[str, object]) -> bool:
     return path != ":memory:" and not path.startswith("file:") and not params.get("uri")
 
 
-class _Statements(peewee.Database):
-    """Peewee's ``execute_sql`` less its per-statement overhead (the error
-    wrapper on success, the hooks' bookkeeping): the statement runs on the
-    thread's cursor, a driver error becomes Peewee's (with Peewee's debug log
-    or query hooks on, Peewee's own runs it); timed when ``observe_statements``
-    asks for it (observability/statements.py)."""
-
-    _record: Callable[[float], None] | None = None     # seconds -> None (the metrics' list)
-    _slow: float = math.inf        # seconds from which a statement is logged
-
-    def observe_statements(self, record: Callable[[float], None] | None,
-                           slow_seconds: float | None) -> None:
-        self._record, self._slow = record, slow_seconds or math.inf
-
-    def execute_sql(self, sql: str, params: Any = None) -> Any:
-        record = self._record
-        if record is None and self._slow == math.inf:
-            return self._run(sql, params)
-        started = _clock()
-        try:
-            return self._run(sql, params)
-        finally:
-            seconds = _clock() - started
-            if record is not None:
-                record(seconds)
-            if seconds >= self._slow:
-                # The statement's text has placeholders, never the values:
-                # Peewee sends those apart, as ``params``.
-                statements_log.warning("slow statement (%.1f ms): %s", seconds * 1000,
-                                       sql[:SHAPE_MAX])
-
-    def _run(self, sql: str, params: Any) -> Any:
-        if self.query_hooks or _peewee_log.isEnabledFor(logging.DEBUG):
-            return super().execute_sql(sql, params)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-        try:
-            cursor = self.cursor()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-            cursor.execute(sql, params or ())
-        except Exception:
-            # peewee-stubs do not declare the module's error-translating context manager.
-            with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
-                raise
-        return cursor
-
-
-def observe_statements(database: peewee.Database, record: Callable[[float], None] | None,
-                       slow_seconds: float | None) -> None:
-    """``_Statements.observe_statements`` of a database ``open_database`` made."""
-    cast(_Statements, database).observe_statements(record, slow_seconds)
-
-
-_clock = time.perf_counter
-statements_log = logging.getLogger("restsvc.db")
-_peewee_log = logging.getLogger("peewee")
-SHAPE_MAX = 2000         # characters of a slow statement's text that are logged
-
-
-class _Sqlite(_Statements, peewee.SqliteDatabase):
+class _Sqlite(Statements, peewee.SqliteDatabase):
     wal_bound: WalBound | None = None
-
-
-UUID_OID, _UUID_ARRAY_OID = 2950, 2951      # PostgreSQL's uuid and uuid[] (type_code)
-
-
-@functools.cache
-def _uuid_text_casters() -> tuple[Any, Any]:
-    """psycopg2 typecasters that read uuid and uuid[] as their text (the
-    driver's own C caster of text), built once."""
-    from psycopg2 import extensions
-    text = extensions.new_type((UUID_OID,), "RESTSVC_UUID_TEXT", extensions.UNICODE)
-    return text, extensions.new_array_type((_UUID_ARRAY_OID,), "RESTSVC_UUID_TEXT[]", text)
-
-
-class _UuidAsText(peewee.Psycopg2Adapter):
-    """Peewee registers psycopg2's ``uuid.UUID`` typecaster for every
-    connection of the process (``register_uuid`` when it is imported); restsvc
-    keeps ids as canonical text (data/columns.py), which is the text
-    PostgreSQL sends: its connections read uuid columns as that text, so no
-    ``uuid.UUID`` is made per value and turned back into text. Peewee's
-    models still see ``uuid.UUID`` (``UUIDField.python_value``), and a
-    ``uuid.UUID`` parameter is still sent as one."""
-
-    def connect(self, db: Any, **params: Any) -> Any:
-        conn = super().connect(db, **params)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-        from psycopg2 import extensions
-        for caster in _uuid_text_casters():
-            extensions.register_type(caster, conn)
-        return conn
-
-
-# playhouse has no type information: its pool class is Any to mypy.
-class _Pool(_Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-ignore]
-    """Peewee's pool sends ``SELECT 1`` on every check-out to see that the
-    connection still lives: a round trip per request, as much as a small
-    query. A connection given back less than ``PING_AFTER`` seconds ago was
-    alive then and is handed out unchecked; one that idled longer is pinged.
-    Should the server have gone in that second, the request answers 503 and
-    the idle connections are dropped (``is_unavailable``)."""
-
-    PING_AFTER = 1.0
-    psycopg2_adapter = _UuidAsText
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._returned: dict[Any, float] = {}       # connection key -> when it was given back (monotonic)
-
-    def _is_closed(self, conn: Any) -> bool:
-        returned = self._returned.pop(self.conn_key(conn), None)
-        if returned is not None and time.monotonic() - returned < self.PING_AFTER \
-                and not conn.closed and self._adapter.txn_status(conn) == self._adapter.txn_idle:
-            return False
-        closed: bool = super()._is_closed(conn)
-        return closed
-
-    def _close(self, conn: Any, close_conn: bool = False) -> None:
-        super()._close(conn, close_conn)
-        if not close_conn and not conn.closed:
-            self._returned[self.conn_key(conn)] = time.monotonic()
-
-    def close_idle(self) -> None:
-        super().close_idle()
-        self._returned.clear()      # only idle connections have an entry
 
 
 def _unicode_lower(value: object) -> object:
@@ -340,7 +232,7 @@ def is_unavailable(exc: BaseException, database: peewee.Database) -> bool:
         return str(cause).startswith(_SQLITE_BUSY)
     import psycopg2   # only PostgreSQL databases get here, with the driver loaded
     if isinstance(cause, (psycopg2.OperationalError, psycopg2.InterfaceError)):
-        cast(_Pool, database).close_idle()     # the PostgreSQL database open_database makes
+        cast(Pool, database).close_idle()     # the PostgreSQL database open_database makes
         return True
     return False
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import peewee
 
-from . import db
+from .statements import observe_statements
 from .clibase import app_of
 from .events.hub import Hub
 from .events import streamproc
@@ -73,7 +73,7 @@ def _count_statements(hub: Hub, database: peewee.Database) -> None:
         counts[hub.doing()] += 1
         if record is not None:
             record(seconds)
-    db.observe_statements(database, counted, slow if slow != math.inf else None)
+    observe_statements(database, counted, slow if slow != math.inf else None)
     signal.signal(signal.SIGUSR1, lambda sig, frame: log.info(
         "stream process (pid %s) statements: %s; outbox reads: %s; streams: %s", os.getpid(),
         json.dumps(dict(counts)), hub.reads, len(hub)))

@@ -1,4 +1,5 @@
 """The database as set up by restsvc: durable commits by default, declared indexes."""
+import datetime
 import json
 import re
 import uuid
@@ -126,3 +127,31 @@ def test_postgresql_ids_arrive_as_the_text_rows_hold(app):
         assert stored == (order.id.hex, order.customer_id.hex)
     else:
         assert stored == (str(order.id), str(order.customer_id))
+
+
+def test_the_read_path_reads_dates_as_their_text_and_other_statements_as_datetimes(app):
+    """The read path's statements (``db.read_rows``) get date and timestamp
+    columns as their ISO text on PostgreSQL as on SQLite (there the fraction
+    without its trailing zeros), which the answer writes by slicing; on
+    PostgreSQL every other statement, and Peewee's models, still get
+    ``datetime`` objects on the same connection."""
+    from restsvc.db import execute, read_rows
+    from restsvc.demo.model import Customer
+    moment, born = datetime.datetime(2024, 1, 1, 9, 0, 0, 500000), datetime.date(1990, 5, 1)
+    customer = Customer.select().order_by(Customer.id).first()
+    Customer.update(createdDate=moment, birthDate=born).where(
+        Customer.id == customer.id).execute()
+    sql, params = Customer.select(Customer.createdDate, Customer.birthDate).where(
+        Customer.id == customer.id).sql()
+    try:
+        read = tuple(read_rows(app.database, sql, params).fetchone())
+        other = tuple(execute(app.database, sql, params).fetchone())
+        again = tuple(read_rows(app.database, sql, params).fetchone())
+    finally:
+        app.database.close()
+    assert Customer.get_by_id(customer.id).createdDate == moment
+    if is_sqlite(app.database):
+        assert read == other == again == ("2024-01-01 09:00:00.500000", "1990-05-01")
+    else:
+        assert read == again == ("2024-01-01 09:00:00.5", "1990-05-01")
+        assert other == (moment, born)

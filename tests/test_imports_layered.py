@@ -39,11 +39,12 @@ LAYERS = {
     # Metadata and the values it is made of (datatypes), and the settings
     # (their values parsed with the model's datatypes).
     "model": ("model", "values", "settings", "settinggroups"),
-    # The database, its schema and migrations, and what knows no model: the
+    # The database (its statements, the PostgreSQL pool), its schema and
+    # migrations, and what knows no model: the
     # error family, JSON text, numbers from input, paths, private files, XML;
     # the bound of SQLite's write-ahead log, the queue for its write lock.
-    "db": ("db", "schema", "errors", "jsonio", "numbers", "paths", "privatefiles", "xmlfile",
-           "walbound", "writequeue"),
+    "db": ("db", "statements", "pgpool", "schema", "errors", "jsonio", "numbers", "paths",
+           "privatefiles", "xmlfile", "walbound", "writequeue"),
 }
 ORDER = list(LAYERS)        # top first
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast, overload
 
-from ..db import execute
+from ..db import read_rows
 from ..errors import BadRequest, NotFound, entity_name_not_found, entity_not_found
 from ..jsonio import JsonValue, RawJson, dumps
 from ..model.fetchplan import resolve_request_plan
@@ -100,8 +100,8 @@ class DataManager(DataWrites):
         read = reading(access, meta, plan, return_nulls, tagged=True)
         found = one(access, read, key)
         if found is not None:       # the plan's load by id, worked out once
-            values = execute(access.database, found.sql, [found.stored(key)] if not found.tenant_first
-                             else [access.tenant, found.stored(key)]).fetchone()
+            values = read_rows(access.database, found.sql, [found.stored(key)] if not found.tenant_first
+                                 else [access.tenant, found.stored(key)]).fetchone()
             if values is None:
                 return None
             etag = one_tag(access, read, found, values)

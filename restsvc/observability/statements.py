@@ -1,6 +1,6 @@
 """Database statements observed: their duration (a histogram), the slow ones
 logged by shape, and a child span each when tracing is on. The database's
-``execute_sql`` (``db._Statements``) times them when one of these
+``execute_sql`` (``statements.Statements``) times them when one of these
 is asked for; every query of Peewee goes through it.
 
 The time is the driver's ``execute``: for SQLite that runs the statement to
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import peewee
 
-from ..db import SHAPE_MAX, observe_statements
+from ..statements import SHAPE_MAX, observe_statements
 
 if TYPE_CHECKING:
     from .tracing import Tracing
@@ -21,7 +21,7 @@ def observe(database: peewee.Database, times: list[float] | None = None, slow_se
     """``times``: a list each statement's seconds are appended to (the
     metrics add them up in batches); ``slow_seconds``: from how long a
     statement is logged. Per statement: two clock reads, one append, one
-    comparison (in ``db._Statements.execute_sql``)."""
+    comparison (in ``statements.Statements.execute_sql``)."""
     if times is None and not slow_seconds and tracing is None:
         return
     observe_statements(database, times.append if times is not None else None, slow_seconds)

@@ -126,10 +126,11 @@ def _uuid_other(value: DbValue) -> str:
 
 
 # Never None (as ``quoted`` and ``value_text``: see NEVER_NONE). SQLite stores
-# 32 hex digits; PostgreSQL's uuid comes as its canonical text (db.py).
+# 32 hex digits; PostgreSQL's uuid comes as its canonical text (pgpool.py).
 _uuid_text = cast(Callable[[DbValue], str], _with_common_case("uuid_text", CommonCase(
-    "x.__class__ is str and len(x) == 32",
-    """f'"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"'"""), _uuid_other))
+    'x.__class__ is str and ((k := len(x)) == 32 or (k == 36 and x[8] == "-"))',
+    """(f'"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"' if k == 32 """
+    """else f'"{x}"')"""), _uuid_other))
 
 
 def _date_writer(convert: Converter, text: TextWriter) -> Writer:
@@ -143,10 +144,13 @@ def _date_writer(convert: Converter, text: TextWriter) -> Writer:
 
 
 def _date_time_writer(convert: Converter, text: TextWriter, digits: int) -> Writer:
-    """SQLite's ``2024-01-31 09:00:00[.ffffff]`` (what Peewee stores) -> the
-    answer's ``2024-01-31T09:00:00[.f]``, at most ``digits`` digits of the
-    fraction (the datatype's); anything else is parsed. Used only when it
-    writes a sample as the datatype's own text does."""
+    """The ISO text a date-time is read as (SQLite's ``2024-01-31
+    09:00:00[.ffffff]``, what Peewee stores; PostgreSQL's the same with the
+    fraction's trailing zeros dropped, db.read_rows) -> the answer's
+    ``2024-01-31T09:00:00[.f]``, at most ``digits`` digits of the fraction
+    (the datatype's); without a fraction inline; anything else is parsed.
+    Used only when it writes samples of both forms as the datatype's own
+    text does."""
     fallback = _general(convert, text)
     end = 20 + digits
 
@@ -154,14 +158,16 @@ def _date_time_writer(convert: Converter, text: TextWriter, digits: int) -> Writ
         if value.__class__ is str and value[10:11] == " ":
             if len(value) == 19:
                 return f'"{value[:10]}T{value[11:]}"'
-            if len(value) == 26 and value[19] == ".":
+            if 20 < len(value) <= 26 and value[19] == ".":
                 fraction = value[20:end].rstrip("0")
                 return f'"{value[:10]}T{value[11:19]}.{fraction}"' if fraction \
                     else f'"{value[:10]}T{value[11:19]}"'
         return fallback(value)
     samples = [datetime.datetime(2024, 1, 31, 9, 0, 0, micro)
-               for micro in (0, 500000, 123456, 120000, 400)]
-    if any(write(str(sample)) != fallback(sample) for sample in samples):
+               for micro in (0, 500000, 123456, 120000, 400, 1000, 999999)]
+    if any(write(form) != fallback(sample) for sample in samples
+           for form in (str(sample), str(sample).rstrip("0") if sample.microsecond else "")
+           if form):
         return fallback
     return _with_common_case("date_time_text", CommonCase(
         'x.__class__ is str and len(x) == 19 and x[10] == " "',

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import peewee
 
-from ...db import UUID_OID, is_sqlite, execute
+from ...db import is_sqlite, execute
+from ...pgpool import UUID_OID
 from ...errors import BadRequest
 from ..memo import entity_facts
 from ..columns import stored

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import peewee
 
-from ...db import execute, is_sqlite
+from ...db import is_sqlite, read_rows
 from ...model.fetchplan import ids_only
 from ..memo import Memo, Owned, owned, plan_facts
 from ..columns import conversions, converter, row_id, stored
@@ -124,7 +124,7 @@ def select_rows(access: "Access", meta: "MetaClass", plan: "FetchPlan", load: Lo
     if load.keys is not None and not load.keys:     # no keys: no rows, and no statement
         return RawRows((), meta, plan, names, converting)
     sql, params = statement(access, meta, Selected(columns, signature), load)
-    rows = RawRows(execute(access.database, sql, params).fetchall(), meta, plan, names,
+    rows = RawRows(read_rows(access.database, sql, params).fetchall(), meta, plan, names,
                    converting)
     if budget is not None:
         budget.take(len(rows))
