@@ -36,12 +36,12 @@ def enter(self):
         WAITS.append((time.perf_counter() - started) * 1000)
 
 
-def run(self, sql, params):
+def run(self, sql, params, *more):
     if sql[:6].upper() not in _WRITES or self.in_transaction():
-        return _run(self, sql, params)
+        return _run(self, sql, params, *more)
     started = time.perf_counter()
     try:
-        return _run(self, sql, params)
+        return _run(self, sql, params, *more)
     finally:
         WAITS.append((time.perf_counter() - started) * 1000)
 
