@@ -289,15 +289,10 @@ def _insert_rows(access: Access, items: Sequence[HistoryEntry], now: datetime.da
     rows: list[list[object]] = [
         [to_id(key), 1, item.meta.name, str(item.entity_id), item.kind, who, when,
          to_changes(item.changes)] for key, item in zip(ids, items)]
-    sql: str | None = access.sql_cache.get(("history-insert",))
-    if sql is None:
-        first = items[0]
-        sql, built = HistoryItem.insert(**dict(zip(_COLUMNS, (
-            ids[0], 1, first.meta.name, str(first.entity_id), first.kind, who, now,
-            first.changes)))).sql()
-        assert list(built) == rows[0], "a history item's parameters as Peewee makes them"
-        access.sql_cache[("history-insert",)] = sql
-    return sql, rows
+    # The parameters above are in _COLUMNS' order: the statement's, which
+    # lists a model's fields in their declared order.
+    return access.sql(("history-insert",), lambda: HistoryItem.insert(
+        **dict.fromkeys(_COLUMNS, ""))), rows
 
 
 def deleted_items(meta: "MetaClass", ids: Iterable[str | int]) -> list[HistoryEntry]:

@@ -185,11 +185,9 @@ def insert(access: Access, params: Sequence[list[object]], batch: Batch | None =
     ``sqlwrite.many_rows`` allows. A lone row's statement is added to
     ``batch`` when given (the writer sends those together). On PostgreSQL,
     with ``NOTIFY`` (``CHANNEL``): in the write's transaction, so sent at commit."""
-    sql: str | None = access.sql_cache.get("event-values")
-    if sql is None:
-        sql = access.sql_cache["event-values"] = ChangeEvent.insert(
-            entity="", entityId="", kind="", changed="", version=0, username="",
-            time=utc_now(), previous="").sql()[0]
+    sql = access.sql(("event-values",), lambda: ChangeEvent.insert(
+        entity="", entityId="", kind="", changed="", version=0, username="",
+        time=utc_now(), previous=""))
     notify = not is_sqlite(access.database)
     if batch is not None and len(params) == 1:
         batch.append((sql, params[0]))
