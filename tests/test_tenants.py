@@ -143,6 +143,27 @@ def test_a_global_caller_names_the_tenant_of_what_it_creates(make_app):
     assert "G" in names(client.get(ACCOUNTS, headers=auth["sam"]))
 
 
+def test_a_tenant_found_is_asked_again_once_the_gate_reads_the_token_again(make_app, monkeypatch):
+    """A global caller's creates ask whether the tenant they name exists once
+    per principal the gate keeps (gate.RECHECK_SECONDS), not once per create."""
+    from restsvc.security import gate
+    from restsvc.security.tenants import Tenant
+    _, client, auth = build(make_app, {"svc.tenants.default": ""})
+    west = client.post("/rest/entities/Tenant", headers=auth["root"],
+                       json={"tenantId": "west", "name": "West"})
+    assert west.status_code == 201, west.json
+
+    def create(name):
+        return client.post(ACCOUNTS, headers=auth["root"], json={
+            "name": name, "email": f"{name}@x.io", "tenantId": "west"}).status_code
+    monkeypatch.setattr(gate, "RECHECK_SECONDS", 3600)
+    assert create("w1") == 201
+    Tenant.delete().where(Tenant.tenantId == "west").execute()
+    assert create("w2") == 201          # the same principal: west was found for it
+    monkeypatch.setattr(gate, "RECHECK_SECONDS", 0)
+    assert create("w3") == 400          # its token read again: west is asked for, and gone
+
+
 def test_a_global_callers_create_naming_no_tenant_goes_to_the_referred_rows_or_the_default(
         world):
     _, client, auth, ids = world     # the shipped demo settings: svc.tenants.default north

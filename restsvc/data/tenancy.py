@@ -40,13 +40,16 @@ def tenant_condition(access: "Access", meta: "MetaClass") -> peewee.Node | None:
 
 
 class Stamps:
-    """The tenants of the rows one request writes (``stamp``); the tenants
-    it found in the Tenant table are kept for the request, so a bulk of
-    a thousand rows asks once per tenant, not once per row."""
+    """The tenants of the rows one request writes (``stamp``). The tenants
+    found in the Tenant table are kept in the caller's ``Access.memo``: a
+    bulk of a thousand rows asks once per tenant, not once per row, and a
+    caller's next creates ask again only when the gate has read its token
+    again (``gate.RECHECK_SECONDS``: a new principal, a new Access), as a
+    disabled tenant's tokens stop working then."""
 
     def __init__(self, access: "Access") -> None:
         self.access = access
-        self.known: set[str] = set()
+        self.known: set[str] = access.memo.setdefault(_KNOWN, set())
 
     def stamp(self, meta: "MetaClass", values: dict[str, Any], creating: bool,
               body: dict[str, Any], references: "Sequence[tuple[str, MetaProperty]]") -> None:
@@ -91,6 +94,9 @@ class Stamps:
             return False
         self.known.add(key)
         return True
+
+
+_KNOWN = "tenancy: tenants found"      # Access.memo key of Stamps.known
 
 
 def _referred_tenant(access: "Access", references: "Sequence[tuple[str, MetaProperty]]",
