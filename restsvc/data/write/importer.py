@@ -122,7 +122,7 @@ class Importer:
         self._planned = 0
         # (entity name, id) -> whether the caller can see the row
         self._visible: dict[tuple[str, str | int], bool] = {}
-        self.shapes = Shapes(access)
+        self.shapes = Shapes.of(access)
         self.tenants = Stamps(access)
 
     def plan(self, meta: "MetaClass", body: JsonValue, path: str = "",

@@ -1,7 +1,8 @@
 """What planning a row of an entity needs (importer.py), worked out once per
-request and entity rather than once per row: a bulk of 1,000 rows reads its
-entity's properties, the caller's attribute levels and each attribute's
-checks once.
+caller and entity rather than once per row or request: a bulk of 1,000 rows
+reads its entity's properties, the caller's attribute levels and each
+attribute's checks once, and the caller's next requests not again (kept in
+its ``Access.memo``, which lives as long as the gate keeps its principal).
 
     writable     attribute name -> how a body's value of it is read (its kind,
                  its property, an embedded value's parts the caller may modify);
@@ -50,7 +51,17 @@ class Check(NamedTuple):
 
 
 class Shapes:
-    """The tables above for one caller (one request's ``Importer``)."""
+    """The tables above for one caller (``of``)."""
+
+    @staticmethod
+    def of(access: Access) -> "Shapes":
+        """The caller's tables: one per Access (and the copies ``replace``
+        makes of it, which share its memo and permissions) and ``keeps_audit``."""
+        key = (_MEMO_KEY, access.keeps_audit)
+        found: Shapes | None = access.memo.get(key)
+        if found is None:
+            found = access.memo[key] = Shapes(access)
+        return found
 
     def __init__(self, access: Access) -> None:
         self.access = access
@@ -135,6 +146,9 @@ class Shapes:
             found = self._save_hooks[meta.name] = tuple(
                 name for name in SAVE_HOOKS if hasattr(meta.model, name))
         return found
+
+
+_MEMO_KEY = "shapes"        # Access.memo key (with keeps_audit) of a caller's Shapes
 
 
 def new_instance(model: type[Entity], values: dict[str, object]) -> Entity:

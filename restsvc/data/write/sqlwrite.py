@@ -102,6 +102,9 @@ def many_rows(sql: str, rows: Sequence[Sequence[object]], param: str) -> list[St
 def insert_rows(access: Access, sql: str, rows: Sequence[Sequence[object]]) -> None:
     """Rows of the one-row INSERT ``sql`` (each its parameters) in as few
     statements as ``many_rows`` allows, else one statement per row."""
+    if len(rows) == 1:
+        execute(access.database, sql, rows[0])
+        return
     for text, values in many_rows(sql, rows, access.database.param) or [
             (sql, list(one)) for one in rows]:
         execute(access.database, text, values)
