@@ -36,7 +36,9 @@ class Access:
     writer: str | None = None
     keeps_audit: bool = False
     # What is worked out once per caller and kept (filter trees of URL
-    # filters: DataManager.filter); shared by the copies ``replace`` makes.
+    # filters: DataManager.filter; what planning a write needs: write/shapes.py;
+    # the tenants found: tenancy.Stamps); shared by the copies ``replace``
+    # makes. It lives as long as the Access: the gate's RECHECK_SECONDS.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def sql(self, key: Hashable, build: "Callable[[], peewee.Query]") -> str:
