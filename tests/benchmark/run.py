@@ -4,6 +4,7 @@
     python tests/benchmark/run.py --no-wrk           # in-process figures only
     python tests/benchmark/run.py --postgres URL     # restsvc and the baseline on PostgreSQL
     python tests/benchmark/run.py --profile 3000 [--only get]     # in-process cProfile
+    python tests/benchmark/run.py --app-cpu          # also the CPU inside each app, served
     python tests/benchmark/run.py --in-process 2000    # service call vs load by id, µs/request
 
 restsvc works on a SQLite database prepared by its own code (demo data plus
@@ -33,6 +34,10 @@ baseline (``baseline_pg.py``) on another, filled from restsvc's once
 backends serving each app's connections, found by ``application_name`` in
 ``pg_stat_activity``, read from ``/proc``) is counted per request beside the
 server's.
+
+``--app-cpu``: both apps served through ``apptime.py``, which counts the CPU
+time spent inside each app (not gunicorn's) per request; printed beside the
+server's (tests/benchmark/README.md, "Inside the server").
 """
 import argparse
 import json
@@ -48,6 +53,7 @@ from urllib.parse import quote
 from baseline_data import build, build_postgres
 from dataset import REPO, prepare, tag_shape
 from inprocess import compare, one_response, summary
+from apptime import totals
 from servers import (Wrk, backends_cpu, cpu_between, one_request, start_server, stop_server,
                      workers_cpu)
 
@@ -102,21 +108,27 @@ def check(server, operation, wrk, first_id, args):
 
 
 def measure(servers, path, wrk, args, monitor=None):
-    """{name: [(req/s, server CPU µs per request, PostgreSQL CPU µs per request or None)
-    per round]}. The servers take turns (ABBA...), so a change in the machine's load hits
-    both alike; ratios are taken per round. The CPU time is that of the gunicorn workers
-    (from /proc), divided by the requests wrk saw answered: the robust figure on a shared
-    machine. ``monitor``: a connection to PostgreSQL, to count its backends' CPU too."""
+    """{name: [(req/s, server CPU µs per request, PostgreSQL CPU µs per request or None,
+    CPU µs inside the app per request or None) per round]}. The servers take turns
+    (ABBA...), so a change in the machine's load hits both alike; ratios are taken per
+    round. The CPU time is that of the gunicorn workers (from /proc), divided by the
+    requests wrk saw answered: the robust figure on a shared machine. ``monitor``: a
+    connection to PostgreSQL, to count its backends' CPU too."""
     figures = {name: [] for name, _, _ in servers}
     for round_number in range(args.rounds):
         for name, proc, base_url in servers[::-1] if round_number % 2 else servers:
             backends = monitor and backends_cpu(monitor, APPLICATION_NAMES[name])
+            counted = args.app_cpu and totals(args.app_cpu / name)
             before = workers_cpu(proc)
             rate, count = wrk.run(base_url, path, args.duration)
             cpu = (workers_cpu(proc) - before) / count * 1e6
             database = monitor and cpu_between(
                 backends, backends_cpu(monitor, APPLICATION_NAMES[name])) / count * 1e6
-            figures[name].append((rate, cpu, database))
+            inside = None
+            if counted:
+                requests, seconds = (b - a for a, b in zip(counted, totals(args.app_cpu / name)))
+                inside = seconds / requests * 1e6
+            figures[name].append((rate, cpu, database, inside))
     return figures
 
 
@@ -136,10 +148,11 @@ def same_bytes(name, ours, theirs):
 
 def same_headers(name, ours, theirs):
     """None, or the headers the two answers do not share. ``X-Request-Id`` is
-    new on every answer, and a create's ``Location`` and ``ETag`` name its new
-    id: those are compared by presence."""
+    new on every answer, a create's ``Location`` and ``ETag`` name its new
+    id, and its ``Content-Length`` counts its times (a fraction's trailing zeros
+    are not written): those are compared by presence."""
     ours, theirs = dict(ours), dict(theirs)
-    fresh = {"X-Request-Id", *(("Location", "ETag") if name == "create" else ())}
+    fresh = {"X-Request-Id", *(("Location", "ETag", "Content-Length") if name == "create" else ())}
     for headers in (ours, theirs):
         headers.update((header, "(present)") for header in fresh if header in headers)
     differing = sorted(header for header in {*ours, *theirs} if ours.get(header) != theirs.get(header))
@@ -242,6 +255,7 @@ def report(rows, notes, args):
            f"-d{args.duration}s after a {args.warmup}s warm-up, taking turns; server CPU: "
            f"user+system time of the gunicorn workers per answered request", notes)
     report_database(rows, args)
+    report_app(rows, args)
     return 0 if all(ours and (theirs or args.probe_path) for _, ours, theirs in rows) else 1
 
 
@@ -262,6 +276,25 @@ def report_database(rows, args):
     footer(f"restsvc/baseline; user+system time of the PostgreSQL backends serving each "
            f"app's connections (application_name {', '.join(APPLICATION_NAMES.values())}), "
            f"per answered request, {args.rounds} round(s)", [])
+
+
+def report_app(rows, args):
+    """CPU inside each app per request under the server, beside the server's (``--app-cpu``)."""
+    rows = [(label, ours, theirs) for label, ours, theirs in rows
+            if ours and theirs and ours[0][3] is not None]
+    if not rows:
+        return
+    print(f"\n{'inside the app (--app-cpu)':<50}{'app CPU µs/request':<34}{'ratio':>6}"
+          f"  {'the rest of the server CPU µs/request':<38}{'ratio':>6}")
+    for label, ours, theirs in rows:
+        inside = f"{summary([a[3] for a in ours])} / {summary([b[3] for b in theirs])}"
+        rest = f"{summary([a[1] - a[3] for a in ours])} / {summary([b[1] - b[3] for b in theirs])}"
+        print(f"{label:<50}{inside:<34}{statistics.median(a[3] / b[3] for a, b in zip(ours, theirs)):>6.2f}"
+              f"  {rest:<38}"
+              f"{statistics.median((a[1] - a[3]) / (b[1] - b[3]) for a, b in zip(ours, theirs)):>6.2f}")
+    footer(f"restsvc/baseline; thread CPU time inside each app's WSGI call and body "
+           f"(apptime.py), and the workers' CPU time less that, per request, "
+           f"{args.rounds} round(s)", [])
 
 
 def bounded(low, high):
@@ -296,6 +329,9 @@ def parse_args(argv):
     parser.add_argument("--in-process", type=bounded(1, 100000), metavar="N",
                         help="instead: CPU µs per request in process, N requests per round, "
                              "GET /rest/services/orderService/calculateTotal against a load by id")
+    parser.add_argument("--app-cpu", action="store_true",
+                        help="also count the CPU time spent inside each app under the "
+                             "server (apptime.py)")
     parser.add_argument("--probe-path", help="check the harness on restsvc alone with a GET "
                                              "path that exists, e.g. /rest/metadata/entities")
     return parser.parse_args(argv)
@@ -379,9 +415,18 @@ def main(argv=None):
                 token, ids, args), args)
         if args.no_wrk:
             return 0
-        servers.append(start_server("restsvc", ["wsgi:app"], app_env,
+        targets, paths = {"restsvc": "wsgi:app", "baseline": f"{module}:app"}, []
+        if args.app_cpu:
+            paths = ["--pythonpath", str(HERE)]
+            args.app_cpu = workdir / "apptime"
+            for name, target in targets.items():
+                (args.app_cpu / name).mkdir(parents=True)
+                env = app_env if name == "restsvc" else baseline_env
+                env.update(APPTIME_TARGET=target, APPTIME_DIR=str(args.app_cpu / name))
+            targets = dict.fromkeys(targets, "apptime:app")
+        servers.append(start_server("restsvc", [*paths, targets["restsvc"]], app_env,
                                     workdir / "restsvc.log", REPO))
-        servers.append(start_server("baseline", ["--pythonpath", str(HERE), f"{module}:app"],
+        servers.append(start_server("baseline", ["--pythonpath", str(HERE), targets["baseline"]],
                                     baseline_env, workdir / "baseline.log", HERE))
         status = report(*benchmark(args, workdir, token, ids, servers, monitor), args)
         if args.keep:
