@@ -11,7 +11,7 @@ accepting, parsing the request, writing the answer, closing.
 Why: in a loop of WSGI calls (``inprocess.py``) an app's code and data stay
 in the CPU's caches; under gunicorn every request's app work follows the
 kernel's and gunicorn's, and costs two to three times as much (tests/benchmark/README.md,
-"Inside the server").
+"Inside the server (issue 41, seventh session)").
 """
 import importlib
 import mmap

@@ -37,7 +37,7 @@ server's.
 
 ``--app-cpu``: both apps served through ``apptime.py``, which counts the CPU
 time spent inside each app (not gunicorn's) per request; printed beside the
-server's (tests/benchmark/README.md, "Inside the server").
+server's (tests/benchmark/README.md, "Inside the server (issue 41, seventh session)").
 """
 import argparse
 import json
