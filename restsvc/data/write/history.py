@@ -292,7 +292,7 @@ def _insert_rows(access: Access, items: Sequence[HistoryEntry], now: datetime.da
     # The parameters above are in _COLUMNS' order: the statement's, which
     # lists a model's fields in their declared order.
     return access.sql(("history-insert",), lambda: HistoryItem.insert(
-        **dict.fromkeys(_COLUMNS, ""))), rows
+        **dict.fromkeys(_COLUMNS, "")).returning()), rows    # no RETURNING: nothing reads it
 
 
 def deleted_items(meta: "MetaClass", ids: Iterable[str | int]) -> list[HistoryEntry]:

@@ -187,7 +187,7 @@ def insert(access: Access, params: Sequence[list[object]], batch: Batch | None =
     with ``NOTIFY`` (``CHANNEL``): in the write's transaction, so sent at commit."""
     sql = access.sql(("event-values",), lambda: ChangeEvent.insert(
         entity="", entityId="", kind="", changed="", version=0, username="",
-        time=utc_now(), previous=""))
+        time=utc_now(), previous="").returning())      # no RETURNING: nothing reads it
     notify = not is_sqlite(access.database)
     if batch is not None and len(params) == 1:
         batch.append((sql, params[0]))

@@ -51,7 +51,6 @@ def after_update(access: Access, insert_text: str) -> str:
     text: str | None = access.sql_cache.get(key)
     if text is None:
         columns, _, values = insert_text.partition(" VALUES ")
-        values = values.partition(" RETURNING ")[0].strip()
         text = access.sql_cache[key] = f'{columns} SELECT {values[1:-1]} FROM "updated"'
     return text
 
@@ -71,7 +70,7 @@ def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object
     converters = [(field.name, field.db_value, type(field) in _TEXT_FIELDS)
                   for field in model._meta.sorted_fields if field.name in data]
     params: list[object] = [convert(data[name]) for name, convert, _ in converters]
-    sql, built = model.insert(**data).sql()
+    sql, built = model.insert(**data).returning().sql()     # no RETURNING: nothing reads it
     if list(built) != params:
         return sql, list(built)
     access.sql_cache[key] = (sql, converters)
@@ -91,7 +90,7 @@ def many_rows(sql: str, rows: Sequence[Sequence[object]], param: str) -> list[St
         return []
     head, _, values = sql.partition(" VALUES ")
     row = "(" + ", ".join([param] * len(rows[0])) + ")"
-    if not values.startswith(row):          # a RETURNING after it is left out
+    if values != row:
         return None
     per = max(1, MAX_PARAMS // len(rows[0]))
     return [(f"{head} VALUES {', '.join([row] * len(rows[start:start + per]))}",
