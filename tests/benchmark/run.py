@@ -261,40 +261,41 @@ def report(rows, notes, args):
 
 def report_database(rows, args):
     """PostgreSQL's own CPU per request, and the ratio of server and PostgreSQL together."""
-    rows = [(label, ours, theirs) for label, ours, theirs in rows
-            if ours and theirs and ours[0][2] is not None]
-    if not rows:
-        return
-    print(f"\n{'PostgreSQL backends':<50}{'PostgreSQL CPU µs/request':<34}{'ratio':>6}"
-          f"  {'server + PostgreSQL CPU µs/request':<34}{'ratio':>6}")
-    for label, ours, theirs in rows:
-        own = f"{summary([a[2] for a in ours])} / {summary([b[2] for b in theirs])}"
-        both = f"{summary([a[1] + a[2] for a in ours])} / {summary([b[1] + b[2] for b in theirs])}"
-        print(f"{label:<50}{own:<34}{statistics.median(a[2] / b[2] for a, b in zip(ours, theirs)):>6.2f}"
-              f"  {both:<34}"
-              f"{statistics.median((a[1] + a[2]) / (b[1] + b[2]) for a, b in zip(ours, theirs)):>6.2f}")
-    footer(f"restsvc/baseline; user+system time of the PostgreSQL backends serving each "
-           f"app's connections (application_name {', '.join(APPLICATION_NAMES.values())}), "
-           f"per answered request, {args.rounds} round(s)", [])
+    _two_figures(rows, 2, "PostgreSQL backends",
+                 ("PostgreSQL CPU µs/request", lambda one: one[2]),
+                 ("server + PostgreSQL CPU µs/request", lambda one: one[1] + one[2]),
+                 f"restsvc/baseline; user+system time of the PostgreSQL backends serving each "
+                 f"app's connections (application_name {', '.join(APPLICATION_NAMES.values())}), "
+                 f"per answered request, {args.rounds} round(s)")
 
 
 def report_app(rows, args):
     """CPU inside each app per request under the server, beside the server's (``--app-cpu``)."""
+    _two_figures(rows, 3, "inside the app (--app-cpu)",
+                 ("app CPU µs/request", lambda one: one[3]),
+                 ("the rest of the server CPU µs/request", lambda one: one[1] - one[3]),
+                 f"restsvc/baseline; thread CPU time inside each app's WSGI call and body "
+                 f"(apptime.py), and the workers' CPU time less that, per request, "
+                 f"{args.rounds} round(s)")
+
+
+def _two_figures(rows, present, heading, first, second, what):
+    """A table of two figures per operation (each ``(title, figure of a round)``),
+    restsvc / baseline with the median of the per-round ratios, for the rows whose
+    rounds hold field ``present``."""
     rows = [(label, ours, theirs) for label, ours, theirs in rows
-            if ours and theirs and ours[0][3] is not None]
+            if ours and theirs and ours[0][present] is not None]
     if not rows:
         return
-    print(f"\n{'inside the app (--app-cpu)':<50}{'app CPU µs/request':<34}{'ratio':>6}"
-          f"  {'the rest of the server CPU µs/request':<38}{'ratio':>6}")
+    print(f"\n{heading:<50}{first[0]:<38}{'ratio':>6}  {second[0]:<38}{'ratio':>6}")
     for label, ours, theirs in rows:
-        inside = f"{summary([a[3] for a in ours])} / {summary([b[3] for b in theirs])}"
-        rest = f"{summary([a[1] - a[3] for a in ours])} / {summary([b[1] - b[3] for b in theirs])}"
-        print(f"{label:<50}{inside:<34}{statistics.median(a[3] / b[3] for a, b in zip(ours, theirs)):>6.2f}"
-              f"  {rest:<38}"
-              f"{statistics.median((a[1] - a[3]) / (b[1] - b[3]) for a, b in zip(ours, theirs)):>6.2f}")
-    footer(f"restsvc/baseline; thread CPU time inside each app's WSGI call and body "
-           f"(apptime.py), and the workers' CPU time less that, per request, "
-           f"{args.rounds} round(s)", [])
+        cells = []
+        for _, figure in (first, second):
+            pair = f"{summary([figure(a) for a in ours])} / {summary([figure(b) for b in theirs])}"
+            ratio = statistics.median(figure(a) / figure(b) for a, b in zip(ours, theirs))
+            cells.append(f"{pair:<38}{ratio:>6.2f}")
+        print(f"{label:<50}{'  '.join(cells)}")
+    footer(what, [])
 
 
 def bounded(low, high):
