@@ -118,7 +118,7 @@ def measure(servers, path, wrk, args, monitor=None):
     for round_number in range(args.rounds):
         for name, proc, base_url in servers[::-1] if round_number % 2 else servers:
             backends = monitor and backends_cpu(monitor, APPLICATION_NAMES[name])
-            counted = args.app_cpu and totals(args.app_cpu / name)
+            counted = args.apptime_dir and totals(args.apptime_dir / name)
             before = workers_cpu(proc)
             rate, count = wrk.run(base_url, path, args.duration)
             cpu = (workers_cpu(proc) - before) / count * 1e6
@@ -126,7 +126,7 @@ def measure(servers, path, wrk, args, monitor=None):
                 backends, backends_cpu(monitor, APPLICATION_NAMES[name])) / count * 1e6
             inside = None
             if counted:
-                requests, seconds = (b - a for a, b in zip(counted, totals(args.app_cpu / name)))
+                requests, seconds = (b - a for a, b in zip(counted, totals(args.apptime_dir / name)))
                 inside = seconds / requests * 1e6
             figures[name].append((rate, cpu, database, inside))
     return figures
@@ -417,13 +417,13 @@ def main(argv=None):
         if args.no_wrk:
             return 0
         targets, paths = {"restsvc": "wsgi:app", "baseline": f"{module}:app"}, []
-        if args.app_cpu:
+        args.apptime_dir = workdir / "apptime" if args.app_cpu else None
+        if args.apptime_dir:
             paths = ["--pythonpath", str(HERE)]
-            args.app_cpu = workdir / "apptime"
             for name, target in targets.items():
-                (args.app_cpu / name).mkdir(parents=True)
+                (args.apptime_dir / name).mkdir(parents=True)
                 env = app_env if name == "restsvc" else baseline_env
-                env.update(APPTIME_TARGET=target, APPTIME_DIR=str(args.app_cpu / name))
+                env.update(APPTIME_TARGET=target, APPTIME_DIR=str(args.apptime_dir / name))
             targets = dict.fromkeys(targets, "apptime:app")
         servers.append(start_server("restsvc", [*paths, targets["restsvc"]], app_env,
                                     workdir / "restsvc.log", REPO))
