@@ -8,9 +8,11 @@ Connection handling per request (``release``), chosen per engine:
   costs more than a small request's query); an idle one holds no lock, and
   ``release`` rolls back what a failed request left open. The WAL is kept
   under a bound (walbound.py).
-- PostgreSQL: a pool per worker process (peewee's PooledPostgresqlDatabase):
-  connecting costs a round trip and a backend process; ``release`` hands the
-  connection back after every request, so idle workers hold none.
+- PostgreSQL: a pool per worker process (pgpool.py, over Peewee's
+  PooledPostgresqlDatabase): connecting costs a round trip and a backend
+  process; ``release`` parks the thread's connection after every request: its
+  next request takes it back, and another thread may take it when the pool
+  is full.
 """
 import logging
 import os
@@ -198,11 +200,12 @@ def _bound(database: "peewee.Database | peewee.DatabaseProxy") -> peewee.Databas
 
 
 def release(database: peewee.Database) -> None:
-    """End of a request: no transaction left open, pooled connections given back
-    (on SQLite, the process's WAL bound runs from its first request on)."""
+    """End of a request: no transaction left open; on PostgreSQL the thread's
+    connection parked (pgpool.py), or dropped if it broke (on SQLite, the
+    process's WAL bound runs from its first request on)."""
     if isinstance(database, _Sqlite) and (bound := database.wal_bound) and not bound.running:
         bound.ensure()
-    if database.is_closed():
+    if not cast(Statements, database).holds_connection():
         return
     try:
         if database.in_transaction():
@@ -210,8 +213,11 @@ def release(database: peewee.Database) -> None:
     except (peewee.DatabaseError, peewee.InterfaceError):
         # The connection broke: the pool drops it on close; the request has its answer.
         log.warning("rollback failed; the connection is dropped", exc_info=True)
+        if not is_sqlite(database):
+            database.close()
+        return
     if not is_sqlite(database):
-        database.close()
+        cast(Pool, database).park()
 
 
 # SQLite's messages when its busy timeout ran out.

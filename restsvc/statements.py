@@ -59,6 +59,11 @@ class Statements(peewee.Database):
                 raise
         return cursor
 
+    def holds_connection(self) -> bool:
+        """Whether this thread has a connection open for its request (``db.release``)."""
+        closed: bool = self._state.closed  # type: ignore[attr-defined, unused-ignore]  # peewee-stubs: undeclared
+        return not closed
+
     def cursor(self, named_cursor: Any = None, dates_as_text: bool = False) -> Any:
         cursor = super().cursor(named_cursor)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
         if dates_as_text:

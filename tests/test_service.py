@@ -63,15 +63,15 @@ def test_an_unexpected_error_is_a_json_500_and_the_connection_is_given_back(app,
     assert "secret internals" not in response.get_data(as_text=True)
     assert "secret internals" in caplog.text
     assert not app.database.in_transaction()
-    if hasattr(app.database, "_in_use"):      # PostgreSQL pool: nothing checked out
-        assert len(app.database._in_use) == 0
+    if hasattr(app.database, "counts"):      # PostgreSQL pool: none serving a request
+        assert app.database.counts()[0] == 0
 
 
 def test_pooled_connections_are_given_back_after_each_request(app, client, auth):
     for _ in range(3):
         assert client.get("/rest/metadata/enums", headers=auth).status_code == 200
-    if hasattr(app.database, "_in_use"):
-        assert len(app.database._in_use) == 0
+    if hasattr(app.database, "counts"):
+        assert app.database.counts() == (0, 1)      # the one this thread used, idle
     else:
         assert not app.database.in_transaction()
 

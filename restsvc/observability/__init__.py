@@ -64,8 +64,8 @@ def setup(app: _App) -> Observability:
     direct = logs.configure(settings, trace_id)
     instruments = None
     if settings.metrics_path:
-        # The PostgreSQL pool's (playhouse's, untyped) connections are sampled.
-        pool = cast(Pool, app.database) if hasattr(app.database, "_in_use") else None
+        # The PostgreSQL pool's connections are sampled.
+        pool = cast(Pool, app.database) if hasattr(app.database, "counts") else None
         instruments = Instruments(settings.metrics_client_label, pool,
                                   tenant_label=settings.metrics_tenant_label)
     statements.observe(app.database, instruments.statement_times if instruments else None,

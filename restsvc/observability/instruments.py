@@ -22,10 +22,9 @@ UNMATCHED = "unmatched"      # the route of a request no rule matched
 
 
 class Pool(Protocol):
-    """What the metrics sample of a PostgreSQL pool (playhouse's, untyped)."""
+    """What the metrics sample of a PostgreSQL pool (pgpool.Pool)."""
 
-    _in_use: dict[object, object]
-    _connections: list[object]
+    def counts(self) -> tuple[int, int]: ...
 
 
 class Instruments:
@@ -101,8 +100,9 @@ class Instruments:
         if self.drain is not None:
             self.drain()
         if self.pool is not None:
-            self.connections.set(len(self.pool._in_use), ("in_use",))
-            self.connections.set(len(self.pool._connections), ("idle",))
+            in_use, idle = self.pool.counts()
+            self.connections.set(in_use, ("in_use",))
+            self.connections.set(idle, ("idle",))
 
     def collect(self) -> dict[str, JsonObject]:
         merged = self.files.collect()
