@@ -94,7 +94,7 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         super().__init__(*args, **kwargs)
         self._state = _ThreadState()
         self._returned: dict[Any, float] = {}       # connection key -> when it was given back (monotonic)
-        self._parked: dict[int, tuple[Any, float]] = {}    # ident -> (connection, parked at)
+        self._parked: dict[int, Any] = {}           # thread ident -> its parked connection
 
     def park(self) -> None:
         """The end of a request on this thread, with no transaction open: its
@@ -102,8 +102,10 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         state = self._state
         if state.closed or state.parked:
             return
+        conn = state.conn
         with self._pool_lock:
-            self._parked[threading.get_ident()] = (state.conn, time.monotonic())
+            self._parked[threading.get_ident()] = conn
+            self._returned[self.conn_key(conn)] = time.monotonic()
             self._pool_available.notify()
         state.parked = True
 
@@ -137,22 +139,19 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         has none, and checks one out at its next statement."""
         state.parked = False
         with self._pool_lock:
-            parked = self._parked.pop(threading.get_ident(), None)
-            if parked is not None and self._usable(*parked):
+            conn = self._parked.pop(threading.get_ident(), None)
+            if conn is not None and self._usable(conn):
                 return False
         state.reset()
         return True
 
-    def _usable(self, conn: Any, parked_at: float) -> bool:
-        """Whether a parked connection may serve again: pinged, as a checked-in
-        one, once parked ``PING_AFTER`` seconds; if not, it is closed and no
-        longer counted (under the pool's lock)."""
+    def _usable(self, conn: Any) -> bool:
+        """Whether a parked connection may serve again (checked as a checked-in
+        one is, ``_is_closed``); if not, it is closed and no longer counted
+        (under the pool's lock)."""
         key = self.conn_key(conn)
         counted = self._in_use.get(key)
-        if counted is not None and not self._is_stale(counted.timestamp) and (
-                time.monotonic() - parked_at < self.PING_AFTER and not conn.closed
-                and conn.get_transaction_status() == self._adapter.txn_idle
-                or not super()._is_closed(conn)):
+        if counted is not None and not self._is_stale(counted.timestamp) and not self._is_closed(conn):
             return True
         self._in_use.pop(key, None)
         self._close_raw(conn)
@@ -161,16 +160,16 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
     def _connect(self) -> Any:
         with self._pool_lock:
             # Parked by an ended thread whose ident this one has, if any.
-            parked = self._parked.pop(threading.get_ident(), None)
-            if parked is not None and self._usable(*parked):
-                return parked[0]
+            conn = self._parked.pop(threading.get_ident(), None)
+            if conn is not None and self._usable(conn):
+                return conn
             try:
                 return super()._connect()
             except MaxConnectionsExceeded:
                 if not self._parked:
                     raise
-                parked = self._parked.pop(next(iter(self._parked)))     # parked longest
-                return parked[0] if self._usable(*parked) else super()._connect()
+                conn = self._parked.pop(next(iter(self._parked)))       # parked longest
+                return conn if self._usable(conn) else super()._connect()
 
     def _is_closed(self, conn: Any) -> bool:
         returned = self._returned.pop(self.conn_key(conn), None)
@@ -196,7 +195,7 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         them gone)."""
         with self._pool_lock:
             super().close_idle()
-            for conn, _ in self._parked.values():
+            for conn in self._parked.values():
                 self._in_use.pop(self.conn_key(conn), None)
                 self._close_raw(conn)
             self._parked.clear()
