@@ -154,6 +154,7 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         if counted is not None and not self._is_stale(counted.timestamp) and not self._is_closed(conn):
             return True
         self._in_use.pop(key, None)
+        self._returned.pop(key, None)
         self._close_raw(conn)
         return False
 
