@@ -58,15 +58,19 @@ def execute(database: peewee.Database, sql: str, params: Sequence[object] | None
     return cursor
 
 
-def read_rows(database: peewee.Database, sql: str, params: Sequence[object] | None = None) -> Cursor:
+def read_rows(database: peewee.Database, sql: str, params: Sequence[object] | None = None,
+              keyed: bool = False) -> Cursor:
     """A statement of the read path (data/read/: the rows every answer and
     every Python consumer reads): ``execute``, except that on PostgreSQL its
     date and timestamp columns come as the ISO text PostgreSQL sends, which
     is the text SQLite stores, so that the one row shape holds the same
     values on both (data/columns.py converts that text; the answer writes it
     by slicing, data/answer/rawvalues.py). Other statements (tokens, history,
-    events, Peewee's models) still get ``datetime`` objects."""
-    cursor: Cursor = cast(Statements, database).execute_sql(sql, params, dates_as_text=True)
+    events, Peewee's models) still get ``datetime`` objects. ``keyed``: the
+    statement finds its rows by a unique key, so that one plan serves every
+    value: on PostgreSQL it is prepared once per connection (pgpool.py)."""
+    cursor: Cursor = cast(Statements, database).execute_sql(sql, params, dates_as_text=True,
+                                                           keyed=keyed)
     return cursor
 database_proxy = peewee.DatabaseProxy()
 

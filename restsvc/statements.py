@@ -18,7 +18,8 @@ class Statements(peewee.Database):
     or query hooks on, Peewee's own runs it); timed when ``observe_statements``
     asks for it (observability/statements.py). ``dates_as_text``: a statement
     of the read path (``db.read_rows``), whose cursor reads dates and date-times
-    as their ISO text (``read_dates_as_text``)."""
+    as their ISO text (``read_dates_as_text``). ``keyed``: a statement that finds
+    rows by a unique key, whose plan does not depend on its values (``prepared``)."""
 
     _record: Callable[[float], None] | None = None     # seconds -> None (the metrics' list)
     _slow: float = math.inf        # seconds from which a statement is logged
@@ -27,13 +28,14 @@ class Statements(peewee.Database):
                            slow_seconds: float | None) -> None:
         self._record, self._slow = record, slow_seconds or math.inf
 
-    def execute_sql(self, sql: str, params: Any = None, dates_as_text: bool = False) -> Any:
+    def execute_sql(self, sql: str, params: Any = None, dates_as_text: bool = False,
+                    keyed: bool = False) -> Any:
         record = self._record
         if record is None and self._slow == math.inf:
-            return self._run(sql, params, dates_as_text)
+            return self._run(sql, params, dates_as_text, keyed)
         started = _clock()
         try:
-            return self._run(sql, params, dates_as_text)
+            return self._run(sql, params, dates_as_text, keyed)
         finally:
             seconds = _clock() - started
             if record is not None:
@@ -44,7 +46,7 @@ class Statements(peewee.Database):
                 statements_log.warning("slow statement (%.1f ms): %s", seconds * 1000,
                                        sql[:SHAPE_MAX])
 
-    def _run(self, sql: str, params: Any, dates_as_text: bool) -> Any:
+    def _run(self, sql: str, params: Any, dates_as_text: bool, keyed: bool = False) -> Any:
         if self.query_hooks or _peewee_log.isEnabledFor(logging.DEBUG):
             # Peewee's own (its log, its hooks), on a cursor ``cursor`` makes.
             return self._execute_cursor(sql, params, dates_as_text=dates_as_text)  # type: ignore[attr-defined, unused-ignore]  # peewee-stubs: undeclared
@@ -52,6 +54,8 @@ class Statements(peewee.Database):
             cursor = _cursor(self)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
             if dates_as_text:
                 self.read_dates_as_text(cursor)
+            if keyed:
+                sql = self.prepared(cursor, sql)
             cursor.execute(sql, params or ())
         except Exception:
             # peewee-stubs do not declare the module's error-translating context manager.
@@ -73,6 +77,12 @@ class Statements(peewee.Database):
     def read_dates_as_text(self, cursor: Any) -> None:
         """Make ``cursor`` read date and date-time columns as their ISO text:
         SQLite's are that text already."""
+
+    def prepared(self, cursor: Any, sql: str) -> str:
+        """The text that runs ``sql``, a keyed statement, on ``cursor``'s
+        connection: ``sql`` itself on SQLite, whose driver keeps each
+        connection's statements compiled (``sqlite3``'s statement cache)."""
+        return sql
 
 
 def observe_statements(database: peewee.Database, record: Callable[[float], None] | None,

@@ -1,13 +1,15 @@
 """PostgreSQL's pool (pgpool.py): a thread keeps its connection from request to
 request, ``svc.datasource.pool-size`` still bounds the connections open at
-once, and a connection kept idle is checked before it serves again."""
+once, a connection kept idle is checked before it serves again, and a load by
+id is prepared once per connection."""
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from werkzeug.test import Client
 
-from conftest import PG_URL, get_token
+from conftest import PG_URL, demo_id, get_token
 from restsvc import db
 
 pytestmark = pytest.mark.skipif(not PG_URL, reason="the pool is PostgreSQL's "
@@ -66,3 +68,75 @@ def test_a_kept_connection_whose_server_side_ended_is_replaced(make_app):
     time.sleep(app.database.PING_AFTER + 0.1)
     assert _serve(app, auth) != ended
     assert app.database.counts() == (0, 1)
+
+
+def _prepared(app):
+    """The statements prepared on this thread's connection."""
+    try:
+        return [row[0] for row in app.database.execute_sql(
+            "SELECT statement FROM pg_prepared_statements ORDER BY prepare_time").fetchall()]
+    finally:
+        db.release(app.database)
+
+
+def _customer(client, auth, number, plan="_base"):
+    response = client.get(f"/rest/entities/Customer/{demo_id('customer', number)}",
+                          query_string={"fetchPlan": plan}, headers=auth)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.json["id"] == demo_id("customer", number)
+    return response
+
+
+def test_a_load_by_id_is_prepared_once_per_connection(make_app):
+    """Every get by id of one plan runs one statement prepared on the
+    connection (PostgreSQL plans it once): the same answers, the ETag
+    included, and a filter's statement is not prepared."""
+    app = make_app()
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    first = [_customer(client, auth, number) for number in (1, 2, 1)]
+    assert first[0].get_data() == first[2].get_data()
+    assert first[0].headers["ETag"] == first[2].headers["ETag"]
+    assert first[0].get_data() != first[1].get_data()
+    assert client.get(f"/rest/entities/Customer/{demo_id('customer', 1)}", headers={
+        **auth, "If-None-Match": first[0].headers["ETag"]}).status_code == 304
+    prepared = _prepared(app)
+    assert len(prepared) == 1 and '"customer"' in prepared[0] and "$1" in prepared[0]
+    assert client.get("/rest/entities/Customer?limit=2&filter=" + json.dumps(
+        {"conditions": [{"property": "name", "operator": "contains", "value": "a"}]}),
+        headers=auth).status_code == 200
+    assert _prepared(app) == prepared
+
+
+def test_prepared_statements_are_bounded_per_connection(make_app):
+    """Past ``PREPARED_MAX`` statements (inline plans can make new ones
+    without end) a connection drops them all and prepares anew."""
+    app = make_app()
+    app.database.PREPARED_MAX = 2
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    plans = ["_base", "_local", "_instance_name", json.dumps({"entity": "Customer",
+                                                            "properties": ["name"]})]
+    for number, plan in enumerate(plans * 2, start=1):
+        _customer(client, auth, number, plan)
+        assert 1 <= len(_prepared(app)) <= 2
+
+
+def test_a_statement_prepared_in_a_failed_transaction_stays_prepared(make_app):
+    """PostgreSQL keeps a statement prepared in a transaction that rolls back:
+    the connection's next get by id finds it there."""
+    app = make_app()
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    _customer(client, auth, 1)
+    prepared = app.database.connection().prepared      # statement -> its EXECUTE
+    sql = next(iter(prepared))
+    app.database.execute_sql("DEALLOCATE ALL")
+    prepared.clear()
+    with pytest.raises(RuntimeError), app.database.atomic():
+        db.read_rows(app.database, sql, [demo_id("customer", 2)], keyed=True).fetchone()
+        raise RuntimeError("the transaction fails")
+    db.release(app.database)
+    assert len(_prepared(app)) == 1
+    _customer(client, auth, 3)
+    assert len(_prepared(app)) == 1

@@ -101,7 +101,7 @@ class DataManager(DataWrites):
         found = one(access, read, key)
         if found is not None:       # the plan's load by id, worked out once
             values = read_rows(access.database, found.sql, [found.stored(key)] if not found.tenant_first
-                                 else [access.tenant, found.stored(key)]).fetchone()
+                               else [access.tenant, found.stored(key)], keyed=True).fetchone()
             if values is None:
                 return None
             etag = one_tag(access, read, found, values)
