@@ -58,6 +58,14 @@ def execute(database: peewee.Database, sql: str, params: Sequence[object] | None
     return cursor
 
 
+def keyed(database: peewee.Database, sql: str) -> str:
+    """The text that runs ``sql``, one statement whose plan does not depend on
+    its values (a load by id, an INSERT, an UPDATE by id and version), on this
+    thread's connection: on PostgreSQL an ``EXECUTE`` of it prepared there
+    (pgpool.py), else ``sql``."""
+    return cast(Statements, database).prepared(sql)
+
+
 def read_rows(database: peewee.Database, sql: str, params: Sequence[object] | None = None,
               keyed: bool = False) -> Cursor:
     """A statement of the read path (data/read/: the rows every answer and
@@ -68,7 +76,7 @@ def read_rows(database: peewee.Database, sql: str, params: Sequence[object] | No
     by slicing, data/answer/rawvalues.py). Other statements (tokens, history,
     events, Peewee's models) still get ``datetime`` objects. ``keyed``: the
     statement finds its rows by a unique key, so that one plan serves every
-    value: on PostgreSQL it is prepared once per connection (pgpool.py)."""
+    value (``keyed``)."""
     cursor: Cursor = cast(Statements, database).execute_sql(sql, params, dates_as_text=True,
                                                            keyed=keyed)
     return cursor

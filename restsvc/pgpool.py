@@ -48,6 +48,7 @@ def _connection_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.prepared: dict[str, str] = {}      # statement -> the EXECUTE that runs it
+            self.seen: set[str] = set()             # keyed statements run once, not prepared
     return Connection
 
 
@@ -113,7 +114,7 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
     parked longest, whose thread then finds it gone and checks out another."""
 
     PING_AFTER = 1.0
-    PREPARED_MAX = 200      # keyed statements prepared per connection; then all are dropped
+    PREPARED_MAX = 200      # keyed statements prepared (and seen once) per connection
     psycopg2_adapter = _UuidAsText
 
     def read_dates_as_text(self, cursor: Any) -> None:
@@ -123,28 +124,38 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         register, caster = _date_text_caster()
         register(caster, cursor)
 
-    def prepared(self, cursor: Any, sql: str) -> str:
-        """A keyed statement is prepared on the connection at its first use,
-        and then runs as ``EXECUTE`` (psycopg2 still quotes the values): after
-        five runs PostgreSQL keeps one generic plan, and parses and plans it no
-        more (half of PostgreSQL's CPU for a get by id). Only a keyed
-        statement: a filter's best plan depends on its values (a rare prefix
-        or a common one), which a generic plan would not see. The statements an
-        application can make are as many as its plans (inline plans too):
-        past ``PREPARED_MAX`` on one connection all are dropped and prepared
-        anew as they come. ``PREPARE`` outlives a rollback: one made in a
-        transaction that failed stays prepared."""
-        prepared: dict[str, str] = cursor.connection.prepared
-        text = prepared.get(sql)
-        if text is None:
+    def prepared(self, sql: str) -> str:
+        """A keyed statement is prepared on the connection at its second use
+        (one used once costs no round trip more), and then runs as ``EXECUTE``
+        (psycopg2 still quotes the values): after five runs PostgreSQL keeps
+        one generic plan, and parses and plans it no more (half of its CPU for
+        a get by id). Only keyed statements (the load by id, a lone write's
+        INSERTs and UPDATE): a filter's best plan depends on its values (a rare
+        prefix or a common one), which a generic plan would not see. An
+        application makes as many as its plans and written column sets (inline
+        plans and partial updates too): past ``PREPARED_MAX`` on one connection
+        all are dropped and prepared anew as they come. ``PREPARE`` outlives a
+        rollback: one made in a transaction that failed stays prepared."""
+        conn = self.connection()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+        text: str | None = conn.prepared.get(sql)
+        if text is not None:
+            return text
+        seen: set[str] = conn.seen
+        if sql not in seen:
+            if len(seen) >= self.PREPARED_MAX:
+                seen.clear()
+            seen.add(sql)
+            return sql
+        prepared: dict[str, str] = conn.prepared
+        with conn.cursor() as cursor:
             if len(prepared) >= self.PREPARED_MAX:
                 cursor.execute("DEALLOCATE ALL")
                 prepared.clear()
             name = f"restsvc_{len(prepared)}"
             numbered, count = _numbered(sql)
             cursor.execute(f"PREPARE {name} AS {numbered}")
-            text = prepared[sql] = f"EXECUTE {name} ({', '.join(['%s'] * count)})" if count \
-                else f"EXECUTE {name}"
+        text = prepared[sql] = f"EXECUTE {name} ({', '.join(['%s'] * count)})" if count \
+            else f"EXECUTE {name}"
         return text
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

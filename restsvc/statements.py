@@ -18,8 +18,8 @@ class Statements(peewee.Database):
     or query hooks on, Peewee's own runs it); timed when ``observe_statements``
     asks for it (observability/statements.py). ``dates_as_text``: a statement
     of the read path (``db.read_rows``), whose cursor reads dates and date-times
-    as their ISO text (``read_dates_as_text``). ``keyed``: a statement that finds
-    rows by a unique key, whose plan does not depend on its values (``prepared``)."""
+    as their ISO text (``read_dates_as_text``). ``keyed``: a statement whose
+    plan does not depend on its values (``prepared``)."""
 
     _record: Callable[[float], None] | None = None     # seconds -> None (the metrics' list)
     _slow: float = math.inf        # seconds from which a statement is logged
@@ -55,7 +55,7 @@ class Statements(peewee.Database):
             if dates_as_text:
                 self.read_dates_as_text(cursor)
             if keyed:
-                sql = self.prepared(cursor, sql)
+                sql = self.prepared(sql)
             cursor.execute(sql, params or ())
         except Exception:
             # peewee-stubs do not declare the module's error-translating context manager.
@@ -78,10 +78,11 @@ class Statements(peewee.Database):
         """Make ``cursor`` read date and date-time columns as their ISO text:
         SQLite's are that text already."""
 
-    def prepared(self, cursor: Any, sql: str) -> str:
-        """The text that runs ``sql``, a keyed statement, on ``cursor``'s
-        connection: ``sql`` itself on SQLite, whose driver keeps each
-        connection's statements compiled (``sqlite3``'s statement cache)."""
+    def prepared(self, sql: str) -> str:
+        """The text that runs ``sql``, a keyed statement (one whose plan does
+        not depend on its values), on this thread's connection: ``sql`` itself
+        on SQLite, whose driver keeps each connection's statements compiled
+        (``sqlite3``'s statement cache)."""
         return sql
 
 

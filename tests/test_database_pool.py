@@ -88,9 +88,9 @@ def _customer(client, auth, number, plan="_base"):
 
 
 def test_a_load_by_id_is_prepared_once_per_connection(make_app):
-    """Every get by id of one plan runs one statement prepared on the
-    connection (PostgreSQL plans it once): the same answers, the ETag
-    included, and a filter's statement is not prepared."""
+    """A get by id of one plan runs, from its second time on, one statement
+    prepared on the connection (PostgreSQL plans it once): the same answers,
+    the ETag included. A filter's statement is not prepared."""
     app = make_app()
     client = Client(app)
     auth = {"Authorization": f"Bearer {get_token(client)}"}
@@ -102,10 +102,40 @@ def test_a_load_by_id_is_prepared_once_per_connection(make_app):
         **auth, "If-None-Match": first[0].headers["ETag"]}).status_code == 304
     prepared = _prepared(app)
     assert len(prepared) == 1 and '"customer"' in prepared[0] and "$1" in prepared[0]
-    assert client.get("/rest/entities/Customer?limit=2&filter=" + json.dumps(
-        {"conditions": [{"property": "name", "operator": "contains", "value": "a"}]}),
-        headers=auth).status_code == 200
+    search = "/rest/entities/Customer?limit=2&filter=" + json.dumps(
+        {"conditions": [{"property": "name", "operator": "contains", "value": "a"}]})
+    assert client.get(search, headers=auth).status_code == 200
+    assert client.get(search, headers=auth).status_code == 200
     assert _prepared(app) == prepared
+
+
+def test_a_lone_write_is_prepared_once_per_connection(make_app):
+    """A create's INSERTs (the row, its history item, its event) and an
+    update's statement (with its history item's INSERT) are prepared at their
+    second use, and write what they wrote before."""
+    app = make_app()
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    created = []
+    for number in range(3):
+        response = client.post("/rest/entities/Customer", json={
+            "name": f"prepared {number}", "email": f"p{number}@example.com"}, headers=auth)
+        assert response.status_code == 201, response.get_data(as_text=True)
+        created.append(response.json["id"])
+    line = f"/rest/entities/OrderLine/{demo_id('line', '0-0')}"    # history, no events
+    version = client.get(line, headers=auth).json["version"]
+    for quantity in (7, 8, 9):
+        response = client.put(line, json={"quantity": quantity}, headers=auth)
+        assert response.status_code == 200, response.get_data(as_text=True)
+    prepared = " | ".join(_prepared(app))
+    for statement in ('INSERT INTO "customer"', 'INSERT INTO "history_item"',
+                      'INSERT INTO "restsvc_event"', 'UPDATE "order_line"'):
+        assert statement in prepared
+    for number, key in enumerate(created):
+        body = client.get(f"/rest/entities/Customer/{key}", headers=auth).json
+        assert (body["name"], body["version"]) == (f"prepared {number}", 1)
+    body = client.get(line, headers=auth).json
+    assert (body["quantity"], body["version"]) == (9, version + 3)
 
 
 def test_prepared_statements_are_bounded_per_connection(make_app):
@@ -119,6 +149,7 @@ def test_prepared_statements_are_bounded_per_connection(make_app):
                                                             "properties": ["name"]})]
     for number, plan in enumerate(plans * 2, start=1):
         _customer(client, auth, number, plan)
+        _customer(client, auth, number + 1, plan)
         assert 1 <= len(_prepared(app)) <= 2
 
 
@@ -129,10 +160,7 @@ def test_a_statement_prepared_in_a_failed_transaction_stays_prepared(make_app):
     client = Client(app)
     auth = {"Authorization": f"Bearer {get_token(client)}"}
     _customer(client, auth, 1)
-    prepared = app.database.connection().prepared      # statement -> its EXECUTE
-    sql = next(iter(prepared))
-    app.database.execute_sql("DEALLOCATE ALL")
-    prepared.clear()
+    sql = next(iter(app.database.connection().seen))        # run once: not prepared yet
     with pytest.raises(RuntimeError), app.database.atomic():
         db.read_rows(app.database, sql, [demo_id("customer", 2)], keyed=True).fetchone()
         raise RuntimeError("the transaction fails")

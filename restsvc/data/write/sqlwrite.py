@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import peewee
 
-from ...db import execute
+from ...db import execute, keyed
 from ...errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
 from ..access import Access
 
@@ -115,11 +115,13 @@ def one_statement(access: Access, batch: Sequence[Statement], creating: bool) ->
     as one transaction), an update's INSERTs as parts of a data-modifying WITH
     that only insert when the UPDATE changed the row. Statements without
     parameters that are no INSERT (the outbox's ``NOTIFY``) go first, as
-    statements of their own: the last one's row count is the write's."""
+    statements of their own: the last one's row count is the write's. The
+    INSERTs, and an update's WITH, are keyed statements (``db.keyed``)."""
     first = [text for text, values in batch if not values and not text.startswith("INSERT")]
     batch = [statement for statement in batch if statement[1] or statement[0] not in first]
+    database = access.database
     if creating:
-        sql = "; ".join(first + [text for text, _ in batch])
+        sql = "; ".join(first + [keyed(database, text) for text, _ in batch])
     else:
         (update, _), inserts = batch[0], [text for text, _ in batch[1:]]
         sql = update
@@ -128,7 +130,7 @@ def one_statement(access: Access, batch: Sequence[Statement], creating: bool) ->
             for number, text in enumerate(inserts[:-1]):
                 sql += f', "written{number}" AS ({after_update(access, text)})'
             sql += " " + after_update(access, inserts[-1])
-        sql = "; ".join(first + [sql])
+        sql = "; ".join(first + [keyed(database, sql)])
     return sql, [value for _, values in batch for value in values]
 
 
