@@ -49,6 +49,7 @@ def _connection_class() -> type:
             super().__init__(*args, **kwargs)
             self.prepared: dict[str, str] = {}      # statement -> the EXECUTE that runs it
             self.seen: set[str] = set()             # keyed statements run once, not prepared
+            self.made = 0                           # statements prepared so far (their names)
     return Connection
 
 
@@ -66,6 +67,18 @@ def _numbered(sql: str) -> tuple[str, int]:
 
 
 _PLACEHOLDER = re.compile(r"%([%s])")
+_REPLANNED = "cached plan must not change result type"
+_TRANSACTION_IDLE = 0       # psycopg2.extensions.TRANSACTION_STATUS_IDLE
+
+
+def _forget_prepared(conn: Any, deallocate: bool = True) -> None:
+    """The connection's prepared statements dropped (``DEALLOCATE ALL``; not
+    in a failed transaction, where their names stay taken: the next are new)."""
+    if deallocate:
+        with conn.cursor() as cursor:
+            cursor.execute("DEALLOCATE ALL")
+    conn.prepared.clear()
+    conn.seen.clear()
 
 
 class _UuidAsText(peewee.Psycopg2Adapter):
@@ -147,16 +160,29 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
             seen.add(sql)
             return sql
         prepared: dict[str, str] = conn.prepared
+        if len(prepared) >= self.PREPARED_MAX:
+            _forget_prepared(conn)
+        name = f"restsvc_{conn.made}"
+        numbered, count = _numbered(sql)
         with conn.cursor() as cursor:
-            if len(prepared) >= self.PREPARED_MAX:
-                cursor.execute("DEALLOCATE ALL")
-                prepared.clear()
-            name = f"restsvc_{len(prepared)}"
-            numbered, count = _numbered(sql)
             cursor.execute(f"PREPARE {name} AS {numbered}")
+        conn.made += 1
         text = prepared[sql] = f"EXECUTE {name} ({', '.join(['%s'] * count)})" if count \
             else f"EXECUTE {name}"
         return text
+
+    def replanned(self, error: Exception) -> bool:
+        """A keyed read whose table changed a column's type since it was
+        prepared (``restsvc migrate`` beside a running instance) fails in
+        PostgreSQL ("cached plan must not change result type"): the connection
+        forgets its prepared statements, and one outside a transaction runs
+        again (it changed nothing)."""
+        conn = self._state.conn
+        if _REPLANNED not in str(error) or conn is None:
+            return False
+        idle: bool = conn.get_transaction_status() == _TRANSACTION_IDLE
+        _forget_prepared(conn, deallocate=idle)
+        return idle
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

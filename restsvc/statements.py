@@ -54,10 +54,10 @@ class Statements(peewee.Database):
             cursor = _cursor(self)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
             if dates_as_text:
                 self.read_dates_as_text(cursor)
-            if keyed:
-                sql = self.prepared(sql)
-            cursor.execute(sql, params or ())
-        except Exception:
+            cursor.execute(self.prepared(sql) if keyed else sql, params or ())
+        except Exception as error:
+            if keyed and self.replanned(error):
+                return self._run(sql, params, dates_as_text, keyed)
             # peewee-stubs do not declare the module's error-translating context manager.
             with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
                 raise
@@ -77,6 +77,10 @@ class Statements(peewee.Database):
     def read_dates_as_text(self, cursor: Any) -> None:
         """Make ``cursor`` read date and date-time columns as their ISO text:
         SQLite's are that text already."""
+
+    def replanned(self, error: Exception) -> bool:
+        """Whether a keyed statement that failed with ``error`` is to run again."""
+        return False
 
     def prepared(self, sql: str) -> str:
         """The text that runs ``sql``, a keyed statement (one whose plan does

@@ -168,3 +168,27 @@ def test_a_statement_prepared_in_a_failed_transaction_stays_prepared(make_app):
     assert len(_prepared(app)) == 1
     _customer(client, auth, 3)
     assert len(_prepared(app)) == 1
+
+
+def test_a_column_whose_type_changed_under_a_prepared_read_is_read_again(make_app):
+    """A migration that changes a column's type beside a running instance
+    (here by hand) invalidates the prepared load by id's result: the get is
+    answered all the same, and prepared anew."""
+    app = make_app()
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    before = [_customer(client, auth, 1).get_data() for _ in range(2)]
+    assert len(_prepared(app)) == 1
+    import psycopg2
+    other = psycopg2.connect(app.settings.database_url)
+    other.autocommit = True
+    try:
+        other.cursor().execute('ALTER TABLE customer ALTER COLUMN email TYPE varchar(300)')
+        assert _customer(client, auth, 1).get_data() == before[0]
+        assert _prepared(app) == []
+        assert [_customer(client, auth, 1).get_data() for _ in range(2)] == before
+        assert len(_prepared(app)) == 1
+    finally:
+        other.cursor().execute('ALTER TABLE customer ALTER COLUMN email TYPE varchar(200)')
+        other.close()
+    assert _customer(client, auth, 1).get_data() == before[0]
