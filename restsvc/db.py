@@ -26,7 +26,7 @@ from playhouse import db_url
 from playhouse.pool import MaxConnectionsExceeded
 
 from .errors import SettingsError
-from .pgpool import Pool
+from .pgpool import REPLANNED, Pool
 from .privatefiles import ensure_private
 from .statements import Statements
 from .walbound import WalBound, wal_pragmas
@@ -243,6 +243,10 @@ def is_unavailable(exc: BaseException, database: peewee.Database) -> bool:
     server closed them all, and each would fail one more request."""
     if isinstance(exc, MaxConnectionsExceeded):
         return True
+    if isinstance(exc, peewee.NotSupportedError):
+        # A prepared read in a transaction outlived its table's column type:
+        # the connection forgot its prepared statements (``Pool.replanned``).
+        return REPLANNED in str(exc)
     if not isinstance(exc, (peewee.OperationalError, peewee.InterfaceError)):
         return False
     cause = _driver_error(exc)

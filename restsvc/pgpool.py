@@ -67,7 +67,7 @@ def _numbered(sql: str) -> tuple[str, int]:
 
 
 _PLACEHOLDER = re.compile(r"%([%s])")
-_REPLANNED = "cached plan must not change result type"
+REPLANNED = "cached plan must not change result type"     # PostgreSQL's message
 _TRANSACTION_IDLE = 0       # psycopg2.extensions.TRANSACTION_STATUS_IDLE
 
 
@@ -176,9 +176,10 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         prepared (``restsvc migrate`` beside a running instance) fails in
         PostgreSQL ("cached plan must not change result type"): the connection
         forgets its prepared statements, and one outside a transaction runs
-        again (it changed nothing)."""
+        again (it changed nothing); one in a transaction fails it, and the
+        request answers 503 (``db.is_unavailable``)."""
         conn = self._state.conn
-        if _REPLANNED not in str(error) or conn is None:
+        if REPLANNED not in str(error) or conn is None:
             return False
         idle: bool = conn.get_transaction_status() == _TRANSACTION_IDLE
         _forget_prepared(conn, deallocate=idle)

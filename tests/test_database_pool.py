@@ -6,6 +6,7 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import peewee
 import pytest
 from werkzeug.test import Client
 
@@ -188,6 +189,14 @@ def test_a_column_whose_type_changed_under_a_prepared_read_is_read_again(make_ap
         assert _prepared(app) == []
         assert [_customer(client, auth, 1).get_data() for _ in range(2)] == before
         assert len(_prepared(app)) == 1
+        # In a transaction the read cannot run again: the request answers 503.
+        sql = next(iter(app.database.connection().prepared))
+        other.cursor().execute('ALTER TABLE customer ALTER COLUMN email TYPE varchar(400)')
+        with pytest.raises(peewee.NotSupportedError) as failed, app.database.atomic():
+            db.read_rows(app.database, sql, [demo_id("customer", 1)], keyed=True)
+        assert db.is_unavailable(failed.value, app.database)
+        db.release(app.database)
+        assert [_customer(client, auth, 1).get_data() for _ in range(3)] == before + before[:1]
     finally:
         other.cursor().execute('ALTER TABLE customer ALTER COLUMN email TYPE varchar(200)')
         other.close()
