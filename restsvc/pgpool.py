@@ -1,7 +1,7 @@
 """PostgreSQL's connections: a pool per worker process (``db.open_database``
 makes it), whose connections read uuid columns as their text, and whose
 read path's cursors (``db.read_rows``) read dates and date-times as their text;
-each connection prepares the read path's keyed statements once."""
+each connection prepares its keyed statements (``db.keyed``) once."""
 import functools
 import re
 import threading
