@@ -68,7 +68,6 @@ def _numbered(sql: str) -> tuple[str, int]:
 
 _PLACEHOLDER = re.compile(r"%([%s])")
 REPLANNED = "cached plan must not change result type"     # PostgreSQL's message
-_TRANSACTION_IDLE = 0       # psycopg2.extensions.TRANSACTION_STATUS_IDLE
 
 
 def _forget_prepared(conn: Any, deallocate: bool = True) -> None:
@@ -150,7 +149,8 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         all are dropped and prepared anew as they come. ``PREPARE`` outlives a
         rollback: one made in a transaction that failed stays prepared."""
         conn = self.connection()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-        text: str | None = conn.prepared.get(sql)
+        prepared: dict[str, str] = conn.prepared
+        text = prepared.get(sql)
         if text is not None:
             return text
         seen: set[str] = conn.seen
@@ -159,7 +159,6 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
                 seen.clear()
             seen.add(sql)
             return sql
-        prepared: dict[str, str] = conn.prepared
         if len(prepared) >= self.PREPARED_MAX:
             _forget_prepared(conn)
         name = f"restsvc_{conn.made}"
@@ -181,7 +180,7 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         conn = self._state.conn
         if REPLANNED not in str(error) or conn is None:
             return False
-        idle: bool = conn.get_transaction_status() == _TRANSACTION_IDLE
+        idle: bool = self._adapter.txn_status(conn) == self._adapter.txn_idle
         _forget_prepared(conn, deallocate=idle)
         return idle
 
