@@ -26,6 +26,7 @@ from playhouse import db_url
 from playhouse.pool import MaxConnectionsExceeded
 
 from .errors import SettingsError
+from .jsonio import dumps
 from .pgpool import REPLANNED, Pool
 from .privatefiles import ensure_private
 from .statements import Statements
@@ -259,16 +260,30 @@ def is_unavailable(exc: BaseException, database: peewee.Database) -> bool:
     return False
 
 
-def in_json(database: peewee.Database, column: str, sql_type: str = "") -> str:
-    """``column IN`` the values of one parameter, their JSON list
-    (``jsonio.dumps``): one parameter whatever their number (psycopg2 spends
-    about a microsecond quoting each parameter). ``sql_type``: PostgreSQL's
-    type of the column when it is not text (``bigint``)."""
+def in_list(database: peewee.Database, sql_type: str = "text") -> str:
+    """What follows a column to say it is one of the values of one parameter,
+    ``list_param``'s: one text and one parameter whatever their number
+    (psycopg2 spends about a microsecond quoting each parameter, and
+    PostgreSQL keeps one plan of a prepared statement). On PostgreSQL an
+    array of ``sql_type`` (``uuid``, ``bigint``, ``text``): the parameter is
+    its untyped text, cast once; a typed ``text[]`` cast to ``uuid[]`` would
+    be cast again at each row a generic plan filters."""
     p = database.param
     if is_sqlite(database):
-        return f"{column} IN (SELECT value FROM json_each({p}))"
-    cast_to = f"::{sql_type}" if sql_type else ""
-    return f"{column} IN (SELECT json_array_elements_text({p}::json){cast_to})"
+        return f"IN (SELECT value FROM json_each({p}))"
+    return f"= ANY(CAST({p} AS {sql_type}[]))"
+
+
+def list_param(database: peewee.Database, values: Sequence[str | int],
+               sql_type: str = "text") -> str:
+    """The parameter of ``in_list``: SQLite's JSON list, PostgreSQL's array
+    text (``sql_type``'s: text quoted, uuid and numbers as they are)."""
+    if is_sqlite(database):
+        return dumps(values)
+    if sql_type != "text":
+        return "{" + ",".join(map(str, values)) + "}"
+    return "{" + ",".join('"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+                          for value in values) + "}"
 
 
 def write_transaction(database: "peewee.Database | peewee.DatabaseProxy") -> peewee._atomic:

@@ -110,6 +110,28 @@ def test_a_load_by_id_is_prepared_once_per_connection(make_app):
     assert _prepared(app) == prepared
 
 
+def test_the_rows_under_a_page_are_read_by_their_keys_in_one_prepared_statement(make_app):
+    """The rows under a nested page (its references and compositions) are
+    read by their keys as one array parameter: one statement per table
+    whatever the number of keys, prepared at its second use, with the same
+    answers as before it was."""
+    app = make_app()
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    pages = [client.get("/rest/entities/Order", headers=auth, query_string={
+        "limit": limit, "fetchPlan": "order-with-details"}) for limit in (5, 3, 5)]
+    assert [page.status_code for page in pages] == [200, 200, 200]
+    assert pages[0].get_data() == pages[2].get_data()
+    assert pages[1].json == pages[0].json[:3]
+    assert all(order["lines"] and order["customer"]["name"] for order in pages[0].json)
+    assert all(line["product"]["name"] for order in pages[0].json for line in order["lines"])
+    prepared = _prepared(app)
+    keyed = sorted(next(table for table in ("order_line", "customer", "product")
+                        if f'FROM "{table}"' in sql) for sql in prepared if "ANY" in sql)
+    assert keyed == ["customer", "order_line", "product"]
+    assert not any('FROM "order"' in sql for sql in prepared)     # the page itself: not keyed
+
+
 def test_a_lone_write_is_prepared_once_per_connection(make_app):
     """A create's INSERTs (the row, its history item, its event) and an
     update's statement (with its history item's INSERT) are prepared at their

@@ -139,6 +139,30 @@ def test_references_to_integer_and_string_ids_are_written_loaded_and_filtered(pa
     assert client.delete(f"/rest/entities/Parcel/{parcel_id}", headers=auth).status_code == 204
 
 
+def test_the_references_of_a_page_are_loaded_whatever_characters_their_ids_hold(parcels):
+    """A page's references are loaded by their keys together (on PostgreSQL
+    as one array): string ids with the characters an array's text quotes,
+    and integer ids, each find their row."""
+    client, auth = parcels
+    odd = ['"\\', ",}", "{ ", "a'", "NU"]
+    for number, key in enumerate(odd):
+        assert client.post("/rest/entities/Country", headers=auth,
+                           json={"id": key, "name": f"Odd {number}"}).status_code == 201
+    tags = [tag_id(client, auth, name) for name in ("eco", "bestseller")]
+    for number, key in enumerate(odd):
+        assert client.post("/rest/entities/Parcel", headers=auth, json={
+            "label": f"odd {number}", "country": {"id": key},
+            "tag": {"id": tags[number % 2]}}).status_code == 201
+    page = client.post("/rest/entities/Parcel/search", headers=auth, json={
+        "filter": {"conditions": [{"property": "label", "operator": "startsWith", "value": "odd"}]},
+        "sort": "label", "fetchPlan": {"extends": "_local", "properties": [
+            {"name": "country", "fetchPlan": "_instance_name"},
+            {"name": "tag", "fetchPlan": "_instance_name"}]}}).json
+    assert [(row["label"], row["country"]["id"], row["country"]["_instanceName"], row["tag"]["id"])
+            for row in page] == [(f"odd {number}", key, f"Odd {number}", tags[number % 2])
+                                 for number, key in enumerate(odd)]
+
+
 def test_unknown_referenced_ids_of_each_kind_are_missing_references(parcels):
     client, auth = parcels
     for body in ({"label": "x", "country": {"id": "XX"}}, {"label": "x", "tag": {"id": "99999"}},

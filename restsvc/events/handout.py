@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..data.access import Access
-from ..db import execute, in_json, is_sqlite, write_transaction
+from ..db import execute, in_list, is_sqlite, list_param, write_transaction
 from ..jsonio import dumps, loads
 from . import outbox
 from .byvalue import ByValue
@@ -251,12 +251,12 @@ class HandOut:
         what is new; PostgreSQL: one locked by another instance is left to it)."""
         with write_transaction(self.database):
             keys = list(wanting)
-            sql = f"{_SELECT} WHERE {in_json(self.database, 'id')}"
+            sql = f"{_SELECT} WHERE id {in_list(self.database)}"
             if not is_sqlite(self.database):
                 sql += " FOR UPDATE SKIP LOCKED"
             rows: list[_Delivery] = []
             moved: list[_Subscription] = []
-            for row in _rows(self.database, sql, [dumps(keys)]):
+            for row in _rows(self.database, sql, [list_param(self.database, keys)]):
                 picked_from, after, picked = wanting[row.key]
                 try:
                     sub = self.subscription(row)
@@ -301,4 +301,4 @@ def _move_on(database: peewee.Database, keys: list[str], last: int) -> None:
     """The subscriptions ``keys`` have been handed the events up to ``last``."""
     p = database.param
     execute(database, f'UPDATE {_TABLE} SET "after" = {p} WHERE "after" < {p} AND '
-                      f"{in_json(database, 'id')}", [last, last, dumps(keys)])
+                      f"id {in_list(database)}", [last, last, list_param(database, keys)])

@@ -38,8 +38,8 @@ import peewee
 
 from ..data.access import utc_now
 from ..data.write.outbox import KINDS, NOT_LISTED, TABLE, ChangeEvent
-from ..db import delete_in_batches, execute, in_json, is_sqlite, write_transaction
-from ..jsonio import dumps, loads
+from ..db import delete_in_batches, execute, in_list, is_sqlite, list_param, write_transaction
+from ..jsonio import loads
 from ..model.datatypes import format_utc_instant
 
 __all__ = ["KINDS", "NOT_LISTED", "TABLE", "ChangeEvent", "Event", "as_event", "assign",
@@ -118,9 +118,10 @@ def previous(database: peewee.Database, ids: Iterable[int]) -> dict[int, dict[st
     ids = list(ids)
     if not ids:
         return {}
-    sql = (f"SELECT id, previous FROM {TABLE} WHERE {in_json(database, 'id', 'bigint')} "
+    sql = (f"SELECT id, previous FROM {TABLE} WHERE id {in_list(database, 'bigint')} "
            f"AND previous IS NOT NULL")
-    found = ((key, loads(text)) for key, text in execute(database, sql, [dumps(ids)]).fetchall())
+    found = ((key, loads(text)) for key, text
+             in execute(database, sql, [list_param(database, ids, "bigint")]).fetchall())
     return {key: values for key, values in found if isinstance(values, dict)}
 
 
@@ -131,11 +132,12 @@ def later(database: peewee.Database, entity: str, keys: Iterable[str], after: in
     included), newest first: changes a row read now may already show."""
     keys = list(keys)
     p = database.param
-    keys_in = in_json(database, '"entityId"')
+    keys_in = f'"entityId" {in_list(database)}'
     sql = (f'SELECT "entityId", kind, previous FROM {TABLE} WHERE entity = {p} AND {keys_in} '
            f"AND (id > {p} OR id IS NULL) ORDER BY seq DESC")
     found = ((key, kind, loads(text) if text else {})
-             for key, kind, text in execute(database, sql, [entity, dumps(keys), after]).fetchall())
+             for key, kind, text
+             in execute(database, sql, [entity, list_param(database, keys), after]).fetchall())
     return [(key, kind, values) for key, kind, values in found if isinstance(values, dict)]
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import peewee
 
-from ...db import is_sqlite, read_rows
+from ...db import in_list, is_sqlite, list_param, read_rows
 from ...model.fetchplan import ids_only
 from ..memo import Memo, Owned, owned, plan_facts
 from ..columns import conversions, converter, row_id, stored
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..access import Access
 
 Field = Any     # a Peewee field, or an expression a statement selects
-_CHUNK = 500        # ids per IN (...) when loading referenced rows
+_CHUNK = 500        # keys per statement when loading referenced rows
 
 
 def loading_plan(plan: "FetchPlan") -> "FetchPlan":
@@ -124,7 +124,10 @@ def select_rows(access: "Access", meta: "MetaClass", plan: "FetchPlan", load: Lo
     if load.keys is not None and not load.keys:     # no keys: no rows, and no statement
         return RawRows((), meta, plan, names, converting)
     sql, params = statement(access, meta, Selected(columns, signature), load)
-    rows = RawRows(read_rows(access.database, sql, params).fetchall(), meta, plan, names,
+    # Rows by their keys alone: one plan serves every value (db.read_rows).
+    keyed = load.keys is not None and load.where is None and load.search is None \
+        and session_free(access, meta)
+    rows = RawRows(read_rows(access.database, sql, params, keyed).fetchall(), meta, plan, names,
                    converting)
     if budget is not None:
         budget.take(len(rows))
@@ -197,7 +200,12 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
         load.search
     if keys is not None:
         keys = list(keys)
+    # On PostgreSQL many keys are one parameter, an array: one text (and one
+    # prepared statement, ``keyed``) whatever their number.
+    array = keys is not None and len(keys) > 1 and not is_sqlite(access.database)
     bound = [] if keys is None else list(map(stored(key_field), keys))
+    if array:
+        bound = [list_param(access.database, bound, _key_type(key_field))]
     paging = ([limit] if limit is not None else []) + ([offset] if offset else [])
     cache_key = None
     if after is None and session_free(access, meta) and (search is None or keys is None):
@@ -215,7 +223,7 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
         params = selecting + tenanted + filtering + bound + matching + ordering + paging
         cache_key = (selected.signature, shape, sort, limit is not None, bool(offset),
                      key_field.name if keys is not None else None,
-                     len(keys) if keys is not None else None,
+                     "many" if array else len(keys) if keys is not None else None,
                      id(access.permissions) if sort or shape else None,
                      meta.soft_delete and (with_deleted or access.include_deleted),
                      None if search is None else search.shape, tenant is not None)
@@ -224,7 +232,11 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
             return sql, params
     query = EntityQuery(meta, access, with_deleted=with_deleted)
     condition = query.where(where_filter)
-    if keys is not None:
+    if array:
+        matches = peewee.NodeList((key_field, peewee.SQL(
+            in_list(access.database, _key_type(key_field)), bound)))
+        condition = matches if condition is None else condition & matches
+    elif keys is not None:
         matches = key_field == keys[0] if len(keys) == 1 else key_field.in_(keys)
         condition = matches if condition is None else condition & matches
     terms = query.sort_terms(sort) if sort is not None else None    # may add joins
@@ -249,6 +261,15 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
             access.sql_cache.clear()
         access.sql_cache[cache_key] = sql
     return sql, built
+
+
+def _key_type(field: Field) -> str:
+    """PostgreSQL's type of ``field``'s values (``db.in_list``)."""
+    while isinstance(field, peewee.ForeignKeyField):
+        field = field.rel_field
+    if isinstance(field, peewee.UUIDField):
+        return "uuid"
+    return "bigint" if isinstance(field, peewee.IntegerField) else "text"
 
 
 def _searched(access: "Access", meta: "MetaClass", select: Any, condition: Any,
