@@ -157,6 +157,9 @@ def operations(customers, orders, client, headers):
          lambda p: "/rest/entities/Customer?limit=50&sort=-createdDate"),
         ("orders: customer = id", lambda p: search("Order", {
             "property": "customer", "operator": "=", "value": str(cid(p))})),
+        # The rows under a page, read by their keys (the customers: one array on PostgreSQL).
+        ("orders 50 with details", lambda p: "/rest/entities/Order?limit=50"
+         "&fetchPlan=order-with-details"),
         ("orders: customer.name = value", lambda p: search("Order", {
             "property": "customer.name", "operator": "=",
             "value": f"Growth Customer {number(p):07d}"})),
