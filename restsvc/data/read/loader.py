@@ -198,14 +198,15 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
         load.sort
     where_filter, with_deleted, after, search = load.where, load.with_deleted, load.after, \
         load.search
+    array, bound = False, list[Any]()
     if keys is not None:
         keys = list(keys)
-    # On PostgreSQL many keys are one parameter, an array: one text (and one
-    # prepared statement, ``keyed``) whatever their number.
-    array = keys is not None and len(keys) > 1 and not is_sqlite(access.database)
-    bound = [] if keys is None else list(map(stored(key_field), keys))
-    if array:
-        bound = [list_param(access.database, bound, _key_type(key_field))]
+        # On PostgreSQL many keys are one parameter, an array: one text (and
+        # one prepared statement, ``keyed``) whatever their number; it reads
+        # a uuid's canonical text as it is.
+        array = len(keys) > 1 and not is_sqlite(access.database)
+        bound = [list_param(access.database, keys, _key_type(key_field))] if array \
+            else list(map(stored(key_field), keys))
     paging = ([limit] if limit is not None else []) + ([offset] if offset else [])
     cache_key = None
     if after is None and session_free(access, meta) and (search is None or keys is None):
