@@ -76,8 +76,8 @@ def read_rows(database: peewee.Database, sql: str, params: Sequence[object] | No
     values on both (data/columns.py converts that text; the answer writes it
     by slicing, data/answer/rawvalues.py). Other statements (tokens, history,
     events, Peewee's models) still get ``datetime`` objects. ``keyed``: the
-    statement finds its rows by a unique key, so that one plan serves every
-    value (``keyed``)."""
+    statement finds its rows by their keys alone, so that one plan serves
+    every value (``keyed``)."""
     cursor: Cursor = cast(Statements, database).execute_sql(sql, params, dates_as_text=True,
                                                            keyed=keyed)
     return cursor

@@ -141,8 +141,8 @@ class Pool(Statements, PooledPostgresqlDatabase):  # type: ignore[misc, unused-i
         (one used once costs no round trip more), and then runs as ``EXECUTE``
         (psycopg2 still quotes the values): after five runs PostgreSQL keeps
         one generic plan, and parses and plans it no more (half of its CPU for
-        a get by id). Only keyed statements (the load by id, a lone write's
-        INSERTs and UPDATE): a filter's best plan depends on its values (a rare
+        a get by id). Only keyed statements (the load by id, the rows under a
+        page by their keys, a lone write's INSERTs and UPDATE): a filter's best plan depends on its values (a rare
         prefix or a common one), which a generic plan would not see. An
         application makes as many as its plans and written column sets (inline
         plans and partial updates too): past ``PREPARED_MAX`` on one connection

@@ -124,6 +124,14 @@ def row_id(meta: "MetaClass") -> Callable[[Sequence[DbValue]], RowValue]:
     return read
 
 
+def referred(field: Any) -> Any:
+    """The field whose values ``field`` holds: itself, or the one its foreign
+    key (through any chain of them) refers to."""
+    while isinstance(field, peewee.ForeignKeyField):
+        field = field.rel_field
+    return field
+
+
 def stored(field: "peewee.Field[Any]") -> Callable[[RowValue], DbValue]:
     """A one-argument function: a Python value -> the column's value as the
     database takes it (``field.db_value``). Ids are canonical UUID text here
@@ -135,10 +143,7 @@ def stored(field: "peewee.Field[Any]") -> Callable[[RowValue], DbValue]:
         return cached
     result: Callable[[RowValue], DbValue]
     db_value: Callable[[RowValue], DbValue] = field.db_value
-    target = field
-    while isinstance(target, peewee.ForeignKeyField):
-        target = target.rel_field
-    if isinstance(target, peewee.UUIDField):
+    if isinstance(referred(field), peewee.UUIDField):
         def result(value: RowValue) -> DbValue:
             if isinstance(value, str) and len(value) == 36:
                 return value.replace("-", "").lower()

@@ -17,7 +17,7 @@ import peewee
 from ...db import in_list, is_sqlite, list_param, read_rows
 from ...model.fetchplan import ids_only
 from ..memo import Memo, Owned, owned, plan_facts
-from ..columns import conversions, converter, row_id, stored
+from ..columns import conversions, converter, referred, row_id, stored
 from .cursors import after_key
 from .members import member_column
 from .flatrows import NESTED, fill_flat_members, raw_kind
@@ -266,8 +266,7 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
 
 def _key_type(field: Field) -> str:
     """PostgreSQL's type of ``field``'s values (``db.in_list``)."""
-    while isinstance(field, peewee.ForeignKeyField):
-        field = field.rel_field
+    field = referred(field)
     if isinstance(field, peewee.UUIDField):
         return "uuid"
     return "bigint" if isinstance(field, peewee.IntegerField) else "text"
