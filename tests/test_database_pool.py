@@ -12,6 +12,7 @@ from werkzeug.test import Client
 
 from conftest import PG_URL, demo_id, get_token
 from restsvc import db
+from restsvc.security import gate
 
 pytestmark = pytest.mark.skipif(not PG_URL, reason="the pool is PostgreSQL's "
                                                    "(RESTSVC_TEST_DATABASE_URL names none)")
@@ -159,6 +160,36 @@ def test_a_lone_write_is_prepared_once_per_connection(make_app):
         assert (body["name"], body["version"]) == (f"prepared {number}", 1)
     body = client.get(line, headers=auth).json
     assert (body["quantity"], body["version"]) == (9, version + 3)
+
+
+def test_a_create_reads_its_answer_in_the_message_that_writes_it(make_app, monkeypatch):
+    """A lone create along a plan sends its statements (the row, its history
+    item, its event) and the read of its answer as one message: one round
+    trip, answering what a get along the same plan answers, ETag included."""
+    app = make_app()
+    client = Client(app)
+    auth = {"Authorization": f"Bearer {get_token(client)}"}
+    sent = []
+    run = app.database.execute_sql
+
+    def spy(sql, *args, **kwargs):
+        sent.append(sql)
+        return run(sql, *args, **kwargs)
+
+    monkeypatch.setattr(app.database, "execute_sql", spy)
+    monkeypatch.setattr(gate, "RECHECK_SECONDS", 60)    # the token read once, by the first
+    for number in range(4):     # from the third on, the statements are prepared
+        sent.clear()
+        response = client.post("/rest/entities/Customer", query_string={"responseFetchPlan": "_base"},
+                               json={"name": f"answered {number}", "grade": "GOLD"}, headers=auth)
+        assert response.status_code == 201, response.get_data(as_text=True)
+        if number:
+            assert len(sent) == 1, sent
+        assert response.json["name"] == f"answered {number}" and response.json["version"] == 1
+        got = client.get(response.headers["Location"], query_string={"fetchPlan": "_base"},
+                         headers=auth)
+        assert got.get_data() == response.get_data()
+        assert got.headers["ETag"] == response.headers["ETag"]
 
 
 def test_prepared_statements_are_bounded_per_connection(make_app):

@@ -32,6 +32,17 @@ def test_create_answers_201_with_location_and_the_short_form(client, auth):
     assert stored["grade"] == "GOLD" and stored["version"] == 1 and "createdDate" in stored
 
 
+@pytest.mark.parametrize("body", [{"name": "Not written"}, [{"name": "Not written"}]])
+def test_a_create_with_a_bad_query_parameter_writes_nothing(client, auth, body):
+    """The query is checked before the write: a 400 leaves no row behind."""
+    before = count(client, auth, "Customer")
+    response = client.post("/rest/entities/Customer?responseFetchPlan=_base&returnNulls=maybe",
+                           json=body, headers=auth)
+    assert response.status_code == 400
+    assert "returnNulls" in response.json["details"]
+    assert count(client, auth, "Customer") == before
+
+
 def test_read_only_and_unknown_attributes_are_ignored(client, auth):
     response = client.post("/rest/entities/Customer?responseFetchPlan=_local",
                            json={"name": "X", "createdDate": "1999-01-01T00:00:00", "version": 9,

@@ -230,9 +230,10 @@ def create(ctx: "Context", entity_name: str) -> Response:
     body = read_json_body(ctx.request)
     plan = _response_plan(ctx, meta)
     bulk = isinstance(body, list)
-    saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk)
-    wrote(ctx.request)
     return_nulls = query_bool(ctx.request, "returnNulls")
+    saved = data.save(ctx.access, meta, body if bulk else [body], bulk=bulk,
+                      answer=None if bulk or plan is None else (plan, return_nulls))
+    wrote(ctx.request)
     collection = location_url(ctx.request, ctx.app.settings.public_url)
     if bulk:
         answer = data.saved_response(ctx.access, meta, saved, plan, return_nulls)

@@ -22,7 +22,7 @@ from .write.importer import parse_id
 from .read.loader import count_rows, select_rows
 from .read.reading import load, one, one_tag, reading, tag, write_all, write_each
 from .read.records import Record, records
-from .read.rows import KeyRows, RawRows
+from .read.rows import KeyRows, RawRows, Values
 from .read.request import UNPAGED, Budget, Load, Page
 from .read.query import check_limit, check_sort
 from .read.textsearch import TextSearch, text_search
@@ -94,14 +94,16 @@ class DataManager(DataWrites):
 
     def _tagged(self, access: "Access", meta: "MetaClass", key: object, plan: "FetchPlan | None",
                 return_nulls: bool, unchanged: "Callable[[str], bool] | None" = None,
-                ) -> "tuple[RawJson | None, str | None] | None":
+                values: "Values | None" = None) -> "tuple[RawJson | None, str | None] | None":
         """``load_tagged``'s answer for a parsed id; None when the caller
-        cannot see the row."""
+        cannot see the row. ``values``: its row, when the write that saved it
+        read it already (``DataWrites.save``'s ``answer``)."""
         read = reading(access, meta, plan, return_nulls, tagged=True)
         found = one(access, read, key)
         if found is not None:       # the plan's load by id, worked out once
-            values = read_rows(access.database, found.sql, [found.stored(key)] if not found.tenant_first
-                               else [access.tenant, found.stored(key)], keyed=True).fetchone()
+            if values is None:
+                values = read_rows(access.database, found.sql, found.params(access, key),
+                                   keyed=True).fetchone()
             if values is None:
                 return None
             etag = one_tag(access, read, found, values)
@@ -284,7 +286,8 @@ class DataManager(DataWrites):
         may not read, it is ``saved_response``'s short form, without a tag:
         it does not hold the entity's representation."""
         if plan is not None and access.permissions.can(meta.name, "read"):
-            found = self._tagged(access, meta, operation.id, plan, return_nulls)
+            found = self._tagged(access, meta, operation.id, plan, return_nulls,
+                                 values=operation.answered)
             if found is not None:
                 return found
         return self.saved_response(access, meta, [operation], plan, return_nulls)[0], None

@@ -59,6 +59,10 @@ class One(NamedTuple):
     write: RowWriter
     tenant_first: bool = False      # the caller's tenant is its first parameter (data/tenancy.py)
 
+    def params(self, access: "Access", key: Key) -> list[object]:
+        """The statement's parameters that read the row ``key``."""
+        return [access.tenant, self.stored(key)] if self.tenant_first else [self.stored(key)]
+
 
 def one(access: "Access", read: Reading, key: Key) -> One | None:
     """The ``One`` of ``read``, or None where the statement holds the caller's

@@ -16,7 +16,7 @@ see: listed children are updated or created, the others deleted.
 """
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import peewee
 
@@ -56,6 +56,8 @@ class Operation:
     instance: Entity | None = None      # creating: the model instance the validators saw, then inserted
     version: int | None = None          # the version the write left (inserted, or the UPDATE's RETURNING)
     save_hooks: tuple[str, ...] = ()    # the model's save hooks (``Shapes.save_hooks``: asked once)
+    # The row of its answer, read in the write's own message (``DataWrites.save``'s ``answer``).
+    answered: tuple[Any, ...] | None = None
 
     @property
     def key(self) -> str | int:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import peewee
 
-from ...db import execute
+from ...db import execute, keyed, read_rows
 from ...errors import Conflict, PreconditionFailed
 from . import history, outbox, softdelete
 from .hooks import Bind, Hooks
@@ -140,7 +140,8 @@ class Writer:
         return values
 
     # -- at once -----------------------------------------------------------
-    def save_at_once(self, operation: "Operation") -> bool:
+    def save_at_once(self, operation: "Operation",
+                     answer: "Callable[[Operation], Statement | None] | None" = None) -> bool:
         """PostgreSQL, a lone create or update (``Operation.is_one_statement``,
         no row rules on writes) of an entity that records its writes: ``save``'s
         steps, their statements sent as one (no BEGIN and COMMIT round trips).
@@ -148,23 +149,32 @@ class Writer:
         applies only at that version (every write through here raises it), so
         its history item's old values are those it replaced. False, with
         nothing written, when the row is missing or changed meanwhile or the
-        expected version differs: ``save`` in a transaction then decides."""
+        expected version differs: ``save`` in a transaction then decides.
+        ``answer``: a create's statement that reads its answer's row (the read
+        path's load by id) once its id is known, sent last in the same message;
+        the row is kept in ``operation.answered``."""
         self.batch = []
         try:
             self.save(operation)
-            return self.flush(operation)
+            return self.flush(operation, answer and answer(operation))
         except _NotAtOnce:
             return False
         finally:
             self.batch, self.at_version = None, None
 
-    def flush(self, operation: "Operation") -> bool:
-        """Send the batched statements as one (``sqlwrite.one_statement``);
-        whether the row was written."""
+    def flush(self, operation: "Operation", answer: Statement | None = None) -> bool:
+        """Send the batched statements as one (``sqlwrite.one_statement``),
+        then a create's ``answer`` (``save_at_once``); whether the row was written."""
         batch, self.batch = self.batch or [], None
         sql, params = one_statement(self.access, batch, operation.creating)
+        database = self.access.database
         with refusals(operation):
-            changed = execute(self.access.database, sql, params).rowcount
+            if answer is not None:
+                # The statements run as one transaction: the last one sees the row.
+                operation.answered = read_rows(database, f"{sql}; {keyed(database, answer[0])}",
+                                               params + answer[1]).fetchone()
+                return True
+            changed = execute(database, sql, params).rowcount
         return operation.creating or changed == 1
 
     def statement(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None,
