@@ -42,6 +42,22 @@ def test_a_create_is_stamped_with_the_callers_tenant_and_the_same_email_may_repe
     assert again.status_code >= 400 and again.status_code != 500   # unique within north
 
 
+def test_a_tenants_create_answers_its_row_as_a_get_does(world):
+    """A tenant's caller's create along a plan answers the row as a get along
+    that plan does, ETag included (on PostgreSQL read in the write's own
+    message, whose load by id takes the tenant first)."""
+    _, client, auth, _ = world
+    for number in range(3):     # prepared from the second on
+        created = client.post(ACCOUNTS, headers=auth["nora"], query_string={"responseFetchPlan": "_base"},
+                              json={"name": f"North Plan {number}", "email": f"np{number}@example.com"})
+        assert created.status_code == 201, created.get_data(as_text=True)
+        assert (created.json["tenantId"], created.json["name"]) == ("north", f"North Plan {number}")
+        got = client.get(created.headers["Location"], headers=auth["nora"],
+                         query_string={"fetchPlan": "_base"})
+        assert got.get_data() == created.get_data() and got.headers["ETag"] == created.headers["ETag"]
+        assert client.get(created.headers["Location"], headers=auth["sam"]).status_code == 404
+
+
 def test_lists_searches_counts_and_aggregates_see_one_tenant(world):
     _, client, auth, _ = world
     assert names(client.get(ACCOUNTS, headers=auth["nora"])) == ["North One", "North Two"]
