@@ -178,7 +178,7 @@ def test_a_create_reads_its_answer_in_the_message_that_writes_it(make_app, monke
 
     monkeypatch.setattr(app.database, "execute_sql", spy)
     monkeypatch.setattr(gate, "RECHECK_SECONDS", 60)    # the token read once, by the first
-    for number in range(4):     # from the third on, the statements are prepared
+    for number in range(4):     # the first makes the caller's memos; the second prepares
         sent.clear()
         response = client.post("/rest/entities/Customer", query_string={"responseFetchPlan": "_base"},
                                json={"name": f"answered {number}", "grade": "GOLD"}, headers=auth)
