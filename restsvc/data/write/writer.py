@@ -20,20 +20,14 @@ in this order:
     after_save     the model's hook, in the same transaction (hooks.py; a
                    ``before_save`` hook runs before rules_before)
 
-``Writer.delete`` does the same for deletes (row rules on the rows as they
-are, references checked, history of the rows and their composition
-children at every depth, memberships removed, the statement; the model's
-``before_delete`` and ``after_delete`` hooks around them, hooks.py).
-``Writer.restore`` brings a soft-deleted row back with its children as an
-update: rules_before (on the row as deleted), audit, statement (unmark),
-rules_after, history (RESTORE items), events (UPDATE).
+``Writer.delete`` and ``Writer.restore`` run the steps of a delete and of a
+restore (an update of a soft-deleted row), kept in removal.py.
 ``Writer.save_at_once`` (PostgreSQL, a lone create or update) runs ``save``'s steps with their statements
 collected in ``batch`` and sent as one by ``flush``. ``Writer.save_all``: a request's
 creates that stand alone leave rows, items and events in ``pending`` (pending.py). A feature that reacts
 to writes (audit, history, events) is a further step here, never a second
 path; a step that writes adds its statement to ``batch`` when there is one.
 """
-import dataclasses
 import datetime
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -41,12 +35,11 @@ from typing import TYPE_CHECKING
 import peewee
 
 from ...db import execute, keyed, read_rows
-from ...errors import Conflict, PreconditionFailed
-from . import history, outbox, softdelete
+from . import history, outbox, removal
 from .hooks import Bind, Hooks
 from ..access import Access, require, utc_now
 from ..answer.etags import version_is
-from .owned import Reached, child_ids, composed, referrers
+from .owned import child_ids
 from .history import Before
 from .pending import Pending
 from .shapes import new_instance
@@ -324,87 +317,14 @@ class Writer:
         if changed == 0:
             raise update_refused(operation.meta.name, operation.key, expected)
 
-    # -- delete ------------------------------------------------------------
+    # -- delete and restore (removal.py) -----------------------------------
     def delete(self, meta: "MetaClass", ids: Sequence[Id],
                expected_versions: int | tuple[int, ...] | None = None,
                with_owner: bool = False, purge: bool = False) -> None:
-        """Delete rows (their compositions and memberships go with them);
-        refuse while other rows refer to them. ``expected_versions`` (If-Match):
-        only rows at one of them are deleted, else nothing is. ``with_owner``:
-        children removed by their owner's save, which checks the owner's rules.
-        A ``soft_delete`` entity's rows are marked instead (data/write/softdelete.py),
-        unless purged."""
-        check_rows(self.access, meta, "delete", ids, before=True, owners=not with_owner)
-        doomed = self.hooks.before_delete(meta.model, ids)
-        soft = meta.soft_delete and not purge
-        rows = composed(meta, ids, soft)
-        self.history_of_delete(rows)
-        if soft:
-            marked = softdelete.mark(self.access, rows, utc_now(), versions=expected_versions)
-            if expected_versions is not None and marked < len(ids):
-                raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
-            self.events_of(rows, "DELETE", [])        # the rows as marked
-            self.hooks.after_delete(doomed)
-            return
-        model = meta.model
-        for ref_meta, fk in referrers(self.access.metadata, meta):
-            if fk.model.select().where(fk.in_(ids)).exists():
-                raise Conflict("Delete policy violation",
-                               f"Unable to delete {meta.name} because there are references from "
-                               f"{ref_meta.name}")
-        self.events_of(rows, "DELETE", [])            # the rows as they were
-        for link in meta.links:
-            link.through.delete().where(link.owner_field.in_(ids)).execute()
-        condition = model.id.in_(ids)
-        if expected_versions is not None:
-            condition &= version_is(model, expected_versions)
-        try:
-            deleted = model.delete().where(condition).execute()
-        except peewee.IntegrityError:
-            raise Conflict("Delete policy violation",
-                           f"Unable to delete {meta.name} because other rows refer to it") from None
-        if expected_versions is not None and deleted < len(ids):
-            raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
-        self.hooks.after_delete(doomed)
+        """Delete rows with what they own (``removal.delete``); a soft-deleted
+        entity's rows are marked unless ``purge``."""
+        removal.delete(self.access, self.hooks, meta, ids, expected_versions, with_owner, purge)
 
-    def events_of(self, rows: Reached, kind: str, changed: list[str]) -> None:
-        """Events of the rows that publish them (``rows`` as ``composed`` finds
-        them: a delete's, a marking's or a restore's), from the rows as stored now."""
-        for meta, ids in rows:
-            if meta.events and ids:
-                outbox.record(self.access, meta, outbox.written(meta, ids, kind == "DELETE"),
-                              kind, changed)
-
-    def history_of_delete(self, rows: Reached) -> None:
-        """DELETE items of the rows and of the composition children that go
-        with them (``rows`` as ``composed`` finds them)."""
-        items: list[history.HistoryEntry] = []
-        for meta, ids in rows:
-            if meta.history is not None:
-                items += history.deleted_items(meta, ids)
-        history.record(self.access, items)
-
-    # -- restore -----------------------------------------------------------
     def restore(self, meta: "MetaClass", key: Id, deleted: datetime.datetime) -> None:
-        """Unmark a soft-deleted row and the composition children deleted with
-        it (at the instant ``deleted``, at every depth): an update, in the
-        update's steps. 409 when a live row now holds one of its unique keys."""
-        self.rules_before_restore(meta, key)
-        rows = composed(meta, [key], deleted=deleted)
-        audit = self.audit_values(creating=False)
-        try:
-            softdelete.unmark(rows, deleted, audit)                 # the statement
-        except peewee.IntegrityError:
-            raise Conflict("Unique key taken", f"A live {meta.name} now holds a unique value "
-                                               f"of {key}; change it first") from None
-        check_rows(self.access, meta, "update", [key])              # rules_after
-        self.history_of_restore(rows, deleted)
-        self.events_of(rows, "UPDATE", ["deletedBy", "deletedDate"])   # a restore is an update
-
-    def rules_before_restore(self, meta: "MetaClass", key: Id) -> None:
-        """The caller's write rules on the row as it was (deleted)."""
-        seeing = dataclasses.replace(self.access, include_deleted=True)
-        check_rows(seeing, meta, "update", [key], before=True)
-
-    def history_of_restore(self, rows: Reached, deleted: datetime.datetime) -> None:
-        history.record(self.access, softdelete.restore_items(rows, deleted))
+        """Unmark a soft-deleted row and its children as an update (``removal.restore``)."""
+        removal.restore(self.access, meta, key, deleted, self.audit_values(creating=False))
