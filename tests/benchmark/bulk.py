@@ -5,6 +5,7 @@ the same rows, same run, same database.
     python tests/benchmark/bulk.py [--rows 1000] [--rounds 10] [--database-url URL]
     python tests/benchmark/bulk.py --served [--rows 1000] [--rounds 10] [--database-url URL]
     python tests/benchmark/bulk.py --concurrent 50 [--rows 1000]
+    python tests/benchmark/bulk.py --phases [--rows 1000] [--rounds 10] [--database-url URL]
 
 Each round: ``POST /rest/entities/Customer`` with a list of ``--rows`` new
 customers (name, email, grade, birth date, an embedded address), called in
@@ -25,6 +26,12 @@ as the client sees it (the 1,000-row body sent, the answer read) and the
 server's CPU time (its processes' user and system time from /proc), each
 round followed by the raw ``executemany`` into the plain copy from this
 process, on the same database.
+
+``--phases``: where a POST's wall time goes, in process: planning its rows
+(``Importer.plan``), the write path's steps (``Writer.save_all`` less the
+sending of its pending rows), each table's INSERT statements, the commit,
+and the rest (the body's parse, the answer). Timed by wrappers around those
+functions, which add a few microseconds per row to planning and writing.
 """
 import argparse
 import contextlib
@@ -263,6 +270,65 @@ def _concurrent(workdir, count, rows, serve_options=()):
     print(f"  all 201 and every row written whole: {whole}; as a create one at a time: {same}")
 
 
+def _phases(app, token, rows, rounds):
+    """Median wall ms of each phase of ``rounds`` bulk POSTs (``--phases``)."""
+    import peewee
+    from restsvc.data.write import importer, pending, writer
+    from restsvc.statements import Statements
+    spent = {}
+
+    def timed(owner, name, label_of):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                label = label_of(args)
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - started
+        setattr(owner, name, wrapper)
+
+    def statement(args):
+        words = args[1].split()
+        table = words[2].strip('"') if words[0].upper() == "INSERT" else "other"
+        return f"statements: {table}"
+    timed(importer.Importer, "plan", lambda args: "planning rows")
+    timed(writer.Writer, "save_all", lambda args: "save_all")
+    timed(pending.Pending, "flush", lambda args: "flush")
+    timed(Statements, "_run", statement)
+    timed(peewee.Database, "commit", lambda args: "commit")
+    figures = {}
+    for round_number in range(rounds + 1):          # round 0: warm-up
+        body = json.dumps(_customers(rows, f"f{round_number}")).encode()
+        environ = _environs("POST", ["/rest/entities/Customer"], token, body)[0]
+        spent.clear()
+        started = time.perf_counter()
+        status, payload = _answer(app, environ, body)
+        whole = time.perf_counter() - started
+        if not status.startswith("201"):
+            raise SystemExit(f"bulk create answered {status}: {payload[:300]!r}")
+        if not round_number:
+            continue
+        sql = {label: value for label, value in spent.items() if label.startswith("statements")}
+        # A bulk of creates sends its statements from the flush, inside save_all.
+        phases = {"planning rows": spent["planning rows"],
+                  "write steps (Python)": spent["save_all"] - spent["flush"],
+                  "sending rows (Python)": spent["flush"] - sum(sql.values()),
+                  **sql, "commit": spent.get("commit", 0.0)}
+        phases["the rest (body, answer)"] = whole - spent["planning rows"] - spent["save_all"] \
+            - phases["commit"]
+        phases["whole POST"] = whole
+        for label, value in phases.items():
+            figures.setdefault(label, []).append(value * 1e3)
+    kind = "SQLite" if "sqlite" in type(app.database).__name__.lower() else "PostgreSQL"
+    print(f"{kind}, {rows} customers, {rounds} rounds: where a POST's time goes "
+          f"(wall ms: median, range)")
+    for label, values in figures.items():
+        print(f"  {label:36s} {statistics.median(values):7.1f}  "
+              f"({min(values):.1f}-{max(values):.1f})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1000)
@@ -273,6 +339,8 @@ def main():
                         help="instead: this many concurrent bulk creates under restsvc serve (SQLite)")
     parser.add_argument("--served", action="store_true",
                         help="instead: the POSTs through restsvc serve, one at a time")
+    parser.add_argument("--phases", action="store_true",
+                        help="instead: where a POST's time goes, in process")
     parser.add_argument("--serve-option", action="append", default=[],
                         help="passed to restsvc serve (for example --serve-option=--threads=1)")
     args = parser.parse_args()
@@ -286,6 +354,9 @@ def main():
         return
     with tempfile.TemporaryDirectory() as workdir:
         app, _, token, _ = prepare(Path(workdir), args.database_url)
+        if args.phases:
+            _phases(app, token, args.rows, args.rounds)
+            return
         tables = _raw_tables(app)
         kinds = [(table, False) for table in tables] + [(tables[0], True)]
         posts, cpus, raws = [], [], {kind: [] for kind in kinds}
