@@ -123,6 +123,12 @@ def _history_trigram(app):
     return ", ".join(name for name, in execute(app.database, sql))
 
 
+def _inserted_table(sql):
+    """The table an INSERT statement writes to, or None for another statement."""
+    words = sql.split()
+    return words[2].strip('"') if words and words[0].upper() == "INSERT" else None
+
+
 def _statements(app, environ, body):
     """{table: statements} of one POST, counted by a wrapper around execute_sql."""
     database = app.database
@@ -130,9 +136,8 @@ def _statements(app, environ, body):
     original = database.execute_sql
 
     def counting(sql, params=None, *args, **kwargs):
-        words = sql.split()
-        if words and words[0].upper() == "INSERT":
-            table = words[2].strip('"')
+        table = _inserted_table(sql)
+        if table is not None:
             counts[table] = counts.get(table, 0) + 1
         return original(sql, params, *args, **kwargs)
     database.execute_sql = counting
@@ -274,6 +279,7 @@ def _phases(app, token, rows, rounds):
     """Median wall ms of each phase of ``rounds`` bulk POSTs (``--phases``)."""
     import peewee
     from restsvc.data.write import importer, pending, writer
+    from restsvc.db import is_sqlite
     from restsvc.statements import Statements
     spent = {}
 
@@ -290,9 +296,7 @@ def _phases(app, token, rows, rounds):
         setattr(owner, name, wrapper)
 
     def statement(args):
-        words = args[1].split()
-        table = words[2].strip('"') if words[0].upper() == "INSERT" else "other"
-        return f"statements: {table}"
+        return f"statements: {_inserted_table(args[1]) or 'other'}"
     timed(importer.Importer, "plan", lambda args: "planning rows")
     timed(writer.Writer, "save_all", lambda args: "save_all")
     timed(pending.Pending, "flush", lambda args: "flush")
@@ -321,7 +325,7 @@ def _phases(app, token, rows, rounds):
         phases["whole POST"] = whole
         for label, value in phases.items():
             figures.setdefault(label, []).append(value * 1e3)
-    kind = "SQLite" if "sqlite" in type(app.database).__name__.lower() else "PostgreSQL"
+    kind = "SQLite" if is_sqlite(app.database) else "PostgreSQL"
     print(f"{kind}, {rows} customers, {rounds} rounds: where a POST's time goes "
           f"(wall ms: median, range)")
     for label, values in figures.items():
