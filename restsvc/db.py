@@ -14,9 +14,10 @@ Connection handling per request (``release``), chosen per engine:
   next request takes it back, and another thread may take it when the pool
   is full.
 """
+import datetime
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
@@ -201,6 +202,35 @@ def lowered_index_sql(database: peewee.Database, model: type[peewee.Model],
 
 def is_sqlite(database: "peewee.Database | peewee.DatabaseProxy") -> bool:
     return isinstance(_bound(database), peewee.SqliteDatabase)
+
+
+def instant_param(database: peewee.Database) -> "Callable[[object], object]":
+    """How a datetime column's parameter is sent: on SQLite as the text
+    sqlite3's own adapter would make of it (``sqlite_instant``), else as it is."""
+    return sqlite_instant if is_sqlite(database) else _as_is
+
+
+def sqlite_instant(value: object) -> object:
+    """A datetime as SQLite stores it, the text sqlite3's adapter writes
+    (``isoformat(" ")``), made here once per instant: the last one is kept,
+    and a bulk's rows, history items and events share one (``Writer.now``).
+    Any other value as it is."""
+    last = _last_instant[0]
+    if value is last[0]:
+        return last[1]
+    if value.__class__ is not datetime.datetime:
+        return value
+    assert isinstance(value, datetime.datetime)
+    text = value.isoformat(" ")
+    _last_instant[0] = (value, text)     # one assignment: threads see one pair or the other
+    return text
+
+
+def _as_is(value: object) -> object:
+    return value
+
+
+_last_instant: list[tuple[object, object]] = [(None, None)]
 
 
 def _bound(database: "peewee.Database | peewee.DatabaseProxy") -> peewee.Database:

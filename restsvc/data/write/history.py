@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import peewee
 
-from ...db import delete_in_batches, is_sqlite
+from ...db import delete_in_batches, instant_param, is_sqlite
 from ...jsonio import JsonObject, JsonValue, RawJson, dumps, loads, quoted
 from ...model.entity import AUDIT_FIELDS, Entity, entity
 from ...model.fields import DateTimeField
@@ -185,11 +185,17 @@ def changes_of(meta: "MetaClass", values: dict[str, object], before: dict[str, o
     ``dumps`` writes the object (a bulk's items cost no dict and no encoder
     call per change)."""
     changes: list[str] = []
+    if before is None:      # a create: every old value is null
+        for head, key, convert in _recorded_json(meta):
+            value = values.get(key)
+            if value is not None and (new := convert(value)) is not None:
+                changes.append(f"{head}null,\"newValue\":{_json_text(new)}}}")
+        return changes
     for head, key, convert in _recorded_json(meta):
         if key not in values:
             continue
         new = values[key]
-        old = before.get(key) if before else None
+        old = before.get(key)
         new, old = None if new is None else convert(new), None if old is None else convert(old)
         if old != new:
             changes.append(f"{head}{_json_text(old)},\"newValue\":{_json_text(new)}}}")
@@ -284,7 +290,7 @@ def _insert_rows(access: Access, items: Sequence[HistoryEntry], now: datetime.da
     lock), and each column's conversion is looked up once per call."""
     fields = HistoryItem._meta.fields
     to_id, to_changes = fields["id"].db_value, fields["changes"].db_value
-    who, when = access.username, fields["changedDate"].db_value(now)
+    who, when = access.username, instant_param(access.database)(fields["changedDate"].db_value(now))
     ids = [HistoryItem.id.default() for _ in items]
     rows: list[list[object]] = [
         [to_id(key), 1, item.meta.name, str(item.entity_id), item.kind, who, when,

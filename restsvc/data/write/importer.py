@@ -24,7 +24,7 @@ from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
 from ...jsonio import JsonObject, JsonValue
 from ...numbers import decimal_fits
-from ...model.entity import Entity
+from ...model.entity import AUDIT_FIELDS, Entity
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ..access import Access, require
 from ..read.loader import visible_ids
@@ -369,7 +369,9 @@ class Importer:
             return
         model = operation.meta.model
         if operation.creating:
-            instance = operation.instance = new_instance(model, operation.values)
+            # The write path fills the audit fields (``Writer.audit``): validators see them unset.
+            instance = operation.instance = new_instance(
+                model, operation.values, AUDIT_FIELDS if operation.meta.audited else ())
         else:
             instance = model.get_by_id(operation.id)
             for key, value in operation.values.items():

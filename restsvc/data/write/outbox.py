@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import peewee
 
-from ...db import database_proxy, execute, is_sqlite
+from ...db import database_proxy, execute, instant_param, is_sqlite
 from ...jsonio import dumps
 from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
@@ -175,7 +175,7 @@ def event_rows(access: Access, meta: MetaClass, rows: Sequence[Written], kind: s
     """The parameters of the events of ``rows`` at ``now`` (by default the
     present), one list per row (``insert`` writes them; a bulk's writer
     collects them first, data/write/pending.py)."""
-    common = (_names_text(tuple(changed)), access.username, _stored_time(now))
+    common = (_names_text(tuple(changed)), access.username, _stored_time(access, now))
     return [[meta.name, str(key), kind, common[0], version, common[1], common[2], previous]
             for key, version, previous in rows]
 
@@ -205,16 +205,9 @@ def _names_text(changed: tuple[str, ...]) -> str:
     return dumps(list(changed))
 
 
-def _stored_time(now: datetime.datetime | None = None) -> object:
-    """``now`` (by default the present), as the ``time`` column stores it;
-    the last instant's kept (a bulk's events share one, ``Writer.save_all``)."""
-    last_now, last_stored = _last_time
-    if now is not None and now is last_now:
-        return last_stored
+def _stored_time(access: Access, now: datetime.datetime | None = None) -> object:
+    """``now`` (by default the present), as the ``time`` column stores it
+    (``db.instant_param``: on SQLite its text, made once for a bulk's events,
+    which share one instant, ``Writer.save_all``)."""
     stored: object = ChangeEvent.time.db_value(now or utc_now())  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
-    if now is not None:
-        _last_time[:] = now, stored
-    return stored
-
-
-_last_time: list[Any] = [None, None]     # (instant, as stored): ``_stored_time``'s last
+    return instant_param(access.database)(stored)

@@ -17,6 +17,7 @@ its ``Access.memo``, which lives as long as the gate keeps its principal).
 Nothing here decides: the rules stay in ``Importer.plan``, which asks these
 tables instead of walking the entity's properties for every row.
 """
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import peewee
@@ -151,15 +152,22 @@ class Shapes:
 _MEMO_KEY = "shapes"        # Access.memo key (with keeps_audit) of a caller's Shapes
 
 
-def new_instance(model: type[Entity], values: dict[str, object]) -> Entity:
+def new_instance(model: type[Entity], values: dict[str, object],
+                 filled: Collection[str] = ()) -> Entity:
     """``model(**values)`` without a setattr per value: the model's defaults
     and ``values`` (field name -> value, a reference by its id) as its data,
-    every one of them to be written. Values that are no field's (set as
-    plain attributes) take ``model(**values)``."""
+    every one of them to be written. A default that is made (a callable's)
+    is made only for a field neither in ``values`` nor ``filled`` (fields
+    the write path fills: an audited entity's audit fields). Values that are
+    no field's (set as plain attributes) take ``model(**values)``."""
     if not values.keys() <= model._meta.fields.keys():
         return model(**values)
     instance = model(__no_default__=True)
-    data = model._meta.get_default_dict()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+    meta = model._meta
+    data: dict[str, object] = meta._default_by_name.copy()  # type: ignore[attr-defined]  # peewee-stubs: undeclared (get_default_dict's own)
+    for name, make in meta._default_callable_list:  # type: ignore[attr-defined]  # peewee-stubs: undeclared
+        if name not in values and name not in filled:
+            data[name] = make()
     data.update(values)
     instance.__data__ = data
     instance._dirty = set(data)  # type: ignore[attr-defined]  # peewee-stubs: undeclared

@@ -2,12 +2,12 @@
 order): an INSERT's text kept per column set, the statements of a lone write
 sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
 an UPDATE misses, as the client's error."""
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import peewee
 
-from ...db import execute, keyed
+from ...db import execute, instant_param, keyed
 from ...errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
 from ..access import Access
 
@@ -67,11 +67,12 @@ def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object
         sql, converters = compiled
         return sql, [value if text and value.__class__ is str else convert(value)
                      for name, convert, text in converters for value in (data[name],)]
-    converters = [(field.name, field.db_value, type(field) in _TEXT_FIELDS)
+    instant = instant_param(access.database)
+    converters = [(field.name, _converter(field, instant), type(field) in _TEXT_FIELDS)
                   for field in model._meta.sorted_fields if field.name in data]
     params: list[object] = [convert(data[name]) for name, convert, _ in converters]
     sql, built = model.insert(**data).returning().sql()     # no RETURNING: nothing reads it
-    if list(built) != params:
+    if [instant(value) for value in built] != params:
         return sql, list(built)
     access.sql_cache[key] = (sql, converters)
     return sql, params
@@ -79,6 +80,15 @@ def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object
 
 # Fields whose conversion gives a string back as it is (peewee's _StringField.adapt).
 _TEXT_FIELDS = (peewee.CharField, peewee.TextField)
+
+
+def _converter(field: peewee.Field, instant: Callable[[object], object]) -> Callable[[object], object]:
+    """A column's conversion of a value to its parameter; a datetime column's
+    also sends the instant as the database takes it (``db.instant_param``)."""
+    to_db: Callable[[object], object] = field.db_value
+    if not isinstance(field, peewee.DateTimeField):
+        return to_db
+    return lambda value: instant(to_db(value))
 
 
 def many_rows(sql: str, rows: Sequence[Sequence[object]], param: str) -> list[Statement] | None:
