@@ -34,19 +34,25 @@ _entropy: list[Any] = [b"", 0]       # [bytes, position of the next unused]
 os.register_at_fork(after_in_child=lambda: _entropy.__setitem__(slice(None), [b"", 0]))
 
 
+# The 48 bits of the millisecond, and the bits of version 7 and of the RFC 4122 variant.
+_MILLIS = (1 << 48) - 1
+_KEPT, _MARKS = ~(0xF << 76) & ~(0x3 << 62), (0x7 << 76) | (0x2 << 62)
+
+
 def new_id() -> uuid.UUID:
     """A time-ordered UUID (version 7, RFC 9562): rows sort by creation when
     ordered by id (also within one millisecond in one process), and new keys
-    land at the end of the primary-key index."""
+    land at the end of the primary-key index. A bulk's row takes one or two:
+    the version's and the variant's bits are set by one mask each."""
     millis = time.time_ns() // 1_000_000
     with _id_lock:
         pool, at = _entropy
         if at + _RANDOM_BYTES > len(pool):
             pool, at = os.urandom(_RANDOM_DRAW), 0
-        _entropy[:] = pool, at + _RANDOM_BYTES
-        value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(pool[at:at + _RANDOM_BYTES], "big")
-        value = (value & ~(0xF << 76)) | (0x7 << 76)          # version 7
-        value = (value & ~(0x3 << 62)) | (0x2 << 62)          # RFC 4122 variant
+            _entropy[0] = pool
+        _entropy[1] = at + _RANDOM_BYTES
+        value = ((millis & _MILLIS) << 80
+                 | int.from_bytes(pool[at:at + _RANDOM_BYTES], "big")) & _KEPT | _MARKS
         if value <= _last_id[0]:
             value = _last_id[0] + 1
         _last_id[0] = value

@@ -21,7 +21,7 @@ import decimal
 import enum
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .datatypes import DATATYPES, Datatype, FileRef, split_file_ref
@@ -85,10 +85,16 @@ def enum_name(enum_class: type) -> str:
 class MetaEnum:
     name: str
     enum_class: type[enum.Enum]
+    # The members by constant name (an enum's do not change; ``__members__``
+    # makes a new view at every call).
+    members: dict[str, enum.Enum] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.members = dict(self.enum_class.__members__)
 
     def member(self, constant: object) -> Any:
         """The member for a constant name, or None."""
-        return self.enum_class.__members__.get(constant) if isinstance(constant, str) else None
+        return self.members.get(constant) if isinstance(constant, str) else None
 
     def to_json(self, captions: Callable[[str], str]) -> dict[str, Any]:
         return {"name": self.name, "values": [
