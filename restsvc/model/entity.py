@@ -42,8 +42,8 @@ _KEPT, _MARKS = ~(0xF << 76) & ~(0x3 << 62), (0x7 << 76) | (0x2 << 62)
 def new_id() -> uuid.UUID:
     """A time-ordered UUID (version 7, RFC 9562): rows sort by creation when
     ordered by id (also within one millisecond in one process), and new keys
-    land at the end of the primary-key index. A bulk's row takes one or two:
-    the version's and the variant's bits are set by one mask each."""
+    land at the end of the primary-key index. A bulk's row takes one or two,
+    so the version's and the variant's bits are set together (``_KEPT``, ``_MARKS``)."""
     millis = time.time_ns() // 1_000_000
     with _id_lock:
         pool, at = _entropy

@@ -69,12 +69,23 @@ class Writer:
         self.at_version: int | None = None     # the version an UPDATE sent at once applies at
         self.pending: Pending | None = None     # ``save_all``: rows written together
         self.deferred = False                   # the save in progress leaves its rows there
-        self.now: datetime.datetime | None = None   # ``save_all``: the instant of its rows
+        self.now: datetime.datetime | None = None   # the instant of the write in progress
 
     # -- save --------------------------------------------------------------
     def save(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None = None,
              owner_id: Id | None = None) -> Id | None:
-        """Write one planned operation and what it owns; returns its id."""
+        """Write one planned operation and what it owns; returns its id. What
+        one write leaves (audit fields, history items, events) has one instant."""
+        if self.now is not None:
+            return self._save(operation, owner_field, owner_id)
+        self.now = utc_now()
+        try:
+            return self._save(operation, owner_field, owner_id)
+        finally:
+            self.now = None
+
+    def _save(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None,
+              owner_id: Id | None) -> Id | None:
         if self.pending is not None:
             self.deferred = self.pending.takes(self.access, operation, owner_field)
             if not self.deferred:
@@ -126,7 +137,7 @@ class Writer:
 
     def audit_values(self, creating: bool) -> dict[str, str | datetime.datetime]:
         """Who and when (UTC) for the audit fields of a create or an update."""
-        now = self.now or utc_now()
+        now = self.now or utc_now()     # (a restore's: no write in progress)
         values: dict[str, str | datetime.datetime] = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
         if creating:
             values.update(createdBy=values["lastModifiedBy"], createdDate=now)
@@ -251,7 +262,7 @@ class Writer:
         if item is not None and self.deferred and self.pending is not None:
             self.pending.items.append(item)
         elif item is not None:
-            history.record(self.access, [item], self.batch)
+            history.record(self.access, [item], self.batch, self.now)
 
     def events(self, operation: "Operation", before: Before | None) -> None:
         meta = operation.meta
