@@ -291,25 +291,31 @@ def test_history_writes_a_date_time_to_the_millisecond_as_the_entity_does(client
 
 
 def test_a_writes_history_item_and_event_bear_the_instant_of_its_audit_fields(client, auth):
-    """One write, one instant (to the microsecond, as stored): the row's
-    lastModifiedDate, its history item's changedDate and its change event's
-    time, for a create and an update."""
+    """One write, one instant (to the microsecond, as stored): the row's audit
+    or deletion date, its history item's changedDate and its change event's
+    time, for a create, an update, a (soft) delete and a restore."""
     from restsvc.data.write.history import HistoryItem
     from restsvc.demo.model import Customer
     from restsvc.events.outbox import ChangeEvent
     created = client.post("/rest/entities/Customer", headers=auth, json={"name": "One instant"})
     assert created.status_code == 201, created.json
     customer = created.json["id"]
-    created_at = Customer.get_by_id(customer).lastModifiedDate
+    instants = [Customer.get_by_id(customer).lastModifiedDate]
     assert client.put(f"/rest/entities/Customer/{customer}", headers=auth,
                       json={"name": "One instant, renamed"}).status_code == 200
+    instants.append(Customer.get_by_id(customer).lastModifiedDate)
+    assert client.delete(f"/rest/entities/Customer/{customer}", headers=auth).status_code == 204
+    instants.append(Customer.get_by_id(customer).deletedDate)
+    assert client.post(f"/rest/entities/Customer/{customer}/restore", headers=auth).status_code == 200
     row = Customer.get_by_id(customer)
-    assert (row.createdDate, row.lastModifiedDate != created_at) == (created_at, True)
-    items = dict(HistoryItem.select(HistoryItem.kind, HistoryItem.changedDate).where(
-        HistoryItem.entityId == customer).tuples())
-    events = dict(ChangeEvent.select(ChangeEvent.kind, ChangeEvent.time).where(
-        ChangeEvent.entityId == customer).tuples())
-    assert items == events == {"CREATE": created_at, "UPDATE": row.lastModifiedDate}
+    instants.append(row.lastModifiedDate)
+    assert row.createdDate == instants[0] and len(set(instants)) == 4
+    items = list(HistoryItem.select(HistoryItem.kind, HistoryItem.changedDate).where(
+        HistoryItem.entityId == customer).order_by(HistoryItem.changedDate).tuples())
+    events = list(ChangeEvent.select(ChangeEvent.kind, ChangeEvent.time).where(
+        ChangeEvent.entityId == customer).order_by(ChangeEvent.seq).tuples())
+    assert items == list(zip(["CREATE", "UPDATE", "DELETE", "RESTORE"], instants))
+    assert events == list(zip(["CREATE", "UPDATE", "DELETE", "UPDATE"], instants))
     answered = {item["kind"]: item["changedDate"] for item in _history(client, auth, "Customer", customer)}
     stored = client.get(f"/rest/entities/Customer/{customer}", headers=auth).json
-    assert answered == {"CREATE": stored["createdDate"], "UPDATE": stored["lastModifiedDate"]}
+    assert (answered["CREATE"], answered["RESTORE"]) == (stored["createdDate"], stored["lastModifiedDate"])

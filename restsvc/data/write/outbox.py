@@ -165,9 +165,10 @@ def written(meta: MetaClass, ids: Sequence[Any], with_previous: bool = False) ->
 
 
 def record(access: Access, meta: MetaClass, rows: Sequence[Written], kind: str,
-           changed: list[str], batch: Batch | None = None) -> None:
-    """Insert the events of ``rows`` (what the write left, ``Written``)."""
-    insert(access, event_rows(access, meta, rows, kind, changed), batch)
+           changed: list[str], batch: Batch | None = None,
+           now: datetime.datetime | None = None) -> None:
+    """Insert the events of ``rows`` (what the write left, ``Written``) at ``now``."""
+    insert(access, event_rows(access, meta, rows, kind, changed, now), batch)
 
 
 def event_rows(access: Access, meta: MetaClass, rows: Sequence[Written], kind: str,

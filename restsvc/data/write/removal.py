@@ -20,7 +20,7 @@ import peewee
 from ...errors import Conflict, PreconditionFailed
 from . import history, outbox, softdelete
 from .hooks import Hooks
-from ..access import Access, utc_now
+from ..access import Access
 from ..answer.etags import version_is
 from .owned import Reached, composed, referrers
 from .rowrules import check_rows
@@ -32,22 +32,24 @@ Id = str | int
 
 
 def delete(access: Access, hooks: Hooks, meta: "MetaClass", ids: Sequence[Id],
-           expected_versions: int | tuple[int, ...] | None, with_owner: bool, purge: bool) -> None:
+           expected_versions: int | tuple[int, ...] | None, with_owner: bool, purge: bool,
+           now: datetime.datetime) -> None:
     """Delete rows (their compositions and memberships go with them);
     refuse while other rows refer to them. ``expected_versions`` (If-Match):
     only rows at one of them are deleted, else nothing is. ``with_owner``:
     children removed by their owner's save, which checks the owner's rules.
-    A ``soft_delete`` entity's rows are marked instead, unless purged."""
+    A ``soft_delete`` entity's rows are marked instead, unless purged.
+    ``now``: the write's instant (its marks, history items and events)."""
     check_rows(access, meta, "delete", ids, before=True, owners=not with_owner)
     doomed = hooks.before_delete(meta.model, ids)
     soft = meta.soft_delete and not purge
     rows = composed(meta, ids, soft)
-    _history_of_delete(access, rows)
+    _history_of_delete(access, rows, now)
     if soft:
-        marked = softdelete.mark(access, rows, utc_now(), versions=expected_versions)
+        marked = softdelete.mark(access, rows, now, versions=expected_versions)
         if expected_versions is not None and marked < len(ids):
             raise PreconditionFailed(meta.name, ids[0] if len(ids) == 1 else ids)
-        _events_of(access, rows, "DELETE", [])        # the rows as marked
+        _events_of(access, rows, "DELETE", [], now)        # the rows as marked
         hooks.after_delete(doomed)
         return
     model = meta.model
@@ -56,7 +58,7 @@ def delete(access: Access, hooks: Hooks, meta: "MetaClass", ids: Sequence[Id],
             raise Conflict("Delete policy violation",
                            f"Unable to delete {meta.name} because there are references from "
                            f"{ref_meta.name}")
-    _events_of(access, rows, "DELETE", [])            # the rows as they were
+    _events_of(access, rows, "DELETE", [], now)            # the rows as they were
     for link in meta.links:
         link.through.delete().where(link.owner_field.in_(ids)).execute()
     condition = model.id.in_(ids)
@@ -73,10 +75,11 @@ def delete(access: Access, hooks: Hooks, meta: "MetaClass", ids: Sequence[Id],
 
 
 def restore(access: Access, meta: "MetaClass", key: Id, deleted: datetime.datetime,
-            audit: dict[str, str | datetime.datetime]) -> None:
+            audit: dict[str, str | datetime.datetime], now: datetime.datetime) -> None:
     """Unmark a soft-deleted row and the composition children deleted with
     it (at the instant ``deleted``, at every depth), with the ``audit``
-    values of an update. 409 when a live row now holds one of its unique keys."""
+    values of an update, at the instant ``now`` (theirs). 409 when a live row
+    now holds one of its unique keys."""
     seeing = dataclasses.replace(access, include_deleted=True)
     check_rows(seeing, meta, "update", [key], before=True)         # rules_before, as deleted
     rows = composed(meta, [key], deleted=deleted)
@@ -86,23 +89,25 @@ def restore(access: Access, meta: "MetaClass", key: Id, deleted: datetime.dateti
         raise Conflict("Unique key taken", f"A live {meta.name} now holds a unique value "
                                            f"of {key}; change it first") from None
     check_rows(access, meta, "update", [key])                      # rules_after
-    history.record(access, softdelete.restore_items(rows, deleted))
-    _events_of(access, rows, "UPDATE", ["deletedBy", "deletedDate"])   # a restore is an update
+    history.record(access, softdelete.restore_items(rows, deleted), now=now)
+    _events_of(access, rows, "UPDATE", ["deletedBy", "deletedDate"], now)   # a restore is an update
 
 
-def _events_of(access: Access, rows: Reached, kind: str, changed: list[str]) -> None:
+def _events_of(access: Access, rows: Reached, kind: str, changed: list[str],
+               now: datetime.datetime) -> None:
     """Events of the rows that publish them (``rows`` as ``composed`` finds
     them: a delete's, a marking's or a restore's), from the rows as stored now."""
     for meta, ids in rows:
         if meta.events and ids:
-            outbox.record(access, meta, outbox.written(meta, ids, kind == "DELETE"), kind, changed)
+            outbox.record(access, meta, outbox.written(meta, ids, kind == "DELETE"), kind, changed,
+                          now=now)
 
 
-def _history_of_delete(access: Access, rows: Reached) -> None:
+def _history_of_delete(access: Access, rows: Reached, now: datetime.datetime) -> None:
     """DELETE items of the rows and of the composition children that go
     with them (``rows`` as ``composed`` finds them)."""
     items: list[history.HistoryEntry] = []
     for meta, ids in rows:
         if meta.history is not None:
             items += history.deleted_items(meta, ids)
-    history.record(access, items)
+    history.record(access, items, now=now)

@@ -137,7 +137,7 @@ class Writer:
 
     def audit_values(self, creating: bool) -> dict[str, str | datetime.datetime]:
         """Who and when (UTC) for the audit fields of a create or an update."""
-        now = self.now or utc_now()     # (a restore's: no write in progress)
+        now = self.now or utc_now()
         values: dict[str, str | datetime.datetime] = {"lastModifiedBy": self.access.username, "lastModifiedDate": now}
         if creating:
             values.update(createdBy=values["lastModifiedBy"], createdDate=now)
@@ -334,8 +334,13 @@ class Writer:
                with_owner: bool = False, purge: bool = False) -> None:
         """Delete rows with what they own (``removal.delete``); a soft-deleted
         entity's rows are marked unless ``purge``."""
-        removal.delete(self.access, self.hooks, meta, ids, expected_versions, with_owner, purge)
+        removal.delete(self.access, self.hooks, meta, ids, expected_versions, with_owner, purge,
+                       self.now or utc_now())
 
     def restore(self, meta: "MetaClass", key: Id, deleted: datetime.datetime) -> None:
         """Unmark a soft-deleted row and its children as an update (``removal.restore``)."""
-        removal.restore(self.access, meta, key, deleted, self.audit_values(creating=False))
+        self.now = utc_now()
+        try:
+            removal.restore(self.access, meta, key, deleted, self.audit_values(creating=False), self.now)
+        finally:
+            self.now = None
