@@ -53,14 +53,14 @@ from inprocess import _answer, _environs        # noqa: E402
 TARGET_MS, TARGET_RATIO = 45.0, 6.0
 
 
-def _customers(rows, tag):
+def customers(rows, tag):
     return [{"name": f"Bulk {tag} {i:05d}", "email": f"bulk{tag}-{i}@example.com",
              "grade": ("BRONZE", "SILVER", "GOLD")[i % 3], "birthDate": "1980-01-02",
              "address": {"city": f"City {i % 50}", "street": f"{i} Main St"}}
             for i in range(rows)]
 
 
-def _raw_tables(app):
+def raw_tables(app):
     """("customer", "raw_customer"): the table itself (SQLite: with its
     substring-search triggers) and a plain copy of it, the same columns and
     indexes without triggers (PostgreSQL: LIKE ... INCLUDING ALL, its
@@ -85,13 +85,27 @@ def _raw(app, table, rows, tag, together=False):
     rows in one multi-row INSERT instead, as the POST sends them (on SQLite
     an FTS5 table fed by a trigger writes its pending terms at the end of
     every statement, so a statement per row costs it a segment per row)."""
+    sql, values = raw_rows(app, table, rows, tag, together)
+    database = app.database
+    started = time.perf_counter()
+    raw_write(app, sql, values, together)
+    spent = (time.perf_counter() - started) * 1e3
+    with database.atomic():
+        database.cursor().execute(f'DELETE FROM "{table}" WHERE "name" LIKE {database.param}',
+                                  (f"Raw {tag} %",))
+    return spent
+
+
+def raw_rows(app, table, rows, tag, together=False):
+    """(SQL, parameters) of ``rows`` raw customers like the POST's into
+    ``table``: an executemany's (a row's parameters each), or (``together``)
+    one multi-row INSERT's."""
     from restsvc.demo.model import Customer
     fields = [Customer.id, Customer.version, Customer.name, Customer.email, Customer.grade,
               Customer.birthDate, Customer.address_city, Customer.address_street,
               Customer.createdDate, Customer.createdBy, Customer.lastModifiedDate,
               Customer.lastModifiedBy, Customer.tenantId]
-    database = app.database
-    marks = ", ".join([database.param] * len(fields))
+    marks = ", ".join([app.database.param] * len(fields))
     columns = ", ".join('"%s"' % field.column_name for field in fields)
     sql = f'INSERT INTO "{table}" ({columns}) VALUES ({marks})'
     now = datetime.datetime(2026, 1, 1)
@@ -99,19 +113,21 @@ def _raw(app, table, rows, tag, together=False):
         uuid.uuid4(), 1, f"Raw {tag} {i:05d}", f"raw{tag}-{i}@example.com", "B",
         datetime.date(1980, 1, 2), f"City {i % 50}", f"{i} Main St", now, "admin", now,
         "admin", ("north", "south")[i % 2]))) for i in range(rows)]
+    if together:
+        return (sql.replace(f"({marks})", ", ".join([f"({marks})"] * rows)),
+                [value for row in values for value in row])
+    return sql, values
+
+
+def raw_write(app, sql, values, together=False):
+    """The raw rows of ``raw_rows`` written in one transaction."""
+    database = app.database
     cursor = database.cursor()
-    started = time.perf_counter()
     with database.atomic():
         if together:
-            cursor.execute(sql.replace(f"({marks})", ", ".join([f"({marks})"] * rows)),
-                           [value for row in values for value in row])
+            cursor.execute(sql, values)
         else:
             cursor.executemany(sql, values)
-    spent = (time.perf_counter() - started) * 1e3
-    with database.atomic():
-        cursor.execute(f'DELETE FROM "{table}" WHERE "name" LIKE {database.param}',
-                       (f"Raw {tag} %",))
-    return spent
 
 
 def _history_trigram(app):
@@ -193,10 +209,10 @@ def _served(workdir, rounds, rows, database_url=None):
     ``restsvc serve``, each with the raw executemany of its rows after it."""
     from servers import one_request
     with _serving(workdir, database_url=database_url) as (app, token, url, pid):
-        tables = _raw_tables(app)
+        tables = raw_tables(app)
         walls, cpus, raws = [], [], []
         for round_number in range(rounds + 1):      # round 0: warm-up (both workers may take it)
-            body = json.dumps(_customers(rows, f"s{round_number}"))
+            body = json.dumps(customers(rows, f"s{round_number}"))
             cpu, started = _cpu_seconds(pid), time.perf_counter()
             status, payload = one_request(url, "POST", token, body)
             wall = (time.perf_counter() - started) * 1e3
@@ -231,9 +247,9 @@ def _concurrent(workdir, count, rows, serve_options=()):
     import sqlite3
     from servers import one_request
     with _serving(workdir, serve_options) as (_, token, url, _):
-        alone = one_request(url, "POST", token, json.dumps(_customers(1, "alone")[0]))
+        alone = one_request(url, "POST", token, json.dumps(customers(1, "alone")[0]))
         assert alone[0] == 201, alone
-        bodies = [json.dumps(_customers(rows, f"c{n}")) for n in range(count)]
+        bodies = [json.dumps(customers(rows, f"c{n}")) for n in range(count)]
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(count) as pool:
             answers = list(pool.map(lambda body: one_request(url, "POST", token, body), bodies))
@@ -304,7 +320,7 @@ def _phases(app, token, rows, rounds):
     timed(peewee.Database, "commit", lambda args: "commit")
     figures = {}
     for round_number in range(rounds + 1):          # round 0: warm-up
-        body = json.dumps(_customers(rows, f"f{round_number}")).encode()
+        body = json.dumps(customers(rows, f"f{round_number}")).encode()
         environ = _environs("POST", ["/rest/entities/Customer"], token, body)[0]
         spent.clear()
         started = time.perf_counter()
@@ -361,11 +377,11 @@ def main():
         if args.phases:
             _phases(app, token, args.rows, args.rounds)
             return
-        tables = _raw_tables(app)
+        tables = raw_tables(app)
         kinds = [(table, False) for table in tables] + [(tables[0], True)]
         posts, cpus, raws = [], [], {kind: [] for kind in kinds}
         for round_number in range(args.rounds + 1):        # round 0: warm-up
-            body = json.dumps(_customers(args.rows, f"r{round_number}")).encode()
+            body = json.dumps(customers(args.rows, f"r{round_number}")).encode()
             environ = _environs("POST", ["/rest/entities/Customer"], token, body)[0]
             if round_number == 0:
                 counts = _statements(app, environ, body)

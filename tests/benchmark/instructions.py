@@ -1,6 +1,7 @@
 """CPU instructions per request, restsvc and baseline, counted by valgrind (callgrind).
 
     python tests/benchmark/instructions.py [--only get] [--requests 1000] [--postgres URL]
+    python tests/benchmark/instructions.py --bulk [--requests 2]
 
 Timings on a shared machine move with its load; instruction counts do not.
 For each app and operation the script runs a process that answers N and then
@@ -11,6 +12,12 @@ valgrind (``apt-get install valgrind``); slow: about a minute per figure.
 With ``--postgres URL`` restsvc runs on PostgreSQL (a schema of its own,
 dropped afterwards; the baseline stays on SQLite, as ``run.py --postgres``):
 only restsvc's process is counted, not the server's.
+
+``--bulk`` (issue 41, SQLite): instead, per 1,000-row bulk POST of new demo
+customers (``bulk.py``'s), restsvc's instructions against those of the raw
+``executemany`` of the same rows into the plain copy (``bulk.py``'s target
+of at most 6x, counted rather than timed). Each process makes all of its
+bodies or rows first, so making them cancels out.
 """
 import argparse
 import json
@@ -23,6 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BASE_REQUESTS = 50
+BULK_ROWS = 1000
 
 
 def serve(workdir, app_name, operation, count):
@@ -46,6 +54,31 @@ def serve(workdir, app_name, operation, count):
     repeat(app, method, paths, state["token"], BODY if method == "POST" else None, count)
 
 
+def serve_bulk(workdir, app_name, count):
+    """In the measured process: ``count`` of the bulks ``state.json`` says to
+    make, as restsvc's POSTs or (``raw``) the raw executemany of their rows."""
+    from dataset import REPO  # noqa: F401  (puts this checkout on sys.path)
+    from bulk import customers, raw_rows, raw_write
+    from inprocess import _answer, _environs, as_served
+    from restsvc.app import RestApp
+    from restsvc.settings import load_settings
+    state = json.loads((workdir / "state.json").read_text())
+    os.environ.update(state["env"])
+    app = as_served(RestApp(load_settings(environ=state["env"])), slowed=True)
+    tags = [f"{os.getpid():07d}{n}" for n in range(state["bulks"])]   # new emails in every process
+    if app_name == "raw":
+        for sql, values in [raw_rows(app, "raw_customer", BULK_ROWS, tag) for tag in tags][:count]:
+            raw_write(app, sql, values)
+        return
+    bodies = [json.dumps(customers(BULK_ROWS, tag)).encode() for tag in tags]
+    environs = [_environs("POST", ["/rest/entities/Customer"], state["token"], body)[0]
+                for body in bodies]
+    for environ, body in list(zip(environs, bodies))[:count]:
+        status, payload = _answer(app, environ, body)
+        if not status.startswith("201"):
+            raise SystemExit(f"bulk create answered {status}: {payload[:300]!r}")
+
+
 def instructions(workdir, app_name, operation, count):
     out = workdir / f"callgrind.{app_name}.{operation}.{count}"
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
@@ -58,20 +91,28 @@ def instructions(workdir, app_name, operation, count):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append")
-    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--requests", type=int,
+                        help="requests counted per figure (default 1000; --bulk: bulks, default 2)")
     parser.add_argument("--postgres", metavar="URL",
                         help="restsvc on this PostgreSQL database (a schema of its own)")
+    parser.add_argument("--bulk", action="store_true",
+                        help="instead: a 1,000-row bulk POST against the raw executemany (SQLite)")
     parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         workdir, app_name, operation, count = args.serve
+        if operation == "bulk":
+            return serve_bulk(Path(workdir), app_name, int(count))
         return serve(Path(workdir), app_name, operation, int(count))
     if not shutil.which("valgrind"):
         print("valgrind is not installed: apt-get install -y valgrind", file=sys.stderr)
         return 2
+    if args.bulk:
+        return _bulk(args.requests or 2)
     from baseline_data import build
     from dataset import prepare, scratch, share_token, tag_shape
     from run import OPERATIONS
+    requests = args.requests or 1000
     with scratch("restsvc-instructions-") as (workdir, cleanups):
         app, env, token, ids = prepare(workdir)
         if args.postgres:   # the same data on PostgreSQL; the baseline stays on SQLite
@@ -89,10 +130,27 @@ def main(argv=None):
             figures = []
             for app_name in ("restsvc", "baseline"):
                 low = instructions(workdir, app_name, operation, BASE_REQUESTS)
-                high = instructions(workdir, app_name, operation, BASE_REQUESTS + args.requests)
-                figures.append((high - low) / args.requests)
+                high = instructions(workdir, app_name, operation, BASE_REQUESTS + requests)
+                figures.append((high - low) / requests)
             print(f"{operation:<26}{figures[0]:>12,.0f}{figures[1]:>12,.0f}"
                   f"{figures[0] / figures[1]:>8.2f}", flush=True)
+    return 0
+
+
+def _bulk(bulks):
+    """``--bulk``: instructions per bulk, restsvc's POST and the raw write, and their ratio."""
+    from bulk import TARGET_RATIO, raw_tables
+    from dataset import prepare, scratch
+    with scratch("restsvc-instructions-") as (workdir, _):
+        app, env, token, _ = prepare(workdir)
+        raw_tables(app)
+        (workdir / "state.json").write_text(json.dumps({"env": env, "token": token,
+                                                        "bulks": 1 + bulks}))
+        figures = [(instructions(workdir, name, "bulk", 1 + bulks)
+                    - instructions(workdir, name, "bulk", 1)) / bulks for name in ("restsvc", "raw")]
+    print(f"instructions per bulk of {BULK_ROWS:,} customers (SQLite, {bulks} bulks): "
+          f"POST {figures[0]:,.0f}, raw executemany {figures[1]:,.0f}, "
+          f"{figures[0] / figures[1]:.2f}x (target: at most {TARGET_RATIO:.0f}x)")
     return 0
 
 

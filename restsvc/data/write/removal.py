@@ -78,8 +78,8 @@ def restore(access: Access, meta: "MetaClass", key: Id, deleted: datetime.dateti
             audit: dict[str, str | datetime.datetime], now: datetime.datetime) -> None:
     """Unmark a soft-deleted row and the composition children deleted with
     it (at the instant ``deleted``, at every depth), with the ``audit``
-    values of an update, at the instant ``now`` (theirs). 409 when a live row
-    now holds one of its unique keys."""
+    values of an update; its history items and events at ``now``, the audit
+    values' instant. 409 when a live row now holds one of its unique keys."""
     seeing = dataclasses.replace(access, include_deleted=True)
     check_rows(seeing, meta, "update", [key], before=True)         # rules_before, as deleted
     rows = composed(meta, [key], deleted=deleted)
