@@ -59,7 +59,9 @@ def test_a_100000_row_report_streams_in_bounded_memory_and_leaves_no_temporary_f
         # One worker, one thread: this request is served only once the broken one is done.
         status, _ = server.request("GET", "/rest/reports/report")
         assert status == 200
-        assert [link for link in _open_files(pid) if "(deleted)" in link] == deleted_before
+        # None more than before (one open then may have closed since: the last
+        # download's, whose bytes the client had before the worker closed it).
+        assert {link for link in _open_files(pid) if "(deleted)" in link} <= set(deleted_before)
         assert os.listdir(tmp_path / "tmp") == []
     if not measurable:
         pytest.skip("memory not checked: this kernel does not let us reset a process's peak RSS")
