@@ -220,7 +220,6 @@ def sqlite_instant(value: object) -> object:
         return last[1]
     if value.__class__ is not datetime.datetime:
         return value
-    assert isinstance(value, datetime.datetime)
     text = value.isoformat(" ")
     _last_instant[0] = (value, text)     # one assignment: threads see one pair or the other
     return text

@@ -30,7 +30,7 @@ path; a step that writes adds its statement to ``batch`` when there is one.
 """
 import datetime
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import peewee
 
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from .importer import Operation
 
 Id = str | int
+T = TypeVar("T")
 
 
 class _NotAtOnce(Exception):
@@ -74,13 +75,18 @@ class Writer:
     # -- save --------------------------------------------------------------
     def save(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None = None,
              owner_id: Id | None = None) -> Id | None:
-        """Write one planned operation and what it owns; returns its id. What
-        one write leaves (audit fields, history items, events) has one instant."""
+        """Write one planned operation and what it owns; returns its id."""
+        return self._at_one_instant(lambda _: self._save(operation, owner_field, owner_id))
+
+    def _at_one_instant(self, write: "Callable[[datetime.datetime], T]") -> T:
+        """``write(now)`` at the instant of the write in progress, else at a new
+        one: what one write leaves (audit fields or deletion marks, history
+        items, events) has one instant (``self.now``)."""
         if self.now is not None:
-            return self._save(operation, owner_field, owner_id)
-        self.now = utc_now()
+            return write(self.now)
+        now = self.now = utc_now()
         try:
-            return self._save(operation, owner_field, owner_id)
+            return write(now)
         finally:
             self.now = None
 
@@ -334,13 +340,10 @@ class Writer:
                with_owner: bool = False, purge: bool = False) -> None:
         """Delete rows with what they own (``removal.delete``); a soft-deleted
         entity's rows are marked unless ``purge``."""
-        removal.delete(self.access, self.hooks, meta, ids, expected_versions, with_owner, purge,
-                       self.now or utc_now())
+        self._at_one_instant(lambda now: removal.delete(
+            self.access, self.hooks, meta, ids, expected_versions, with_owner, purge, now))
 
     def restore(self, meta: "MetaClass", key: Id, deleted: datetime.datetime) -> None:
         """Unmark a soft-deleted row and its children as an update (``removal.restore``)."""
-        self.now = utc_now()
-        try:
-            removal.restore(self.access, meta, key, deleted, self.audit_values(creating=False), self.now)
-        finally:
-            self.now = None
+        self._at_one_instant(lambda now: removal.restore(
+            self.access, meta, key, deleted, self.audit_values(creating=False), now))
