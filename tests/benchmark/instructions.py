@@ -2,6 +2,7 @@
 
     python tests/benchmark/instructions.py [--only get] [--requests 1000] [--postgres URL]
     python tests/benchmark/instructions.py --bulk [--requests 2]
+    python tests/benchmark/instructions.py --cache [--only list] [--requests 200]
 
 Timings on a shared machine move with its load; instruction counts do not.
 For each app and operation the script runs a process that answers N and then
@@ -12,6 +13,13 @@ valgrind (``apt-get install valgrind``); slow: about a minute per figure.
 With ``--postgres URL`` restsvc runs on PostgreSQL (a schema of its own,
 dropped afterwards; the baseline stays on SQLite, as ``run.py --postgres``):
 only restsvc's process is counted, not the server's.
+
+``--cache``: also what the same instructions cost beyond their number, as
+callgrind simulates this machine's caches and branch predictor (``--cache-sim``,
+``--branch-sim``; about three times slower): first-level data cache misses
+(reads and writes) and mispredicted branches (conditional and indirect) per
+request. Two apps that run as many instructions can still take different
+times; these say where.
 
 ``--bulk`` (issue 41, SQLite): instead, per 1,000-row bulk POST of new demo
 customers (``bulk.py``'s), restsvc's instructions against those of the raw
@@ -79,13 +87,24 @@ def serve_bulk(workdir, app_name, count):
             raise SystemExit(f"bulk create answered {status}: {payload[:300]!r}")
 
 
-def instructions(workdir, app_name, operation, count):
+EVENTS = {"instructions": ("Ir",), "data cache misses": ("D1mr", "D1mw"),
+          "mispredicted branches": ("Bcm", "Bim")}
+
+
+def instructions(workdir, app_name, operation, count, cache=False):
+    """Callgrind's counts of a process that answers ``count`` requests:
+    {what (EVENTS): count}; only the instructions without ``cache``."""
     out = workdir / f"callgrind.{app_name}.{operation}.{count}"
-    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+    simulated = ["--cache-sim=yes", "--branch-sim=yes"] if cache else []
+    subprocess.run(["valgrind", "--tool=callgrind", *simulated, f"--callgrind-out-file={out}",
                     sys.executable, __file__, "--serve", str(workdir), app_name, operation,
                     str(count)], check=True, capture_output=True, cwd=HERE)
-    summary = re.search(r"^summary:\s*(\d+)", out.read_text(), re.MULTILINE)
-    return int(summary.group(1))
+    text = out.read_text()
+    names = re.search(r"^events:\s*(.*)$", text, re.MULTILINE).group(1).split()
+    counts = dict(zip(names, map(int, re.search(r"^summary:\s*(.*)$", text,
+                                                 re.MULTILINE).group(1).split())))
+    return {what: sum(counts[name] for name in events) for what, events in EVENTS.items()
+            if all(name in counts for name in events)}
 
 
 def main(argv=None):
@@ -95,6 +114,8 @@ def main(argv=None):
                         help="requests counted per figure (default 1000; --bulk: bulks, default 2)")
     parser.add_argument("--postgres", metavar="URL",
                         help="restsvc on this PostgreSQL database (a schema of its own)")
+    parser.add_argument("--cache", action="store_true",
+                        help="also data cache misses and mispredicted branches (simulated)")
     parser.add_argument("--bulk", action="store_true",
                         help="instead: a 1,000-row bulk POST against the raw executemany (SQLite)")
     parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
@@ -125,15 +146,18 @@ def main(argv=None):
         if args.postgres:
             share_token(app, token, workdir / "baseline.db")
         (workdir / "state.json").write_text(json.dumps({"env": env, "token": token, "ids": ids}))
-        print(f"{'instructions per request':<26}{'restsvc':>12}{'baseline':>12}{'ratio':>8}")
+        print(f"{'per request':<48}{'restsvc':>12}{'baseline':>12}{'ratio':>8}")
         for operation in args.only or OPERATIONS:
             figures = []
             for app_name in ("restsvc", "baseline"):
-                low = instructions(workdir, app_name, operation, BASE_REQUESTS)
-                high = instructions(workdir, app_name, operation, BASE_REQUESTS + requests)
-                figures.append((high - low) / requests)
-            print(f"{operation:<26}{figures[0]:>12,.0f}{figures[1]:>12,.0f}"
-                  f"{figures[0] / figures[1]:>8.2f}", flush=True)
+                low = instructions(workdir, app_name, operation, BASE_REQUESTS, args.cache)
+                high = instructions(workdir, app_name, operation, BASE_REQUESTS + requests,
+                                    args.cache)
+                figures.append({what: (high[what] - low[what]) / requests for what in high})
+            for what, ours in figures[0].items():
+                theirs = figures[1][what]
+                print(f"{f'{operation}: {what}':<48}{ours:>12,.0f}{theirs:>12,.0f}"
+                      f"{ours / theirs:>8.2f}", flush=True)
     return 0
 
 
@@ -146,8 +170,10 @@ def _bulk(bulks):
         raw_tables(app)
         (workdir / "state.json").write_text(json.dumps({"env": env, "token": token,
                                                         "bulks": 1 + bulks}))
-        figures = [(instructions(workdir, name, "bulk", 1 + bulks)
-                    - instructions(workdir, name, "bulk", 1)) / bulks for name in ("restsvc", "raw")]
+        counted = "instructions"
+        figures = [(instructions(workdir, name, "bulk", 1 + bulks)[counted]
+                    - instructions(workdir, name, "bulk", 1)[counted]) / bulks
+                   for name in ("restsvc", "raw")]
     print(f"instructions per bulk of {BULK_ROWS:,} customers (SQLite, {bulks} bulks): "
           f"POST {figures[0]:,.0f}, raw executemany {figures[1]:,.0f}, "
           f"{figures[0] / figures[1]:.2f}x (target: at most {TARGET_RATIO:.0f}x)")

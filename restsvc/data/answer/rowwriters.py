@@ -89,52 +89,80 @@ def positions(rows: Columns) -> dict[str, int]:
 def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
              permissions: "Permissions", return_nulls: bool) -> RowWriter:
     """The row writer ``write(v, texts)``; key texts and writers are constants
-    of its source (``Generated``)."""
+    of its source (``Generated``). The entity's text is one f-string of its
+    pieces, one expression per attribute: made at once, where appending each
+    to a growing text copied that text again (and again)."""
     index = positions(rows)
     levels = permissions.attribute_levels(meta.name)
     source, lines = Generated(), []
+    pieces: list[str] = []      # one expression per attribute: its text, or ''
     const = source.const
 
-    def attribute(target: str, key: str, position: int,
-                  write: Callable[[Any], "str | None"]) -> None:
-        """One attribute appended to ``target``; inside an embedded value with
-        ``returnNulls``, ``p`` says whether one of its attributes is not null.
-        A writer's common case (``rawvalues.common_case``) is written inline."""
-        flag = ["p = True"] if return_nulls and target == "e" else []
-        if target == "out" and write is quoted and f"v[{position}]" == name_source:  # the name
-            lines.append(f"    if n is not None:\n        {target} += {const(key)} + n")
-            lines.extend(["    else:", f"        {target} += {const(key + 'null')}"]
-                         if return_nulls else [])
-            return
-        if write is value_text:     # most often an integer: its text without a look-up
-            body = [f"{target} += {const(key)} + "
-                    f"(str(x) if x.__class__ is int else {const(write)}(x))", *flag]
-        elif write in NEVER_NONE:
-            body = [f"{target} += {const(key)} + {const(write)}(x)", *flag]
-        else:
-            body = [f"t = {const(write)}(x)", "if t is not None:",
-                    f"    {target} += {const(key)} + t", *(f"    {line}" for line in flag)]
-            if return_nulls:
-                body += ["else:", f"    {target} += {const(key + 'null')}"]
-        common = common_case(write)
-        if common is not None:
-            source.constants.update(common.names)
-            body = [f"if {common.test}:", f"    {target} += {const(key)} + {common.text}",
-                    *(f"    {line}" for line in flag), "else:", *(f"    {line}" for line in body)]
-        lines.append(f"    x = v[{position}]")
-        lines.append("    if x is not None:")
-        lines.extend(f"        {line}" for line in body)
-        if return_nulls:
-            lines.append(f"    else:\n        {target} += {const(key + 'null')}")
+    def null(key: str) -> str:
+        """What an attribute without a value writes."""
+        return const(key + "null") if return_nulls else "''"
 
-    def reference(target: str, key: str, column: str) -> None:
+    def value(write: Callable[[Any], "str | None"]) -> str:
+        """The source of the text of the value ``x`` (not None), or None when
+        ``write`` gives None. A writer's common case (``rawvalues.common_case``)
+        is written inline."""
+        call = f"(str(x) if x.__class__ is int else {const(write)}(x))" if write is value_text \
+            else f"{const(write)}(x)"     # value_text: most often an integer, without a look-up
+        common = common_case(write)
+        if common is None:
+            return call
+        source.constants.update(common.names)
+        return f"({common.text} if {common.test} else {call})"
+
+    def text(key: str, write: Callable[[Any], "str | None"]) -> str:
+        """The source of ``key`` and the text of the value ``x`` (not None),
+        or ``null(key)`` when ``write`` gives None."""
+        if write is value_text or write in NEVER_NONE:
+            return f"{const(key)} + {value(write)}"
+        common = common_case(write)
+        written = f"({null(key)} if (t := {const(write)}(x)) is None else {const(key)} + t)"
+        if common is None:
+            return written
+        source.constants.update(common.names)
+        return f"({const(key)} + {common.text} if {common.test} else {written})"
+
+    def attribute(key: str, position: int, write: Callable[[Any], "str | None"]) -> str:
+        """The source of an attribute's piece of the text."""
+        if write is quoted and f"v[{position}]" == name_source:      # the name, read once
+            return f"({null(key)} if n is None else {const(key)} + n)"
+        return f"({null(key)} if (x := v[{position}]) is None else {text(key, write)})"
+
+    def reference(key: str, column: str) -> str:
         """A to-one reference's text spliced in by its foreign key (in ``column``)."""
-        lines.append(f"    t = m[{const(column)}].get(v[{index[column]}])")
-        lines.append(f"    if t is not None:\n        {target} += {const(key)} + t")
-        if return_nulls and target == "e":
-            lines.append("        p = True")
+        return (f"({null(key)} if (t := m[{const(column)}].get(v[{index[column]}])) is None "
+                f"else {const(key)} + t)")
+
+    def embedded(name: str, nested: "FetchPlan", prop: "MetaProperty") -> str:
+        """An embedded value's piece, made first by statements into a text of
+        its own (``e<n>``): null when all its parts are (``p<n>``: whether one
+        is not, with ``returnNulls``)."""
+        held, flag = f"e{len(pieces)}", f"p{len(pieces)}"
+        lines.append(f"    {held} = ''")
         if return_nulls:
-            lines.append(f"    else:\n        {target} += {const(key + 'null')}")
+            lines.append(f"    {flag} = False")
+        for part in nested.properties:
+            column, part_prop, key = f"{name}.{part}", prop.related.properties[part], \
+                f",{quoted(part)}:"
+            if not levels.get(column):      # address.city: the owner's permission
+                continue
+            if part_prop.is_reference:      # address.country: its row, by the foreign key
+                if not shows_reference(meta, part_prop, permissions, column):
+                    continue
+                lines.append(f"    t = m[{const(column)}].get(v[{index[column]}])")
+            else:
+                lines.append(f"    x = v[{index[column]}]\n"
+                             f"    t = None if x is None else {value(raw_writer(part_prop))}")
+            lines.append(f"    if t is not None:\n        {held} += {const(key)} + t")
+            if return_nulls:
+                lines.append(f"        {flag} = True\n    else:\n        {held} += {null(key)}")
+        key = f",{quoted(name)}:"
+        return (f"({const(key + '{')} + {held}[1:] + '}}' if {flag if return_nulls else held} "
+                f"else {null(key)})")
 
     named, no_name = _heads(meta, return_nulls)
     write_id = id_writer(meta.properties["id"])
@@ -156,37 +184,23 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
             if not shows_reference(meta, prop, permissions):
                 continue
             if prop.link is not None:       # the members' array, written once per link text
-                lines.append(f"    out += {const(key)} + m[{const(name)}][v[{index[name]}]]")
+                pieces.append(f"{const(key)} + m[{const(name)}][v[{index[name]}]]")
             elif prop.is_collection:        # the composition's array, by the row's id
-                lines.append(f"    out += {const(key)} + m[{const(name)}].get(v[0], '[]')")
+                pieces.append(f"{const(key)} + m[{const(name)}].get(v[0], '[]')")
             else:                           # the referenced row, by the foreign key
-                reference("out", key, name)
-            continue
-        if prop.getter is not None:         # worked out while loading, a Python value
-            attribute("out", key, index[name], value_writer(prop))
-            continue
-        if nested is None:
-            attribute("out", key, index[name], raw_writer(prop))
-            continue
-        lines.append("    e = ''")        # an embedded value: null when all its parts are
-        if return_nulls:
-            lines.append("    p = False")
-        for part in nested.properties:
-            column, part_prop = f"{name}.{part}", prop.related.properties[part]
-            if not levels.get(column):      # address.city: the owner's permission
-                continue
-            if part_prop.is_reference:      # address.country: its row, by the foreign key
-                if shows_reference(meta, part_prop, permissions, column):
-                    reference("e", f",{quoted(part)}:", column)
-                continue
-            attribute("e", f",{quoted(part)}:", index[column], raw_writer(part_prop))
-        lines.append(f"    if {'p' if return_nulls else 'e'}:\n"
-                     f"        out += {const(key + '{')} + e[1:] + '}}'")
-        if return_nulls:
-            lines.append(f"    else:\n        out += {const(key + 'null')}")
+                pieces.append(reference(key, name))
+        elif prop.getter is not None:       # worked out while loading, a Python value
+            pieces.append(attribute(key, index[name], value_writer(prop)))
+        elif nested is None:
+            pieces.append(attribute(key, index[name], raw_writer(prop)))
+        else:
+            pieces.append(embedded(name, nested, prop))
     if SNIPPET in index:
-        attribute("out", f",{quoted(SNIPPET)}:", index[SNIPPET], quoted)
-    lines.append("    return out + '}'")
+        pieces.append(attribute(f",{quoted(SNIPPET)}:", index[SNIPPET], quoted))
+    # In parentheses, no ':' or '!' is read as a format's; and what an
+    # f-string's expression may not hold before Python 3.12:
+    assert not any("\\" in piece or '"""' in piece for piece in pieces)
+    lines.append('    return f"""{out}' + "".join(f"{{({piece})}}" for piece in pieces) + '}}"""')
     return source.function("v, m=None", lines, f"<row writer {meta.name}>")
 
 
