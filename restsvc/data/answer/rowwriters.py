@@ -19,7 +19,7 @@ from ..columns import converter
 from ..memo import Memo, plan_facts
 from .generated import Generated
 from .names import NAMES, instance_namer, raw_namer
-from .rawvalues import NEVER_NONE, common_case, id_writer, plain_text, raw_writer, value_writer
+from .rawvalues import NEVER_NONE, CommonCase, common_case, id_writer, plain_text, raw_writer, value_writer
 
 if TYPE_CHECKING:
     from ...model.meta import FetchPlan, MetaClass, MetaProperty
@@ -102,16 +102,22 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
         """What an attribute without a value writes."""
         return const(key + "null") if return_nulls else "''"
 
+    def inline(write: Callable[[Any], "str | None"]) -> CommonCase | None:
+        """``write``'s common case (``rawvalues.common_case``), its names bound
+        in the source, to be written inline; None if it has none."""
+        common = common_case(write)
+        if common is not None:
+            source.constants.update(common.names)
+        return common
+
     def value(write: Callable[[Any], "str | None"]) -> str:
         """The source of the text of the value ``x`` (not None), or None when
-        ``write`` gives None. A writer's common case (``rawvalues.common_case``)
-        is written inline."""
+        ``write`` gives None; its common case inline."""
         call = f"(str(x) if x.__class__ is int else {const(write)}(x))" if write is value_text \
             else f"{const(write)}(x)"     # value_text: most often an integer, without a look-up
-        common = common_case(write)
+        common = inline(write)
         if common is None:
             return call
-        source.constants.update(common.names)
         return f"({common.text} if {common.test} else {call})"
 
     def text(key: str, write: Callable[[Any], "str | None"]) -> str:
@@ -119,11 +125,10 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
         or ``null(key)`` when ``write`` gives None."""
         if write is value_text or write in NEVER_NONE:
             return f"{const(key)} + {value(write)}"
-        common = common_case(write)
+        common = inline(write)
         written = f"({null(key)} if (t := {const(write)}(x)) is None else {const(key)} + t)"
         if common is None:
             return written
-        source.constants.update(common.names)
         return f"({const(key)} + {common.text} if {common.test} else {written})"
 
     def attribute(key: str, position: int, write: Callable[[Any], "str | None"]) -> str:
@@ -166,9 +171,7 @@ def _compile(meta: "MetaClass", plan: "FetchPlan | None", rows: Columns,
 
     named, no_name = _heads(meta, return_nulls)
     write_id = id_writer(meta.properties["id"])
-    common = common_case(write_id)
-    if common is not None:
-        source.constants.update(common.names)
+    common = inline(write_id)
     lines.append("    x = v[0]")
     lines.append(f"    i = {const(write_id)}(x)" if common is None else
                  f"    i = {common.text} if {common.test} else {const(write_id)}(x)")
