@@ -69,6 +69,9 @@ class DataWrites:
         # Checked before the write transaction, so SQLite's single write lock is
         # held only for the writes; what can change in between is caught by the
         # writes themselves (foreign keys, the version and row count of UPDATE).
+        if len(bodies) > 1:     # the stored rows they name, read for all at once
+            importer.expect(meta, entity_ids or [body.get("id") for body in bodies
+                                                 if isinstance(body, dict)])
         operations: list[Operation] = []
         for index, body in enumerate(bodies):
             prefix = f"entities[{index}]." if bulk else ""

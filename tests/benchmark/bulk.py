@@ -145,22 +145,30 @@ def _inserted_table(sql):
     return words[2].strip('"') if words and words[0].upper() == "INSERT" else None
 
 
-def _statements(app, environ, body):
-    """{table: statements} of one POST, counted by a wrapper around execute_sql."""
+def counted(app, environ, body, kind_of):
+    """(status, answer, {kind: statements}) of one request in process, each
+    statement's kind by ``kind_of(sql)`` (None: not counted), counted by a
+    wrapper around execute_sql."""
     database = app.database
     counts = {}
     original = database.execute_sql
 
     def counting(sql, params=None, *args, **kwargs):
-        table = _inserted_table(sql)
-        if table is not None:
-            counts[table] = counts.get(table, 0) + 1
+        kind = kind_of(sql)
+        if kind is not None:
+            counts[kind] = counts.get(kind, 0) + 1
         return original(sql, params, *args, **kwargs)
     database.execute_sql = counting
     try:
         status, payload = _answer(app, environ, body)
     finally:
         del database.execute_sql
+    return status, payload, counts
+
+
+def _statements(app, environ, body):
+    """{table: INSERT statements} of one POST."""
+    status, payload, counts = counted(app, environ, body, _inserted_table)
     if not status.startswith("201"):
         raise SystemExit(f"bulk create answered {status}: {payload[:300]!r}")
     return counts

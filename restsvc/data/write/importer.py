@@ -15,6 +15,7 @@ collections present in the JSON replace the stored children the caller can
 see: listed children are updated or created, the others deleted.
 """
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,10 @@ def id_or_none(meta: "MetaClass", value: JsonValue) -> str | int | None:
         return None
 
 
+# Ids per SELECT of the entities ``Importer.expect`` reads: within any database's parameter limit.
+_EXPECTED_PER_SELECT = 500
+
+
 def too_many_entities(limit: int) -> PayloadTooLarge:
     return PayloadTooLarge("Too many entities",
                            f"One request may write at most {limit} entities, composition "
@@ -124,8 +129,31 @@ class Importer:
         self._planned = 0
         # (entity name, id) -> whether the caller can see the row
         self._visible: dict[tuple[str, str | int], bool] = {}
+        # (entity name, id) -> the stored entity its validators see (``expect``)
+        self._stored_entities: dict[tuple[str, str | int], Entity] = {}
         self.shapes = Shapes.of(access)
         self.tenants = Stamps(access)
+
+    def expect(self, meta: "MetaClass", ids: Iterable[JsonValue]) -> None:
+        """Rows of ``meta`` the bodies about to be planned name (a bulk's
+        updates, a change by filter), read with one statement for all of
+        them, where ``plan`` would read them one at a time: whether the
+        caller sees each, and the stored entities its validators see."""
+        keys = {key for value in ids if value is not None
+                for key in (id_or_none(meta, value),)
+                if key is not None and (meta.name, key) not in self._visible}
+        if len(keys) < 2:
+            return
+        seen = visible_ids(self.access, meta, keys)
+        self._visible.update(((meta.name, key), key in seen) for key in keys)
+        if not meta.validators or not seen:
+            return
+        model: Any = meta.model     # a Peewee model: its fields are class attributes
+        ordered = sorted(seen, key=str)
+        for start in range(0, len(ordered), _EXPECTED_PER_SELECT):
+            for entity in model.select().where(
+                    model.id.in_(ordered[start:start + _EXPECTED_PER_SELECT])):
+                self._stored_entities[(meta.name, meta.row_id(entity.id))] = entity
 
     def plan(self, meta: "MetaClass", body: JsonValue, path: str = "",
              entity_id: JsonValue = None, creating: bool | None = None,
@@ -373,7 +401,9 @@ class Importer:
             instance = operation.instance = new_instance(
                 model, operation.values, AUDIT_FIELDS if operation.meta.audited else ())
         else:
-            instance = model.get_by_id(operation.id)
+            # Each entity read by ``expect`` is seen once: an id planned twice reads it again.
+            instance = self._stored_entities.pop((operation.meta.name, operation.key), None) \
+                or model.get_by_id(operation.id)
             for key, value in operation.values.items():
                 setattr(instance, key, value)
         for validator in validators:

@@ -10,6 +10,7 @@ import peewee
 from ...db import execute, instant_param, keyed
 from ...errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
 from ..access import Access
+from ..answer.etags import version_is
 
 if TYPE_CHECKING:
     from .importer import Operation
@@ -75,6 +76,46 @@ def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object
     if [instant(value) for value in built] != params:
         return sql, list(built)
     access.sql_cache[key] = (sql, converters)
+    return sql, params
+
+
+def update_sql(access: Access, model: type[peewee.Model], key: object, values: dict[str, object],
+               expected: int | tuple[int, ...] | None, returning: bool) -> Statement:
+    """(SQL, parameters) of one row's UPDATE setting ``values`` and raising
+    its version, of the row ``key`` (at the ``expected`` version or versions,
+    if any), returning the version it leaves when ``returning``. Its text is
+    worked out once per column set and kind of version check, as an
+    INSERT's (``insert_sql``)."""
+    shape = None if expected is None else len(expected) if isinstance(expected, tuple) else -1
+    cache_key = ("update", model, tuple(values), shape, returning)
+    compiled: tuple[str, list[tuple[str, Any, bool]], int, Any] | None = \
+        access.sql_cache.get(cache_key)
+    checked: list[object] = [] if expected is None else \
+        list(expected) if isinstance(expected, tuple) else [expected]
+    if compiled is not None:
+        sql, converters, raised_at, convert_key = compiled
+    else:
+        fields: Any = model     # a Peewee model: its fields are class attributes
+        instant = instant_param(access.database)
+        converters = [(field.name, _converter(field, instant), type(field) in _TEXT_FIELDS)
+                      for field in model._meta.sorted_fields if field.name in values]
+        # SET lists the columns in the model's order: "version" = "version" + 1 among them.
+        raised_at = sum(1 for field in model._meta.sorted_fields
+                        if field.name in values and field._sort_key < fields.version._sort_key)
+        convert_key = fields.id.db_value
+        condition = fields.id == key
+        if expected is not None:
+            condition &= version_is(fields, expected)
+        query = model.update(**values, version=fields.version + 1).where(condition)
+        sql, built = (query.returning(fields.version) if returning else query).sql()
+    params = [value if text and value.__class__ is str else convert(value)
+              for name, convert, text in converters for value in (values[name],)]
+    params.insert(raised_at, 1)
+    params += [convert_key(key), *checked]
+    if compiled is None:
+        if [instant(value) for value in built] != params:
+            return sql, list(built)
+        access.sql_cache[cache_key] = (sql, converters, raised_at, convert_key)
     return sql, params
 
 

@@ -38,14 +38,13 @@ from ...db import execute, keyed, read_rows
 from . import history, outbox, removal
 from .hooks import Bind, Hooks
 from ..access import Access, require, utc_now
-from ..answer.etags import version_is
 from .owned import child_ids
 from .history import Before
 from .pending import Pending
 from .shapes import new_instance
 from ..read.query import EntityQuery
 from .rowrules import check_members, check_rows
-from .sqlwrite import Statement, insert_sql, one_statement, refusals, update_refused
+from .sqlwrite import Statement, insert_sql, one_statement, refusals, update_refused, update_sql
 
 if TYPE_CHECKING:
     from ...model.entity import Entity
@@ -313,26 +312,25 @@ class Writer:
         return instance
 
     def _update(self, operation: "Operation", values: dict[str, object]) -> None:
-        model = operation.meta.model
-        condition = model.id == operation.id
+        """UPDATE with the version check (``sqlwrite.update_sql``)."""
+        meta, database = operation.meta, self.access.database
         expected = operation.expected_version
         if self.batch is not None:      # sent by ``flush``, at the version read before
             if self.at_version is None:
                 raise _NotAtOnce()
-            self.batch.append(model.update(**values, version=model.version + 1).where(
-                condition & (model.version == self.at_version)).sql())
+            self.batch.append(update_sql(self.access, meta.model, operation.id, values,
+                                         self.at_version, returning=False))
             return
-        if expected is not None:
-            condition &= version_is(model, expected)
-        update = model.update(**values, version=model.version + 1).where(condition)
-        if operation.meta.events:       # its event is written from the version it leaves
-            left = update.returning(model.version).tuples().execute()
-            operation.version = next((version for version, in left), None)
-            changed = 0 if operation.version is None else 1
+        sql, params = update_sql(self.access, meta.model, operation.id, values, expected,
+                                 returning=meta.events)
+        if meta.events:       # its event is written from the version it leaves
+            left = execute(database, sql, params).fetchone()
+            operation.version = None if left is None else left[0]
+            changed = 0 if left is None else 1
         else:
-            changed = update.execute()
+            changed = execute(database, sql, params).rowcount
         if changed == 0:
-            raise update_refused(operation.meta.name, operation.key, expected)
+            raise update_refused(meta.name, operation.key, expected)
 
     # -- delete and restore (removal.py) -----------------------------------
     def delete(self, meta: "MetaClass", ids: Sequence[Id],
