@@ -184,6 +184,27 @@ def cpu_seconds(actions, runs=5):
     return least
 
 
+def statements_sent(app, monkeypatch, action, pattern):
+    """{key: statements} sent while ``action`` runs, of those the regular
+    expression ``pattern`` matches (a wrapper around the database's
+    ``execute_sql``), keyed by the match's group, or its groups when it has more."""
+    database, counts = app.database, {}
+    original = database.execute_sql
+
+    def counting(sql, params=None, *args, **kwargs):
+        found = pattern.match(sql)
+        if found:
+            key = found.group(1) if found.lastindex == 1 else found.groups()
+            counts[key] = counts.get(key, 0) + 1
+        return original(sql, params, *args, **kwargs)
+    monkeypatch.setattr(database, "execute_sql", counting)
+    try:
+        action()
+    finally:
+        monkeypatch.undo()
+    return counts
+
+
 def bearer(token):
     return {"Authorization": f"Bearer {token}"}
 

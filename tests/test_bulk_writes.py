@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import demo_id
+from conftest import demo_id, statements_sent
 from restsvc.data.write.history import HistoryItem
 from restsvc.events import outbox
 from restsvc.security import gate
@@ -24,25 +24,6 @@ def _customers(count, tag):
             for i in range(count)]
 
 
-def _counted_inserts(app, monkeypatch, action, statement=_INSERT):
-    """{table: statements} sent while ``action`` runs (a wrapper around the
-    database's ``execute_sql``): INSERTs, or those ``statement`` matches."""
-    database, counts = app.database, {}
-    original = database.execute_sql
-
-    def counting(sql, params=None, *args, **kwargs):
-        found = statement.match(sql)
-        if found:
-            counts[found.group(1)] = counts.get(found.group(1), 0) + 1
-        return original(sql, params, *args, **kwargs)
-    monkeypatch.setattr(database, "execute_sql", counting)
-    try:
-        action()
-    finally:
-        monkeypatch.undo()
-    return counts
-
-
 def _bulk(client, auth, bodies):
     response = client.post("/rest/entities/Customer", headers=auth, json=bodies)
     assert response.status_code == 201, response.json
@@ -51,8 +32,9 @@ def _bulk(client, auth, bodies):
 
 def test_a_bulk_create_writes_each_table_in_one_statement_whatever_its_size(
         app, client, auth, monkeypatch):
-    counts = {size: _counted_inserts(app, monkeypatch,
-                                     lambda size=size: _bulk(client, auth, _customers(size, size)))
+    counts = {size: statements_sent(app, monkeypatch,
+                                     lambda size=size: _bulk(client, auth, _customers(size, size)),
+                                     _INSERT)
               for size in (3, 1000)}
     for size in (3, 1000):
         assert counts[size] == {"customer": 1, "history_item": 1, "restsvc_event": 1}, counts
@@ -67,7 +49,7 @@ def test_a_bulk_create_asks_for_its_tenant_once_whatever_its_size(app, client, a
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(gate, "RECHECK_SECONDS", 0)
         for size in (3, 1000):
-            counts = _counted_inserts(app, monkeypatch, lambda size=size: _bulk(
+            counts = statements_sent(app, monkeypatch, lambda size=size: _bulk(
                 client, auth, _customers(size, f"t{size}")), tenant_reads)
             assert counts == {"restsvc_tenant": 1}, counts
 

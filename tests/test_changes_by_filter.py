@@ -1,9 +1,11 @@
 """Changes by filter: PUT and DELETE /rest/entities/<e>/search change every
 row a filter finds, in one transaction, through the one write path; a
 guard (maxRows) bounds them, and a dry run only counts."""
+import re
+
 import pytest
 
-from conftest import bearer, demo_id, password_grant
+from conftest import bearer, demo_id, password_grant, statements_sent
 from restsvc import ResourceRole
 from restsvc.data.write.history import HistoryItem
 from restsvc.events import outbox
@@ -54,6 +56,60 @@ def test_update_by_filter_sets_the_values_on_every_matching_row_with_history_and
     item = client.get(f"/rest/entities/Customer/{_create(client, auth, 'x')[0]}/history",
                       headers=auth)
     assert item.status_code == 200
+
+
+_STATEMENT = re.compile(r'(INSERT|UPDATE|SELECT)(?: INTO| .*? FROM)? "(customer|history_item|restsvc_event)"')
+
+
+def test_a_change_by_filter_costs_each_row_its_update_and_one_read_and_no_more(
+        app, client, auth, monkeypatch):
+    """What is checked per row (visibility, the stored entity the validators
+    see) is read for all rows at once, and the history items and events go
+    to their tables in one statement each, whatever the number of rows."""
+    counts = {}
+    for size in (3, 40):
+        _create(client, auth, *[f"Many{size} {i:02d}" for i in range(size)])
+        counts[size] = statements_sent(app, monkeypatch, lambda size=size: client.put(
+            SEARCH, json={"filter": _named(f"Many{size} "), "values": {"email": f"{size}@x.example"}},
+            headers=auth), _STATEMENT)
+        assert _emails(client, auth, f"Many{size} ") == [
+            (f"Many{size} {i:02d}", f"{size}@x.example") for i in range(size)]
+        assert counts[size][("INSERT", "history_item")] == 1, counts
+        assert counts[size][("INSERT", "restsvc_event")] == 1, counts
+    grown = {kind: n - counts[3].get(kind, 0) for kind, n in counts[40].items()}
+    # each row more: its UPDATE, and its values read before it (its history item's old values)
+    assert {kind: n for kind, n in grown.items() if n} == {
+        ("UPDATE", "customer"): 37, ("SELECT", "customer"): 37}, counts
+
+
+def _left(ids):
+    """Each row's history: kind, user, the attributes changed and the email's old and new value."""
+    return [[(item.kind, item.username, sorted(change["name"] for change in item.changes),
+              [(change.get("oldValue"), change.get("newValue")) for change in item.changes
+               if change["name"] == "email"])
+             for item in HistoryItem.select().where(HistoryItem.entityId == entity_id)
+             .order_by(HistoryItem.changedDate)]
+            for entity_id in ids]
+
+
+def test_a_change_by_filter_leaves_what_the_same_updates_one_at_a_time_leave(app, client, auth):
+    alone = _create(client, auth, "Alone 1", "Alone 2", "Alone 3")
+    together = sorted(_create(client, auth, "Together 1", "Together 2", "Together 3"))
+    start = outbox.position(app.database)
+    for entity_id in alone:
+        response = client.put(f"/rest/entities/Customer/{entity_id}",
+                              json={"email": "same@x.example"}, headers=auth)
+        assert response.status_code == 200, response.json
+    response = client.put(SEARCH, json={"filter": _named("Together"),
+                                        "values": {"email": "same@x.example"}}, headers=auth)
+    assert response.json == {"count": 3, "dryRun": False}
+    assert _left(together) == _left(alone)
+    assert _left(together)[0][-1][3] == [(None, "same@x.example")]
+    outbox.assign(app.database)
+    events = outbox.read(app.database, start)
+    assert [event["entityId"] for event in events] == alone + together    # in the rows' order
+    shape = [(e["entity"], e["kind"], e["changed"], e["version"]) for e in events]
+    assert shape[:3] == shape[3:] == [("Customer", "UPDATE", ["email"], 2)] * 3
 
 
 def test_delete_by_filter_soft_deletes_the_matching_rows(app, client, auth):

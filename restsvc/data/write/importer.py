@@ -402,8 +402,9 @@ class Importer:
                 model, operation.values, AUDIT_FIELDS if operation.meta.audited else ())
         else:
             # Each entity read by ``expect`` is seen once: an id planned twice reads it again.
-            instance = self._stored_entities.pop((operation.meta.name, operation.key), None) \
-                or model.get_by_id(operation.id)
+            stored: Entity | None = self._stored_entities.pop((operation.meta.name, operation.key),
+                                                              None)
+            instance = stored or model.get_by_id(operation.id)
             for key, value in operation.values.items():
                 setattr(instance, key, value)
         for validator in validators:

@@ -13,9 +13,12 @@ A create stands alone (``takes``) when nothing in its own steps reads what
 it writes: a top-level create (not a composition child) of a row whose id it
 knows, written by one INSERT (``Operation.is_one_statement``: no children,
 memberships or ``after_save`` hook), of an entity without row rules on
-writes (they read the row back). Any other save first flushes what is
-pending, so every write sees the rows written before it, in order, and the
-transaction holds the same rows, items and events as one save at a time.
+writes (they read the row back). An update that would stand alone so
+(``keeps``: a change by filter's, a bulk's) runs its UPDATE at once, after
+the rows pending before it, and leaves its history item and event here.
+Any other save first flushes what is pending, so every write sees the rows
+written before it, in order, and the transaction holds the same rows, items
+and events as one save at a time.
 The transaction itself starts at the first ``flush``: a bulk of creates that
 stand alone is planned (audit values, history items, events) before SQLite's
 write lock is taken, and holds it only for its few statements.
@@ -46,14 +49,20 @@ class Pending:
         self.first: "Operation | None" = None      # whose refusal a failed INSERT answers
 
     @staticmethod
-    def takes(access: "Access", operation: "Operation",
+    def keeps(access: "Access", operation: "Operation",
               owner_field: peewee.ForeignKeyField | None) -> bool:
-        """Whether ``operation``'s rows may wait for ``flush`` (see above)."""
-        meta = operation.meta
-        return (operation.creating and owner_field is None and not operation.children
-                and not operation.members and not meta.database_assigns_id
-                and not access.permissions.write_checked(meta.name)
+        """Whether ``operation``'s history item and event may wait for
+        ``flush`` (see above): a top-level create or update written by one
+        statement, without row rules on writes."""
+        return (owner_field is None and not access.permissions.write_checked(operation.meta.name)
                 and operation.is_one_statement)    # its hooks, asked last (a model's attributes)
+
+    @classmethod
+    def takes(cls, access: "Access", operation: "Operation",
+              owner_field: peewee.ForeignKeyField | None) -> bool:
+        """Whether ``operation``'s row may wait too: a create whose id it knows."""
+        return (operation.creating and not operation.meta.database_assigns_id
+                and cls.keeps(access, operation, owner_field))
 
     def add_row(self, operation: "Operation", model: type[peewee.Model],
                 statement: Statement) -> None:
@@ -62,10 +71,11 @@ class Pending:
         sql, params = statement
         self.rows.setdefault((model, sql), []).append(params)
 
-    def flush(self, access: "Access", now: "datetime.datetime | None" = None) -> None:
+    def flush(self, access: "Access", now: "datetime.datetime | None" = None,
+              rows_only: bool = False) -> None:
         """Start the transaction if not yet, and write what is pending: entity
         rows first (history items and events name them), then items and
-        events in the order of the saves."""
+        events in the order of the saves (``rows_only``: they wait on)."""
         if self.begin is not None:
             begin, self.begin = self.begin, None
             begin()
@@ -76,6 +86,8 @@ class Pending:
             with refusals(first):
                 for (_, sql), params in rows.items():
                     insert_rows(access, sql, params)
+        if rows_only:
+            return
         items, self.items = self.items, []
         history.record(access, items, now=now)
         events, self.events = self.events, []

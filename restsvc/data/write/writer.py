@@ -22,11 +22,13 @@ in this order:
 
 ``Writer.delete`` and ``Writer.restore`` run the steps of a delete and of a
 restore (an update of a soft-deleted row), kept in removal.py.
-``Writer.save_at_once`` (PostgreSQL, a lone create or update) runs ``save``'s steps with their statements
-collected in ``batch`` and sent as one by ``flush``. ``Writer.save_all``: a request's
-creates that stand alone leave rows, items and events in ``pending`` (pending.py). A feature that reacts
-to writes (audit, history, events) is a further step here, never a second
-path; a step that writes adds its statement to ``batch`` when there is one.
+``Writer.save_at_once`` (PostgreSQL, a lone create or update) runs
+``save``'s steps with their statements collected in ``batch`` and sent as
+one by ``flush``. ``Writer.save_all``: a request's creates that stand alone
+leave their rows, items and events in ``pending``, its updates that stand
+alone their items and events (pending.py). A feature that reacts to writes
+(audit, history, events) is a further step here, never a second path; a
+step that writes adds its statement to ``batch`` when there is one.
 """
 import datetime
 from collections.abc import Callable, Sequence
@@ -68,7 +70,8 @@ class Writer:
         self.batch: list[Statement] | None = None
         self.at_version: int | None = None     # the version an UPDATE sent at once applies at
         self.pending: Pending | None = None     # ``save_all``: rows written together
-        self.deferred = False                   # the save in progress leaves its rows there
+        self.deferred = False                   # the save in progress leaves its row there
+        self.later = False                      # and (or only) its history item and event
         self.now: datetime.datetime | None = None   # the instant of the write in progress
 
     # -- save --------------------------------------------------------------
@@ -93,8 +96,9 @@ class Writer:
               owner_id: Id | None) -> Id | None:
         if self.pending is not None:
             self.deferred = self.pending.takes(self.access, operation, owner_field)
+            self.later = self.deferred or self.pending.keeps(self.access, operation, owner_field)
             if not self.deferred:
-                self.pending.flush(self.access, self.now)
+                self.pending.flush(self.access, self.now, rows_only=self.later)
         self.hooks.before_save(operation)
         self.rules_before(operation, owner_field)
         self.audit(operation)
@@ -117,7 +121,7 @@ class Writer:
                 self.save(operation)
             self.pending.flush(self.access, self.now)
         finally:
-            self.pending, self.deferred, self.now = None, False, None
+            self.pending, self.deferred, self.later, self.now = None, False, False, None
 
     def rules_before(self, operation: "Operation", owner_field: peewee.ForeignKeyField | None) -> None:
         if not operation.creating:
@@ -264,7 +268,7 @@ class Writer:
     def history(self, operation: "Operation", before: Before | None,
                 owner_field: peewee.ForeignKeyField | None = None, owner_id: Id | None = None) -> None:
         item = history.item_of_save(operation, before, owner_field, owner_id)
-        if item is not None and self.deferred and self.pending is not None:
+        if item is not None and self.later and self.pending is not None:
             self.pending.items.append(item)
         elif item is not None:
             history.record(self.access, [item], self.batch, self.now)
@@ -278,7 +282,7 @@ class Writer:
         rows = outbox.event_rows(self.access, meta, [(operation.key, operation.version, previous)],
                                  "CREATE" if operation.creating else "UPDATE",
                                  outbox.changed_names(meta, operation), self.now)
-        if self.deferred and self.pending is not None:
+        if self.later and self.pending is not None:
             self.pending.events += rows
             return
         outbox.insert(self.access, rows, self.batch)
