@@ -3,7 +3,7 @@ order): an INSERT's text kept per column set, the statements of a lone write
 sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
 an UPDATE misses, as the client's error."""
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import peewee
 
@@ -79,6 +79,16 @@ def insert_sql(access: Access, model: type[peewee.Model], data: dict[str, object
     return sql, params
 
 
+class _UpdateText(NamedTuple):
+    """What an UPDATE of one column set keeps (``update_sql``): its text, the
+    columns' conversions, where the version's raise sits among the SET
+    parameters, and the key's conversion."""
+    sql: str
+    converters: list[tuple[str, Any, bool]]
+    raised_at: int
+    convert_key: Callable[[object], object]
+
+
 def update_sql(access: Access, model: type[peewee.Model], key: object, values: dict[str, object],
                expected: int | tuple[int, ...] | None, returning: bool) -> Statement:
     """(SQL, parameters) of one row's UPDATE setting ``values`` and raising
@@ -88,35 +98,36 @@ def update_sql(access: Access, model: type[peewee.Model], key: object, values: d
     INSERT's (``insert_sql``)."""
     shape = None if expected is None else len(expected) if isinstance(expected, tuple) else -1
     cache_key = ("update", model, tuple(values), shape, returning)
-    compiled: tuple[str, list[tuple[str, Any, bool]], int, Any] | None = \
-        access.sql_cache.get(cache_key)
+    compiled: _UpdateText | None = access.sql_cache.get(cache_key)
     checked: list[object] = [] if expected is None else \
         list(expected) if isinstance(expected, tuple) else [expected]
-    if compiled is not None:
-        sql, converters, raised_at, convert_key = compiled
-    else:
+    built: Sequence[object] = ()
+    if compiled is None:
         fields: Any = model     # a Peewee model: its fields are class attributes
         instant = instant_param(access.database)
-        converters = [(field.name, _converter(field, instant), type(field) in _TEXT_FIELDS)
-                      for field in model._meta.sorted_fields if field.name in values]
-        # SET lists the columns in the model's order: "version" = "version" + 1 among them.
-        raised_at = sum(1 for field in model._meta.sorted_fields
-                        if field.name in values and field._sort_key < fields.version._sort_key)
-        convert_key = fields.id.db_value
         condition = fields.id == key
         if expected is not None:
             condition &= version_is(fields, expected)
         query = model.update(**values, version=fields.version + 1).where(condition)
         sql, built = (query.returning(fields.version) if returning else query).sql()
-    params = [value if text and value.__class__ is str else convert(value)
-              for name, convert, text in converters for value in (values[name],)]
-    params.insert(raised_at, 1)
-    params += [convert_key(key), *checked]
+        text = _UpdateText(
+            sql, [(field.name, _converter(field, instant), type(field) in _TEXT_FIELDS)
+                  for field in model._meta.sorted_fields if field.name in values],
+            # SET lists the columns in the model's order: "version" = "version" + 1 among them.
+            sum(1 for field in model._meta.sorted_fields
+                if field.name in values and field._sort_key < fields.version._sort_key),
+            fields.id.db_value)
+    else:
+        text = compiled
+    params = [value if is_text and value.__class__ is str else convert(value)
+              for name, convert, is_text in text.converters for value in (values[name],)]
+    params.insert(text.raised_at, 1)
+    params += [text.convert_key(key), *checked]
     if compiled is None:
         if [instant(value) for value in built] != params:
-            return sql, list(built)
-        access.sql_cache[cache_key] = (sql, converters, raised_at, convert_key)
-    return sql, params
+            return text.sql, list(built)
+        access.sql_cache[cache_key] = text
+    return text.sql, params
 
 
 # Fields whose conversion gives a string back as it is (peewee's _StringField.adapt).
