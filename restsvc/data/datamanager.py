@@ -18,7 +18,7 @@ from .access import require
 from .read.cursors import Cursors, FilterSpec, SortValue, sort_key
 from .read.filters import Condition, Group, Node, parse_filter
 from .write.history import HISTORY_ITEM
-from .write.importer import parse_id
+from .ids import parse_id
 from .read.loader import count_rows, select_rows
 from .read.reading import load, one, one_tag, reading, tag, write_all, write_each
 from .read.records import Record, records
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..security.gate import Principal
     from ..settings import Settings
     from .access import Access
-    from .write.importer import Operation
+    from .write.operation import Operation
 
 
 _KEPT_FILTERS = 1000          # URL filters kept at most

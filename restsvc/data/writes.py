@@ -16,7 +16,8 @@ from .read.loader import visible_ids
 from .read.reading import one, reading
 from .write import softdelete
 from .write.hooks import Bind
-from .write.importer import Importer, parse_id, too_many_entities
+from .ids import parse_id
+from .write.importer import Importer, too_many_entities
 from .write.writer import Writer
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ..model.metadata import MetaClass
     from ..settings import Settings
     from .access import Access
-    from .write.importer import Operation
+    from .write.operation import Operation
     from .write.sqlwrite import Statement
 
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from .. import db
 from ..data.read.loader import visible_ids
-from ..data.write.importer import id_or_none
+from ..data.ids import id_or_none
 from ..jsonio import dumps
 from . import outbox
 from .listen import Listener

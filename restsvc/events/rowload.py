@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import peewee
 
 from ..data.read.query import EntityQuery
-from ..data.write.importer import id_or_none
+from ..data.ids import id_or_none
 from ..db import execute
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..data.write.importer import parse_id
+from ..data.ids import parse_id
 from ..data.read.queries import fill_filter, parameter_reference
 from ..errors import ApiError, BadRequest
 from ..jsonio import JsonObject, JsonValue

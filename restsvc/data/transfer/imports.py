@@ -22,7 +22,9 @@ from ...errors import (ApiError, BadRequest, ImportRefused, Text, UnsupportedMed
                       ValidationFailed)
 from ...jsonio import JsonObject, JsonValue
 from ..access import require
-from ..write.importer import Importer, Operation, id_or_none
+from ..ids import id_or_none
+from ..write.importer import Importer
+from ..write.operation import Operation
 from ..read.loader import visible_ids
 from ..tenancy import tenant_condition
 from .rowsource import FORMATS, Row, rows, violation

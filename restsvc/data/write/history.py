@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ...model.metadata import MetaClass, MetaProperty
     from ...security.roles import Permissions
     from ..read.rows import RawRows
-    from .importer import Operation
+    from .operation import Operation
 
 KINDS = ("CREATE", "UPDATE", "DELETE", "RESTORE")
 HISTORY_ITEM = "HistoryItem"

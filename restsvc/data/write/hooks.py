@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ...model.entity import Entity
     from ..access import Access
-    from .importer import Operation
+    from .operation import Operation
 
 # The caller's DataAccess of an Access (data/bound.py), made by the data manager.
 Bind = Callable[["Access"], Any]

@@ -14,9 +14,7 @@ fields of an import by a service, ``DataAccess.importing``, excepted). Compositi
 collections present in the JSON replace the stored children the caller can
 see: listed children are updated or created, the others deleted.
 """
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import peewee
@@ -31,6 +29,8 @@ from ..access import Access, require
 from ..read.loader import visible_ids
 from ..tenancy import Stamps, row_tenant, same_tenant
 from ...model.tenancy import TENANT_ATTRIBUTE
+from ..ids import id_or_none, parse_id
+from .operation import Operation
 from .owned import child_ids
 from .shapes import EMBEDDED, MEMBERS, REFERENCE, VALUE, Shapes, new_instance
 
@@ -44,70 +44,10 @@ INVALID = "{restsvc.validation.InvalidValue}"
 CUSTOM = "{restsvc.validation.Custom}"
 
 
-@dataclass
-class Operation:
-    meta: "MetaClass"
-    creating: bool
-    id: str | int | None                # None: the database assigns it (set once inserted)
-    values: dict[str, object]              # peewee field name -> Python value
-    expected_version: int | tuple[int, ...] | None = None   # a version, or a tuple of them (If-Match)
-    # (composition, [Operation]) and (many-to-many attribute, [member id])
-    children: list[tuple["MetaProperty", list["Operation"]]] = field(default_factory=list)
-    members: list[tuple["MetaProperty", list[str | int]]] = field(default_factory=list)
-    instance: Entity | None = None      # creating: the model instance the validators saw, then inserted
-    version: int | None = None          # the version the write left (inserted, or the UPDATE's RETURNING)
-    save_hooks: tuple[str, ...] = ()    # the model's save hooks (``Shapes.save_hooks``: asked once)
-    # The row of its answer, read in the write's own message (``DataWrites.save``'s ``answer``).
-    answered: tuple[Any, ...] | None = None
-
-    @property
-    def key(self) -> str | int:
-        """The id, once known (one the database assigns: after the INSERT)."""
-        if self.id is None:
-            raise ValueError(f"{self.meta.name}: the row has no id yet")
-        return self.id
-
-    @property
-    def is_one_statement(self) -> bool:
-        """Written by one INSERT or UPDATE, which is atomic on its own."""
-        return not self.children and not self.members and not self.save_hooks
-
-
 def _violation(path: str, message: str, template: str, value: JsonValue = None) -> JsonObject:
     if not isinstance(value, (str, int, float, bool)) or value is None:
         value = None
     return {"message": message, "messageTemplate": template, "path": path, "invalidValue": value}
-
-
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
-
-
-def parse_id(meta: "MetaClass", value: JsonValue) -> str | int:
-    """An id from a URL or a body, in the form loaded rows hold it (a UUID
-    already in canonical text form is taken as it is: no round trip through
-    uuid.UUID); 400 Invalid entity ID otherwise."""
-    if isinstance(value, str) and meta.id_kind == "uuid" and _CANONICAL_UUID.match(value):
-        return value
-    key = id_or_none(meta, value)
-    if key is None:
-        raise BadRequest("Invalid entity ID", Text(
-            "invalidEntityId", "Cannot convert {value} into valid entity ID", value=value))
-    return key
-
-
-def id_or_none(meta: "MetaClass", value: JsonValue) -> str | int | None:
-    """The row form of an id, or None when ``value`` cannot be one: integer
-    ids come as JSON numbers or as their text ("42", how JSON shows them),
-    string ids as non-empty text up to the column's length."""
-    if meta.id_kind == "string":
-        max_length = getattr(meta.model._meta.primary_key, "max_length", None)
-        fits = isinstance(value, str) and 0 < len(value) <= (max_length or 255)
-        return value if fits else None
-    try:
-        key: str | int = meta.row_id(meta.properties["id"].value_type.from_json(value))
-        return key
-    except (ValueError, TypeError, AttributeError, ArithmeticError):
-        return None
 
 
 # Ids per SELECT of the entities ``Importer.expect`` reads: within any database's parameter limit.

@@ -34,7 +34,7 @@ from .sqlwrite import Statement, insert_rows, refusals
 
 if TYPE_CHECKING:
     from ..access import Access
-    from .importer import Operation
+    from .operation import Operation
 
 
 class Pending:

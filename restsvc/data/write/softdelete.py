@@ -24,7 +24,7 @@ from ..access import Access, require
 from ..answer.etags import version_is
 from ..read.loader import visible_ids
 from .history import HistoryEntry
-from .importer import parse_id
+from ..ids import parse_id
 from .owned import Reached
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from ..access import Access
 from ..answer.etags import version_is
 
 if TYPE_CHECKING:
-    from .importer import Operation
+    from .operation import Operation
 
 # One statement as the driver takes it: SQL text and its parameters.
 Statement = tuple[str, list[object]]

@@ -51,7 +51,7 @@ from .sqlwrite import Statement, insert_sql, one_statement, refusals, update_ref
 if TYPE_CHECKING:
     from ...model.entity import Entity
     from ...model.meta import MetaClass
-    from .importer import Operation
+    from .operation import Operation
 
 Id = str | int
 T = TypeVar("T")
