@@ -16,7 +16,9 @@ references by id, enums by name) of the attributes the update wrote, or of
 every attribute of a deleted row. Filtered subscriptions judge the row
 before by them (restsvc/events/matching.py); no reader ever sends them.
 An update reads them with the values history compares with, before its
-statement (``Writer.history_before``: one read by id, locked until commit).
+statement (``Writer.history_before``: one read by id, locked until commit;
+a bulk's updates that stand alone: one read of all their rows,
+``Pending.read_before``).
 
 The events package (restsvc/events/) reads what is written here: it gives the
 rows their commit-ordered ids, serves them as a feed and delivers them to

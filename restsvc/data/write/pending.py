@@ -19,12 +19,15 @@ the rows pending before it, and leaves its history item and event here.
 Any other save first flushes what is pending, so every write sees the rows
 written before it, in order, and the transaction holds the same rows, items
 and events as one save at a time.
+Updates of distinct rows of one entity that all stand alone read the
+values their items and events compare with together, one statement per 500
+rows, when the transaction starts (``read_before``).
 The transaction itself starts at the first ``flush``: a bulk of creates that
 stand alone is planned (audit values, history items, events) before SQLite's
 write lock is taken, and holds it only for its few statements.
 """
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import peewee
@@ -47,6 +50,8 @@ class Pending:
         self.items: list[history.HistoryEntry] = []
         self.events: list[list[object]] = []
         self.first: "Operation | None" = None      # whose refusal a failed INSERT answers
+        # ``read_before``: id -> the row's values before (history.old_values), or None
+        self.before: dict[str | int, dict[str, object]] | None = None
 
     @staticmethod
     def keeps(access: "Access", operation: "Operation",
@@ -63,6 +68,25 @@ class Pending:
         """Whether ``operation``'s row may wait too: a create whose id it knows."""
         return (operation.creating and not operation.meta.database_assigns_id
                 and cls.keeps(access, operation, owner_field))
+
+    def read_before(self, access: "Access", operations: "Sequence[Operation]") -> None:
+        """Updates of distinct rows of one entity that all stand alone (a
+        change by filter's, a bulk PUT's): the values their history items
+        and events compare with, read for all the rows as soon as the
+        transaction holds them (``history.old_values_of``), where each
+        update read its own row."""
+        meta = operations[0].meta if len(operations) > 1 else None
+        if meta is None or (meta.history is None and not meta.events) or any(
+                operation.creating or operation.meta is not meta
+                or not self.keeps(access, operation, None) for operation in operations):
+            return
+        keys = [operation.key for operation in operations]
+        if len(set(keys)) < len(keys):      # a row updated twice: its second read follows the first
+            return
+        self.flush(access, rows_only=True)      # the transaction starts: the rows as it holds them
+        # every column an event keeps: the rows' values and the audit fields they will write
+        self.before = history.old_values_of(access, meta, keys,
+                                            outbox.fields_before(meta, meta.model._meta.fields))
 
     def add_row(self, operation: "Operation", model: type[peewee.Model],
                 statement: Statement) -> None:

@@ -16,6 +16,8 @@ in this order:
     rules_after    row rules on the row as now stored (a refusal rolls it all back)
     history        a HistoryItem of an entity with ``history`` (data/write/history.py):
                    the row's values before are read ahead of the statement
+                   (a bulk's updates that stand alone: all rows at once,
+                   ``Pending.read_before``)
     events         the outbox row of an entity with ``events`` (outbox.py)
     after_save     the model's hook, in the same transaction (hooks.py; a
                    ``before_save`` hook runs before rules_before)
@@ -117,6 +119,7 @@ class Writer:
         starts it), the rows of those that stand alone together (``Pending``)."""
         self.pending, self.now = Pending(begin), utc_now()
         try:
+            self.pending.read_before(self.access, operations)
             for operation in operations:
                 self.save(operation)
             self.pending.flush(self.access, self.now)
@@ -245,8 +248,10 @@ class Writer:
         at_once = self.batch is not None
         if at_once and meta.history is None:
             raise _NotAtOnce()      # an UPDATE sent at once needs the version history reads
-        values = history.old_values(self.access, meta, operation.key, lock=not at_once,
-                                    more=outbox.fields_before(meta, operation.values))
+        read = self.pending.before if self.pending is not None else None
+        values = read.get(operation.key) if read is not None else history.old_values(
+            self.access, meta, operation.key, lock=not at_once,
+            more=outbox.fields_before(meta, operation.values))
         if at_once:
             expected = operation.expected_version
             if values is None or (expected is not None and values["version"] not in (
