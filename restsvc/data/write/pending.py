@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import peewee
 
-from . import history, outbox
+from . import history, oldvalues, outbox
 from .sqlwrite import Statement, insert_rows, refusals
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class Pending:
         self.items: list[history.HistoryEntry] = []
         self.events: list[list[object]] = []
         self.first: "Operation | None" = None      # whose refusal a failed INSERT answers
-        # ``read_before``: id -> the row's values before (history.old_values), or None
+        # ``read_before``: id -> the row's values before (oldvalues.old_values), or None
         self.before: dict[str | int, dict[str, object]] | None = None
 
     @staticmethod
@@ -73,7 +73,7 @@ class Pending:
         """Updates of distinct rows of one entity that all stand alone (a
         change by filter's, a bulk PUT's): the values their history items
         and events compare with, read for all the rows as soon as the
-        transaction holds them (``history.old_values_of``), where each
+        transaction holds them (``oldvalues.old_values_of``), where each
         update read its own row."""
         meta = operations[0].meta if len(operations) > 1 else None
         if meta is None or (meta.history is None and not meta.events) or any(
@@ -85,7 +85,7 @@ class Pending:
             return
         self.flush(access, rows_only=True)      # the transaction starts: the rows as it holds them
         # every column an event keeps: the rows' values and the audit fields they will write
-        self.before = history.old_values_of(access, meta, keys,
+        self.before = oldvalues.old_values_of(access, meta, keys,
                                             outbox.fields_before(meta, meta.model._meta.fields))
 
     def add_row(self, operation: "Operation", model: type[peewee.Model],

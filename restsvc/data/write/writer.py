@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, TypeVar
 import peewee
 
 from ...db import execute, keyed, read_rows
-from . import history, outbox, removal
+from . import history, oldvalues, outbox, removal
 from .hooks import Bind, Hooks
 from ..access import Access, require, utc_now
 from .owned import child_ids
@@ -249,7 +249,7 @@ class Writer:
         if at_once and meta.history is None:
             raise _NotAtOnce()      # an UPDATE sent at once needs the version history reads
         read = self.pending.before if self.pending is not None else None
-        values = read.get(operation.key) if read is not None else history.old_values(
+        values = read.get(operation.key) if read is not None else oldvalues.old_values(
             self.access, meta, operation.key, lock=not at_once,
             more=outbox.fields_before(meta, operation.values))
         if at_once:

@@ -1,0 +1,73 @@
+"""What an update reads before its statement: the row's values its history
+item compares with (the recorded columns) and its event keeps as
+``previous`` (the columns it writes), with its version (``Writer.history_before``)."""
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import peewee
+
+from ..access import Access
+from .history import recorded
+
+if TYPE_CHECKING:
+    from ...model.metadata import MetaClass
+
+
+def old_values(access: Access, meta: "MetaClass", entity_id: str | int,
+               lock: bool = True, more: Sequence[peewee.Field] = ()) -> dict[str, object] | None:
+    """The recorded columns (with history) and ``more`` of a row before its
+    UPDATE, and its version when it has one (PostgreSQL, ``lock``: locked
+    until commit, so concurrent writers record in order), or None."""
+    model = meta.model
+    fields = _read_before(meta, more)
+    lock = lock and access.database.for_update
+    key = ("history-old", meta.name, lock, tuple(field.name for field in fields))
+    sql = access.sql_cache.get(key)
+    params = [model.id.db_value(entity_id)]  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+    if sql is None:
+        query = model.select(*fields).where(model.id == entity_id)
+        if lock:
+            query = query.for_update()
+        sql, built = query.sql()
+        if list(built) == params:
+            access.sql_cache[key] = sql
+        params = built
+    row = access.database.execute_sql(sql, params).fetchone()  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+    if row is None:
+        return None
+    return {field.name: field.python_value(value)  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+            for field, value in zip(fields, row)}
+
+
+def old_values_of(access: Access, meta: "MetaClass", entity_ids: Sequence[str | int],
+                  more: Sequence[peewee.Field] = ()) -> dict[str | int, dict[str, object]]:
+    """``old_values`` of many rows (a bulk's updates), one statement per
+    ``_IDS_PER_SELECT`` ids, locked on PostgreSQL in id order: {id: values}
+    of the rows found."""
+    model: Any = meta.model     # a Peewee model: its fields are class attributes
+    fields = _read_before(meta, more)
+    names = [field.name for field in fields]
+    ordered = sorted(entity_ids, key=str)
+    found: dict[str | int, dict[str, object]] = {}
+    for start in range(0, len(ordered), _IDS_PER_SELECT):
+        query = model.select(model.id, *fields).where(
+            model.id.in_(ordered[start:start + _IDS_PER_SELECT])).order_by(model.id)
+        if access.database.for_update:
+            query = query.for_update()
+        for key, *row in query.tuples():
+            found[meta.row_id(key)] = dict(zip(names, row))
+    return found
+
+
+# Ids per SELECT of ``old_values_of``: within any database's parameter limit.
+_IDS_PER_SELECT = 500
+
+
+def _read_before(meta: "MetaClass", more: Sequence[peewee.Field]) -> list[peewee.Field]:
+    """The columns ``old_values`` reads: the recorded ones, ``more``, the version."""
+    fields = [field for _, field, _ in recorded(meta)] if meta.history is not None else []
+    known = {field.name for field in fields}    # by name: a Field's ``==`` makes an expression
+    fields += [field for field in more if field.name not in known]
+    if "version" in meta.properties:
+        fields.append(meta.model._meta.fields["version"])
+    return fields
