@@ -85,8 +85,8 @@ class Pending:
             return
         self.flush(access, rows_only=True)      # the transaction starts: the rows as it holds them
         # every column an event keeps: the rows' values and the audit fields they will write
-        self.before = oldvalues.old_values_of(access, meta, keys,
-                                            outbox.fields_before(meta, meta.model._meta.fields))
+        self.before = oldvalues.old_values_of(
+            access, meta, keys, outbox.fields_before(meta, meta.model._meta.fields))
 
     def add_row(self, operation: "Operation", model: type[peewee.Model],
                 statement: Statement) -> None:
