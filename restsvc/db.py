@@ -19,7 +19,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
 
 import peewee
@@ -313,6 +313,16 @@ def list_param(database: peewee.Database, values: Sequence[str | int],
         return "{" + ",".join(map(str, values)) + "}"
     return "{" + ",".join('"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
                           for value in values) + "}"
+
+
+# Ids per IN list of a statement that reads rows by id: within any database's parameter limit.
+IDS_PER_STATEMENT = 500
+_Id = TypeVar("_Id")
+
+
+def id_chunks(ids: Sequence[_Id]) -> Iterator[Sequence[_Id]]:
+    """``ids`` in slices of ``IDS_PER_STATEMENT``, one per statement."""
+    return (ids[start:start + IDS_PER_STATEMENT] for start in range(0, len(ids), IDS_PER_STATEMENT))
 
 
 def write_transaction(database: "peewee.Database | peewee.DatabaseProxy") -> peewee._atomic:

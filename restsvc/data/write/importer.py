@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import peewee
 
+from ...db import id_chunks
 from ...errors import (MUST_NOT_BE_NULL, BadRequest, PayloadTooLarge, Text,
                       entity_not_found, invalid_value)
 from ...jsonio import JsonObject, JsonValue
@@ -48,10 +49,6 @@ def _violation(path: str, message: str, template: str, value: JsonValue = None) 
     if not isinstance(value, (str, int, float, bool)) or value is None:
         value = None
     return {"message": message, "messageTemplate": template, "path": path, "invalidValue": value}
-
-
-# Ids per SELECT of the entities ``Importer.expect`` reads: within any database's parameter limit.
-_EXPECTED_PER_SELECT = 500
 
 
 def too_many_entities(limit: int) -> PayloadTooLarge:
@@ -90,9 +87,8 @@ class Importer:
             return
         model: Any = meta.model     # a Peewee model: its fields are class attributes
         ordered = sorted(seen, key=str)
-        for start in range(0, len(ordered), _EXPECTED_PER_SELECT):
-            for entity in model.select().where(
-                    model.id.in_(ordered[start:start + _EXPECTED_PER_SELECT])):
+        for chunk in id_chunks(ordered):
+            for entity in model.select().where(model.id.in_(chunk)):
                 self._stored_entities[(meta.name, meta.row_id(entity.id))] = entity
 
     def plan(self, meta: "MetaClass", body: JsonValue, path: str = "",

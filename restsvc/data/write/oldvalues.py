@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import peewee
 
+from ...db import id_chunks
 from ..access import Access
 from .history import recorded
 
@@ -42,25 +43,20 @@ def old_values(access: Access, meta: "MetaClass", entity_id: str | int,
 def old_values_of(access: Access, meta: "MetaClass", entity_ids: Sequence[str | int],
                   more: Sequence[peewee.Field] = ()) -> dict[str | int, dict[str, object]]:
     """``old_values`` of many rows (a bulk's updates), one statement per
-    ``_IDS_PER_SELECT`` ids, locked on PostgreSQL in id order: {id: values}
+    ``db.IDS_PER_STATEMENT`` ids, locked on PostgreSQL in id order: {id: values}
     of the rows found."""
     model: Any = meta.model     # a Peewee model: its fields are class attributes
     fields = _read_before(meta, more)
     names = [field.name for field in fields]
     ordered = sorted(entity_ids, key=str)
     found: dict[str | int, dict[str, object]] = {}
-    for start in range(0, len(ordered), _IDS_PER_SELECT):
-        query = model.select(model.id, *fields).where(
-            model.id.in_(ordered[start:start + _IDS_PER_SELECT])).order_by(model.id)
+    for chunk in id_chunks(ordered):
+        query = model.select(model.id, *fields).where(model.id.in_(chunk)).order_by(model.id)
         if access.database.for_update:
             query = query.for_update()
         for key, *row in query.tuples():
             found[meta.row_id(key)] = dict(zip(names, row))
     return found
-
-
-# Ids per SELECT of ``old_values_of``: within any database's parameter limit.
-_IDS_PER_SELECT = 500
 
 
 def _read_before(meta: "MetaClass", more: Sequence[peewee.Field]) -> list[peewee.Field]:

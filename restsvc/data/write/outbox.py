@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import peewee
 
-from ...db import database_proxy, execute, instant_param, is_sqlite
+from ...db import database_proxy, execute, id_chunks, instant_param, is_sqlite
 from ...jsonio import dumps
 from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
@@ -54,7 +54,6 @@ Batch = list[Statement]     # a lone write's statements, sent as one (writer.py)
 # A row as a write left it: (its id as loaded rows hold it, its version or
 # None, its ``previous`` values as JSON text or None).
 Written = tuple[Any, "int | None", "str | None"]
-CHUNK = 500                 # ids per IN list of ``written``
 # PostgreSQL: the channel a write that leaves events notifies in its transaction
 # (delivered at commit: it wakes the change feed's readers, events/listen.py).
 CHANNEL = "restsvc_events"
@@ -157,9 +156,9 @@ def written(meta: MetaClass, ids: Sequence[Any], with_previous: bool = False) ->
     version = model.version if "version" in model._meta.fields else peewee.SQL("NULL")
     fields = [model._meta.fields[name] for name in held(meta)] if with_previous else []
     found: list[Written] = []
-    for start in range(0, len(ids), CHUNK):
+    for chunk in id_chunks(ids):
         rows = cast(Iterable[tuple[Any, ...]], model.select(model.id, version, *fields).where(
-            model.id.in_(list(ids[start:start + CHUNK]))).tuples())
+            model.id.in_(list(chunk))).tuples())
         found += [(meta.row_id(row[0]), row[1], previous_text(meta, {
             field.name: value for field, value in zip(fields, row[2:])}) if fields else None)
             for row in rows]
