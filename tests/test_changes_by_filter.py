@@ -61,12 +61,12 @@ def test_update_by_filter_sets_the_values_on_every_matching_row_with_history_and
 _STATEMENT = re.compile(r'(INSERT|UPDATE|SELECT)(?: INTO| .*? FROM)? "(customer|history_item|restsvc_event)"')
 
 
-def test_a_change_by_filter_costs_each_row_its_update_and_no_more(
+def test_a_change_by_filter_sends_as_many_statements_whatever_the_number_of_rows(
         app, client, auth, monkeypatch):
     """What is checked per row (visibility, the stored entity the validators
     see) and the values its history item and event compare with are read
-    for all rows at once, and the history items and events go to their
-    tables in one statement each, whatever the number of rows."""
+    for all rows at once; the rows' UPDATE, their history items and their
+    events go to their tables in one statement each."""
     counts = {}
     for size in (3, 40):
         _create(client, auth, *[f"Many{size} {i:02d}" for i in range(size)])
@@ -77,9 +77,93 @@ def test_a_change_by_filter_costs_each_row_its_update_and_no_more(
             (f"Many{size} {i:02d}", f"{size}@x.example") for i in range(size)]
         assert counts[size][("INSERT", "history_item")] == 1, counts
         assert counts[size][("INSERT", "restsvc_event")] == 1, counts
-    grown = {kind: n - counts[3].get(kind, 0) for kind, n in counts[40].items()}
-    # each row more: its UPDATE, nothing else
-    assert {kind: n for kind, n in grown.items() if n} == {("UPDATE", "customer"): 37}, counts
+        assert counts[size][("UPDATE", "customer")] == 1, counts
+    assert counts[40] == counts[3]
+
+
+_PRODUCT_STATEMENT = re.compile(r'(INSERT|UPDATE|SELECT)(?: INTO| .*? FROM)? "(product)"')
+
+
+def _products(client, auth, prefix, count):
+    body = [{"name": f"{prefix} {i:02d}", "price": i + 1} for i in range(count)]
+    response = client.post("/rest/entities/Product", json=body, headers=auth)
+    assert response.status_code == 201, response.json
+    return [row["id"] for row in response.json]
+
+
+def _stored(client, auth, ids):
+    return [client.get(f"/rest/entities/Product/{entity_id}?fetchPlan=_local", headers=auth).json
+            for entity_id in ids]
+
+
+def test_rows_without_history_or_events_are_changed_together_too(app, client, auth, monkeypatch):
+    """Product records no history and no events: its rows' versions are read
+    together, and one UPDATE changes them all, each a version more."""
+    counts = {}
+    for size in (3, 40):
+        ids = _products(client, auth, f"Together{size}", size)
+        counts[size] = statements_sent(app, monkeypatch, lambda size=size: client.put(
+            "/rest/entities/Product/search", json={"filter": _named(f"Together{size} "),
+                                                   "values": {"description": f"{size} of them"}},
+            headers=auth), _PRODUCT_STATEMENT)
+        assert [(row["description"], row["version"]) for row in _stored(client, auth, ids)] \
+            == [(f"{size} of them", 2)] * size
+    assert counts[40] == counts[3] and counts[3][("UPDATE", "product")] == 1, counts
+
+
+@pytest.mark.parametrize("entity, bodies, values", [
+    ("Tag", [{"name": "Grouped one"}, {"name": "Grouped two"}], {"internal": True}),
+    ("Country", [{"id": "QA", "name": "Grouped A"}, {"id": "QB", "name": "Grouped B"}],
+     {"name": "Grouped"}),
+])
+def test_rows_whose_ids_are_numbers_or_text_are_changed_together_too(client, auth, entity, bodies,
+                                                                     values):
+    created = client.post(f"/rest/entities/{entity}", json=bodies, headers=auth)
+    assert created.status_code == 201, created.json
+    ids = [row["id"] for row in created.json]
+    response = client.put(f"/rest/entities/{entity}/search", headers=auth, json={
+        "filter": _named("Grouped "), "values": values})
+    assert response.json == {"count": 2, "dryRun": False}
+    for entity_id in ids:
+        row = client.get(f"/rest/entities/{entity}/{entity_id}?fetchPlan=_local", headers=auth).json
+        assert {name: row[name] for name in values} == values and row["version"] == 2
+
+
+def test_a_change_the_database_refuses_changes_no_row(client, auth):
+    """A unique column set to one value on two rows: the grouped UPDATE
+    fails as a whole, with the write's own error."""
+    ids = _products(client, auth, "Unique", 2)
+    response = client.put("/rest/entities/Product/search", headers=auth, json={
+        "filter": _named("Unique "), "values": {"sku": "SAME-SKU", "description": "x"}})
+    assert response.status_code == 400, response.json
+    assert response.json["error"] == "Entity update failed"
+    assert [(row.get("sku"), row.get("description")) for row in _stored(client, auth, ids)] \
+        == [(None, None), (None, None)]
+
+
+def test_a_bulk_update_checks_each_rows_version_and_one_stale_changes_none(app, make_app):
+    from werkzeug.test import Client
+    from conftest import get_token
+    client = Client(make_app({"svc.rest.optimistic-locking-enabled": True}))
+    auth = bearer(get_token(client))
+    ids = _create(client, auth, "Versioned A", "Versioned B", "Versioned C")
+    stale = [{"id": entity_id, "version": 1, "email": "v@x.example"} for entity_id in ids]
+    stale[1]["version"] = 2
+    response = client.put("/rest/entities/Customer", json=stale, headers=auth)
+    assert response.status_code == 400 and response.json["error"] == "Optimistic lock"
+    assert ids[1] in response.json["details"]
+    assert _emails(client, auth, "Versioned") == [(f"Versioned {n}", None) for n in "ABC"]
+    start = outbox.position(app.database)
+    stale[1]["version"] = 1
+    response = client.put("/rest/entities/Customer", json=stale, headers=auth)
+    assert response.status_code == 200, response.json
+    assert [client.get(f"/rest/entities/Customer/{entity_id}?fetchPlan=_local", headers=auth)
+            .json["version"] for entity_id in ids] == [2, 2, 2]
+    outbox.assign(app.database)
+    assert [(event["entityId"], event["version"]) for event in outbox.read(app.database, start)] \
+        == [(entity_id, 2) for entity_id in ids]
+    response = client.put("/rest/entities/Customer", json=stale, headers=auth)
+    assert response.status_code == 400 and response.json["error"] == "Optimistic lock"
 
 
 def _left(ids):

@@ -18,6 +18,7 @@ from operator import itemgetter
 
 import peewee
 
+from ..db import in_list, is_sqlite, list_param
 from ..model.fields import EnumField
 from .memo import UNKNOWN, column_facts, entity_facts
 
@@ -130,6 +131,24 @@ def referred(field: Any) -> Any:
     while isinstance(field, peewee.ForeignKeyField):
         field = field.rel_field
     return field
+
+
+def key_type(field: "peewee.Field[Any]") -> str:
+    """PostgreSQL's type of ``field``'s values (``db.in_list``)."""
+    field = referred(field)
+    if isinstance(field, peewee.UUIDField):
+        return "uuid"
+    return "bigint" if isinstance(field, peewee.IntegerField) else "text"
+
+
+def among(database: peewee.Database, field: "peewee.Field[Any]", keys: Sequence[Any]) -> peewee.Node:
+    """The condition "``field`` is one of ``keys``" with one parameter
+    (``db.in_list``): no Peewee node and no text per key. ``keys`` as rows
+    hold them (canonical UUID text) or as the database takes them."""
+    kind = key_type(field)
+    values = list(map(stored(field), keys)) if is_sqlite(database) else keys
+    return peewee.NodeList((field, peewee.SQL(in_list(database, kind),
+                                              [list_param(database, values, kind)])))
 
 
 def stored(field: "peewee.Field[Any]") -> Callable[[RowValue], DbValue]:

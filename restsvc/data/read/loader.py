@@ -17,7 +17,7 @@ import peewee
 from ...db import in_list, is_sqlite, list_param, read_rows
 from ...model.fetchplan import ids_only
 from ..memo import Memo, Owned, owned, plan_facts
-from ..columns import conversions, converter, referred, row_id, stored
+from ..columns import conversions, converter, key_type, row_id, stored
 from .cursors import after_key
 from .members import member_column
 from .flatrows import NESTED, fill_flat_members, raw_kind
@@ -205,7 +205,7 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
         # one prepared statement, ``keyed``) whatever their number; it reads
         # a uuid's canonical text as it is.
         array = len(keys) > 1 and not is_sqlite(access.database)
-        bound = [list_param(access.database, keys, _key_type(key_field))] if array \
+        bound = [list_param(access.database, keys, key_type(key_field))] if array \
             else list(map(stored(key_field), keys))
     paging = ([limit] if limit is not None else []) + ([offset] if offset else [])
     cache_key = None
@@ -235,7 +235,7 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
     condition = query.where(where_filter)
     if array:
         matches = peewee.NodeList((key_field, peewee.SQL(
-            in_list(access.database, _key_type(key_field)), bound)))
+            in_list(access.database, key_type(key_field)), bound)))
         condition = matches if condition is None else condition & matches
     elif keys is not None:
         matches = key_field == keys[0] if len(keys) == 1 else key_field.in_(keys)
@@ -262,14 +262,6 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
             access.sql_cache.clear()
         access.sql_cache[cache_key] = sql
     return sql, built
-
-
-def _key_type(field: Field) -> str:
-    """PostgreSQL's type of ``field``'s values (``db.in_list``)."""
-    field = referred(field)
-    if isinstance(field, peewee.UUIDField):
-        return "uuid"
-    return "bigint" if isinstance(field, peewee.IntegerField) else "text"
 
 
 def _searched(access: "Access", meta: "MetaClass", select: Any, condition: Any,

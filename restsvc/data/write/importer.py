@@ -27,6 +27,7 @@ from ...numbers import decimal_fits
 from ...model.entity import AUDIT_FIELDS, Entity
 from ...model.valuetypes import MAX_ARRAY_ITEMS
 from ..access import Access, require
+from ..columns import among
 from ..read.loader import visible_ids
 from ..tenancy import Stamps, row_tenant, same_tenant
 from ...model.tenancy import TENANT_ATTRIBUTE
@@ -88,7 +89,7 @@ class Importer:
         model: Any = meta.model     # a Peewee model: its fields are class attributes
         ordered = sorted(seen, key=str)
         for chunk in id_chunks(ordered):
-            for entity in model.select().where(model.id.in_(chunk)):
+            for entity in model.select().where(among(self.access.database, model.id, chunk)):
                 self._stored_entities[(meta.name, meta.row_id(entity.id))] = entity
 
     def plan(self, meta: "MetaClass", body: JsonValue, path: str = "",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import peewee
 
 from ...db import id_chunks
+from ..columns import among
 from ..access import Access
 from .history import recorded
 
@@ -51,7 +52,8 @@ def old_values_of(access: Access, meta: "MetaClass", entity_ids: Sequence[str | 
     ordered = sorted(entity_ids, key=str)
     found: dict[str | int, dict[str, object]] = {}
     for chunk in id_chunks(ordered):
-        query = model.select(model.id, *fields).where(model.id.in_(chunk)).order_by(model.id)
+        query = model.select(model.id, *fields).where(
+            among(access.database, model.id, chunk)).order_by(model.id)
         if access.database.for_update:
             query = query.for_update()
         for key, *row in query.tuples():

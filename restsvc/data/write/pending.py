@@ -20,8 +20,14 @@ Any other save first flushes what is pending, so every write sees the rows
 written before it, in order, and the transaction holds the same rows, items
 and events as one save at a time.
 Updates of distinct rows of one entity that all stand alone read the
-values their items and events compare with together, one statement per 500
-rows, when the transaction starts (``read_before``).
+values their items and events compare with, and the rows' versions,
+together, one statement per 500 rows, when the transaction starts
+(``read_before``, which locks them); their UPDATEs then wait here too
+(``add_update``: each row's expected version checked against the one read),
+one statement for all the rows that take the same values:
+
+    entity rows    one UPDATE per set of values (a change by filter: one)
+
 The transaction itself starts at the first ``flush``: a bulk of creates that
 stand alone is planned (audit values, history items, events) before SQLite's
 write lock is taken, and holds it only for its few statements.
@@ -33,7 +39,7 @@ from typing import TYPE_CHECKING
 import peewee
 
 from . import history, oldvalues, outbox
-from .sqlwrite import Statement, insert_rows, refusals
+from .sqlwrite import Statement, insert_rows, refusals, update_refused, update_rows, update_sql
 
 if TYPE_CHECKING:
     from ..access import Access
@@ -49,6 +55,8 @@ class Pending:
         self.rows: dict[tuple[type[peewee.Model], str], list[list[object]]] = {}
         self.items: list[history.HistoryEntry] = []
         self.events: list[list[object]] = []
+        # (model, one-row UPDATE text, its parameters but the key) -> the keys of the rows it sets so
+        self.updates: dict[tuple[type[peewee.Model], str, tuple[object, ...]], list[object]] = {}
         self.first: "Operation | None" = None      # whose refusal a failed INSERT answers
         # ``read_before``: id -> the row's values before (oldvalues.old_values), or None
         self.before: dict[str | int, dict[str, object]] | None = None
@@ -62,12 +70,14 @@ class Pending:
         return (owner_field is None and not access.permissions.write_checked(operation.meta.name)
                 and operation.is_one_statement)    # its hooks, asked last (a model's attributes)
 
-    @classmethod
-    def takes(cls, access: "Access", operation: "Operation",
+    def takes(self, access: "Access", operation: "Operation",
               owner_field: peewee.ForeignKeyField | None) -> bool:
-        """Whether ``operation``'s row may wait too: a create whose id it knows."""
-        return (operation.creating and not operation.meta.database_assigns_id
-                and cls.keeps(access, operation, owner_field))
+        """Whether ``operation``'s statement may wait too: a create whose id
+        it knows, or an update of a row ``read_before`` read."""
+        if operation.creating:
+            return (not operation.meta.database_assigns_id
+                    and self.keeps(access, operation, owner_field))
+        return self.before is not None and self.keeps(access, operation, owner_field)
 
     def read_before(self, access: "Access", operations: "Sequence[Operation]") -> None:
         """Updates of distinct rows of one entity that all stand alone (a
@@ -76,7 +86,7 @@ class Pending:
         transaction holds them (``oldvalues.old_values_of``), where each
         update read its own row."""
         meta = operations[0].meta if len(operations) > 1 else None
-        if meta is None or (meta.history is None and not meta.events) or any(
+        if meta is None or any(
                 operation.creating or operation.meta is not meta
                 or not self.keeps(access, operation, None) for operation in operations):
             return
@@ -85,8 +95,29 @@ class Pending:
             return
         self.flush(access, rows_only=True)      # the transaction starts: the rows as it holds them
         # every column an event keeps: the rows' values and the audit fields they will write
-        self.before = oldvalues.old_values_of(
-            access, meta, keys, outbox.fields_before(meta, meta.model._meta.fields))
+        self.before = oldvalues.old_values_of(access, meta, keys, outbox.fields_before(
+            meta, meta.model._meta.fields) if meta.events else ())
+
+    def add_update(self, access: "Access", operation: "Operation", values: dict[str, object]) -> None:
+        """The UPDATE of a row ``read_before`` read (and locked): its expected
+        version checked against the one read, the version it leaves known
+        from it, and its statement left to ``flush``, which sends the updates
+        that set the same values together."""
+        assert self.before is not None
+        meta, key, expected = operation.meta, operation.key, operation.expected_version
+        version = (self.before.get(key) or {}).get("version")
+        if not isinstance(version, int) or expected is not None and version not in (
+                expected if isinstance(expected, tuple) else (expected,)):
+            raise update_refused(meta.name, key, expected)
+        operation.version = version + 1
+        model = meta.model
+        sql, params = update_sql(access, model, key, values, None, returning=False)
+        if self.first is None:
+            self.first = operation
+        try:
+            self.updates.setdefault((model, sql, tuple(params[:-1])), []).append(params[-1])
+        except TypeError:       # a value that cannot be compared as a key: its own statement
+            update_rows(access, model, sql, params[:-1], params[-1:])
 
     def add_row(self, operation: "Operation", model: type[peewee.Model],
                 statement: Statement) -> None:
@@ -104,12 +135,15 @@ class Pending:
             begin, self.begin = self.begin, None
             begin()
         rows, self.rows = self.rows, {}
+        updates, self.updates = self.updates, {}
         first, self.first = self.first, None
-        if rows:
+        if rows or updates:
             assert first is not None
             with refusals(first):
                 for (_, sql), params in rows.items():
                     insert_rows(access, sql, params)
+                for (model, sql, values), keys in updates.items():
+                    update_rows(access, model, sql, values, keys)
         if rows_only:
             return
         items, self.items = self.items, []

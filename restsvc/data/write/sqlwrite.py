@@ -3,13 +3,14 @@ order): an INSERT's text kept per column set, the statements of a lone write
 sent as one (``Writer.flush``, PostgreSQL), and what the database refuses or
 an UPDATE misses, as the client's error."""
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import peewee
 
-from ...db import execute, instant_param, keyed
+from ...db import execute, in_list, instant_param, keyed, list_param
 from ...errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
 from ..access import Access
+from ..columns import key_type
 from ..answer.etags import version_is
 
 if TYPE_CHECKING:
@@ -169,6 +170,22 @@ def insert_rows(access: Access, sql: str, rows: Sequence[Sequence[object]]) -> N
     for text, values in many_rows(sql, rows, access.database.param) or [
             (sql, list(one)) for one in rows]:
         execute(access.database, text, values)
+
+
+def update_rows(access: Access, model: type[peewee.Model], sql: str, values: Sequence[object],
+                keys: Sequence[Any]) -> None:
+    """The one-row UPDATE ``sql`` of ``model`` (``update_sql`` without a
+    version check: its condition the key alone, last) with its other
+    parameters ``values``, of every row of ``keys`` (as the database takes
+    them) in one statement (``db.in_list``). The rows are locked and known
+    to be there (``Pending.read_before``)."""
+    database = access.database
+    head, _, _ = sql.rpartition(" = ")
+    kind = key_type(cast("peewee.Field[Any]", model._meta.primary_key))
+    changed = execute(database, f"{head} {in_list(database, kind)})",
+                      [*values, list_param(database, keys, kind)]).rowcount
+    if changed != len(keys):
+        raise RuntimeError(f"{sql}: {changed} of {len(keys)} locked rows updated")
 
 
 def one_statement(access: Access, batch: Sequence[Statement], creating: bool) -> Statement:

@@ -28,7 +28,8 @@ restore (an update of a soft-deleted row), kept in removal.py.
 ``save``'s steps with their statements collected in ``batch`` and sent as
 one by ``flush``. ``Writer.save_all``: a request's creates that stand alone
 leave their rows, items and events in ``pending``, its updates that stand
-alone their items and events (pending.py). A feature that reacts to writes
+alone their items and events, and their UPDATEs when all of them are such
+updates (pending.py). A feature that reacts to writes
 (audit, history, events) is a further step here, never a second path; a
 step that writes adds its statement to ``batch`` when there is one.
 """
@@ -324,6 +325,9 @@ class Writer:
         """UPDATE with the version check (``sqlwrite.update_sql``)."""
         meta, database = operation.meta, self.access.database
         expected = operation.expected_version
+        if self.deferred and self.pending is not None:      # sent by ``Pending.flush``
+            self.pending.add_update(self.access, operation, values)
+            return
         if self.batch is not None:      # sent by ``flush``, at the version read before
             if self.at_version is None:
                 raise _NotAtOnce()
