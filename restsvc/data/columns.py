@@ -12,8 +12,8 @@ canonical text (db.py), which ``_uuid`` keeps as it is.
 import datetime
 import decimal
 import enum
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 from operator import itemgetter
 
 import peewee
@@ -141,14 +141,18 @@ def key_type(field: "peewee.Field[Any]") -> str:
     return "bigint" if isinstance(field, peewee.IntegerField) else "text"
 
 
-def among(database: peewee.Database, field: "peewee.Field[Any]", keys: Sequence[Any]) -> peewee.Node:
-    """The condition "``field`` is one of ``keys``" with one parameter
-    (``db.in_list``): no Peewee node and no text per key. ``keys`` as rows
-    hold them (canonical UUID text) or as the database takes them."""
+def among(field: "peewee.Field[Any]", keys: Collection[Any]) -> peewee.Expression:
+    """The condition "``field`` is one of ``keys``" (ids, as rows hold them or
+    as the database takes them) with one parameter however many there are
+    (``db.in_list``): one text per statement, and no Peewee node to build
+    per key."""
+    if len(keys) == 1:
+        return cast(peewee.Expression, field == next(iter(keys)))
+    database = field.model._meta.database
     kind = key_type(field)
-    values = list(map(stored(field), keys)) if is_sqlite(database) else keys
-    return peewee.NodeList((field, peewee.SQL(in_list(database, kind),
-                                              [list_param(database, values, kind)])))
+    values = list(map(stored(field), keys)) if is_sqlite(database) else list(keys)
+    return cast(peewee.Expression, peewee.NodeList((field, peewee.SQL(
+        in_list(database, kind), [list_param(database, values, kind)]))))
 
 
 def stored(field: "peewee.Field[Any]") -> Callable[[RowValue], DbValue]:

@@ -3,7 +3,7 @@
 and substring search on) against the database alone doing the same UPDATE,
 same run, same database.
 
-    python tests/benchmark/changes.py [--rounds 10] [--text] [--database-url URL]
+    python tests/benchmark/changes.py [--rounds 10] [--text | --delete] [--database-url URL]
 
 Each round sets ``grade`` (``--text``: ``email``, a column the substring
 search indexes) on every customer whose name starts with "Bench", in
@@ -11,7 +11,9 @@ process (no server, no sockets), the value changed each round; then the
 same rows get the same change from one plain ``UPDATE`` (the rows only: no
 history, no events, no version check). Printed: the medians of wall time
 and of this process's CPU time, their ratio, and the statements one change
-sent, per kind and table.
+sent, per kind and table. ``--delete``: ``DELETE`` of the same rows
+(Customer's soft delete: the rows marked), against one plain ``UPDATE``
+marking them; the marks are taken off again between rounds, untimed.
 """
 import argparse
 import json
@@ -64,21 +66,32 @@ def _raw(app, column, value):
     return (time.perf_counter() - started) * 1e3
 
 
+def _unmark(app):
+    """The deletion marks of ``--delete``'s rows taken off (untimed)."""
+    from restsvc.db import execute
+    database = app.database
+    with database.atomic():
+        execute(database, 'UPDATE "customer" SET "deletedDate" = NULL, "deletedBy" = NULL '
+                f'WHERE "name" LIKE {database.param}', [PREFIX + "%"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--text", action="store_true",
                         help="change email (substring-indexed) instead of grade")
+    parser.add_argument("--delete", action="store_true",
+                        help="delete the rows (soft delete) instead of changing them")
     parser.add_argument("--database-url", default=None,
                         help="PostgreSQL URL (a fresh database: its tables are replaced)")
     args = parser.parse_args()
-    column = "email" if args.text else "grade"
+    column = "deletedDate" if args.delete else "email" if args.text else "grade"
     with tempfile.TemporaryDirectory() as workdir:
         app, _, token, _ = prepare(Path(workdir), args.database_url)
         walls, cpus, raws, counts, changed = [], [], [], {}, 0
         for round_number in range(args.rounds + 1):        # round 0: warm-up, counted
             payload = json.dumps(body(column, round_number)).encode()
-            environ = _environs("PUT", [PATH], token, payload)[0]
+            environ = _environs("DELETE" if args.delete else "PUT", [PATH], token, payload)[0]
             started, cpu = time.perf_counter(), time.process_time()
             if round_number == 0:
                 status, answer, counts = counted(app, environ, payload, _kind)
@@ -88,22 +101,29 @@ def main():
             if not status.startswith("200"):
                 raise SystemExit(f"the change answered {status}: {answer[:300]!r}")
             changed = json.loads(answer)["count"]
+            if args.delete:
+                _unmark(app)
             if round_number:
                 walls.append(wall)
                 cpus.append(cpu)
-                raw_value = body(column, round_number + 1)["values"][column]
+                raw_value = "2026-01-01 00:00:00" if args.delete else \
+                    body(column, round_number + 1)["values"][column]
                 if column == "grade":
                     raw_value = raw_value[0]        # the stored enum id
                 raws.append(_raw(app, column, raw_value))
+                if args.delete:
+                    _unmark(app)
         kind = "PostgreSQL" if args.database_url else "SQLite"
         wall, raw = statistics.median(walls), statistics.median(raws)
-        print(f"{kind}, a change by filter of {changed} customers ({column}), {args.rounds} "
+        change = "a delete" if args.delete else "a change"
+        print(f"{kind}, {change} by filter of {changed} customers ({column}), {args.rounds} "
               "rounds (ms: median, range)")
-        print(f"  PUT .../search        wall {wall:7.1f} ({min(walls):.1f}-{max(walls):.1f})"
+        request = ("DELETE" if args.delete else "PUT") + " .../search"
+        print(f"  {request:<22}wall {wall:7.1f} ({min(walls):.1f}-{max(walls):.1f})"
               f"  CPU of this process {statistics.median(cpus):.1f} "
               f"({min(cpus):.1f}-{max(cpus):.1f}); {wall / changed * 1e3:.0f} µs per row")
-        print(f"  one plain UPDATE      wall {raw:7.1f} ({min(raws):.1f}-{max(raws):.1f})"
-              f"  PUT / it: {wall / raw:.1f}x")
+        print(f"  {'one plain UPDATE':<22}wall {raw:7.1f} ({min(raws):.1f}-{max(raws):.1f})"
+              f"  it / plain: {wall / raw:.1f}x")
         print("  statements of one change: " + ", ".join(
             f"{verb} {table} {n}".replace("  ", " ") for (verb, table), n in sorted(counts.items())))
 

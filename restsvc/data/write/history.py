@@ -28,6 +28,7 @@ from ...jsonio import JsonObject, JsonValue, RawJson, dumps, loads, quoted
 from ...model.entity import AUDIT_FIELDS, Entity, entity
 from ...model.fields import DateTimeField
 from ..access import Access, utc_now
+from ..columns import among
 from ..memo import entity_facts
 from ..read.filters import attribute_visible
 from ..read.query import EntityQuery, Expression
@@ -277,7 +278,7 @@ def deleted_items(meta: "MetaClass", ids: Iterable[str | int]) -> list[HistoryEn
     fields = [field for _, field, _ in recorded(meta)]
     model = meta.model
     rows: Iterable[dict[str, object]] = model.select(model.id, *fields).where(
-        model.id.in_(list(ids))).dicts().execute()
+        among(model.id, list(ids))).dicts().execute()
     items = []
     for row in rows:
         changes = [{"name": name, "oldValue": json_value(prop, row.get(field.name)),

@@ -25,6 +25,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..columns import among
+
 if TYPE_CHECKING:
     from ...model.entity import Entity
     from ..access import Access
@@ -62,7 +64,7 @@ class Hooks:
         ``before_delete``; none are read when the model has no delete hook."""
         if not (hasattr(model, "before_delete") or hasattr(model, "after_delete")):
             return []
-        doomed = list(model.select().where(model.id.in_(list(ids))))
+        doomed = list(model.select().where(among(model.id, ids)))
         for instance in doomed:
             self.call(instance, "before_delete")
         return doomed

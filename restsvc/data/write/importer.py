@@ -89,7 +89,7 @@ class Importer:
         model: Any = meta.model     # a Peewee model: its fields are class attributes
         ordered = sorted(seen, key=str)
         for chunk in id_chunks(ordered):
-            for entity in model.select().where(among(self.access.database, model.id, chunk)):
+            for entity in model.select().where(among(model.id, chunk)):
                 self._stored_entities[(meta.name, meta.row_id(entity.id))] = entity
 
     def plan(self, meta: "MetaClass", body: JsonValue, path: str = "",

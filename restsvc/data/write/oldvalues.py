@@ -53,7 +53,7 @@ def old_values_of(access: Access, meta: "MetaClass", entity_ids: Sequence[str | 
     found: dict[str | int, dict[str, object]] = {}
     for chunk in id_chunks(ordered):
         query = model.select(model.id, *fields).where(
-            among(access.database, model.id, chunk)).order_by(model.id)
+            among(model.id, chunk)).order_by(model.id)
         if access.database.for_update:
             query = query.for_update()
         for key, *row in query.tuples():

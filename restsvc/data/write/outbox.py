@@ -38,6 +38,7 @@ from ...jsonio import dumps
 from ...model.entity import AUDIT_FIELDS, DELETION_FIELDS
 from ...model.fields import DateTimeField
 from ..access import utc_now
+from ..columns import among
 from ..memo import Memo, Owned, entity_facts, owned
 from .history import json_value
 from .sqlwrite import Statement, insert_rows
@@ -158,7 +159,7 @@ def written(meta: MetaClass, ids: Sequence[Any], with_previous: bool = False) ->
     found: list[Written] = []
     for chunk in id_chunks(ids):
         rows = cast(Iterable[tuple[Any, ...]], model.select(model.id, version, *fields).where(
-            model.id.in_(list(chunk))).tuples())
+            among(model.id, chunk)).tuples())
         found += [(meta.row_id(row[0]), row[1], previous_text(meta, {
             field.name: value for field, value in zip(fields, row[2:])}) if fields else None)
             for row in rows]

@@ -7,7 +7,7 @@ import peewee
 
 from ...model.fetchplan import ids_only
 from ..access import Access
-from ..columns import row_id
+from ..columns import among, row_id
 from ..read.loader import select_rows
 from ..read.request import Load
 
@@ -42,7 +42,7 @@ def composed(meta: "MetaClass", ids: Collection[str | int], soft: bool = False,
         if (soft or deleted is not None) and not child.soft_delete:
             continue
         model = child.model
-        condition = prop.back_field.in_(list(ids))
+        condition = among(prop.back_field, ids)
         deleted_date = model._meta.fields["deletedDate"]
         if soft:
             condition &= deleted_date.is_null()

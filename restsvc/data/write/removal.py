@@ -21,6 +21,7 @@ from ...errors import Conflict, PreconditionFailed
 from . import history, outbox, softdelete
 from .hooks import Hooks
 from ..access import Access
+from ..columns import among
 from ..answer.etags import version_is
 from .owned import Reached, composed, referrers
 from .rowrules import check_rows
@@ -54,14 +55,14 @@ def delete(access: Access, hooks: Hooks, meta: "MetaClass", ids: Sequence[Id],
         return
     model = meta.model
     for ref_meta, fk in referrers(access.metadata, meta):
-        if fk.model.select().where(fk.in_(ids)).exists():
+        if fk.model.select().where(among(fk, ids)).exists():
             raise Conflict("Delete policy violation",
                            f"Unable to delete {meta.name} because there are references from "
                            f"{ref_meta.name}")
     _events_of(access, rows, "DELETE", [], now)            # the rows as they were
     for link in meta.links:
-        link.through.delete().where(link.owner_field.in_(ids)).execute()
-    condition = model.id.in_(ids)
+        link.through.delete().where(among(link.owner_field, ids)).execute()
+    condition = among(model.id, ids)
     if expected_versions is not None:
         condition &= version_is(model, expected_versions)
     try:

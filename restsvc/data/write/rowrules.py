@@ -22,6 +22,7 @@ from ...db import is_sqlite
 from ...errors import ApiError, Forbidden
 from ...model.metadata import MetadataError
 from ..access import NO_USER_ID, Access
+from ..columns import among
 from ..read.filters import parse_filter
 from ..read.query import EntityQuery
 
@@ -78,14 +79,14 @@ def check_rows(access: Access, meta: "MetaClass", action: str, ids: Collection[s
     if before and not is_sqlite(access.database):
         # The row is checked as it stays until the statement: no concurrent
         # writer changes it in between (SQLite: the write lock is held already).
-        list(model.select(model.id).where(model.id.in_(keys)).for_update())
+        list(model.select(model.id).where(among(model.id, keys)).for_update())
     rules = permissions.write_rules(meta.name, action)
     if rules and not _meets(access, meta, rules, keys):
         raise refused(meta, action)
     for owner, back_field in permissions.write_owners(meta.name) if owners else ():
         if owner.name in _seen:
             continue
-        owner_ids = list(model.select(back_field).where(model.id.in_(keys)).distinct().scalars())
+        owner_ids = list(model.select(back_field).where(among(model.id, keys)).distinct().scalars())
         check_rows(access, owner, "update", owner_ids, before, True, _seen + (meta.name,))
 
 
@@ -122,13 +123,13 @@ def _meets(access: Access, meta: "MetaClass", rules: "Collection[WriteRule]",
         query = EntityQuery(meta, access)
         where = functools.reduce(operator.and_, (
             query.compile(parse_filter(meta, spec, None, access.session)) for spec in conditions),
-            model.id.in_(ids))
+            among(model.id, ids))
         # To-one joins and EXISTS for collections: one result row per row.
         if query.apply_joins(model.select(model.id)).where(where).count() < len(ids):
             return False
     predicates = [rule for rule in rules if callable(rule)]
     if predicates:
-        for row in model.select().where(model.id.in_(ids)):
+        for row in model.select().where(among(model.id, ids)):
             if not all(predicate(row, access.session) for predicate in predicates):
                 return False
     return True

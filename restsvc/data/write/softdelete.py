@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ...errors import BadRequest, Conflict, Forbidden, entity_not_found
 from . import history
 from ..access import Access, require
+from ..columns import among
 from ..answer.etags import version_is
 from ..read.loader import visible_ids
 from .history import HistoryEntry
@@ -50,7 +51,7 @@ def mark(access: Access, rows: Reached, when: datetime.datetime,
     marked = 0
     for index, (meta, ids) in enumerate(rows):
         model = meta.model
-        condition = model.id.in_(list(ids)) & model._meta.fields["deletedDate"].is_null()
+        condition = among(model.id, ids) & model._meta.fields["deletedDate"].is_null()
         if versions is not None and index == 0:
             condition &= version_is(model, versions)
         count: int = model.update(deletedDate=when, deletedBy=access.username,
@@ -68,7 +69,7 @@ def unmark(rows: Reached, deleted: datetime.datetime,
         model = meta.model
         model.update(deletedDate=None, deletedBy=None, version=model.version + 1,
                      **(audit if meta.audited else {})) \
-            .where(model.id.in_(list(ids)) & (model._meta.fields["deletedDate"] == deleted)).execute()
+            .where(among(model.id, ids) & (model._meta.fields["deletedDate"] == deleted)).execute()
 
 
 def restore_items(rows: Reached, deleted: datetime.datetime) -> list[HistoryEntry]:
