@@ -188,3 +188,54 @@ def test_bulk_updates_of_the_same_rows_in_opposite_orders_all_succeed(app, clien
     assert {row["version"] for row in stored} == {1 + writers}
     winners = {row["email"].split("-")[0] for row in stored}     # one writer's rows, whole
     assert len(winners) == 1, winners
+
+
+_UPDATE = re.compile(r'\s*UPDATE "?(\w+)"?', re.IGNORECASE)
+
+
+def test_a_bulk_update_of_rows_taking_their_own_values_is_one_statement(
+        app, client, auth, monkeypatch):
+    """Each row its own values, of every kind of column (text, enum, date,
+    uuid, nulls among them): one UPDATE whatever the number of rows, each
+    row left with its own values and a history item of its own changes."""
+    for size in (3, 40):
+        ids = _bulk(client, auth, _customers(size, f"own{size}"))
+        rows = [{"id": entity_id, "email": f"own-{size}-{i}@example.com",
+                 "grade": (None, "SILVER", "GOLD")[i % 3],
+                 "birthDate": None if i % 4 == 0 else f"19{50 + i}-03-0{1 + i % 9}",
+                 "userId": None if i % 2 else f"00000000-0000-4000-8000-{i:012d}"}
+                for i, entity_id in enumerate(ids)]
+        counts = statements_sent(app, monkeypatch, lambda rows=rows: client.put(
+            "/rest/entities/Customer", headers=auth, json=rows), _UPDATE)
+        assert counts == {"customer": 1}, counts
+        for i, row in enumerate(rows):
+            stored = client.get(f"/rest/entities/Customer/{row['id']}?fetchPlan=_local",
+                                headers=auth).json
+            assert {name: stored.get(name) for name in row} == row
+            assert stored["version"] == 2
+            items = [item.changes for item in HistoryItem.select().where(
+                HistoryItem.entityId == row["id"], HistoryItem.kind == "UPDATE")]
+            assert len(items) == 1
+            email = next(change for change in items[0] if change["name"] == "email")
+            assert (email["oldValue"], email["newValue"]) == (
+                f"bulk-own{size}-{i}@example.com", row["email"])
+
+
+def test_a_bulk_update_of_numbers_and_of_rows_keyed_by_numbers_keeps_each_rows_values(client, auth):
+    """Decimal prices, integer ids the database assigns (Tag), text ids (Country)."""
+    for entity, bodies, change in (
+            ("Product", [{"name": f"Priced {i}", "price": i + 1} for i in range(3)],
+             lambda i: {"price": float(f"{i + 1}.{i}5"), "description": None if i % 2 else f"d{i}"}),
+            ("Tag", [{"name": f"Numbered {i}"} for i in range(3)],
+             lambda i: {"name": f"Renumbered {i}", "internal": bool(i % 2)}),
+            ("Country", [{"id": f"Y{i}", "name": f"Land {i}"} for i in range(3)],
+             lambda i: {"name": f"Country {i}"})):
+        created = client.post(f"/rest/entities/{entity}", json=bodies, headers=auth)
+        assert created.status_code == 201, created.json
+        rows = [{"id": row["id"], **change(i)} for i, row in enumerate(created.json)]
+        response = client.put(f"/rest/entities/{entity}", json=rows, headers=auth)
+        assert response.status_code == 200, response.json
+        for row in rows:
+            stored = client.get(f"/rest/entities/{entity}/{row['id']}?fetchPlan=_local",
+                                headers=auth).json
+            assert {name: stored.get(name) for name in row} == row, stored

@@ -23,10 +23,12 @@ Updates of distinct rows of one entity that all stand alone read the
 values their items and events compare with, and the rows' versions,
 together, one statement per 500 rows, when the transaction starts
 (``read_before``, which locks them); their UPDATEs then wait here too
-(``add_update``: each row's expected version checked against the one read),
-one statement for all the rows that take the same values:
+(``add_update``: each row's expected version checked against the one read)
+and go together per column set (``sqlwrite.update_rows``):
 
-    entity rows    one UPDATE per set of values (a change by filter: one)
+    entity rows    rows that take the same values (a change by filter's):
+                   one UPDATE ... WHERE id IN (...); else one
+                   UPDATE ... FROM (VALUES ...) per MAX_PARAMS parameters
 
 The transaction itself starts at the first ``flush``: a bulk of creates that
 stand alone is planned (audit values, history items, events) before SQLite's
@@ -55,8 +57,8 @@ class Pending:
         self.rows: dict[tuple[type[peewee.Model], str], list[list[object]]] = {}
         self.items: list[history.HistoryEntry] = []
         self.events: list[list[object]] = []
-        # (model, one-row UPDATE text, its parameters but the key) -> the keys of the rows it sets so
-        self.updates: dict[tuple[type[peewee.Model], str, tuple[object, ...]], list[object]] = {}
+        # (model, one-row UPDATE text) -> (the columns it sets, each row's parameters)
+        self.updates: dict[tuple[type[peewee.Model], str], tuple[tuple[str, ...], list[list[object]]]] = {}
         self.first: "Operation | None" = None      # whose refusal a failed INSERT answers
         # ``read_before``: id -> the row's values before (oldvalues.old_values), or None
         self.before: dict[str | int, dict[str, object]] | None = None
@@ -114,10 +116,7 @@ class Pending:
         sql, params = update_sql(access, model, key, values, None, returning=False)
         if self.first is None:
             self.first = operation
-        try:
-            self.updates.setdefault((model, sql, tuple(params[:-1])), []).append(params[-1])
-        except TypeError:       # a value that cannot be compared as a key: its own statement
-            update_rows(access, model, sql, params[:-1], params[-1:])
+        self.updates.setdefault((model, sql), (tuple(values), []))[1].append(params)
 
     def add_row(self, operation: "Operation", model: type[peewee.Model],
                 statement: Statement) -> None:
@@ -142,8 +141,8 @@ class Pending:
             with refusals(first):
                 for (_, sql), params in rows.items():
                     insert_rows(access, sql, params)
-                for (model, sql, values), keys in updates.items():
-                    update_rows(access, model, sql, values, keys)
+                for (model, _), (names, params) in updates.items():
+                    update_rows(access, model, names, params)
         if rows_only:
             return
         items, self.items = self.items, []

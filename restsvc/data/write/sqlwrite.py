@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import peewee
 
-from ...db import execute, in_list, instant_param, keyed, list_param
+from ...db import execute, in_list, instant_param, is_sqlite, keyed, list_param
 from ...errors import ApiError, BadRequest, PreconditionFailed, Text, entity_not_found
 from ..access import Access
 from ..columns import key_type
@@ -172,20 +172,77 @@ def insert_rows(access: Access, sql: str, rows: Sequence[Sequence[object]]) -> N
         execute(access.database, text, values)
 
 
-def update_rows(access: Access, model: type[peewee.Model], sql: str, values: Sequence[object],
-                keys: Sequence[Any]) -> None:
-    """The one-row UPDATE ``sql`` of ``model`` (``update_sql`` without a
-    version check: its condition the key alone, last) with its other
-    parameters ``values``, of every row of ``keys`` (as the database takes
-    them) in one statement (``db.in_list``). The rows are locked and known
-    to be there (``Pending.read_before``)."""
+def update_rows(access: Access, model: type[peewee.Model], names: Sequence[str],
+                rows: Sequence[Sequence[object]]) -> None:
+    """Rows of ``model`` that set the columns ``names`` and raise their
+    versions, each row ``update_sql``'s parameters without a version check
+    (the values, the version's raise among them, the key last), locked and
+    known to be there (``Pending.read_before``). Rows that take the same
+    values: one UPDATE of them all (their keys one parameter,
+    ``db.in_list``); else ``UPDATE ... FROM (VALUES ...)``, one per
+    ``MAX_PARAMS`` parameters (``_update_from``)."""
     database = access.database
-    head, _, _ = sql.rpartition(" = ")
-    kind = key_type(cast("peewee.Field[Any]", model._meta.primary_key))
-    changed = execute(database, f"{head} {in_list(database, kind)})",
-                      [*values, list_param(database, keys, kind)]).rowcount
-    if changed != len(keys):
-        raise RuntimeError(f"{sql}: {changed} of {len(keys)} locked rows updated")
+    version = model._meta.fields["version"]
+    raised_at = sum(1 for field in model._meta.sorted_fields
+                    if field.name in names and field._sort_key < version._sort_key)
+    values = [[*row[:raised_at], *row[raised_at + 1:-1]] for row in rows]   # without the raise, the key
+    if all(row == values[0] for row in values):
+        kind = key_type(cast("peewee.Field[Any]", model._meta.primary_key))
+        head = _update_head(model, names, lambda number, field: database.param)
+        sql = f'{head} WHERE "{model._meta.table_name}"."id" {in_list(database, kind)}'
+        keys = [cast("str | int", row[-1]) for row in rows]
+        _updated(database, sql, [*values[0], list_param(database, keys, kind)], len(rows))
+        return
+    per = max(1, MAX_PARAMS // (len(values[0]) + 1))
+    for start in range(0, len(rows), per):
+        chunk = range(start, min(start + per, len(rows)))
+        _updated(database, _update_from(database, model, names, len(chunk)),
+                 [value for at in chunk for value in (rows[at][-1], *values[at])], len(chunk))
+
+
+def _update_head(model: type[peewee.Model], names: Sequence[str],
+                 value: "Callable[[int, peewee.Field[Any]], str]") -> str:
+    """``UPDATE "table" SET`` the columns ``names`` (in the model's order,
+    the n-th one's value ``value(n, field)``) and the version's raise."""
+    table = model._meta.table_name
+    fields = [field for field in model._meta.sorted_fields if field.name in names]
+    sets = [f'"{field.column_name}" = {value(number, field)}' for number, field in enumerate(fields)]
+    return f'UPDATE "{table}" SET {", ".join(sets)}, "version" = "{table}"."version" + 1'
+
+
+def _update_from(database: peewee.Database, model: type[peewee.Model], names: Sequence[str],
+                 count: int) -> str:
+    """``UPDATE ... FROM (VALUES ...)`` of ``count`` rows, each (key, values
+    of ``names`` in the model's order). PostgreSQL types the VALUES' columns
+    from what they hold (text, or nothing known for NULL): each is cast to
+    its column's type, without its length or precision (a cast to
+    ``VARCHAR(200)`` cuts a longer text where the assignment refuses it)."""
+    sqlite = is_sqlite(database)
+
+    def value(number: int, field: "peewee.Field[Any] | None") -> str:
+        column = f'"v"."column{number + 1}"'
+        if sqlite:
+            return column
+        if field is None:       # the key: an auto-increment column's type is no type to cast to
+            kind = key_type(cast("peewee.Field[Any]", model._meta.primary_key))
+        else:
+            context = database.get_sql_context()
+            ddl = context.sql(field.ddl_datatype(context))  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
+            kind = ddl.query()[0].split("(")[0]
+        return f"CAST({column} AS {kind})"
+
+    table = model._meta.table_name
+    fields = [field for field in model._meta.sorted_fields if field.name in names]
+    row = "(" + ", ".join([database.param] * (len(fields) + 1)) + ")"
+    return (f'{_update_head(model, names, lambda number, field: value(number + 1, field))}'
+            f' FROM (VALUES {", ".join([row] * count)}) AS "v"'
+            f' WHERE "{table}"."id" = {value(0, None)}')
+
+
+def _updated(database: peewee.Database, sql: str, params: list[object], expected: int) -> None:
+    changed = execute(database, sql, params).rowcount
+    if changed != expected:
+        raise RuntimeError(f"{sql[:200]}: {changed} of {expected} locked rows updated")
 
 
 def one_statement(access: Access, batch: Sequence[Statement], creating: bool) -> Statement:
