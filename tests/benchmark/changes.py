@@ -3,7 +3,8 @@
 and substring search on) against the database alone doing the same UPDATE,
 same run, same database.
 
-    python tests/benchmark/changes.py [--rounds 10] [--text | --delete] [--database-url URL]
+    python tests/benchmark/changes.py [--rounds 10] [--text | --delete | --each]
+                                      [--database-url URL]
 
 Each round sets ``grade`` (``--text``: ``email``, a column the substring
 search indexes) on every customer whose name starts with "Bench", in
@@ -14,6 +15,8 @@ and of this process's CPU time, their ratio, and the statements one change
 sent, per kind and table. ``--delete``: ``DELETE`` of the same rows
 (Customer's soft delete: the rows marked), against one plain ``UPDATE``
 marking them; the marks are taken off again between rounds, untimed.
+``--each``: a bulk ``PUT /rest/entities/Customer`` of the same rows, each
+row its own ``email``.
 """
 import argparse
 import json
@@ -66,6 +69,14 @@ def _raw(app, column, value):
     return (time.perf_counter() - started) * 1e3
 
 
+def _ids(app, token):
+    """The ids of the rows the filter finds."""
+    search = {"filter": body("grade", 0)["filter"], "fetchPlan": "_instance_name", "limit": 1000}
+    payload = json.dumps(search).encode()
+    status, answer = _answer(app, _environs("POST", [PATH], token, payload)[0], payload)
+    return [row["id"] for row in json.loads(answer)]
+
+
 def _unmark(app):
     """The deletion marks of ``--delete``'s rows taken off (untimed)."""
     from restsvc.db import execute
@@ -80,18 +91,24 @@ def main():
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--text", action="store_true",
                         help="change email (substring-indexed) instead of grade")
+    parser.add_argument("--each", action="store_true",
+                        help="a bulk PUT of the rows, each its own email")
     parser.add_argument("--delete", action="store_true",
                         help="delete the rows (soft delete) instead of changing them")
     parser.add_argument("--database-url", default=None,
                         help="PostgreSQL URL (a fresh database: its tables are replaced)")
     args = parser.parse_args()
-    column = "deletedDate" if args.delete else "email" if args.text else "grade"
+    column = "deletedDate" if args.delete else "email" if args.text or args.each else "grade"
     with tempfile.TemporaryDirectory() as workdir:
         app, _, token, _ = prepare(Path(workdir), args.database_url)
         walls, cpus, raws, counts, changed = [], [], [], {}, 0
+        ids = _ids(app, token) if args.each else []
         for round_number in range(args.rounds + 1):        # round 0: warm-up, counted
-            payload = json.dumps(body(column, round_number)).encode()
-            environ = _environs("DELETE" if args.delete else "PUT", [PATH], token, payload)[0]
+            payload = json.dumps([{"id": key, "email": f"r{round_number}-{n}@example.com"}
+                                  for n, key in enumerate(ids)] if args.each
+                                 else body(column, round_number)).encode()
+            environ = _environs("DELETE" if args.delete else "PUT",
+                                ["/rest/entities/Customer" if args.each else PATH], token, payload)[0]
             started, cpu = time.perf_counter(), time.process_time()
             if round_number == 0:
                 status, answer, counts = counted(app, environ, payload, _kind)
@@ -100,7 +117,7 @@ def main():
             wall, cpu = (time.perf_counter() - started) * 1e3, (time.process_time() - cpu) * 1e3
             if not status.startswith("200"):
                 raise SystemExit(f"the change answered {status}: {answer[:300]!r}")
-            changed = json.loads(answer)["count"]
+            changed = len(ids) if args.each else json.loads(answer)["count"]
             if args.delete:
                 _unmark(app)
             if round_number:
@@ -115,10 +132,12 @@ def main():
                     _unmark(app)
         kind = "PostgreSQL" if args.database_url else "SQLite"
         wall, raw = statistics.median(walls), statistics.median(raws)
-        change = "a delete" if args.delete else "a change"
-        print(f"{kind}, {change} by filter of {changed} customers ({column}), {args.rounds} "
+        change = "a delete by filter" if args.delete else "a bulk PUT" if args.each \
+            else "a change by filter"
+        print(f"{kind}, {change} of {changed} customers ({column}), {args.rounds} "
               "rounds (ms: median, range)")
-        request = ("DELETE" if args.delete else "PUT") + " .../search"
+        request = "DELETE .../search" if args.delete else "PUT .../Customer" if args.each \
+            else "PUT .../search"
         print(f"  {request:<22}wall {wall:7.1f} ({min(walls):.1f}-{max(walls):.1f})"
               f"  CPU of this process {statistics.median(cpus):.1f} "
               f"({min(cpus):.1f}-{max(cpus):.1f}); {wall / changed * 1e3:.0f} µs per row")
