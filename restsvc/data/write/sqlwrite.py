@@ -189,7 +189,7 @@ def update_rows(access: Access, model: type[peewee.Model], names: Sequence[str],
     if all(row == values[0] for row in values):
         kind = key_type(cast("peewee.Field[Any]", model._meta.primary_key))
         head = _update_head(model, names, lambda number, field: database.param)
-        sql = f'{head} WHERE "{model._meta.table_name}"."id" {in_list(database, kind)}'
+        sql = f'{head} WHERE {_key_column(model)} {in_list(database, kind)}'
         keys = [cast("str | int", row[-1]) for row in rows]
         _updated(database, sql, [*values[0], list_param(database, keys, kind)], len(rows))
         return
@@ -207,7 +207,13 @@ def _update_head(model: type[peewee.Model], names: Sequence[str],
     table = model._meta.table_name
     fields = [field for field in model._meta.sorted_fields if field.name in names]
     sets = [f'"{field.column_name}" = {value(number, field)}' for number, field in enumerate(fields)]
-    return f'UPDATE "{table}" SET {", ".join(sets)}, "version" = "{table}"."version" + 1'
+    version = model._meta.fields["version"].column_name
+    return f'UPDATE "{table}" SET {", ".join(sets)}, "{version}" = "{table}"."{version}" + 1'
+
+
+def _key_column(model: type[peewee.Model]) -> str:
+    key = cast("peewee.Field[Any]", model._meta.primary_key)
+    return f'"{model._meta.table_name}"."{key.column_name}"'
 
 
 def _update_from(database: peewee.Database, model: type[peewee.Model], names: Sequence[str],
@@ -231,12 +237,11 @@ def _update_from(database: peewee.Database, model: type[peewee.Model], names: Se
             kind = ddl.query()[0].split("(")[0]
         return f"CAST({column} AS {kind})"
 
-    table = model._meta.table_name
     fields = [field for field in model._meta.sorted_fields if field.name in names]
     row = "(" + ", ".join([database.param] * (len(fields) + 1)) + ")"
     return (f'{_update_head(model, names, lambda number, field: value(number + 1, field))}'
             f' FROM (VALUES {", ".join([row] * count)}) AS "v"'
-            f' WHERE "{table}"."id" = {value(0, None)}')
+            f' WHERE {_key_column(model)} = {value(0, None)}')
 
 
 def _updated(database: peewee.Database, sql: str, params: list[object], expected: int) -> None:
