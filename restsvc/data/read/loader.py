@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import peewee
 
-from ...db import in_list, is_sqlite, list_param, read_rows
+from ...db import is_sqlite, list_param, read_rows
 from ...model.fetchplan import ids_only
 from ..memo import Memo, Owned, owned, plan_facts
-from ..columns import conversions, converter, key_type, row_id, stored
+from ..columns import among, conversions, converter, key_type, row_id, stored
 from .cursors import after_key
 from .members import member_column
 from .flatrows import NESTED, fill_flat_members, raw_kind
@@ -234,8 +234,7 @@ def statement(access: "Access", meta: "MetaClass", selected: Selected,
     query = EntityQuery(meta, access, with_deleted=with_deleted)
     condition = query.where(where_filter)
     if array:
-        matches = peewee.NodeList((key_field, peewee.SQL(
-            in_list(access.database, key_type(key_field)), bound)))
+        matches = among(key_field, keys or ())      # ``bound``'s one parameter
         condition = matches if condition is None else condition & matches
     elif keys is not None:
         matches = key_field == keys[0] if len(keys) == 1 else key_field.in_(keys)
