@@ -59,7 +59,7 @@ class Pending:
         self.events: list[list[object]] = []
         # (model, one-row UPDATE text) -> (the columns it sets, each row's parameters)
         self.updates: dict[tuple[type[peewee.Model], str], tuple[tuple[str, ...], list[list[object]]]] = {}
-        self.first: "Operation | None" = None      # whose refusal a failed INSERT answers
+        self.first: "Operation | None" = None      # whose refusal a failed statement answers
         # ``read_before``: id -> the row's values before (oldvalues.old_values), or None
         self.before: dict[str | int, dict[str, object]] | None = None
 
@@ -104,7 +104,7 @@ class Pending:
         """The UPDATE of a row ``read_before`` read (and locked): its expected
         version checked against the one read, the version it leaves known
         from it, and its statement left to ``flush``, which sends the updates
-        that set the same values together."""
+        of one column set together (``sqlwrite.update_rows``)."""
         assert self.before is not None
         meta, key, expected = operation.meta, operation.key, operation.expected_version
         version = (self.before.get(key) or {}).get("version")
