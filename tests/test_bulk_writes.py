@@ -161,20 +161,17 @@ def test_an_application_that_wants_the_history_substring_index_declares_it(
     assert HISTORY_TRIGRAM in columns(shop, "history_item").indexes
 
 
-def test_bulk_updates_of_the_same_rows_in_opposite_orders_all_succeed(app, client, auth):
-    """Concurrent bulk updates lock their rows in id order before writing
-    (on PostgreSQL; SQLite writes one transaction at a time): updates of the
-    same rows listed in opposite orders neither deadlock nor lose a write."""
-    ids = _bulk(client, auth, _customers(20, "locks"))
-    writers, statuses = 8, []
+def _in_opposite_orders(app, auth, entity, rows_of, writers=8):
+    """The statuses of ``writers`` bulk PUTs of ``entity`` started at once,
+    writer ``n`` sending ``rows_of(n)``, every other writer in reverse."""
+    statuses = []
     barrier = threading.Barrier(writers)
 
     def write(number):
-        rows = [{"id": entity_id, "email": f"w{number}-{i}@example.com"}
-                for i, entity_id in enumerate(ids)]
+        rows = rows_of(number)
         own = Client(app)
         barrier.wait()
-        response = own.put("/rest/entities/Customer", headers=auth,
+        response = own.put(f"/rest/entities/{entity}", headers=auth,
                            json=rows if number % 2 else rows[::-1])
         statuses.append(response.status_code)
     threads = [threading.Thread(target=write, args=(number,)) for number in range(writers)]
@@ -182,10 +179,20 @@ def test_bulk_updates_of_the_same_rows_in_opposite_orders_all_succeed(app, clien
         thread.start()
     for thread in threads:
         thread.join()
-    assert statuses == [200] * writers
+    return statuses
+
+
+def test_bulk_updates_of_the_same_rows_in_opposite_orders_all_succeed(app, client, auth):
+    """Concurrent bulk updates lock their rows in id order before writing
+    (on PostgreSQL; SQLite writes one transaction at a time): updates of the
+    same rows listed in opposite orders neither deadlock nor lose a write."""
+    ids = _bulk(client, auth, _customers(20, "locks"))
+    statuses = _in_opposite_orders(app, auth, "Customer", lambda number: [
+        {"id": entity_id, "email": f"w{number}-{i}@example.com"} for i, entity_id in enumerate(ids)])
+    assert statuses == [200] * 8
     stored = [client.get(f"/rest/entities/Customer/{entity_id}?fetchPlan=_local", headers=auth).json
               for entity_id in ids]
-    assert {row["version"] for row in stored} == {1 + writers}
+    assert {row["version"] for row in stored} == {9}
     winners = {row["email"].split("-")[0] for row in stored}     # one writer's rows, whole
     assert len(winners) == 1, winners
 
@@ -239,3 +246,22 @@ def test_a_bulk_update_of_numbers_and_of_rows_keyed_by_numbers_keeps_each_rows_v
             stored = client.get(f"/rest/entities/{entity}/{row['id']}?fetchPlan=_local",
                                 headers=auth).json
             assert {name: stored.get(name) for name in row} == row, stored
+
+
+def test_bulk_updates_of_the_same_orders_with_their_lines_in_opposite_orders_all_succeed(
+        app, client, auth):
+    """Rows written one by one (each order replaces its lines) are still
+    locked together, in id order, before the first is written."""
+    product = demo_id("product", 0)
+    created = client.post("/rest/entities/Order", headers=auth, json=[
+        {"number": f"LOCK-{i}", "date": "2025-01-02", "customer": {"id": CUSTOMER},
+         "lines": [{"product": {"id": product}, "quantity": 1}]} for i in range(12)])
+    assert created.status_code == 201, created.json
+    ids = [row["id"] for row in created.json]
+    statuses = _in_opposite_orders(app, auth, "Order", lambda number: [
+        {"id": entity_id, "lines": [{"product": {"id": product}, "quantity": 10 + number}]}
+        for entity_id in ids])
+    assert statuses == [200] * 8
+    quantities = {line["quantity"] for entity_id in ids for line in client.get(
+        f"/rest/entities/Order/{entity_id}?fetchPlan=order-with-details", headers=auth).json["lines"]}
+    assert len(quantities) == 1, quantities      # one writer's lines, whole

@@ -49,7 +49,7 @@ def old_values_of(access: Access, meta: "MetaClass", entity_ids: Sequence[str | 
     model: Any = meta.model     # a Peewee model: its fields are class attributes
     fields = _read_before(meta, more)
     names = [field.name for field in fields]
-    ordered = sorted(entity_ids, key=str)
+    ordered = sorted(entity_ids, key=_id_order)
     found: dict[str | int, dict[str, object]] = {}
     for chunk in id_chunks(ordered):
         query = model.select(model.id, *fields).where(
@@ -59,6 +59,24 @@ def old_values_of(access: Access, meta: "MetaClass", entity_ids: Sequence[str | 
         for key, *row in query.tuples():
             found[meta.row_id(key)] = dict(zip(names, row))
     return found
+
+
+def lock_rows(access: Access, meta: "MetaClass", entity_ids: Sequence[str | int]) -> None:
+    """The rows ``entity_ids`` of ``meta`` locked until commit, in id order,
+    one statement per ``db.IDS_PER_STATEMENT`` ids (PostgreSQL; SQLite's
+    write transaction holds them all already)."""
+    if not access.database.for_update:
+        return
+    model: Any = meta.model     # a Peewee model: its fields are class attributes
+    for chunk in id_chunks(sorted(entity_ids, key=_id_order)):
+        list(model.select(model.id).where(among(model.id, chunk)).order_by(model.id)
+             .for_update().tuples())
+
+
+def _id_order(key: str | int) -> tuple[int, str]:
+    """Ids in the order the rows are locked: numbers as numbers (not "10"
+    before "9"), texts (canonical uuid text sorts as the uuids) as texts."""
+    return (key, "") if isinstance(key, int) else (0, key)
 
 
 def _read_before(meta: "MetaClass", more: Sequence[peewee.Field]) -> list[peewee.Field]:
