@@ -129,6 +129,22 @@ def test_rows_whose_ids_are_numbers_or_text_are_changed_together_too(client, aut
         assert {name: row[name] for name in values} == values and row["version"] == 2
 
 
+def test_a_change_that_sets_no_known_attribute_only_raises_the_versions(client, auth):
+    """Unknown attributes are ignored, as in a single update: the rows keep
+    their values and get a new version (was a 500: an UPDATE setting nothing)."""
+    created = client.post("/rest/entities/Tag", headers=auth,
+                          json=[{"name": "Unset one"}, {"name": "Unset two"}])
+    assert created.status_code == 201, created.json
+    for method, path, body in (
+            ("PUT", "/rest/entities/Tag/search", {"filter": _named("Unset "), "values": {"nope": 1}}),
+            ("PUT", "/rest/entities/Tag", [{"id": row["id"]} for row in created.json])):
+        response = client.open(path, method=method, json=body, headers=auth)
+        assert response.status_code == 200, response.json
+    for row, name in zip(created.json, ("Unset one", "Unset two")):
+        stored = client.get(f"/rest/entities/Tag/{row['id']}?fetchPlan=_local", headers=auth).json
+        assert (stored["name"], stored["version"]) == (name, 3)
+
+
 def test_a_change_the_database_refuses_changes_no_row(client, auth):
     """A unique column set to one value on two rows: the grouped UPDATE
     fails as a whole, with the write's own error."""

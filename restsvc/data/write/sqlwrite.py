@@ -206,9 +206,10 @@ def _update_head(model: type[peewee.Model], names: Sequence[str],
     the n-th one's value ``value(n, field)``) and the version's raise."""
     table = model._meta.table_name
     fields = [field for field in model._meta.sorted_fields if field.name in names]
-    sets = [f'"{field.column_name}" = {value(number, field)}' for number, field in enumerate(fields)]
     version = model._meta.fields["version"].column_name
-    return f'UPDATE "{table}" SET {", ".join(sets)}, "{version}" = "{table}"."{version}" + 1'
+    sets = [f'"{field.column_name}" = {value(number, field)}' for number, field in enumerate(fields)]
+    sets.append(f'"{version}" = "{table}"."{version}" + 1')      # alone when nothing else is set
+    return f'UPDATE "{table}" SET {", ".join(sets)}'
 
 
 def _key_column(model: type[peewee.Model]) -> str:
