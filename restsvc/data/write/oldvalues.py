@@ -1,7 +1,7 @@
 """What an update reads before its statement: the row's values its history
 item compares with (the recorded columns) and its event keeps as
 ``previous`` (the columns it writes), with its version (``Writer.history_before``)."""
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import peewee
@@ -46,31 +46,30 @@ def old_values_of(access: Access, meta: "MetaClass", entity_ids: Sequence[str | 
     """``old_values`` of many rows (a bulk's updates), one statement per
     ``db.IDS_PER_STATEMENT`` ids, locked on PostgreSQL in id order: {id: values}
     of the rows found."""
-    model: Any = meta.model     # a Peewee model: its fields are class attributes
     fields = _read_before(meta, more)
     names = [field.name for field in fields]
-    ordered = sorted(entity_ids, key=_id_order)
-    found: dict[str | int, dict[str, object]] = {}
-    for chunk in id_chunks(ordered):
-        query = model.select(model.id, *fields).where(
-            among(model.id, chunk)).order_by(model.id)
-        if access.database.for_update:
-            query = query.for_update()
-        for key, *row in query.tuples():
-            found[meta.row_id(key)] = dict(zip(names, row))
-    return found
+    return {meta.row_id(key): dict(zip(names, row))
+            for key, *row in _in_id_order(access, meta, entity_ids, fields)}
 
 
 def lock_rows(access: Access, meta: "MetaClass", entity_ids: Sequence[str | int]) -> None:
-    """The rows ``entity_ids`` of ``meta`` locked until commit, in id order,
-    one statement per ``db.IDS_PER_STATEMENT`` ids (PostgreSQL; SQLite's
-    write transaction holds them all already)."""
-    if not access.database.for_update:
-        return
+    """The rows ``entity_ids`` of ``meta`` locked until commit as
+    ``old_values_of`` locks them (PostgreSQL; SQLite's write transaction
+    holds them all already)."""
+    if access.database.for_update:
+        list(_in_id_order(access, meta, entity_ids, ()))
+
+
+def _in_id_order(access: Access, meta: "MetaClass", entity_ids: Sequence[str | int],
+                 fields: Sequence[peewee.Field]) -> Iterator[tuple[Any, ...]]:
+    """(id, *fields) of the rows ``entity_ids``, read (and on PostgreSQL
+    locked) in id order, one statement per ``db.IDS_PER_STATEMENT`` ids."""
     model: Any = meta.model     # a Peewee model: its fields are class attributes
     for chunk in id_chunks(sorted(entity_ids, key=_id_order)):
-        list(model.select(model.id).where(among(model.id, chunk)).order_by(model.id)
-             .for_update().tuples())
+        query = model.select(model.id, *fields).where(among(model.id, chunk)).order_by(model.id)
+        if access.database.for_update:
+            query = query.for_update()
+        yield from query.tuples()
 
 
 def _id_order(key: str | int) -> tuple[int, str]:
