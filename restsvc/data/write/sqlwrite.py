@@ -114,10 +114,7 @@ def update_sql(access: Access, model: type[peewee.Model], key: object, values: d
         text = _UpdateText(
             sql, [(field.name, _converter(field, instant), type(field) in _TEXT_FIELDS)
                   for field in model._meta.sorted_fields if field.name in values],
-            # SET lists the columns in the model's order: "version" = "version" + 1 among them.
-            sum(1 for field in model._meta.sorted_fields
-                if field.name in values and field._sort_key < fields.version._sort_key),
-            fields.id.db_value)
+            _raised_at(model, tuple(values)), fields.id.db_value)
     else:
         text = compiled
     params = [value if is_text and value.__class__ is str else convert(value)
@@ -172,6 +169,14 @@ def insert_rows(access: Access, sql: str, rows: Sequence[Sequence[object]]) -> N
         execute(access.database, text, values)
 
 
+def _raised_at(model: type[peewee.Model], names: Sequence[str]) -> int:
+    """Where Peewee's SET of the columns ``names`` puts the version's raise:
+    it lists the columns in the model's order, "version" among them."""
+    version = model._meta.fields["version"]
+    return sum(1 for field in model._meta.sorted_fields
+               if field.name in names and field._sort_key < version._sort_key)
+
+
 def update_rows(access: Access, model: type[peewee.Model], names: Sequence[str],
                 rows: Sequence[Sequence[object]]) -> None:
     """Rows of ``model`` that set the columns ``names`` and raise their
@@ -182,12 +187,10 @@ def update_rows(access: Access, model: type[peewee.Model], names: Sequence[str],
     ``db.in_list``); else ``UPDATE ... FROM (VALUES ...)``, one per
     ``MAX_PARAMS`` parameters (``_update_from``)."""
     database = access.database
-    version = model._meta.fields["version"]
-    raised_at = sum(1 for field in model._meta.sorted_fields
-                    if field.name in names and field._sort_key < version._sort_key)
+    raised_at = _raised_at(model, names)
     values = [[*row[:raised_at], *row[raised_at + 1:-1]] for row in rows]   # without the raise, the key
     if all(row == values[0] for row in values):
-        kind = key_type(cast("peewee.Field[Any]", model._meta.primary_key))
+        kind = key_type(_key(model))
         head = _update_head(model, names, lambda number, field: database.param)
         sql = f'{head} WHERE {_key_column(model)} {in_list(database, kind)}'
         keys = [cast("str | int", row[-1]) for row in rows]
@@ -212,9 +215,12 @@ def _update_head(model: type[peewee.Model], names: Sequence[str],
     return f'UPDATE "{table}" SET {", ".join(sets)}'
 
 
+def _key(model: type[peewee.Model]) -> "peewee.Field[Any]":
+    return cast("peewee.Field[Any]", model._meta.primary_key)
+
+
 def _key_column(model: type[peewee.Model]) -> str:
-    key = cast("peewee.Field[Any]", model._meta.primary_key)
-    return f'"{model._meta.table_name}"."{key.column_name}"'
+    return f'"{model._meta.table_name}"."{_key(model).column_name}"'
 
 
 def _update_from(database: peewee.Database, model: type[peewee.Model], names: Sequence[str],
@@ -231,15 +237,14 @@ def _update_from(database: peewee.Database, model: type[peewee.Model], names: Se
         if sqlite:
             return column
         if field is None:       # the key: an auto-increment column's type is no type to cast to
-            kind = key_type(cast("peewee.Field[Any]", model._meta.primary_key))
+            kind = key_type(_key(model))
         else:
             context = database.get_sql_context()
             ddl = context.sql(field.ddl_datatype(context))  # type: ignore[no-untyped-call, unused-ignore]  # peewee-stubs: unannotated
             kind = ddl.query()[0].split("(")[0]
         return f"CAST({column} AS {kind})"
 
-    fields = [field for field in model._meta.sorted_fields if field.name in names]
-    row = "(" + ", ".join([database.param] * (len(fields) + 1)) + ")"
+    row = "(" + ", ".join([database.param] * (len(names) + 1)) + ")"
     return (f'{_update_head(model, names, lambda number, field: value(number + 1, field))}'
             f' FROM (VALUES {", ".join([row] * count)}) AS "v"'
             f' WHERE {_key_column(model)} = {value(0, None)}')
