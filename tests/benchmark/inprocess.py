@@ -53,15 +53,43 @@ def _answer(app, environ, body):
     return _start_response.status, payload
 
 
-def _per_request(app, environs, body, count):
+def _per_request(app, environs, body, count, cold=None):
     """(wall-clock µs, CPU µs of this process) per request. On a busy machine the
     wall clock also counts the time spent waiting for a core; the CPU time
-    does not (nor does it count waiting for the disk: fsync on commit)."""
+    does not (nor does it count waiting for the disk: fsync on commit).
+    ``cold``: called before each request, outside the time counted (``evicting``)."""
+    if cold is not None:
+        return _cold_per_request(app, environs, body, count, cold)
     started, cpu = time.perf_counter(), time.process_time()
     for i in range(count):
         _answer(app, environs[i % len(environs)], body)
     return ((time.perf_counter() - started) / count * 1e6,
             (time.process_time() - cpu) / count * 1e6)
+
+
+def _cold_per_request(app, environs, body, count, cold):
+    wall = cpu = 0.0
+    for i in range(count):
+        cold()
+        started, processed = time.perf_counter(), time.process_time()
+        _answer(app, environs[i % len(environs)], body)
+        wall += time.perf_counter() - started
+        cpu += time.process_time() - processed
+    return wall / count * 1e6, cpu / count * 1e6
+
+
+def evicting(kib):
+    """A function that writes ``kib`` KiB of memory of its own, a page at a time:
+    what a request left in the CPU's caches is gone afterwards, as it is
+    under gunicorn, where the kernel's and the server's work for the next
+    connection (and the other processes') run between two requests of a
+    worker (tests/benchmark/README.md, "Cold caches (issue 41, nineteenth session)")."""
+    junk, page = bytearray(kib * 1024), b"\1" * 4096
+
+    def evict():
+        for start in range(0, len(junk), 4096):
+            junk[start:start + 4096] = page
+    return evict
 
 
 def repeat(app, method, paths, token, body, count):
@@ -70,19 +98,20 @@ def repeat(app, method, paths, token, body, count):
     return _per_request(app, _environs(method, paths, token, body), body, count)
 
 
-def compare(apps, method, paths, token, body, rounds, seconds):
-    """{app name: [(wall µs, CPU µs) per request, one pair per round]}."""
+def compare(apps, method, paths, token, body, rounds, seconds, cold=None):
+    """{app name: [(wall µs, CPU µs) per request, one pair per round]}; ``cold``
+    as for ``_per_request``."""
     body = body.encode("utf-8") if body else None
     environs = _environs(method, paths, token, body)
     counts = {}
     for name, app in apps.items():          # warm-up, and how many calls fill ``seconds``
-        probe, _ = _per_request(app, environs, body, 20)
+        probe, _ = _per_request(app, environs, body, 20, cold)
         counts[name] = max(20, int(seconds * 1e6 / probe))
     figures = {name: [] for name in apps}
     order = list(apps)
     for round_number in range(rounds):
         for name in order[::-1] if round_number % 2 else order:
-            figures[name].append(_per_request(apps[name], environs, body, counts[name]))
+            figures[name].append(_per_request(apps[name], environs, body, counts[name], cold))
     return figures
 
 

@@ -2,6 +2,7 @@
 
     python tests/benchmark/run.py [--rounds 5] [--duration 5] [--only list|get|create|nested|search]
     python tests/benchmark/run.py --no-wrk           # in-process figures only
+    python tests/benchmark/run.py --no-wrk --cold 4096   # in process, caches evicted per request
     python tests/benchmark/run.py --postgres URL     # restsvc and the baseline on PostgreSQL
     python tests/benchmark/run.py --profile 3000 [--only get]     # in-process cProfile
     python tests/benchmark/run.py --app-cpu          # also the CPU inside each app, served
@@ -37,6 +38,13 @@ server's. Both customer tables are analyzed before each operation: the
 creates add thousands of rows, and a search planned from statistics taken
 before them (autovacuum's timing decides) can walk the whole primary key.
 
+``--cold KIB`` (with ``--no-wrk``): in process, each request after the CPU's
+caches are evicted (``inprocess.evicting``: KIB KiB of memory written; the
+time it takes is not counted), as a served worker's request follows the
+kernel's and gunicorn's work: 4096 puts both apps near what ``--app-cpu``
+counts inside them under wrk, without the server's noise (tests/benchmark/README.md,
+"Cold caches (issue 41, nineteenth session)").
+
 ``--app-cpu``: both apps served through ``apptime.py``, which counts the CPU
 time spent inside each app (not gunicorn's) per request; printed beside the
 server's (tests/benchmark/README.md, "Inside the server (issue 41, seventh session)").
@@ -54,7 +62,7 @@ from urllib.parse import quote
 
 from baseline_data import build, build_postgres
 from dataset import REPO, prepare, tag_shape
-from inprocess import compare, one_response, summary
+from inprocess import compare, evicting, one_response, summary
 from apptime import totals
 from servers import (Wrk, backends_cpu, cpu_between, one_request, start_server, stop_server,
                      workers_cpu)
@@ -181,7 +189,8 @@ def in_process(apps, token, ids, args):
             notes.append(f"{name}: the answers differ:\n      {difference}")
         if difference := same_headers(name, ours, theirs):
             notes.append(f"{name}: the headers differ: {difference}")
-        figures = compare(apps, method, paths, token, body, args.rounds, args.seconds)
+        figures = compare(apps, method, paths, token, body, args.rounds, args.seconds,
+                          evicting(args.cold) if args.cold else None)
         rows.append((name, figures["restsvc"], figures["baseline"]))
     return rows, notes
 
@@ -198,8 +207,9 @@ def report_in_process(rows, notes, args):
               f"{summary([a[0] for a in ours]):>17}{summary([b[0] for b in theirs]):>15}"
               f"{wall:>6.2f}  {' '.join(f'{r:.2f}' for r in cpu)}"
               f"{'  above target' if target and ratio > target else ''}")
+    cold = f"; {args.cold} KiB written before each request, not counted" if args.cold else ""
     footer(f"restsvc/baseline; median (min-max) of {args.rounds} rounds of ~{args.seconds}s per "
-           f"app, taking turns; CPU time of this process per request", notes)
+           f"app, taking turns; CPU time of this process per request{cold}", notes)
 
 
 def footer(what, notes):
@@ -318,6 +328,9 @@ def parse_args(argv):
     parser.add_argument("--seconds", type=float, default=0.5,
                         help="seconds per app and round in process")
     parser.add_argument("--no-wrk", action="store_true", help="in-process figures only")
+    parser.add_argument("--cold", type=bounded(1, 1 << 20), metavar="KIB",
+                        help="in process, evict the caches before each request by writing "
+                             "KIB KiB (4096: as under gunicorn); that time is not counted")
     parser.add_argument("--postgres", metavar="URL",
                         help="restsvc on this PostgreSQL database (a schema of its own, "
                              "dropped afterwards), the baseline on another schema of it "
