@@ -161,9 +161,9 @@ def test_an_application_that_wants_the_history_substring_index_declares_it(
     assert HISTORY_TRIGRAM in columns(shop, "history_item").indexes
 
 
-def _in_opposite_orders(app, auth, entity, rows_of, writers=8):
-    """The statuses of ``writers`` bulk PUTs of ``entity`` started at once,
-    writer ``n`` sending ``rows_of(n)``, every other writer in reverse."""
+def _in_opposite_orders(app, auth, entity, rows_of, writers=8, method="PUT"):
+    """The statuses of ``writers`` bulk PUTs (or POSTs) of ``entity`` started
+    at once, writer ``n`` sending ``rows_of(n)``, every other writer in reverse."""
     statuses = []
     barrier = threading.Barrier(writers)
 
@@ -171,8 +171,8 @@ def _in_opposite_orders(app, auth, entity, rows_of, writers=8):
         rows = rows_of(number)
         own = Client(app)
         barrier.wait()
-        response = own.put(f"/rest/entities/{entity}", headers=auth,
-                           json=rows if number % 2 else rows[::-1])
+        response = own.open(f"/rest/entities/{entity}", method=method, headers=auth,
+                            json=rows if number % 2 else rows[::-1])
         statuses.append(response.status_code)
     threads = [threading.Thread(target=write, args=(number,)) for number in range(writers)]
     for thread in threads:
@@ -195,6 +195,36 @@ def test_bulk_updates_of_the_same_rows_in_opposite_orders_all_succeed(app, clien
     assert {row["version"] for row in stored} == {9}
     winners = {row["email"].split("-")[0] for row in stored}     # one writer's rows, whole
     assert len(winners) == 1, winners
+
+
+def test_bulks_that_name_a_row_twice_or_also_create_rows_in_opposite_orders_all_succeed(
+        app, client, auth):
+    """A bulk whose updates are written one by one, in the body's order (a
+    row named twice; updates among creates), still locks the rows it updates
+    in id order before the first is written: concurrent ones neither
+    deadlock nor lose a write."""
+    ids = _bulk(client, auth, _customers(12, "twice"))
+    statuses = _in_opposite_orders(app, auth, "Customer", lambda number: [
+        {"id": entity_id, "email": f"w{number}-{i}-{time}@example.com"}
+        for time in ("a", "b") for i, entity_id in enumerate(ids)])
+    assert statuses == [200] * 8
+    stored = [client.get(f"/rest/entities/Customer/{entity_id}?fetchPlan=_local", headers=auth).json
+              for entity_id in ids]
+    assert {row["version"] for row in stored} == {17}
+    assert len({row["email"].split("-")[0] for row in stored}) == 1     # one writer's rows, whole
+
+    statuses = _in_opposite_orders(app, auth, "Customer", lambda number: [
+        {"id": entity_id, "grade": ("SILVER", "GOLD")[number % 2]} for entity_id in ids] + [
+        {"name": f"New {number}-{i}", "email": f"new-{number}-{i}@example.com"} for i in range(3)],
+        method="POST")
+    assert statuses == [201] * 8
+    stored = [client.get(f"/rest/entities/Customer/{entity_id}?fetchPlan=_local", headers=auth).json
+              for entity_id in ids]
+    assert {row["version"] for row in stored} == {25}
+    assert len({row["grade"] for row in stored}) == 1
+    created = client.get("/rest/entities/Customer/search", headers=auth, query_string={
+        "filter": '{"conditions":[{"property":"name","operator":"startsWith","value":"New "}]}'})
+    assert len(created.json) == 24
 
 
 _UPDATE = re.compile(r'\s*UPDATE "?(\w+)"?', re.IGNORECASE)

@@ -19,12 +19,13 @@ the rows pending before it, and leaves its history item and event here.
 Any other save first flushes what is pending, so every write sees the rows
 written before it, in order, and the transaction holds the same rows, items
 and events as one save at a time.
-Updates of distinct rows of one entity lock their rows in id order when the
-transaction starts (``read_before``); when all stand alone, that read also
-takes the values their items and events compare with and the rows'
-versions, one statement per 500 rows, and their UPDATEs then wait here too
-(``add_update``: each row's expected version checked against the one read)
-and go together per column set (``sqlwrite.update_rows``):
+The rows a bulk of one entity updates are locked in id order when the
+transaction starts (``read_before``); when it updates distinct rows only and
+all of them stand alone, that read also takes the values their items and
+events compare with and the rows' versions, one statement per 500 rows, and
+their UPDATEs then wait here too (``add_update``: each row's expected
+version checked against the one read) and go together per column set
+(``sqlwrite.update_rows``):
 
     entity rows    rows that take the same values (a change by filter's):
                    one UPDATE ... WHERE id IN (...); else one
@@ -82,23 +83,30 @@ class Pending:
         return self.before is not None and self.keeps(access, operation, owner_field)
 
     def read_before(self, access: "Access", operations: "Sequence[Operation]") -> None:
-        """Updates of distinct rows of one entity (a change by filter's, a
-        bulk PUT's): their rows locked together in id order as soon as the
+        """The rows a bulk of one entity updates (a change by filter's, a bulk
+        PUT's or POST's): locked together in id order as soon as the
         transaction starts (on PostgreSQL: concurrent bulks naming the same
-        rows wait for each other instead of deadlocking). When all of them
-        stand alone, with the values their history items and events compare
-        with (``oldvalues.old_values_of``), where each update read its own row."""
+        rows wait for each other instead of deadlocking). When they are
+        distinct rows, all updated and all standing alone, with the values
+        their history items and events compare with
+        (``oldvalues.old_values_of``), where each update read its own row."""
         meta = operations[0].meta if len(operations) > 1 else None
-        if meta is None or any(operation.creating or operation.meta is not meta
-                               for operation in operations):
+        if meta is None or any(operation.meta is not meta for operation in operations):
             return
-        keys = [operation.key for operation in operations]
-        if len(set(keys)) < len(keys):      # a row updated twice: its second read follows the first
+        keys = [operation.key for operation in operations if not operation.creating]
+        if not keys:
+            return      # creates only: the transaction waits for their rows
+        # A row updated twice (its second read follows the first) or updates
+        # among creates (the body's order decides what a unique key meets):
+        # written one by one, in order, after the locks.
+        alone = len(keys) == len(operations) == len(set(keys)) and all(
+            self.keeps(access, operation, None) for operation in operations)
+        if not alone:
+            if access.database.for_update:
+                self.flush(access, rows_only=True)      # the transaction starts
+                oldvalues.lock_rows(access, meta, list(dict.fromkeys(keys)))
             return
         self.flush(access, rows_only=True)      # the transaction starts: the rows as it holds them
-        if not all(self.keeps(access, operation, None) for operation in operations):
-            oldvalues.lock_rows(access, meta, keys)
-            return
         # every column an event keeps: the rows' values and the audit fields they will write
         self.before = oldvalues.old_values_of(access, meta, keys, outbox.fields_before(
             meta, meta.model._meta.fields) if meta.events else ())
