@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -203,6 +204,29 @@ def statements_sent(app, monkeypatch, action, pattern):
     finally:
         monkeypatch.undo()
     return counts
+
+
+def at_once(work, count, timeout=None):
+    """``work(n)`` for each n in ``range(count)``, each in a thread of its own,
+    all let go together (a barrier): their results in the order of n. An
+    exception in a thread is raised here, after all have ended."""
+    results, failures = [None] * count, []
+    barrier = threading.Barrier(count)
+
+    def run(number):
+        try:
+            barrier.wait()
+            results[number] = work(number)
+        except BaseException as exc:     # handed to the caller
+            failures.append(exc)
+    threads = [threading.Thread(target=run, args=(number,)) for number in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    if failures:
+        raise failures[0]
+    return results
 
 
 def bearer(token):

@@ -3,13 +3,12 @@ bounded number of statements whatever the row count (data/write/pending.py:
 one multi-row INSERT per column set and 32,766 parameters), and write
 exactly what the same creates made one at a time write."""
 import re
-import threading
 
 import pytest
 
 from werkzeug.test import Client
 
-from conftest import demo_id, statements_sent
+from conftest import at_once, demo_id, statements_sent
 from restsvc.data.write.history import HistoryItem
 from restsvc.events import outbox
 from restsvc.security import gate
@@ -164,22 +163,11 @@ def test_an_application_that_wants_the_history_substring_index_declares_it(
 def _in_opposite_orders(app, auth, entity, rows_of, writers=8, method="PUT"):
     """The statuses of ``writers`` bulk PUTs (or POSTs) of ``entity`` started
     at once, writer ``n`` sending ``rows_of(n)``, every other writer in reverse."""
-    statuses = []
-    barrier = threading.Barrier(writers)
-
     def write(number):
         rows = rows_of(number)
-        own = Client(app)
-        barrier.wait()
-        response = own.open(f"/rest/entities/{entity}", method=method, headers=auth,
-                            json=rows if number % 2 else rows[::-1])
-        statuses.append(response.status_code)
-    threads = [threading.Thread(target=write, args=(number,)) for number in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return statuses
+        return Client(app).open(f"/rest/entities/{entity}", method=method, headers=auth,
+                                json=rows if number % 2 else rows[::-1]).status_code
+    return at_once(write, writers)
 
 
 def test_bulk_updates_of_the_same_rows_in_opposite_orders_all_succeed(app, client, auth):

@@ -1,10 +1,9 @@
 """ETag, If-None-Match and If-Match on single entities."""
-import threading
 
 import pytest
 from werkzeug.test import Client
 
-from conftest import demo_id, get_token
+from conftest import at_once, demo_id, get_token
 
 CUSTOMER = demo_id("customer", 0)
 URL = f"/rest/entities/Customer/{CUSTOMER}"
@@ -105,21 +104,13 @@ def test_delete_with_stale_if_match_answers_412_and_keeps_the_row(client, auth):
 
 def test_only_one_of_concurrent_writers_with_the_same_etag_wins(app, auth):
     tag = _tag(Client(app), auth)
-    results = []
-    start = threading.Barrier(6)
 
     def write(number):
-        client = Client(app)
-        start.wait()
-        response = client.put(URL, json={"name": f"Writer {number}"},
-                              headers={**auth, "If-Match": tag})
-        results.append((response.status_code, number))
+        response = Client(app).put(URL, json={"name": f"Writer {number}"},
+                                   headers={**auth, "If-Match": tag})
+        return response.status_code, number
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = at_once(write, 6)
     codes = sorted(code for code, _ in results)
     assert codes == [200] + [412] * 5
     winner = next(number for code, number in results if code == 200)

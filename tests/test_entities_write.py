@@ -1,10 +1,9 @@
 """Entities API, writing: create, update, delete, bulk, compositions, validation, locking."""
-import threading
 
 import pytest
 from werkzeug.test import Client
 
-from conftest import demo_id, get_token
+from conftest import at_once, demo_id, get_token
 
 CUSTOMER_0 = demo_id("customer", 0)
 PRODUCT_0, PRODUCT_1 = demo_id("product", 0), demo_id("product", 1)
@@ -245,20 +244,11 @@ def test_the_shipped_configuration_refuses_a_stale_version_as_the_reference_does
 
 def test_two_concurrent_writers_with_the_same_version_cannot_both_win(locking):
     c, auth = locking
-    barrier = threading.Barrier(8)
-    results = []
 
     def write(n):
-        barrier.wait()
-        response = c.put(f"/rest/entities/Customer/{CUSTOMER_0}", json={"name": f"w{n}", "version": 1},
-                         headers=auth)
-        results.append(response.status_code)
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(results) == [200] + [400] * 7
+        return c.put(f"/rest/entities/Customer/{CUSTOMER_0}", json={"name": f"w{n}", "version": 1},
+                     headers=auth).status_code
+    assert sorted(at_once(write, 8)) == [200] + [400] * 7
     assert c.get(f"/rest/entities/Customer/{CUSTOMER_0}", headers=auth).json["version"] == 2
 
 
@@ -316,19 +306,11 @@ def test_concurrent_replacements_of_a_composition_leave_one_of_the_requested_set
     order = demo_id("order", 0)
     path = f"/rest/entities/Order/{order}"
     writers = 6
-    for _ in range(3):
-        barrier = threading.Barrier(writers)
-        results = []
 
-        def replace(n):     # run by this round's threads only
-            barrier.wait()  # noqa: B023
-            line = {"product": {"id": PRODUCT_0}, "quantity": 100 + n}
-            results.append(client.put(path, json={"lines": [line]}, headers=auth).status_code)  # noqa: B023
-        threads = [threading.Thread(target=replace, args=(n,)) for n in range(writers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert results == [200] * writers
+    def replace(n):
+        line = {"product": {"id": PRODUCT_0}, "quantity": 100 + n}
+        return client.put(path, json={"lines": [line]}, headers=auth).status_code
+    for _ in range(3):
+        assert at_once(replace, writers) == [200] * writers
         lines = client.get(f"{path}?fetchPlan=order-with-details", headers=auth).json["lines"]
         assert len(lines) == 1 and 100 <= lines[0]["quantity"] < 100 + writers

@@ -1,12 +1,11 @@
 """Local file storage: atomic writes, temporary files, instances sharing a directory."""
 import os
-import threading
 import time
 
 import pytest
 from werkzeug.test import Client
 
-from conftest import make_settings
+from conftest import at_once, make_settings
 from files_support import download, stored_files, temp_files, uploaded_ref
 from restsvc.app import RestApp
 from restsvc.files.refs import parse_file_ref
@@ -101,11 +100,7 @@ def test_instances_sharing_a_directory_never_collide_and_see_each_others_files(m
         client = Client(apps[index])
         for n in range(15):
             refs[index].append((uploaded_ref(client, auth, f"{index}-{n}".encode()), f"{index}-{n}"))
-    threads = [threading.Thread(target=upload_many, args=(i,)) for i in (0, 1)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    at_once(upload_many, 2)
     all_refs = refs[0] + refs[1]
     assert len({ref for ref, _ in all_refs}) == 30
     for index, own in enumerate(refs):

@@ -7,14 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from werkzeug.test import Client
 
-from conftest import get_token
+from conftest import at_once, get_token
 from restsvc import Entity, entity
 from restsvc.clibase import service_access
 from restsvc.data.bound import DataAccess
@@ -262,11 +261,7 @@ def test_two_runners_at_once_run_each_event_once(gadgets):
         finally:
             release(app.database)
 
-    threads = [threading.Thread(target=drain, args=(runner,)) for runner in runners]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    at_once(lambda n: drain(runners[n]), len(runners), timeout=60)
     assert len(_commit_logs()) == 6
     assert HookPosition.get_by_id("Gadget").attempts == 0
 

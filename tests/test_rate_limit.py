@@ -1,11 +1,10 @@
 """Sign-in limits on /oauth2/*: failures hold back the address they come from,
 never the legitimate client or user signing in from elsewhere."""
-import threading
 
 import pytest
 from werkzeug.test import Client
 
-from conftest import basic
+from conftest import at_once, basic
 from restsvc.security import clients, ratelimit
 
 LIMIT = {"svc.authserver.rate-limit.max-failures": 5, "svc.authserver.rate-limit.window": "5m"}
@@ -129,17 +128,10 @@ def test_parallel_wrong_passwords_are_checked_no_more_often_than_the_limit(make_
                                                                            monkeypatch):
     c = Client(make_app({**LIMIT, "svc.authserver.rate-limit.max-failures": 10}))
     monkeypatch.setattr(clients, "ITERATIONS", 30_000)   # each check takes a while
-    start = threading.Barrier(24)
-    statuses = []
 
     def guess(n):
-        start.wait()
-        statuses.append(password_grant_from(c, "alice", f"guess-{n}", "10.6.6.6").status_code)
-    threads = [threading.Thread(target=guess, args=(n,)) for n in range(24)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+        return password_grant_from(c, "alice", f"guess-{n}", "10.6.6.6").status_code
+    statuses = at_once(guess, 24)
     assert sorted(set(statuses)) == [400, 429]
     assert statuses.count(400) <= 10
 

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
-from conftest import PG_URL, basic, http, postgres_schema
+from conftest import PG_URL, at_once, basic, http, postgres_schema
 from servers import (TcpRelay, haproxy, launch, new_bucket, object_storage_settings,
                      s3_server_missing, wait_until_ready)
 
@@ -155,17 +155,12 @@ def one_writer_wins_an_optimistic_locking_conflict(balancer):
     assert status == 201
     path = f"/rest/entities/Customer/{created['id']}"
     status, current = balancer.json("GET", path)
-    answers = []
 
     def update(n):
         status, body = balancer.json("PUT", path, {"name": f"writer {n}",
                                                    "version": current["version"]})
-        answers.append(status if status == 200 else (status, body["error"]))
-    writers = [threading.Thread(target=update, args=(n,)) for n in range(8)]
-    for writer in writers:
-        writer.start()
-    for writer in writers:
-        writer.join()
+        return status if status == 200 else (status, body["error"])
+    answers = at_once(update, 8)
     # The reference's answer to a stale version: 400 "Optimistic lock".
     assert sorted(answers, key=str) == [(400, "Optimistic lock")] * 7 + [200], answers
     assert balancer.json("GET", path)[1]["version"] == current["version"] + 1
