@@ -170,6 +170,12 @@ def _in_opposite_orders(app, auth, entity, rows_of, writers=8, method="PUT"):
     return at_once(write, writers)
 
 
+def _stored(client, auth, ids):
+    """The customers ``ids`` as stored (their local attributes and versions)."""
+    return [client.get(f"/rest/entities/Customer/{entity_id}?fetchPlan=_local", headers=auth).json
+            for entity_id in ids]
+
+
 def test_bulk_updates_of_the_same_rows_in_opposite_orders_all_succeed(app, client, auth):
     """Concurrent bulk updates lock their rows in id order before writing
     (on PostgreSQL; SQLite writes one transaction at a time): updates of the
@@ -178,8 +184,7 @@ def test_bulk_updates_of_the_same_rows_in_opposite_orders_all_succeed(app, clien
     statuses = _in_opposite_orders(app, auth, "Customer", lambda number: [
         {"id": entity_id, "email": f"w{number}-{i}@example.com"} for i, entity_id in enumerate(ids)])
     assert statuses == [200] * 8
-    stored = [client.get(f"/rest/entities/Customer/{entity_id}?fetchPlan=_local", headers=auth).json
-              for entity_id in ids]
+    stored = _stored(client, auth, ids)
     assert {row["version"] for row in stored} == {9}
     winners = {row["email"].split("-")[0] for row in stored}     # one writer's rows, whole
     assert len(winners) == 1, winners
@@ -196,8 +201,7 @@ def test_bulks_that_name_a_row_twice_or_also_create_rows_in_opposite_orders_all_
         {"id": entity_id, "email": f"w{number}-{i}-{time}@example.com"}
         for time in ("a", "b") for i, entity_id in enumerate(ids)])
     assert statuses == [200] * 8
-    stored = [client.get(f"/rest/entities/Customer/{entity_id}?fetchPlan=_local", headers=auth).json
-              for entity_id in ids]
+    stored = _stored(client, auth, ids)
     assert {row["version"] for row in stored} == {17}
     assert len({row["email"].split("-")[0] for row in stored}) == 1     # one writer's rows, whole
 
@@ -206,8 +210,7 @@ def test_bulks_that_name_a_row_twice_or_also_create_rows_in_opposite_orders_all_
         {"name": f"New {number}-{i}", "email": f"new-{number}-{i}@example.com"} for i in range(3)],
         method="POST")
     assert statuses == [201] * 8
-    stored = [client.get(f"/rest/entities/Customer/{entity_id}?fetchPlan=_local", headers=auth).json
-              for entity_id in ids]
+    stored = _stored(client, auth, ids)
     assert {row["version"] for row in stored} == {25}
     assert len({row["grade"] for row in stored}) == 1
     created = client.get("/rest/entities/Customer/search", headers=auth, query_string={
